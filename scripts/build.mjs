@@ -1,0 +1,96 @@
+// One esbuild build per target: the extension (Node, `vscode` external), the delegation panel (browser),
+// the gateway (a Node program), and the integration suite that runs inside VS Code's extension host.
+// Type-checking is separate (`npm run typecheck`). Prints each bundle's size at the end.
+import * as esbuild from 'esbuild';
+import { cpSync, mkdirSync, statSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const production = process.argv.includes('--production');
+const watch = process.argv.includes('--watch');
+const minify = !process.argv.includes('--no-minify');
+
+/** @type {esbuild.BuildOptions} */
+const common = {
+  bundle: true,
+  minify,
+  sourcemap: production ? false : 'linked',
+  legalComments: 'none',
+  logLevel: 'warning',
+  absWorkingDir: root,
+};
+
+/** @type {Record<string, esbuild.BuildOptions>} */
+const targets = {
+  extension: {
+    ...common,
+    entryPoints: ['src/extension/extension.ts'],
+    outfile: 'dist/extension.js',
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    external: ['vscode'],
+  },
+  webview: {
+    ...common,
+    entryPoints: ['src/webview/main.ts'],
+    outfile: 'dist/webview/panel.js',
+    platform: 'browser',
+    format: 'esm',
+    target: 'es2022',
+  },
+  gateway: {
+    ...common,
+    entryPoints: ['src/gateway/cli.ts'],
+    outfile: 'dist/gateway.js',
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    banner: { js: '#!/usr/bin/env node' },
+    // Native and optional drivers stay outside the bundle: the gateway picks its store at run time
+    // (node:sqlite on Node >= 22.13, better-sqlite3 on Node 20, pg for teams).
+    external: ['better-sqlite3', 'pg-native', '@grpc/grpc-js', '@bufbuild/protobuf', 'mysql2'],
+  },
+};
+
+if (!production && !process.argv.includes('--no-tests')) {
+  targets.integration = {
+    ...common,
+    minify: false,
+    // One file per suite module, not bundled: mocha loads the test files by path.
+    bundle: false,
+    entryPoints: ['test/integration/suite/*.ts'],
+    outdir: 'out/test/integration',
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+  };
+}
+
+function copyAssets() {
+  // Codicons for the panel: served from dist/webview so localResourceRoots stays bundle + media.
+  mkdirSync(join(root, 'dist/webview'), { recursive: true });
+  for (const f of ['codicon.css', 'codicon.ttf']) {
+    cpSync(join(root, 'node_modules/@vscode/codicons/dist', f), join(root, 'dist/webview', f));
+  }
+}
+
+const kb = (f) => (statSync(join(root, f)).size / 1024).toFixed(1) + ' KB';
+
+if (watch) {
+  copyAssets();
+  for (const [name, opts] of Object.entries(targets)) {
+    const ctx = await esbuild.context(opts);
+    await ctx.watch();
+    console.log(`watching ${name}`);
+  }
+} else {
+  rmSync(join(root, 'dist'), { recursive: true, force: true });
+  copyAssets();
+  await Promise.all(Object.values(targets).map((t) => esbuild.build(t)));
+  console.log(`bundles${minify ? ' (minified)' : ''}:`);
+  console.log(`  extension  dist/extension.js      ${kb('dist/extension.js')}`);
+  console.log(`  webview    dist/webview/panel.js  ${kb('dist/webview/panel.js')}`);
+  console.log(`  gateway    dist/gateway.js        ${kb('dist/gateway.js')}`);
+}

