@@ -5,7 +5,7 @@
  * driver to act as a user would (click in a webview, read text on screen, take screenshots).
  *
  *   --mode dev   phases: smoke (the extension from this folder), then restore (same profile, page reloaded)
- *   --mode vsix  installs dist/baton.vsix with --install-extension and runs the smoke phase against it
+ *   --mode vsix  installs out/baton.vsix with --install-extension and runs the smoke phase against it
  *
  * Exit code: 0 all passed, 1 a test failed, 2 the harness failed. Writes result.json, logs and
  * screenshots into test-results/integration/<mode>-<time>/.
@@ -124,7 +124,7 @@ async function textOnScreen(page: Page, text: string, timeoutMs: number): Promis
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     for (const f of page.frames()) {
-      const body = await f.evaluate(() => document.body?.innerText ?? '').catch(() => '');
+      const body = await f.evaluate(() => (globalThis as { document?: { body?: { innerText?: string } } }).document?.body?.innerText ?? '').catch(() => '');
       if (body.includes(text)) return;
     }
     if (Date.now() > deadline) throw new Error(`text ${JSON.stringify(text)} did not appear on screen`);
@@ -210,8 +210,8 @@ async function main(): Promise<void> {
   };
   const common = ['--user-data-dir', join(runDir, 'user-data'), '--extensions-dir', join(runDir, 'extensions'), '--config', join(runDir, 'config.yaml')];
   if (mode === 'vsix') {
-    const vsix = join(repo, 'dist/baton.vsix');
-    if (!existsSync(vsix)) await finish(2, 'dist/baton.vsix is missing: run npm run package');
+    const vsix = join(repo, 'out/baton.vsix');
+    if (!existsSync(vsix)) await finish(2, 'out/baton.vsix is missing: run npm run package');
     const r = spawnSync(NODE, [ENTRY, ...common, '--install-extension', vsix, '--force'], { env: csEnv, encoding: 'utf8' });
     log(`--install-extension: rc=${r.status} ${(r.stdout + r.stderr).trim().split('\n').slice(-1)[0]}`);
     if (r.status !== 0) await finish(2, 'installing the .vsix failed');

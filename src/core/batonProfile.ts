@@ -1,0 +1,44 @@
+/**
+ * Baton's A2A profile: the extension URIs Baton declares in agent cards and negotiates with the
+ * `A2A-Extensions` header, and the metadata keys Baton puts on messages, tasks and events. Both the
+ * gateway (which serves them) and the client (which reads them) import these; nothing else spells them.
+ */
+
+/**
+ * Replay profile. Every event of a task gets a per-task, strictly increasing `seq`, persisted before
+ * it is sent, written as the SSE `id:` line and as event metadata `SEQ_KEY` (the SDK's client does
+ * not expose SSE ids). A subscriber that sends `Last-Event-ID: <seq>` (or metadata `CURSOR_KEY` on
+ * the request) gets every event after it, then live events; on a terminal task it gets the rest and
+ * the stream closes.
+ */
+export const REPLAY_EXTENSION_URI = 'urn:baton:a2a:replay:v1';
+
+/** Signed results: terminal tasks carry a signed envelope in task metadata `ENVELOPE_KEY`. */
+export const SIGNED_RESULT_EXTENSION_URI = 'urn:baton:a2a:signed-result:v1';
+
+export const META = {
+  /** On every event (status/artifact update) and on the Task snapshot: the event's per-task sequence number. */
+  seq: 'baton/seq',
+  /** On a subscribe request: replay everything after this seq. */
+  cursor: 'baton/cursor',
+  /** On the first message: the caller's repository (absolute path on the gateway's machine). */
+  repository: 'baton/repository',
+  /** On the first message: the commit the caller's tree was at, and a digest of its uncommitted state. */
+  baseCommit: 'baton/baseCommit',
+  uncommittedDigest: 'baton/uncommittedDigest',
+  /** On the first message: repository-relative files named as context. */
+  files: 'baton/files',
+  /** On the first message: requested capabilities `{write, shell, network}`; on the task: the effective ones. */
+  capabilities: 'baton/capabilities',
+  /** On the first message: the deadline, an ISO 8601 time. */
+  deadline: 'baton/deadline',
+  /** Delegation chain: agent ids from the root caller down, for depth/breadth/cycle guards. */
+  chain: 'baton/chain',
+  /** On a terminal task: the signed result envelope (compact JWS). */
+  envelope: 'baton/resultEnvelope',
+  /** On the task: who executed it (agent id and kind), and whether it ran confined. */
+  executor: 'baton/executor',
+} as const;
+
+/** The artifact a coding agent returns. */
+export const PATCH_ARTIFACT = { name: 'changes.patch', mediaType: 'text/x-diff' } as const;

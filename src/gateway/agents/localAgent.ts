@@ -1,0 +1,72 @@
+/**
+ * The contract between the gateway's A2A layer and the agents that run on this machine (built-in
+ * agents and headless coding CLIs, each in a throwaway workspace). The A2A executor adapts a
+ * `LocalAgent` to the SDK's event bus; the agent knows nothing of A2A.
+ */
+
+/** What an agent may do. Read-only by default: the agent may only propose a patch. */
+export interface Capabilities {
+  /** Edit files in its workspace (the edits only ever come back as changes.patch). */
+  readonly write: boolean;
+  /** Run shell commands (refused where the harness can refuse it). */
+  readonly shell: boolean;
+  /** Reach the network beyond what the harness needs for its own model API. */
+  readonly network: boolean;
+}
+
+export const READ_ONLY: Capabilities = Object.freeze({ write: false, shell: false, network: false });
+
+export interface LocalRunRequest {
+  /** The A2A task id; also names the workspace folder. */
+  readonly taskId: string;
+  /** The caller's repository (absolute path, already checked against the gateway's allowed roots), or none. */
+  readonly repoPath?: string;
+  /** The task as the user wrote it, plus any context parts rendered as text. */
+  readonly prompt: string;
+  /** Repository-relative files the request names (explicit context). */
+  readonly files: readonly string[];
+  readonly capabilities: Capabilities;
+  /** Absolute epoch milliseconds; past it the run is stopped and its outcome is `expired`. */
+  readonly deadline: number;
+  /** Aborted when the caller cancels. */
+  readonly signal: AbortSignal;
+}
+
+export type LocalRunEvent =
+  | { readonly kind: 'started'; readonly workspace: string; readonly confined: boolean; readonly detail?: string }
+  | { readonly kind: 'step'; readonly text: string }
+  | { readonly kind: 'log'; readonly stream: 'stdout' | 'stderr'; readonly text: string }
+  | { readonly kind: 'artifact'; readonly name: 'changes.patch'; readonly mediaType: 'text/x-diff'; readonly text: string };
+
+export type LocalRunOutcome = 'completed' | 'failed' | 'canceled' | 'expired';
+
+export interface LocalRunResult {
+  readonly outcome: LocalRunOutcome;
+  /** Why it failed / was canceled / expired, in words a user can act on. */
+  readonly reason?: string;
+  readonly exitCode?: number | null;
+  /** The patch the run produced ('' when it changed nothing). */
+  readonly patch: string;
+  /** The agent's final message to the caller, if any. */
+  readonly summary?: string;
+}
+
+export interface LocalAgentSkill {
+  readonly id: string;
+  readonly name: string;
+  readonly description: string;
+  readonly tags: readonly string[];
+  readonly examples?: readonly string[];
+}
+
+export interface LocalAgent {
+  /** URL-safe id: the gateway serves it at /a2a/<id>. */
+  readonly id: string;
+  readonly name: string;
+  readonly description: string;
+  readonly kind: 'builtin' | 'headless';
+  readonly skills: readonly LocalAgentSkill[];
+  /** The most this agent can ever do; the effective capabilities are the intersection with the request. */
+  readonly maxCapabilities: Capabilities;
+  run(request: LocalRunRequest, emit: (event: LocalRunEvent) => void): Promise<LocalRunResult>;
+}
