@@ -1,4 +1,5 @@
 import * as assert from 'node:assert/strict';
+import { basename } from 'node:path';
 import * as vscode from 'vscode';
 import type { HostToWebviewMessage, WebviewToHostMessage } from '../../../src/core/protocol/panelProtocol';
 import { activateBaton, driver, EXTENSION_ID, waitFor, webviewTabs } from './util';
@@ -14,7 +15,10 @@ describe('Baton in a real VS Code', () => {
     assert.equal(typeof process.versions.node, 'string');
     console.log(`BATON:ENV vscode=${vscode.version} node=${process.versions.node} appHost=${vscode.env.appHost} path=${ext.extensionPath} mode=${process.env.BATON_TEST_MODE}`);
     if (process.env.BATON_TEST_MODE === 'vsix') {
-      assert.ok(!ext.extensionPath.startsWith(process.env.BATON_REPO ?? '\0'), `expected the installed .vsix, got ${ext.extensionPath}`);
+      assert.notEqual(ext.extensionPath, process.env.BATON_REPO);
+      assert.match(basename(ext.extensionPath), /^baton\.baton-\d+\.\d+\.\d+$/, `expected the installed .vsix, got ${ext.extensionPath}`);
+    } else {
+      assert.equal(ext.extensionPath, process.env.BATON_REPO, 'expected the extension from the development folder');
     }
   });
 
