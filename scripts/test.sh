@@ -42,7 +42,6 @@ if [ "$what" = all ] || [ "$what" = unit ]; then
 fi
 
 if [ "$what" = all ] || [ "$what" = integration ]; then
-  echo "== package (.vsix)"
   if step package bash -c 'npm run --silent package >test-results/package.log 2>&1 || { cat test-results/package.log; exit 1; }; tail -n 3 test-results/package.log'; then
     node scripts/build.mjs >/dev/null  # package builds the production bundles only; restore the suite in out/
   fi

@@ -45,16 +45,15 @@ describe('Baton in a real VS Code', () => {
     const api = await activateBaton();
     const received: WebviewToHostMessage[] = [];
     const posted: HostToWebviewMessage[] = [];
-    const created = new Promise<void>((resolve) => {
-      const sub = api.panels.onDidCreate((p) => {
-        sub.dispose();
-        p.onDidReceive((m) => received.push(m));
-        p.onDidPost((m) => posted.push(m));
-        resolve();
-      });
+    let created = false;
+    const sub = api.panels.onDidCreate((p) => {
+      sub.dispose();
+      p.onDidReceive((m) => received.push(m));
+      p.onDidPost((m) => posted.push(m));
+      created = true;
     });
     await vscode.commands.executeCommand('baton.openPanel');
-    await created;
+    await waitFor('Baton: Open Delegation Panel to create a panel', () => created || undefined, 15_000);
     const tab = await waitFor('the panel tab', () => webviewTabs('baton.delegation')[0]);
     assert.equal(tab.label, 'Baton Delegation');
     await waitFor('the panel to say ready', () => received.find((m) => m.type === 'ready'));
