@@ -42,3 +42,25 @@ export const META = {
 
 /** The artifact a coding agent returns. */
 export const PATCH_ARTIFACT = { name: 'changes.patch', mediaType: 'text/x-diff' } as const;
+
+/**
+ * Agent index. A gateway's root card (`/.well-known/agent-card.json`) lists the agents it fronts as
+ * the params of this extension in `capabilities.extensions` (params survive the SDK's card
+ * round-trip; an unknown top-level field would not). Read by `readAgentIndex` in src/core/agentCard.ts.
+ */
+export const AGENT_INDEX_EXTENSION_URI = 'urn:baton:a2a:agent-index:v1';
+
+/** One agent in a gateway's index. */
+export interface AgentIndexEntry {
+  /** The agent's route name: `/a2a/<id>`. */
+  readonly id: string;
+  readonly name: string;
+  readonly description?: string;
+  /** The agent's own card: absolute, or relative to the root card's URL (`/a2a/<id>/.well-known/agent-card.json`). */
+  readonly cardUrl: string;
+}
+
+/** `params` of the agent-index extension entry. */
+export interface AgentIndexParams {
+  readonly agents: readonly AgentIndexEntry[];
+}
