@@ -32,6 +32,9 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
   const panels = new DelegationPanelManager(context.extensionUri, {
     log,
     runCommand,
+    act: async () => {
+      throw new Error(vscode.l10n.t('This delegation is no longer available.'));
+    },
     snapshot: (refreshCount) => ({
       title: vscode.l10n.t('Baton'),
       trusted: vscode.workspace.isTrusted,

@@ -2,6 +2,7 @@ import '@vscode-elements/elements/dist/vscode-button/index.js';
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
 import '@vscode-elements/elements/dist/vscode-divider/index.js';
 import '@vscode-elements/elements/dist/vscode-icon/index.js';
+import '@vscode-elements/elements/dist/vscode-textarea/index.js';
 import { html, nothing, render } from 'lit';
 import {
   PANEL_STATE_VERSION,
@@ -13,7 +14,8 @@ import {
   type PanelSnapshot,
   type PanelUiState,
 } from '../core/protocol/panelProtocol';
-import { panelStyles } from './styles';
+import { delegationTemplate } from './delegationView';
+import { delegationStyles, panelStyles } from './styles';
 import { vscodeApi } from './vscodeApi';
 
 const vscode = vscodeApi();
@@ -41,6 +43,10 @@ async function run<M extends PanelRequestMethod>(method: M, params: PanelRequest
   try {
     const result = await request(method, params);
     if (method === 'refresh') snapshot = result as PanelSnapshot;
+    if (method === 'reply') {
+      const box = document.getElementById('reply-text') as (HTMLElement & { value: string }) | null;
+      if (box) box.value = '';
+    }
   } catch (e) {
     lastError = e instanceof Error ? e.message : String(e);
   } finally {
@@ -61,9 +67,23 @@ function stat(icon: string, label: string, value: string | number) {
   return html`<div class="stat"><vscode-icon name=${icon}></vscode-icon><span class="stat-value">${value}</span><span class="stat-label">${label}</span></div>`;
 }
 
+const actions = {
+  cancel: () => void run('cancel', {}),
+  reply: (text: string) => void run('reply', { text }),
+  review: () => void run('reviewChanges', {}),
+  checkAgain: () => void run('checkAgain', {}),
+  provideToken: () => void run('provideToken', {}),
+  get busy() {
+    return busy !== undefined;
+  },
+};
+
 function view() {
   if (!snapshot) return html`<p class="muted">Connecting to Baton…</p>`;
   const s = snapshot;
+  if (s.delegation) {
+    return html`${delegationTemplate(s.delegation, actions, Date.now())}${lastError ? html`<p class="error" role="alert">${lastError}</p>` : nothing}`;
+  }
   return html`
     <header class="header">
       <vscode-icon name="rocket" size="20"></vscode-icon>
@@ -109,6 +129,7 @@ window.addEventListener('message', (event: MessageEvent<HostToWebviewMessage>) =
   switch (message.type) {
     case 'snapshot':
       snapshot = message.snapshot;
+      if (snapshot.delegation && uiState.delegationId !== snapshot.delegation.id) setUi({ delegationId: snapshot.delegation.id });
       draw();
       return;
     case 'response': {
@@ -121,8 +142,12 @@ window.addEventListener('message', (event: MessageEvent<HostToWebviewMessage>) =
 });
 
 const style = document.createElement('style');
-style.textContent = panelStyles;
+style.textContent = panelStyles + delegationStyles;
 document.head.append(style);
 draw();
+// Elapsed time and the deadline count live while a delegation runs.
+setInterval(() => {
+  if (snapshot?.delegation && !snapshot.delegation.terminal) draw();
+}, 1000);
 // The host holds everything it wants to send until it hears this.
 vscode.postMessage({ type: 'ready', stateVersion: PANEL_STATE_VERSION });

@@ -22,3 +22,41 @@ body { padding: 0 20px 20px; color: var(--vscode-foreground); font-family: var(-
 .toggle { color: var(--vscode-textLink-foreground); margin-left: auto; }
 .compact .stats { display: none; }
 `;
+
+export const delegationStyles = `
+.title { min-width: 0; }
+.title h1 { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; max-width: 70vw; }
+.endpoint { font-family: var(--vscode-editor-font-family); font-size: 0.92em; }
+.state { display: inline-flex; align-items: center; gap: 6px; padding: 3px 10px; border-radius: 11px; font-weight: 600; white-space: nowrap; border: 1px solid currentColor; }
+.state.running { color: var(--vscode-progressBar-background); }
+.state.ok { color: var(--vscode-testing-iconPassed, #388a34); }
+.state.bad { color: var(--vscode-errorForeground); }
+.state.warn { color: var(--vscode-editorWarning-foreground); }
+.state.muted { color: var(--vscode-descriptionForeground); }
+.facts { display: grid; grid-template-columns: repeat(auto-fit, minmax(210px, 1fr)); gap: 6px 18px; margin: 12px 0; }
+.facts > div { display: flex; flex-direction: column; gap: 2px; }
+.facts .k { font-size: 0.85em; text-transform: uppercase; letter-spacing: 0.04em; color: var(--vscode-descriptionForeground); }
+.chip { display: inline-block; padding: 0 7px; margin-right: 4px; border-radius: 9px; font-size: 0.9em; background: var(--vscode-badge-background); color: var(--vscode-badge-foreground); }
+.chip.warn { background: var(--vscode-inputValidation-warningBackground); color: var(--vscode-foreground); border: 1px solid var(--vscode-inputValidation-warningBorder); }
+.banner.bad { background: var(--vscode-inputValidation-errorBackground); border: 1px solid var(--vscode-inputValidation-errorBorder); }
+.banner.warn { background: var(--vscode-inputValidation-warningBackground); border: 1px solid var(--vscode-inputValidation-warningBorder); }
+.banner > div { flex: 1; }
+.toolbar { align-items: center; margin: 12px 0; }
+.add { color: var(--vscode-gitDecoration-addedResourceForeground); }
+.del { color: var(--vscode-gitDecoration-deletedResourceForeground); }
+h2 { font-size: 1em; font-weight: 600; margin: 14px 0 6px; }
+.timeline { list-style: none; padding: 0; margin: 0; }
+.entry { display: grid; grid-template-columns: 20px 80px 1fr; gap: 8px; padding: 5px 0; border-bottom: 1px solid var(--vscode-editorWidget-border, transparent); align-items: start; }
+.entry time { color: var(--vscode-descriptionForeground); font-variant-numeric: tabular-nums; }
+.entry.error .text { color: var(--vscode-errorForeground); }
+.entry .md > :first-child { margin-top: 0; } .entry .md > :last-child { margin-bottom: 0; }
+.md pre { background: var(--vscode-textCodeBlock-background); padding: 8px; overflow: auto; }
+.md code { font-family: var(--vscode-editor-font-family); }
+.reply { margin: 12px 0; padding: 10px 12px; border: 1px solid var(--vscode-focusBorder); border-radius: 4px; }
+.reply h3 { margin: 0 0 6px; font-size: 1em; display: flex; gap: 6px; align-items: center; }
+.reply vscode-textarea { width: 100%; }
+.sig.verified { color: var(--vscode-testing-iconPassed, #388a34); }
+.sig.invalid { color: var(--vscode-errorForeground); }
+.artifacts { list-style: none; padding: 0; }
+.artifacts li { padding: 3px 0; display: flex; gap: 6px; align-items: center; }
+`;

