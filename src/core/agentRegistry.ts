@@ -1,0 +1,499 @@
+/**
+ * Governed agents: which agents the user has reviewed and approved, pinned to exactly what they saw.
+ *
+ * A pure state machine (no I/O): every operation takes a state and returns a new one, so the
+ * extension can persist each result and tests can drive every transition without a network.
+ *
+ *   add ─▶ pending ──approve(digest seen)──▶ approved ──served card changes──▶ pending (with a diff)
+ *             │                                  │
+ *             └─reject─▶ rejected                └─fetch fails─▶ unavailable ─fetch ok─▶ back
+ *
+ * What approval pins (SECURITY.md "Fetching cards"): the card's digest, the card itself, the one
+ * endpoint Baton will call (an interface the card lists), and — first approval per origin — the keys
+ * that verified the card's signature. Tokens are bound to the origin the user approved: an endpoint on
+ * another origin than the card's must be acknowledged explicitly at approval, and `tokenOrigin` says
+ * where a token may go.
+ */
+import type { AgentInterfaceInfo, NormalizedAgentCard } from './agentCard';
+import { AgentCardError, agentCardDigest, normalizeAgentCard, originOf } from './agentCard';
+import { canonicalize, memberPath } from './jcs';
+
+export type AgentStatus = 'pending' | 'approved' | 'rejected' | 'unavailable';
+
+/** Where an entry came from (shown in the view; settings entries are re-added on start). */
+export type AgentSource = 'user' | 'settings' | 'gateway-index' | 'local-gateway';
+
+/** A public key that verified a card signature. `jwk` is a public JWK (never a private member). */
+export interface VerifiedKey {
+  readonly kid: string;
+  /** RFC 7638 SHA-256 thumbprint, base64url. */
+  readonly thumbprint: string;
+  readonly jwk: Readonly<Record<string, unknown>>;
+}
+
+/** The outcome of checking a card's signatures (computed in src/node/signing.ts). */
+export type CardSignatureCheck =
+  | { readonly status: 'unsigned' }
+  /** `firstUse`: verified with a key the card carries, no key pinned for the origin yet. */
+  | { readonly status: 'verified'; readonly keys: readonly VerifiedKey[]; readonly firstUse: boolean }
+  | { readonly status: 'invalid'; readonly reason: string };
+
+/** The card as last served. */
+export interface ServedCard {
+  readonly card: NormalizedAgentCard;
+  readonly digest: string;
+  readonly signature: CardSignatureCheck;
+  readonly etag: string | undefined;
+  readonly fetchedAt: string;
+}
+
+export interface PinnedEndpoint {
+  readonly url: string;
+  readonly binding: string;
+  readonly protocolVersion: string;
+  readonly tenant: string;
+  readonly origin: string;
+}
+
+export interface Approval {
+  readonly digest: string;
+  /** The approved card itself, so Baton calls what was approved even while a changed card is pending. */
+  readonly card: NormalizedAgentCard;
+  readonly endpoint: PinnedEndpoint;
+  /** True when the user approved an endpoint on another origin than the card's. */
+  readonly offOriginAcknowledged: boolean;
+  readonly approvedAt: string;
+}
+
+/** One difference between the approved card and the served one. `undefined` = absent on that side. */
+export interface CardChange {
+  readonly path: string;
+  readonly kind: 'added' | 'removed' | 'changed';
+  readonly before?: unknown;
+  readonly after?: unknown;
+}
+
+export interface AgentError {
+  /** The error code of the fetch or card check (e.g. `timeout`, `duplicate-key`). */
+  readonly code: string;
+  readonly message: string;
+  readonly at: string;
+}
+
+export interface AgentEntry {
+  /** The card URL, normalised (`URL#href`): the entry's identity. */
+  readonly cardUrl: string;
+  /** The card URL's origin: the origin the user approves and binds tokens to. */
+  readonly origin: string;
+  readonly source: AgentSource;
+  readonly status: AgentStatus;
+  /** Why it is pending: never reviewed, or its card changed after approval. */
+  readonly pendingReason: 'new' | 'card-changed' | undefined;
+  /** For `unavailable`: the status to return to when the card can be fetched again. */
+  readonly statusBeforeUnavailable: Exclude<AgentStatus, 'unavailable'> | undefined;
+  readonly served: ServedCard | undefined;
+  readonly approval: Approval | undefined;
+  /** Changes from the approved card to the served one (when pending for `card-changed`). */
+  readonly changes: readonly CardChange[];
+  readonly rejectedDigest: string | undefined;
+  readonly lastError: AgentError | undefined;
+  readonly lastSeen: string | undefined;
+  readonly addedAt: string;
+}
+
+export interface PinnedOriginKeys {
+  readonly keys: readonly VerifiedKey[];
+  readonly pinnedAt: string;
+}
+
+export interface RegistryState {
+  /** Sorted by card URL. */
+  readonly agents: readonly AgentEntry[];
+  /** Signing keys pinned per origin on first approval of a signed card from it. */
+  readonly originKeys: Readonly<Record<string, PinnedOriginKeys>>;
+}
+
+export const EMPTY_REGISTRY: RegistryState = { agents: [], originKeys: {} };
+
+export class RegistryError extends Error {
+  constructor(
+    readonly code: 'invalid-url' | 'unknown-agent' | 'corrupt-state' | 'unsupported-version',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RegistryError';
+  }
+}
+
+/** Normalise a card URL the way the registry keys entries. Throws `RegistryError('invalid-url')`. */
+export function normalizeCardUrl(cardUrl: string): string {
+  let url: URL;
+  try {
+    url = new URL(cardUrl);
+  } catch {
+    throw new RegistryError('invalid-url', `"${cardUrl}" is not an absolute URL.`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new RegistryError('invalid-url', `"${cardUrl}" is not an http(s) URL.`);
+  if (url.username || url.password) throw new RegistryError('invalid-url', 'A card URL must not carry credentials; set a token for the host instead.');
+  url.hash = '';
+  return url.href;
+}
+
+export function findAgent(state: RegistryState, cardUrl: string): AgentEntry | undefined {
+  let key: string;
+  try {
+    key = normalizeCardUrl(cardUrl);
+  } catch {
+    return undefined;
+  }
+  return state.agents.find((a) => a.cardUrl === key);
+}
+
+function requireAgent(state: RegistryState, cardUrl: string): AgentEntry {
+  const entry = findAgent(state, cardUrl);
+  if (!entry) throw new RegistryError('unknown-agent', `No agent with card URL ${cardUrl}.`);
+  return entry;
+}
+
+function put(state: RegistryState, entry: AgentEntry): RegistryState {
+  const agents = state.agents.filter((a) => a.cardUrl !== entry.cardUrl);
+  agents.push(entry);
+  agents.sort((a, b) => (a.cardUrl < b.cardUrl ? -1 : a.cardUrl > b.cardUrl ? 1 : 0));
+  return { ...state, agents };
+}
+
+/** Adds a pending entry (no card yet: fetch it and call `recordFetch`). Adding an existing URL changes nothing. */
+export function addAgent(state: RegistryState, input: { cardUrl: string; source: AgentSource; now: string }): RegistryState {
+  const cardUrl = normalizeCardUrl(input.cardUrl);
+  if (state.agents.some((a) => a.cardUrl === cardUrl)) return state;
+  return put(state, {
+    cardUrl,
+    origin: originOf(cardUrl),
+    source: input.source,
+    status: 'pending',
+    pendingReason: 'new',
+    statusBeforeUnavailable: undefined,
+    served: undefined,
+    approval: undefined,
+    changes: [],
+    rejectedDigest: undefined,
+    lastError: undefined,
+    lastSeen: undefined,
+    addedAt: input.now,
+  });
+}
+
+export function removeAgent(state: RegistryState, cardUrl: string): RegistryState {
+  const entry = requireAgent(state, cardUrl);
+  return { ...state, agents: state.agents.filter((a) => a.cardUrl !== entry.cardUrl) };
+}
+
+/**
+ * A fetched card. An approved entry whose served digest differs from the approved one goes back to
+ * pending with the list of changes. Its approval record stays (so the diff has a base, and a card
+ * that changes back is approved again), but `callableEndpoint` answers undefined while pending.
+ */
+export function recordFetch(state: RegistryState, cardUrl: string, served: ServedCard): RegistryState {
+  const entry = requireAgent(state, cardUrl);
+  const base = { ...entry, served, lastError: undefined, lastSeen: served.fetchedAt, statusBeforeUnavailable: undefined };
+  const status = entry.status === 'unavailable' ? (entry.statusBeforeUnavailable ?? 'pending') : entry.status;
+  if (status === 'approved' || (status === 'pending' && entry.approval)) {
+    const approval = entry.approval;
+    if (approval && approval.digest === served.digest) {
+      return put(state, { ...base, status: 'approved', pendingReason: undefined, changes: [] });
+    }
+    return put(state, { ...base, status: 'pending', pendingReason: 'card-changed', changes: approval ? diffCards(approval.card.raw, served.card.raw) : [] });
+  }
+  if (status === 'rejected') return put(state, { ...base, status: 'rejected' });
+  return put(state, { ...base, status: 'pending', pendingReason: entry.pendingReason ?? 'new' });
+}
+
+/** A 304 Not Modified: the served card is the one recorded. */
+export function recordNotModified(state: RegistryState, cardUrl: string, now: string): RegistryState {
+  const entry = requireAgent(state, cardUrl);
+  const status = entry.status === 'unavailable' ? (entry.statusBeforeUnavailable ?? 'pending') : entry.status;
+  return put(state, { ...entry, status, statusBeforeUnavailable: undefined, lastError: undefined, lastSeen: now });
+}
+
+/** The card could not be fetched or was refused: the entry is unavailable until a fetch succeeds. */
+export function recordFetchFailure(state: RegistryState, cardUrl: string, error: AgentError): RegistryState {
+  const entry = requireAgent(state, cardUrl);
+  const before = entry.status === 'unavailable' ? entry.statusBeforeUnavailable : entry.status;
+  return put(state, { ...entry, status: 'unavailable', statusBeforeUnavailable: before, lastError: error });
+}
+
+export type ApprovalRefusal =
+  | 'unknown-agent'
+  | 'no-card'
+  | 'unavailable'
+  | 'card-changed'
+  | 'invalid-signature'
+  | 'signature-required'
+  | 'endpoint-not-in-card'
+  | 'endpoint-off-origin';
+
+export type ApproveResult = { readonly ok: true; readonly state: RegistryState } | { readonly ok: false; readonly reason: ApprovalRefusal; readonly message: string };
+
+export interface ApproveInput {
+  /** The digest shown to the reviewer. Approval is refused when the served card differs. */
+  readonly reviewedDigest: string;
+  /** The interface to pin; default the card's preferred interface. */
+  readonly endpointUrl?: string;
+  /** Required to approve an endpoint on another origin than the card's. */
+  readonly acknowledgeOffOrigin?: boolean;
+  readonly now: string;
+}
+
+/**
+ * Approve what the reviewer saw. Refused when the served card changed since the review (the user
+ * re-reviews), when its signature is invalid, when the origin has pinned keys and the card is
+ * unsigned, or when the endpoint is not one of the card's interfaces or is off-origin without
+ * acknowledgement. First approval of a signed card pins its keys for the origin.
+ */
+export function approveAgent(state: RegistryState, cardUrl: string, input: ApproveInput): ApproveResult {
+  const entry = findAgent(state, cardUrl);
+  if (!entry) return { ok: false, reason: 'unknown-agent', message: `No agent with card URL ${cardUrl}.` };
+  if (entry.status === 'unavailable') return { ok: false, reason: 'unavailable', message: 'The agent card could not be fetched; refresh it before approving.' };
+  const served = entry.served;
+  if (!served) return { ok: false, reason: 'no-card', message: 'The agent card has not been fetched yet; refresh it before approving.' };
+  if (served.digest !== input.reviewedDigest) {
+    return { ok: false, reason: 'card-changed', message: 'The agent card changed after you opened the review. Review it again before approving.' };
+  }
+  const sig = served.signature;
+  if (sig.status === 'invalid') return { ok: false, reason: 'invalid-signature', message: `The card's signature is invalid (${sig.reason}); it cannot be approved.` };
+  const pinned = state.originKeys[entry.origin];
+  if (pinned && pinned.keys.length > 0 && sig.status !== 'verified') {
+    return { ok: false, reason: 'signature-required', message: `Cards from ${entry.origin} were signed before; this one is not, so it cannot be approved.` };
+  }
+  const card = served.card;
+  const chosen: AgentInterfaceInfo | undefined = input.endpointUrl === undefined ? card.preferredInterface : card.interfaces.find((i) => i.url === input.endpointUrl);
+  if (!chosen) return { ok: false, reason: 'endpoint-not-in-card', message: `${input.endpointUrl ?? ''} is not one of the card's interfaces.` };
+  const offOrigin = chosen.origin !== entry.origin;
+  if (offOrigin && !input.acknowledgeOffOrigin) {
+    return {
+      ok: false,
+      reason: 'endpoint-off-origin',
+      message: `The card at ${entry.origin} sends requests to ${chosen.origin}. Approve only if you trust that host; no token for ${entry.origin} is sent there.`,
+    };
+  }
+  const approval: Approval = {
+    digest: served.digest,
+    card,
+    endpoint: { url: chosen.url, binding: chosen.binding, protocolVersion: chosen.protocolVersion, tenant: chosen.tenant, origin: chosen.origin },
+    offOriginAcknowledged: offOrigin,
+    approvedAt: input.now,
+  };
+  let originKeys = state.originKeys;
+  if (sig.status === 'verified' && !(pinned && pinned.keys.length > 0)) {
+    originKeys = { ...originKeys, [entry.origin]: { keys: sig.keys, pinnedAt: input.now } };
+  }
+  const next = put({ ...state, originKeys }, { ...entry, status: 'approved', pendingReason: undefined, approval, changes: [], rejectedDigest: undefined });
+  return { ok: true, state: next };
+}
+
+export function rejectAgent(state: RegistryState, cardUrl: string): RegistryState {
+  const entry = requireAgent(state, cardUrl);
+  return put(state, { ...entry, status: 'rejected', pendingReason: undefined, approval: undefined, changes: [], rejectedDigest: entry.served?.digest });
+}
+
+/** A rejected (or approved) agent goes back to pending for a fresh review. */
+export function reopenAgent(state: RegistryState, cardUrl: string): RegistryState {
+  const entry = requireAgent(state, cardUrl);
+  if (entry.status === 'pending') return state;
+  return put(state, { ...entry, status: 'pending', pendingReason: entry.approval ? 'card-changed' : 'new', rejectedDigest: undefined });
+}
+
+/** Keys pinned for an origin (pass them to the card verifier). */
+export function pinnedKeysFor(state: RegistryState, origin: string): readonly VerifiedKey[] {
+  return state.originKeys[origin]?.keys ?? [];
+}
+
+/** Forget an origin's pinned keys (the user accepts a key rotation); its next signed card is first-use again. */
+export function unpinOriginKeys(state: RegistryState, origin: string): RegistryState {
+  const { [origin]: _drop, ...rest } = state.originKeys;
+  return { ...state, originKeys: rest };
+}
+
+/** The one endpoint Baton may call for this agent: the pinned one, only while approved. */
+export function callableEndpoint(entry: AgentEntry): PinnedEndpoint | undefined {
+  return entry.status === 'approved' ? entry.approval?.endpoint : undefined;
+}
+
+/**
+ * The origin a user's token for this agent may be sent to, or undefined: the approved endpoint's
+ * origin when it is the card's origin or the user acknowledged it. Never an origin a card merely names.
+ */
+export function tokenOrigin(entry: AgentEntry): string | undefined {
+  const endpoint = callableEndpoint(entry);
+  if (!endpoint) return undefined;
+  if (endpoint.origin === entry.origin || entry.approval?.offOriginAcknowledged) return endpoint.origin;
+  return undefined;
+}
+
+export type CardWarning =
+  | { readonly kind: 'off-origin-interface'; readonly url: string; readonly origin: string }
+  | { readonly kind: 'insecure-interface'; readonly url: string }
+  | { readonly kind: 'invalid-signature'; readonly reason: string }
+  | { readonly kind: 'unsigned-after-signed' };
+
+/** What the review page should warn about for the served card. */
+export function cardWarnings(state: RegistryState, entry: AgentEntry): CardWarning[] {
+  const served = entry.served;
+  if (!served) return [];
+  const out: CardWarning[] = [];
+  for (const i of served.card.interfaces) {
+    if (i.origin !== entry.origin) out.push({ kind: 'off-origin-interface', url: i.url, origin: i.origin });
+    if (i.url.startsWith('http:')) out.push({ kind: 'insecure-interface', url: i.url });
+  }
+  if (served.signature.status === 'invalid') out.push({ kind: 'invalid-signature', reason: served.signature.reason });
+  if (served.signature.status === 'unsigned' && pinnedKeysFor(state, entry.origin).length > 0) out.push({ kind: 'unsigned-after-signed' });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Diff
+
+const MAX_CHANGES = 200;
+
+/**
+ * Structural differences between two cards (as served), by field path; `signatures` is left out
+ * because the digest does not cover it. At most 200 changes; a last `{path: '…'}` entry says more were cut.
+ */
+export function diffCards(before: Readonly<Record<string, unknown>>, after: Readonly<Record<string, unknown>>): CardChange[] {
+  const out: CardChange[] = [];
+  const { signatures: _b, ...b } = before;
+  const { signatures: _a, ...a } = after;
+  walk(b, a, '', out);
+  if (out.length > MAX_CHANGES) return [...out.slice(0, MAX_CHANGES), { path: '…', kind: 'changed', before: `${out.length - MAX_CHANGES} more changes` }];
+  return out;
+}
+
+function same(x: unknown, y: unknown): boolean {
+  try {
+    return canonicalize(x) === canonicalize(y);
+  } catch {
+    return false;
+  }
+}
+
+function isPlain(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function walk(x: unknown, y: unknown, path: string, out: CardChange[]): void {
+  if (out.length > MAX_CHANGES) return;
+  if (isPlain(x) && isPlain(y)) {
+    const keys = [...new Set([...Object.keys(x), ...Object.keys(y)])].sort();
+    for (const k of keys) {
+      const p = memberPath(path, k);
+      const hasX = Object.prototype.hasOwnProperty.call(x, k);
+      const hasY = Object.prototype.hasOwnProperty.call(y, k);
+      if (hasX && !hasY) out.push({ path: p, kind: 'removed', before: x[k] });
+      else if (!hasX && hasY) out.push({ path: p, kind: 'added', after: y[k] });
+      else walk(x[k], y[k], p, out);
+    }
+    return;
+  }
+  if (Array.isArray(x) && Array.isArray(y)) {
+    const n = Math.max(x.length, y.length);
+    for (let i = 0; i < n; i++) {
+      const p = `${path}[${i}]`;
+      if (i >= y.length) out.push({ path: p, kind: 'removed', before: x[i] });
+      else if (i >= x.length) out.push({ path: p, kind: 'added', after: y[i] });
+      else walk(x[i], y[i], p, out);
+    }
+    return;
+  }
+  if (!same(x, y)) out.push({ path, kind: 'changed', before: x, after: y });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Storage
+
+export const REGISTRY_STORAGE_VERSION = 1;
+
+interface StoredServed {
+  readonly raw: Record<string, unknown>;
+  readonly digest: string;
+  readonly signature: CardSignatureCheck;
+  readonly etag?: string;
+  readonly fetchedAt: string;
+}
+
+/** JSON for storage (globalState / a file). Holds no secret: tokens live in SecretStorage. */
+export function serializeRegistry(state: RegistryState): string {
+  const served = (s: ServedCard | undefined): StoredServed | undefined =>
+    s && { raw: s.card.raw as Record<string, unknown>, digest: s.digest, signature: s.signature, ...(s.etag !== undefined ? { etag: s.etag } : {}), fetchedAt: s.fetchedAt };
+  return JSON.stringify({
+    version: REGISTRY_STORAGE_VERSION,
+    originKeys: state.originKeys,
+    agents: state.agents.map((a) => ({
+      ...a,
+      served: served(a.served),
+      approval: a.approval && { ...a.approval, card: undefined, raw: a.approval.card.raw },
+    })),
+  });
+}
+
+/**
+ * Reads what `serializeRegistry` wrote. Cards are normalised again and their digests re-checked, so a
+ * stored card edited by hand is refused rather than trusted. Throws `RegistryError`.
+ */
+export function deserializeRegistry(text: string): RegistryState {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    throw new RegistryError('corrupt-state', 'The stored agent list is not valid JSON.');
+  }
+  if (!isPlain(doc)) throw new RegistryError('corrupt-state', 'The stored agent list is not an object.');
+  if (doc.version !== REGISTRY_STORAGE_VERSION) throw new RegistryError('unsupported-version', `Stored agent list version ${String(doc.version)} is not supported (expected ${REGISTRY_STORAGE_VERSION}).`);
+  if (!Array.isArray(doc.agents) || !isPlain(doc.originKeys)) throw new RegistryError('corrupt-state', 'The stored agent list is missing agents or originKeys.');
+  const cardFrom = (raw: unknown, digest: unknown, where: string): NormalizedAgentCard => {
+    try {
+      const card = normalizeAgentCard(raw);
+      if (agentCardDigest(card.raw) !== digest) throw new RegistryError('corrupt-state', `Stored card for ${where} does not match its digest.`);
+      return card;
+    } catch (e) {
+      if (e instanceof AgentCardError) throw new RegistryError('corrupt-state', `Stored card for ${where} is invalid: ${e.message}`);
+      throw e;
+    }
+  };
+  const agents = doc.agents.map((a: unknown): AgentEntry => {
+    if (!isPlain(a) || typeof a.cardUrl !== 'string') throw new RegistryError('corrupt-state', 'A stored agent has no card URL.');
+    const s = a.served;
+    const ap = a.approval;
+    const served: ServedCard | undefined = isPlain(s)
+      ? { card: cardFrom(s.raw, s.digest, a.cardUrl), digest: String(s.digest), signature: s.signature as CardSignatureCheck, etag: typeof s.etag === 'string' ? s.etag : undefined, fetchedAt: String(s.fetchedAt) }
+      : undefined;
+    const approval: Approval | undefined = isPlain(ap)
+      ? {
+          digest: String(ap.digest),
+          card: cardFrom(ap.raw, ap.digest, a.cardUrl),
+          endpoint: ap.endpoint as PinnedEndpoint,
+          offOriginAcknowledged: ap.offOriginAcknowledged === true,
+          approvedAt: String(ap.approvedAt),
+        }
+      : undefined;
+    const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+    const status = a.status as AgentStatus;
+    if (!['pending', 'approved', 'rejected', 'unavailable'].includes(status)) throw new RegistryError('corrupt-state', `Stored agent ${a.cardUrl} has an unknown status.`);
+    const cardUrl = normalizeCardUrl(a.cardUrl);
+    return {
+      cardUrl,
+      origin: originOf(cardUrl),
+      source: a.source as AgentSource,
+      status,
+      pendingReason: a.pendingReason === 'new' || a.pendingReason === 'card-changed' ? a.pendingReason : undefined,
+      statusBeforeUnavailable: a.statusBeforeUnavailable as AgentEntry['statusBeforeUnavailable'],
+      served,
+      approval,
+      changes: Array.isArray(a.changes) ? (a.changes as CardChange[]) : [],
+      rejectedDigest: str(a.rejectedDigest),
+      lastError: isPlain(a.lastError) ? (a.lastError as unknown as AgentError) : undefined,
+      lastSeen: str(a.lastSeen),
+      addedAt: str(a.addedAt) ?? '',
+    };
+  });
+  return { agents, originKeys: doc.originKeys as Record<string, PinnedOriginKeys> };
+}
