@@ -1,0 +1,9 @@
+/** The patch model, its parser, the risk classifier and sub-patch building (issue 7). */
+export { PatchParseError, displayPath } from './patchModel';
+export type { ByteRange, ParsedPatch, PatchFile, PatchFileStatus, PatchHunk, PatchSelection } from './patchModel';
+export { PatchStreamParser, gitQuotePath, parsePatchBytes, parsePatchText } from './patchParser';
+export { changedPackageScripts, classifyPatch, classifyPath, defaultSelection, foldSegment, unresolvedRefusals } from './patchRisk';
+export type { ClassifyOptions, RiskItem, RiskKind, RiskReport, RiskSeverity } from './patchRisk';
+export { PatchSelectionError, buildSubPatch, fileText, renderSubPatch, resolveSelection } from './subPatch';
+export type { PatchPart, SelectedFile, SubPatch } from './subPatch';
+export { applyHunks } from './patchText';

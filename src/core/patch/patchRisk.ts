@@ -1,0 +1,262 @@
+/**
+ * Decides, before anything is offered for applying, which parts of a patch Baton refuses by default
+ * (SECURITY.md "Patches"). Each finding is one item the user may override on its own; refusals name
+ * the path and why. Paths are compared after folding the spellings that file systems treat alike:
+ * case, Unicode compatibility forms (fullwidth `．ｇｉｔ`), characters that render as nothing
+ * (zero-width, bidi controls, HFS+-ignored code points), Windows' trailing dots and spaces,
+ * NTFS stream suffixes (`.git::$INDEX_ALLOCATION`) and 8.3 short names (`GIT~1`).
+ */
+import type { PatchFile, PatchHunk, ParsedPatch, PatchSelection } from './patchModel';
+import { applyHunks } from './patchText';
+
+export type RiskKind =
+  | 'invalid-path'
+  | 'absolute-path'
+  | 'traversal'
+  | 'git-dir'
+  | 'symlink'
+  | 'submodule'
+  | 'executable'
+  | 'odd-mode'
+  | 'binary'
+  | 'sensitive-file'
+  | 'hook-file'
+  | 'package-scripts';
+
+export type RiskSeverity = 'refuse' | 'flag';
+
+export interface RiskItem {
+  /** Stable: `<file id>:<kind>`. Pass it in `PatchSelection.overrides` to allow the item. */
+  readonly id: string;
+  readonly fileId: string;
+  /** The offending path as the patch names it. */
+  readonly path: string;
+  readonly kind: RiskKind;
+  /** `refuse`: left out unless overridden. `flag`: applied by default, shown for attention. */
+  readonly severity: RiskSeverity;
+  /** One sentence for the user. */
+  readonly reason: string;
+}
+
+export interface RiskReport {
+  readonly items: readonly RiskItem[];
+  /** File ids with at least one refusal. */
+  readonly refusedFiles: ReadonlySet<string>;
+}
+
+export interface ClassifyOptions {
+  /**
+   * Reads a repository-relative text file as it is now (undefined when missing). Lets the classifier
+   * compare `package.json` `scripts` exactly instead of guessing from hunk context.
+   */
+  readonly readText?: (path: string) => string | undefined;
+}
+
+// Characters that display as nothing or are ignored by HFS+ / NTFS name comparison. The class lists
+// combining and joining characters on purpose, one by one.
+// eslint-disable-next-line no-misleading-character-class
+const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8]|\udb40[\udc00-\udfff]/g;
+
+/**
+ * Folds one path segment to the spelling a case-insensitive, Unicode-normalising file system would
+ * see: `.GIT`, `.git.`, `.git `, `．ｇｉｔ`, `.g\u200bit`, `.git::$DATA` all become `.git`.
+ */
+export function foldSegment(segment: string): string {
+  let s = segment.normalize('NFKC').replace(INVISIBLE, '');
+  const colon = s.indexOf(':');
+  if (colon > 0) s = s.slice(0, colon);
+  if (/^[. ]+$/.test(s)) {
+    // Windows drops trailing dots and spaces, so `.. ` and `...` reach the parent like `..` does.
+    const dots = s.replace(/ /g, '');
+    return dots.length >= 2 ? '..' : dots;
+  }
+  return s.replace(/[. ]+$/, '').toLowerCase();
+}
+
+function segmentsOf(path: string): string[] {
+  return path.split(/[\\/]/);
+}
+
+function isDotGit(folded: string): boolean {
+  return folded === '.git' || /^git~\d+$/.test(folded);
+}
+
+/** Names folded by foldSegment, matched at any depth. */
+const SENSITIVE_NAMES = new Map<string, string>([
+  ['.gitattributes', 'can change how git filters, diffs and checks out files'],
+  ['.gitmodules', 'can point submodules at other repositories'],
+  ['.envrc', 'is run by direnv when you enter the folder'],
+  ['.devcontainer.json', 'configures a dev container that runs code on open'],
+]);
+const SENSITIVE_DIRS = new Map<string, string>([
+  ['.vscode', 'holds editor tasks, launch configurations and settings that can run code'],
+  ['.devcontainer', 'configures a dev container that runs code on open'],
+]);
+const HOOK_DIRS = new Set(['.husky', '.githooks', '.git-hooks', '.hooks']);
+const HOOK_FILES = new Set(['.pre-commit-config.yaml', '.pre-commit-hooks.yaml', 'lefthook.yml', 'lefthook.yaml', '.lefthook.yml', '.lefthook.yaml', '.huskyrc', '.huskyrc.json', '.huskyrc.js']);
+const MODES = new Set(['100644', '100755', '120000', '160000', '040000']);
+
+interface PathFinding {
+  kind: RiskKind;
+  reason: string;
+}
+
+/** Every reason a single repository-relative path is refused; empty when it is acceptable. */
+export function classifyPath(path: string): PathFinding[] {
+  const out: PathFinding[] = [];
+  if (path === '') return [{ kind: 'invalid-path', reason: 'the patch names an empty path' }];
+  // eslint-disable-next-line no-control-regex
+  if (/[\x00-\x1f\x7f]/.test(path)) out.push({ kind: 'invalid-path', reason: 'the path contains control characters' });
+  if (/^[\\/]/.test(path) || /^[A-Za-z]:/.test(path) || /^[\\/]{2}/.test(path) || /^[\uff0f\uff3c]/.test(path)) {
+    out.push({ kind: 'absolute-path', reason: 'the path is absolute: it would write outside the repository' });
+  }
+  const segs = segmentsOf(path);
+  const folded = segs.map(foldSegment);
+  if (folded.some((f) => f === '..')) out.push({ kind: 'traversal', reason: "the path contains '..': it would write outside the repository" });
+  else if (segs.slice(0, -1).some((s) => s === '' || s === '.') || segs[segs.length - 1] === '' || folded.some((f) => f === '.')) {
+    if (!out.some((f) => f.kind === 'absolute-path')) out.push({ kind: 'invalid-path', reason: "the path has empty or '.' segments" });
+  }
+  if (folded.some(isDotGit)) out.push({ kind: 'git-dir', reason: "the path is inside git's own folder (.git): it could install hooks or change configuration" });
+  for (let i = 0; i < folded.length; i++) {
+    const f = folded[i];
+    const last = i === folded.length - 1;
+    if (f === '.github' && (folded[i + 1] === 'workflows' || folded[i + 1] === 'actions') && !last) {
+      out.push({ kind: 'sensitive-file', reason: 'the path is a CI workflow or action: it runs with the repository\'s secrets' });
+      break;
+    }
+    if (!last && SENSITIVE_DIRS.has(f)) {
+      out.push({ kind: 'sensitive-file', reason: `the path is under ${f}/, which ${SENSITIVE_DIRS.get(f)}` });
+      break;
+    }
+    if (!last && HOOK_DIRS.has(f)) {
+      out.push({ kind: 'hook-file', reason: `the path is under ${f}/, a git hook folder: it runs on commit or push` });
+      break;
+    }
+    if (last && SENSITIVE_NAMES.has(f)) out.push({ kind: 'sensitive-file', reason: `${f} ${SENSITIVE_NAMES.get(f)}` });
+    if (last && HOOK_FILES.has(f)) out.push({ kind: 'hook-file', reason: `${f} configures git hooks that run on commit or push` });
+    if (last && (SENSITIVE_DIRS.has(f) || HOOK_DIRS.has(f))) {
+      out.push({ kind: 'sensitive-file', reason: `the path replaces the ${f} folder` });
+    }
+  }
+  return out;
+}
+
+function isExec(mode: string | undefined): boolean {
+  return mode !== undefined && /^100[0-7]{3}$/.test(mode) && (parseInt(mode.slice(3), 8) & 0o111) !== 0;
+}
+
+/** Names of scripts whose command differs, or undefined when either side is not JSON. */
+export function changedPackageScripts(before: string | undefined, after: string | undefined): string[] | undefined {
+  const scripts = (text: string | undefined): Record<string, unknown> | undefined => {
+    if (text === undefined) return {};
+    try {
+      const v: unknown = JSON.parse(text);
+      if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
+      const s = (v as Record<string, unknown>)['scripts'];
+      return s !== null && typeof s === 'object' && !Array.isArray(s) ? (s as Record<string, unknown>) : {};
+    } catch {
+      return undefined;
+    }
+  };
+  const a = scripts(before);
+  const b = scripts(after);
+  if (!a || !b) return undefined;
+  const names = new Set([...Object.keys(a), ...Object.keys(b)]);
+  return [...names].filter((n) => JSON.stringify(a[n]) !== JSON.stringify(b[n])).sort();
+}
+
+/**
+ * Guesses whether a hunk edits the `scripts` object of a package.json when the file itself is not
+ * available: a changed line inside a visible `"scripts": {` block, or a changed `"name": "command"`
+ * line whose enclosing key is not in the hunk's context and is not a dependency list.
+ */
+function hunkTouchesScripts(h: PatchHunk): boolean {
+  let block: string | undefined;
+  for (const l of h.lines) {
+    const op = l[0];
+    const body = l.slice(1);
+    const opens = /^\s*"([^"]+)"\s*:\s*\{/.exec(body);
+    if (opens) {
+      if ((op === '+' || op === '-') && opens[1] === 'scripts') return true;
+      block = opens[1];
+      continue;
+    }
+    if (/^\s*}/.test(body)) {
+      block = undefined;
+      continue;
+    }
+    if (op !== '+' && op !== '-') continue;
+    if (block === 'scripts' || /"scripts"\s*:/.test(body)) return true;
+    if (block === undefined && /^\s*"[^"]+"\s*:\s*"/.test(body) && !/^\s*"(name|version|description|main|module|types|license|author|homepage|type)"\s*:/.test(body)) return true;
+  }
+  return false;
+}
+
+function fileFindings(f: PatchFile, opts: ClassifyOptions): PathFinding[] {
+  const out: PathFinding[] = [];
+  const paths = [...new Set([f.oldPath, f.newPath].filter((p): p is string => p !== undefined))];
+  if (paths.length === 0) out.push({ kind: 'invalid-path', reason: 'the patch names no path for this file' });
+  for (const p of paths) out.push(...classifyPath(p));
+  if (f.newMode === '120000' || f.oldMode === '120000') out.push({ kind: 'symlink', reason: 'the change creates or edits a symbolic link, which can point outside the repository' });
+  if (f.newMode === '160000' || f.oldMode === '160000') out.push({ kind: 'submodule', reason: 'the change adds or moves a submodule (another repository)' });
+  for (const m of [f.oldMode, f.newMode]) {
+    if (m !== undefined && !MODES.has(m) && !/^100[0-7]{3}$/.test(m)) out.push({ kind: 'odd-mode', reason: `the file mode ${m} is not a regular file mode` });
+  }
+  if (isExec(f.newMode) && !isExec(f.oldMode) && f.status !== 'deleted') {
+    out.push({ kind: 'executable', reason: f.status === 'added' ? 'the new file is executable' : 'the change makes the file executable' });
+  }
+  if (f.binary) out.push({ kind: 'binary', reason: 'binary changes cannot be reviewed as text' });
+  const base = (f.newPath ?? f.oldPath ?? '').split('/').pop();
+  if (base === 'package.json' && !f.binary) {
+    let changed: string[] | undefined;
+    if (opts.readText && f.status !== 'added' && f.oldPath !== undefined) {
+      const before = opts.readText(f.oldPath);
+      if (before !== undefined) {
+        const after = f.status === 'deleted' ? undefined : applyHunks(before, f.hunks);
+        if (after !== undefined || f.status === 'deleted') changed = changedPackageScripts(before, after);
+      }
+    } else if (f.status === 'added') {
+      const after = applyHunks('', f.hunks);
+      changed = after === undefined ? undefined : changedPackageScripts(undefined, after);
+    }
+    const flagged = changed === undefined ? f.hunks.some(hunkTouchesScripts) : changed.length > 0;
+    if (flagged) {
+      out.push({
+        kind: 'package-scripts',
+        reason: changed?.length ? `the change edits package.json scripts (${changed.join(', ')}), which npm runs` : 'the change may edit package.json scripts, which npm runs',
+      });
+    }
+  }
+  return out;
+}
+
+/** Classifies every file of a patch. */
+export function classifyPatch(patch: ParsedPatch, opts: ClassifyOptions = {}): RiskReport {
+  const items: RiskItem[] = [];
+  const refused = new Set<string>();
+  for (const f of patch.files) {
+    const seen = new Set<RiskKind>();
+    for (const finding of fileFindings(f, opts)) {
+      if (seen.has(finding.kind)) continue;
+      seen.add(finding.kind);
+      const severity: RiskSeverity = finding.kind === 'package-scripts' ? 'flag' : 'refuse';
+      if (severity === 'refuse') refused.add(f.id);
+      items.push({ id: `${f.id}:${finding.kind}`, fileId: f.id, path: f.newPath ?? f.oldPath ?? '', kind: finding.kind, severity, reason: finding.reason });
+    }
+  }
+  return { items, refusedFiles: refused };
+}
+
+/** Refusals of these files that the selection has not overridden. */
+export function unresolvedRefusals(report: RiskReport, fileIds: Iterable<string>, overrides: readonly string[] = []): RiskItem[] {
+  const ids = new Set(fileIds);
+  const allowed = new Set(overrides);
+  return report.items.filter((i) => i.severity === 'refuse' && ids.has(i.fileId) && !allowed.has(i.id));
+}
+
+/** "Apply all" as offered by default: every file with no refusal (overridden refusals count as allowed). */
+export function defaultSelection(patch: ParsedPatch, report: RiskReport, overrides: readonly string[] = []): PatchSelection {
+  const allowed = new Set(overrides);
+  const blocked = new Set(report.items.filter((i) => i.severity === 'refuse' && !allowed.has(i.id)).map((i) => i.fileId));
+  return { files: patch.files.filter((f) => !blocked.has(f.id)).map((f) => f.id), overrides: [...allowed] };
+}

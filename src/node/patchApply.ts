@@ -1,0 +1,504 @@
+/**
+ * Review preparation and apply for `changes.patch` (issue 7; SECURITY.md "Patches").
+ *
+ * - `prepareReview` parses (streaming), classifies, checks with `git apply --check` from the
+ *   repository's top level (never a subfolder: there git silently skips paths outside it) and reports
+ *   drift against the delegation's base. The check runs while the patch is parsed.
+ * - `applyReviewed` applies a selection (all / files / hunks) in one step after a snapshot of every
+ *   touched file; a failed or partial apply restores them byte for byte. `threeWay` (only when the user
+ *   chose it) merges with a private index, so the user's own index is never touched, and reports
+ *   conflicted files for the merge editor; `abortApply` restores the snapshot.
+ * - `undoApply` restores the snapshot unless the user edited those files since.
+ * - Outside git the same contract holds with jsdiff (patchPlain.ts).
+ *
+ * Git must read the patch as Baton does: the check compares git's list of files with the parser's and
+ * refuses the patch when they differ (a crafted patch must not show one thing and apply another).
+ */
+import { randomUUID } from 'node:crypto';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync, chmodSync, unlinkSync, mkdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, isAbsolute, join } from 'node:path';
+import type { ParsedPatch, PatchFile, PatchFileStatus, PatchSelection } from '../core/patch/patchModel';
+import { gitQuotePath } from '../core/patch/patchParser';
+import type { RiskReport } from '../core/patch/patchRisk';
+import { classifyPatch } from '../core/patch/patchRisk';
+import type { SelectedFile, SubPatch } from '../core/patch/subPatch';
+import { buildSubPatch } from '../core/patch/subPatch';
+import { git, runGit, spawnGit } from './git';
+import type { DriftBase, DriftReport } from './patchDrift';
+import { detectDrift, repositoryTopLevel } from './patchDrift';
+import { planPlain } from './patchPlain';
+import type { Snapshot } from './patchSnapshot';
+import { changedSince, currentDigest, insideRoot, readState, restoreSnapshot, takeSnapshot } from './patchSnapshot';
+import type { PatchSource, ProgressCallback } from './patchSource';
+import { readPatch, writeSubPatch } from './patchSource';
+
+export interface PatchTarget {
+  /** The repository's top level (git) or the folder itself (plain). */
+  readonly root: string;
+  readonly kind: 'git' | 'folder';
+}
+
+export interface FileCheck {
+  readonly fileId: string;
+  readonly path: string;
+  readonly ok: boolean;
+  /** What git (or the plain patcher) said about this file, e.g. "patch does not apply". */
+  readonly errors: readonly string[];
+}
+
+export interface PatchCheck {
+  /** The whole patch applies cleanly to the current tree. */
+  readonly ok: boolean;
+  readonly files: readonly FileCheck[];
+  /** Patch-wide errors (git could not read the patch). */
+  readonly errors: readonly string[];
+  /** Git read the same files in the same order as Baton's parser. When false nothing may be applied. */
+  readonly consistent: boolean;
+}
+
+export interface PatchReview {
+  readonly target: PatchTarget;
+  readonly source: PatchSource;
+  readonly patch: ParsedPatch;
+  readonly risks: RiskReport;
+  readonly check: PatchCheck;
+  /** Present when a base was given. */
+  readonly drift: DriftReport | undefined;
+}
+
+export interface PrepareReviewOptions {
+  /** Any folder inside the repository (or the plain folder); the top level is found from it. */
+  readonly folder: string;
+  readonly source: PatchSource;
+  /** The delegation's base (META.baseCommit / META.uncommittedDigest and per-file digests). */
+  readonly base?: DriftBase;
+  readonly onProgress?: ProgressCallback;
+  readonly signal?: AbortSignal;
+}
+
+export interface AppliedFile {
+  readonly fileId: string;
+  readonly status: PatchFileStatus;
+  readonly oldPath: string | undefined;
+  readonly newPath: string | undefined;
+  readonly whole: boolean;
+  readonly hunkIds: readonly string[];
+}
+
+/** What was applied, for the delegation's journal and the audit log (JSON-safe). */
+export interface ApplyRecord {
+  readonly id: string;
+  readonly root: string;
+  readonly kind: 'git' | 'folder';
+  readonly appliedAt: string;
+  readonly threeWay: boolean;
+  readonly files: readonly AppliedFile[];
+  readonly overrides: readonly string[];
+  /** Every touched path's digest before and after (null: missing). `after` is null until a 3-way merge is finished. */
+  readonly digests: readonly { readonly path: string; readonly before: string | null; readonly after: string | null }[];
+}
+
+/** An apply that succeeded: keep it to undo. */
+export interface AppliedPatch {
+  readonly record: ApplyRecord;
+  readonly snapshot: Snapshot;
+}
+
+export interface ConflictFile {
+  readonly path: string;
+  /** Stage contents for the merge editor (undefined when that side has no file). */
+  readonly base: Buffer | undefined;
+  /** The user's version (the working tree before the apply). */
+  readonly ours: Buffer | undefined;
+  /** The agent's version. */
+  readonly theirs: Buffer | undefined;
+}
+
+/** A 3-way apply that left conflicts in the working tree (files with conflict markers). */
+export interface PendingMerge {
+  readonly record: ApplyRecord;
+  readonly snapshot: Snapshot;
+  readonly conflicts: readonly ConflictFile[];
+}
+
+export type ApplyOutcome =
+  | { readonly kind: 'applied'; readonly applied: AppliedPatch }
+  | { readonly kind: 'conflicts'; readonly pending: PendingMerge }
+  | { readonly kind: 'failed'; readonly message: string; readonly files: readonly FileCheck[]; readonly restored: readonly string[] };
+
+export interface ApplyOptions {
+  readonly selection: PatchSelection;
+  /** Only when the user chose it after a failed check. */
+  readonly threeWay?: boolean;
+  readonly signal?: AbortSignal;
+}
+
+export class PatchApplyError extends Error {
+  constructor(
+    message: string,
+    readonly code: 'inconsistent' | 'edited-since' | 'unresolved' | 'not-repository',
+    readonly paths: readonly string[] = [],
+  ) {
+    super(message);
+    this.name = 'PatchApplyError';
+  }
+}
+
+const C_ENV = { LC_ALL: 'C', LANGUAGE: 'C' };
+/** Settings a repository's own config must not change for apply: we decide whitespace handling and quoting. */
+const APPLY_ARGS = ['-c', 'core.quotePath=true', '-c', 'apply.whitespace=nowarn', '-c', 'apply.ignoreWhitespace=no', 'apply', '-v', '-p1', '--whitespace=nowarn'];
+
+/** Finds the top level for a folder (git) or uses the folder itself (plain). */
+export async function resolveTarget(folder: string): Promise<PatchTarget> {
+  const top = await repositoryTopLevel(folder);
+  return top ? { root: top, kind: 'git' } : { root: folder, kind: 'folder' };
+}
+
+interface GitRun {
+  readonly exitCode: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs `git apply` with the patch given by path (read by git itself) or a sub-patch on stdin. */
+async function runApply(root: string, flags: readonly string[], input: { path: string } | { sub: SubPatch; source: PatchSource }, env?: Record<string, string>, signal?: AbortSignal): Promise<GitRun> {
+  const args = [...APPLY_ARGS, ...flags];
+  if ('path' in input) {
+    const r = await runGit([...args, input.path], { cwd: root, env: { ...C_ENV, ...env }, okCodes: [1, 128], signal });
+    return { exitCode: r.exitCode, stdout: r.stdout.toString('utf8'), stderr: r.stderr };
+  }
+  const child = spawnGit(args, { cwd: root, env: { ...C_ENV, ...env }, signal });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout.on('data', (d: Buffer) => out.push(d));
+  child.stderr.on('data', (d: Buffer) => err.push(d));
+  const done = new Promise<number>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => resolve(code ?? 1));
+  });
+  // git may exit before reading everything (a parse error): its exit code tells, not the broken pipe.
+  child.stdin.on('error', () => undefined);
+  try {
+    await writeSubPatch(input.sub, input.source, child.stdin);
+  } catch {
+    /* reported through the exit code and stderr */
+  }
+  child.stdin.end();
+  const exitCode = await done;
+  return { exitCode, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+}
+
+interface ApplyLog {
+  /** Names git announced with "Checking patch …", in order. */
+  readonly names: string[];
+  /** Error lines per announced file, by position. */
+  readonly perFile: string[][];
+  readonly global: string[];
+}
+
+function parseApplyLog(stderr: string): ApplyLog {
+  const names: string[] = [];
+  const perFile: string[][] = [];
+  const global: string[] = [];
+  for (const line of stderr.split('\n')) {
+    const m = /^Checking patch (.*)\.\.\.$/.exec(line);
+    if (m) {
+      names.push(m[1]);
+      perFile.push([]);
+      continue;
+    }
+    const e = /^(?:error|fatal): (.*)$/.exec(line);
+    if (!e) continue;
+    if (perFile.length) perFile[perFile.length - 1].push(e[1]);
+    else global.push(e[1]);
+  }
+  return { names, perFile, global };
+}
+
+/** The name git prints for a file in "Checking patch %s..." (say_patch_name). */
+function gitAnnouncedName(f: PatchFile): string {
+  if (f.oldPath !== undefined && f.newPath !== undefined && f.oldPath !== f.newPath) return `${gitQuotePath(f.oldPath)} => ${gitQuotePath(f.newPath)}`;
+  return gitQuotePath(f.newPath ?? f.oldPath ?? '');
+}
+
+function checkFromLog(files: readonly PatchFile[], log: ApplyLog, exitCode: number): PatchCheck {
+  const expected = files.map(gitAnnouncedName);
+  const consistent = log.global.length > 0 && log.names.length === 0 ? true : log.names.length === expected.length && log.names.every((n, i) => n === expected[i]);
+  const result: FileCheck[] = files.map((f, i) => {
+    const errors = consistent ? (log.perFile[i] ?? []) : [];
+    return { fileId: f.id, path: f.newPath ?? f.oldPath ?? '', ok: consistent && log.global.length === 0 && errors.length === 0, errors };
+  });
+  const errors = [...log.global];
+  if (!consistent) errors.push(`git reads this patch differently from Baton's parser (git saw: ${log.names.slice(0, 5).join(', ') || 'nothing'}); it will not be applied`);
+  if (exitCode !== 0 && errors.length === 0 && result.every((r) => r.ok)) errors.push('git apply --check failed without saying why');
+  return { ok: exitCode === 0 && consistent && errors.length === 0, files: result, errors, consistent };
+}
+
+function plainCheck(root: string, patch: ParsedPatch): PatchCheck {
+  const plan = planPlain(root, patch.files.map((f) => ({ file: f, hunks: f.hunks, whole: true })));
+  const files = patch.files.map((f) => {
+    const errors = plan.errors.get(f.id) ?? [];
+    return { fileId: f.id, path: f.newPath ?? f.oldPath ?? '', ok: errors.length === 0, errors };
+  });
+  return { ok: files.every((f) => f.ok), files, errors: [], consistent: true };
+}
+
+function readTextIn(root: string): (path: string) => string | undefined {
+  return (path) => {
+    try {
+      const s = readState(root, path);
+      return s.kind === 'file' && s.content ? s.content.toString('utf8') : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+}
+
+function touchedPaths(files: readonly { file: PatchFile }[]): string[] {
+  const out = new Set<string>();
+  for (const { file } of files) {
+    if (file.oldPath !== undefined) out.add(file.oldPath);
+    if (file.newPath !== undefined) out.add(file.newPath);
+  }
+  return [...out];
+}
+
+/** Everything the review shows before the user decides. */
+export async function prepareReview(opts: PrepareReviewOptions): Promise<PatchReview> {
+  const target = await resolveTarget(opts.folder);
+  const { source } = opts;
+  let check: PatchCheck;
+  let patch: ParsedPatch;
+  if (target.kind === 'git') {
+    // git reads the patch itself while Baton parses it: the two run side by side.
+    const gitRun =
+      'path' in source
+        ? runApply(target.root, ['--check'], { path: isAbsolute(source.path) ? source.path : join(process.cwd(), source.path) }, undefined, opts.signal)
+        : undefined;
+    let parsed: ParsedPatch;
+    try {
+      parsed = await readPatch(source, { onProgress: opts.onProgress, signal: opts.signal });
+    } catch (e) {
+      await gitRun?.catch(() => undefined);
+      throw e;
+    }
+    patch = parsed;
+    const run =
+      gitRun ??
+      runApply(
+        target.root,
+        ['--check'],
+        { sub: { files: [], parts: [{ kind: 'bytes', range: { start: 0, end: parsed.size } }], isWholePatch: true }, source },
+        undefined,
+        opts.signal,
+      );
+    const r = await run;
+    check = checkFromLog(parsed.files, parseApplyLog(r.stderr), r.exitCode);
+  } else {
+    patch = await readPatch(source, { onProgress: opts.onProgress, signal: opts.signal });
+    check = plainCheck(target.root, patch);
+  }
+  const risks = classifyPatch(patch, { readText: readTextIn(target.root) });
+  let drift: DriftReport | undefined;
+  if (opts.base && target.kind === 'git') drift = await detectDrift(target.root, opts.base, touchedPaths(patch.files.map((file) => ({ file }))));
+  else if (opts.base?.files && target.kind === 'folder') {
+    const files = opts.base.files;
+    const changed = touchedPaths(patch.files.map((file) => ({ file }))).filter((p) => (p in files ? files[p] : undefined) !== (currentDigest(target.root, p) ?? undefined));
+    drift = { headMoved: false, baseCommit: undefined, head: undefined, uncommittedChanged: changed.length > 0, changedFiles: changed.sort(), approximate: false };
+  }
+  return { target, source, patch, risks, check, drift };
+}
+
+function recordFor(review: PatchReview, files: readonly SelectedFile[], snapshot: Snapshot, threeWay: boolean, overrides: readonly string[], withAfter: boolean): ApplyRecord {
+  return {
+    id: randomUUID(),
+    root: review.target.root,
+    kind: review.target.kind,
+    appliedAt: new Date().toISOString(),
+    threeWay,
+    files: files.map((s) => ({ fileId: s.file.id, status: s.file.status, oldPath: s.file.oldPath, newPath: s.file.newPath, whole: s.whole, hunkIds: s.hunks.map((h) => h.id) })),
+    overrides: [...overrides],
+    digests: [...snapshot.files.values()].map((s) => ({ path: s.path, before: s.digest, after: withAfter ? currentDigest(snapshot.root, s.path) : null })),
+  };
+}
+
+/** Files git left as they were although the patch changes them: it skipped them silently. */
+function untouched(record: ApplyRecord, files: readonly SelectedFile[]): string[] {
+  const byPath = new Map(record.digests.map((d) => [d.path, d] as const));
+  const out: string[] = [];
+  for (const { file } of files) {
+    const p = file.newPath ?? file.oldPath ?? '';
+    const d = byPath.get(p);
+    const oldGone = file.status !== 'renamed' || byPath.get(file.oldPath ?? '')?.after === null;
+    if (d && d.before === d.after && oldGone) out.push(p);
+  }
+  return out;
+}
+
+function failed(message: string, files: readonly FileCheck[], snapshot: Snapshot | undefined): ApplyOutcome {
+  const restored = snapshot ? restoreSnapshot(snapshot) : [];
+  return { kind: 'failed', message, files, restored };
+}
+
+/**
+ * Applies the chosen part of a reviewed patch. Throws PatchSelectionError (core) for a selection that
+ * includes refused items without an override, and PatchApplyError when git and Baton disagree on the
+ * patch; every other failure is an outcome with the user's files restored.
+ */
+export async function applyReviewed(review: PatchReview, opts: ApplyOptions): Promise<ApplyOutcome> {
+  if (!review.check.consistent) throw new PatchApplyError(review.check.errors.join('; '), 'inconsistent');
+  const sub = buildSubPatch(review.patch, review.risks, opts.selection);
+  const overrides = opts.selection.overrides ?? [];
+  const { root } = review.target;
+  const snapshot = takeSnapshot(root, touchedPaths(sub.files));
+  if (review.target.kind === 'folder') return applyPlain(review, sub, snapshot, overrides);
+  const threeWay = opts.threeWay === true;
+  let tmp: string | undefined;
+  try {
+    const env: Record<string, string> = {};
+    if (threeWay) {
+      tmp = mkdtempSync(join(tmpdir(), 'baton-3way-'));
+      env.GIT_INDEX_FILE = join(tmp, 'index');
+      await preparePrivateIndex(root, env.GIT_INDEX_FILE, snapshot);
+    }
+    const input = sub.isWholePatch && 'path' in review.source ? { path: isAbsolute(review.source.path) ? review.source.path : join(process.cwd(), review.source.path) } : { sub, source: review.source };
+    const r = await runApply(root, threeWay ? ['--3way'] : [], input, env, opts.signal);
+    const log = parseApplyLog(r.stderr);
+    const fileChecks = checkFromLog(sub.files.map((s) => s.file), log, r.exitCode).files;
+    if (threeWay) {
+      const conflicts = await readConflicts(root, env);
+      if (conflicts.length) {
+        return { kind: 'conflicts', pending: { record: recordFor(review, sub.files, snapshot, true, overrides, false), snapshot, conflicts } };
+      }
+    }
+    if (r.exitCode !== 0) {
+      const msg = [...log.global, ...log.perFile.flat()].join('; ') || r.stderr.trim() || `git apply exited with ${r.exitCode}`;
+      return failed(`The patch did not apply; your files are unchanged. ${msg}`, fileChecks, snapshot);
+    }
+    const record = recordFor(review, sub.files, snapshot, threeWay, overrides, true);
+    const skipped = untouched(record, sub.files);
+    if (skipped.length) return failed(`git skipped ${skipped.join(', ')}; nothing was applied.`, fileChecks, snapshot);
+    return { kind: 'applied', applied: { record, snapshot } };
+  } catch (e) {
+    restoreSnapshot(snapshot);
+    throw e;
+  } finally {
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+function applyPlain(review: PatchReview, sub: SubPatch, snapshot: Snapshot, overrides: readonly string[]): ApplyOutcome {
+  const { root } = review.target;
+  const plan = planPlain(root, sub.files);
+  const files = sub.files.map((s) => {
+    const errors = plan.errors.get(s.file.id) ?? [];
+    return { fileId: s.file.id, path: s.file.newPath ?? s.file.oldPath ?? '', ok: errors.length === 0, errors };
+  });
+  if (plan.errors.size) return failed(`The patch did not apply; your files are unchanged. ${[...plan.errors.values()].flat().join('; ')}`, files, undefined);
+  try {
+    for (const [path, w] of plan.writes) {
+      const abs = insideRoot(root, path);
+      if (w.kind === 'delete') {
+        unlinkSync(abs);
+        continue;
+      }
+      mkdirSync(dirname(abs), { recursive: true });
+      if (existsSync(abs)) unlinkSync(abs);
+      writeFileSync(abs, w.content, { mode: w.mode });
+      chmodSync(abs, w.mode);
+    }
+  } catch (e) {
+    restoreSnapshot(snapshot);
+    return failed(`Writing failed, your files were restored: ${e instanceof Error ? e.message : String(e)}`, files, undefined);
+  }
+  return { kind: 'applied', applied: { record: recordFor(review, sub.files, snapshot, false, overrides, true), snapshot } };
+}
+
+/**
+ * A private index for `--3way` that matches the working tree for the touched paths: 3-way needs an
+ * index, and the user's own index (what they staged) must not change.
+ */
+async function preparePrivateIndex(root: string, indexFile: string, snapshot: Snapshot): Promise<void> {
+  const real = await git(['rev-parse', '--git-path', 'index'], { cwd: root });
+  const realAbs = isAbsolute(real) ? real : join(root, real);
+  const env = { GIT_INDEX_FILE: indexFile };
+  if (existsSync(realAbs)) copyFileSync(realAbs, indexFile);
+  else await runGit(['read-tree', '--empty'], { cwd: root, env });
+  const present = [...snapshot.files.values()].filter((s) => s.kind === 'file' || s.kind === 'symlink');
+  const missing = [...snapshot.files.values()].filter((s) => s.kind === 'missing');
+  let info = '';
+  if (present.length) {
+    // --no-filters: a repository's clean filters are commands; Baton does not run them.
+    const shas = (await runGit(['hash-object', '-w', '--no-filters', '--stdin-paths'], { cwd: root, input: present.map((s) => s.path).join('\n') + '\n' })).stdout
+      .toString('utf8')
+      .trim()
+      .split('\n');
+    present.forEach((s, i) => {
+      const mode = s.kind === 'symlink' ? '120000' : (s.mode ?? 0) & 0o111 ? '100755' : '100644';
+      info += `${mode} ${shas[i]}\t${s.path}\0`;
+    });
+  }
+  for (const s of missing) info += `0 ${'0'.repeat(40)}\t${s.path}\0`;
+  if (info) await runGit(['update-index', '-z', '--index-info'], { cwd: root, env, input: info });
+  await runGit(['update-index', '-q', '--refresh'], { cwd: root, env, okCodes: [1] });
+}
+
+async function readConflicts(root: string, env: Record<string, string>): Promise<ConflictFile[]> {
+  const out = (await runGit(['ls-files', '-u', '-z'], { cwd: root, env })).stdout.toString('utf8');
+  const byPath = new Map<string, Record<string, string>>();
+  for (const entry of out.split('\0')) {
+    const m = /^\d+ ([0-9a-f]+) ([123])\t(.*)$/s.exec(entry);
+    if (!m) continue;
+    const stages = byPath.get(m[3]) ?? {};
+    stages[m[2]] = m[1];
+    byPath.set(m[3], stages);
+  }
+  const blob = async (sha: string | undefined): Promise<Buffer | undefined> => (sha ? (await runGit(['cat-file', 'blob', sha], { cwd: root })).stdout : undefined);
+  const result: ConflictFile[] = [];
+  for (const [path, st] of byPath) result.push({ path, base: await blob(st['1']), ours: await blob(st['2']), theirs: await blob(st['3']) });
+  return result;
+}
+
+/** Aborts a 3-way merge (or any apply): restores the snapshot, whatever the files hold now. */
+export function abortApply(pending: PendingMerge | AppliedPatch): string[] {
+  return restoreSnapshot(pending.snapshot);
+}
+
+/** Paths of a pending merge that still hold conflict markers. */
+export function unresolvedConflicts(pending: PendingMerge): string[] {
+  return pending.conflicts
+    .filter((c) => {
+      try {
+        return /^<{7} |^>{7} /m.test(readFileSync(insideRoot(pending.snapshot.root, c.path), 'utf8'));
+      } catch {
+        return false;
+      }
+    })
+    .map((c) => c.path);
+}
+
+/** Completes a 3-way apply once the user resolved every conflict: records the final digests. */
+export function finishMerge(pending: PendingMerge): AppliedPatch {
+  const left = unresolvedConflicts(pending);
+  if (left.length) throw new PatchApplyError(`These files still have conflict markers: ${left.join(', ')}. Resolve them or abort.`, 'unresolved', left);
+  const digests = pending.record.digests.map((d) => ({ ...d, after: currentDigest(pending.snapshot.root, d.path) }));
+  return { record: { ...pending.record, digests }, snapshot: pending.snapshot };
+}
+
+/**
+ * Undoes an apply by restoring the snapshot. Refuses (PatchApplyError 'edited-since', naming the files)
+ * when any touched file changed after the apply: undoing would throw those edits away.
+ */
+export function undoApply(applied: AppliedPatch): string[] {
+  const edited = applied.record.digests.filter((d) => currentDigest(applied.snapshot.root, d.path) !== d.after).map((d) => d.path);
+  if (edited.length) {
+    throw new PatchApplyError(`Undo would discard edits made since the apply, in: ${edited.join(', ')}. Revert those edits first or undo by hand.`, 'edited-since', edited);
+  }
+  return restoreSnapshot(applied.snapshot);
+}
+
+/** Paths whose current state differs from before the apply (e.g. to confirm an undo). */
+export function differsFromSnapshot(snapshot: Snapshot): string[] {
+  return changedSince(snapshot);
+}
