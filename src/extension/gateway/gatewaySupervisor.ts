@@ -1,0 +1,149 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as vscode from 'vscode';
+import { Disposable } from '../lifecycle';
+
+/** What a running local gateway wrote into its state folder when it started listening. */
+export interface LocalGatewayInfo {
+  readonly url: string;
+  readonly pid: number;
+  readonly tokenFile: string;
+  readonly roots: readonly string[];
+}
+
+export type GatewayStatus =
+  | { readonly kind: 'stopped' }
+  | { readonly kind: 'starting' }
+  | { readonly kind: 'running'; readonly info: LocalGatewayInfo; readonly reused: boolean }
+  | { readonly kind: 'failed'; readonly error: string };
+
+/** A recorded pid may have been reused by another process: only a process whose command line names this state folder is ours. */
+function isOurGateway(pid: number, stateDir: string): boolean {
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    return cmdline.includes('serve') && cmdline.includes(stateDir);
+  } catch {
+    return process.platform !== 'linux' && isAlive(pid);
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function readGatewayInfo(stateDir: string): LocalGatewayInfo | undefined {
+  const file = join(stateDir, 'gateway.json');
+  if (!existsSync(file)) return undefined;
+  try {
+    const v = JSON.parse(readFileSync(file, 'utf8')) as Partial<LocalGatewayInfo>;
+    if (typeof v.url !== 'string' || typeof v.pid !== 'number' || typeof v.tokenFile !== 'string') return undefined;
+    return { url: v.url, pid: v.pid, tokenFile: v.tokenFile, roots: Array.isArray(v.roots) ? v.roots.filter((r): r is string => typeof r === 'string') : [] };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Starts `baton-gateway` on demand as a detached process bound to 127.0.0.1 (random port, bearer token in
+ * a 0600 file in its state folder), or reuses one that is already running, so local delegations survive
+ * a window reload. The gateway runs on VS Code's own Node (`process.execPath` with
+ * ELECTRON_RUN_AS_NODE=1), where it stores tasks with node:sqlite.
+ */
+export class GatewaySupervisor extends Disposable {
+  private _status: GatewayStatus = { kind: 'stopped' };
+  private readonly _onDidChange = this._register(new vscode.EventEmitter<GatewayStatus>());
+  readonly onDidChange = this._onDidChange.event;
+  private starting: Promise<LocalGatewayInfo> | undefined;
+
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    readonly stateDir: string,
+    private readonly log: vscode.LogOutputChannel,
+  ) {
+    super();
+  }
+
+  get status(): GatewayStatus {
+    return this._status;
+  }
+
+  private set(status: GatewayStatus): void {
+    this._status = status;
+    this._onDidChange.fire(status);
+  }
+
+  /** The token of the running gateway (read from its 0600 file; never logged). */
+  token(info: LocalGatewayInfo): string {
+    return readFileSync(info.tokenFile, 'utf8').trim();
+  }
+
+  private async answers(info: LocalGatewayInfo): Promise<boolean> {
+    try {
+      const res = await fetch(new URL('/.well-known/agent-card.json', info.url), { signal: AbortSignal.timeout(2000) });
+      return res.ok;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Reuses a running gateway for these roots, or starts one. */
+  ensureRunning(roots: readonly string[]): Promise<LocalGatewayInfo> {
+    this.starting ??= this.start(roots).finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  private async start(roots: readonly string[]): Promise<LocalGatewayInfo> {
+    const existing = readGatewayInfo(this.stateDir);
+    if (existing && isOurGateway(existing.pid, this.stateDir) && roots.every((r) => existing.roots.includes(r)) && (await this.answers(existing))) {
+      this.log.info(`gateway: reusing ${existing.url} (pid ${existing.pid})`);
+      this.set({ kind: 'running', info: existing, reused: true });
+      return existing;
+    }
+    if (existing && isOurGateway(existing.pid, this.stateDir)) await this.stop();
+    this.set({ kind: 'starting' });
+    await mkdir(this.stateDir, { recursive: true, mode: 0o700 });
+    const script = vscode.Uri.joinPath(this.extensionUri, 'dist', 'gateway.js').fsPath;
+    const args = [script, 'serve', '--state', this.stateDir, '--host', '127.0.0.1', '--port', '0', ...roots.flatMap((r) => ['--root', r])];
+    this.log.info(`gateway: starting on ${process.versions.node ? `Node ${process.versions.node}` : 'VS Code’s runtime'}`);
+    const child = spawn(process.execPath, args, {
+      detached: true,
+      stdio: 'ignore',
+      env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
+    });
+    child.unref();
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const info = readGatewayInfo(this.stateDir);
+      if (info && info.pid === child.pid && (await this.answers(info))) {
+        this.log.info(`gateway: listening at ${info.url} (pid ${info.pid})`);
+        this.set({ kind: 'running', info, reused: false });
+        return info;
+      }
+      if (child.exitCode !== null || Date.now() > deadline) {
+        const error = child.exitCode !== null ? vscode.l10n.t('baton-gateway exited with code {0}. See {1}.', child.exitCode, join(this.stateDir, 'gateway.log')) : vscode.l10n.t('baton-gateway did not start within 20 seconds. See {0}.', join(this.stateDir, 'gateway.log'));
+        this.set({ kind: 'failed', error });
+        throw new Error(error);
+      }
+      await new Promise((r) => setTimeout(r, 150));
+    }
+  }
+
+  async stop(): Promise<void> {
+    const info = readGatewayInfo(this.stateDir);
+    if (info && isOurGateway(info.pid, this.stateDir)) {
+      process.kill(info.pid, 'SIGTERM');
+      const deadline = Date.now() + 5000;
+      while (isAlive(info.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      if (isOurGateway(info.pid, this.stateDir)) process.kill(info.pid, 'SIGKILL');
+      this.log.info(`gateway: stopped pid ${info.pid}`);
+    }
+    this.set({ kind: 'stopped' });
+  }
+}
