@@ -1,0 +1,44 @@
+/**
+ * What Linux's /proc says about a process: whether a pid still names the process we started (its
+ * start time) and where it runs (its cwd). Used so that a reused pid is never killed (issue 3).
+ */
+import { readFileSync, readlinkSync } from 'node:fs';
+import { sep } from 'node:path';
+
+/** The process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat), or undefined when it is gone. */
+export function processStartTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) is in parentheses and may itself contain spaces and parentheses.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return rest[19];
+  } catch {
+    return undefined;
+  }
+}
+
+export function isAlive(pid: number, startTime?: string): boolean {
+  const now = processStartTime(pid);
+  if (now === undefined) return false;
+  return startTime === undefined || now === startTime;
+}
+
+export type CwdCheck = 'inside' | 'outside' | 'gone' | 'unknown';
+
+/** Whether /proc/<pid>/cwd is `dir` or below it; 'unknown' when it cannot be read (e.g. another user's process). */
+export function cwdInside(pid: number, dir: string): CwdCheck {
+  let cwd: string;
+  try {
+    cwd = readlinkSync(`/proc/${pid}/cwd`);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' || code === 'ESRCH' ? 'gone' : 'unknown';
+  }
+  // A deleted cwd reads as "<path> (deleted)": still the workspace the worker was started in.
+  const clean = cwd.endsWith(' (deleted)') ? cwd.slice(0, -' (deleted)'.length) : cwd;
+  return clean === dir || clean.startsWith(dir + sep) ? 'inside' : 'outside';
+}
+
+export function selfStartTime(): string | undefined {
+  return processStartTime(process.pid);
+}
