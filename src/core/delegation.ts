@@ -1,0 +1,760 @@
+/**
+ * The client's record of one delegation (DESIGN.md "One task model"): `requestId` (the first
+ * message's `messageId`, the idempotency key) → `taskId`/`contextId` → a journal of entries, events
+ * carrying a per-task `seq` → one outcome. Pure: no I/O, no clock (times are passed in).
+ *
+ * The journal is the source of truth; `DelegationJournal` folds entries into derived state as they are
+ * appended (or replayed from disk) and never keeps the raw entries, so memory stays bounded however
+ * long a task streams. `decideOutcome` is the one place that turns what was seen into an outcome.
+ */
+import type { Artifact, Message, Part, StreamResponse, Task } from '@a2a-js/sdk';
+import { TaskState } from '@a2a-js/sdk';
+import { META, PATCH_ARTIFACT } from './batonProfile';
+import type {
+  ArtifactView,
+  CapabilitySet,
+  DelegationOutcome,
+  DelegationState,
+  DelegationView,
+  TimelineEntry,
+} from './protocol/delegationView';
+
+export type { CapabilitySet, DelegationOutcome, DelegationState, DelegationView, TimelineEntry } from './protocol/delegationView';
+
+export const DELEGATION_OUTCOMES: readonly DelegationOutcome[] = [
+  'completed',
+  'failed',
+  'canceled',
+  'rejected',
+  'input-required',
+  'auth-required',
+  'unknown',
+  'expired',
+];
+
+/** Outcomes after which nothing more happens on the task (input/auth-required wait for the user; unknown for "check again"). */
+export function isFinalOutcome(o: DelegationOutcome | undefined): boolean {
+  return o === 'completed' || o === 'failed' || o === 'canceled' || o === 'rejected' || o === 'expired';
+}
+
+export function isTerminalTaskState(s: TaskState | undefined): boolean {
+  return s === TaskState.TASK_STATE_COMPLETED || s === TaskState.TASK_STATE_FAILED || s === TaskState.TASK_STATE_CANCELED || s === TaskState.TASK_STATE_REJECTED;
+}
+
+export function isInterruptedTaskState(s: TaskState | undefined): boolean {
+  return s === TaskState.TASK_STATE_INPUT_REQUIRED || s === TaskState.TASK_STATE_AUTH_REQUIRED;
+}
+
+/** The agent as the user approved it: the pinned endpoint is the only place requests go. */
+export interface AgentRef {
+  readonly id: string;
+  readonly name: string;
+  /** The approved interface URL (never one a freshly fetched card names). */
+  readonly endpoint: string;
+  readonly protocolBinding: string;
+  readonly protocolVersion: string;
+  /** Digest of the approved card, for the audit log. */
+  readonly cardDigest?: string;
+}
+
+/** A digest of one piece of context that travelled (or of the uncommitted state), for the audit log. */
+export interface ContextDigest {
+  readonly kind: 'selection' | 'file' | 'diagnostics' | 'uncommitted';
+  /** Repository-relative path, when the context is a file or a selection in one. */
+  readonly path?: string;
+  readonly digest: string;
+}
+
+/** Everything decided before the first message is sent; the journal's first entry. */
+export interface DelegationRequest {
+  /** UUID; the first message's `messageId`; the delegation's id everywhere. */
+  readonly requestId: string;
+  readonly title: string;
+  /** Who delegated (the OS/VS Code user, or the parent agent for a child delegation). */
+  readonly who: string;
+  readonly agent: AgentRef;
+  /** The first message, exactly as sent (its `messageId` is `requestId`). */
+  readonly message: Message;
+  /** Epoch ms. */
+  readonly createdAt: number;
+  /** Epoch ms; the task is canceled at the agent and the outcome is `expired` when it passes. */
+  readonly deadline?: number;
+  readonly capabilities: { readonly requested: CapabilitySet; readonly effective: CapabilitySet };
+  readonly contextDigests: readonly ContextDigest[];
+  readonly parentRequestId?: string;
+  /** Agent ids from the root delegation down to (and including) this one's agent. */
+  readonly chain: readonly string[];
+}
+
+/** One line of a delegation's journal. `at` is epoch ms. SDK objects are in their in-memory (ts-proto) shape. */
+export type JournalEntry =
+  | { readonly kind: 'request'; readonly at: number; readonly request: DelegationRequest }
+  /** About to send the first message (attempt counts retries of the same `requestId`). */
+  | { readonly kind: 'send'; readonly at: number; readonly attempt: number }
+  /** The first message could not be sent. `delivered: 'no'` when it provably never reached the agent. */
+  | { readonly kind: 'sendFailed'; readonly at: number; readonly delivered: 'no' | 'maybe'; readonly error: string }
+  | { readonly kind: 'task'; readonly at: number; readonly taskId: string; readonly contextId: string }
+  /**
+   * A status update, artifact update or message from the agent. `seq` is the agent's per-task
+   * sequence number when `sequenced` (replay profile), else a local arrival counter.
+   */
+  | { readonly kind: 'event'; readonly at: number; readonly taskId: string; readonly seq: number; readonly sequenced: boolean; readonly event: StreamResponse }
+  /** A whole Task: the first event of a stream, a resubscribe's first event, or a `GetTask` result (`final`: taken after it settled). */
+  | { readonly kind: 'snapshot'; readonly at: number; readonly source: 'stream' | 'getTask' | 'final' | 'cancel'; readonly task: Task }
+  | { readonly kind: 'reply'; readonly at: number; readonly message: Message }
+  | { readonly kind: 'cancel'; readonly at: number; readonly by: 'user' | 'deadline' }
+  | { readonly kind: 'cancelResult'; readonly at: number; readonly confirmed: boolean; readonly detail: string }
+  | {
+      readonly kind: 'connection';
+      readonly at: number;
+      readonly status: 'lost' | 'retrying' | 'restored' | 'gaveUp' | 'checking';
+      readonly attempt?: number;
+      readonly error?: string;
+    }
+  | { readonly kind: 'notice'; readonly at: number; readonly level: 'info' | 'warning' | 'error'; readonly text: string }
+  /** The outcome `decideOutcome` reached, recorded when it changes. */
+  | { readonly kind: 'outcome'; readonly at: number; readonly outcome: DelegationOutcome; readonly reason: string; readonly cancelConfirmed?: boolean };
+
+/** What `decideOutcome` looks at: a summary of the journal so far. */
+export interface OutcomeFacts {
+  /** The task's latest known state (sticky once terminal). */
+  readonly taskState?: TaskState;
+  /** The agent's status message for that state, as text. */
+  readonly stateText?: string;
+  /** `baton/outcome` on the terminal status, when a Baton gateway says more than the A2A state can. */
+  readonly agentOutcome?: string;
+  /** The agent answered with a Message instead of a task (a complete, task-less exchange). */
+  readonly messageResult: boolean;
+  readonly cancelBy?: 'user' | 'deadline';
+  /** The cancel request got an answer (or its bounded wait ran out): `confirmed` says which. */
+  readonly cancelAnswered: boolean;
+  readonly cancelConfirmed: boolean;
+  /** A reply was sent after the last interruption and no state has been seen since. */
+  readonly replyPending: boolean;
+  /** Reconnecting gave up and nothing reconciled it since. */
+  readonly contactLost?: string;
+  /** The first message was not sent; `delivered: 'no'` means provably never reached the agent. */
+  readonly sendFailed?: { readonly delivered: 'no' | 'maybe'; readonly error: string };
+  readonly endpoint: string;
+  readonly deadline?: number;
+}
+
+export interface OutcomeDecision {
+  readonly outcome: DelegationOutcome;
+  readonly reason: string;
+  readonly cancelConfirmed?: boolean;
+}
+
+/** The one place an outcome is decided. Undefined while the delegation is still in flight. */
+export function decideOutcome(f: OutcomeFacts): OutcomeDecision | undefined {
+  const confirmed = f.cancelBy ? { cancelConfirmed: f.cancelConfirmed || f.taskState === TaskState.TASK_STATE_CANCELED } : {};
+  switch (f.taskState) {
+    case TaskState.TASK_STATE_COMPLETED:
+      return { outcome: 'completed', reason: f.stateText || 'The agent completed the task.' };
+    case TaskState.TASK_STATE_FAILED:
+      if (f.agentOutcome === 'expired') return { outcome: 'expired', reason: f.stateText || 'The deadline passed at the agent.' };
+      if (f.agentOutcome === 'unknown') {
+        return { outcome: 'unknown', reason: f.stateText || 'The agent lost track of the task (a worker died during a side effect). Check the agent before retrying.' };
+      }
+      return { outcome: 'failed', reason: f.stateText || 'The agent reported the task failed and gave no reason.' };
+    case TaskState.TASK_STATE_REJECTED:
+      return { outcome: 'rejected', reason: f.stateText || 'The agent rejected the task and gave no reason.' };
+    case TaskState.TASK_STATE_CANCELED:
+      return f.cancelBy === 'deadline'
+        ? { outcome: 'expired', reason: 'The deadline passed; the agent confirmed the task is canceled.', cancelConfirmed: true }
+        : { outcome: 'canceled', reason: f.cancelBy ? 'Canceled; the agent confirmed.' : f.stateText || 'The agent canceled the task.', ...confirmed };
+    default:
+      break;
+  }
+  if (f.messageResult) return { outcome: 'completed', reason: 'The agent answered with a message.' };
+  if (f.cancelBy === 'deadline' && f.cancelAnswered) {
+    return {
+      outcome: 'expired',
+      reason: `The deadline passed; cancel was sent and the agent ${f.cancelConfirmed ? 'confirmed it' : 'did not confirm it — the task may still be running there'}.`,
+      ...confirmed,
+    };
+  }
+  if (f.cancelBy === 'user' && f.cancelAnswered) {
+    return {
+      outcome: 'canceled',
+      reason: f.cancelConfirmed ? 'Canceled; the agent confirmed.' : 'Cancel was sent but the agent did not confirm it in time; the task may still be running there.',
+      ...confirmed,
+    };
+  }
+  if (f.sendFailed?.delivered === 'no') {
+    return { outcome: 'failed', reason: `Could not reach the agent at ${f.endpoint}: ${f.sendFailed.error}. Nothing was sent.` };
+  }
+  if (f.sendFailed) {
+    return {
+      outcome: 'unknown',
+      reason: `Sending to ${f.endpoint} failed (${f.sendFailed.error}) and it is not known whether the agent received the task. Check the agent, then Check Again — Baton does not resend blindly.`,
+    };
+  }
+  if (f.contactLost !== undefined) {
+    return {
+      outcome: 'unknown',
+      reason: `Lost contact with the agent at ${f.endpoint} (${f.contactLost}); the task's state could not be reconciled and it may still be running. Check that the agent is reachable, then Check Again.`,
+    };
+  }
+  if (!f.replyPending && f.taskState === TaskState.TASK_STATE_INPUT_REQUIRED) {
+    return { outcome: 'input-required', reason: f.stateText || 'The agent needs more input.' };
+  }
+  if (!f.replyPending && f.taskState === TaskState.TASK_STATE_AUTH_REQUIRED) {
+    return { outcome: 'auth-required', reason: f.stateText || 'The agent needs authorization to continue.' };
+  }
+  return undefined;
+}
+
+/** Text of a message's parts, for display and reasons. Non-text parts are described, not dumped. */
+export function partsText(parts: readonly Part[] | undefined, maxDataChars = 2000): string {
+  if (!parts) return '';
+  const out: string[] = [];
+  for (const p of parts) {
+    const c = p.content;
+    if (!c) continue;
+    switch (c.$case) {
+      case 'text':
+        out.push(c.value);
+        break;
+      case 'data': {
+        const s = JSON.stringify(c.value) ?? 'null';
+        out.push('```json\n' + (s.length > maxDataChars ? s.slice(0, maxDataChars) + '…' : s) + '\n```');
+        break;
+      }
+      case 'url':
+        out.push(`[${p.filename || 'file'}] ${c.value}`);
+        break;
+      case 'raw':
+        out.push(`[${p.filename || 'binary'}: ${c.value.length} bytes${p.mediaType ? `, ${p.mediaType}` : ''}]`);
+        break;
+    }
+  }
+  return out.join('\n');
+}
+
+/** The `baton/seq` an event or task carries, when the agent speaks the replay profile. */
+export function seqOf(metadata: Record<string, unknown> | undefined): number | undefined {
+  const v = metadata?.[META.seq];
+  const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v;
+  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+}
+
+/** An artifact's content, with appended chunks concatenated (the SDK stores each chunk as another part). */
+export interface ArtifactContent {
+  readonly artifactId: string;
+  readonly name: string;
+  readonly description: string;
+  readonly mediaType: string;
+  readonly filename: string;
+  /** Concatenated text parts. */
+  readonly text: string;
+  /** Data parts and non-text parts, in order. */
+  readonly otherParts: readonly Part[];
+  /** True when taken from `GetTask` after the task settled. */
+  readonly final: boolean;
+}
+
+interface ArtifactAccumulator {
+  artifactId: string;
+  name: string;
+  description: string;
+  mediaType: string;
+  filename: string;
+  textChunks: string[];
+  size: number;
+  otherParts: Part[];
+  chunks: number;
+  complete: boolean;
+  final: boolean;
+  timelineIndex: number;
+}
+
+function artifactFrom(a: Artifact, final: boolean, timelineIndex: number): ArtifactAccumulator {
+  const acc: ArtifactAccumulator = {
+    artifactId: a.artifactId,
+    name: a.name,
+    description: a.description,
+    mediaType: '',
+    filename: '',
+    textChunks: [],
+    size: 0,
+    otherParts: [],
+    chunks: 0,
+    complete: final,
+    final,
+    timelineIndex,
+  };
+  appendParts(acc, a.parts);
+  return acc;
+}
+
+function appendParts(acc: ArtifactAccumulator, parts: readonly Part[]): void {
+  acc.chunks++;
+  for (const p of parts) {
+    if (!acc.mediaType && p.mediaType) acc.mediaType = p.mediaType;
+    if (!acc.filename && p.filename) acc.filename = p.filename;
+    if (p.content?.$case === 'text') {
+      acc.textChunks.push(p.content.value);
+      acc.size += p.content.value.length;
+    } else {
+      acc.otherParts.push(p);
+      if (p.content?.$case === 'raw') acc.size += p.content.value.length;
+    }
+  }
+}
+
+function stateName(s: TaskState): string {
+  switch (s) {
+    case TaskState.TASK_STATE_SUBMITTED:
+      return 'submitted';
+    case TaskState.TASK_STATE_WORKING:
+      return 'working';
+    case TaskState.TASK_STATE_COMPLETED:
+      return 'completed';
+    case TaskState.TASK_STATE_FAILED:
+      return 'failed';
+    case TaskState.TASK_STATE_CANCELED:
+      return 'canceled';
+    case TaskState.TASK_STATE_INPUT_REQUIRED:
+      return 'input-required';
+    case TaskState.TASK_STATE_REJECTED:
+      return 'rejected';
+    case TaskState.TASK_STATE_AUTH_REQUIRED:
+      return 'auth-required';
+    default:
+      return 'unknown';
+  }
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+export interface DelegationJournalOptions {
+  /** Timeline entries kept for the view (older ones are counted, not kept). Default 2000. */
+  readonly timelineLimit?: number;
+  /** Characters of artifact text shown as a preview. Default 4096. */
+  readonly previewChars?: number;
+}
+
+/**
+ * Folds a delegation's journal into the state the runner and the panel need. Feed it every entry in
+ * order (`apply`) — when it is written and again when it is replayed from disk.
+ */
+export class DelegationJournal {
+  readonly request: DelegationRequest;
+  private _taskId?: string;
+  private _contextId?: string;
+  private _taskState?: TaskState;
+  private _stateText?: string;
+  private _agentOutcome?: string;
+  private _stateSeq = -1;
+  private _messageResult = false;
+  private _started = false;
+  private _sendAttempts = 0;
+  private _sendFailed?: { delivered: 'no' | 'maybe'; error: string };
+  private _cancelBy?: 'user' | 'deadline';
+  private _cancelAnswered = false;
+  private _cancelConfirmed = false;
+  private _replyPending = false;
+  private _contactLost?: string;
+  private _reconnecting = false;
+  private _recorded?: OutcomeDecision;
+  private _endedAt?: number;
+  private _lastAt: number;
+  /** Every sequenced seq at or below this has been seen; higher ones seen are in `_seenAbove`. */
+  private _contiguous = 0;
+  private readonly _seenAbove = new Set<number>();
+  private _maxSeq = 0;
+  private _localSeq = 0;
+  private _eventCount = 0;
+  private _timeline: TimelineEntry[] = [];
+  private _timelineBase = 0;
+  private readonly _artifacts = new Map<string, ArtifactAccumulator>();
+  private _finalSeen = false;
+  private readonly _timelineLimit: number;
+  private readonly _previewChars: number;
+
+  constructor(request: DelegationRequest, options: DelegationJournalOptions = {}) {
+    this.request = request;
+    this._lastAt = request.createdAt;
+    this._timelineLimit = options.timelineLimit ?? 2000;
+    this._previewChars = options.previewChars ?? 4096;
+  }
+
+  /** Rebuilds a journal from persisted entries (the first must be the `request`). */
+  static fromEntries(entries: readonly JournalEntry[], options?: DelegationJournalOptions): DelegationJournal {
+    const first = entries[0];
+    if (!first || first.kind !== 'request') throw new Error('a delegation journal must start with its request');
+    const j = new DelegationJournal(first.request, options);
+    for (const e of entries.slice(1)) j.apply(e);
+    return j;
+  }
+
+  get requestId(): string {
+    return this.request.requestId;
+  }
+  get taskId(): string | undefined {
+    return this._taskId;
+  }
+  get contextId(): string | undefined {
+    return this._contextId;
+  }
+  get taskState(): TaskState | undefined {
+    return this._taskState;
+  }
+  /** Has a `send` been journaled (the first message may have reached the agent)? */
+  get started(): boolean {
+    return this._started;
+  }
+  get sendAttempts(): number {
+    return this._sendAttempts;
+  }
+  /** The `Last-Event-ID` to resume from: every sequenced event up to it has been journaled. */
+  get cursor(): number {
+    return this._contiguous;
+  }
+  get maxSeq(): number {
+    return this._maxSeq;
+  }
+  /** Events journaled (status/artifact/message), duplicates excluded. */
+  get eventCount(): number {
+    return this._eventCount;
+  }
+  /** The last recorded outcome (an `outcome` entry), if any. */
+  get recordedOutcome(): OutcomeDecision | undefined {
+    return this._recorded;
+  }
+  /** True once a `final` snapshot (GetTask after settling) is in the journal. */
+  get hasFinalSnapshot(): boolean {
+    return this._finalSeen;
+  }
+  get cancelRequestedBy(): 'user' | 'deadline' | undefined {
+    return this._cancelBy;
+  }
+
+  facts(): OutcomeFacts {
+    return {
+      taskState: this._taskState,
+      stateText: this._stateText,
+      agentOutcome: this._agentOutcome,
+      messageResult: this._messageResult,
+      cancelBy: this._cancelBy,
+      cancelAnswered: this._cancelAnswered,
+      cancelConfirmed: this._cancelConfirmed,
+      replyPending: this._replyPending,
+      contactLost: this._contactLost,
+      sendFailed: this._sendFailed,
+      endpoint: this.request.agent.endpoint,
+      deadline: this.request.deadline,
+    };
+  }
+
+  /** The outcome the journal so far implies (not necessarily recorded yet). */
+  decide(): OutcomeDecision | undefined {
+    return decideOutcome(this.facts());
+  }
+
+  /** True if a sequenced event with this seq is already journaled for the task. */
+  isDuplicate(taskId: string, seq: number): boolean {
+    if (this._taskId !== undefined && taskId !== this._taskId) return false;
+    return seq <= this._contiguous || this._seenAbove.has(seq);
+  }
+
+  /** A local seq for an event the agent did not number. */
+  nextLocalSeq(): number {
+    return ++this._localSeq;
+  }
+
+  /**
+   * Applies one entry. Returns false (and changes nothing) for a sequenced event already journaled,
+   * so the caller can skip persisting it.
+   */
+  apply(e: JournalEntry): boolean {
+    this._lastAt = Math.max(this._lastAt, e.at);
+    switch (e.kind) {
+      case 'request':
+        return true;
+      case 'send':
+        this._started = true;
+        this._sendAttempts = Math.max(this._sendAttempts, e.attempt);
+        this._sendFailed = undefined;
+        return true;
+      case 'sendFailed':
+        this._sendFailed = { delivered: e.delivered, error: e.error };
+        this.note(e.at, 'error', `Sending failed: ${e.error}`);
+        return true;
+      case 'task':
+        this.bindTask(e.taskId, e.contextId);
+        return true;
+      case 'event':
+        return this.applyEvent(e);
+      case 'snapshot':
+        this.applySnapshot(e.task, e.source, e.at);
+        return true;
+      case 'reply':
+        this._replyPending = true;
+        this._contactLost = undefined;
+        this._recorded = undefined;
+        this._endedAt = undefined;
+        this.push({ kind: 'message', at: iso(e.at), role: 'user', text: partsText(e.message.parts) });
+        return true;
+      case 'cancel':
+        this._cancelBy ??= e.by;
+        this.note(e.at, 'info', e.by === 'deadline' ? 'The deadline passed; canceling the task at the agent.' : 'Cancel requested.');
+        return true;
+      case 'cancelResult':
+        this._cancelAnswered = true;
+        this._cancelConfirmed = this._cancelConfirmed || e.confirmed;
+        this.note(e.at, e.confirmed ? 'info' : 'warning', e.detail);
+        return true;
+      case 'connection':
+        this.applyConnection(e);
+        return true;
+      case 'notice':
+        this.note(e.at, e.level, e.text);
+        return true;
+      case 'outcome':
+        this._recorded = { outcome: e.outcome, reason: e.reason, cancelConfirmed: e.cancelConfirmed };
+        if (isFinalOutcome(e.outcome) || e.outcome === 'unknown') this._endedAt = e.at;
+        else this._endedAt = undefined;
+        return true;
+    }
+  }
+
+  private applyConnection(e: Extract<JournalEntry, { kind: 'connection' }>): void {
+    switch (e.status) {
+      case 'lost':
+        this._reconnecting = true;
+        this.note(e.at, 'warning', `Connection to the agent lost${e.error ? ` (${e.error})` : ''}; reconnecting.`);
+        break;
+      case 'retrying':
+        this._reconnecting = true;
+        break;
+      case 'restored':
+        this._reconnecting = false;
+        this._contactLost = undefined;
+        this.note(e.at, 'info', 'Reconnected to the agent.');
+        break;
+      case 'gaveUp':
+        this._reconnecting = false;
+        this._contactLost = e.error ?? 'no answer';
+        this.note(e.at, 'error', `Gave up reconnecting after ${e.attempt ?? 0} attempts${e.error ? ` (${e.error})` : ''}.`);
+        break;
+      case 'checking':
+        this._recorded = undefined;
+        this._contactLost = undefined;
+        this._sendFailed = undefined;
+        this._reconnecting = true;
+        this.note(e.at, 'info', 'Checking the task again.');
+        break;
+    }
+  }
+
+  private bindTask(taskId: string, contextId: string): void {
+    if (!taskId) return;
+    this._taskId ??= taskId;
+    if (contextId) this._contextId ??= contextId;
+  }
+
+  /** Moves the known state forward. Terminal states are final (A2A); sequenced info never goes back in seq. */
+  private setState(state: TaskState | undefined, text: string | undefined, seq: number | undefined, at: number, metadata?: Record<string, unknown>): boolean {
+    if (state === undefined || state === TaskState.TASK_STATE_UNSPECIFIED || state === TaskState.UNRECOGNIZED) return false;
+    if (isTerminalTaskState(this._taskState)) return false;
+    if (seq !== undefined && seq < this._stateSeq) return false;
+    if (seq !== undefined) this._stateSeq = seq;
+    const changed = state !== this._taskState;
+    this._taskState = state;
+    this._stateText = text || undefined;
+    const hint = metadata?.[META.outcome];
+    this._agentOutcome = typeof hint === 'string' ? hint : undefined;
+    this._replyPending = false;
+    this._reconnecting = false;
+    this._contactLost = undefined;
+    if (isTerminalTaskState(state)) this._endedAt ??= at;
+    return changed;
+  }
+
+  private applyEvent(e: Extract<JournalEntry, { kind: 'event' }>): boolean {
+    if (e.sequenced) {
+      if (this.isDuplicate(e.taskId, e.seq)) return false;
+      this._seenAbove.add(e.seq);
+      while (this._seenAbove.has(this._contiguous + 1)) this._seenAbove.delete(++this._contiguous);
+      this._maxSeq = Math.max(this._maxSeq, e.seq);
+    } else {
+      this._localSeq = Math.max(this._localSeq, e.seq);
+    }
+    this._eventCount++;
+    const p = e.event.payload;
+    if (!p) return true;
+    const seq = e.sequenced ? e.seq : undefined;
+    switch (p.$case) {
+      case 'statusUpdate': {
+        const ev = p.value;
+        this.bindTask(ev.taskId, ev.contextId);
+        const text = partsText(ev.status?.message?.parts);
+        const state = ev.status?.state;
+        const changed = this.setState(state, text, seq, e.at, ev.metadata);
+        if (changed && state !== undefined) this.push({ kind: 'status', at: iso(e.at), state: stateName(state), ...(text ? { text } : {}) });
+        else if (text) this.push({ kind: 'step', at: iso(e.at), text });
+        break;
+      }
+      case 'artifactUpdate': {
+        const ev = p.value;
+        this.bindTask(ev.taskId, ev.contextId);
+        if (ev.artifact) this.applyArtifactChunk(ev.artifact, ev.append, ev.lastChunk, e.at);
+        break;
+      }
+      case 'message': {
+        const m = p.value;
+        if (m.taskId) this.bindTask(m.taskId, m.contextId);
+        else this._messageResult = true;
+        this.push({ kind: 'message', at: iso(e.at), role: 'agent', text: partsText(m.parts) });
+        break;
+      }
+      case 'task':
+        this.applySnapshot(p.value, 'stream', e.at);
+        break;
+    }
+    return true;
+  }
+
+  private applyArtifactChunk(a: Artifact, append: boolean, lastChunk: boolean, at: number): void {
+    const existing = this._artifacts.get(a.artifactId);
+    if (existing?.final) return; // GetTask's copy is authoritative
+    let acc: ArtifactAccumulator;
+    if (existing && append) {
+      acc = existing;
+      appendParts(acc, a.parts);
+    } else {
+      const index = existing ? existing.timelineIndex : this.push({ kind: 'artifact', at: iso(at), artifactId: a.artifactId, name: a.name, size: 0, chunks: 0, complete: false });
+      acc = artifactFrom(a, false, index);
+      this._artifacts.set(a.artifactId, acc);
+    }
+    acc.complete = acc.complete || lastChunk;
+    this.updateArtifactEntry(acc, at);
+  }
+
+  private updateArtifactEntry(acc: ArtifactAccumulator, at: number): void {
+    const i = acc.timelineIndex - this._timelineBase;
+    const entry: TimelineEntry = { kind: 'artifact', at: iso(at), artifactId: acc.artifactId, name: acc.name, size: acc.size, chunks: acc.chunks, complete: acc.complete };
+    if (i >= 0 && i < this._timeline.length) this._timeline[i] = entry;
+  }
+
+  private applySnapshot(task: Task, source: 'stream' | 'getTask' | 'final' | 'cancel', at: number): void {
+    this.bindTask(task.id, task.contextId);
+    const text = partsText(task.status?.message?.parts);
+    const state = task.status?.state;
+    const changed = this.setState(state, text, seqOf(task.metadata), at, task.metadata);
+    if (changed && state !== undefined) this.push({ kind: 'status', at: iso(at), state: stateName(state), ...(text ? { text } : {}) });
+    if (source === 'final') {
+      this._finalSeen = true;
+      for (const a of task.artifacts) {
+        const prev = this._artifacts.get(a.artifactId);
+        const index = prev ? prev.timelineIndex : this.push({ kind: 'artifact', at: iso(at), artifactId: a.artifactId, name: a.name, size: 0, chunks: 0, complete: true });
+        const acc = artifactFrom(a, true, index);
+        acc.chunks = prev?.chunks ?? a.parts.length;
+        this._artifacts.set(a.artifactId, acc);
+        this.updateArtifactEntry(acc, at);
+      }
+    }
+  }
+
+  private note(at: number, level: 'info' | 'warning' | 'error', text: string): void {
+    this.push({ kind: 'notice', at: iso(at), level, text });
+  }
+
+  /** Appends to the timeline and returns the entry's absolute index. */
+  private push(entry: TimelineEntry): number {
+    this._timeline.push(entry);
+    if (this._timeline.length > this._timelineLimit * 2) {
+      const drop = this._timeline.length - this._timelineLimit;
+      this._timeline = this._timeline.slice(drop);
+      this._timelineBase += drop;
+    }
+    return this._timelineBase + this._timeline.length - 1;
+  }
+
+  /** Artifacts with appended chunks concatenated; `final` ones come from GetTask. */
+  artifacts(): ArtifactContent[] {
+    return [...this._artifacts.values()].map((a) => ({
+      artifactId: a.artifactId,
+      name: a.name,
+      description: a.description,
+      mediaType: a.mediaType,
+      filename: a.filename,
+      text: a.textChunks.join(''),
+      otherParts: a.otherParts,
+      final: a.final,
+    }));
+  }
+
+  /** The returned `changes.patch`, if any. */
+  patch(): ArtifactContent | undefined {
+    return this.artifacts().find((a) => a.name === PATCH_ARTIFACT.name || a.filename === PATCH_ARTIFACT.name);
+  }
+
+  /** The panel's state word: the outcome when decided, else where the delegation is. */
+  state(): DelegationState {
+    const decided = (this.decide() ?? this._recorded)?.outcome;
+    if (decided && (isFinalOutcome(decided) || decided === 'unknown')) return decided;
+    if (this._cancelBy && !this._cancelAnswered) return 'canceling';
+    if (decided) return decided;
+    if (this._reconnecting) return 'reconnecting';
+    if (!this._started) return 'queued';
+    if (this._replyPending) return 'working';
+    if (this._taskState === TaskState.TASK_STATE_SUBMITTED) return 'submitted';
+    if (this._taskState === TaskState.TASK_STATE_WORKING) return 'working';
+    return 'starting';
+  }
+
+  view(now: number): DelegationView {
+    const r = this.request;
+    const decided = this.decide() ?? this._recorded;
+    const state = this.state();
+    const ended = this._endedAt;
+    const artifacts: ArtifactView[] = [...this._artifacts.values()].map((a) => {
+      const text = a.textChunks.length === 1 ? a.textChunks[0] : a.textChunks.join('');
+      return {
+        artifactId: a.artifactId,
+        name: a.name,
+        mediaType: a.mediaType,
+        filename: a.filename,
+        size: a.size,
+        final: a.final,
+        preview: text.length > this._previewChars ? text.slice(0, this._previewChars) : text,
+        isPatch: a.name === PATCH_ARTIFACT.name || a.filename === PATCH_ARTIFACT.name,
+      };
+    });
+    const timeline = this._timeline.length > this._timelineLimit ? this._timeline.slice(-this._timelineLimit) : this._timeline.slice();
+    const interrupted = state === 'input-required' || state === 'auth-required';
+    const settled = isFinalOutcome(decided?.outcome);
+    return {
+      requestId: r.requestId,
+      title: r.title,
+      who: r.who,
+      agent: { id: r.agent.id, name: r.agent.name, endpoint: r.agent.endpoint },
+      ...(r.parentRequestId ? { parentRequestId: r.parentRequestId } : {}),
+      state,
+      ...(decided ? { outcome: decided.outcome, outcomeReason: decided.reason } : {}),
+      ...(decided?.cancelConfirmed !== undefined ? { cancelConfirmed: decided.cancelConfirmed } : {}),
+      ...(this._taskId ? { taskId: this._taskId } : {}),
+      ...(this._contextId ? { contextId: this._contextId } : {}),
+      createdAt: iso(r.createdAt),
+      ...(ended !== undefined ? { endedAt: iso(ended) } : {}),
+      ...(r.deadline !== undefined ? { deadline: iso(r.deadline), deadlineRemainingMs: r.deadline - now } : {}),
+      elapsedMs: Math.max(0, (ended ?? now) - r.createdAt),
+      capabilities: r.capabilities,
+      timeline,
+      timelineOmitted: this._timelineBase + this._timeline.length - timeline.length,
+      artifacts,
+      ...(interrupted && this._stateText ? { prompt: this._stateText } : {}),
+      actions: {
+        cancel: !settled && state !== 'unknown' && state !== 'canceling',
+        reply: state === 'input-required',
+        checkAgain: state === 'unknown',
+        reviewChanges: artifacts.some((a) => a.isPatch && a.final),
+      },
+    };
+  }
+}

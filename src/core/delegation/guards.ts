@@ -1,0 +1,65 @@
+/**
+ * Authority guards (DESIGN.md "Guards and authority"), pure:
+ * `effective = caller grants ∩ local policy ∩ agent's declared capabilities ∩ request ∩ deployment
+ * limits`, read-only by default; and the delegation chain's depth, breadth and cycle checks.
+ */
+import { META } from '../batonProfile';
+import type { CapabilitySet } from '../delegation';
+
+export const READ_ONLY: CapabilitySet = { write: false, shell: false, network: false };
+
+/**
+ * Intersection of capability grants. A set that is missing, or that leaves a capability out, denies
+ * it: nothing is granted unless every party grants it (read-only by default).
+ */
+export function intersectCapabilities(...grants: ReadonlyArray<Partial<CapabilitySet> | undefined>): CapabilitySet {
+  if (grants.length === 0) return READ_ONLY;
+  const all = (k: keyof CapabilitySet): boolean => grants.every((g) => g?.[k] === true);
+  return { write: all('write'), shell: all('shell'), network: all('network') };
+}
+
+/** Reads a capability set from untrusted metadata (`baton/capabilities`); anything malformed is read-only. */
+export function parseCapabilities(v: unknown): CapabilitySet {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return READ_ONLY;
+  const o = v as Record<string, unknown>;
+  return { write: o.write === true, shell: o.shell === true, network: o.network === true };
+}
+
+export interface ChainLimits {
+  /** How many delegations deep a chain may go; 1 = only the user delegates. */
+  readonly maxDepth: number;
+  /** How many children one task may start. */
+  readonly maxBreadth: number;
+}
+
+export const DEFAULT_CHAIN_LIMITS: ChainLimits = { maxDepth: 1, maxBreadth: 4 };
+
+export type ChainCheck =
+  | { readonly ok: true; readonly chain: readonly string[] }
+  | { readonly ok: false; readonly code: 'depth' | 'breadth' | 'cycle' | 'invalid'; readonly reason: string };
+
+/**
+ * May a delegation whose parent chain is `parentChain` (agent ids from the root down; empty when the
+ * user delegates directly) hand a task to `targetAgentId`, given the parent already started
+ * `siblings` children? Returns the child's chain when it may.
+ */
+export function checkDelegationChain(parentChain: readonly string[], targetAgentId: string, siblings: number, limits: ChainLimits = DEFAULT_CHAIN_LIMITS): ChainCheck {
+  if (!targetAgentId) return { ok: false, code: 'invalid', reason: 'The target agent has no id.' };
+  if (parentChain.includes(targetAgentId)) {
+    return { ok: false, code: 'cycle', reason: `Refused: ${targetAgentId} is already in this delegation chain (${[...parentChain, targetAgentId].join(' → ')}).` };
+  }
+  const chain = [...parentChain, targetAgentId];
+  if (chain.length > limits.maxDepth) {
+    return { ok: false, code: 'depth', reason: `Refused: the chain ${chain.join(' → ')} is ${chain.length} deep; the limit is ${limits.maxDepth}.` };
+  }
+  if (parentChain.length > 0 && siblings >= limits.maxBreadth) {
+    return { ok: false, code: 'breadth', reason: `Refused: this task already started ${siblings} delegations; the limit is ${limits.maxBreadth}.` };
+  }
+  return { ok: true, chain };
+}
+
+/** The chain a task or message carries in metadata (`baton/chain`); malformed → empty. */
+export function readChain(metadata: Record<string, unknown> | undefined): string[] {
+  const v = metadata?.[META.chain];
+  return Array.isArray(v) && v.every((x) => typeof x === 'string') ? [...(v as string[])] : [];
+}

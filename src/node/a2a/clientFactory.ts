@@ -1,0 +1,149 @@
+/**
+ * Builds an A2A client for one approved agent on @a2a-js/sdk's `ClientFactory`, JSON-RPC and HTTP+JSON,
+ * A2A 1.0 and 0.3 (through the SDK's `legacyCompat`).
+ *
+ * SECURITY.md "Fetching cards": the card names where requests go, so the client only ever talks to the
+ * endpoint the user approved (`PinnedEndpoint`), never to one a freshly fetched card names, and the
+ * token is bound to that endpoint's origin: the fetch used by the transports refuses any other origin
+ * and any redirect, and adds the credential the card's security scheme asks for (HTTP bearer or an
+ * API-key header) only there.
+ */
+import type { AgentCard, AgentInterface } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
+import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import { REPLAY_EXTENSION_URI } from '../../core/batonProfile';
+
+/** The interface the user approved. */
+export interface PinnedEndpoint {
+  readonly url: string;
+  /** `JSONRPC` or `HTTP+JSON`. */
+  readonly protocolBinding: string;
+  /** `1.0` or `0.3`. */
+  readonly protocolVersion: string;
+  readonly tenant?: string;
+}
+
+/** Returns the token for exactly this origin (`https://host:port`), or undefined when none is stored. */
+export type GetToken = (origin: string) => Promise<string | undefined>;
+
+export interface ConnectOptions {
+  /** The approved card, in the SDK's in-memory shape (`normalizeCard` turns wire JSON into it). */
+  readonly card: AgentCard;
+  readonly endpoint: PinnedEndpoint;
+  readonly getToken?: GetToken;
+  /** Defaults to the global fetch. Requests still only go to the pinned origin, without redirects. */
+  readonly fetchImpl?: typeof fetch;
+}
+
+/** How credentials are attached, as read from the card's security requirements. */
+export type AuthPlacement = { readonly kind: 'none' } | { readonly kind: 'bearer' } | { readonly kind: 'header'; readonly name: string };
+
+export interface AgentConnection {
+  readonly client: Client;
+  readonly endpoint: PinnedEndpoint;
+  readonly origin: string;
+  readonly streaming: boolean;
+  /** The agent declares Baton's replay profile: events carry `baton/seq`, `Last-Event-ID` replays. */
+  readonly replay: boolean;
+  /**
+   * Re-sending the same `messageId` returns the same task. Baton's gateway guarantees it (SECURITY.md
+   * "Gateway") and declares the replay profile; for other agents a resend could create a second task,
+   * so the runner never resends to them.
+   */
+  readonly idempotentSend: boolean;
+  /** Extensions to request with `A2A-Extensions` on every call. */
+  readonly extensions: readonly string[];
+  readonly auth: AuthPlacement;
+}
+
+const BINDINGS = new Set(['JSONRPC', 'HTTP+JSON']);
+
+/** Turns a card as served (1.0 or 0.3 wire JSON) into the SDK's in-memory card. */
+export function normalizeCard(raw: unknown): AgentCard {
+  return new DefaultAgentCardResolver({ legacyCompat: { enabled: true } }).normalizeAgentCard(raw);
+}
+
+/** Reads how the card asks for credentials. Only bearer-style schemes and API keys in a header are supported. */
+export function authPlacement(card: AgentCard): AuthPlacement {
+  const names = card.securityRequirements.flatMap((r) => Object.keys(r.schemes ?? {}));
+  for (const name of names) {
+    const scheme = card.securitySchemes[name]?.scheme;
+    if (!scheme) continue;
+    switch (scheme.$case) {
+      case 'httpAuthSecurityScheme':
+        if (scheme.value.scheme.toLowerCase() === 'bearer') return { kind: 'bearer' };
+        break;
+      case 'apiKeySecurityScheme':
+        if (scheme.value.location.toLowerCase() === 'header' && scheme.value.name) return { kind: 'header', name: scheme.value.name };
+        break;
+      case 'oauth2SecurityScheme':
+      case 'openIdConnectSecurityScheme':
+        // The caller obtains the access token; on the wire it is a bearer token.
+        return { kind: 'bearer' };
+      default:
+        break;
+    }
+  }
+  if (names.length > 0) {
+    throw new Error(`The agent asks for authentication Baton cannot provide (schemes: ${names.join(', ')}); only HTTP bearer, OAuth/OIDC bearer tokens and API keys in a header are supported.`);
+  }
+  return { kind: 'none' };
+}
+
+function requestUrl(input: Parameters<typeof fetch>[0]): URL {
+  if (typeof input === 'string') return new URL(input);
+  if (input instanceof URL) return input;
+  return new URL(input.url);
+}
+
+/**
+ * The fetch the transports use: only the pinned origin, no redirects, and the credential added there.
+ * The credential is looked up per request so a token the user changes applies at once.
+ */
+export function pinnedFetch(origin: string, auth: AuthPlacement, getToken: GetToken | undefined, base: typeof fetch = fetch): typeof fetch {
+  return async (input, init) => {
+    const url = requestUrl(input);
+    if (url.origin !== origin) {
+      throw new Error(`Refused to send a request to ${url.origin}: this agent was approved at ${origin}.`);
+    }
+    const headers = new Headers(init?.headers);
+    if (auth.kind !== 'none') {
+      const token = await getToken?.(origin);
+      if (token) {
+        if (auth.kind === 'bearer') headers.set('Authorization', `Bearer ${token}`);
+        else headers.set(auth.name, token);
+      }
+    }
+    return base(url, { ...init, headers, redirect: 'error' });
+  };
+}
+
+/** A client bound to the pinned endpoint of an approved card. */
+export async function connectAgent(options: ConnectOptions): Promise<AgentConnection> {
+  const { card, endpoint } = options;
+  const binding = endpoint.protocolBinding.toUpperCase();
+  if (!BINDINGS.has(binding)) throw new Error(`Unsupported protocol binding ${endpoint.protocolBinding}; Baton speaks JSONRPC and HTTP+JSON.`);
+  const origin = new URL(endpoint.url).origin;
+  const auth = authPlacement(card);
+  const fetchImpl = pinnedFetch(origin, auth, options.getToken, options.fetchImpl);
+  const iface: AgentInterface = { url: endpoint.url, protocolBinding: binding, protocolVersion: endpoint.protocolVersion || '1.0', tenant: endpoint.tenant ?? '' };
+  // The only interface the factory can pick is the approved one.
+  const pinnedCard: AgentCard = { ...card, supportedInterfaces: [iface] };
+  const factory = new ClientFactory({
+    transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } }), new RestTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })],
+    cardResolver: new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: true } }),
+  });
+  const client = await factory.createFromAgentCard(pinnedCard);
+  const declared = (card.capabilities?.extensions ?? []).map((e) => e.uri);
+  const replay = declared.includes(REPLAY_EXTENSION_URI);
+  return {
+    client,
+    endpoint: { ...endpoint, protocolBinding: binding },
+    origin,
+    streaming: card.capabilities?.streaming === true,
+    replay,
+    idempotentSend: replay,
+    extensions: replay ? [REPLAY_EXTENSION_URI] : [],
+    auth,
+  };
+}

@@ -1,0 +1,693 @@
+/**
+ * Runs one delegation against its agent and journals everything it sees (issue 6 "Never lose a
+ * delegation"). Streams are not reliable delivery (A2A §3.7), so:
+ *
+ * - a stream that ends or breaks before the task settles → `GetTask` → `SubscribeToTask` with backoff,
+ *   sending `Last-Event-ID` when the agent declares the replay profile; events are de-duplicated by
+ *   (taskId, seq) in the journal;
+ * - the final artifacts are always taken from `GetTask` after the task settles;
+ * - the first message's `messageId` is the `requestId`: it is re-sent only to agents that honour
+ *   `messageId` idempotency, or when the send provably never left this machine; otherwise a lost
+ *   answer ends as `unknown` and "check again" reconciles (ListTasks/GetTask), never a blind resend;
+ * - cancel waits a bounded time and records whether the agent confirmed; a passed deadline cancels at
+ *   the agent and ends as `expired`.
+ *
+ * Every decision about the outcome is `decideOutcome` in src/core/delegation.ts; the runner only
+ * records what happened.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Message, StreamResponse, Task } from '@a2a-js/sdk';
+import { TaskState } from '@a2a-js/sdk';
+import type { RequestOptions } from '@a2a-js/sdk/client';
+import { A2AError } from '@a2a-js/sdk/errors';
+import type { DelegationJournal, JournalEntry, OutcomeDecision } from '../../core/delegation';
+import { isFinalOutcome, isInterruptedTaskState, isTerminalTaskState, seqOf } from '../../core/delegation';
+import { buildReplyMessage } from '../../core/delegation/context';
+import type { AgentConnection } from './clientFactory';
+
+/** Where journal entries are persisted (src/node/journalStore.ts implements it). */
+export interface JournalSink {
+  /** Appends one entry; `sync` entries are flushed to disk (fsync) before the promise resolves. */
+  append(requestId: string, entry: JournalEntry, options: { sync: boolean }): Promise<void>;
+}
+
+export interface ReconnectPolicy {
+  readonly initialDelayMs: number;
+  readonly maxDelayMs: number;
+  /** Reconnect attempts (GetTask/SubscribeToTask rounds) before the outcome is `unknown`. */
+  readonly maxAttempts: number;
+}
+
+export interface DelegationRunnerOptions {
+  readonly connection: AgentConnection;
+  /** The delegation's journal: fresh (just its request) or rebuilt from disk after a reload. */
+  readonly journal: DelegationJournal;
+  readonly sink: JournalSink;
+  readonly now?: () => number;
+  readonly newId?: () => string;
+  readonly reconnect?: Partial<ReconnectPolicy>;
+  /** How many times a first message that provably never left is retried. Default 3. */
+  readonly startAttempts?: number;
+  /** Bounded wait for the agent to confirm a cancel. Default 10 s. */
+  readonly cancelWaitMs?: number;
+  /** After learning from GetTask that a replay-profile task settled, how long to drain the missed events. Default 5 s. */
+  readonly drainTimeoutMs?: number;
+  /** GetTask interval when following without a stream (agent without streaming, or an event too big to stream). Default 1 s. */
+  readonly pollIntervalMs?: number;
+  /** Called once per recorded outcome, after it is persisted. */
+  readonly onOutcome?: (journal: DelegationJournal, decision: OutcomeDecision) => void;
+}
+
+const DEFAULT_RECONNECT: ReconnectPolicy = { initialDelayMs: 250, maxDelayMs: 10_000, maxAttempts: 8 };
+const NOT_DELIVERED_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ERR_INVALID_URL']);
+
+type Drive = { readonly kind: 'send' } | { readonly kind: 'reply'; readonly message: Message } | { readonly kind: 'reconcile' };
+
+function errorText(e: unknown): string {
+  if (e instanceof Error) {
+    const cause = (e as Error & { cause?: unknown }).cause;
+    const code = typeof cause === 'object' && cause !== null && 'code' in cause ? String((cause as { code: unknown }).code) : undefined;
+    const msg = e.message.length > 300 ? e.message.slice(0, 300) + '…' : e.message;
+    return code ? `${msg} (${code})` : msg;
+  }
+  return String(e);
+}
+
+function causeCode(e: unknown): string | undefined {
+  for (let c: unknown = e, i = 0; c && i < 5; i++) {
+    if (typeof c === 'object' && c !== null && 'code' in c && typeof (c as { code: unknown }).code === 'string') return (c as { code: string }).code;
+    c = typeof c === 'object' && c !== null && 'cause' in c ? (c as { cause: unknown }).cause : undefined;
+  }
+  return undefined;
+}
+
+/** The agent answered with an A2A error (it received the request and refused it). */
+function agentError(e: unknown): A2AError | undefined {
+  if (e instanceof A2AError) return e;
+  const cause = e instanceof Error ? (e as Error & { cause?: unknown }).cause : undefined;
+  return cause instanceof A2AError ? cause : undefined;
+}
+
+function isSizeError(e: unknown): boolean {
+  return e instanceof Error && /exceeded the maximum allowed size/.test(e.message);
+}
+
+function isAbort(e: unknown): boolean {
+  return e instanceof Error && (e.name === 'AbortError' || e.name === 'TimeoutError');
+}
+
+/** Drives one delegation. Create one per delegation; `start()` or `resume()` it once. */
+export class DelegationRunner {
+  readonly journal: DelegationJournal;
+  private readonly conn: AgentConnection;
+  private readonly sink: JournalSink;
+  private readonly now: () => number;
+  private readonly newId: () => string;
+  private readonly policy: ReconnectPolicy;
+  private readonly startAttempts: number;
+  private readonly cancelWaitMs: number;
+  private readonly drainTimeoutMs: number;
+  private readonly pollIntervalMs: number;
+  private readonly onOutcome?: (journal: DelegationJournal, decision: OutcomeDecision) => void;
+  private readonly listeners = new Set<(journal: DelegationJournal) => void>();
+  private abort?: AbortController;
+  private chain: Promise<void> = Promise.resolve();
+  private deadlineTimer?: NodeJS.Timeout;
+  private pollOnly = false;
+  private disposed = false;
+  private storeError?: string;
+  private settleWaiters: Array<(d: OutcomeDecision) => void> = [];
+
+  constructor(options: DelegationRunnerOptions) {
+    this.conn = options.connection;
+    this.journal = options.journal;
+    this.sink = options.sink;
+    this.now = options.now ?? Date.now;
+    this.newId = options.newId ?? randomUUID;
+    this.policy = { ...DEFAULT_RECONNECT, ...options.reconnect };
+    this.startAttempts = options.startAttempts ?? 3;
+    this.cancelWaitMs = options.cancelWaitMs ?? 10_000;
+    this.drainTimeoutMs = options.drainTimeoutMs ?? 5_000;
+    this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
+    this.onOutcome = options.onOutcome;
+    this.pollOnly = !this.conn.streaming;
+  }
+
+  get requestId(): string {
+    return this.journal.requestId;
+  }
+
+  /** Called after every entry the journal accepts. Returns an unsubscribe function. */
+  onDidChange(listener: (journal: DelegationJournal) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Resolves with the next outcome recorded (input-required, unknown and final ones alike). */
+  whenSettled(): Promise<OutcomeDecision> {
+    return new Promise((resolve) => this.settleWaiters.push(resolve));
+  }
+
+  /** Resolves when nothing is running (the current send/reconnect/cancel has finished). */
+  async idle(): Promise<void> {
+    let seen: Promise<void>;
+    do {
+      seen = this.chain;
+      await seen;
+    } while (seen !== this.chain);
+  }
+
+  /** Sends the first message (the journal must hold only its request and not have been sent). */
+  start(): Promise<void> {
+    if (this.journal.started) return this.resume();
+    this.armDeadline();
+    return this.run({ kind: 'send' });
+  }
+
+  /**
+   * Re-attaches after a reload: a delegation still in flight reconciles (GetTask, then subscribe
+   * from the journal's cursor); a settled one only fetches the final artifacts if they are missing;
+   * input-required, auth-required and unknown wait for the user.
+   */
+  resume(): Promise<void> {
+    if (!this.journal.started) return this.start();
+    const d = this.journal.decide();
+    if (d) {
+      if (isFinalOutcome(d.outcome) && this.journal.taskId && !this.journal.hasFinalSnapshot && isTerminalTaskState(this.journal.taskState)) {
+        return this.exclusive(async () => {
+          await this.fetchFinal(true);
+        });
+      }
+      return Promise.resolve();
+    }
+    this.armDeadline();
+    return this.run({ kind: 'reconcile' });
+  }
+
+  /** Answers `input-required`: a new message on the same task, which then continues. */
+  async reply(text: string): Promise<void> {
+    const d = this.journal.decide();
+    const taskId = this.journal.taskId;
+    if (d?.outcome !== 'input-required' || !taskId) throw new Error('This delegation is not waiting for input.');
+    await this.idle();
+    const message = buildReplyMessage(this.newId(), taskId, this.journal.contextId ?? '', text);
+    await this.record({ kind: 'reply', at: this.now(), message }, true);
+    return this.run({ kind: 'reply', message });
+  }
+
+  /** Reconciles an `unknown` delegation with the agent (never resends to an agent that is not idempotent). */
+  async checkAgain(): Promise<void> {
+    const d = this.journal.decide();
+    if (d?.outcome !== 'unknown') throw new Error('Only a delegation whose state is unknown can be checked again.');
+    await this.idle();
+    await this.record({ kind: 'connection', at: this.now(), status: 'checking' }, true);
+    return this.run({ kind: 'reconcile' });
+  }
+
+  /**
+   * Cancels at the agent, waiting at most `cancelWaitMs` for it to confirm. Resolves with the
+   * outcome (canceled, or whatever the task reached first).
+   */
+  async cancel(): Promise<OutcomeDecision> {
+    const d = this.journal.decide();
+    if (d && isFinalOutcome(d.outcome)) return d;
+    return this.stopAndCancel('user');
+  }
+
+  /** Stops following (streams, timers); does not cancel at the agent. The journal stays as it is. */
+  dispose(): void {
+    this.disposed = true;
+    this.abort?.abort();
+    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    this.listeners.clear();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private armDeadline(): void {
+    const deadline = this.journal.request.deadline;
+    if (deadline === undefined || this.deadlineTimer) return;
+    const wait = Math.max(0, deadline - this.now());
+    this.deadlineTimer = setTimeout(() => {
+      this.deadlineTimer = undefined;
+      const d = this.journal.decide();
+      if (this.disposed || (d && isFinalOutcome(d.outcome))) return;
+      void this.stopAndCancel('deadline').catch(() => undefined);
+    }, Math.min(wait, 2 ** 31 - 1));
+    this.deadlineTimer.unref?.();
+  }
+
+  private async stopAndCancel(by: 'user' | 'deadline'): Promise<OutcomeDecision> {
+    this.abort?.abort();
+    await this.idle();
+    const d = this.journal.decide();
+    if (d && isFinalOutcome(d.outcome)) return d;
+    await this.exclusive(async () => {
+      await this.record({ kind: 'cancel', at: this.now(), by }, true);
+      await this.cancelAtAgent();
+      await this.settle();
+    });
+    return this.journal.decide() ?? { outcome: 'unknown', reason: 'The cancel left the task in an unknown state.' };
+  }
+
+  private async cancelAtAgent(): Promise<void> {
+    const taskId = this.journal.taskId;
+    if (!this.journal.started) {
+      await this.record({ kind: 'cancelResult', at: this.now(), confirmed: true, detail: 'Canceled before anything was sent.' }, true);
+      return;
+    }
+    if (!taskId) {
+      await this.record({ kind: 'cancelResult', at: this.now(), confirmed: false, detail: 'The agent had not reported a task yet, so there was nothing to cancel there.' }, true);
+      return;
+    }
+    const seconds = Math.round(this.cancelWaitMs / 100) / 10;
+    try {
+      const task = await this.conn.client.cancelTask({ tenant: '', id: taskId, metadata: undefined }, this.options(AbortSignal.timeout(this.cancelWaitMs)));
+      await this.record({ kind: 'snapshot', at: this.now(), source: 'cancel', task }, true);
+      const state = task.status?.state;
+      const confirmed = state === TaskState.TASK_STATE_CANCELED;
+      await this.record(
+        {
+          kind: 'cancelResult',
+          at: this.now(),
+          confirmed,
+          detail: confirmed ? 'The agent confirmed the cancel.' : `The agent answered the cancel but the task is ${task.status ? TaskState[task.status.state] : 'in no state'}.`,
+        },
+        true,
+      );
+    } catch (e) {
+      // Already finished, unknown to the agent, or no answer in time: ask once what state it is in.
+      let confirmed = false;
+      try {
+        const task = await this.conn.client.getTask({ tenant: '', id: taskId, historyLength: 0 }, this.options(AbortSignal.timeout(Math.min(this.cancelWaitMs, 5_000))));
+        await this.record({ kind: 'snapshot', at: this.now(), source: 'getTask', task }, true);
+        confirmed = task.status?.state === TaskState.TASK_STATE_CANCELED;
+      } catch {
+        // No answer either: the cancel stays unconfirmed.
+      }
+      const detail = isAbort(e) ? `The agent did not confirm the cancel within ${seconds} s.` : `The agent refused or failed the cancel: ${errorText(e)}.`;
+      await this.record({ kind: 'cancelResult', at: this.now(), confirmed, detail: confirmed ? 'The agent confirmed the cancel.' : detail }, true);
+    }
+  }
+
+  /** Runs `fn` after everything queued before it; one operation at a time. */
+  private exclusive(fn: () => Promise<void>): Promise<void> {
+    const run = this.chain.then(fn);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  private run(drive: Drive): Promise<void> {
+    return this.exclusive(async () => {
+      const abort = new AbortController();
+      this.abort = abort;
+      try {
+        await this.drive(drive, abort.signal);
+      } catch (e) {
+        if (!abort.signal.aborted) {
+          await this.record({ kind: 'notice', at: this.now(), level: 'error', text: `Unexpected error while following the task: ${errorText(e)}` }, true);
+          await this.record({ kind: 'connection', at: this.now(), status: 'gaveUp', attempt: 0, error: errorText(e) }, true);
+          await this.settle();
+        }
+      } finally {
+        if (this.abort === abort) this.abort = undefined;
+      }
+    });
+  }
+
+  private options(signal?: AbortSignal, extra?: Record<string, string>): RequestOptions {
+    const serviceParameters: Record<string, string> = { ...extra };
+    if (this.conn.extensions.length > 0) serviceParameters['A2A-Extensions'] = this.conn.extensions.join(',');
+    return { signal, serviceParameters };
+  }
+
+  private backoff(attempt: number): number {
+    const base = Math.min(this.policy.maxDelayMs, this.policy.initialDelayMs * 2 ** Math.max(0, attempt - 1));
+    return base / 2 + Math.random() * (base / 2);
+  }
+
+  private sleep(ms: number, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal.aborted) return resolve();
+      const t = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(t);
+        signal.removeEventListener('abort', done);
+        resolve();
+      }
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  private async drive(drive: Drive, signal: AbortSignal): Promise<void> {
+    let stream: AsyncGenerator<StreamResponse, void, undefined> | undefined;
+    if (drive.kind === 'send') {
+      const sent = await this.sendFirst(signal);
+      if (sent === 'settled' || signal.aborted) return;
+      stream = sent === 'reconcile' ? undefined : sent;
+    } else if (drive.kind === 'reply') {
+      if (!this.pollOnly) stream = this.conn.client.sendMessageStream(this.sendParams(drive.message), this.options(signal));
+      else {
+        try {
+          const r = await this.conn.client.sendMessage(this.sendParams(drive.message, true), this.options(signal));
+          await this.handle('messageId' in r ? { payload: { $case: 'message', value: r } } : { payload: { $case: 'task', value: r } });
+        } catch (e) {
+          if (signal.aborted) return;
+          await this.record({ kind: 'notice', at: this.now(), level: 'warning', text: `Sending the reply failed: ${errorText(e)}` }, false);
+        }
+      }
+    }
+    // `attempt` counts rounds without contact (GetTask failing); `streamFailures` counts streams that
+    // broke without delivering anything new while GetTask works — then polling is the way to follow.
+    let attempt = 0;
+    let streamFailures = 0;
+    for (;;) {
+      if (stream) {
+        const before = this.journal.eventCount;
+        const error = await this.consume(stream, signal);
+        stream = undefined;
+        if (signal.aborted) return;
+        if (this.journal.decide()) return this.settle();
+        if (this.journal.eventCount > before) streamFailures = 0;
+        else streamFailures++;
+        if (error !== undefined && isSizeError(error)) {
+          this.pollOnly = true;
+          await this.record({ kind: 'notice', at: this.now(), level: 'warning', text: `The agent sent an event over the 4 MiB streaming limit; following the task by polling instead. (${errorText(error)})` }, true);
+        } else if (streamFailures >= 3 && this.journal.taskId) {
+          this.pollOnly = true;
+          await this.record({ kind: 'notice', at: this.now(), level: 'warning', text: 'Streaming from the agent keeps failing; following the task by polling instead.' }, true);
+        }
+        if (this.journal.state() !== 'reconnecting') {
+          await this.record({ kind: 'connection', at: this.now(), status: 'lost', error: error === undefined ? 'the stream ended before the task settled' : errorText(error) }, true);
+        }
+        await this.sleep(this.backoff(Math.max(1, streamFailures)), signal);
+        if (signal.aborted) return;
+      }
+      // Reconcile: which task, and what state is it in?
+      if (!this.journal.taskId) {
+        const found = await this.findTask(signal);
+        if (signal.aborted) return;
+        if (found === 'resend') {
+          attempt++;
+          if (attempt > this.policy.maxAttempts) return this.giveUp(attempt - 1, 'no answer to the first message');
+          if (attempt > 1) await this.sleep(this.backoff(attempt), signal);
+          if (signal.aborted) return;
+          await this.record({ kind: 'send', at: this.now(), attempt: this.journal.sendAttempts + 1 }, true);
+          stream = this.openSend(signal);
+          continue;
+        }
+        if (found === undefined) {
+          await this.record(
+            { kind: 'sendFailed', at: this.now(), delivered: 'maybe', error: 'the connection broke before the agent reported a task, and the agent cannot say whether it received it' },
+            true,
+          );
+          return this.settle();
+        }
+      }
+      let task: Task;
+      try {
+        task = await this.conn.client.getTask({ tenant: '', id: this.journal.taskId ?? '', historyLength: 0 }, this.options(signal));
+      } catch (e) {
+        if (signal.aborted) return;
+        const ae = agentError(e);
+        attempt++;
+        if (ae && /not ?found/i.test(`${ae.name} ${ae.message}`)) return this.giveUp(attempt, `the agent no longer knows task ${this.journal.taskId}`);
+        if (attempt > this.policy.maxAttempts) return this.giveUp(attempt - 1, errorText(e));
+        await this.record({ kind: 'connection', at: this.now(), status: 'retrying', attempt, error: errorText(e) }, false);
+        await this.sleep(this.backoff(attempt), signal);
+        if (signal.aborted) return;
+        continue;
+      }
+      attempt = 0;
+      const wasReconnecting = this.journal.state() === 'reconnecting';
+      await this.record({ kind: 'snapshot', at: this.now(), source: 'getTask', task }, true);
+      if (wasReconnecting && !this.journal.decide()) await this.record({ kind: 'connection', at: this.now(), status: 'restored' }, true);
+      if (this.journal.decide()) {
+        if (this.conn.replay && !this.pollOnly) await this.drain(signal);
+        if (signal.aborted) return;
+        return this.settle();
+      }
+      if (this.pollOnly) {
+        await this.sleep(this.pollIntervalMs, signal);
+        if (signal.aborted) return;
+        continue;
+      }
+      stream = this.subscribe(signal);
+    }
+  }
+
+  private sendParams(message: Message, returnImmediately = false): Parameters<AgentConnection['client']['sendMessage']>[0] {
+    return {
+      tenant: '',
+      message,
+      configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately },
+      metadata: undefined,
+    };
+  }
+
+  private openSend(signal: AbortSignal): AsyncGenerator<StreamResponse, void, undefined> {
+    return this.conn.client.sendMessageStream(this.sendParams(this.journal.request.message), this.options(signal));
+  }
+
+  private subscribe(signal: AbortSignal): AsyncGenerator<StreamResponse, void, undefined> {
+    const extra: Record<string, string> = {};
+    if (this.conn.replay) extra['Last-Event-ID'] = String(this.journal.cursor);
+    return this.conn.client.resubscribeTask({ tenant: '', id: this.journal.taskId ?? '' }, this.options(signal, extra));
+  }
+
+  /** Sends the first message. Returns the stream to follow, or 'settled' when the outcome is already decided. */
+  private async sendFirst(signal: AbortSignal): Promise<AsyncGenerator<StreamResponse, void, undefined> | 'settled' | 'reconcile'> {
+    for (let attempt = 1; ; attempt++) {
+      await this.record({ kind: 'send', at: this.now(), attempt: this.journal.sendAttempts + 1 }, true);
+      if (!this.pollOnly) {
+        const stream = this.openSend(signal);
+        // Pull the first event here so a refused connection is told apart from a broken stream.
+        let first: IteratorResult<StreamResponse, void>;
+        try {
+          first = await stream.next();
+        } catch (e) {
+          if (signal.aborted) return 'settled';
+          const verdict = await this.sendError(e, attempt, signal);
+          if (verdict === 'retry') continue;
+          if (verdict === 'settled') return 'settled';
+          // 'follow': the request may have reached the agent; reconcile.
+          return 'reconcile';
+        }
+        if (first.done) {
+          await this.record({ kind: 'connection', at: this.now(), status: 'lost', error: 'the stream closed before the first event' }, true);
+          return 'reconcile';
+        }
+        await this.handle(first.value);
+        return stream;
+      }
+      try {
+        const r = await this.conn.client.sendMessage(this.sendParams(this.journal.request.message, true), this.options(signal));
+        await this.handle('messageId' in r ? { payload: { $case: 'message', value: r } } : { payload: { $case: 'task', value: r } });
+        if (this.journal.decide()) {
+          await this.settle();
+          return 'settled';
+        }
+        return 'reconcile';
+      } catch (e) {
+        if (signal.aborted) return 'settled';
+        const verdict = await this.sendError(e, attempt, signal);
+        if (verdict === 'retry') continue;
+        if (verdict === 'settled') return 'settled';
+        return 'reconcile';
+      }
+    }
+  }
+
+  /** Classifies a failed first send: retry (provably not delivered), settled (refused), or follow (in doubt). */
+  private async sendError(e: unknown, attempt: number, signal: AbortSignal): Promise<'retry' | 'settled' | 'follow'> {
+    const ae = agentError(e);
+    if (ae) {
+      // The agent answered with an error: it received the request and created nothing.
+      await this.record({ kind: 'sendFailed', at: this.now(), delivered: 'no', error: `the agent refused the request: ${ae.message}` }, true);
+      await this.settle();
+      return 'settled';
+    }
+    const code = causeCode(e);
+    const httpStatus = e instanceof Error ? /\b(4\d\d)\b/.exec(e.message)?.[1] : undefined;
+    if ((code && NOT_DELIVERED_CODES.has(code)) || httpStatus) {
+      if (code && attempt < this.startAttempts) {
+        await this.record({ kind: 'connection', at: this.now(), status: 'retrying', attempt, error: errorText(e) }, false);
+        await this.sleep(this.backoff(attempt), signal);
+        return signal.aborted ? 'settled' : 'retry';
+      }
+      await this.record({ kind: 'sendFailed', at: this.now(), delivered: 'no', error: errorText(e) }, true);
+      await this.settle();
+      return 'settled';
+    }
+    if (isSizeError(e)) {
+      this.pollOnly = true;
+      await this.record({ kind: 'notice', at: this.now(), level: 'warning', text: `The agent sent an event over the 4 MiB streaming limit; following the task by polling instead.` }, true);
+      return 'follow';
+    }
+    await this.record({ kind: 'connection', at: this.now(), status: 'lost', error: errorText(e) }, true);
+    return 'follow';
+  }
+
+  /**
+   * The first message may or may not have reached the agent and no task id is known. 'resend' when
+   * the agent honours messageId idempotency; otherwise look for the task by its first message
+   * (ListTasks); undefined when it cannot be found.
+   */
+  private async findTask(signal: AbortSignal): Promise<'resend' | 'found' | undefined> {
+    if (this.conn.idempotentSend) return 'resend';
+    try {
+      const since = new Date(this.journal.request.createdAt - 60_000).toISOString();
+      const list = await this.conn.client.listTasks(
+        { tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 100, pageToken: '', historyLength: 100, statusTimestampAfter: since, includeArtifacts: false },
+        this.options(signal),
+      );
+      const mine = list.tasks.find((t) => t.history.some((m) => m.messageId === this.journal.requestId));
+      if (!mine) return undefined;
+      await this.record({ kind: 'task', at: this.now(), taskId: mine.id, contextId: mine.contextId }, true);
+      return 'found';
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Reads a stream into the journal. Returns the error that ended it, or undefined when it closed. */
+  private async consume(stream: AsyncGenerator<StreamResponse, void, undefined>, signal: AbortSignal): Promise<unknown> {
+    try {
+      for await (const ev of stream) {
+        if (signal.aborted) return undefined;
+        await this.handle(ev);
+        if (this.journal.decide()) {
+          // The stream closes after a terminal or interrupted state; don't wait on a server that doesn't.
+          await stream.return(undefined);
+          return undefined;
+        }
+      }
+      return undefined;
+    } catch (e) {
+      return e;
+    }
+  }
+
+  /** A replay-profile task settled while we were away: fetch the events we missed (bounded). */
+  private async drain(signal: AbortSignal): Promise<void> {
+    if (!this.journal.taskId) return;
+    const ac = new AbortController();
+    const onAbort = (): void => ac.abort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    const timer = setTimeout(() => ac.abort(), this.drainTimeoutMs);
+    try {
+      for await (const ev of this.subscribe(ac.signal)) {
+        await this.handle(ev);
+      }
+    } catch (e) {
+      if (!ac.signal.aborted && !agentError(e)) {
+        await this.record({ kind: 'notice', at: this.now(), level: 'warning', text: `Could not fetch the events missed while disconnected: ${errorText(e)}` }, false);
+      }
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Journals one streamed event (de-duplicated by seq when the agent numbers them). */
+  private async handle(ev: StreamResponse): Promise<void> {
+    const p = ev.payload;
+    if (!p) return;
+    const at = this.now();
+    if (p.$case === 'task') {
+      if (!this.journal.taskId) await this.record({ kind: 'task', at, taskId: p.value.id, contextId: p.value.contextId }, true);
+      await this.record({ kind: 'snapshot', at, source: 'stream', task: p.value }, isTerminalTaskState(p.value.status?.state) || isInterruptedTaskState(p.value.status?.state));
+      return;
+    }
+    let taskId = this.journal.taskId ?? '';
+    let metadata: Record<string, unknown> | undefined;
+    let stateChange = false;
+    if (p.$case === 'statusUpdate') {
+      taskId = p.value.taskId || taskId;
+      metadata = p.value.metadata;
+      stateChange = p.value.status?.state !== this.journal.taskState;
+    } else if (p.$case === 'artifactUpdate') {
+      taskId = p.value.taskId || taskId;
+      metadata = p.value.metadata;
+    } else {
+      taskId = p.value.taskId || taskId;
+      metadata = p.value.metadata;
+      stateChange = true;
+    }
+    if (!this.journal.taskId && taskId) {
+      const contextId = p.value.contextId;
+      await this.record({ kind: 'task', at, taskId, contextId }, true);
+    }
+    const serverSeq = this.conn.replay ? seqOf(metadata) : undefined;
+    if (serverSeq !== undefined && this.journal.isDuplicate(taskId, serverSeq)) return;
+    const seq = serverSeq ?? this.journal.nextLocalSeq();
+    await this.record({ kind: 'event', at, taskId, seq, sequenced: serverSeq !== undefined, event: ev }, stateChange);
+  }
+
+  private async giveUp(attempts: number, error: string): Promise<void> {
+    await this.record({ kind: 'connection', at: this.now(), status: 'gaveUp', attempt: attempts, error }, true);
+    await this.settle();
+  }
+
+  /** Records the decided outcome (with final artifacts from GetTask when the task is terminal). */
+  private async settle(): Promise<void> {
+    const decision = this.journal.decide();
+    if (!decision) return;
+    if (isTerminalTaskState(this.journal.taskState) && !this.journal.hasFinalSnapshot) await this.fetchFinal(false);
+    const recorded = this.journal.recordedOutcome;
+    if (recorded && recorded.outcome === decision.outcome && recorded.reason === decision.reason) return;
+    await this.record({ kind: 'outcome', at: this.now(), outcome: decision.outcome, reason: decision.reason, ...(decision.cancelConfirmed !== undefined ? { cancelConfirmed: decision.cancelConfirmed } : {}) }, true);
+    if (isFinalOutcome(decision.outcome) && this.deadlineTimer) {
+      clearTimeout(this.deadlineTimer);
+      this.deadlineTimer = undefined;
+    }
+    this.onOutcome?.(this.journal, decision);
+    const waiters = this.settleWaiters;
+    this.settleWaiters = [];
+    for (const w of waiters) w(decision);
+  }
+
+  /** The final artifacts always come from GetTask (a few tries; the outcome stands either way). */
+  private async fetchFinal(announce: boolean): Promise<void> {
+    const id = this.journal.taskId;
+    if (!id) return;
+    let lastError = '';
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      try {
+        const task = await this.conn.client.getTask({ tenant: '', id, historyLength: 0 }, this.options(AbortSignal.timeout(30_000)));
+        await this.record({ kind: 'snapshot', at: this.now(), source: 'final', task }, true);
+        return;
+      } catch (e) {
+        lastError = errorText(e);
+        if (this.disposed) return;
+        await new Promise((r) => setTimeout(r, this.backoff(attempt)));
+      }
+    }
+    await this.record(
+      { kind: 'notice', at: this.now(), level: 'warning', text: `Could not fetch the final artifacts from the agent (${lastError}); showing what was streamed.${announce ? '' : ' Check Again later to fetch them.'}` },
+      true,
+    );
+  }
+
+  private async record(entry: JournalEntry, sync: boolean): Promise<boolean> {
+    if (!this.journal.apply(entry)) return false;
+    const write = this.sink.append(this.journal.requestId, entry, { sync });
+    if (sync) {
+      try {
+        await write;
+      } catch (e) {
+        this.noteStoreError(e);
+      }
+    } else {
+      write.catch((e: unknown) => this.noteStoreError(e));
+    }
+    for (const l of this.listeners) l(this.journal);
+    return true;
+  }
+
+  private noteStoreError(e: unknown): void {
+    if (this.storeError) return;
+    this.storeError = errorText(e);
+    this.journal.apply({ kind: 'notice', at: this.now(), level: 'error', text: `Could not write the delegation journal: ${this.storeError}. This delegation may not survive a reload.` });
+  }
+}
