@@ -21,7 +21,7 @@ import { dirname, isAbsolute, join } from 'node:path';
 import type { ParsedPatch, PatchFile, PatchFileStatus, PatchSelection } from '../core/patch/patchModel';
 import { gitQuotePath } from '../core/patch/patchParser';
 import type { RiskReport } from '../core/patch/patchRisk';
-import { classifyPatch } from '../core/patch/patchRisk';
+import { classifyPatch, defaultSelection } from '../core/patch/patchRisk';
 import type { SelectedFile, SubPatch } from '../core/patch/subPatch';
 import { buildSubPatch } from '../core/patch/subPatch';
 import { git, runGit, spawnGit } from './git';
@@ -222,17 +222,34 @@ function gitAnnouncedName(f: PatchFile): string {
   return gitQuotePath(f.newPath ?? f.oldPath ?? '');
 }
 
+/**
+ * Per-file results from git's verbose log. Git may stop at a file it will not touch at all (an invalid
+ * path is fatal), so its list can be a prefix of ours; any other difference means git reads the patch
+ * differently from Baton's parser.
+ */
 function checkFromLog(files: readonly PatchFile[], log: ApplyLog, exitCode: number): PatchCheck {
   const expected = files.map(gitAnnouncedName);
-  const consistent = log.global.length > 0 && log.names.length === 0 ? true : log.names.length === expected.length && log.names.every((n, i) => n === expected[i]);
+  const prefix = log.names.length <= expected.length && log.names.every((n, i) => n === expected[i]);
+  const stoppedEarly = log.names.length < expected.length && exitCode !== 0 && (log.names.length === 0 ? log.global.length > 0 : (log.perFile[log.names.length - 1]?.length ?? 0) > 0);
+  const consistent = prefix && (log.names.length === expected.length || stoppedEarly);
   const result: FileCheck[] = files.map((f, i) => {
-    const errors = consistent ? (log.perFile[i] ?? []) : [];
-    return { fileId: f.id, path: f.newPath ?? f.oldPath ?? '', ok: consistent && log.global.length === 0 && errors.length === 0, errors };
+    const path = f.newPath ?? f.oldPath ?? '';
+    if (!consistent) return { fileId: f.id, path, ok: false, errors: [] };
+    if (i >= log.names.length) return { fileId: f.id, path, ok: false, errors: ['not checked: git stopped at an earlier file'] };
+    const errors = log.perFile[i];
+    return { fileId: f.id, path, ok: log.global.length === 0 && errors.length === 0, errors };
   });
   const errors = [...log.global];
   if (!consistent) errors.push(`git reads this patch differently from Baton's parser (git saw: ${log.names.slice(0, 5).join(', ') || 'nothing'}); it will not be applied`);
   if (exitCode !== 0 && errors.length === 0 && result.every((r) => r.ok)) errors.push('git apply --check failed without saying why');
-  return { ok: exitCode === 0 && consistent && errors.length === 0, files: result, errors, consistent };
+  return { ok: exitCode === 0 && consistent && errors.length === 0 && result.every((r) => r.ok), files: result, errors, consistent };
+}
+
+/** The check of the files offered by default replaces the whole-patch verdict for them. */
+function mergeChecks(whole: PatchCheck, offered: PatchCheck, offeredIds: ReadonlySet<string>): PatchCheck {
+  const byId = new Map(offered.files.map((f) => [f.fileId, f] as const));
+  const files = whole.files.map((f) => (offeredIds.has(f.fileId) ? (byId.get(f.fileId) ?? f) : f));
+  return { ok: whole.ok, files, errors: whole.errors, consistent: whole.consistent && offered.consistent };
 }
 
 function plainCheck(root: string, patch: ParsedPatch): PatchCheck {
@@ -300,6 +317,15 @@ export async function prepareReview(opts: PrepareReviewOptions): Promise<PatchRe
     check = plainCheck(target.root, patch);
   }
   const risks = classifyPatch(patch, { readText: readTextIn(target.root) });
+  if (target.kind === 'git' && risks.refusedFiles.size > 0 && !check.ok) {
+    // Git stops at some refused items (an invalid path is fatal to it): check what is offered on its own.
+    const offered = defaultSelection(patch, risks);
+    if (offered.files?.length) {
+      const sub = buildSubPatch(patch, risks, offered);
+      const r = await runApply(target.root, ['--check'], { sub, source }, undefined, opts.signal);
+      check = mergeChecks(check, checkFromLog(sub.files.map((s) => s.file), parseApplyLog(r.stderr), r.exitCode), new Set(offered.files));
+    }
+  }
   let drift: DriftReport | undefined;
   if (opts.base && target.kind === 'git') drift = await detectDrift(target.root, opts.base, touchedPaths(patch.files.map((file) => ({ file }))));
   else if (opts.base?.files && target.kind === 'folder') {
@@ -365,7 +391,12 @@ export async function applyReviewed(review: PatchReview, opts: ApplyOptions): Pr
     const input = sub.isWholePatch && 'path' in review.source ? { path: isAbsolute(review.source.path) ? review.source.path : join(process.cwd(), review.source.path) } : { sub, source: review.source };
     const r = await runApply(root, threeWay ? ['--3way'] : [], input, env, opts.signal);
     const log = parseApplyLog(r.stderr);
-    const fileChecks = checkFromLog(sub.files.map((s) => s.file), log, r.exitCode).files;
+    const verdict = checkFromLog(sub.files.map((s) => s.file), log, r.exitCode);
+    if (!verdict.consistent) {
+      restoreSnapshot(snapshot);
+      throw new PatchApplyError(`${verdict.errors.join('; ')}. Your files were restored.`, 'inconsistent');
+    }
+    const fileChecks = verdict.files;
     if (threeWay) {
       const conflicts = await readConflicts(root, env);
       if (conflicts.length) {
