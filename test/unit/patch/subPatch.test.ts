@@ -43,11 +43,11 @@ describe('sub-patches', () => {
       const out = renderSubPatch(sub, bytes);
       sh(root, ['apply', '--check', '-'], Buffer.from(out));
       sh(root, ['apply', '-'], Buffer.from(out));
-      const want = edited(base, {
-        ...(mask & 1 ? { 5: ['l5', 'new A', 'new B'] } : {}),
-        ...(mask & 2 ? { 25: null } : {}),
-        ...(mask & 4 ? { 50: ['L50'] } : {}),
-      });
+      const changes: Record<number, string[] | null> = {};
+      if (mask & 1) changes[5] = ['l5', 'new A', 'new B'];
+      if (mask & 2) changes[25] = null;
+      if (mask & 4) changes[50] = ['L50'];
+      const want = edited(base, changes);
       assert.equal(readFileSync(join(root, 'f.txt'), 'utf8'), want, `mask ${mask}`);
       assert.equal(applyHunks(base, sub.files[0].hunks), want, `jsdiff, mask ${mask}`);
       sh(root, ['checkout', '-q', '--', '.']);
