@@ -637,7 +637,8 @@ export class DelegationJournal {
 
   private updateArtifactEntry(acc: ArtifactAccumulator, at: number): void {
     const i = acc.timelineIndex - this._timelineBase;
-    const entry: TimelineEntry = { kind: 'artifact', at: iso(at), artifactId: acc.artifactId, name: acc.name, size: acc.size, chunks: acc.chunks, complete: acc.complete };
+    const first = i >= 0 && i < this._timeline.length ? this._timeline[i].at : iso(at);
+    const entry: TimelineEntry = { kind: 'artifact', at: first, artifactId: acc.artifactId, name: acc.name, size: acc.size, chunks: acc.chunks, complete: acc.complete };
     if (i >= 0 && i < this._timeline.length) this._timeline[i] = entry;
   }
 

@@ -10,9 +10,13 @@ import type { Message, Part } from '@a2a-js/sdk';
 import { Role } from '@a2a-js/sdk';
 import { META } from '../batonProfile';
 import type { CapabilitySet, ContextDigest } from '../delegation';
+import { sha256, toHex } from '../jcs';
 
 /** Lowercase hex SHA-256 of the UTF-8 bytes of `text`. */
 export type Sha256Hex = (text: string) => string;
+
+/** The pure SHA-256 from src/core/jcs.ts; src/node may pass node:crypto's for speed. */
+export const pureSha256Hex: Sha256Hex = (text) => toHex(sha256(text));
 
 /** 0-based, like VS Code's `Range`. */
 export interface TextRange {
@@ -88,7 +92,7 @@ function textPart(text: string, filename: string, metadata: Record<string, unkno
  * The first message and the digests of what it carries. Parts, in order: the task, the selection, the
  * files, the diagnostics (one data part). Digests cover exactly the content that travels.
  */
-export function buildDelegationMessage(input: DelegationMessageInput, sha256Hex: Sha256Hex): { message: Message; contextDigests: ContextDigest[] } {
+export function buildDelegationMessage(input: DelegationMessageInput, sha256Hex: Sha256Hex = pureSha256Hex): { message: Message; contextDigests: ContextDigest[] } {
   const parts: Part[] = [{ content: { $case: 'text', value: input.task }, filename: '', mediaType: TEXT_MEDIA_TYPE, metadata: undefined }];
   const digests: ContextDigest[] = [];
   if (input.selection) {

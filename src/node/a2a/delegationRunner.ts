@@ -596,7 +596,15 @@ export class DelegationRunner {
     const at = this.now();
     if (p.$case === 'task') {
       if (!this.journal.taskId) await this.record({ kind: 'task', at, taskId: p.value.id, contextId: p.value.contextId }, true);
-      await this.record({ kind: 'snapshot', at, source: 'stream', task: p.value }, isTerminalTaskState(p.value.status?.state) || isInterruptedTaskState(p.value.status?.state));
+      const settles = isTerminalTaskState(p.value.status?.state) || isInterruptedTaskState(p.value.status?.state);
+      // A replay-profile stream numbers its Task events too: journal them as events so the cursor advances.
+      const taskSeq = this.conn.replay ? seqOf(p.value.metadata) : undefined;
+      if (taskSeq !== undefined) {
+        if (this.journal.isDuplicate(p.value.id, taskSeq)) return;
+        await this.record({ kind: 'event', at, taskId: p.value.id, seq: taskSeq, sequenced: true, event: ev }, true);
+        return;
+      }
+      await this.record({ kind: 'snapshot', at, source: 'stream', task: p.value }, settles);
       return;
     }
     let taskId = this.journal.taskId ?? '';
