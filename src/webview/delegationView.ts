@@ -2,8 +2,9 @@ import { html, nothing, type TemplateResult } from 'lit';
 import { unsafeHTML } from 'lit/directives/unsafe-html.js';
 import type { DelegationState, DelegationView, TimelineEntry } from '../core/protocol/panelProtocol';
 import { renderAgentMarkdown } from './markdown';
+import { reviewTemplate, type ReviewActions } from './reviewView';
 
-export interface DelegationActions {
+export interface DelegationActions extends ReviewActions {
   cancel(): void;
   reply(text: string): void;
   review(): void;
@@ -128,6 +129,7 @@ export function delegationTemplate(d: DelegationView, a: DelegationActions, now:
       <span class="spacer"></span>
       ${d.terminal ? nothing : html`<vscode-button id="cancel" secondary icon="debug-stop" ?disabled=${a.busy} @click=${() => a.cancel()}>Cancel</vscode-button>`}
     </div>
+    ${d.review ? reviewTemplate(d.review, a) : nothing}
     <vscode-divider></vscode-divider>
     <h2>Timeline <span class="muted">(${d.timeline.length})</span></h2>
     <ol class="timeline" id="timeline">${d.timeline.map(entry)}</ol>

@@ -3,6 +3,7 @@ import '@vscode-elements/elements/dist/vscode-badge/index.js';
 import '@vscode-elements/elements/dist/vscode-divider/index.js';
 import '@vscode-elements/elements/dist/vscode-icon/index.js';
 import '@vscode-elements/elements/dist/vscode-textarea/index.js';
+import '@vscode-elements/elements/dist/vscode-checkbox/index.js';
 import { html, nothing, render } from 'lit';
 import {
   PANEL_STATE_VERSION,
@@ -15,7 +16,7 @@ import {
   type PanelUiState,
 } from '../core/protocol/panelProtocol';
 import { delegationTemplate } from './delegationView';
-import { delegationStyles, panelStyles } from './styles';
+import { delegationStyles, panelStyles, reviewStyles } from './styles';
 import { vscodeApi } from './vscodeApi';
 
 const vscode = vscodeApi();
@@ -73,6 +74,7 @@ const actions = {
   review: () => void run('reviewChanges', {}),
   checkAgain: () => void run('checkAgain', {}),
   provideToken: () => void run('provideToken', {}),
+  send: <M extends PanelRequestMethod>(method: M, params: PanelRequests[M]['params']) => void run(method, params),
   get busy() {
     return busy !== undefined;
   },
@@ -142,7 +144,7 @@ window.addEventListener('message', (event: MessageEvent<HostToWebviewMessage>) =
 });
 
 const style = document.createElement('style');
-style.textContent = panelStyles + delegationStyles;
+style.textContent = panelStyles + delegationStyles + reviewStyles;
 document.head.append(style);
 draw();
 // Elapsed time and the deadline count live while a delegation runs.

@@ -60,3 +60,29 @@ h2 { font-size: 1em; font-weight: 600; margin: 14px 0 6px; }
 .artifacts { list-style: none; padding: 0; }
 .artifacts li { padding: 3px 0; display: flex; gap: 6px; align-items: center; }
 `;
+
+export const reviewStyles = `
+.review { margin: 10px 0 16px; }
+.review .ok { color: var(--vscode-testing-iconPassed, #388a34); display: flex; gap: 6px; align-items: center; }
+.refusals { margin: 10px 0; padding: 8px 12px; border-left: 3px solid var(--vscode-errorForeground); background: var(--vscode-inputValidation-errorBackground, transparent); }
+.refusals h3 { margin: 0 0 4px; font-size: 1em; display: flex; gap: 6px; align-items: center; }
+.refusals ul { margin: 4px 0; padding-left: 18px; }
+.files { list-style: none; padding: 0; margin: 8px 0; border: 1px solid var(--vscode-widget-border, var(--vscode-panel-border, transparent)); border-radius: 4px; }
+.file { padding: 6px 10px; border-bottom: 1px solid var(--vscode-widget-border, transparent); }
+.file:last-child { border-bottom: none; }
+.file.none .path { opacity: 0.65; }
+.file-row { display: flex; gap: 8px; align-items: center; }
+.file-row .path { color: var(--vscode-textLink-foreground); font-family: var(--vscode-editor-font-family); text-decoration: none; }
+.status-letter { font-weight: 700; width: 14px; text-align: center; }
+.status-letter.added { color: var(--vscode-gitDecoration-addedResourceForeground); }
+.status-letter.deleted { color: var(--vscode-gitDecoration-deletedResourceForeground); }
+.status-letter.modified { color: var(--vscode-gitDecoration-modifiedResourceForeground); }
+.status-letter.renamed { color: var(--vscode-gitDecoration-renamedResourceForeground); }
+.chip.bad { background: var(--vscode-inputValidation-errorBackground); color: var(--vscode-foreground); border: 1px solid var(--vscode-inputValidation-errorBorder); }
+.risks, .hunks { list-style: none; margin: 4px 0 0 30px; padding: 0; }
+.risk { display: flex; gap: 6px; align-items: center; padding: 2px 0; }
+.risk.refuse:not(.allowed) { color: var(--vscode-errorForeground); }
+.risk.flag { color: var(--vscode-editorWarning-foreground); }
+.hunks li { display: flex; gap: 8px; align-items: center; padding: 1px 0; }
+.hunks code { color: var(--vscode-descriptionForeground); }
+`;

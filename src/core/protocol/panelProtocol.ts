@@ -38,6 +38,69 @@ export interface PanelRequests {
   checkAgain: { params: NoParams; result: { state: DelegationState } };
   /** `auth-required`: ask the user for a token for the agent's host (stored in SecretStorage). */
   provideToken: { params: NoParams; result: { stored: boolean } };
+  /** Choose a whole file, or one hunk of it, for applying (`selected: false` leaves it out). */
+  reviewSelect: { params: { fileId: string; hunkId?: string; selected: boolean }; result: { ok: true } };
+  /** Allow (or refuse again) one refused risk item. */
+  reviewOverride: { params: { riskId: string; allow: boolean }; result: { ok: true } };
+  /** Apply what is selected, as one atomic step; `threeWay` only after the user chose it. */
+  reviewApply: { params: { threeWay: boolean }; result: { applied: boolean } };
+  /** Discard the patch (it stays in the journal for audit). */
+  reviewReject: { params: NoParams; result: { ok: true } };
+  /** Restore the files the last apply touched. */
+  reviewUndo: { params: NoParams; result: { restored: number } };
+  /** After a 3-way apply with conflicts: finish (every conflict resolved) or abort (restore the files). */
+  reviewMerge: { params: { action: 'finish' | 'abort' }; result: { ok: true } };
+  /** Open one file's diff (or the changes editor for all files when no file is given). */
+  reviewOpen: { params: { fileId?: string }; result: { ok: true } };
+}
+
+export interface ReviewRiskView {
+  readonly id: string;
+  readonly kind: string;
+  readonly severity: 'refuse' | 'flag';
+  readonly reason: string;
+  readonly allowed: boolean;
+}
+
+export interface ReviewHunkView {
+  readonly id: string;
+  readonly header: string;
+  readonly added: number;
+  readonly removed: number;
+  readonly selected: boolean;
+}
+
+export interface ReviewFileView {
+  readonly id: string;
+  readonly path: string;
+  readonly oldPath?: string;
+  readonly status: 'added' | 'deleted' | 'modified' | 'renamed' | 'copied';
+  readonly added: number;
+  readonly removed: number;
+  readonly binary: boolean;
+  /** `git apply --check` for this file against the current tree. */
+  readonly applies: boolean;
+  readonly checkErrors: readonly string[];
+  readonly risks: readonly ReviewRiskView[];
+  /** 'all' = the whole file, 'some' = some hunks, 'none' = left out (refused files start as 'none'). */
+  readonly selection: 'all' | 'some' | 'none';
+  readonly hunks: readonly ReviewHunkView[];
+  /** The user has unsaved changes to this file in an editor: applying is blocked until saved or reverted. */
+  readonly dirty: boolean;
+}
+
+export interface ReviewView {
+  readonly state: 'preparing' | 'ready' | 'applied' | 'conflicts' | 'rejected' | 'error';
+  readonly message?: string;
+  /** Progress while a large patch is read, 0..1. */
+  readonly progress?: number;
+  readonly target?: 'git' | 'folder';
+  readonly checkOk?: boolean;
+  readonly drift?: { readonly headMoved: boolean; readonly changedFiles: readonly string[] };
+  readonly files: readonly ReviewFileView[];
+  readonly conflicts?: readonly string[];
+  /** What the last apply wrote, when it can still be undone. */
+  readonly applied?: { readonly at: string; readonly files: readonly string[]; readonly undoable: boolean };
 }
 
 /** The longest reply the panel may send (the host refuses longer ones). */
@@ -99,6 +162,8 @@ export interface DelegationView {
   readonly patch?: { readonly files: number; readonly additions: number; readonly deletions: number };
   readonly signature?: { readonly status: 'verified' | 'invalid' | 'unsigned'; readonly detail: string };
   readonly cancelConfirmed?: boolean;
+  /** The review of the returned changes.patch, once the user opened it. */
+  readonly review?: ReviewView;
 }
 export type PanelRequestMethod = keyof PanelRequests;
 
@@ -137,6 +202,11 @@ function hasOnlyKeys(v: Record<string, unknown>, allowed: readonly string[]): bo
   return Object.keys(v).every((k) => allowed.includes(k));
 }
 
+/** Ids the host made (file, hunk and risk ids): bounded strings. */
+function isId(v: unknown): v is string {
+  return typeof v === 'string' && v.length > 0 && v.length <= 4096;
+}
+
 function isPanelCommand(v: unknown): v is PanelCommand {
   return typeof v === 'string' && (PANEL_COMMANDS as readonly string[]).includes(v);
 }
@@ -172,6 +242,28 @@ export function parseWebviewMessage(raw: unknown): ParseResult<WebviewToHostMess
         case 'provideToken':
           if (Object.keys(params).length !== 0) return { ok: false, error: `${method}: takes no params` };
           return { ok: true, value: { type: 'request', id, method, params: {} } };
+        case 'reviewReject':
+        case 'reviewUndo':
+          if (Object.keys(params).length !== 0) return { ok: false, error: `${method}: takes no params` };
+          return { ok: true, value: { type: 'request', id, method, params: {} } };
+        case 'reviewSelect': {
+          if (!hasOnlyKeys(params, ['fileId', 'hunkId', 'selected']) || !isId(params.fileId) || (params.hunkId !== undefined && !isId(params.hunkId)) || typeof params.selected !== 'boolean') {
+            return { ok: false, error: 'reviewSelect: needs fileId, optional hunkId and selected' };
+          }
+          return { ok: true, value: { type: 'request', id, method, params: { fileId: params.fileId, hunkId: params.hunkId, selected: params.selected } } };
+        }
+        case 'reviewOverride':
+          if (!hasOnlyKeys(params, ['riskId', 'allow']) || !isId(params.riskId) || typeof params.allow !== 'boolean') return { ok: false, error: 'reviewOverride: needs riskId and allow' };
+          return { ok: true, value: { type: 'request', id, method, params: { riskId: params.riskId, allow: params.allow } } };
+        case 'reviewApply':
+          if (!hasOnlyKeys(params, ['threeWay']) || typeof params.threeWay !== 'boolean') return { ok: false, error: 'reviewApply: needs threeWay' };
+          return { ok: true, value: { type: 'request', id, method, params: { threeWay: params.threeWay } } };
+        case 'reviewMerge':
+          if (!hasOnlyKeys(params, ['action']) || (params.action !== 'finish' && params.action !== 'abort')) return { ok: false, error: 'reviewMerge: action must be finish or abort' };
+          return { ok: true, value: { type: 'request', id, method, params: { action: params.action } } };
+        case 'reviewOpen':
+          if (!hasOnlyKeys(params, ['fileId']) || (params.fileId !== undefined && !isId(params.fileId))) return { ok: false, error: 'reviewOpen: fileId must be a string' };
+          return { ok: true, value: { type: 'request', id, method, params: params.fileId === undefined ? {} : { fileId: params.fileId } } };
         case 'reply':
           if (!hasOnlyKeys(params, ['text']) || typeof params.text !== 'string') return { ok: false, error: 'reply: text must be a string' };
           if (params.text.trim().length === 0) return { ok: false, error: 'reply: the reply is empty' };

@@ -25,7 +25,7 @@ const html = `<!DOCTYPE html><html><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; font-src 'self'; img-src 'self' data:; connect-src 'none'">
 <link rel="stylesheet" href="/codicon.css" id="vscode-codicon-stylesheet">
 <style>:root{--vscode-font-family:sans-serif;--vscode-font-size:13px;--vscode-foreground:#3b3b3b;--vscode-editor-background:#fff;--vscode-descriptionForeground:#717171;--vscode-badge-background:#cce5ff;--vscode-badge-foreground:#000;--vscode-button-background:#005fb8;--vscode-button-foreground:#fff;--vscode-errorForeground:#c00;--vscode-inputValidation-warningBackground:#fff4ce;--vscode-inputValidation-warningBorder:#b89500;--vscode-inputValidation-errorBackground:#fde7e9;--vscode-inputValidation-errorBorder:#c00;--vscode-focusBorder:#005fb8;--vscode-progressBar-background:#005fb8}</style>
-<script>window.__posted=[];window.__state=undefined;window.acquireVsCodeApi=()=>({postMessage:m=>window.__posted.push(m),getState:()=>window.__state,setState:s=>{window.__state=s}});</script>
+<script>window.__posted=[];window.__state=undefined;window.acquireVsCodeApi=()=>({postMessage:m=>{window.__posted.push(m);if(m.type==='request'&&m.method!=='refresh')setTimeout(()=>window.postMessage({type:'response',id:m.id,ok:true,result:{}},'*'),10)},getState:()=>window.__state,setState:s=>{window.__state=s}});</script>
 </head><body><main id="app"></main><script type="module" src="/panel.js"></script></body></html>`;
 
 function delegation(over: Partial<DelegationView>): DelegationView {
@@ -134,6 +134,39 @@ describe('delegation panel in a real browser', { skip }, () => {
     await page.click('#send-reply');
     const msgs = (await posted(page)) as { type: string; method?: string; params?: { text?: string } }[];
     assert.ok(msgs.some((m) => m.method === 'reply' && m.params?.text === 'single quotes'), JSON.stringify(msgs));
+    await page.close();
+  });
+
+  it('shows the review: refusals listed with reasons, files and hunks selectable, apply/reject/allow post requests', async () => {
+    const review: NonNullable<DelegationView['review']> = {
+      state: 'ready',
+      target: 'git',
+      checkOk: true,
+      drift: { headMoved: false, changedFiles: ['src/app.js'] },
+      files: [
+        { id: 'src/app.js', path: 'src/app.js', status: 'modified', added: 7, removed: 5, binary: false, applies: true, checkErrors: [], risks: [], selection: 'all', dirty: false,
+          hunks: [ { id: 'src/app.js#1', header: '@@ -1,4 +1,4 @@', added: 3, removed: 2, selected: true }, { id: 'src/app.js#2', header: '@@ -20,6 +20,8 @@ function main()', added: 4, removed: 3, selected: true } ] },
+        { id: 'README.md', path: 'README.md', status: 'added', added: 12, removed: 0, binary: false, applies: true, checkErrors: [], risks: [], selection: 'all', dirty: false, hunks: [{ id: 'README.md#1', header: '@@ -0,0 +1,12 @@', added: 12, removed: 0, selected: true }] },
+        { id: '.github/workflows/ci.yml', path: '.github/workflows/ci.yml', status: 'modified', added: 2, removed: 0, binary: false, applies: true, checkErrors: [], selection: 'none', dirty: false, hunks: [],
+          risks: [{ id: '.github/workflows/ci.yml:sensitive-file', kind: 'sensitive-file', severity: 'refuse', reason: 'CI workflows run with repository secrets: a change here runs code on the next push.', allowed: false }] },
+        { id: 'package.json', path: 'package.json', status: 'modified', added: 1, removed: 1, binary: false, applies: true, checkErrors: [], selection: 'all', dirty: false, hunks: [],
+          risks: [{ id: 'package.json:package-scripts', kind: 'package-scripts', severity: 'flag', reason: 'Changes package.json scripts (postinstall): they run on the next npm install.', allowed: false }] },
+      ],
+    };
+    const page = await open(snapshot(delegation({ state: 'completed', terminal: true, endedAt: new Date().toISOString(), patch: { files: 4, additions: 22, deletions: 6 }, review })));
+    assert.match(await page.innerText('#refusals'), /CI workflows run with repository secrets/);
+    assert.match(await page.innerText('#drift'), /src\/app\.js/);
+    assert.equal(await page.locator('[data-select-hunk]').count(), 2);
+    await page.screenshot({ path: join(shots, 'review.png'), fullPage: true });
+    await page.click('[data-allow=".github/workflows/ci.yml:sensitive-file"]');
+    await page.click('[data-select-hunk="src/app.js#2"]');
+    await page.click('#apply');
+    await page.click('#reject');
+    const msgs = (await posted(page)) as { method?: string; params?: Record<string, unknown> }[];
+    const methods = msgs.map((m) => m.method).filter(Boolean);
+    assert.ok(msgs.some((m) => m.method === 'reviewOverride' && m.params?.riskId === '.github/workflows/ci.yml:sensitive-file' && m.params.allow === true), JSON.stringify(methods));
+    assert.ok(msgs.some((m) => m.method === 'reviewSelect' && m.params?.hunkId === 'src/app.js#2' && m.params.selected === false), JSON.stringify(msgs.filter((m) => m.method === 'reviewSelect')));
+    assert.ok(methods.includes('reviewApply') && methods.includes('reviewReject'), JSON.stringify(methods));
     await page.close();
   });
 

@@ -1,0 +1,327 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as vscode from 'vscode';
+import { applyHunks, defaultSelection, displayPath, type PatchFile, type PatchSelection } from '../../core/patch';
+import type { ReviewFileView, ReviewView } from '../../core/protocol/panelProtocol';
+import { abortApply, applyReviewed, finishMerge, PatchApplyError, prepareReview, undoApply, type AppliedPatch, type ApplyRecord, type PatchReview, type PendingMerge } from '../../node/patchApply';
+import type { DriftBase } from '../../node/patchDrift';
+import type { PatchSource } from '../../node/patchSource';
+import { Disposable } from '../lifecycle';
+import { reviewUri, type ReviewDocKind, type ReviewDocumentProvider } from './reviewDocuments';
+
+type FileChoice = { kind: 'all' } | { kind: 'none' } | { kind: 'hunks'; hunks: Set<string> };
+
+/** What a review reports to its delegation (journal and audit log). */
+export type ReviewRecord =
+  | { readonly kind: 'applied'; readonly record: ApplyRecord }
+  | { readonly kind: 'undone'; readonly record: ApplyRecord; readonly restored: readonly string[] }
+  | { readonly kind: 'rejected'; readonly at: string }
+  | { readonly kind: 'merge-aborted'; readonly record: ApplyRecord };
+
+/**
+ * One review of one delegation's changes.patch: what is selected, which refusals the user overrode,
+ * the check against the current tree, and the last apply (for undo). Nothing is written to the user's
+ * tree except by `apply`, which is one atomic step after a snapshot.
+ */
+export class ReviewSession extends Disposable {
+  private review: PatchReview | undefined;
+  private readonly choices = new Map<string, FileChoice>();
+  private readonly overrides = new Set<string>();
+  private state: ReviewView['state'] = 'preparing';
+  private message: string | undefined;
+  private progress: number | undefined;
+  private applied: AppliedPatch | undefined;
+  private pending: PendingMerge | undefined;
+  private readonly _onDidChange = this._register(new vscode.EventEmitter<void>());
+  readonly onDidChange = this._onDidChange.event;
+
+  constructor(
+    readonly id: string,
+    readonly folder: string,
+    private readonly source: PatchSource,
+    private readonly base: DriftBase | undefined,
+    private readonly docs: ReviewDocumentProvider,
+    private readonly record: (r: ReviewRecord) => void,
+  ) {
+    super();
+    this._register(docs.register(id, (kind, path) => this.content(kind, path)));
+    this._register(vscode.workspace.onDidChangeTextDocument((e) => e.document.isDirty !== undefined && this.review && this._onDidChange.fire()));
+  }
+
+  /** Reads, classifies and checks the patch against the current tree (shown before the user decides). */
+  async prepare(): Promise<void> {
+    this.state = 'preparing';
+    this._onDidChange.fire();
+    try {
+      let last = 0;
+      this.review = await prepareReview({
+        folder: this.folder,
+        source: this.source,
+        base: this.base,
+        onProgress: (done, total) => {
+          const p = total ? done / total : 0;
+          if (p - last >= 0.05) {
+            last = p;
+            this.progress = p;
+            this._onDidChange.fire();
+          }
+        },
+      });
+      this.progress = undefined;
+      const initial = defaultSelection(this.review.patch, this.review.risks, [...this.overrides]);
+      const chosen = new Set(initial.files);
+      this.choices.clear();
+      for (const f of this.review.patch.files) this.choices.set(f.id, chosen.has(f.id) ? { kind: 'all' } : { kind: 'none' });
+      if (this.review.patch.files.length === 0) {
+        this.state = 'error';
+        this.message = vscode.l10n.t('The patch is empty: the agent changed nothing.');
+      } else {
+        this.state = 'ready';
+        this.message = undefined;
+      }
+    } catch (e) {
+      this.state = 'error';
+      this.message = e instanceof Error ? e.message : String(e);
+    }
+    this._onDidChange.fire();
+  }
+
+  get patchFiles(): readonly PatchFile[] {
+    return this.review?.patch.files ?? [];
+  }
+
+  private file(fileId: string): PatchFile {
+    const f = this.review?.patch.files.find((x) => x.id === fileId);
+    if (!f) throw new Error(vscode.l10n.t('No file {0} in this patch.', fileId));
+    return f;
+  }
+
+  select(fileId: string, hunkId: string | undefined, selected: boolean): void {
+    const f = this.file(fileId);
+    if (selected && this.refusedAndNotAllowed(fileId)) {
+      throw new Error(vscode.l10n.t('{0} is refused: {1} Allow it first if you are sure.', displayPath(f), this.review?.risks.items.find((i) => i.fileId === fileId && i.severity === 'refuse')?.reason ?? ''));
+    }
+    if (hunkId === undefined) {
+      this.choices.set(fileId, selected ? { kind: 'all' } : { kind: 'none' });
+    } else {
+      if (!f.hunks.some((h) => h.id === hunkId)) throw new Error(vscode.l10n.t('No hunk {0} in {1}.', hunkId, displayPath(f)));
+      const cur = this.choices.get(fileId) ?? { kind: 'none' };
+      const set = cur.kind === 'all' ? new Set(f.hunks.map((h) => h.id)) : cur.kind === 'hunks' ? new Set(cur.hunks) : new Set<string>();
+      if (selected) set.add(hunkId);
+      else set.delete(hunkId);
+      this.choices.set(fileId, set.size === 0 ? { kind: 'none' } : set.size === f.hunks.length ? { kind: 'all' } : { kind: 'hunks', hunks: set });
+    }
+    this._onDidChange.fire();
+  }
+
+  override(riskId: string, allow: boolean): void {
+    const item = this.review?.risks.items.find((i) => i.id === riskId);
+    if (!item) throw new Error(vscode.l10n.t('No risk item {0}.', riskId));
+    if (allow) this.overrides.add(riskId);
+    else {
+      this.overrides.delete(riskId);
+      if (item.severity === 'refuse') this.choices.set(item.fileId, { kind: 'none' });
+    }
+    this._onDidChange.fire();
+  }
+
+  private refusedAndNotAllowed(fileId: string): boolean {
+    return (this.review?.risks.items ?? []).some((i) => i.fileId === fileId && i.severity === 'refuse' && !this.overrides.has(i.id));
+  }
+
+  selection(): PatchSelection {
+    const files: string[] = [];
+    const hunks: string[] = [];
+    for (const [id, c] of this.choices) {
+      if (c.kind === 'all') files.push(id);
+      else if (c.kind === 'hunks') hunks.push(...c.hunks);
+    }
+    return { files, hunks, overrides: [...this.overrides] };
+  }
+
+  private pathsOf(f: PatchFile): string[] {
+    return [f.oldPath, f.newPath].filter((p): p is string => !!p);
+  }
+
+  private dirtyPaths(): Set<string> {
+    const root = this.review?.target.root;
+    const out = new Set<string>();
+    if (!root) return out;
+    for (const d of vscode.workspace.textDocuments) {
+      if (d.isDirty && d.uri.scheme === 'file' && d.uri.fsPath.startsWith(root + '/')) out.add(d.uri.fsPath.slice(root.length + 1));
+    }
+    return out;
+  }
+
+  async apply(threeWay: boolean): Promise<boolean> {
+    const review = this.review;
+    if (!review || (this.state !== 'ready' && this.state !== 'applied')) throw new Error(vscode.l10n.t('Nothing to apply: the review is {0}.', this.state));
+    const selection = this.selection();
+    if (!selection.files?.length && !selection.hunks?.length) throw new Error(vscode.l10n.t('Nothing is selected. Choose files or hunks to apply.'));
+    const selectedIds = new Set([...(selection.files ?? []), ...this.patchFiles.filter((f) => f.hunks.some((h) => selection.hunks?.includes(h.id))).map((f) => f.id)]);
+    const dirty = this.dirtyPaths();
+    const blocked = this.patchFiles.filter((f) => selectedIds.has(f.id)).flatMap((f) => this.pathsOf(f)).filter((p) => dirty.has(p));
+    if (blocked.length) throw new Error(vscode.l10n.t('Save or revert your unsaved changes first: {0}.', blocked.join(', ')));
+    const outcome = await applyReviewed(review, { selection, threeWay });
+    if (outcome.kind === 'applied') {
+      this.applied = outcome.applied;
+      this.state = 'applied';
+      this.message = vscode.l10n.t('Applied {0} file(s).', outcome.applied.record.files.length);
+      this.record({ kind: 'applied', record: outcome.applied.record });
+      this._onDidChange.fire();
+      return true;
+    }
+    if (outcome.kind === 'conflicts') {
+      this.pending = outcome.pending;
+      this.state = 'conflicts';
+      this.message = vscode.l10n.t('{0} file(s) have conflicts. Resolve them in the merge editor, or abort to restore your files.', outcome.pending.conflicts.length);
+      this._onDidChange.fire();
+      await this.openMergeEditors();
+      return false;
+    }
+    this.message = outcome.message;
+    this._onDidChange.fire();
+    throw new Error(outcome.message + (outcome.restored.length ? ' ' + vscode.l10n.t('Your files were restored.') : ''));
+  }
+
+  async openMergeEditors(): Promise<void> {
+    const pending = this.pending;
+    if (!pending) return;
+    for (const c of pending.conflicts) {
+      const output = vscode.Uri.file(join(pending.snapshot.root, c.path));
+      await vscode.commands.executeCommand('_open.mergeEditor', {
+        base: reviewUri(this.id, 'base', c.path),
+        input1: { uri: reviewUri(this.id, 'ours', c.path), title: vscode.l10n.t('Yours'), description: vscode.l10n.t('your working tree') },
+        input2: { uri: reviewUri(this.id, 'theirs', c.path), title: vscode.l10n.t('Agent'), description: vscode.l10n.t('changes.patch') },
+        output,
+      });
+    }
+  }
+
+  /** After the user resolved the conflicts in the merge editor. */
+  finishMerge(): void {
+    if (!this.pending) throw new Error(vscode.l10n.t('No merge in progress.'));
+    this.applied = finishMerge(this.pending);
+    this.pending = undefined;
+    this.state = 'applied';
+    this.record({ kind: 'applied', record: this.applied.record });
+    this._onDidChange.fire();
+  }
+
+  abortMerge(): string[] {
+    if (!this.pending) throw new Error(vscode.l10n.t('No merge in progress.'));
+    const restored = abortApply(this.pending);
+    this.record({ kind: 'merge-aborted', record: this.pending.record });
+    this.pending = undefined;
+    this.state = 'ready';
+    this.message = vscode.l10n.t('Merge aborted: your files were restored.');
+    this._onDidChange.fire();
+    return restored;
+  }
+
+  undo(): number {
+    if (!this.applied) throw new Error(vscode.l10n.t('Nothing to undo.'));
+    let restored: string[];
+    try {
+      restored = undoApply(this.applied);
+    } catch (e) {
+      if (e instanceof PatchApplyError) throw new Error(e.message);
+      throw e;
+    }
+    this.record({ kind: 'undone', record: this.applied.record, restored });
+    this.applied = undefined;
+    this.state = 'ready';
+    this.message = vscode.l10n.t('Undone: {0} file(s) restored.', restored.length);
+    void this.prepare();
+    return restored.length;
+  }
+
+  reject(): void {
+    this.state = 'rejected';
+    this.message = vscode.l10n.t('Rejected. The patch is kept in the delegation’s journal for audit; nothing was written.');
+    this.record({ kind: 'rejected', at: new Date().toISOString() });
+    this._onDidChange.fire();
+  }
+
+  private current(path: string): string {
+    try {
+      return readFileSync(join(this.review?.target.root ?? this.folder, path), 'utf8');
+    } catch {
+      return '';
+    }
+  }
+
+  private content(kind: ReviewDocKind, path: string): string {
+    if (kind === 'base' || kind === 'ours' || kind === 'theirs') {
+      const c = this.pending?.conflicts.find((x) => x.path === path);
+      const buf = c?.[kind];
+      return buf ? buf.toString('utf8') : '';
+    }
+    const f = this.patchFiles.find((x) => x.newPath === path || (x.status === 'deleted' && x.oldPath === path));
+    if (!f) return '';
+    if (f.status === 'deleted') return '';
+    if (f.binary) return vscode.l10n.t('(binary file: not shown)');
+    const before = f.status === 'added' ? '' : this.current(f.oldPath ?? path);
+    return applyHunks(before, f.hunks) ?? vscode.l10n.t('(the patch does not apply to the current version of {0}; see the check result in the panel)', path);
+  }
+
+  /** Left (the file as it is now) and right (with the patch) for one file. */
+  private sides(f: PatchFile): { resource: vscode.Uri; left: vscode.Uri; right: vscode.Uri; title: string } {
+    const root = this.review?.target.root ?? this.folder;
+    const path = f.newPath ?? f.oldPath ?? '';
+    const left = f.status === 'added' ? reviewUri(this.id, 'empty', path) : vscode.Uri.file(join(root, f.oldPath ?? path));
+    const right = f.status === 'deleted' ? reviewUri(this.id, 'empty', path) : reviewUri(this.id, 'after', path);
+    const label = f.status === 'renamed' ? `${f.oldPath} → ${f.newPath}` : path;
+    const status = { added: vscode.l10n.t('added'), deleted: vscode.l10n.t('deleted'), modified: vscode.l10n.t('modified'), renamed: vscode.l10n.t('renamed'), copied: vscode.l10n.t('copied') }[f.status];
+    return { resource: vscode.Uri.file(join(root, path)), left, right, title: `${label} (${status}) — ${vscode.l10n.t('Baton review')}` };
+  }
+
+  async open(fileId?: string): Promise<void> {
+    for (const f of this.patchFiles) this.docs.changed(reviewUri(this.id, 'after', f.newPath ?? f.oldPath ?? ''));
+    if (fileId) {
+      const s = this.sides(this.file(fileId));
+      await vscode.commands.executeCommand('vscode.diff', s.left, s.right, s.title, { preview: false });
+      return;
+    }
+    const resources = this.patchFiles.map((f) => {
+      const s = this.sides(f);
+      return [s.resource, s.left, s.right] as [vscode.Uri, vscode.Uri, vscode.Uri];
+    });
+    await vscode.commands.executeCommand('vscode.changes', vscode.l10n.t('Baton: changes from the agent ({0} files)', resources.length), resources);
+  }
+
+  view(): ReviewView {
+    const review = this.review;
+    const dirty = this.dirtyPaths();
+    const files: ReviewFileView[] = (review?.patch.files ?? []).map((f) => {
+      const choice = this.choices.get(f.id) ?? { kind: 'none' };
+      const check = review?.check.files.find((c) => c.fileId === f.id);
+      return {
+        id: f.id,
+        path: f.newPath ?? f.oldPath ?? '',
+        oldPath: f.status === 'renamed' || f.status === 'copied' ? f.oldPath : undefined,
+        status: f.status,
+        added: f.added,
+        removed: f.removed,
+        binary: f.binary,
+        applies: check?.ok ?? false,
+        checkErrors: check?.errors ?? [],
+        risks: (review?.risks.items ?? []).filter((i) => i.fileId === f.id).map((i) => ({ id: i.id, kind: i.kind, severity: i.severity, reason: i.reason, allowed: this.overrides.has(i.id) })),
+        selection: choice.kind === 'all' ? 'all' : choice.kind === 'none' ? 'none' : 'some',
+        hunks: f.hunks.map((h) => ({ id: h.id, header: h.header, added: h.added, removed: h.removed, selected: choice.kind === 'all' || (choice.kind === 'hunks' && choice.hunks.has(h.id)) })),
+        dirty: this.pathsOf(f).some((p) => dirty.has(p)),
+      };
+    });
+    return {
+      state: this.state,
+      message: this.message,
+      progress: this.progress,
+      target: review?.target.kind,
+      checkOk: review?.check.ok,
+      drift: review?.drift && (review.drift.headMoved || review.drift.changedFiles.length) ? { headMoved: review.drift.headMoved, changedFiles: review.drift.changedFiles } : undefined,
+      files,
+      conflicts: this.pending?.conflicts.map((c) => c.path),
+      applied: this.applied ? { at: this.applied.record.appliedAt, files: this.applied.record.files.map((f) => f.newPath ?? f.oldPath ?? ''), undoable: true } : undefined,
+    };
+  }
+}
