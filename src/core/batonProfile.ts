@@ -38,6 +38,18 @@ export const META = {
   envelope: 'baton/resultEnvelope',
   /** On the task: who executed it (agent id and kind), and whether it ran confined. */
   executor: 'baton/executor',
+  /** On a context part of the first message: what it is (`selection` | `file` | `diagnostics`). */
+  context: 'baton/context',
+  /** On a context part: `sha256:<hex>` of its content (UTF-8 text, or the JSON of a data part). */
+  digest: 'baton/digest',
+  /** On a selection or diagnostic part: the 0-based range `{startLine, startCharacter, endLine, endCharacter}`. */
+  range: 'baton/range',
+  /**
+   * On a terminal task and its last status event: the outcome in Baton's words (`completed`, `failed`,
+   * `canceled`, `rejected`, `expired`, `unknown`), which A2A states alone cannot tell apart (an expired
+   * or orphaned task is FAILED on the wire).
+   */
+  outcome: 'baton/outcome',
 } as const;
 
 /** The artifact a coding agent returns. */

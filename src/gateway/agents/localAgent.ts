@@ -25,6 +25,11 @@ export interface LocalRunRequest {
   readonly prompt: string;
   /** Repository-relative files the request names (explicit context). */
   readonly files: readonly string[];
+  /**
+   * Repository-relative files open in the caller's editor with unsaved edits. The copy has them as
+   * last saved; the run says so in the task context and in a step.
+   */
+  readonly unsavedFiles?: readonly string[];
   readonly capabilities: Capabilities;
   /** Absolute epoch milliseconds; past it the run is stopped and its outcome is `expired`. */
   readonly deadline: number;

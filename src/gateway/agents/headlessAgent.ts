@@ -1,0 +1,190 @@
+/**
+ * A coding CLI as a LocalAgent: its harness builds the argv, the process runs (confined where
+ * bubblewrap works) in a throwaway workspace, its machine-readable output becomes steps, and what
+ * it left in the folder comes back as changes.patch.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, symlink } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { confineCommand } from '../confine';
+import type { ConfineOptions } from '../confine';
+import type { DetectedHarness } from '../harness/registry';
+import type { Workspace, WorkspaceManager } from '../workspace/workspaceManager';
+import { PRIVATE_DIR_NAME } from '../workspace/workspaceManager';
+import type { Capabilities, LocalAgent, LocalRunEvent, LocalRunRequest, LocalRunResult } from './localAgent';
+import { runProcess } from './processRun';
+import { buildTaskPrompt } from './taskContext';
+import { runInWorkspace } from './workspaceRun';
+
+export interface HeadlessAgentOptions {
+  readonly manager: WorkspaceManager;
+  readonly confine?: ConfineOptions;
+  /** stdout + stderr bytes after which the run is stopped (default 32 MiB). */
+  readonly maxOutputBytes?: number;
+  /** Most 'log' events one run emits (the rest are counted, not sent). */
+  readonly maxLogEvents?: number;
+  /** Environment to take passthrough variables from (default process.env). */
+  readonly env?: NodeJS.ProcessEnv;
+  /** The real HOME (hidden when confined; its login entries are bound in). */
+  readonly realHome?: string;
+  readonly killGraceMs?: number;
+}
+
+export function intersect(a: Capabilities, b: Capabilities): Capabilities {
+  return { write: a.write && b.write, shell: a.shell && b.shell, network: a.network && b.network };
+}
+
+export function createHeadlessAgent(detected: DetectedHarness, opts: HeadlessAgentOptions): LocalAgent {
+  const { spec } = detected;
+  const maxCapabilities: Capabilities = { write: true, shell: true, network: true };
+  return {
+    id: spec.id,
+    name: spec.name,
+    description: spec.description,
+    kind: 'headless',
+    maxCapabilities,
+    skills: [
+      {
+        id: 'code',
+        name: 'Coding task',
+        description: `${spec.name} works on the task in a throwaway copy of your repository and returns its edits as changes.patch for review.`,
+        tags: ['code', 'patch', spec.id],
+        examples: ['Fix the failing test in src/parser.ts', 'Explain how the cache is invalidated'],
+      },
+    ],
+    run: (request, emit) => runHeadless(detected, opts, intersect(request.capabilities, maxCapabilities), request, emit),
+  };
+}
+
+async function runHeadless(
+  detected: DetectedHarness,
+  opts: HeadlessAgentOptions,
+  caps: Capabilities,
+  request: LocalRunRequest,
+  emit: (e: LocalRunEvent) => void,
+): Promise<LocalRunResult> {
+  const { spec, binary } = detected;
+  const sourceEnv = opts.env ?? process.env;
+  let confined: Awaited<ReturnType<typeof confineCommand>> | undefined;
+  let caveats: readonly string[] = [];
+  let prompt = '';
+  let invocation: ReturnType<typeof spec.invocation> | undefined;
+
+  const prepareCommand = async (ws: Workspace) => {
+    prompt = await buildTaskPrompt(request, ws, spec, caps);
+    invocation = spec.invocation({ prompt, capabilities: caps, workspace: ws.dir, isGitRepo: ws.kind === 'clone' });
+    caveats = invocation.caveats;
+    confined = await confineCommand(
+      {
+        argv: [binary, ...invocation.args],
+        workspace: ws.dir,
+        home: ws.home,
+        // The CLI needs its model API; "network" in the capabilities is about everything else.
+        network: true,
+        readOnly: [ws.repoCommonDir, binaryDir(binary)].filter((p): p is string => p !== undefined),
+        hide: [join(opts.manager.root, PRIVATE_DIR_NAME)],
+        homeEntries: spec.homeEntries,
+        realHome: opts.realHome,
+      },
+      opts.confine,
+    );
+    return confined;
+  };
+
+  return runInWorkspace(request, emit, {
+    manager: opts.manager,
+    describe: async (ws) => {
+      const c = await prepareCommand(ws);
+      const extra = caveats.length ? ` ${caveats.join(' ')}` : '';
+      return { confined: c.confined, detail: `${spec.name} (${binary}). ${c.detail}${extra}` };
+    },
+    work: async (ws) => {
+      if (!confined || !invocation) throw new Error('command not prepared');
+      const parser = spec.createParser();
+      let logs = 0;
+      let dropped = 0;
+      const maxLogs = opts.maxLogEvents ?? 500;
+      const env: NodeJS.ProcessEnv = {
+        PATH: sourceEnv.PATH ?? '/usr/bin:/bin',
+        HOME: ws.home,
+        TMPDIR: ws.tmp,
+        LANG: sourceEnv.LANG ?? 'C.UTF-8',
+        TERM: 'dumb',
+        NO_COLOR: '1',
+        CI: '1',
+      };
+      for (const k of spec.envPassthrough) if (sourceEnv[k] !== undefined) env[k] = sourceEnv[k];
+      Object.assign(env, invocation.env);
+      if (!confined.confined) {
+        // Unconfined, the CLI still gets a private HOME; its login state is linked in.
+        await linkHomeEntries(ws.home, opts.realHome, spec.homeEntries);
+      }
+      const res = await runProcess({
+        command: confined.command,
+        args: confined.args,
+        cwd: ws.dir,
+        env,
+        stdin: invocation.stdin,
+        deadline: request.deadline,
+        signal: request.signal,
+        maxOutputBytes: opts.maxOutputBytes,
+        killGraceMs: opts.killGraceMs,
+        onSpawn: (pid) => void opts.manager.recordWorker(ws, pid).catch(() => undefined),
+        onStdoutLine: (line) => {
+          for (const ev of parser.push(line)) {
+            if (ev.kind === 'step' || ev.kind === 'message') emit({ kind: 'step', text: ev.text });
+            else if (ev.kind === 'error') emit({ kind: 'log', stream: 'stdout', text: ev.text });
+            else if (logs < maxLogs) {
+              logs++;
+              emit({ kind: 'log', stream: 'stdout', text: ev.text });
+            } else dropped++;
+          }
+        },
+      });
+      const { summary, error } = parser.finish();
+      if (dropped) emit({ kind: 'log', stream: 'stdout', text: `(${dropped} more output lines not shown)` });
+      const tail = () => {
+        if (res.stderrTail.trim()) emit({ kind: 'log', stream: 'stderr', text: res.stderrTail.trimEnd() });
+      };
+      switch (res.end) {
+        case 'canceled':
+          return { outcome: 'canceled', reason: `Canceled; ${spec.name} was stopped.`, exitCode: res.exitCode, summary };
+        case 'expired':
+          return { outcome: 'expired', reason: `The deadline passed; ${spec.name} was stopped.`, exitCode: res.exitCode, summary };
+        case 'flooded':
+          tail();
+          return { outcome: 'failed', reason: `${spec.name} printed more than ${Math.round((opts.maxOutputBytes ?? 32 * 1024 * 1024) / 1024 / 1024)} MiB of output and was stopped.`, exitCode: res.exitCode, summary };
+        case 'spawn-failed':
+          return { outcome: 'failed', reason: `Could not start ${spec.name} (${binary}): ${res.error ?? 'unknown error'}.`, exitCode: null };
+        default:
+          break;
+      }
+      if (res.exitCode !== 0) {
+        tail();
+        const how = res.exitCode === null ? `was killed by ${res.signal ?? 'a signal'}` : `exited with code ${res.exitCode}`;
+        return { outcome: 'failed', reason: `${spec.name} ${how}${error ? `: ${error}` : ''}.`, exitCode: res.exitCode, summary };
+      }
+      if (error) {
+        tail();
+        return { outcome: 'failed', reason: `${spec.name} reported an error: ${error}`, exitCode: 0, summary };
+      }
+      return { outcome: 'completed', exitCode: 0, summary };
+    },
+  });
+}
+
+function binaryDir(binary: string): string | undefined {
+  const i = binary.lastIndexOf('/');
+  return i > 0 ? binary.slice(0, i) : undefined;
+}
+
+async function linkHomeEntries(home: string, realHome: string | undefined, entries: readonly string[]): Promise<void> {
+  const from = realHome ?? homedir();
+  for (const e of entries) {
+    const src = join(from, e);
+    if (!existsSync(src)) continue;
+    await mkdir(dirname(join(home, e)), { recursive: true });
+    await symlink(src, join(home, e)).catch(() => undefined);
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * Runs one agent process in its own process group with a deadline, a cancel signal and an output
+ * cap. Whatever ends the run (deadline, cancel, flood) kills the whole group: TERM, then KILL after
+ * a grace period, so a CLI's children die with it.
+ */
+import { spawn } from 'node:child_process';
+
+export interface ProcessRunOptions {
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly cwd: string;
+  readonly env: NodeJS.ProcessEnv;
+  /** Written to stdin, which is then closed (many CLIs read their prompt there). */
+  readonly stdin?: string;
+  /** Absolute epoch ms. */
+  readonly deadline: number;
+  readonly signal: AbortSignal;
+  /** stdout + stderr bytes after which the run is stopped as a flood. */
+  readonly maxOutputBytes?: number;
+  /** Longest stdout line kept; longer lines are cut (the rest is dropped). */
+  readonly maxLineBytes?: number;
+  readonly killGraceMs?: number;
+  onSpawn?(pid: number): void;
+  onStdoutLine?(line: string): void;
+  onStderr?(text: string): void;
+}
+
+export type ProcessEnd = 'exited' | 'expired' | 'canceled' | 'flooded' | 'spawn-failed';
+
+export interface ProcessRunResult {
+  readonly end: ProcessEnd;
+  readonly exitCode: number | null;
+  readonly signal: NodeJS.Signals | null;
+  /** The last few KiB of stderr, for a failure report. */
+  readonly stderrTail: string;
+  readonly outputBytes: number;
+  readonly error?: string;
+}
+
+const TAIL = 4096;
+
+export function runProcess(opts: ProcessRunOptions): Promise<ProcessRunResult> {
+  const maxOutput = opts.maxOutputBytes ?? 32 * 1024 * 1024;
+  const maxLine = opts.maxLineBytes ?? 8 * 1024 * 1024;
+  return new Promise((resolve) => {
+    let end: ProcessEnd = 'exited';
+    let outputBytes = 0;
+    let stderrTail = '';
+    let lineBuf = '';
+    let lineOverflow = false;
+    let settled = false;
+    let killTimer: NodeJS.Timeout | undefined;
+
+    if (opts.signal.aborted) {
+      resolve({ end: 'canceled', exitCode: null, signal: null, stderrTail: '', outputBytes: 0 });
+      return;
+    }
+    let child: ReturnType<typeof spawn>;
+    try {
+      child = spawn(opts.command, opts.args, { cwd: opts.cwd, env: opts.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    } catch (e) {
+      resolve({ end: 'spawn-failed', exitCode: null, signal: null, stderrTail: '', outputBytes: 0, error: (e as Error).message });
+      return;
+    }
+
+    const killGroup = (why: ProcessEnd) => {
+      if (end === 'exited') end = why;
+      const pid = child.pid;
+      if (pid === undefined) return;
+      signalGroup(pid, 'SIGTERM');
+      killTimer ??= setTimeout(() => signalGroup(pid, 'SIGKILL'), opts.killGraceMs ?? 2000);
+    };
+    const onAbort = () => killGroup('canceled');
+    opts.signal.addEventListener('abort', onAbort, { once: true });
+    const deadlineTimer = setTimeout(() => killGroup('expired'), Math.max(0, opts.deadline - Date.now()));
+
+    const count = (n: number) => {
+      outputBytes += n;
+      if (outputBytes > maxOutput) killGroup('flooded');
+    };
+    child.stdout?.setEncoding('utf8');
+    child.stderr?.setEncoding('utf8');
+    child.stdout?.on('data', (chunk: string) => {
+      count(Buffer.byteLength(chunk));
+      if (end !== 'exited') return;
+      let start = 0;
+      for (let i = chunk.indexOf('\n'); i !== -1; i = chunk.indexOf('\n', start)) {
+        const piece = chunk.slice(start, i);
+        const line = lineOverflow ? lineBuf : lineBuf + piece;
+        lineBuf = '';
+        lineOverflow = false;
+        start = i + 1;
+        opts.onStdoutLine?.(line.endsWith('\r') ? line.slice(0, -1) : line);
+      }
+      if (!lineOverflow) {
+        lineBuf += chunk.slice(start);
+        if (lineBuf.length > maxLine) {
+          lineBuf = lineBuf.slice(0, maxLine);
+          lineOverflow = true;
+        }
+      }
+    });
+    child.stderr?.on('data', (chunk: string) => {
+      count(Buffer.byteLength(chunk));
+      stderrTail = (stderrTail + chunk).slice(-TAIL);
+      opts.onStderr?.(chunk);
+    });
+    child.stdin?.on('error', () => {
+      // The CLI may exit without reading its stdin.
+    });
+    child.stdin?.end(opts.stdin ?? '');
+
+    const finish = (exitCode: number | null, signal: NodeJS.Signals | null, error?: string) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadlineTimer);
+      if (killTimer) clearTimeout(killTimer);
+      opts.signal.removeEventListener('abort', onAbort);
+      if (lineBuf && end === 'exited') opts.onStdoutLine?.(lineBuf);
+      // Anything left in the group (a child that outlived the CLI) goes with it.
+      if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
+      resolve({ end: error ? 'spawn-failed' : end, exitCode, signal, stderrTail, outputBytes, error });
+    };
+    child.on('error', (e) => finish(null, null, e.message));
+    child.on('spawn', () => {
+      if (child.pid !== undefined) opts.onSpawn?.(child.pid);
+    });
+    child.on('exit', (code, sig) => {
+      // Wait for the pipes to drain, but not for grandchildren that keep them open.
+      const t = setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        finish(code, sig);
+      }, 2000);
+      child.on('close', () => {
+        clearTimeout(t);
+        finish(code, sig);
+      });
+    });
+  });
+}
+
+function signalGroup(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    // The group is gone already.
+  }
+}

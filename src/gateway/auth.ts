@@ -1,0 +1,59 @@
+/**
+ * Bearer tokens. Tokens are compared by SHA-256 in constant time, so the gateway never keeps a team's
+ * tokens in memory as given and a timing probe learns nothing. The local gateway's own token is a
+ * random one in a 0600 file in its state folder, for the extension and the `baton` command line.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import type { NextFunction, Request, Response } from 'express';
+import { GatewayUser } from './requestContext';
+import type { TokenConfig } from './config';
+
+export const LOCAL_PRINCIPAL = 'local';
+
+export class TokenAuthenticator {
+  private readonly entries: Array<{ principal: string; digest: Buffer }>;
+
+  constructor(tokens: readonly TokenConfig[]) {
+    this.entries = tokens.map((t) => ({ principal: t.principal, digest: Buffer.from(t.sha256, 'hex') }));
+  }
+
+  /** The principal a bearer token belongs to, or undefined. */
+  principalFor(authorization: string | undefined): string | undefined {
+    if (!authorization) return undefined;
+    const m = /^Bearer[ ]+([\x21-\x7e]{1,4096})\s*$/i.exec(authorization);
+    if (!m) return undefined;
+    const digest = createHash('sha256').update(m[1]).digest();
+    let found: string | undefined;
+    for (const e of this.entries) if (timingSafeEqual(e.digest, digest) && found === undefined) found = e.principal;
+    return found;
+  }
+
+  middleware() {
+    return (req: Request, res: Response, next: NextFunction): void => {
+      const principal = this.principalFor(req.header('authorization'));
+      if (!principal) {
+        res.setHeader('WWW-Authenticate', 'Bearer realm="baton-gateway"');
+        res.status(401).json({
+          error: { code: 401, status: 'UNAUTHENTICATED', message: 'missing or unknown bearer token: send "Authorization: Bearer <token>" (the local gateway keeps its token in <state>/token)' },
+        });
+        return;
+      }
+      res.locals.user = new GatewayUser(principal);
+      next();
+    };
+  }
+}
+
+/** Reads the local token, creating a random one (0600) on first start. */
+export function ensureLocalToken(file: string): string {
+  if (existsSync(file)) {
+    chmodSync(file, 0o600);
+    const t = readFileSync(file, 'utf8').trim();
+    if (t.length >= 32) return t;
+  }
+  const token = randomBytes(32).toString('base64url');
+  writeFileSync(file, `${token}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return token;
+}

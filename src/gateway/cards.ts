@@ -1,0 +1,124 @@
+/**
+ * The cards the gateway serves: one per agent (its skills, its interfaces with real URLs, streaming,
+ * bearer security, the replay and signed-result extensions with the gateway's public key) and the
+ * gateway's own card whose agent-index extension lists every agent (src/core/agentCard.ts reads it).
+ */
+import type { AgentCard, AgentCardSignature, AgentExtension, AgentInterface } from '@a2a-js/sdk';
+import { duplicateInterfacesForLegacy } from '@a2a-js/sdk/compat/v0_3';
+import { AGENT_INDEX_EXTENSION_URI, META, REPLAY_EXTENSION_URI, SIGNED_RESULT_EXTENSION_URI } from '../core/batonProfile';
+import type { AgentIndexParams } from '../core/batonProfile';
+
+export const GATEWAY_VERSION = '0.1.0';
+
+export interface CardKeys {
+  /** The gateway's Ed25519 public key (JWK) that verifies result envelopes and card signatures. */
+  readonly publicJwk?: Readonly<Record<string, unknown>>;
+  /** Signs a card (JWS over its RFC 8785 form, without `signatures`). */
+  readonly sign?: (card: AgentCard) => Promise<AgentCardSignature>;
+}
+
+export function agentUrl(baseUrl: string, agentId: string): string {
+  return `${baseUrl}/a2a/${encodeURIComponent(agentId)}`;
+}
+
+function interfaces(url: string): AgentInterface[] {
+  return duplicateInterfacesForLegacy(
+    [
+      { url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
+      { url, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' },
+    ],
+    ['JSONRPC', 'HTTP+JSON'],
+  );
+}
+
+function profileExtensions(keys: CardKeys): AgentExtension[] {
+  return [
+    {
+      uri: REPLAY_EXTENSION_URI,
+      description: 'Every event carries a per-task seq (SSE id and metadata baton/seq); subscribe with Last-Event-ID or metadata baton/cursor to replay what was missed.',
+      required: false,
+      params: { header: 'Last-Event-ID', cursorMetadataKey: META.cursor, seqMetadataKey: META.seq },
+    },
+    {
+      uri: SIGNED_RESULT_EXTENSION_URI,
+      description: 'Every terminal task carries a signed result envelope (compact JWS, EdDSA) in metadata baton/resultEnvelope.',
+      required: false,
+      params: { metadataKey: META.envelope, alg: 'EdDSA', ...(keys.publicJwk ? { publicKeyJwk: keys.publicJwk } : {}) },
+    },
+  ];
+}
+
+const SECURITY = {
+  securitySchemes: {
+    bearer: {
+      scheme: {
+        $case: 'httpAuthSecurityScheme' as const,
+        value: { description: 'A bearer token issued by the gateway operator (the local gateway writes one to a 0600 file).', scheme: 'Bearer', bearerFormat: 'opaque' },
+      },
+    },
+  },
+  securityRequirements: [{ schemes: { bearer: { list: [] } } }],
+};
+
+export async function buildAgentCard(base: AgentCard, baseUrl: string, agentId: string, keys: CardKeys): Promise<AgentCard> {
+  const card: AgentCard = {
+    ...base,
+    supportedInterfaces: interfaces(agentUrl(baseUrl, agentId)),
+    provider: base.provider ?? { organization: 'Baton gateway', url: baseUrl },
+    capabilities: {
+      streaming: true,
+      pushNotifications: false,
+      extendedAgentCard: false,
+      extensions: [...(base.capabilities?.extensions ?? []).filter((e) => e.uri !== REPLAY_EXTENSION_URI && e.uri !== SIGNED_RESULT_EXTENSION_URI), ...profileExtensions(keys)],
+    },
+    ...SECURITY,
+    signatures: [],
+  };
+  if (keys.sign) card.signatures = [await keys.sign(card)];
+  return card;
+}
+
+export interface IndexedAgent {
+  readonly id: string;
+  readonly name: string;
+  readonly description: string;
+  readonly kind: 'builtin' | 'headless' | 'remote';
+}
+
+export async function buildGatewayCard(baseUrl: string, agents: readonly IndexedAgent[], keys: CardKeys): Promise<AgentCard> {
+  const index: AgentIndexParams = {
+    agents: agents.map((a) => ({ id: a.id, name: a.name, description: a.description, cardUrl: `/a2a/${encodeURIComponent(a.id)}/.well-known/agent-card.json` })),
+  };
+  const card: AgentCard = {
+    name: 'Baton gateway',
+    description: `A2A front door for ${agents.length} agent(s): ${agents.map((a) => a.id).join(', ') || 'none'}. Each agent has its own card and route under /a2a/<agent>.`,
+    supportedInterfaces: [],
+    provider: { organization: 'Baton gateway', url: baseUrl },
+    version: GATEWAY_VERSION,
+    capabilities: {
+      streaming: true,
+      pushNotifications: false,
+      extendedAgentCard: false,
+      extensions: [
+        { uri: AGENT_INDEX_EXTENSION_URI, description: 'The agents this gateway fronts; each card lives at cardUrl.', required: false, params: index as unknown as Record<string, unknown> },
+        ...profileExtensions(keys),
+      ],
+    },
+    ...SECURITY,
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: agents.map((a) => ({
+      id: a.id,
+      name: a.name,
+      description: `${a.description} (${a.kind}; route /a2a/${a.id})`,
+      tags: [a.kind],
+      examples: [],
+      inputModes: [],
+      outputModes: [],
+      securityRequirements: [],
+    })),
+    signatures: [],
+  };
+  if (keys.sign) card.signatures = [await keys.sign(card)];
+  return card;
+}

@@ -1,0 +1,308 @@
+/**
+ * The gateway's config file (JSON). Every error names the file, the field and what to do, because the
+ * person reading it is an operator starting a service, not a developer reading a stack trace.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Capabilities } from './agents/localAgent';
+
+export type RemoteAuth =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'bearer'; readonly token: string }
+  | { readonly kind: 'header'; readonly header: string; readonly value: string };
+
+export interface RemoteAgentConfig {
+  readonly id: string;
+  readonly name: string;
+  readonly description: string;
+  /** The remote's pinned endpoint: requests go here and nowhere else (never to a URL a card names). */
+  readonly url: string;
+  readonly protocolBinding: 'JSONRPC' | 'HTTP+JSON';
+  readonly protocolVersion: '1.0' | '0.3';
+  readonly auth: RemoteAuth;
+  readonly skills: ReadonlyArray<{ id: string; name: string; description: string; tags: string[] }>;
+}
+
+export interface TokenConfig {
+  readonly principal: string;
+  /** hex SHA-256 of the token: the config file need not hold the secret itself. */
+  readonly sha256: string;
+}
+
+export type StoreConfig = { readonly kind: 'sqlite'; readonly file?: string } | { readonly kind: 'postgres'; readonly url: string };
+
+export interface GatewayConfig {
+  readonly host?: string;
+  readonly port?: number;
+  readonly publicUrl?: string;
+  readonly roots: readonly string[];
+  readonly store?: StoreConfig;
+  readonly tokens: readonly TokenConfig[];
+  readonly remoteAgents: readonly RemoteAgentConfig[];
+  /** `true`: every detected local agent; a list: only those ids; `false`: none. */
+  readonly localAgents: boolean | readonly string[];
+  readonly limits: {
+    readonly capabilities?: Capabilities;
+    readonly defaultDeadlineSeconds?: number;
+    readonly maxDeadlineSeconds?: number;
+    readonly cancelGraceSeconds?: number;
+    readonly maxBodyBytes?: number;
+  };
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly file: string,
+    readonly path: string,
+    problem: string,
+  ) {
+    super(`${file}: ${path ? `${path}: ` : ''}${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Obj = Record<string, unknown>;
+const ID = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+
+class Reader {
+  constructor(
+    readonly file: string,
+    private readonly env: NodeJS.ProcessEnv,
+  ) {}
+
+  fail(path: string, problem: string): never {
+    throw new ConfigError(this.file, path, problem);
+  }
+
+  obj(v: unknown, path: string): Obj {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) this.fail(path, 'must be an object');
+    return v as Obj;
+  }
+
+  known(o: Obj, path: string, keys: readonly string[]): void {
+    for (const k of Object.keys(o)) {
+      if (!keys.includes(k)) this.fail(path ? `${path}.${k}` : k, `is not a setting; known settings here: ${keys.join(', ')}`);
+    }
+  }
+
+  str(o: Obj, k: string, path: string, required: true): string;
+  str(o: Obj, k: string, path: string, required?: false): string | undefined;
+  str(o: Obj, k: string, path: string, required = false): string | undefined {
+    const v = o[k];
+    const p = path ? `${path}.${k}` : k;
+    if (v === undefined) return required ? this.fail(p, 'is required') : undefined;
+    if (typeof v !== 'string' || v === '') this.fail(p, 'must be a non-empty string');
+    return v;
+  }
+
+  num(o: Obj, k: string, path: string, min: number, max: number): number | undefined {
+    const v = o[k];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) this.fail(path ? `${path}.${k}` : k, `must be a whole number from ${min} to ${max}`);
+    return v;
+  }
+
+  url(o: Obj, k: string, path: string, required: boolean): string | undefined {
+    const v = required ? this.str(o, k, path, true) : this.str(o, k, path);
+    if (v === undefined) return undefined;
+    let u: URL;
+    try {
+      u = new URL(v);
+    } catch {
+      return this.fail(`${path}.${k}`, `must be an absolute http(s) URL, got ${JSON.stringify(v)}`);
+    }
+    if (u.protocol !== 'https:' && u.protocol !== 'http:') this.fail(`${path}.${k}`, 'must use https (or http for hosts on your own network)');
+    if (u.username || u.password) this.fail(`${path}.${k}`, 'must not carry credentials; put them under "auth"');
+    return v.replace(/\/+$/, '');
+  }
+
+  /** A secret given inline, from an environment variable or from a file. */
+  secret(o: Obj, base: string, path: string): string | undefined {
+    const inline = this.str(o, base, path);
+    const envName = this.str(o, `${base}Env`, path);
+    const file = this.str(o, `${base}File`, path);
+    const given = [inline, envName, file].filter((x) => x !== undefined).length;
+    if (given > 1) this.fail(path, `set only one of ${base}, ${base}Env, ${base}File`);
+    if (envName !== undefined) {
+      const v = this.env[envName];
+      if (!v) this.fail(`${path}.${base}Env`, `environment variable ${envName} is not set; export it before starting the gateway`);
+      return v;
+    }
+    if (file !== undefined) {
+      try {
+        return readFileSync(file, 'utf8').trim();
+      } catch (e) {
+        return this.fail(`${path}.${base}File`, `cannot read ${file}: ${(e as Error).message}`);
+      }
+    }
+    return inline;
+  }
+}
+
+function readCaps(r: Reader, v: unknown, path: string): Capabilities {
+  const o = r.obj(v, path);
+  r.known(o, path, ['write', 'shell', 'network']);
+  const flag = (k: string): boolean => {
+    const x = o[k];
+    if (x === undefined) return false;
+    if (typeof x !== 'boolean') r.fail(`${path}.${k}`, 'must be true or false');
+    return x;
+  };
+  return { write: flag('write'), shell: flag('shell'), network: flag('network') };
+}
+
+export function parseGatewayConfig(text: string, file: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+  const r: Reader = new Reader(file, env);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new ConfigError(file, '', `is not valid JSON (${(e as Error).message}); fix the syntax`);
+  }
+  const top = r.obj(raw, '');
+  r.known(top, '', ['$schema', 'host', 'port', 'publicUrl', 'roots', 'store', 'tokens', 'agents', 'localAgents', 'limits']);
+  const host = r.str(top, 'host', '');
+  const port = r.num(top, 'port', '', 0, 65535);
+  const publicUrl = r.url(top, 'publicUrl', '', false);
+
+  const roots: string[] = [];
+  if (top.roots !== undefined) {
+    if (!Array.isArray(top.roots)) r.fail('roots', 'must be a list of absolute folder paths');
+    top.roots.forEach((x, i) => {
+      if (typeof x !== 'string' || !x.startsWith('/')) r.fail(`roots[${i}]`, 'must be an absolute folder path');
+      roots.push(x);
+    });
+  }
+
+  let store: StoreConfig | undefined;
+  if (top.store !== undefined) {
+    const s = r.obj(top.store, 'store');
+    const kind = r.str(s, 'kind', 'store', true);
+    if (kind === 'sqlite') {
+      r.known(s, 'store', ['kind', 'file']);
+      const f = r.str(s, 'file', 'store');
+      store = { kind: 'sqlite', ...(f ? { file: f } : {}) };
+    } else if (kind === 'postgres') {
+      r.known(s, 'store', ['kind', 'url', 'urlEnv', 'urlFile']);
+      const url = r.secret(s, 'url', 'store');
+      if (!url) r.fail('store', 'needs url, urlEnv or urlFile: a postgres:// connection string');
+      if (!/^postgres(ql)?:\/\//.test(url)) r.fail('store.url', 'must be a postgres:// connection string');
+      store = { kind: 'postgres', url };
+    } else r.fail('store.kind', 'must be "sqlite" or "postgres"');
+  }
+
+  const tokens: TokenConfig[] = [];
+  if (top.tokens !== undefined) {
+    if (!Array.isArray(top.tokens)) r.fail('tokens', 'must be a list of {"principal": …, "sha256" | "tokenEnv" | "tokenFile": …}');
+    top.tokens.forEach((t, i) => {
+      const p = `tokens[${i}]`;
+      const o = r.obj(t, p);
+      r.known(o, p, ['principal', 'sha256', 'token', 'tokenEnv', 'tokenFile']);
+      const principal = r.str(o, 'principal', p, true);
+      const sha = r.str(o, 'sha256', p);
+      const secret = r.secret(o, 'token', p);
+      if ((sha === undefined) === (secret === undefined)) r.fail(p, 'needs exactly one of sha256 (hex SHA-256 of the token), token, tokenEnv, tokenFile');
+      if (sha !== undefined && !/^[0-9a-f]{64}$/i.test(sha)) r.fail(`${p}.sha256`, 'must be 64 hex digits (e.g. printf %s "$TOKEN" | sha256sum)');
+      if (secret !== undefined && secret.length < 16) r.fail(p, 'the token is shorter than 16 characters; use a random one (e.g. openssl rand -base64 32)');
+      tokens.push({ principal, sha256: sha?.toLowerCase() ?? sha256HexOf(secret ?? '') });
+    });
+  }
+
+  const remoteAgents: RemoteAgentConfig[] = [];
+  if (top.agents !== undefined) {
+    const agents = r.obj(top.agents, 'agents');
+    for (const [id, v] of Object.entries(agents)) {
+      const p = `agents.${id}`;
+      if (!ID.test(id)) r.fail(p, 'an agent id must be lower-case letters, digits, ".", "_" or "-" (it becomes the route /a2a/<id>)');
+      const o = r.obj(v, p);
+      r.known(o, p, ['kind', 'name', 'description', 'url', 'protocolBinding', 'protocolVersion', 'auth', 'skills']);
+      const kind = r.str(o, 'kind', p) ?? 'remote';
+      if (kind !== 'remote') r.fail(`${p}.kind`, 'must be "remote" (local agents are detected, not configured)');
+      const url = r.url(o, 'url', p, true) as string;
+      const binding = r.str(o, 'protocolBinding', p) ?? 'JSONRPC';
+      if (binding !== 'JSONRPC' && binding !== 'HTTP+JSON') r.fail(`${p}.protocolBinding`, 'must be "JSONRPC" or "HTTP+JSON"');
+      const version = r.str(o, 'protocolVersion', p) ?? '1.0';
+      if (version !== '1.0' && version !== '0.3') r.fail(`${p}.protocolVersion`, 'must be "1.0" or "0.3"');
+      let auth: RemoteAuth = { kind: 'none' };
+      if (o.auth !== undefined) {
+        const a = r.obj(o.auth, `${p}.auth`);
+        r.known(a, `${p}.auth`, ['bearer', 'bearerEnv', 'bearerFile', 'header', 'value', 'valueEnv', 'valueFile']);
+        const bearer = r.secret(a, 'bearer', `${p}.auth`);
+        const header = r.str(a, 'header', `${p}.auth`);
+        const value = r.secret(a, 'value', `${p}.auth`);
+        if (bearer !== undefined && (header !== undefined || value !== undefined)) r.fail(`${p}.auth`, 'use either bearer… or header + value…, not both');
+        if (bearer !== undefined) auth = { kind: 'bearer', token: bearer };
+        else if (header !== undefined) {
+          if (value === undefined) r.fail(`${p}.auth`, 'header needs value, valueEnv or valueFile');
+          if (!/^[A-Za-z0-9-]+$/.test(header)) r.fail(`${p}.auth.header`, 'must be an HTTP header name');
+          auth = { kind: 'header', header, value };
+        } else r.fail(`${p}.auth`, 'needs bearer, bearerEnv, bearerFile, or header with value/valueEnv/valueFile');
+      }
+      const skills: RemoteAgentConfig['skills'][number][] = [];
+      if (o.skills !== undefined) {
+        if (!Array.isArray(o.skills)) r.fail(`${p}.skills`, 'must be a list of {"id", "name", "description"}');
+        o.skills.forEach((s, i) => {
+          const sp = `${p}.skills[${i}]`;
+          const so = r.obj(s, sp);
+          r.known(so, sp, ['id', 'name', 'description', 'tags']);
+          const tags = Array.isArray(so.tags) ? so.tags.filter((t): t is string => typeof t === 'string') : [];
+          skills.push({ id: r.str(so, 'id', sp, true), name: r.str(so, 'name', sp) ?? r.str(so, 'id', sp, true), description: r.str(so, 'description', sp) ?? '', tags });
+        });
+      }
+      remoteAgents.push({
+        id,
+        name: r.str(o, 'name', p) ?? id,
+        description: r.str(o, 'description', p) ?? `Remote A2A agent at ${url}`,
+        url,
+        protocolBinding: binding as RemoteAgentConfig['protocolBinding'],
+        protocolVersion: version as RemoteAgentConfig['protocolVersion'],
+        auth,
+        skills,
+      });
+    }
+  }
+
+  let localAgents: boolean | string[] = true;
+  if (top.localAgents !== undefined) {
+    if (typeof top.localAgents === 'boolean') localAgents = top.localAgents;
+    else if (Array.isArray(top.localAgents) && top.localAgents.every((x) => typeof x === 'string')) localAgents = top.localAgents as string[];
+    else r.fail('localAgents', 'must be true, false, or a list of agent ids such as ["formatter", "lint-fix"]');
+  }
+
+  const limits: { -readonly [K in keyof GatewayConfig['limits']]: GatewayConfig['limits'][K] } = {};
+  if (top.limits !== undefined) {
+    const l = r.obj(top.limits, 'limits');
+    r.known(l, 'limits', ['capabilities', 'defaultDeadlineSeconds', 'maxDeadlineSeconds', 'cancelGraceSeconds', 'maxBodyBytes']);
+    if (l.capabilities !== undefined) limits.capabilities = readCaps(r, l.capabilities, 'limits.capabilities');
+    limits.defaultDeadlineSeconds = r.num(l, 'defaultDeadlineSeconds', 'limits', 1, 7 * 24 * 3600);
+    limits.maxDeadlineSeconds = r.num(l, 'maxDeadlineSeconds', 'limits', 1, 7 * 24 * 3600);
+    limits.cancelGraceSeconds = r.num(l, 'cancelGraceSeconds', 'limits', 1, 600);
+    limits.maxBodyBytes = r.num(l, 'maxBodyBytes', 'limits', 1024, 256 * 1024 * 1024);
+  }
+
+  return {
+    ...(host ? { host } : {}),
+    ...(port !== undefined ? { port } : {}),
+    ...(publicUrl ? { publicUrl } : {}),
+    roots,
+    ...(store ? { store } : {}),
+    tokens,
+    remoteAgents,
+    localAgents,
+    limits,
+  };
+}
+
+export function loadGatewayConfig(file: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new ConfigError(file, '', `cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); check the path given to --config`);
+  }
+  return parseGatewayConfig(text, file, env);
+}
+
+export function sha256HexOf(s: string): string {
+  return createHash('sha256').update(s).digest('hex');
+}

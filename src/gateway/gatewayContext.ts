@@ -1,0 +1,31 @@
+/** What every agent route of one gateway shares: the store, the hub, who this instance is, its limits. */
+import type { Capabilities } from './agents/localAgent';
+import type { EventHub } from './eventLog';
+import type { GatewayStore } from './store/gatewayStore';
+
+/** Signs a result envelope's claims (compact JWS). Provided by the gateway's key (src/node/signing.ts). */
+export type EnvelopeSigner = (claims: Readonly<Record<string, unknown>>) => Promise<string>;
+
+export interface GatewayLimits {
+  /** The most any request may get, whatever it asks for and whatever the agent could do. */
+  readonly capabilities: Capabilities;
+  /** Used when a request names no deadline. */
+  readonly defaultDeadlineMs: number;
+  /** No request may run longer than this. */
+  readonly maxDeadlineMs: number;
+  /** How long a cancel waits for an agent to stop before it is abandoned and recorded as canceled. */
+  readonly cancelGraceMs: number;
+}
+
+export interface GatewayContext {
+  readonly store: GatewayStore;
+  readonly hub: EventHub;
+  /** Unique per process: owners of running tasks are recorded by it. */
+  readonly instanceId: string;
+  /** Real paths of the folders whose repositories may be named in requests. */
+  readonly roots: readonly string[];
+  readonly limits: GatewayLimits;
+  readonly signEnvelope?: EnvelopeSigner;
+  /** Diagnostics for operators (stderr by default); never receives tokens. */
+  readonly log: (line: string) => void;
+}

@@ -1,0 +1,227 @@
+/**
+ * The A2A routes of one agent: JSON-RPC at `/a2a/<agent>` and HTTP+JSON beside it, 1.0 and 0.3.
+ *
+ * Non-streaming calls and 0.3 go through the SDK's transport handlers (its wire JSON and error
+ * mapping). The 1.0 streaming calls are written here, straight from the stored event bodies, because
+ * the replay profile needs `id: <seq>` on every SSE event and the SDK's writer sends none.
+ */
+import express from 'express';
+import type { NextFunction, Request, Response, Router } from 'express';
+import { A2A_VERSION_HEADER, HTTP_EXTENSION_HEADER, SendMessageRequest } from '@a2a-js/sdk';
+import { ServerCallContext, JsonRpcTransportHandler, validateVersion } from '@a2a-js/sdk/server';
+import { restHandler } from '@a2a-js/sdk/server/express';
+import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
+import { LEGACY_HTTP_EXTENSION_HEADER } from '@a2a-js/sdk/compat/v0_3';
+import { A2A_ERROR_CODE, RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
+import { META, REPLAY_EXTENSION_URI } from '../../core/batonProfile';
+import type { EventRow } from '../store/gatewayStore';
+import type { GatewayRequestHandler } from '../requestHandler';
+import { GatewayUser, parseCursor, setCursor, setSignal } from '../requestContext';
+import type { BodyError} from './jsonBody';
+import { jsonBody } from './jsonBody';
+import { writeSse } from './sseWriter';
+import type { SseItem } from './sseWriter';
+
+type JsonRpcId = string | number | null;
+
+function isLegacy(req: Request): boolean {
+  const v = req.header(A2A_VERSION_HEADER);
+  return !v || v === '0.3';
+}
+
+function parseExtensions(v: string | undefined): string[] {
+  return v ? [...new Set(v.split(',').map((s) => s.trim()).filter(Boolean))] : [];
+}
+
+function userOf(res: Response): GatewayUser {
+  const u: unknown = res.locals.user;
+  if (!(u instanceof GatewayUser)) throw new Error('A2A route reached without authentication');
+  return u;
+}
+
+/** The call context, with what the SDK's request types cannot carry (cursor, disconnect signal). */
+function buildContext(req: Request, res: Response, legacy: boolean, cursorFromBody: unknown): { context: ServerCallContext; abort: AbortController } {
+  const extensions = parseExtensions(legacy ? req.header(LEGACY_HTTP_EXTENSION_HEADER) ?? req.header(HTTP_EXTENSION_HEADER) : req.header(HTTP_EXTENSION_HEADER));
+  const context = new ServerCallContext({
+    requestedExtensions: extensions,
+    user: userOf(res),
+    requestedVersion: req.header(A2A_VERSION_HEADER) || undefined,
+  });
+  const header = parseCursor(req.header('last-event-id'), 'Last-Event-ID');
+  const inBody = parseCursor(cursorFromBody, `metadata "${META.cursor}"`);
+  setCursor(context, header ?? inBody);
+  if (extensions.includes(REPLAY_EXTENSION_URI)) context.addActivatedExtension(REPLAY_EXTENSION_URI);
+  const abort = new AbortController();
+  setSignal(context, abort.signal);
+  return { context, abort };
+}
+
+function extensionHeaders(context: ServerCallContext, legacy: boolean): Record<string, string> {
+  const act = context.activatedExtensions;
+  return act && act.length ? { [legacy ? LEGACY_HTTP_EXTENSION_HEADER : HTTP_EXTENSION_HEADER]: act.join(',') } : {};
+}
+
+/** `baton/seq` of a (v1 or v0.3) JSON-RPC stream envelope, for its SSE id. */
+function seqOfEnvelope(env: unknown): number | undefined {
+  const result = (env as { result?: Record<string, unknown> } | null)?.result;
+  if (!result || typeof result !== 'object') return undefined;
+  const direct = (result.metadata as Record<string, unknown> | undefined)?.[META.seq];
+  if (typeof direct === 'number') return direct;
+  for (const v of Object.values(result)) {
+    const s = (v as { metadata?: Record<string, unknown> } | null)?.metadata?.[META.seq];
+    if (typeof s === 'number') return s;
+  }
+  return undefined;
+}
+
+async function* rowsToItems(rows: AsyncGenerator<EventRow, void, undefined>, wrap: (body: string) => string): AsyncGenerator<SseItem, void, undefined> {
+  try {
+    for await (const r of rows) yield { id: r.seq, data: wrap(r.body) };
+  } finally {
+    await rows.return();
+  }
+}
+
+async function* envelopesToItems(stream: AsyncGenerator<unknown, void, undefined>): AsyncGenerator<SseItem, void, undefined> {
+  for await (const env of stream) {
+    const id = seqOfEnvelope(env);
+    yield id === undefined ? { data: JSON.stringify(env) } : { id, data: JSON.stringify(env) };
+  }
+}
+
+function rpcError(id: JsonRpcId, code: number, message: string): Record<string, unknown> {
+  return { jsonrpc: '2.0', id, error: { code, message } };
+}
+
+function bodyErrorToRpc(err: BodyError): Record<string, unknown> {
+  const code =
+    err.kind === 'parse' ? A2A_ERROR_CODE.PARSE_ERROR : err.kind === 'content-type' ? A2A_ERROR_CODE.CONTENT_TYPE_NOT_SUPPORTED : A2A_ERROR_CODE.INVALID_REQUEST;
+  return rpcError(null, code, err.message);
+}
+
+function idOf(body: unknown): JsonRpcId {
+  const id = (body as { id?: unknown } | null)?.id;
+  return typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)) ? id : null;
+}
+
+export interface A2aRouteOptions {
+  readonly handler: GatewayRequestHandler;
+  readonly maxBodyBytes: number;
+  readonly log: (line: string) => void;
+}
+
+export function a2aRouter(o: A2aRouteOptions): Router {
+  const { handler } = o;
+  const v1 = new JsonRpcTransportHandler(handler);
+  const legacy = new LegacyJsonRpcTransportHandler(handler);
+  const router = express.Router();
+
+  const jsonRpc = async (req: Request, res: Response): Promise<void> => {
+    const body: unknown = req.body;
+    const id = idOf(body);
+    const useLegacy = isLegacy(req);
+    const mapError = (e: unknown): { code: number; message: string } =>
+      useLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(e) : JsonRpcTransportHandler.mapToJSONRPCError(e);
+    let built: { context: ServerCallContext; abort: AbortController };
+    try {
+      if (body === undefined) throw new RequestMalformedError('the request has no body; send a JSON-RPC 2.0 request');
+      const params = (body as { params?: unknown }).params;
+      const md = params && typeof params === 'object' ? (params as { metadata?: Record<string, unknown> }).metadata : undefined;
+      built = buildContext(req, res, useLegacy, md && typeof md === 'object' ? md[META.cursor] : undefined);
+      validateVersion(built.context.requestedVersion, await handler.getAgentCard(), 'JSONRPC');
+    } catch (e) {
+      res.status(200).json({ jsonrpc: '2.0', id, error: mapError(e) });
+      return;
+    }
+    const { context, abort } = built;
+    const rpc = body as { jsonrpc?: unknown; method?: unknown; params?: Record<string, unknown> };
+    const method = rpc.jsonrpc === '2.0' && !useLegacy && typeof rpc.method === 'string' ? rpc.method : '';
+    const paramsOk = rpc.params !== null && typeof rpc.params === 'object' && !Array.isArray(rpc.params);
+    try {
+      if ((method === 'SendStreamingMessage' || method === 'SubscribeToTask') && paramsOk) {
+        const params = rpc.params as Record<string, unknown>;
+        const rows =
+          method === 'SendStreamingMessage'
+            ? await handler.openSendStream(SendMessageRequest.fromJSON(params), context)
+            : await handler.openSubscribeStream(typeof params.id === 'string' ? params.id : '', context);
+        const prefix = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`;
+        await writeSse({
+          res,
+          abort,
+          items: rowsToItems(rows, (b) => `${prefix}${b}}`),
+          headers: extensionHeaders(context, false),
+          errorData: (e) => JSON.stringify({ jsonrpc: '2.0', id, error: mapError(e) }),
+        });
+        return;
+      }
+      const out = await (useLegacy ? legacy : v1).handle(body as Record<string, unknown>, context);
+      if (out && typeof (out as AsyncGenerator<unknown>)[Symbol.asyncIterator] === 'function') {
+        await writeSse({
+          res,
+          abort,
+          items: envelopesToItems(out as AsyncGenerator<unknown, void, undefined>),
+          headers: extensionHeaders(context, useLegacy),
+          errorData: (e) => JSON.stringify({ jsonrpc: '2.0', id, error: mapError(e) }),
+        });
+        return;
+      }
+      for (const [k, v] of Object.entries(extensionHeaders(context, useLegacy))) res.setHeader(k, v);
+      res.status(200).json(out);
+    } catch (e) {
+      if (!res.headersSent) {
+        const err = mapError(e);
+        res.status(err.code === A2A_ERROR_CODE.INTERNAL_ERROR ? 500 : 200).json({ jsonrpc: '2.0', id, error: err });
+      } else if (!res.writableEnded) res.end();
+      if (!(e instanceof Error) || !('code' in e)) o.log(`JSON-RPC ${method || '(legacy)'} failed: ${(e as Error).stack ?? String(e)}`);
+    } finally {
+      abort.abort();
+    }
+  };
+
+  router.post('/', ...jsonBody(o.maxBodyBytes, (err, _req, res) => void res.status(err.kind === 'too-large' ? 413 : 200).json(bodyErrorToRpc(err))), (req, res) => {
+    void jsonRpc(req, res);
+  });
+
+  // HTTP+JSON: the same body checks, errors in the REST shape.
+  const restBody = jsonBody(o.maxBodyBytes, (err, _req, res) => {
+    const status = err.kind === 'too-large' ? 413 : err.kind === 'content-type' ? 415 : 400;
+    res.status(status).json(toRestErrorBody(new RequestMalformedError(err.message), status));
+  });
+  router.use(...restBody);
+
+  const restStream = (open: (req: Request, context: ServerCallContext) => Promise<AsyncGenerator<EventRow, void, undefined>>) =>
+    async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+      if (isLegacy(req)) return next(); // 0.3 REST is the SDK's legacy router's
+      let abort: AbortController | undefined;
+      try {
+        const md = (req.body as { metadata?: Record<string, unknown> } | undefined)?.metadata;
+        const built = buildContext(req, res, false, md && typeof md === 'object' ? md[META.cursor] : undefined);
+        abort = built.abort;
+        validateVersion(built.context.requestedVersion, await handler.getAgentCard(), 'HTTP+JSON');
+        const rows = await open(req, built.context);
+        await writeSse({
+          res,
+          abort: built.abort,
+          items: rowsToItems(rows, (b) => b),
+          headers: extensionHeaders(built.context, false),
+          errorData: (e) => JSON.stringify(toRestErrorBody(e, restStatusFor(e))),
+        });
+      } catch (e) {
+        if (!res.headersSent) {
+          const status = restStatusFor(e);
+          res.status(status).json(toRestErrorBody(e, status));
+        } else if (!res.writableEnded) res.end();
+      } finally {
+        abort?.abort();
+      }
+    };
+  const send = restStream((req, context) => handler.openSendStream(SendMessageRequest.fromJSON(req.body ?? {}), context));
+  const subscribe = restStream((req, context) => handler.openSubscribeStream(String(req.params.taskId ?? ''), context));
+  for (const prefix of ['', '/:tenant']) {
+    router.post(`${prefix}/message\\:stream`, (req, res, next) => void send(req, res, next));
+    router.get(`${prefix}/tasks/:taskId\\:subscribe`, (req, res, next) => void subscribe(req, res, next));
+    router.post(`${prefix}/tasks/:taskId\\:subscribe`, (req, res, next) => void subscribe(req, res, next));
+  }
+  router.use(restHandler({ requestHandler: handler, userBuilder: (req) => Promise.resolve(userOf(req.res as Response)), legacyCompat: { enabled: true } }));
+  return router;
+}

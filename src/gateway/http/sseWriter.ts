@@ -1,0 +1,82 @@
+/**
+ * Server-sent events with the replay profile's `id: <seq>` lines (the SDK's writer has none), the
+ * SDK's wire JSON in `data:`, backpressure, a keep-alive comment, a stop when the client goes away, and
+ * a clear error event instead of an event no client would accept (the SDK client refuses > 4 MiB).
+ */
+import { once } from 'node:events';
+import type { Response } from 'express';
+import { SSE_HEADERS } from '@a2a-js/sdk';
+
+export interface SseItem {
+  /** The event's seq, written as `id:`; undefined writes no id line. */
+  readonly id?: number;
+  /** One line of JSON (no raw newlines: JSON.stringify escapes them). */
+  readonly data: string;
+}
+
+/** The SDK client's default limit for one event's data. */
+export const MAX_SSE_EVENT_BYTES = 4 * 1024 * 1024;
+const KEEPALIVE_MS = 15_000;
+
+export interface SseOptions {
+  readonly res: Response;
+  readonly items: AsyncIterator<SseItem, void, undefined>;
+  /** Fires when the client disconnects; the producer must stop on it. */
+  readonly abort: AbortController;
+  /** The `data` of the error event sent when the stream fails after it started. */
+  readonly errorData: (err: unknown) => string;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly maxEventBytes?: number;
+}
+
+/**
+ * Awaits the first item before sending headers, so an error that happens before any event (unknown
+ * task, bad request) is thrown to the caller and answered as a normal error response.
+ */
+export async function writeSse(o: SseOptions): Promise<void> {
+  const { res, items, abort } = o;
+  const max = o.maxEventBytes ?? MAX_SSE_EVENT_BYTES;
+  const onClose = (): void => {
+    if (!res.writableFinished) abort.abort();
+  };
+  res.on('close', onClose);
+  let first: IteratorResult<SseItem, void>;
+  try {
+    first = await items.next();
+  } catch (e) {
+    res.off('close', onClose);
+    throw e;
+  }
+  for (const [k, v] of Object.entries(SSE_HEADERS)) res.setHeader(k, v);
+  for (const [k, v] of Object.entries(o.headers ?? {})) res.setHeader(k, v);
+  res.status(200);
+  res.flushHeaders();
+  const keepalive = setInterval(() => {
+    if (!res.writableEnded) res.write(': keep-alive\n\n');
+  }, KEEPALIVE_MS);
+  keepalive.unref();
+  const write = async (chunk: string): Promise<void> => {
+    if (!res.write(chunk) && !abort.signal.aborted) {
+      await Promise.race([once(res, 'drain'), once(abort.signal, 'abort')]);
+    }
+  };
+  try {
+    let r = first;
+    while (!r.done && !abort.signal.aborted) {
+      const item = r.value;
+      if (item.data.length > max / 4 && Buffer.byteLength(item.data) > max) {
+        await write(`event: error\ndata: ${o.errorData(new Error(`event ${item.id ?? ''} is ${Buffer.byteLength(item.data)} bytes, over the ${max}-byte limit for one stream event; get the task with GetTask instead`))}\n\n`);
+        break;
+      }
+      await write(item.id === undefined ? `data: ${item.data}\n\n` : `id: ${item.id}\ndata: ${item.data}\n\n`);
+      r = await items.next();
+    }
+  } catch (e) {
+    if (!res.writableEnded && !abort.signal.aborted) res.write(`event: error\ndata: ${o.errorData(e)}\n\n`);
+  } finally {
+    clearInterval(keepalive);
+    res.off('close', onClose);
+    await items.return?.().catch(() => undefined);
+    if (!res.writableEnded) res.end();
+  }
+}

@@ -1,0 +1,393 @@
+/**
+ * Runs a `LocalAgent` (built-in agents, headless coding CLIs) as A2A tasks: one task per first
+ * message, events numbered and committed before anyone sees them, a deadline, a cancel that answers
+ * within `cancelGraceMs` whatever the agent does, and a signed envelope on every terminal result.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { realpathSync } from 'node:fs';
+import { isAbsolute, relative, sep } from 'node:path';
+import { Role, SendMessageRequest, StreamResponse, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
+import type { AgentCard, Message } from '@a2a-js/sdk';
+import { RequestMalformedError, TaskNotCancelableError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import { META, PATCH_ARTIFACT } from '../core/batonProfile';
+import { canonicalize } from '../core/jcs';
+import type { Capabilities, LocalAgent, LocalRunEvent, LocalRunResult } from './agents/localAgent';
+import { READ_ONLY } from './agents/localAgent';
+import { artifactEvent, chunkText, promptOf, statusEvent, textPart } from './a2aBuild';
+import { stampSeq, TaskWriter } from './eventLog';
+import type { GatewayContext } from './gatewayContext';
+import type { TaskRow } from './store/gatewayStore';
+import type { StartedTask, TaskRunner } from './taskRunner';
+import { isTerminal } from './taskStates';
+
+/** Artifact events stay well under the SDK client's 4 MiB SSE event limit. */
+const ARTIFACT_CHUNK = 1024 * 1024;
+const CLAIM_WAIT_MS = 10_000;
+
+export function sha256Hex(text: string | Uint8Array): string {
+  return `sha256:${createHash('sha256').update(text).digest('hex')}`;
+}
+
+/** The idempotency and envelope digest of a request: RFC 8785 form of its wire JSON, tenant left out. */
+export function requestDigest(params: SendMessageRequest): string {
+  const { tenant: _tenant, ...wire } = SendMessageRequest.toJSON(params) as Record<string, unknown>;
+  void _tenant;
+  return sha256Hex(canonicalize(wire));
+}
+
+/** Waits (bounded) for a concurrent request with the same messageId to record the task it created. */
+export async function waitForBinding(ctx: GatewayContext, principal: string, agent: string, messageId: string): Promise<string> {
+  const until = Date.now() + CLAIM_WAIT_MS;
+  while (Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 20));
+    const found = await ctx.store.findRequest(principal, agent, messageId);
+    if (found?.taskId) return found.taskId;
+    if (!found) break;
+  }
+  throw new UnsupportedOperationError(`the task for messageId ${messageId} could not be created; send the request again`);
+}
+
+export function intersect(...caps: Capabilities[]): Capabilities {
+  return {
+    write: caps.every((c) => c.write),
+    shell: caps.every((c) => c.shell),
+    network: caps.every((c) => c.network),
+  };
+}
+
+function readCapabilities(v: unknown): Capabilities {
+  if (v === undefined || v === null) return READ_ONLY;
+  if (typeof v !== 'object' || Array.isArray(v)) throw new RequestMalformedError(`metadata "${META.capabilities}" must be an object like {"write": false, "shell": false, "network": false}`);
+  const o = v as Record<string, unknown>;
+  const flag = (k: keyof Capabilities): boolean => {
+    const x = o[k];
+    if (x === undefined) return false;
+    if (typeof x !== 'boolean') throw new RequestMalformedError(`metadata "${META.capabilities}".${k} must be true or false`);
+    return x;
+  };
+  return { write: flag('write'), shell: flag('shell'), network: flag('network') };
+}
+
+/** The repository a request names must be inside one of the gateway's roots (symlinks resolved). */
+export function resolveRepository(raw: unknown, roots: readonly string[]): string | undefined {
+  if (raw === undefined || raw === null || raw === '') return undefined;
+  if (typeof raw !== 'string' || !isAbsolute(raw)) {
+    throw new RequestMalformedError(`metadata "${META.repository}" must be an absolute path on the gateway's machine`);
+  }
+  let real: string;
+  try {
+    real = realpathSync(raw);
+  } catch {
+    throw new RequestMalformedError(`repository ${raw} does not exist on the gateway's machine`);
+  }
+  for (const root of roots) {
+    const rel = relative(root, real);
+    if (rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel))) return real;
+  }
+  throw new RequestMalformedError(
+    roots.length
+      ? `repository ${raw} is outside the folders this gateway serves (${roots.join(', ')}); start the gateway with --root <folder> to allow it`
+      : `repository ${raw} cannot be used: this gateway was started without --root, so it serves no repositories`,
+  );
+}
+
+function readFiles(v: unknown): string[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v) || v.some((f) => typeof f !== 'string')) throw new RequestMalformedError(`metadata "${META.files}" must be a list of repository-relative paths`);
+  for (const f of v as string[]) {
+    if (isAbsolute(f) || f.split(/[\\/]/).includes('..')) throw new RequestMalformedError(`file ${JSON.stringify(f)} in "${META.files}" must be relative to the repository, without ".."`);
+  }
+  return v as string[];
+}
+
+function readDeadline(v: unknown, limits: GatewayContext['limits']): number {
+  const now = Date.now();
+  if (v === undefined || v === null || v === '') return now + limits.defaultDeadlineMs;
+  const t = typeof v === 'string' ? Date.parse(v) : NaN;
+  if (!Number.isFinite(t)) throw new RequestMalformedError(`metadata "${META.deadline}" must be an ISO 8601 time`);
+  if (t <= now) throw new RequestMalformedError(`metadata "${META.deadline}" (${String(v)}) has already passed`);
+  return Math.min(t, now + limits.maxDeadlineMs);
+}
+
+interface Running {
+  readonly writer: TaskWriter;
+  readonly abort: AbortController;
+  readonly done: Promise<void>;
+  settled: boolean;
+  canceled: boolean;
+  /** The gateway is shutting down: the outcome is unknown to the caller, not a cancel they asked for. */
+  stopping: boolean;
+  expired: boolean;
+  patchEmitted: boolean;
+  readonly requestDigest: string;
+  readonly capabilities: Capabilities;
+}
+
+export class LocalTaskRunner implements TaskRunner {
+  readonly kind = 'local' as const;
+  private readonly running = new Map<string, Running>();
+
+  constructor(
+    private readonly ctx: GatewayContext,
+    private readonly agent: LocalAgent,
+  ) {}
+
+  baseCard(): AgentCard {
+    const a = this.agent;
+    return {
+      name: a.name,
+      description: a.description,
+      supportedInterfaces: [],
+      provider: undefined,
+      version: '1.0.0',
+      capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+      securitySchemes: {},
+      securityRequirements: [],
+      defaultInputModes: ['text/plain', 'application/json'],
+      defaultOutputModes: ['text/plain', PATCH_ARTIFACT.mediaType],
+      skills: a.skills.map((s) => ({
+        id: s.id,
+        name: s.name,
+        description: s.description,
+        tags: [...s.tags],
+        examples: [...(s.examples ?? [])],
+        inputModes: [],
+        outputModes: [],
+        securityRequirements: [],
+      })),
+      signatures: [],
+    };
+  }
+
+  async start(params: SendMessageRequest, principal: string): Promise<StartedTask> {
+    const msg = params.message;
+    if (!msg) throw new RequestMalformedError('the request has no message');
+    if (!msg.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
+    const md: Record<string, unknown> = { ...(params.metadata ?? {}), ...(msg.metadata ?? {}) };
+    const repoPath = resolveRepository(md[META.repository], this.ctx.roots);
+    const files = readFiles(md[META.files]);
+    const requested = readCapabilities(md[META.capabilities]);
+    const deadline = readDeadline(md[META.deadline], this.ctx.limits);
+    const capabilities = intersect(requested, this.agent.maxCapabilities, this.ctx.limits.capabilities);
+    let digest: string;
+    try {
+      digest = requestDigest(params);
+    } catch (e) {
+      throw new RequestMalformedError(`the request cannot be canonicalised: ${(e as Error).message}`);
+    }
+
+    const taskId = randomUUID();
+    const claim = await this.ctx.store.claimRequest(principal, this.agent.id, msg.messageId, digest, taskId);
+    if (claim.kind === 'conflict') {
+      throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);
+    }
+    if (claim.kind === 'existing') return { taskId: claim.taskId ?? (await waitForBinding(this.ctx, principal, this.agent.id, msg.messageId)) };
+
+    const contextId = msg.contextId || randomUUID();
+    const userMessage: Message = { ...msg, taskId, contextId, role: Role.ROLE_USER };
+    const task: Task = {
+      id: taskId,
+      contextId,
+      status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() },
+      artifacts: [],
+      history: [userMessage],
+      metadata: {
+        [META.executor]: { id: this.agent.id, kind: this.agent.kind },
+        [META.capabilities]: capabilities,
+        [META.deadline]: new Date(deadline).toISOString(),
+      },
+    };
+    const writer = new TaskWriter(this.ctx.store, this.ctx.hub, this.agent.id, taskId, task, 1);
+    const first: StreamResponse = { payload: { $case: 'task', value: structuredClone(task) } };
+    stampSeq(first, 1);
+    await this.ctx.store.createTask(
+      { agent: this.agent.id, id: taskId, contextId, principal, kind: 'local', state: TaskState.TASK_STATE_SUBMITTED, snapshot: writer.snapshotJson(), owner: this.ctx.instanceId },
+      { seq: 1, body: JSON.stringify(StreamResponse.toJSON(first)) },
+    );
+    const prompt = promptOf(msg.parts);
+    this.launch(writer, { repoPath, prompt, files, capabilities, deadline, digest });
+    return { taskId };
+  }
+
+  private launch(
+    writer: TaskWriter,
+    r: { repoPath: string | undefined; prompt: string; files: string[]; capabilities: Capabilities; deadline: number; digest: string },
+  ): void {
+    const abort = new AbortController();
+    let resolveDone!: () => void;
+    const done = new Promise<void>((res) => (resolveDone = res));
+    const rt: Running = { writer, abort, done, settled: false, canceled: false, stopping: false, expired: false, patchEmitted: false, requestDigest: r.digest, capabilities: r.capabilities };
+    this.running.set(writer.taskId, rt);
+    const { taskId } = writer;
+    const contextId = writer.task.contextId;
+    const push = (e: StreamResponse): void => {
+      if (!rt.settled) writer.push(e).catch((err: unknown) => this.ctx.log(`task ${taskId}: store write failed: ${(err as Error).message}`));
+    };
+    const emit = (ev: LocalRunEvent): void => {
+      if (rt.settled) return;
+      switch (ev.kind) {
+        case 'started':
+          push(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, ev.detail ?? `started${ev.confined ? ' (confined)' : ''}`, {
+            [META.executor]: { id: this.agent.id, kind: this.agent.kind, confined: ev.confined },
+          }));
+          break;
+        case 'step':
+          push(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, ev.text));
+          break;
+        case 'log':
+          push(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, ev.text, { 'baton/log': ev.stream }));
+          break;
+        case 'artifact':
+          rt.patchEmitted = true;
+          this.pushArtifact(rt, ev.text);
+          break;
+      }
+    };
+    const timer = setTimeout(() => {
+      rt.expired = true;
+      abort.abort(new Error('deadline passed'));
+      // An agent that ignores its signal still gets an outcome, a grace period later.
+      setTimeout(() => void this.finish(rt, { outcome: 'expired', reason: 'the deadline passed and the agent did not stop', patch: '' }), this.ctx.limits.cancelGraceMs).unref();
+    }, Math.max(0, r.deadline - Date.now()));
+    timer.unref();
+    push(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, `accepted by ${this.agent.name}`));
+    void (async () => {
+      let result: LocalRunResult;
+      try {
+        result = await this.agent.run(
+          { taskId, ...(r.repoPath ? { repoPath: r.repoPath } : {}), prompt: r.prompt, files: r.files, capabilities: r.capabilities, deadline: r.deadline, signal: abort.signal },
+          emit,
+        );
+      } catch (e) {
+        result = { outcome: 'failed', reason: `the agent stopped with an error: ${(e as Error).message ?? String(e)}`, patch: '' };
+      }
+      clearTimeout(timer);
+      await this.finish(rt, result);
+    })().finally(resolveDone);
+  }
+
+  private pushArtifact(rt: Running, text: string): void {
+    const { taskId } = rt.writer;
+    const contextId = rt.writer.task.contextId;
+    const artifactId = `${taskId}-patch`;
+    const chunks = chunkText(text, ARTIFACT_CHUNK);
+    chunks.forEach((chunk, i) => {
+      const artifact = {
+        artifactId,
+        name: PATCH_ARTIFACT.name,
+        description: 'The changes the agent made, as a unified diff against the tree it started from.',
+        parts: [textPart(chunk, PATCH_ARTIFACT.mediaType, PATCH_ARTIFACT.name)],
+        metadata: { 'baton/sha256': sha256Hex(text) },
+        extensions: [],
+      };
+      rt.writer.push(artifactEvent(taskId, contextId, artifact, i > 0, i === chunks.length - 1)).catch(() => undefined);
+    });
+  }
+
+  /** Records the outcome exactly once: the run's own result, a cancel that timed out, or an expiry. */
+  private async finish(rt: Running, result: LocalRunResult): Promise<void> {
+    if (rt.settled) return;
+    if (result.patch && !rt.patchEmitted) {
+      rt.patchEmitted = true;
+      this.pushArtifact(rt, result.patch);
+    }
+    rt.settled = true;
+    let outcome: string = result.outcome;
+    if (rt.stopping && outcome !== 'completed') outcome = 'unknown';
+    else if (rt.expired && outcome !== 'completed') outcome = 'expired';
+    else if (rt.canceled && outcome !== 'completed') outcome = 'canceled';
+    const state =
+      outcome === 'completed' ? TaskState.TASK_STATE_COMPLETED : outcome === 'canceled' ? TaskState.TASK_STATE_CANCELED : TaskState.TASK_STATE_FAILED;
+    const text =
+      outcome === 'completed'
+        ? result.summary ?? (result.patch ? 'done: changes.patch attached' : 'done: no changes')
+        : outcome === 'expired'
+          ? `expired: ${result.reason ?? 'the deadline passed'}`
+          : outcome === 'unknown'
+            ? 'unknown outcome: the gateway stopped while the agent was running; check the repository before retrying'
+            : result.reason ?? outcome;
+    const { writer } = rt;
+    const metadata: Record<string, unknown> = { [META.outcome]: outcome };
+    if (this.ctx.signEnvelope) {
+      try {
+        metadata[META.envelope] = await this.ctx.signEnvelope(this.envelopeClaims(rt, outcome, state));
+      } catch (e) {
+        this.ctx.log(`task ${writer.taskId}: signing the result failed: ${(e as Error).message}`);
+      }
+    }
+    writer.setOwner(null);
+    try {
+      await writer.push(statusEvent(writer.taskId, writer.task.contextId, state, text, metadata));
+    } catch (e) {
+      this.ctx.log(`task ${writer.taskId}: recording the outcome failed: ${(e as Error).message}`);
+    }
+    this.running.delete(writer.taskId);
+  }
+
+  private envelopeClaims(rt: Running, outcome: string, state: TaskState): Record<string, unknown> {
+    const t = rt.writer.task;
+    return {
+      taskId: t.id,
+      contextId: t.contextId,
+      agent: this.agent.id,
+      executor: { id: this.agent.id, kind: this.agent.kind },
+      requestDigest: rt.requestDigest,
+      artifacts: t.artifacts.map((a) => ({
+        artifactId: a.artifactId,
+        name: a.name,
+        digest: sha256Hex(a.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('')),
+      })),
+      state: taskStateToJSON(state),
+      outcome,
+      capabilities: rt.capabilities,
+      issuedAt: new Date().toISOString(),
+    };
+  }
+
+  continueTask(row: TaskRow): Promise<StartedTask> {
+    if (isTerminal(row.state)) {
+      return Promise.reject(new UnsupportedOperationError(`task ${row.id} has ended; local agents take one message per task: start a new task`));
+    }
+    return Promise.reject(new UnsupportedOperationError(`task ${row.id} is still running; local agents do not take follow-up messages`));
+  }
+
+  async cancel(row: TaskRow): Promise<void> {
+    const rt = this.running.get(row.id);
+    if (!rt) {
+      if (isTerminal(row.state)) throw new TaskNotCancelableError(`task ${row.id} has already ended`);
+      // Nobody here runs it: its worker died with an earlier process (restart recovery records it).
+      await this.recoverOrphan(row);
+      return;
+    }
+    rt.canceled = true;
+    rt.abort.abort(new Error('canceled'));
+    const grace = this.ctx.limits.cancelGraceMs;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([rt.done, new Promise<void>((r) => (timer = setTimeout(r, grace)))]);
+    clearTimeout(timer);
+    if (!rt.settled) {
+      await this.finish(rt, { outcome: 'canceled', reason: `canceled; the agent did not stop within ${grace} ms and was abandoned`, patch: '' });
+    }
+  }
+
+  async recoverOrphan(row: TaskRow): Promise<void> {
+    const task = Task.fromJSON(JSON.parse(row.snapshot));
+    const writer = new TaskWriter(this.ctx.store, this.ctx.hub, row.agent, row.id, task, row.lastSeq);
+    writer.setOwner(null);
+    await writer.push(
+      statusEvent(row.id, row.contextId, TaskState.TASK_STATE_FAILED, 'unknown outcome: the gateway stopped while the agent was running; check the repository before retrying', {
+        [META.outcome]: 'unknown',
+      }),
+    );
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.running.values()];
+    for (const rt of all) {
+      rt.stopping = true;
+      rt.abort.abort(new Error('gateway shutting down'));
+    }
+    await Promise.race([Promise.all(all.map((r) => r.done)), new Promise((r) => setTimeout(r, this.ctx.limits.cancelGraceMs))]);
+    await Promise.all(all.map((rt) => this.finish(rt, { outcome: 'failed', reason: 'the gateway stopped', patch: '' })));
+  }
+}

@@ -1,0 +1,339 @@
+/**
+ * A remote A2A agent behind the gateway, forwarded transparently: the caller addresses /a2a/<name>;
+ * the gateway talks to the remote's pinned endpoint (from the config, never from a card the remote
+ * serves) with credentials only the gateway holds, keeps the remote's task ids, and relays every event
+ * through its own event log, so callers get seq numbers, replay and a signed envelope as with local
+ * agents. A relay that breaks reconnects (GetTask, then SubscribeToTask); after a restart it re-attaches.
+ */
+import { randomUUID } from 'node:crypto';
+import { StreamResponse, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
+import type { AgentCard, Message, SendMessageRequest } from '@a2a-js/sdk';
+import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import type { Client } from '@a2a-js/sdk/client';
+import { RequestMalformedError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
+import { META } from '../core/batonProfile';
+import { statusEvent } from './a2aBuild';
+import type { RemoteAgentConfig } from './config';
+import { stampSeq, TaskWriter } from './eventLog';
+import type { GatewayContext } from './gatewayContext';
+import { requestDigest, sha256Hex, waitForBinding } from './localTaskRunner';
+import type { TaskRow } from './store/gatewayStore';
+import type { StartedTask, TaskRunner } from './taskRunner';
+import { endsTurn, isTerminal } from './taskStates';
+
+const RECONNECT_ATTEMPTS = 6;
+const REMOTE_CALL_MS = 15_000;
+
+interface Relay {
+  readonly abort: AbortController;
+  readonly done: Promise<void>;
+  readonly writer: TaskWriter;
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    }, { once: true });
+  });
+}
+
+export class ProxyTaskRunner implements TaskRunner {
+  readonly kind = 'proxy' as const;
+  private client: Promise<Client> | undefined;
+  private readonly relays = new Map<string, Relay>();
+  private closed = false;
+
+  constructor(
+    private readonly ctx: GatewayContext,
+    private readonly cfg: RemoteAgentConfig,
+  ) {}
+
+  baseCard(): AgentCard {
+    return {
+      name: this.cfg.name,
+      description: this.cfg.description,
+      supportedInterfaces: [],
+      provider: undefined,
+      version: '1.0.0',
+      capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+      securitySchemes: {},
+      securityRequirements: [],
+      defaultInputModes: ['text/plain', 'application/json'],
+      defaultOutputModes: ['text/plain', 'text/x-diff'],
+      skills: this.cfg.skills.map((s) => ({ ...s, examples: [], inputModes: [], outputModes: [], securityRequirements: [] })),
+      signatures: [],
+    };
+  }
+
+  /** The remote's credentials are added here and only here; nothing from the caller's request is. */
+  private remoteFetch: typeof fetch = (input, init) => {
+    const headers = new Headers(init?.headers);
+    const a = this.cfg.auth;
+    if (a.kind === 'bearer') headers.set('Authorization', `Bearer ${a.token}`);
+    else if (a.kind === 'header') headers.set(a.header, a.value);
+    // A redirect would carry the credentials to a URL the operator never pinned.
+    return fetch(input, { ...init, headers, redirect: 'error' });
+  };
+
+  private getClient(): Promise<Client> {
+    this.client ??= (async () => {
+      const legacyCompat = { enabled: this.cfg.protocolVersion === '0.3' };
+      const factory = new ClientFactory({
+        transports: [new JsonRpcTransportFactory({ fetchImpl: this.remoteFetch, legacyCompat }), new RestTransportFactory({ fetchImpl: this.remoteFetch, legacyCompat })],
+      });
+      // A card made from the pinned endpoint: the client goes nowhere else.
+      const card: AgentCard = {
+        ...this.baseCard(),
+        supportedInterfaces: [{ url: this.cfg.url, protocolBinding: this.cfg.protocolBinding, tenant: '', protocolVersion: this.cfg.protocolVersion }],
+      };
+      return factory.createFromAgentCard(card);
+    })();
+    this.client.catch(() => (this.client = undefined));
+    return this.client;
+  }
+
+  /** What is forwarded: the caller's message as sent, minus the tenant of the gateway's own route. */
+  private forwardParams(params: SendMessageRequest): SendMessageRequest {
+    return { ...params, tenant: '' };
+  }
+
+  async start(params: SendMessageRequest, principal: string): Promise<StartedTask> {
+    const msg = params.message;
+    if (!msg?.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
+    const digest = requestDigest(params);
+    const claim = await this.ctx.store.claimRequest(principal, this.cfg.id, msg.messageId, digest, null);
+    if (claim.kind === 'conflict') throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);
+    if (claim.kind === 'existing') return { taskId: claim.taskId ?? (await waitForBinding(this.ctx, principal, this.cfg.id, msg.messageId)) };
+    try {
+      const taskId = await this.open(params, principal, digest);
+      await this.ctx.store.bindRequest(principal, this.cfg.id, msg.messageId, taskId);
+      return { taskId };
+    } catch (e) {
+      await this.ctx.store.releaseRequest(principal, this.cfg.id, msg.messageId);
+      throw e;
+    }
+  }
+
+  /** Sends the first message; records the task from the remote's first event; relays the rest. */
+  private async open(params: SendMessageRequest, principal: string, digest: string): Promise<string> {
+    const client = await this.getClient();
+    const abort = new AbortController();
+    const stream = client.sendMessageStream(this.forwardParams(params), { signal: abort.signal });
+    const first = await stream.next();
+    if (first.done || !first.value.payload) throw new RequestMalformedError(`the remote agent ${this.cfg.id} answered with an empty stream`);
+    const p = first.value.payload;
+    let task: Task;
+    if (p.$case === 'task') task = p.value;
+    else if (p.$case === 'message') {
+      // A stateless reply: recorded as a completed task so it is replayable and owned like any other.
+      const m: Message = p.value;
+      task = {
+        id: m.taskId || `msg-${randomUUID()}`,
+        contextId: m.contextId || params.message?.contextId || randomUUID(),
+        status: { state: TaskState.TASK_STATE_COMPLETED, message: m, timestamp: new Date().toISOString() },
+        artifacts: [],
+        history: params.message ? [params.message] : [],
+        metadata: undefined,
+      };
+    } else {
+      const v = p.value;
+      task = { id: v.taskId, contextId: v.contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: params.message ? [params.message] : [], metadata: undefined };
+    }
+    if (!task.id) throw new RequestMalformedError(`the remote agent ${this.cfg.id} sent a task without an id`);
+    task.metadata = { ...(task.metadata ?? {}), [META.executor]: { id: this.cfg.id, kind: 'remote', url: this.cfg.url } };
+    const writer = new TaskWriter(this.ctx.store, this.ctx.hub, this.cfg.id, task.id, structuredClone(task), 1);
+    const firstResp: StreamResponse = { payload: { $case: 'task', value: structuredClone(task) } };
+    stampSeq(firstResp, 1);
+    const terminalAlready = endsTurn(task.status?.state);
+    await this.ctx.store.createTask(
+      {
+        agent: this.cfg.id,
+        id: task.id,
+        contextId: task.contextId,
+        principal,
+        kind: 'proxy',
+        state: task.status?.state ?? TaskState.TASK_STATE_SUBMITTED,
+        snapshot: writer.snapshotJson(),
+        owner: terminalAlready ? null : this.ctx.instanceId,
+      },
+      { seq: 1, body: JSON.stringify(StreamResponse.toJSON(firstResp)) },
+    );
+    if (p.$case === 'statusUpdate' || p.$case === 'artifactUpdate') await this.ingest(writer, first.value, digest);
+    if (!terminalAlready || p.$case !== 'task') this.startRelay(writer, stream, abort, digest);
+    else void stream.return(undefined);
+    return task.id;
+  }
+
+  async continueTask(row: TaskRow, params: SendMessageRequest, principal: string): Promise<StartedTask> {
+    if (isTerminal(row.state)) throw new RequestMalformedError(`task ${row.id} has ended; start a new task`);
+    const msg = params.message;
+    if (!msg?.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
+    const digest = requestDigest(params);
+    const claim = await this.ctx.store.claimRequest(principal, this.cfg.id, msg.messageId, digest, row.id);
+    if (claim.kind === 'conflict') throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);
+    if (claim.kind === 'existing') return { taskId: row.id };
+    const current = this.relays.get(row.id);
+    if (current) {
+      current.abort.abort();
+      await current.done;
+    }
+    const fresh = (await this.ctx.store.getTask(row.agent, row.id)) ?? row;
+    const writer = new TaskWriter(this.ctx.store, this.ctx.hub, row.agent, row.id, Task.fromJSON(JSON.parse(fresh.snapshot)), fresh.lastSeq);
+    const client = await this.getClient();
+    const abort = new AbortController();
+    const stream = client.sendMessageStream(this.forwardParams(params), { signal: abort.signal });
+    writer.setOwner(this.ctx.instanceId);
+    this.startRelay(writer, stream, abort, digest);
+    return { taskId: row.id };
+  }
+
+  private startRelay(writer: TaskWriter, stream: AsyncGenerator<StreamResponse, void, undefined> | undefined, abort: AbortController, digest: string | undefined): void {
+    const done = this.relay(writer, stream, abort, digest).catch((e: unknown) => this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId} failed: ${(e as Error).message}`));
+    this.relays.set(writer.taskId, { abort, done, writer });
+    void done.finally(() => {
+      if (this.relays.get(writer.taskId)?.writer === writer) this.relays.delete(writer.taskId);
+    });
+  }
+
+  private async ingest(writer: TaskWriter, ev: StreamResponse, digest: string | undefined): Promise<void> {
+    const p = ev.payload;
+    if (!p) return;
+    const tid = p.$case === 'task' ? p.value.id : p.$case === 'message' ? p.value.taskId : p.value.taskId;
+    if (tid && tid !== writer.taskId) return;
+    if (p.$case === 'statusUpdate' && isTerminal(p.value.status?.state) && this.ctx.signEnvelope) {
+      const state = p.value.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED;
+      const outcome = taskStateToJSON(state).replace('TASK_STATE_', '').toLowerCase();
+      try {
+        const envelope = await this.ctx.signEnvelope({
+          taskId: writer.taskId,
+          contextId: writer.task.contextId,
+          agent: this.cfg.id,
+          executor: { id: this.cfg.id, kind: 'remote', url: this.cfg.url },
+          requestDigest: digest ?? null,
+          artifacts: writer.task.artifacts.map((a) => ({ artifactId: a.artifactId, name: a.name, digest: sha256Hex(a.parts.map((x) => (x.content?.$case === 'text' ? x.content.value : '')).join('')) })),
+          state: taskStateToJSON(state),
+          outcome,
+          capabilities: null,
+          issuedAt: new Date().toISOString(),
+        });
+        p.value.metadata = { ...(p.value.metadata ?? {}), [META.envelope]: envelope, [META.outcome]: outcome };
+      } catch (e) {
+        this.ctx.log(`task ${writer.taskId}: signing the result failed: ${(e as Error).message}`);
+      }
+    }
+    if (endsTurn(p.$case === 'statusUpdate' ? p.value.status?.state : p.$case === 'task' ? p.value.status?.state : undefined)) writer.setOwner(null);
+    await writer.push(ev);
+  }
+
+  private async relay(writer: TaskWriter, initial: AsyncGenerator<StreamResponse, void, undefined> | undefined, abort: AbortController, digest: string | undefined): Promise<void> {
+    let stream = initial;
+    let attempt = 0;
+    const client = await this.getClient();
+    while (!abort.signal.aborted && !this.closed) {
+      if (stream) {
+        try {
+          for await (const ev of stream) {
+            attempt = 0;
+            await this.ingest(writer, ev, digest);
+            if (endsTurn(writer.state)) return;
+            if (abort.signal.aborted) return;
+          }
+        } catch (e) {
+          if (abort.signal.aborted || this.closed) return;
+          this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId}: stream broke (${(e as Error).message}); reconnecting`);
+        }
+      }
+      if (endsTurn(writer.state) || abort.signal.aborted || this.closed) return;
+      // A2A §3.7: a stream is not reliable delivery. Ask where the task is, then subscribe again.
+      if (++attempt > RECONNECT_ATTEMPTS) {
+        writer.setOwner(null);
+        await writer.push(statusEvent(writer.taskId, writer.task.contextId, TaskState.TASK_STATE_FAILED, `unknown outcome: lost contact with the remote agent ${this.cfg.id}; check the task there before retrying`, { [META.outcome]: 'unknown' }));
+        return;
+      }
+      await sleep(Math.min(200 * 2 ** attempt, 5_000), abort.signal);
+      try {
+        const t = await client.getTask({ tenant: '', id: writer.taskId }, { signal: AbortSignal.timeout(REMOTE_CALL_MS) });
+        if (endsTurn(t.status?.state)) {
+          await this.ingest(writer, { payload: { $case: 'statusUpdate', value: { taskId: t.id, contextId: t.contextId, status: t.status, metadata: undefined } } }, digest);
+          return;
+        }
+        stream = client.resubscribeTask({ tenant: '', id: writer.taskId }, { signal: abort.signal });
+      } catch (e) {
+        this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId}: reconnect failed (${(e as Error).message})`);
+        stream = undefined;
+      }
+    }
+  }
+
+  async fetchTask(row: TaskRow, historyLength: number | undefined): Promise<Task | undefined> {
+    if (isTerminal(row.state)) return undefined; // the store holds the final task, with its envelope
+    try {
+      const client = await this.getClient();
+      return await client.getTask({ tenant: '', id: row.id, ...(historyLength !== undefined ? { historyLength } : {}) }, { signal: AbortSignal.timeout(REMOTE_CALL_MS) });
+    } catch (e) {
+      this.ctx.log(`GetTask ${row.id} on ${this.cfg.id} failed (${(e as Error).message}); answering from the store`);
+      return undefined;
+    }
+  }
+
+  ensureLive(row: TaskRow): void {
+    if (this.relays.has(row.id) || endsTurn(row.state) || this.closed) return;
+    if (row.owner !== null && row.owner !== this.ctx.instanceId) return; // another live instance relays it
+    const writer = new TaskWriter(this.ctx.store, this.ctx.hub, row.agent, row.id, Task.fromJSON(JSON.parse(row.snapshot)), row.lastSeq);
+    writer.setOwner(this.ctx.instanceId);
+    this.startRelay(writer, undefined, new AbortController(), undefined);
+  }
+
+  async cancel(row: TaskRow): Promise<void> {
+    if (isTerminal(row.state)) throw new TaskNotCancelableError(`task ${row.id} has already ended`);
+    const grace = this.ctx.limits.cancelGraceMs;
+    const client = await this.getClient();
+    let remote: Task | undefined;
+    try {
+      remote = await client.cancelTask({ tenant: '', id: row.id, metadata: undefined }, { signal: AbortSignal.timeout(grace) });
+    } catch (e) {
+      if (e instanceof TaskNotCancelableError) throw e;
+      this.ctx.log(`cancel of ${row.id} on ${this.cfg.id}: ${(e as Error).message}`);
+    }
+    const relay = this.relays.get(row.id);
+    if (relay) {
+      // The relay records the remote's CANCELED event; give it the same bounded time.
+      await Promise.race([relay.done, sleep(grace)]);
+      if (!this.relays.has(row.id)) return;
+      relay.abort.abort();
+      await relay.done;
+    }
+    const fresh = (await this.ctx.store.getTask(row.agent, row.id)) ?? row;
+    if (isTerminal(fresh.state)) return;
+    const writer = new TaskWriter(this.ctx.store, this.ctx.hub, row.agent, row.id, Task.fromJSON(JSON.parse(fresh.snapshot)), fresh.lastSeq);
+    writer.setOwner(null);
+    if (remote && isTerminal(remote.status?.state)) {
+      await this.ingest(writer, { payload: { $case: 'statusUpdate', value: { taskId: row.id, contextId: row.contextId, status: remote.status, metadata: undefined } } }, undefined);
+    } else {
+      await writer.push(
+        statusEvent(row.id, row.contextId, TaskState.TASK_STATE_FAILED, `cancel requested; the remote agent ${this.cfg.id} did not confirm within ${grace} ms, so its outcome is unknown`, {
+          [META.outcome]: 'unknown',
+        }),
+      );
+    }
+  }
+
+  recoverOrphan(row: TaskRow): Promise<void> {
+    // The remote kept running while we were down: re-attach and relay what it did meanwhile.
+    const writer = new TaskWriter(this.ctx.store, this.ctx.hub, row.agent, row.id, Task.fromJSON(JSON.parse(row.snapshot)), row.lastSeq);
+    writer.setOwner(this.ctx.instanceId);
+    this.startRelay(writer, undefined, new AbortController(), undefined);
+    return Promise.resolve();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.relays.values()];
+    for (const r of all) r.abort.abort();
+    await Promise.race([Promise.all(all.map((r) => r.done)), sleep(this.ctx.limits.cancelGraceMs)]);
+  }
+}
+

@@ -1,0 +1,208 @@
+/**
+ * One agent route's A2A request handler (the SDK's `A2ARequestHandler`, so the SDK's transports serve
+ * it, 1.0 and 0.3). It owns what is the same for every kind of agent: the principal's view of tasks
+ * (another principal's task answers exactly like an unknown one), blocking and streaming sends over the
+ * event log, replay from a cursor, and a bounded cancel. The `TaskRunner` behind it runs the tasks.
+ */
+import { Task } from '@a2a-js/sdk';
+import type {
+  AgentCard,
+  CancelTaskRequest,
+  DeleteTaskPushNotificationConfigRequest,
+  GetExtendedAgentCardRequest,
+  GetTaskPushNotificationConfigRequest,
+  GetTaskRequest,
+  ListTaskPushNotificationConfigsRequest,
+  ListTaskPushNotificationConfigsResponse,
+  ListTasksRequest,
+  ListTasksResponse,
+  Message,
+  SendMessageRequest,
+  StreamResponse,
+  SubscribeToTaskRequest,
+  TaskPushNotificationConfig,
+} from '@a2a-js/sdk';
+import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
+import {
+  ExtendedAgentCardNotConfiguredError,
+  PushNotificationNotSupportedError,
+  RequestMalformedError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+} from '@a2a-js/sdk/errors';
+import { META } from '../core/batonProfile';
+import { followTask, rowToResponse } from './eventLog';
+import type { GatewayContext } from './gatewayContext';
+import { cursorOf, principalOf, signalOf } from './requestContext';
+import type { EventRow, TaskRow } from './store/gatewayStore';
+import type { TaskRunner } from './taskRunner';
+import { endsTurn, isTerminal } from './taskStates';
+
+const LIST_MAX = 100;
+
+function notFound(id: string): Error {
+  // One message for "unknown" and "someone else's": the answer must not tell them apart.
+  return new TaskNotFoundError(`task ${id} not found`);
+}
+
+function withHistoryLength(task: Task, historyLength: number | undefined): Task {
+  if (historyLength === undefined) return task;
+  if (historyLength <= 0) return { ...task, history: [] };
+  return { ...task, history: task.history.slice(-historyLength) };
+}
+
+export class GatewayRequestHandler implements A2ARequestHandler {
+  constructor(
+    private readonly ctx: GatewayContext,
+    readonly agentId: string,
+    private readonly card: () => AgentCard,
+    readonly runner: TaskRunner,
+  ) {}
+
+  getAgentCard(): Promise<AgentCard> {
+    return Promise.resolve(this.card());
+  }
+
+  getAuthenticatedExtendedAgentCard(_p: GetExtendedAgentCardRequest, _c: ServerCallContext): Promise<AgentCard> {
+    return Promise.reject(new ExtendedAgentCardNotConfiguredError('this agent has no extended card'));
+  }
+
+  /** The caller's task, or the same "not found" whether it is unknown or another principal's. */
+  async ownTask(id: string, context: ServerCallContext): Promise<TaskRow> {
+    if (!id || !id.trim()) throw new RequestMalformedError('a task id is required');
+    const row = await this.ctx.store.getTask(this.agentId, id);
+    if (!row || row.principal !== principalOf(context)) throw notFound(id);
+    return row;
+  }
+
+  private async startOrContinue(params: SendMessageRequest, context: ServerCallContext): Promise<string> {
+    const msg: Message | undefined = params.message;
+    if (!msg) throw new RequestMalformedError('the request has no message');
+    if (!msg.parts.length) throw new RequestMalformedError('the message has no parts');
+    const principal = principalOf(context);
+    if (msg.taskId) {
+      const row = await this.ownTask(msg.taskId, context);
+      return (await this.runner.continueTask(row, params, principal)).taskId;
+    }
+    return (await this.runner.start(params, principal)).taskId;
+  }
+
+  async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
+    const taskId = await this.startOrContinue(params, context);
+    const row0 = await this.ctx.store.getTask(this.agentId, taskId);
+    if (!row0) throw notFound(taskId);
+    if (!params.configuration?.returnImmediately) {
+      // Blocking send: wait for the turn to end (the task's deadline bounds the run).
+      for await (const _row of followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId, afterSeq: row0.lastSeq, untilTurnEnds: true, signal: signalOf(context) })) {
+        void _row;
+      }
+    }
+    return this.snapshot(taskId, params.configuration?.historyLength, context);
+  }
+
+  /**
+   * Starts (or continues) and returns the task's stored events from its first one; errors before the
+   * first event are thrown here, so the transport answers them as plain errors, not as a broken stream.
+   */
+  async openSendStream(params: SendMessageRequest, context: ServerCallContext): Promise<AsyncGenerator<EventRow, void, undefined>> {
+    const continuing = Boolean(params.message?.taskId);
+    const before = continuing ? (await this.ownTask(params.message?.taskId ?? '', context)).lastSeq : 0;
+    const taskId = await this.startOrContinue(params, context);
+    return followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId, afterSeq: before, untilTurnEnds: true, signal: signalOf(context) });
+  }
+
+  async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    for await (const row of await this.openSendStream(params, context)) yield rowToResponse(row);
+  }
+
+  /**
+   * Subscribe. With a cursor (the replay profile): every stored event after it, then live ones, and the
+   * stream closes once a finished task has nothing left. Without: plain A2A — the current task first,
+   * then live events; a finished task is an error.
+   */
+  async openSubscribeStream(id: string, context: ServerCallContext): Promise<AsyncGenerator<EventRow, void, undefined>> {
+    const row = await this.ownTask(id, context);
+    const cursor = cursorOf(context);
+    if (!isTerminal(row.state)) this.runner.ensureLive?.(row);
+    const follow = (afterSeq: number): AsyncGenerator<EventRow, void, undefined> =>
+      followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId: id, afterSeq, untilTurnEnds: true, signal: signalOf(context) });
+    if (cursor !== undefined) {
+      if (cursor > row.lastSeq) throw new RequestMalformedError(`cursor ${cursor} is past the last event of task ${id} (${row.lastSeq})`);
+      return follow(cursor);
+    }
+    if (isTerminal(row.state)) throw new UnsupportedOperationError(`task ${id} has ended; get it with GetTask (or subscribe with Last-Event-ID to replay its events)`);
+    const first: EventRow = { seq: row.lastSeq, body: JSON.stringify({ task: JSON.parse(row.snapshot) as unknown }) };
+    const rest = endsTurn(row.state) ? undefined : follow(row.lastSeq);
+    return (async function* () {
+      yield first;
+      if (rest) yield* rest;
+    })();
+  }
+
+  async *resubscribe(params: SubscribeToTaskRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    for await (const row of await this.openSubscribeStream(params.id, context)) yield rowToResponse(row);
+  }
+
+  private async snapshot(id: string, historyLength: number | undefined, context: ServerCallContext): Promise<Task> {
+    const row = await this.ownTask(id, context);
+    const remote = await this.runner.fetchTask?.(row, historyLength);
+    if (remote) return { ...remote, metadata: { ...(remote.metadata ?? {}), [META.seq]: row.lastSeq } };
+    return withHistoryLength(Task.fromJSON(JSON.parse(row.snapshot)), historyLength);
+  }
+
+  getTask(params: GetTaskRequest, context: ServerCallContext): Promise<Task> {
+    if (params.historyLength !== undefined && params.historyLength < 0) return Promise.reject(new RequestMalformedError('historyLength must not be negative'));
+    return this.snapshot(params.id, params.historyLength, context);
+  }
+
+  async listTasks(params: ListTasksRequest, context: ServerCallContext): Promise<ListTasksResponse> {
+    const limit = Math.min(Math.max(params.pageSize ?? 50, 1), LIST_MAX);
+    let before: { updatedAt: number; id: string } | undefined;
+    if (params.pageToken) {
+      const m = /^(\d+):(.+)$/.exec(params.pageToken);
+      if (!m) throw new RequestMalformedError('pageToken is not one this gateway issued');
+      before = { updatedAt: Number(m[1]), id: m[2] };
+    }
+    const rows = await this.ctx.store.listTasks({
+      agent: this.agentId,
+      principal: principalOf(context),
+      ...(params.contextId ? { contextId: params.contextId } : {}),
+      ...(params.status ? { state: params.status } : {}),
+      limit: limit + 1,
+      ...(before ? { before } : {}),
+    });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      tasks: page.map((r) => {
+        const t = withHistoryLength(Task.fromJSON(JSON.parse(r.snapshot)), params.historyLength);
+        return params.includeArtifacts ? t : { ...t, artifacts: [] };
+      }),
+      nextPageToken: rows.length > limit && last ? `${last.updatedAt}:${last.id}` : '',
+      pageSize: limit,
+      totalSize: page.length,
+    };
+  }
+
+  async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
+    const row = await this.ownTask(params.id, context);
+    await this.runner.cancel(row);
+    return this.snapshot(params.id, undefined, context);
+  }
+
+  createTaskPushNotificationConfig(_p: TaskPushNotificationConfig, _c: ServerCallContext): Promise<TaskPushNotificationConfig> {
+    return Promise.reject(new PushNotificationNotSupportedError('push notifications are not enabled on this gateway'));
+  }
+
+  getTaskPushNotificationConfig(_p: GetTaskPushNotificationConfigRequest, _c: ServerCallContext): Promise<TaskPushNotificationConfig> {
+    return Promise.reject(new PushNotificationNotSupportedError('push notifications are not enabled on this gateway'));
+  }
+
+  listTaskPushNotificationConfigs(_p: ListTaskPushNotificationConfigsRequest, _c: ServerCallContext): Promise<ListTaskPushNotificationConfigsResponse> {
+    return Promise.reject(new PushNotificationNotSupportedError('push notifications are not enabled on this gateway'));
+  }
+
+  deleteTaskPushNotificationConfig(_p: DeleteTaskPushNotificationConfigRequest, _c: ServerCallContext): Promise<void> {
+    return Promise.reject(new PushNotificationNotSupportedError('push notifications are not enabled on this gateway'));
+  }
+}

@@ -1,0 +1,247 @@
+/**
+ * `startGateway`: the whole gateway in one call, for the `baton-gateway` program, the extension's
+ * supervisor and tests. Binds 127.0.0.1 unless told otherwise; every route but the public cards needs
+ * a bearer token; tasks a dead process left running are recorded as "unknown outcome" on start.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdirSync, realpathSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import express from 'express';
+import type { NextFunction, Request, Response } from 'express';
+import type { AgentCard } from '@a2a-js/sdk';
+import { agentCardHandler } from '@a2a-js/sdk/server/express';
+import type { Capabilities, LocalAgent } from './agents/localAgent';
+import { READ_ONLY } from './agents/localAgent';
+import { ensureLocalToken, LOCAL_PRINCIPAL, TokenAuthenticator } from './auth';
+import { buildAgentCard, buildGatewayCard } from './cards';
+import type { CardKeys, IndexedAgent } from './cards';
+import type { RemoteAgentConfig, StoreConfig, TokenConfig } from './config';
+import { sha256HexOf } from './config';
+import { EventHub } from './eventLog';
+import type { EnvelopeSigner, GatewayContext, GatewayLimits } from './gatewayContext';
+import { a2aRouter } from './http/a2aRoutes';
+import { LocalTaskRunner } from './localTaskRunner';
+import { ProxyTaskRunner } from './proxyTaskRunner';
+import { GatewayRequestHandler } from './requestHandler';
+import { openStore } from './store/openStore';
+import type { GatewayStore } from './store/gatewayStore';
+import type { TaskRunner } from './taskRunner';
+
+export interface GatewayKeys extends CardKeys {
+  readonly signEnvelope?: EnvelopeSigner;
+}
+
+export interface GatewayOptions {
+  /** Keys, the local token and the SQLite store live here (created 0700). */
+  readonly stateDir: string;
+  readonly host?: string;
+  /** 0 (default) picks a free port. */
+  readonly port?: number;
+  /** The URL clients reach the gateway at, when it is behind a proxy; default http://<host>:<port>. */
+  readonly publicUrl?: string;
+  /** Folders whose repositories requests may name. */
+  readonly roots?: readonly string[];
+  readonly localAgents?: readonly LocalAgent[];
+  readonly remoteAgents?: readonly RemoteAgentConfig[];
+  /** Team tokens; the local token (principal "local") is always created in stateDir/token. */
+  readonly tokens?: readonly TokenConfig[];
+  readonly store?: StoreConfig;
+  readonly sqliteDriver?: 'auto' | 'node:sqlite' | 'better-sqlite3';
+  readonly limits?: Partial<GatewayLimits>;
+  readonly maxBodyBytes?: number;
+  /** Card and envelope signing (the gateway's Ed25519 key). */
+  readonly keys?: GatewayKeys;
+  readonly log?: (line: string) => void;
+}
+
+export interface RunningGateway {
+  readonly url: string;
+  /** The local principal's bearer token (also in tokenFile). */
+  readonly token: string;
+  readonly tokenFile: string;
+  readonly port: number;
+  readonly store: GatewayStore;
+  readonly instanceId: string;
+  readonly agents: readonly IndexedAgent[];
+  close(): Promise<void>;
+}
+
+const DEFAULT_LIMITS: GatewayLimits = {
+  capabilities: { write: true, shell: false, network: false } satisfies Capabilities,
+  defaultDeadlineMs: 30 * 60_000,
+  maxDeadlineMs: 4 * 3600_000,
+  cancelGraceMs: 5_000,
+};
+const HEARTBEAT_MS = 5_000;
+/** Another instance whose heartbeat is older than this is dead; its running tasks are orphans. */
+const STALE_MS = 30_000;
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
+  const log = opts.log ?? ((l: string) => process.stderr.write(`baton-gateway: ${l}\n`));
+  mkdirSync(opts.stateDir, { recursive: true, mode: 0o700 });
+  chmodSync(opts.stateDir, 0o700);
+  const tokenFile = join(opts.stateDir, 'token');
+  const token = ensureLocalToken(tokenFile);
+  const auth = new TokenAuthenticator([{ principal: LOCAL_PRINCIPAL, sha256: sha256HexOf(token) }, ...(opts.tokens ?? [])]);
+
+  const store = await openStore(opts.store ?? { kind: 'sqlite' }, opts.stateDir, opts.sqliteDriver);
+  const hub = new EventHub();
+  store.onRemoteAppend((agent, taskId) => hub.publish(agent, taskId, undefined));
+  const instanceId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  await store.heartbeat(instanceId, hostname(), process.pid);
+  const heartbeat = setInterval(() => void store.heartbeat(instanceId, hostname(), process.pid).catch((e: unknown) => log(`heartbeat failed: ${String(e)}`)), HEARTBEAT_MS);
+  heartbeat.unref();
+
+  const roots = (opts.roots ?? []).map((r) => {
+    try {
+      return realpathSync(r);
+    } catch {
+      throw new Error(`root ${r} does not exist; create it or remove it from --root / "roots"`);
+    }
+  });
+  const ctx: GatewayContext = {
+    store,
+    hub,
+    instanceId,
+    roots,
+    limits: { ...DEFAULT_LIMITS, ...(opts.limits ?? {}) },
+    ...(opts.keys?.signEnvelope ? { signEnvelope: opts.keys.signEnvelope } : {}),
+    log,
+  };
+
+  const runners = new Map<string, { runner: TaskRunner; indexed: IndexedAgent }>();
+  for (const a of opts.localAgents ?? []) {
+    if (runners.has(a.id)) throw new Error(`two agents are named ${a.id}; rename one in the config`);
+    runners.set(a.id, { runner: new LocalTaskRunner(ctx, a), indexed: { id: a.id, name: a.name, description: a.description, kind: a.kind } });
+  }
+  for (const r of opts.remoteAgents ?? []) {
+    if (runners.has(r.id)) throw new Error(`agent id ${r.id} is used by a local agent and a configured remote agent; rename the remote one in the config`);
+    runners.set(r.id, { runner: new ProxyTaskRunner(ctx, r), indexed: { id: r.id, name: r.name, description: r.description, kind: 'remote' } });
+  }
+
+  await recoverOrphans(store, instanceId, runners, log);
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  const maxBodyBytes = opts.maxBodyBytes ?? 8 * 1024 * 1024;
+  const keys: CardKeys = opts.keys ?? {};
+  let baseUrl = '';
+  const cardCache = new Map<string, Promise<AgentCard>>();
+  const cardOf = (id: string): Promise<AgentCard> => {
+    let c = cardCache.get(id);
+    if (!c) {
+      const entry = runners.get(id);
+      c = entry ? buildAgentCard(entry.runner.baseCard(), baseUrl, id, keys) : Promise.reject(new Error(`unknown agent ${id}`));
+      cardCache.set(id, c);
+    }
+    return c;
+  };
+  const indexed = [...runners.values()].map((r) => r.indexed);
+  let gatewayCard: Promise<AgentCard> | undefined;
+
+  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: () => (gatewayCard ??= buildGatewayCard(baseUrl, indexed, keys)), legacyCompat: { enabled: true } }));
+
+  const handlers = new Map<string, GatewayRequestHandler>();
+  for (const [id, { runner }] of runners) {
+    let resolved: AgentCard | undefined;
+    const handler = new GatewayRequestHandler(ctx, id, () => {
+      if (!resolved) throw new Error('card not ready');
+      return resolved;
+    }, runner);
+    handlers.set(id, handler);
+    const base = `/a2a/${encodeURIComponent(id)}`;
+    app.use(`${base}/.well-known/agent-card.json`, agentCardHandler({ agentCardProvider: () => cardOf(id), legacyCompat: { enabled: true } }));
+    app.use(base, auth.middleware(), (_req: Request, _res: Response, next: NextFunction) => {
+      if (resolved) return next();
+      cardOf(id).then((c) => {
+        resolved = c;
+        next();
+      }, next);
+    }, a2aRouter({ handler, maxBodyBytes, log }));
+  }
+  app.use('/a2a', auth.middleware(), (req: Request, res: Response) => {
+    const name = decodeURIComponent(req.path.split('/')[1] ?? '');
+    const known = [...runners.keys()].join(', ') || 'none';
+    const message = name ? `unknown agent "${name}"; this gateway serves: ${known}` : `address an agent at /a2a/<agent>; this gateway serves: ${known}`;
+    res.status(404).json(req.method === 'POST' ? { jsonrpc: '2.0', id: null, error: { code: -32601, message } } : { error: { code: 404, status: 'NOT_FOUND', message } });
+  });
+  app.use((req: Request, res: Response) => {
+    res.status(404).json({ error: { code: 404, status: 'NOT_FOUND', message: `no route ${req.method} ${req.path}; agents live under /a2a/<agent>, the index at /.well-known/agent-card.json` } });
+  });
+  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    void _next;
+    log(`request failed: ${(err as Error).stack ?? String(err)}`);
+    if (!res.headersSent) res.status(500).json({ error: { code: 500, status: 'INTERNAL', message: 'the gateway failed to handle this request; see its log' } });
+    else if (!res.writableEnded) res.end();
+  });
+
+  const host = opts.host ?? '127.0.0.1';
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = app.listen(opts.port ?? 0, host, () => resolve(s));
+    s.once('error', reject);
+  });
+  server.headersTimeout = 30_000;
+  server.requestTimeout = 0; // streams are long-lived; idle sockets are closed by keepAliveTimeout
+  const port = (server.address() as AddressInfo).port;
+  const hostForUrl = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+  baseUrl = (opts.publicUrl ?? `http://${hostForUrl}:${port}`).replace(/\/+$/, '');
+
+  let closed = false;
+  return {
+    url: baseUrl,
+    token,
+    tokenFile,
+    port,
+    store,
+    instanceId,
+    agents: indexed,
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      clearInterval(heartbeat);
+      const closing = new Promise<void>((r) => server.close(() => r()));
+      await Promise.all([...runners.values()].map((r) => r.runner.close()));
+      server.closeAllConnections();
+      await closing;
+      await store.close();
+    },
+  };
+}
+
+async function recoverOrphans(store: GatewayStore, self: string, runners: Map<string, { runner: TaskRunner }>, log: (l: string) => void): Promise<void> {
+  const instances = await store.instances();
+  const now = Date.now();
+  const me = hostname();
+  for (const row of await store.listOwnedUnfinished()) {
+    if (!row.owner || row.owner === self) continue;
+    const inst = instances.get(row.owner);
+    const dead = !inst || now - inst.heartbeatAt > STALE_MS || (inst.host === me && !pidAlive(inst.pid));
+    if (!dead) continue;
+    const entry = runners.get(row.agent);
+    if (!entry) {
+      log(`task ${row.id} belongs to agent ${row.agent}, which this gateway no longer serves; leaving it`);
+      continue;
+    }
+    try {
+      await entry.runner.recoverOrphan(row);
+      log(`task ${row.id} (${row.agent}): its worker died with instance ${row.owner}; recorded`);
+    } catch (e) {
+      log(`task ${row.id}: recovery failed: ${(e as Error).message}`);
+    }
+  }
+}
+
+export { READ_ONLY };

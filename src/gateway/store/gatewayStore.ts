@@ -1,0 +1,105 @@
+/**
+ * The gateway's durable store, behind one interface so the same request handler runs on SQLite
+ * (`node:sqlite` where the runtime has it, better-sqlite3 on Node 20) and on PostgreSQL (several
+ * gateway instances sharing tasks). The event log is the source of truth for replay: every event of a
+ * task is a row keyed (agent, task, seq), written before it is sent to anyone.
+ */
+import type { TaskState } from '@a2a-js/sdk';
+
+export type TaskKind = 'local' | 'proxy';
+
+export interface TaskRow {
+  readonly agent: string;
+  readonly id: string;
+  readonly contextId: string;
+  /** The principal that created the task; nobody else may see it. */
+  readonly principal: string;
+  readonly kind: TaskKind;
+  readonly state: TaskState;
+  readonly lastSeq: number;
+  /** The task as A2A wire JSON (`Task.toJSON`), folded from its events. */
+  readonly snapshot: string;
+  /** The gateway instance currently running (or relaying) the task; null when nobody is. */
+  readonly owner: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface EventRow {
+  readonly seq: number;
+  /** One `StreamResponse` as A2A wire JSON, with `baton/seq` already in its metadata. */
+  readonly body: string;
+}
+
+export type ClaimResult =
+  | { readonly kind: 'new' }
+  /** The same messageId with the same body: the task it made (null while it is still being created). */
+  | { readonly kind: 'existing'; readonly taskId: string | null }
+  /** The same messageId with a different body. */
+  | { readonly kind: 'conflict' };
+
+export interface NewTask {
+  readonly agent: string;
+  readonly id: string;
+  readonly contextId: string;
+  readonly principal: string;
+  readonly kind: TaskKind;
+  readonly state: TaskState;
+  readonly snapshot: string;
+  readonly owner: string | null;
+}
+
+export interface AppendBatch {
+  readonly agent: string;
+  readonly taskId: string;
+  /** Contiguous, starting at the task's lastSeq + 1. */
+  readonly events: readonly EventRow[];
+  readonly state: TaskState;
+  readonly snapshot: string;
+  /** Set when the batch also hands the task over (null: nobody runs it any more). */
+  readonly owner?: string | null;
+}
+
+export interface ListFilter {
+  readonly agent: string;
+  readonly principal: string;
+  readonly contextId?: string;
+  readonly state?: TaskState;
+  readonly limit: number;
+  /** Tasks updated strictly before this (epoch ms, id) pair come after it in the listing. */
+  readonly before?: { readonly updatedAt: number; readonly id: string };
+}
+
+/** Tells the caller that events were appended to a task, possibly by another gateway instance. */
+export type AppendListener = (agent: string, taskId: string, lastSeq: number) => void;
+
+export interface GatewayStore {
+  readonly kind: 'sqlite' | 'postgres';
+  /**
+   * Idempotency: claims (principal, agent, messageId) for a request whose canonical digest is given.
+   * `taskId` is recorded at once when the caller already knows it (local agents), else later with
+   * `bindRequest` (proxied agents learn it from the remote).
+   */
+  claimRequest(principal: string, agent: string, messageId: string, digest: string, taskId: string | null): Promise<ClaimResult>;
+  findRequest(principal: string, agent: string, messageId: string): Promise<{ digest: string; taskId: string | null } | undefined>;
+  bindRequest(principal: string, agent: string, messageId: string, taskId: string): Promise<void>;
+  /** Forgets a claim whose request failed before any task existed, so a retry can run. */
+  releaseRequest(principal: string, agent: string, messageId: string): Promise<void>;
+  /** Inserts the task and its first event (seq 1) in one transaction. */
+  createTask(task: NewTask, first: EventRow): Promise<void>;
+  append(batch: AppendBatch): Promise<void>;
+  getTask(agent: string, taskId: string): Promise<TaskRow | undefined>;
+  listTasks(filter: ListFilter): Promise<TaskRow[]>;
+  readEvents(agent: string, taskId: string, afterSeq: number, limit: number): Promise<EventRow[]>;
+  /** Non-terminal tasks with an owner: candidates for "the worker died" after a restart. */
+  listOwnedUnfinished(): Promise<TaskRow[]>;
+  /** Records that this instance is alive (for other instances' orphan checks). */
+  heartbeat(instance: string, host: string, pid: number): Promise<void>;
+  /** Last heartbeat of each instance, epoch ms. */
+  instances(): Promise<Map<string, { host: string; pid: number; heartbeatAt: number }>>;
+  /** Events appended by other instances (PostgreSQL LISTEN/NOTIFY); SQLite has no other writers to hear. */
+  onRemoteAppend(listener: AppendListener): void;
+  /** `PRAGMA integrity_check` / a PostgreSQL equivalent: 'ok' when sound. */
+  integrityCheck(): Promise<string>;
+  close(): Promise<void>;
+}

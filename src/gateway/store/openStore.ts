@@ -1,0 +1,13 @@
+/** Opens the store a gateway was configured with. */
+import { join } from 'node:path';
+import type { StoreConfig } from '../config';
+import type { GatewayStore } from './gatewayStore';
+import { SqliteGatewayStore } from './sqliteStore';
+
+export async function openStore(cfg: StoreConfig, stateDir: string, driver?: 'auto' | 'node:sqlite' | 'better-sqlite3'): Promise<GatewayStore> {
+  if (cfg.kind === 'postgres') {
+    const { PostgresGatewayStore } = await import('./postgresStore');
+    return PostgresGatewayStore.open(cfg.url);
+  }
+  return new SqliteGatewayStore({ file: cfg.file ?? join(stateDir, 'gateway.db'), driver: driver ?? 'auto' });
+}

@@ -1,0 +1,245 @@
+/**
+ * PostgreSQL store, for teams running several gateway instances on one database: tasks and events are
+ * shared, and an append on one instance reaches subscribers on the others through LISTEN/NOTIFY (the
+ * notification is sent inside the appending transaction, so it is delivered only once the events are
+ * committed and readable).
+ *
+ * Why not the SDK's DatabaseTaskStore: its table holds one snapshot per task, keyed by the SDK's
+ * (tenant, owner) scope; the gateway's source of truth is the per-task event log (replay needs every
+ * event by seq), tasks are keyed per agent route, and idempotency needs its own table. One schema for
+ * both SQLite and PostgreSQL keeps the two paths the same code above this interface.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { TaskState } from '@a2a-js/sdk';
+import type { AppendBatch, AppendListener, ClaimResult, EventRow, GatewayStore, ListFilter, NewTask, TaskRow } from './gatewayStore';
+import { TERMINAL_STATES } from '../taskStates';
+
+const CHANNEL = 'baton_events';
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS baton_tasks (
+  agent TEXT NOT NULL, id TEXT NOT NULL, context_id TEXT NOT NULL, principal TEXT NOT NULL,
+  kind TEXT NOT NULL, state INTEGER NOT NULL, last_seq BIGINT NOT NULL, snapshot TEXT NOT NULL,
+  owner TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,
+  PRIMARY KEY (agent, id));
+CREATE INDEX IF NOT EXISTS baton_tasks_by_principal ON baton_tasks (agent, principal, updated_at DESC, id DESC);
+CREATE TABLE IF NOT EXISTS baton_events (
+  agent TEXT NOT NULL, task_id TEXT NOT NULL, seq BIGINT NOT NULL, body TEXT NOT NULL,
+  PRIMARY KEY (agent, task_id, seq));
+CREATE TABLE IF NOT EXISTS baton_requests (
+  principal TEXT NOT NULL, agent TEXT NOT NULL, message_id TEXT NOT NULL, digest TEXT NOT NULL,
+  task_id TEXT, created_at BIGINT NOT NULL,
+  PRIMARY KEY (principal, agent, message_id));
+CREATE TABLE IF NOT EXISTS baton_instances (
+  id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, heartbeat_at BIGINT NOT NULL);
+`;
+
+type Row = Record<string, unknown>;
+
+function toTaskRow(r: Row): TaskRow {
+  return {
+    agent: String(r.agent),
+    id: String(r.id),
+    contextId: String(r.context_id),
+    principal: String(r.principal),
+    kind: r.kind === 'proxy' ? 'proxy' : 'local',
+    state: Number(r.state) as TaskState,
+    lastSeq: Number(r.last_seq),
+    snapshot: String(r.snapshot),
+    owner: r.owner === null || r.owner === undefined ? null : String(r.owner),
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
+  };
+}
+
+export class PostgresGatewayStore implements GatewayStore {
+  readonly kind = 'postgres' as const;
+  private readonly listeners: AppendListener[] = [];
+  private readonly origin = randomBytes(8).toString('hex');
+  private listener: pg.Client | undefined;
+
+  private constructor(private readonly pool: pg.Pool) {}
+
+  static async open(url: string): Promise<PostgresGatewayStore> {
+    const pool = new pg.Pool({ connectionString: url, max: 10 });
+    pool.on('error', () => undefined); // an idle client's error surfaces on the next query
+    const store = new PostgresGatewayStore(pool);
+    try {
+      // Several instances may start at once; the advisory lock serialises their CREATE IF NOT EXISTS.
+      const c = await pool.connect();
+      try {
+        await c.query('SELECT pg_advisory_lock(4242001)');
+        await c.query(SCHEMA);
+        await c.query('SELECT pg_advisory_unlock(4242001)');
+      } finally {
+        c.release();
+      }
+      await store.listen(url);
+    } catch (e) {
+      await pool.end().catch(() => undefined);
+      throw new Error(`cannot use the PostgreSQL store (${(e as Error).message}); check store.url and that the database accepts connections`);
+    }
+    return store;
+  }
+
+  private async listen(url: string): Promise<void> {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    client.on('notification', (n) => {
+      if (n.channel !== CHANNEL || !n.payload) return;
+      try {
+        const m = JSON.parse(n.payload) as { o: string; a: string; t: string; s: number };
+        if (m.o === this.origin) return;
+        for (const l of this.listeners) l(m.a, m.t, m.s);
+      } catch {
+        // Not ours.
+      }
+    });
+    client.on('error', () => undefined);
+    await client.query(`LISTEN ${CHANNEL}`);
+    this.listener = client;
+  }
+
+  private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    const c = await this.pool.connect();
+    try {
+      await c.query('BEGIN');
+      const out = await fn(c);
+      await c.query('COMMIT');
+      return out;
+    } catch (e) {
+      await c.query('ROLLBACK').catch(() => undefined);
+      throw e;
+    } finally {
+      c.release();
+    }
+  }
+
+  async claimRequest(principal: string, agent: string, messageId: string, digest: string, taskId: string | null): Promise<ClaimResult> {
+    const ins = await this.pool.query(
+      'INSERT INTO baton_requests (principal, agent, message_id, digest, task_id, created_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING 1',
+      [principal, agent, messageId, digest, taskId, Date.now()],
+    );
+    if (ins.rowCount === 1) return { kind: 'new' };
+    const found = await this.findRequest(principal, agent, messageId);
+    if (!found) return this.claimRequest(principal, agent, messageId, digest, taskId); // released meanwhile
+    if (found.digest !== digest) return { kind: 'conflict' };
+    return { kind: 'existing', taskId: found.taskId };
+  }
+
+  async findRequest(principal: string, agent: string, messageId: string): Promise<{ digest: string; taskId: string | null } | undefined> {
+    const r = await this.pool.query('SELECT digest, task_id FROM baton_requests WHERE principal = $1 AND agent = $2 AND message_id = $3', [principal, agent, messageId]);
+    const row = r.rows[0] as Row | undefined;
+    return row ? { digest: String(row.digest), taskId: row.task_id === null ? null : String(row.task_id) } : undefined;
+  }
+
+  async bindRequest(principal: string, agent: string, messageId: string, taskId: string): Promise<void> {
+    await this.pool.query('UPDATE baton_requests SET task_id = $1 WHERE principal = $2 AND agent = $3 AND message_id = $4', [taskId, principal, agent, messageId]);
+  }
+
+  async releaseRequest(principal: string, agent: string, messageId: string): Promise<void> {
+    await this.pool.query('DELETE FROM baton_requests WHERE principal = $1 AND agent = $2 AND message_id = $3 AND task_id IS NULL', [principal, agent, messageId]);
+  }
+
+  async createTask(task: NewTask, first: EventRow): Promise<void> {
+    const now = Date.now();
+    await this.tx(async (c) => {
+      await c.query(
+        'INSERT INTO baton_tasks (agent, id, context_id, principal, kind, state, last_seq, snapshot, owner, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
+        [task.agent, task.id, task.contextId, task.principal, task.kind, task.state, first.seq, task.snapshot, task.owner, now, now],
+      );
+      await c.query('INSERT INTO baton_events (agent, task_id, seq, body) VALUES ($1, $2, $3, $4)', [task.agent, task.id, first.seq, first.body]);
+      await c.query('SELECT pg_notify($1, $2)', [CHANNEL, JSON.stringify({ o: this.origin, a: task.agent, t: task.id, s: first.seq })]);
+    });
+  }
+
+  async append(batch: AppendBatch): Promise<void> {
+    if (batch.events.length === 0) return;
+    const last = batch.events[batch.events.length - 1].seq;
+    await this.tx(async (c) => {
+      const values: unknown[] = [];
+      const tuples = batch.events.map((e, i) => {
+        values.push(batch.agent, batch.taskId, e.seq, e.body);
+        return `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4})`;
+      });
+      await c.query(`INSERT INTO baton_events (agent, task_id, seq, body) VALUES ${tuples.join(', ')}`, values);
+      if (batch.owner !== undefined) {
+        await c.query('UPDATE baton_tasks SET state = $1, last_seq = $2, snapshot = $3, owner = $4, updated_at = $5 WHERE agent = $6 AND id = $7', [
+          batch.state, last, batch.snapshot, batch.owner, Date.now(), batch.agent, batch.taskId]);
+      } else {
+        await c.query('UPDATE baton_tasks SET state = $1, last_seq = $2, snapshot = $3, updated_at = $4 WHERE agent = $5 AND id = $6', [
+          batch.state, last, batch.snapshot, Date.now(), batch.agent, batch.taskId]);
+      }
+      await c.query('SELECT pg_notify($1, $2)', [CHANNEL, JSON.stringify({ o: this.origin, a: batch.agent, t: batch.taskId, s: last })]);
+    });
+  }
+
+  async getTask(agent: string, taskId: string): Promise<TaskRow | undefined> {
+    const r = await this.pool.query('SELECT * FROM baton_tasks WHERE agent = $1 AND id = $2', [agent, taskId]);
+    return r.rows[0] ? toTaskRow(r.rows[0] as Row) : undefined;
+  }
+
+  async listTasks(f: ListFilter): Promise<TaskRow[]> {
+    const where = ['agent = $1', 'principal = $2'];
+    const params: unknown[] = [f.agent, f.principal];
+    if (f.contextId) {
+      params.push(f.contextId);
+      where.push(`context_id = $${params.length}`);
+    }
+    if (f.state !== undefined) {
+      params.push(f.state);
+      where.push(`state = $${params.length}`);
+    }
+    if (f.before) {
+      params.push(f.before.updatedAt, f.before.id);
+      where.push(`(updated_at < $${params.length - 1} OR (updated_at = $${params.length - 1} AND id < $${params.length}))`);
+    }
+    params.push(f.limit);
+    const r = await this.pool.query(`SELECT * FROM baton_tasks WHERE ${where.join(' AND ')} ORDER BY updated_at DESC, id DESC LIMIT $${params.length}`, params);
+    return r.rows.map((x) => toTaskRow(x as Row));
+  }
+
+  async readEvents(agent: string, taskId: string, afterSeq: number, limit: number): Promise<EventRow[]> {
+    const r = await this.pool.query('SELECT seq, body FROM baton_events WHERE agent = $1 AND task_id = $2 AND seq > $3 ORDER BY seq LIMIT $4', [agent, taskId, afterSeq, limit]);
+    return r.rows.map((x) => ({ seq: Number((x as Row).seq), body: String((x as Row).body) }));
+  }
+
+  async listOwnedUnfinished(): Promise<TaskRow[]> {
+    const r = await this.pool.query(`SELECT * FROM baton_tasks WHERE owner IS NOT NULL AND state NOT IN (${[...TERMINAL_STATES].join(',')})`);
+    return r.rows.map((x) => toTaskRow(x as Row));
+  }
+
+  async heartbeat(instance: string, host: string, pid: number): Promise<void> {
+    await this.pool.query(
+      'INSERT INTO baton_instances (id, host, pid, heartbeat_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at',
+      [instance, host, pid, Date.now()],
+    );
+  }
+
+  async instances(): Promise<Map<string, { host: string; pid: number; heartbeatAt: number }>> {
+    const r = await this.pool.query('SELECT * FROM baton_instances');
+    const out = new Map<string, { host: string; pid: number; heartbeatAt: number }>();
+    for (const x of r.rows as Row[]) out.set(String(x.id), { host: String(x.host), pid: Number(x.pid), heartbeatAt: Number(x.heartbeat_at) });
+    return out;
+  }
+
+  onRemoteAppend(listener: AppendListener): void {
+    this.listeners.push(listener);
+  }
+
+  async integrityCheck(): Promise<string> {
+    // Every task's events are contiguous 1..last_seq: the invariant replay depends on.
+    const r = await this.pool.query(`
+      SELECT t.agent, t.id FROM baton_tasks t
+      LEFT JOIN (SELECT agent, task_id, count(*) AS n, max(seq) AS m FROM baton_events GROUP BY agent, task_id) e
+        ON e.agent = t.agent AND e.task_id = t.id
+      WHERE e.n IS NULL OR e.n <> t.last_seq OR e.m <> t.last_seq`);
+    return r.rowCount === 0 ? 'ok' : `tasks with gaps in their events: ${r.rows.map((x) => `${String((x as Row).agent)}/${String((x as Row).id)}`).join(', ')}`;
+  }
+
+  async close(): Promise<void> {
+    await this.listener?.end().catch(() => undefined);
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,250 @@
+/**
+ * SQLite store. Two drivers behind one small surface: `node:sqlite` where the runtime has it (Node >=
+ * 22.13, e.g. VS Code's Node 24 that the extension starts the gateway on) and better-sqlite3 on Node 20
+ * (a native module built for Node 20's ABI, which is why it cannot be the only path). WAL with
+ * `synchronous=FULL`: a committed event survives `kill -9` and power loss.
+ */
+import { createRequire } from 'node:module';
+import type { TaskState } from '@a2a-js/sdk';
+import type { AppendBatch, AppendListener, ClaimResult, EventRow, GatewayStore, ListFilter, NewTask, TaskRow } from './gatewayStore';
+import { TERMINAL_STATES } from '../taskStates';
+
+type SqlValue = string | number | null;
+type Row = Record<string, SqlValue>;
+
+interface Statement {
+  run(...params: SqlValue[]): unknown;
+  get(...params: SqlValue[]): Row | undefined;
+  all(...params: SqlValue[]): Row[];
+}
+
+interface SqliteDriver {
+  readonly name: 'node:sqlite' | 'better-sqlite3';
+  exec(sql: string): void;
+  prepare(sql: string): Statement;
+  close(): void;
+}
+
+const requireHere = createRequire(__filename);
+
+/** True when this runtime ships `node:sqlite` without a flag (Node >= 22.13). */
+export function hasNodeSqlite(): boolean {
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  return major > 22 || (major === 22 && minor >= 13);
+}
+
+function openDriver(file: string, prefer: 'auto' | 'node:sqlite' | 'better-sqlite3'): SqliteDriver {
+  const useNode = prefer === 'node:sqlite' || (prefer === 'auto' && hasNodeSqlite());
+  if (useNode) {
+    const mod = requireHere('node:sqlite') as { DatabaseSync: new (path: string) => { exec(sql: string): void; prepare(sql: string): Statement; close(): void } };
+    const db = new mod.DatabaseSync(file);
+    return { name: 'node:sqlite', exec: (sql) => db.exec(sql), prepare: (sql) => db.prepare(sql), close: () => db.close() };
+  }
+  let Database: new (path: string) => { exec(sql: string): void; prepare(sql: string): Statement; close(): void };
+  try {
+    Database = requireHere('better-sqlite3') as typeof Database;
+  } catch (e) {
+    throw new Error(
+      `cannot load better-sqlite3 on Node ${process.versions.node} (${(e as Error).message}); run the gateway on Node >= 22.13 (it then uses node:sqlite) or reinstall better-sqlite3 for this Node with "npm rebuild better-sqlite3"`,
+    );
+  }
+  const db = new Database(file);
+  return { name: 'better-sqlite3', exec: (sql) => db.exec(sql), prepare: (sql) => db.prepare(sql), close: () => db.close() };
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS baton_tasks (
+  agent TEXT NOT NULL, id TEXT NOT NULL, context_id TEXT NOT NULL, principal TEXT NOT NULL,
+  kind TEXT NOT NULL, state INTEGER NOT NULL, last_seq INTEGER NOT NULL, snapshot TEXT NOT NULL,
+  owner TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+  PRIMARY KEY (agent, id));
+CREATE INDEX IF NOT EXISTS baton_tasks_by_principal ON baton_tasks (agent, principal, updated_at DESC, id DESC);
+CREATE TABLE IF NOT EXISTS baton_events (
+  agent TEXT NOT NULL, task_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
+  PRIMARY KEY (agent, task_id, seq));
+CREATE TABLE IF NOT EXISTS baton_requests (
+  principal TEXT NOT NULL, agent TEXT NOT NULL, message_id TEXT NOT NULL, digest TEXT NOT NULL,
+  task_id TEXT, created_at INTEGER NOT NULL,
+  PRIMARY KEY (principal, agent, message_id));
+CREATE TABLE IF NOT EXISTS baton_instances (
+  id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, heartbeat_at INTEGER NOT NULL);
+`;
+
+function toTaskRow(r: Row): TaskRow {
+  return {
+    agent: String(r.agent),
+    id: String(r.id),
+    contextId: String(r.context_id),
+    principal: String(r.principal),
+    kind: r.kind === 'proxy' ? 'proxy' : 'local',
+    state: Number(r.state) as TaskState,
+    lastSeq: Number(r.last_seq),
+    snapshot: String(r.snapshot),
+    owner: r.owner === null || r.owner === undefined ? null : String(r.owner),
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
+  };
+}
+
+export interface SqliteStoreOptions {
+  readonly file: string;
+  readonly driver?: 'auto' | 'node:sqlite' | 'better-sqlite3';
+}
+
+export class SqliteGatewayStore implements GatewayStore {
+  readonly kind = 'sqlite' as const;
+  readonly driverName: SqliteDriver['name'];
+  private readonly db: SqliteDriver;
+  private readonly stmts: Record<string, Statement> = {};
+
+  constructor(opts: SqliteStoreOptions) {
+    this.db = openDriver(opts.file, opts.driver ?? 'auto');
+    this.driverName = this.db.name;
+    this.db.exec('PRAGMA journal_mode=WAL');
+    this.db.exec('PRAGMA synchronous=FULL');
+    this.db.exec('PRAGMA busy_timeout=5000');
+    this.db.exec('PRAGMA foreign_keys=ON');
+    this.db.exec(SCHEMA);
+  }
+
+  private stmt(sql: string): Statement {
+    let s = this.stmts[sql];
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.stmts[sql] = s;
+    }
+    return s;
+  }
+
+  /** BEGIN IMMEDIATE takes the write lock up front, so a claim cannot race another process's claim. */
+  private tx<T>(fn: () => T): T {
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      const out = fn();
+      this.db.exec('COMMIT');
+      return out;
+    } catch (e) {
+      this.db.exec('ROLLBACK');
+      throw e;
+    }
+  }
+
+  claimRequest(principal: string, agent: string, messageId: string, digest: string, taskId: string | null): Promise<ClaimResult> {
+    return Promise.resolve(
+      this.tx((): ClaimResult => {
+        const row = this.stmt('SELECT digest, task_id FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ?').get(principal, agent, messageId);
+        if (row) {
+          if (row.digest !== digest) return { kind: 'conflict' };
+          return { kind: 'existing', taskId: row.task_id === null ? null : String(row.task_id) };
+        }
+        this.stmt('INSERT INTO baton_requests (principal, agent, message_id, digest, task_id, created_at) VALUES (?, ?, ?, ?, ?, ?)').run(principal, agent, messageId, digest, taskId, Date.now());
+        return { kind: 'new' };
+      }),
+    );
+  }
+
+  findRequest(principal: string, agent: string, messageId: string): Promise<{ digest: string; taskId: string | null } | undefined> {
+    const r = this.stmt('SELECT digest, task_id FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ?').get(principal, agent, messageId);
+    return Promise.resolve(r ? { digest: String(r.digest), taskId: r.task_id === null ? null : String(r.task_id) } : undefined);
+  }
+
+  bindRequest(principal: string, agent: string, messageId: string, taskId: string): Promise<void> {
+    this.stmt('UPDATE baton_requests SET task_id = ? WHERE principal = ? AND agent = ? AND message_id = ?').run(taskId, principal, agent, messageId);
+    return Promise.resolve();
+  }
+
+  releaseRequest(principal: string, agent: string, messageId: string): Promise<void> {
+    this.stmt('DELETE FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ? AND task_id IS NULL').run(principal, agent, messageId);
+    return Promise.resolve();
+  }
+
+  createTask(task: NewTask, first: EventRow): Promise<void> {
+    const now = Date.now();
+    this.tx(() => {
+      this.stmt(
+        'INSERT INTO baton_tasks (agent, id, context_id, principal, kind, state, last_seq, snapshot, owner, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      ).run(task.agent, task.id, task.contextId, task.principal, task.kind, task.state, first.seq, task.snapshot, task.owner, now, now);
+      this.stmt('INSERT INTO baton_events (agent, task_id, seq, body) VALUES (?, ?, ?, ?)').run(task.agent, task.id, first.seq, first.body);
+    });
+    return Promise.resolve();
+  }
+
+  append(batch: AppendBatch): Promise<void> {
+    if (batch.events.length === 0) return Promise.resolve();
+    const last = batch.events[batch.events.length - 1].seq;
+    this.tx(() => {
+      const ins = this.stmt('INSERT INTO baton_events (agent, task_id, seq, body) VALUES (?, ?, ?, ?)');
+      for (const e of batch.events) ins.run(batch.agent, batch.taskId, e.seq, e.body);
+      if (batch.owner !== undefined) {
+        this.stmt('UPDATE baton_tasks SET state = ?, last_seq = ?, snapshot = ?, owner = ?, updated_at = ? WHERE agent = ? AND id = ?').run(
+          batch.state, last, batch.snapshot, batch.owner, Date.now(), batch.agent, batch.taskId);
+      } else {
+        this.stmt('UPDATE baton_tasks SET state = ?, last_seq = ?, snapshot = ?, updated_at = ? WHERE agent = ? AND id = ?').run(
+          batch.state, last, batch.snapshot, Date.now(), batch.agent, batch.taskId);
+      }
+    });
+    return Promise.resolve();
+  }
+
+  getTask(agent: string, taskId: string): Promise<TaskRow | undefined> {
+    const r = this.stmt('SELECT * FROM baton_tasks WHERE agent = ? AND id = ?').get(agent, taskId);
+    return Promise.resolve(r ? toTaskRow(r) : undefined);
+  }
+
+  listTasks(f: ListFilter): Promise<TaskRow[]> {
+    const where = ['agent = ?', 'principal = ?'];
+    const params: SqlValue[] = [f.agent, f.principal];
+    if (f.contextId) {
+      where.push('context_id = ?');
+      params.push(f.contextId);
+    }
+    if (f.state !== undefined) {
+      where.push('state = ?');
+      params.push(f.state);
+    }
+    if (f.before) {
+      where.push('(updated_at < ? OR (updated_at = ? AND id < ?))');
+      params.push(f.before.updatedAt, f.before.updatedAt, f.before.id);
+    }
+    params.push(f.limit);
+    const rows = this.db.prepare(`SELECT * FROM baton_tasks WHERE ${where.join(' AND ')} ORDER BY updated_at DESC, id DESC LIMIT ?`).all(...params);
+    return Promise.resolve(rows.map(toTaskRow));
+  }
+
+  readEvents(agent: string, taskId: string, afterSeq: number, limit: number): Promise<EventRow[]> {
+    const rows = this.stmt('SELECT seq, body FROM baton_events WHERE agent = ? AND task_id = ? AND seq > ? ORDER BY seq LIMIT ?').all(agent, taskId, afterSeq, limit);
+    return Promise.resolve(rows.map((r) => ({ seq: Number(r.seq), body: String(r.body) })));
+  }
+
+  listOwnedUnfinished(): Promise<TaskRow[]> {
+    const terminal = [...TERMINAL_STATES].join(',');
+    const rows = this.stmt(`SELECT * FROM baton_tasks WHERE owner IS NOT NULL AND state NOT IN (${terminal})`).all();
+    return Promise.resolve(rows.map(toTaskRow));
+  }
+
+  heartbeat(instance: string, host: string, pid: number): Promise<void> {
+    this.stmt('INSERT INTO baton_instances (id, host, pid, heartbeat_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at').run(
+      instance, host, pid, Date.now());
+    return Promise.resolve();
+  }
+
+  instances(): Promise<Map<string, { host: string; pid: number; heartbeatAt: number }>> {
+    const out = new Map<string, { host: string; pid: number; heartbeatAt: number }>();
+    for (const r of this.stmt('SELECT * FROM baton_instances').all()) out.set(String(r.id), { host: String(r.host), pid: Number(r.pid), heartbeatAt: Number(r.heartbeat_at) });
+    return Promise.resolve(out);
+  }
+
+  onRemoteAppend(_listener: AppendListener): void {
+    // One process writes a SQLite state folder; its own appends reach subscribers through the EventHub.
+  }
+
+  integrityCheck(): Promise<string> {
+    const rows = this.db.prepare('PRAGMA integrity_check').all();
+    return Promise.resolve(rows.map((r) => String(Object.values(r)[0])).join('\n'));
+  }
+
+  close(): Promise<void> {
+    this.db.close();
+    return Promise.resolve();
+  }
+}

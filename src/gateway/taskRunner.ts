@@ -1,0 +1,30 @@
+/**
+ * What runs a task behind an agent route: a local agent on this machine, or a remote A2A agent the
+ * gateway proxies. The request handler owns auth, idempotency-safe lookups, reads and replay; a runner
+ * owns starting, cancelling and (after a restart) recovering the tasks it runs.
+ */
+import type { AgentCard, SendMessageRequest, Task } from '@a2a-js/sdk';
+import type { TaskKind, TaskRow } from './store/gatewayStore';
+
+export interface StartedTask {
+  readonly taskId: string;
+}
+
+export interface TaskRunner {
+  readonly kind: TaskKind;
+  /** Starts a task for the principal (or finds the one this messageId already made). */
+  start(params: SendMessageRequest, principal: string): Promise<StartedTask>;
+  /** A follow-up message to an existing task (a reply to input-required). */
+  continueTask(row: TaskRow, params: SendMessageRequest, principal: string): Promise<StartedTask>;
+  /** Stops the task; resolves (within a bounded time) once its outcome is recorded. */
+  cancel(row: TaskRow): Promise<void>;
+  /** The authoritative task, when someone else holds it (a proxied remote); undefined: use the store. */
+  fetchTask?(row: TaskRow, historyLength: number | undefined): Promise<Task | undefined>;
+  /** Makes sure someone is producing this task's events (a proxy re-attaches after a restart). */
+  ensureLive?(row: TaskRow): void;
+  /** After a restart: a task this runner kind owned in a process that died. */
+  recoverOrphan(row: TaskRow): Promise<void>;
+  /** The agent's card, without gateway-level fields (the server adds interfaces, security, signature). */
+  baseCard(): AgentCard;
+  close(): Promise<void>;
+}

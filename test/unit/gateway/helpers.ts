@@ -1,0 +1,140 @@
+/** Shared pieces for the gateway tests: temp folders, tiny local agents, SDK clients with a token. */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Role } from '@a2a-js/sdk';
+import type { Message, SendMessageRequest, StreamResponse } from '@a2a-js/sdk';
+import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import type { Client } from '@a2a-js/sdk/client';
+import type { LocalAgent, LocalRunEvent, LocalRunRequest, LocalRunResult } from '../../../src/gateway/agents/localAgent';
+
+export function tempDir(prefix = 'baton-gw-'): { path: string; [Symbol.dispose](): void } {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return { path, [Symbol.dispose]: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+export interface ScriptedAgentOptions {
+  readonly id?: string;
+  readonly steps?: number;
+  readonly patch?: string;
+  /** Never returns and ignores its signal (an uncooperative executor). */
+  readonly hang?: boolean;
+  /** Waits for its signal, then returns canceled. */
+  readonly waitForCancel?: boolean;
+  /** Delay between steps, ms. */
+  readonly stepDelayMs?: number;
+}
+
+/** A LocalAgent that emits `steps` step events and returns a patch, as the built-in agents do. */
+export function scriptedAgent(o: ScriptedAgentOptions = {}): LocalAgent & { readonly requests: LocalRunRequest[] } {
+  const requests: LocalRunRequest[] = [];
+  return {
+    id: o.id ?? 'echo',
+    name: 'Echo agent',
+    description: 'Emits numbered steps and returns a patch (test agent).',
+    kind: 'builtin',
+    skills: [{ id: 'echo', name: 'Echo', description: 'Echoes', tags: ['test'] }],
+    maxCapabilities: { write: true, shell: false, network: false },
+    requests,
+    async run(req: LocalRunRequest, emit: (e: LocalRunEvent) => void): Promise<LocalRunResult> {
+      requests.push(req);
+      emit({ kind: 'started', workspace: '/tmp/ws', confined: false });
+      if (o.hang) await new Promise(() => undefined);
+      if (o.waitForCancel) {
+        await new Promise<void>((r) => (req.signal.aborted ? r() : req.signal.addEventListener('abort', () => r())));
+        return { outcome: 'canceled', reason: 'canceled by request', patch: '' };
+      }
+      for (let i = 1; i <= (o.steps ?? 3); i++) {
+        emit({ kind: 'step', text: `step ${i}` });
+        if (o.stepDelayMs) await new Promise((r) => setTimeout(r, o.stepDelayMs));
+      }
+      const patch = o.patch ?? 'diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n';
+      return { outcome: 'completed', patch, summary: `did: ${req.prompt}` };
+    },
+  };
+}
+
+export function bearerFetch(token: string): typeof fetch {
+  return (input, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set('Authorization', `Bearer ${token}`);
+    return fetch(input, { ...init, headers });
+  };
+}
+
+export async function clientFor(cardUrl: string, token: string, opts: { legacy?: boolean; preferRest?: boolean } = {}): Promise<Client> {
+  const fetchImpl = bearerFetch(token);
+  const legacyCompat = { enabled: Boolean(opts.legacy) };
+  const factory = new ClientFactory({
+    transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat }), new RestTransportFactory({ fetchImpl, legacyCompat })],
+    ...(opts.preferRest ? { preferredTransports: ['HTTP+JSON'] } : {}),
+    cardResolver: new (await import('@a2a-js/sdk/client')).DefaultAgentCardResolver({ fetchImpl, legacyCompat }),
+  });
+  if (opts.legacy) {
+    // A 0.3 client: read the card as a 0.3 client would (no A2A-Version header) and speak 0.3.
+    const res = await fetch(cardUrl);
+    const resolver = new (await import('@a2a-js/sdk/client')).DefaultAgentCardResolver({ legacyCompat });
+    const card = resolver.normalizeAgentCard(await res.json());
+    card.supportedInterfaces = card.supportedInterfaces.filter((i) => i.protocolVersion === '0.3');
+    return factory.createFromAgentCard(card);
+  }
+  return factory.createFromUrl(cardUrl, '');
+}
+
+export function userMessage(text: string, metadata?: Record<string, unknown>, messageId = randomUUID()): Message {
+  return {
+    messageId,
+    contextId: '',
+    taskId: '',
+    role: Role.ROLE_USER,
+    parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+    metadata,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+export function sendRequest(msg: Message, returnImmediately = false): SendMessageRequest {
+  return {
+    tenant: '',
+    message: msg,
+    configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately },
+    metadata: undefined,
+  };
+}
+
+export function seqOf(ev: StreamResponse): number | undefined {
+  const v = ev.payload?.value as { metadata?: Record<string, unknown> } | undefined;
+  const s = v?.metadata?.['baton/seq'];
+  return typeof s === 'number' ? s : undefined;
+}
+
+export async function collect<T>(it: AsyncIterable<T>, limit = 100_000): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of it) {
+    out.push(x);
+    if (out.length >= limit) break;
+  }
+  return out;
+}
+
+/** Reads an SSE response into (id, data) pairs, bounded by a timeout. */
+export async function readSse(res: Response, timeoutMs = 10_000): Promise<Array<{ id?: string; event?: string; data: string }>> {
+  const out: Array<{ id?: string; event?: string; data: string }> = [];
+  const text = await Promise.race([
+    res.text(),
+    new Promise<string>((_, rej) => setTimeout(() => rej(new Error('SSE read timed out')), timeoutMs)),
+  ]);
+  for (const block of text.split('\n\n')) {
+    if (!block.trim() || block.startsWith(':')) continue;
+    const ev: { id?: string; event?: string; data: string } = { data: '' };
+    for (const line of block.split('\n')) {
+      if (line.startsWith('id: ')) ev.id = line.slice(4);
+      else if (line.startsWith('event: ')) ev.event = line.slice(7);
+      else if (line.startsWith('data: ')) ev.data += line.slice(6);
+    }
+    out.push(ev);
+  }
+  return out;
+}
