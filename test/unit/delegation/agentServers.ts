@@ -5,7 +5,7 @@
  * idempotency) so the client's replay and retry paths can be tested before/independently of
  * src/gateway. A TCP proxy that cuts streams at chosen points is in cutProxy.ts.
  */
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
 import type {
@@ -145,8 +145,8 @@ export class ScriptedExecutor implements AgentExecutor {
   };
 
   cancelTask = async (taskId: string, bus: ExecutionEventBus): Promise<void> => {
-    this.cancels.get(taskId)?.();
     const mode = this.options.cancel ?? 'prompt';
+    // An agent that never answers cancel keeps working as if nothing was asked.
     if (mode === 'never') return;
     if (typeof mode === 'object') await sleep(mode.delayMs);
     bus.publish(
@@ -157,6 +157,8 @@ export class ScriptedExecutor implements AgentExecutor {
         metadata: undefined,
       }),
     );
+    // Only now does the running turn learn it was canceled (it must not end before CANCELED is published).
+    this.cancels.get(taskId)?.();
   };
 }
 
@@ -171,18 +173,6 @@ interface TaskLog {
   /** A turn's events are still coming. */
   open: boolean;
   waiters: Array<() => void>;
-}
-
-function settles(ev: StreamResponse): boolean {
-  const p = ev.payload;
-  const s = p?.$case === 'statusUpdate' ? p.value.status?.state : p?.$case === 'task' ? p.value.status?.state : undefined;
-  return (
-    s === TaskState.TASK_STATE_COMPLETED ||
-    s === TaskState.TASK_STATE_FAILED ||
-    s === TaskState.TASK_STATE_CANCELED ||
-    s === TaskState.TASK_STATE_REJECTED ||
-    s === TaskState.TASK_STATE_INPUT_REQUIRED
-  );
 }
 
 function stamped(ev: StreamResponse, seq: number): StreamResponse {
@@ -417,7 +407,7 @@ export async function startAgentServer(o: AgentServerOptions): Promise<AgentServ
   app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: requestHandler, legacyCompat }));
   app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
   app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
-  const sockets = new Set<import('node:net').Socket>();
+  const sockets = new Set<Socket>();
   server.on('connection', (s) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));

@@ -11,7 +11,8 @@ import type { AgentConnection, PinnedEndpoint } from '../../../src/node/a2a/clie
 import { connectAgent } from '../../../src/node/a2a/clientFactory';
 import type { DelegationRunnerOptions } from '../../../src/node/a2a/delegationRunner';
 import { DelegationRunner } from '../../../src/node/a2a/delegationRunner';
-import { JournalStore, sha256Hex } from '../../../src/node/journalStore';
+import type { JournalStore } from '../../../src/node/journalStore';
+import { sha256Hex } from '../../../src/node/journalStore';
 import type { AgentServer } from './agentServers';
 
 export const FAST_RECONNECT = { initialDelayMs: 5, maxDelayMs: 50, maxAttempts: 6 };
