@@ -83,9 +83,10 @@ export interface NormalizedAgentCard {
   readonly provider: { readonly organization: string; readonly url: string } | undefined;
   readonly documentationUrl: string | undefined;
   readonly iconUrl: string | undefined;
-  /** Every interface, preferred first. Never empty. */
+  /** Every interface, preferred first. Empty only for a gateway's index card (see `readAgentIndex`). */
   readonly interfaces: readonly AgentInterfaceInfo[];
-  readonly preferredInterface: AgentInterfaceInfo;
+  /** The first interface; undefined only for an index card that lists agents but serves none itself. */
+  readonly preferredInterface: AgentInterfaceInfo | undefined;
   readonly capabilities: {
     readonly streaming: boolean;
     readonly pushNotifications: boolean;
@@ -252,11 +253,11 @@ export function normalizeAgentCard(raw: unknown): NormalizedAgentCard {
   const description = str(raw, 'description', '');
   const version = str(raw, 'version', '');
 
-  const interfaces = readInterfaces(raw);
+  const caps = obj(raw, 'capabilities', '') ?? {};
+  const interfaces = readInterfaces(raw, isIndexCard(caps));
   const providerObj = obj(raw, 'provider', '');
   const provider = providerObj ? { organization: str(providerObj, 'organization', 'provider'), url: str(providerObj, 'url', 'provider') } : undefined;
 
-  const caps = obj(raw, 'capabilities', '') ?? {};
   const extensions = objects(caps, 'extensions', 'capabilities').map(({ value, path }) => ({
     uri: str(value, 'uri', path, true),
     description: str(value, 'description', path),
@@ -311,7 +312,13 @@ export function normalizeAgentCard(raw: unknown): NormalizedAgentCard {
   };
 }
 
-function readInterfaces(raw: Obj): AgentInterfaceInfo[] {
+/** A gateway's root card may list agents and serve none itself (src/gateway/cards.ts). */
+function isIndexCard(caps: Obj): boolean {
+  const ext = field(caps, 'extensions');
+  return Array.isArray(ext) && ext.some((e) => isObj(e) && e.uri === AGENT_INDEX_EXTENSION_URI);
+}
+
+function readInterfaces(raw: Obj, indexCard: boolean): AgentInterfaceInfo[] {
   const out: AgentInterfaceInfo[] = [];
   const add = (i: AgentInterfaceInfo): void => {
     if (!out.some((o) => o.url === i.url && o.binding === i.binding && o.tenant === i.tenant)) out.push(i);
@@ -333,7 +340,7 @@ function readInterfaces(raw: Obj): AgentInterfaceInfo[] {
       add(makeInterface(str(value, 'url', path, true), str(value, 'transport', path, true), cardVersion, '', path));
     }
   }
-  if (out.length === 0) invalid('supportedInterfaces', 'must list at least one interface');
+  if (out.length === 0 && !indexCard) invalid('supportedInterfaces', 'must list at least one interface');
   return out;
 }
 
@@ -345,12 +352,18 @@ function readSecuritySchemes(raw: Obj): SecuritySchemeInfo[] {
     const s = obj(schemes, name, 'securitySchemes');
     if (!s) return invalid(path, 'must be an object');
     // 1.0: a oneof wrapper ({"httpAuthSecurityScheme": {...}}); 0.3: OpenAPI-style {"type": "http", ...}.
-    const http = obj(s, 'httpAuthSecurityScheme', path);
-    const apiKey = obj(s, 'apiKeySecurityScheme', path);
-    const oauth2 = obj(s, 'oauth2SecurityScheme', path);
-    const oidc = obj(s, 'openIdConnectSecurityScheme', path);
-    const mtls = obj(s, 'mtlsSecurityScheme', path);
-    const sub = (k: string): string => memberPath(path, k);
+    // The SDK's in-memory form ({"scheme": {"$case": "httpAuthSecurityScheme", "value": {...}}}) is
+    // what its card handler serves when given an in-memory card, so it is read too.
+    const schemeField = field(s, 'scheme');
+    const tagged = isObj(schemeField) ? schemeField : undefined; // 0.3 http schemes have a string here
+    const tag = tagged && typeof tagged.$case === 'string' ? tagged.$case : undefined;
+    const taggedValue = (k: string): Obj | undefined => (tag === k && tagged ? obj(tagged, 'value', memberPath(path, 'scheme')) : undefined);
+    const http = obj(s, 'httpAuthSecurityScheme', path) ?? taggedValue('httpAuthSecurityScheme');
+    const apiKey = obj(s, 'apiKeySecurityScheme', path) ?? taggedValue('apiKeySecurityScheme');
+    const oauth2 = obj(s, 'oauth2SecurityScheme', path) ?? taggedValue('oauth2SecurityScheme');
+    const oidc = obj(s, 'openIdConnectSecurityScheme', path) ?? taggedValue('openIdConnectSecurityScheme');
+    const mtls = obj(s, 'mtlsSecurityScheme', path) ?? taggedValue('mtlsSecurityScheme');
+    const sub = (k: string): string => (tag === k ? memberPath(memberPath(path, 'scheme'), 'value') : memberPath(path, k));
     if (http) {
       return { kind: 'http', name, scheme: str(http, 'scheme', sub('httpAuthSecurityScheme'), true), bearerFormat: str(http, 'bearerFormat', sub('httpAuthSecurityScheme')), description: str(http, 'description', sub('httpAuthSecurityScheme')) };
     }
@@ -364,6 +377,7 @@ function readSecuritySchemes(raw: Obj): SecuritySchemeInfo[] {
       return { kind: 'openIdConnect', name, openIdConnectUrl: str(oidc, 'openIdConnectUrl', p), description: str(oidc, 'description', p) };
     }
     if (mtls) return { kind: 'mtls', name, description: str(mtls, 'description', sub('mtlsSecurityScheme')) };
+    if (tag) return { kind: 'unknown', name, description: '' };
     const type = str(s, 'type', path);
     const description = str(s, 'description', path);
     switch (type) {

@@ -267,7 +267,10 @@ export function approveAgent(state: RegistryState, cardUrl: string, input: Appro
   }
   const card = served.card;
   const chosen: AgentInterfaceInfo | undefined = input.endpointUrl === undefined ? card.preferredInterface : card.interfaces.find((i) => i.url === input.endpointUrl);
-  if (!chosen) return { ok: false, reason: 'endpoint-not-in-card', message: `${input.endpointUrl ?? ''} is not one of the card's interfaces.` };
+  if (!chosen) {
+    const message = input.endpointUrl === undefined ? 'The card lists no interface to call (a gateway index card): add the agents it lists instead.' : `${input.endpointUrl} is not one of the card's interfaces.`;
+    return { ok: false, reason: 'endpoint-not-in-card', message };
+  }
   const offOrigin = chosen.origin !== entry.origin;
   if (offOrigin && !input.acknowledgeOffOrigin) {
     return {

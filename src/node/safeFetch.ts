@@ -461,7 +461,9 @@ export type FetchedAgentCard =
  */
 export async function fetchAgentCard(input: string, options: FetchAgentCardOptions = {}): Promise<FetchedAgentCard> {
   const cardUrl = cardUrlFor(input);
-  const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
+  // A2A-Version 1.0: without it an SDK server in legacy mode serves its 0.3 rendering, which no
+  // signature over the 1.0 card covers.
+  const headers: Record<string, string> = { accept: 'application/json', 'a2a-version': '1.0', ...options.headers };
   if (options.etag) headers['if-none-match'] = options.etag;
   const res = await safeFetch(cardUrl, { ...options, method: 'GET', headers });
   const etag = res.headers.get('etag') ?? undefined;

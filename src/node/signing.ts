@@ -136,14 +136,23 @@ export interface SignCardOptions {
   readonly jku?: string;
 }
 
-/** Returns the card with one more entry in `signatures` (A2A §8.4: detached payload, typ JOSE). */
-export async function signAgentCard(card: Readonly<Record<string, unknown>>, key: SigningKey, options: SignCardOptions = {}): Promise<Record<string, unknown>> {
+/**
+ * One A2A card signature entry (A2A §8.4: detached payload, typ JOSE) over the card exactly as it will
+ * be served (its JSON, without `signatures`). Sign the object you serve: the verifier canonicalises
+ * the served JSON, so a card re-shaped after signing (e.g. by `AgentCard.toJSON`) will not verify.
+ */
+export async function createCardSignature(card: Readonly<Record<string, unknown>>, key: SigningKey, options: SignCardOptions = {}): Promise<CardSignature> {
   const payload = new TextEncoder().encode(cardSigningPayload(card));
   const header: jose.JWSHeaderParameters = { alg: 'EdDSA', typ: 'JOSE', kid: key.kid };
   if (options.embedKey !== false) header.jwk = { kty: 'OKP', crv: 'Ed25519', x: key.publicJwk.x as string };
   if (options.jku) header.jku = options.jku;
   const jws = await new jose.FlattenedSign(payload).setProtectedHeader(header).sign(key.privateKey);
-  const signature: CardSignature = { protected: jws.protected as string, signature: jws.signature };
+  return { protected: jws.protected as string, signature: jws.signature };
+}
+
+/** Returns the card with one more entry in `signatures`. */
+export async function signAgentCard(card: Readonly<Record<string, unknown>>, key: SigningKey, options: SignCardOptions = {}): Promise<Record<string, unknown>> {
+  const signature = await createCardSignature(card, key, options);
   const existing = Array.isArray(card.signatures) ? (card.signatures as unknown[]) : [];
   return { ...card, signatures: [...existing, signature] };
 }
@@ -247,28 +256,31 @@ export const ENVELOPE_TYP = 'baton-result+jws';
 
 export interface EnvelopeArtifact {
   readonly artifactId: string;
-  readonly name: string;
+  readonly name?: string;
   /** `artifactDigest` of the artifact. */
   readonly digest: string;
 }
 
+/**
+ * Claims of a result envelope. The fields below are the ones verification checks; others (outcome,
+ * agent, …) are signed and returned as they are.
+ */
 export interface ResultEnvelope {
-  readonly v: 1;
-  /** Who signed: the gateway (its card URL or id). */
-  readonly issuer: string;
   readonly taskId: string;
-  readonly contextId: string;
-  /** Terminal state, e.g. `TASK_STATE_COMPLETED`. */
-  readonly state: string;
-  /** `requestDigest` of the first message (the request). */
-  readonly requestDigest: string;
+  readonly contextId?: string;
+  /** `requestDigest` of the request that created the task (null when the relay did not see it). */
+  readonly requestDigest?: string | null;
   readonly artifacts: readonly EnvelopeArtifact[];
-  /** `resultDigest` of the final status (and its message, if any). */
-  readonly resultDigest: string;
-  readonly executor: { readonly agentId: string; readonly kind: string; readonly confined: boolean };
-  /** Effective capabilities, e.g. `{write: false, shell: false, network: false}`. */
-  readonly capabilities: Readonly<Record<string, boolean>>;
-  readonly issuedAt: string;
+  /** Terminal state, e.g. `TASK_STATE_COMPLETED`. */
+  readonly state?: string;
+  /** `resultDigest` of the final status, when the signer binds it. */
+  readonly resultDigest?: string;
+  /** Who executed it, e.g. `{id: 'formatter', kind: 'builtin'}`. */
+  readonly executor?: Readonly<Record<string, unknown>>;
+  /** Effective capabilities, e.g. `{write: false, shell: false, network: false}` (null when unknown). */
+  readonly capabilities?: Readonly<Record<string, unknown>> | null;
+  readonly issuedAt?: string;
+  readonly [claim: string]: unknown;
 }
 
 /** Wire JSON of an artifact (`Artifact.toJSON` form): appended chunks concatenated into its parts. */
@@ -278,23 +290,32 @@ export interface ArtifactLike {
   readonly parts: readonly unknown[];
 }
 
-/** Digest of what an artifact carries: its id, name and parts (not metadata, which relays may annotate). */
+/**
+ * Digest of what an artifact carries: RFC 8785 of its id, name and every part (text, data, url, raw,
+ * mediaType, filename) — not metadata, which relays annotate. Signer and verifier both pass the wire
+ * JSON (`Artifact.toJSON(a)`), so the SDK's in-memory shape never reaches the digest.
+ */
 export function artifactDigest(artifact: ArtifactLike): string {
   return jcsDigest({ artifactId: artifact.artifactId, name: artifact.name ?? '', parts: artifact.parts });
 }
 
-/** Digest of the request message; both sides pass the SDK's wire form (`Message.toJSON(message)`). */
-export function requestDigest(message: Readonly<Record<string, unknown>>): string {
-  return jcsDigest({ messageId: message.messageId, role: message.role, parts: message.parts ?? [] });
+/**
+ * Digest of a request: RFC 8785 of the `SendMessageRequest` wire JSON (`SendMessageRequest.toJSON`),
+ * `tenant` left out (a routing detail). Equal to the gateway's idempotency digest.
+ */
+export function requestDigest(sendMessageRequest: Readonly<Record<string, unknown>>): string {
+  const { tenant: _tenant, ...rest } = sendMessageRequest;
+  return jcsDigest(rest);
 }
 
-/** Digest of the terminal status (wire form: `{state, message?}`; the timestamp is left out). */
+/** Digest of the terminal status (wire form `{state, message?}`; the timestamp is left out). */
 export function resultDigest(status: Readonly<Record<string, unknown>>): string {
   return jcsDigest({ state: status.state, message: status.message ?? null });
 }
 
-export async function signResultEnvelope(envelope: ResultEnvelope, key: SigningKey): Promise<string> {
-  const payload = new TextEncoder().encode(canonicalize(envelope));
+/** Signs the claims as a compact JWS (EdDSA, kid, typ `baton-result+jws`) over their RFC 8785 form. */
+export async function signResultEnvelope(claims: Readonly<Record<string, unknown>>, key: SigningKey): Promise<string> {
+  const payload = new TextEncoder().encode(canonicalize(claims));
   return new jose.CompactSign(payload).setProtectedHeader({ alg: 'EdDSA', kid: key.kid, typ: ENVELOPE_TYP }).sign(key.privateKey);
 }
 
@@ -317,10 +338,15 @@ export type EnvelopeVerification =
 export interface VerifyEnvelopeInput {
   /** The issuer's keys (pinned for the gateway's origin). Never fetched. */
   readonly keys: readonly VerifiedKey[];
-  /** What the client received: final artifacts from GetTask, the task id, and optionally the request/status. */
+  /** The task the client asked about. */
   readonly taskId: string;
+  /** What the client received: the final artifacts from GetTask, wire JSON. */
   readonly artifacts: readonly ArtifactLike[];
-  readonly request?: Readonly<Record<string, unknown>>;
+  /** `requestDigest` of what the client sent; checked when given. */
+  readonly requestDigest?: string;
+  /** The terminal state the client saw; checked when given and signed. */
+  readonly state?: string;
+  /** The final status (wire JSON); checked against `resultDigest` when both are there. */
   readonly status?: Readonly<Record<string, unknown>>;
 }
 
@@ -350,24 +376,29 @@ export async function verifyResultEnvelope(jws: string, input: VerifyEnvelopeInp
     }
   }
   if (!envelope || !used) return { ok: false, failure: 'bad-signature', message: 'The result envelope signature does not verify: the result may have been altered.' };
-  if (envelope.v !== 1 || !Array.isArray(envelope.artifacts)) return { ok: false, failure: 'malformed', message: 'The result envelope has an unknown format.' };
-  if (envelope.taskId !== input.taskId) return { ok: false, failure: 'task-mismatch', message: `The envelope is for task ${envelope.taskId}, not ${input.taskId}.` };
-  if (input.request && requestDigest(input.request) !== envelope.requestDigest) {
+  if (typeof envelope !== 'object' || envelope === null || !Array.isArray(envelope.artifacts)) return { ok: false, failure: 'malformed', message: 'The result envelope has an unknown format.' };
+  if (envelope.taskId !== input.taskId) return { ok: false, failure: 'task-mismatch', message: `The envelope is for task ${String(envelope.taskId)}, not ${input.taskId}.` };
+  if (input.requestDigest !== undefined && envelope.requestDigest !== input.requestDigest) {
     return { ok: false, failure: 'request-mismatch', message: 'The envelope was signed for a different request than the one sent.' };
   }
-  if (input.status && resultDigest(input.status) !== envelope.resultDigest) {
+  if (input.state !== undefined && envelope.state !== undefined && envelope.state !== input.state) {
+    return { ok: false, failure: 'result-mismatch', message: `The agent signed the state ${String(envelope.state)}, but the task shows ${input.state}.` };
+  }
+  if (input.status && envelope.resultDigest !== undefined && resultDigest(input.status) !== envelope.resultDigest) {
     return { ok: false, failure: 'result-mismatch', message: 'The final status differs from the one the agent signed.' };
   }
   for (const signed of envelope.artifacts) {
+    const label = signed.name || signed.artifactId;
+    const named = signed.name !== undefined ? { artifactName: signed.name } : {};
     const got = input.artifacts.find((a) => a.artifactId === signed.artifactId);
-    if (!got) return { ok: false, failure: 'artifact-missing', message: `Artifact "${signed.name || signed.artifactId}" was signed but not received.`, artifactId: signed.artifactId, artifactName: signed.name };
+    if (!got) return { ok: false, failure: 'artifact-missing', message: `Artifact "${label}" was signed but not received.`, artifactId: signed.artifactId, ...named };
     if (artifactDigest(got) !== signed.digest) {
       return {
         ok: false,
         failure: 'artifact-mismatch',
-        message: `Artifact "${signed.name || signed.artifactId}" does not match what the agent signed: it was altered after signing. Do not apply it.`,
+        message: `Artifact "${label}" does not match what the agent signed: it was altered after signing. Do not apply it.`,
         artifactId: signed.artifactId,
-        artifactName: signed.name,
+        ...named,
       };
     }
   }

@@ -71,7 +71,7 @@ describe('agent card normalisation', () => {
     const raw = v03Card();
     delete raw.preferredTransport;
     delete raw.additionalInterfaces;
-    assert.equal(normalizeAgentCard(raw).preferredInterface.binding, 'JSONRPC');
+    assert.equal(normalizeAgentCard(raw).preferredInterface?.binding, 'JSONRPC');
   });
 
   it('agrees with the SDK on the interfaces of a card the SDK wrote', () => {
@@ -152,6 +152,20 @@ describe('agent card digest', () => {
 });
 
 describe('origins and the gateway index', () => {
+  it('accepts an index card with no interface of its own, and no other card without one', () => {
+    const index = { name: 'Baton gateway', supportedInterfaces: [], capabilities: { extensions: [{ uri: AGENT_INDEX_EXTENSION_URI, params: { agents: [] } }] } };
+    const card = normalizeAgentCard(index);
+    assert.deepEqual(card.interfaces, []);
+    assert.equal(card.preferredInterface, undefined);
+    refusedAt(() => normalizeAgentCard({ ...index, capabilities: {} }), 'invalid-card', 'supportedInterfaces');
+  });
+
+  it("reads security schemes in the SDK's in-memory form (what its card handler serves for an in-memory card)", () => {
+    const raw = { ...v1Card(), securitySchemes: { bearer: { scheme: { $case: 'httpAuthSecurityScheme', value: { scheme: 'Bearer', bearerFormat: 'opaque', description: 'd' } } } } };
+    assert.deepEqual(normalizeAgentCard(raw).securitySchemes, [{ kind: 'http', name: 'bearer', scheme: 'Bearer', bearerFormat: 'opaque', description: 'd' }]);
+    refusedAt(() => normalizeAgentCard({ ...v1Card(), securitySchemes: { k: { scheme: { $case: 'apiKeySecurityScheme', value: { location: 'header' } } } } }), 'invalid-card', 'securitySchemes.k.scheme.value.name');
+  });
+
   it('flags interfaces on another origin than the card URL', () => {
     const raw = v1Card();
     (raw.supportedInterfaces as Record<string, unknown>[]).push({ url: 'https://evil.example.net/a2a', protocolBinding: 'JSONRPC' });

@@ -10,6 +10,7 @@ import { cardSigningPayload } from '../../../src/core/agentCard';
 import type { ResultEnvelope, SigningKey } from '../../../src/node/signing';
 import {
   artifactDigest,
+  createCardSignature,
   generateSigningKey,
   loadOrCreateSigningKey,
   loadSigningKey,
@@ -125,6 +126,14 @@ describe('agent card signatures', () => {
     assert.equal(r4.status, 'invalid');
   });
 
+  it('a signature made with createCardSignature on the object served verifies after the JSON round trip', async () => {
+    // What the gateway does: sign the card object, then the SDK handler serves JSON.stringify(card).
+    const card: Record<string, unknown> = { ...v1Card(), skills: [{ id: 's', name: 'S', description: undefined, tags: [] }], signatures: [] };
+    card.signatures = [await createCardSignature(card, key)];
+    const served = JSON.parse(JSON.stringify(card)) as Record<string, unknown>;
+    assert.equal((await verifyAgentCard(served)).status, 'verified');
+  });
+
   it('accepts ES256 (P-256) signatures', async () => {
     const card = v1Card();
     const es = await jose.generateKeyPair('ES256');
@@ -180,28 +189,33 @@ describe('agent card signatures', () => {
 describe('signed result envelope', () => {
   const patch = { artifactId: 'a1', name: 'changes.patch', parts: [{ text: 'diff --git a/x b/x\n+hello\n', mediaType: 'text/x-diff', filename: 'changes.patch' }] };
   const log = { artifactId: 'a2', name: 'log.txt', parts: [{ text: 'ran prettier' }] };
-  const request = { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'format src' }] };
+  const request = { tenant: 't', message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'format src' }] }, configuration: { acceptedOutputModes: ['text/x-diff'] } };
   const status = { state: 'TASK_STATE_COMPLETED', message: { messageId: 'm2', role: 'ROLE_AGENT', parts: [{ text: 'done' }] } };
+  // The claims the gateway signs (src/gateway/localTaskRunner.ts): extra claims such as outcome are carried as they are.
   const envelope = (): ResultEnvelope => ({
-    v: 1,
-    issuer: 'https://gateway.example',
+    agent: 'formatter',
+    outcome: 'completed',
     taskId: 't1',
     contextId: 'c1',
     state: 'TASK_STATE_COMPLETED',
     requestDigest: requestDigest(request),
     artifacts: [patch, log].map((a) => ({ artifactId: a.artifactId, name: a.name, digest: artifactDigest(a) })),
     resultDigest: resultDigest(status),
-    executor: { agentId: 'formatter', kind: 'built-in', confined: false },
+    executor: { id: 'formatter', kind: 'builtin' },
     capabilities: { write: false, shell: false, network: false },
     issuedAt: '2026-01-01T00:00:00.000Z',
   });
 
   it('verifies what was signed, and binds request, artifacts, result, executor and capabilities', async () => {
     const jws = await signResultEnvelope(envelope(), key);
-    const r = await verifyResultEnvelope(jws, { keys: [await toVerifiedKey(key.publicJwk)], taskId: 't1', artifacts: [patch, log], request, status });
+    const r = await verifyResultEnvelope(jws, { keys: [await toVerifiedKey(key.publicJwk)], taskId: 't1', artifacts: [patch, log], requestDigest: requestDigest(request), state: 'TASK_STATE_COMPLETED', status });
     assert.ok(r.ok, r.ok ? '' : r.message);
     assert.deepEqual(r.ok && r.envelope.capabilities, { write: false, shell: false, network: false });
-    assert.equal(r.ok && r.envelope.executor.agentId, 'formatter');
+    assert.equal(r.ok && r.envelope.executor?.id, 'formatter');
+    assert.equal(r.ok && r.envelope.outcome, 'completed');
+    // The request digest ignores the tenant (routing) and nothing else.
+    assert.equal(requestDigest({ ...request, tenant: 'other' }), requestDigest(request));
+    assert.notEqual(requestDigest({ ...request, configuration: {} }), requestDigest(request));
   });
 
   it('fails on a tampered artifact and names it', async () => {
@@ -216,8 +230,15 @@ describe('signed result envelope', () => {
     assert.ok(!missing.ok && missing.failure === 'artifact-missing' && missing.artifactName === 'log.txt');
     const extra = await verifyResultEnvelope(jws, { keys, taskId: 't1', artifacts: [patch, log, { artifactId: 'a3', name: 'extra.sh', parts: [] }] });
     assert.ok(!extra.ok && extra.failure === 'artifact-unsigned' && extra.artifactName === 'extra.sh');
-    const wrongReq = await verifyResultEnvelope(jws, { keys, taskId: 't1', artifacts: [patch, log], request: { ...request, parts: [{ text: 'delete src' }] } });
+    const otherRequest = { ...request, message: { ...request.message, parts: [{ text: 'delete src' }] } };
+    const wrongReq = await verifyResultEnvelope(jws, { keys, taskId: 't1', artifacts: [patch, log], requestDigest: requestDigest(otherRequest) });
     assert.ok(!wrongReq.ok && wrongReq.failure === 'request-mismatch');
+    const wrongState = await verifyResultEnvelope(jws, { keys, taskId: 't1', artifacts: [patch, log], state: 'TASK_STATE_FAILED' });
+    assert.ok(!wrongState.ok && wrongState.failure === 'result-mismatch');
+    // A changed filename or media type is a changed artifact too, not only its text.
+    const renamed = { ...patch, parts: [{ ...patch.parts[0], filename: '../../.bashrc' }] };
+    const r5 = await verifyResultEnvelope(jws, { keys, taskId: 't1', artifacts: [renamed, log] });
+    assert.ok(!r5.ok && r5.failure === 'artifact-mismatch' && r5.artifactId === 'a1');
     const wrongTask = await verifyResultEnvelope(jws, { keys, taskId: 't2', artifacts: [patch, log] });
     assert.ok(!wrongTask.ok && wrongTask.failure === 'task-mismatch');
   });
