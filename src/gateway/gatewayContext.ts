@@ -3,8 +3,10 @@ import type { Capabilities } from './agents/localAgent';
 import type { EventHub } from './eventLog';
 import type { GatewayStore } from './store/gatewayStore';
 
-/** Signs a result envelope's claims (compact JWS). Provided by the gateway's key (src/node/signing.ts). */
-export type EnvelopeSigner = (claims: Readonly<Record<string, unknown>>) => Promise<string>;
+import type { EnvelopeBody } from './resultEnvelope';
+
+/** Signs a result envelope (compact JWS) with the gateway's key; the server adds issuer and time. */
+export type EnvelopeSigner = (body: EnvelopeBody) => Promise<string>;
 
 export interface GatewayLimits {
   /** The most any request may get, whatever it asks for and whatever the agent could do. */

@@ -6,7 +6,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { isAbsolute, relative, sep } from 'node:path';
-import { Role, SendMessageRequest, StreamResponse, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
+import { Role, SendMessageRequest, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
 import type { AgentCard, Message } from '@a2a-js/sdk';
 import { RequestMalformedError, TaskNotCancelableError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { META, PATCH_ARTIFACT } from '../core/batonProfile';
@@ -16,6 +16,7 @@ import { READ_ONLY } from './agents/localAgent';
 import { artifactEvent, chunkText, promptOf, statusEvent, textPart } from './a2aBuild';
 import { stampSeq, TaskWriter } from './eventLog';
 import type { GatewayContext } from './gatewayContext';
+import { envelopeBody } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
 import type { StartedTask, TaskRunner } from './taskRunner';
 import { isTerminal } from './taskStates';
@@ -119,6 +120,8 @@ interface Running {
   stopping: boolean;
   expired: boolean;
   patchEmitted: boolean;
+  /** The agent said it runs confined (bubblewrap). */
+  confined: boolean;
   readonly requestDigest: string;
   readonly capabilities: Capabilities;
 }
@@ -216,7 +219,7 @@ export class LocalTaskRunner implements TaskRunner {
     const abort = new AbortController();
     let resolveDone!: () => void;
     const done = new Promise<void>((res) => (resolveDone = res));
-    const rt: Running = { writer, abort, done, settled: false, canceled: false, stopping: false, expired: false, patchEmitted: false, requestDigest: r.digest, capabilities: r.capabilities };
+    const rt: Running = { writer, abort, done, settled: false, canceled: false, stopping: false, expired: false, patchEmitted: false, confined: false, requestDigest: r.digest, capabilities: r.capabilities };
     this.running.set(writer.taskId, rt);
     const { taskId } = writer;
     const contextId = writer.task.contextId;
@@ -227,6 +230,7 @@ export class LocalTaskRunner implements TaskRunner {
       if (rt.settled) return;
       switch (ev.kind) {
         case 'started':
+          rt.confined = ev.confined;
           push(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, ev.detail ?? `started${ev.confined ? ' (confined)' : ''}`, {
             [META.executor]: { id: this.agent.id, kind: this.agent.kind, confined: ev.confined },
           }));
@@ -308,40 +312,23 @@ export class LocalTaskRunner implements TaskRunner {
             : result.reason ?? outcome;
     const { writer } = rt;
     const metadata: Record<string, unknown> = { [META.outcome]: outcome };
-    if (this.ctx.signEnvelope) {
+    const event = statusEvent(writer.taskId, writer.task.contextId, state, text, metadata);
+    if (this.ctx.signEnvelope && event.payload?.$case === 'statusUpdate' && event.payload.value.status) {
       try {
-        metadata[META.envelope] = await this.ctx.signEnvelope(this.envelopeClaims(rt, outcome, state));
+        metadata[META.envelope] = await this.ctx.signEnvelope(
+          envelopeBody(writer.task, event.payload.value.status, writer.task.history[0], { agentId: this.agent.id, kind: this.agent.kind, confined: rt.confined }, { ...rt.capabilities }),
+        );
       } catch (e) {
         this.ctx.log(`task ${writer.taskId}: signing the result failed: ${(e as Error).message}`);
       }
     }
     writer.setOwner(null);
     try {
-      await writer.push(statusEvent(writer.taskId, writer.task.contextId, state, text, metadata));
+      await writer.push(event);
     } catch (e) {
       this.ctx.log(`task ${writer.taskId}: recording the outcome failed: ${(e as Error).message}`);
     }
     this.running.delete(writer.taskId);
-  }
-
-  private envelopeClaims(rt: Running, outcome: string, state: TaskState): Record<string, unknown> {
-    const t = rt.writer.task;
-    return {
-      taskId: t.id,
-      contextId: t.contextId,
-      agent: this.agent.id,
-      executor: { id: this.agent.id, kind: this.agent.kind },
-      requestDigest: rt.requestDigest,
-      artifacts: t.artifacts.map((a) => ({
-        artifactId: a.artifactId,
-        name: a.name,
-        digest: sha256Hex(a.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('')),
-      })),
-      state: taskStateToJSON(state),
-      outcome,
-      capabilities: rt.capabilities,
-      issuedAt: new Date().toISOString(),
-    };
   }
 
   continueTask(row: TaskRow): Promise<StartedTask> {

@@ -6,7 +6,7 @@
  * agents. A relay that breaks reconnects (GetTask, then SubscribeToTask); after a restart it re-attaches.
  */
 import { randomUUID } from 'node:crypto';
-import { StreamResponse, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
+import { Role, StreamResponse, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
 import type { AgentCard, Message, SendMessageRequest } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { Client } from '@a2a-js/sdk/client';
@@ -16,7 +16,8 @@ import { statusEvent } from './a2aBuild';
 import type { RemoteAgentConfig } from './config';
 import { stampSeq, TaskWriter } from './eventLog';
 import type { GatewayContext } from './gatewayContext';
-import { requestDigest, sha256Hex, waitForBinding } from './localTaskRunner';
+import { requestDigest, waitForBinding } from './localTaskRunner';
+import { envelopeBody } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
 import type { StartedTask, TaskRunner } from './taskRunner';
 import { endsTurn, isTerminal } from './taskStates';
@@ -108,7 +109,7 @@ export class ProxyTaskRunner implements TaskRunner {
     if (claim.kind === 'conflict') throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);
     if (claim.kind === 'existing') return { taskId: claim.taskId ?? (await waitForBinding(this.ctx, principal, this.cfg.id, msg.messageId)) };
     try {
-      const taskId = await this.open(params, principal, digest);
+      const taskId = await this.open(params, principal);
       await this.ctx.store.bindRequest(principal, this.cfg.id, msg.messageId, taskId);
       return { taskId };
     } catch (e) {
@@ -118,7 +119,7 @@ export class ProxyTaskRunner implements TaskRunner {
   }
 
   /** Sends the first message; records the task from the remote's first event; relays the rest. */
-  private async open(params: SendMessageRequest, principal: string, digest: string): Promise<string> {
+  private async open(params: SendMessageRequest, principal: string): Promise<string> {
     const client = await this.getClient();
     const abort = new AbortController();
     const stream = client.sendMessageStream(this.forwardParams(params), { signal: abort.signal });
@@ -161,8 +162,8 @@ export class ProxyTaskRunner implements TaskRunner {
       },
       { seq: 1, body: JSON.stringify(StreamResponse.toJSON(firstResp)) },
     );
-    if (p.$case === 'statusUpdate' || p.$case === 'artifactUpdate') await this.ingest(writer, first.value, digest);
-    if (!terminalAlready || p.$case !== 'task') this.startRelay(writer, stream, abort, digest);
+    if (p.$case === 'statusUpdate' || p.$case === 'artifactUpdate') await this.ingest(writer, first.value);
+    if (!terminalAlready || p.$case !== 'task') this.startRelay(writer, stream, abort);
     else void stream.return(undefined);
     return task.id;
   }
@@ -186,39 +187,28 @@ export class ProxyTaskRunner implements TaskRunner {
     const abort = new AbortController();
     const stream = client.sendMessageStream(this.forwardParams(params), { signal: abort.signal });
     writer.setOwner(this.ctx.instanceId);
-    this.startRelay(writer, stream, abort, digest);
+    this.startRelay(writer, stream, abort);
     return { taskId: row.id };
   }
 
-  private startRelay(writer: TaskWriter, stream: AsyncGenerator<StreamResponse, void, undefined> | undefined, abort: AbortController, digest: string | undefined): void {
-    const done = this.relay(writer, stream, abort, digest).catch((e: unknown) => this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId} failed: ${(e as Error).message}`));
+  private startRelay(writer: TaskWriter, stream: AsyncGenerator<StreamResponse, void, undefined> | undefined, abort: AbortController): void {
+    const done = this.relay(writer, stream, abort).catch((e: unknown) => this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId} failed: ${(e as Error).message}`));
     this.relays.set(writer.taskId, { abort, done, writer });
     void done.finally(() => {
       if (this.relays.get(writer.taskId)?.writer === writer) this.relays.delete(writer.taskId);
     });
   }
 
-  private async ingest(writer: TaskWriter, ev: StreamResponse, digest: string | undefined): Promise<void> {
+  private async ingest(writer: TaskWriter, ev: StreamResponse): Promise<void> {
     const p = ev.payload;
     if (!p) return;
     const tid = p.$case === 'task' ? p.value.id : p.$case === 'message' ? p.value.taskId : p.value.taskId;
     if (tid && tid !== writer.taskId) return;
-    if (p.$case === 'statusUpdate' && isTerminal(p.value.status?.state) && this.ctx.signEnvelope) {
-      const state = p.value.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED;
-      const outcome = taskStateToJSON(state).replace('TASK_STATE_', '').toLowerCase();
+    if (p.$case === 'statusUpdate' && isTerminal(p.value.status?.state) && p.value.status && this.ctx.signEnvelope) {
+      const outcome = taskStateToJSON(p.value.status.state).replace('TASK_STATE_', '').toLowerCase();
       try {
-        const envelope = await this.ctx.signEnvelope({
-          taskId: writer.taskId,
-          contextId: writer.task.contextId,
-          agent: this.cfg.id,
-          executor: { id: this.cfg.id, kind: 'remote', url: this.cfg.url },
-          requestDigest: digest ?? null,
-          artifacts: writer.task.artifacts.map((a) => ({ artifactId: a.artifactId, name: a.name, digest: sha256Hex(a.parts.map((x) => (x.content?.$case === 'text' ? x.content.value : '')).join('')) })),
-          state: taskStateToJSON(state),
-          outcome,
-          capabilities: null,
-          issuedAt: new Date().toISOString(),
-        });
+        const request = writer.task.history.find((m) => m.role === Role.ROLE_USER);
+        const envelope = await this.ctx.signEnvelope(envelopeBody(writer.task, p.value.status, request, { agentId: this.cfg.id, kind: 'remote', confined: false }, {}));
         p.value.metadata = { ...(p.value.metadata ?? {}), [META.envelope]: envelope, [META.outcome]: outcome };
       } catch (e) {
         this.ctx.log(`task ${writer.taskId}: signing the result failed: ${(e as Error).message}`);
@@ -228,7 +218,7 @@ export class ProxyTaskRunner implements TaskRunner {
     await writer.push(ev);
   }
 
-  private async relay(writer: TaskWriter, initial: AsyncGenerator<StreamResponse, void, undefined> | undefined, abort: AbortController, digest: string | undefined): Promise<void> {
+  private async relay(writer: TaskWriter, initial: AsyncGenerator<StreamResponse, void, undefined> | undefined, abort: AbortController): Promise<void> {
     let stream = initial;
     let attempt = 0;
     const client = await this.getClient();
@@ -237,7 +227,7 @@ export class ProxyTaskRunner implements TaskRunner {
         try {
           for await (const ev of stream) {
             attempt = 0;
-            await this.ingest(writer, ev, digest);
+            await this.ingest(writer, ev);
             if (endsTurn(writer.state)) return;
             if (abort.signal.aborted) return;
           }
@@ -257,7 +247,7 @@ export class ProxyTaskRunner implements TaskRunner {
       try {
         const t = await client.getTask({ tenant: '', id: writer.taskId }, { signal: AbortSignal.timeout(REMOTE_CALL_MS) });
         if (endsTurn(t.status?.state)) {
-          await this.ingest(writer, { payload: { $case: 'statusUpdate', value: { taskId: t.id, contextId: t.contextId, status: t.status, metadata: undefined } } }, digest);
+          await this.ingest(writer, { payload: { $case: 'statusUpdate', value: { taskId: t.id, contextId: t.contextId, status: t.status, metadata: undefined } } });
           return;
         }
         stream = client.resubscribeTask({ tenant: '', id: writer.taskId }, { signal: abort.signal });
@@ -284,7 +274,7 @@ export class ProxyTaskRunner implements TaskRunner {
     if (row.owner !== null && row.owner !== this.ctx.instanceId) return; // another live instance relays it
     const writer = new TaskWriter(this.ctx.store, this.ctx.hub, row.agent, row.id, Task.fromJSON(JSON.parse(row.snapshot)), row.lastSeq);
     writer.setOwner(this.ctx.instanceId);
-    this.startRelay(writer, undefined, new AbortController(), undefined);
+    this.startRelay(writer, undefined, new AbortController());
   }
 
   async cancel(row: TaskRow): Promise<void> {
@@ -311,7 +301,7 @@ export class ProxyTaskRunner implements TaskRunner {
     const writer = new TaskWriter(this.ctx.store, this.ctx.hub, row.agent, row.id, Task.fromJSON(JSON.parse(fresh.snapshot)), fresh.lastSeq);
     writer.setOwner(null);
     if (remote && isTerminal(remote.status?.state)) {
-      await this.ingest(writer, { payload: { $case: 'statusUpdate', value: { taskId: row.id, contextId: row.contextId, status: remote.status, metadata: undefined } } }, undefined);
+      await this.ingest(writer, { payload: { $case: 'statusUpdate', value: { taskId: row.id, contextId: row.contextId, status: remote.status, metadata: undefined } } });
     } else {
       await writer.push(
         statusEvent(row.id, row.contextId, TaskState.TASK_STATE_FAILED, `cancel requested; the remote agent ${this.cfg.id} did not confirm within ${grace} ms, so its outcome is unknown`, {
@@ -325,7 +315,7 @@ export class ProxyTaskRunner implements TaskRunner {
     // The remote kept running while we were down: re-attach and relay what it did meanwhile.
     const writer = new TaskWriter(this.ctx.store, this.ctx.hub, row.agent, row.id, Task.fromJSON(JSON.parse(row.snapshot)), row.lastSeq);
     writer.setOwner(this.ctx.instanceId);
-    this.startRelay(writer, undefined, new AbortController(), undefined);
+    this.startRelay(writer, undefined, new AbortController());
     return Promise.resolve();
   }
 

@@ -11,8 +11,10 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
 import type { NextFunction, Request, Response } from 'express';
-import type { AgentCard } from '@a2a-js/sdk';
-import { agentCardHandler } from '@a2a-js/sdk/server/express';
+import { AgentCard } from '@a2a-js/sdk';
+import type { AgentCardSignature } from '@a2a-js/sdk';
+import { loadOrCreateSigningKey, signAgentCard, signResultEnvelope } from '../node/signing';
+import { legacyAgentCardRouter } from '@a2a-js/sdk/compat/v0_3/server/express';
 import type { Capabilities, LocalAgent } from './agents/localAgent';
 import { READ_ONLY } from './agents/localAgent';
 import { ensureLocalToken, LOCAL_PRINCIPAL, TokenAuthenticator } from './auth';
@@ -29,10 +31,6 @@ import { GatewayRequestHandler } from './requestHandler';
 import { openStore } from './store/openStore';
 import type { GatewayStore } from './store/gatewayStore';
 import type { TaskRunner } from './taskRunner';
-
-export interface GatewayKeys extends CardKeys {
-  readonly signEnvelope?: EnvelopeSigner;
-}
 
 export interface GatewayOptions {
   /** Keys, the local token and the SQLite store live here (created 0700). */
@@ -52,8 +50,6 @@ export interface GatewayOptions {
   readonly sqliteDriver?: 'auto' | 'node:sqlite' | 'better-sqlite3';
   readonly limits?: Partial<GatewayLimits>;
   readonly maxBodyBytes?: number;
-  /** Card and envelope signing (the gateway's Ed25519 key). */
-  readonly keys?: GatewayKeys;
   readonly log?: (line: string) => void;
 }
 
@@ -104,6 +100,20 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const heartbeat = setInterval(() => void store.heartbeat(instanceId, hostname(), process.pid).catch((e: unknown) => log(`heartbeat failed: ${String(e)}`)), HEARTBEAT_MS);
   heartbeat.unref();
 
+  // The gateway's Ed25519 key (0600, created on first start): signs its cards and every result envelope.
+  const signingKey = await loadOrCreateSigningKey(join(opts.stateDir, 'gateway-key.jwk'));
+  let baseUrl = '';
+  const keys: CardKeys = {
+    publicJwk: signingKey.publicJwk,
+    async sign(card: AgentCard): Promise<AgentCardSignature> {
+      const signed = await signAgentCard(AgentCard.toJSON(card) as Record<string, unknown>, signingKey);
+      const sigs = signed.signatures as Array<{ protected: string; signature: string }>;
+      const last = sigs[sigs.length - 1];
+      return { protected: last.protected, signature: last.signature, header: undefined };
+    },
+  };
+  const signEnvelope: EnvelopeSigner = (body) => signResultEnvelope({ v: 1, issuer: baseUrl, ...body, issuedAt: new Date().toISOString() }, signingKey);
+
   const roots = (opts.roots ?? []).map((r) => {
     try {
       return realpathSync(r);
@@ -117,7 +127,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     instanceId,
     roots,
     limits: { ...DEFAULT_LIMITS, ...(opts.limits ?? {}) },
-    ...(opts.keys?.signEnvelope ? { signEnvelope: opts.keys.signEnvelope } : {}),
+    signEnvelope,
     log,
   };
 
@@ -137,8 +147,6 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   app.disable('x-powered-by');
   app.set('etag', false);
   const maxBodyBytes = opts.maxBodyBytes ?? 8 * 1024 * 1024;
-  const keys: CardKeys = opts.keys ?? {};
-  let baseUrl = '';
   const cardCache = new Map<string, Promise<AgentCard>>();
   const cardOf = (id: string): Promise<AgentCard> => {
     let c = cardCache.get(id);
@@ -152,7 +160,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const indexed = [...runners.values()].map((r) => r.indexed);
   let gatewayCard: Promise<AgentCard> | undefined;
 
-  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: () => (gatewayCard ??= buildGatewayCard(baseUrl, indexed, keys)), legacyCompat: { enabled: true } }));
+  app.use('/.well-known/agent-card.json', cardRoute(() => (gatewayCard ??= buildGatewayCard(baseUrl, indexed, keys))));
 
   const handlers = new Map<string, GatewayRequestHandler>();
   for (const [id, { runner }] of runners) {
@@ -163,7 +171,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     }, runner);
     handlers.set(id, handler);
     const base = `/a2a/${encodeURIComponent(id)}`;
-    app.use(`${base}/.well-known/agent-card.json`, agentCardHandler({ agentCardProvider: () => cardOf(id), legacyCompat: { enabled: true } }));
+    app.use(`${base}/.well-known/agent-card.json`, cardRoute(() => cardOf(id)));
     app.use(base, auth.middleware(), (_req: Request, _res: Response, next: NextFunction) => {
       if (resolved) return next();
       cardOf(id).then((c) => {
@@ -219,6 +227,24 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       await store.close();
     },
   };
+}
+
+/**
+ * A public card: 0.3 clients (no A2A-Version header) get the SDK's 0.3 form; everyone else the 1.0
+ * wire JSON (`AgentCard.toJSON`) — the exact form the card signature covers. (The SDK's own
+ * agentCardHandler serialises the in-memory object, whose security schemes are not wire JSON.)
+ */
+function cardRoute(provider: () => Promise<AgentCard>): express.Router {
+  const router = express.Router();
+  router.use(legacyAgentCardRouter({ agentCardProvider: provider, cache: { maxAge: 60 } }));
+  router.get('/', (_req: Request, res: Response, next: NextFunction) => {
+    provider().then((card) => {
+      res.setHeader('Cache-Control', 'public, max-age=60');
+      res.append('Vary', 'A2A-Version');
+      res.json(AgentCard.toJSON(card));
+    }, next);
+  });
+  return router;
 }
 
 async function recoverOrphans(store: GatewayStore, self: string, runners: Map<string, { runner: TaskRunner }>, log: (l: string) => void): Promise<void> {

@@ -1,0 +1,69 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { Artifact, Message, TaskStatus } from '@a2a-js/sdk';
+import { startGateway } from '../../../src/gateway/server';
+import type { RunningGateway } from '../../../src/gateway/server';
+import { toVerifiedKey, verifyAgentCard, verifyResultEnvelope } from '../../../src/node/signing';
+import type { PublicJwk } from '../../../src/node/signing';
+import { clientFor, scriptedAgent, sendRequest, tempDir, userMessage } from './helpers';
+
+describe('gateway: keys, signed cards and signed results', () => {
+  const dir = tempDir();
+  let gw: RunningGateway;
+  before(async () => {
+    gw = await startGateway({ stateDir: dir.path, localAgents: [scriptedAgent()], log: () => undefined });
+  });
+  after(async () => {
+    await gw.close();
+    dir[Symbol.dispose]();
+  });
+
+  it('creates its key and token 0600 in a 0700 state folder', () => {
+    assert.equal(statSync(dir.path).mode & 0o777, 0o700);
+    assert.equal(statSync(join(dir.path, 'gateway-key.jwk')).mode & 0o777, 0o600);
+    assert.equal(statSync(gw.tokenFile).mode & 0o777, 0o600);
+  });
+
+  it('signs every card it serves, with the key its cards publish', async () => {
+    for (const path of ['/.well-known/agent-card.json', '/a2a/echo/.well-known/agent-card.json']) {
+      const card = (await (await fetch(`${gw.url}${path}`, { headers: { 'A2A-Version': '1.0' } })).json()) as Record<string, unknown>;
+      const jwk = ((card.capabilities as { extensions: Array<{ uri: string; params?: { publicKeyJwk?: PublicJwk } }> }).extensions.find((e) => e.uri === 'urn:baton:a2a:signed-result:v1'))?.params?.publicKeyJwk;
+      assert.ok(jwk, path);
+      const check = await verifyAgentCard(card, { pinnedKeys: [await toVerifiedKey(jwk)] });
+      assert.equal(check.status, 'verified', `${path}: ${JSON.stringify(check)}`);
+      const tampered = { ...card, description: 'something else' };
+      assert.equal((await verifyAgentCard(tampered, { pinnedKeys: [await toVerifiedKey(jwk)] })).status, 'invalid');
+    }
+  });
+
+  it('puts a result envelope on the terminal task that verifies against what GetTask returns, and fails on a tampered patch', async () => {
+    const card = (await (await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json()) as { capabilities: { extensions: Array<{ uri: string; params?: { publicKeyJwk?: PublicJwk } }> } };
+    const jwk = card.capabilities.extensions.find((e) => e.uri === 'urn:baton:a2a:signed-result:v1')?.params?.publicKeyJwk as PublicJwk;
+    const client = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token);
+    const msg = userMessage('format src');
+    const done = await client.sendMessage(sendRequest(msg));
+    assert.ok('id' in done);
+    const task = await client.getTask({ tenant: '', id: done.id });
+    const jws = task.metadata?.['baton/resultEnvelope'];
+    assert.equal(typeof jws, 'string');
+    const artifacts = task.artifacts.map((a) => Artifact.toJSON(a) as { artifactId: string; name?: string; parts: unknown[] });
+    const ok = await verifyResultEnvelope(String(jws), {
+      keys: [await toVerifiedKey(jwk)],
+      taskId: task.id,
+      artifacts,
+      request: Message.toJSON(msg) as Record<string, unknown>,
+      status: TaskStatus.toJSON(task.status ?? { state: 0, message: undefined, timestamp: undefined }) as Record<string, unknown>,
+    });
+    assert.equal(ok.ok, true, JSON.stringify(ok));
+    if (ok.ok) {
+      assert.equal(ok.envelope.executor.agentId, 'echo');
+      assert.deepEqual(ok.envelope.capabilities, { write: false, shell: false, network: false });
+    }
+    const tampered = artifacts.map((a) => ({ ...a, parts: [{ text: 'diff --git a/evil b/evil\n', mediaType: 'text/x-diff' }] }));
+    const bad = await verifyResultEnvelope(String(jws), { keys: [await toVerifiedKey(jwk)], taskId: task.id, artifacts: tampered });
+    assert.equal(bad.ok, false);
+    if (!bad.ok) assert.equal(bad.failure, 'artifact-mismatch');
+  });
+});
