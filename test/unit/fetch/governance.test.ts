@@ -24,7 +24,7 @@ let otherKey: SigningKey;
 
 async function publish(description: string, key: SigningKey, legacyInterface = false): Promise<void> {
   // Built and signed the way src/gateway/cards.ts does: an in-memory SDK card, signed as served.
-  const raw = { ...v1Card(base), description };
+  const raw: Record<string, unknown> = { ...v1Card(base), description };
   if (legacyInterface) (raw.supportedInterfaces as unknown[]).push({ url: `${base}/a2a/formatter`, protocolBinding: 'JSONRPC', protocolVersion: '0.3' });
   const card = AgentCard.fromJSON(raw);
   card.signatures = [];
