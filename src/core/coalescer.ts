@@ -61,9 +61,15 @@ export class UpdateCoalescer<T> {
     if (this.disposed) return;
     this.dirty = true;
     if (!this.visible || this.timer !== undefined) return;
+    this.schedule();
+  }
+
+  /** Posts now if a full interval has passed since the last post, else arms the timer for the rest of it. */
+  private schedule(): void {
     const wait = this.lastPostAt + this.interval - this.clock.now();
     if (wait <= 0) this.post();
-    else this.timer = this.clock.setTimeout(() => this.onTimer(), wait);
+    // Timers round down to whole ms; round up so two posts are never closer than the interval.
+    else this.timer = this.clock.setTimeout(() => this.onTimer(), Math.ceil(wait));
   }
 
   /**
@@ -102,7 +108,7 @@ export class UpdateCoalescer<T> {
 
   private onTimer(): void {
     this.timer = undefined;
-    if (this.dirty && this.visible && !this.disposed) this.post();
+    if (this.dirty && this.visible && !this.disposed) this.schedule();
   }
 
   private post(): void {
