@@ -43,7 +43,7 @@ export type ChainCheck =
  * user delegates directly) hand a task to `targetAgentId`, given the parent already started
  * `siblings` children? Returns the child's chain when it may.
  */
-export function checkDelegationChain(parentChain: readonly string[], targetAgentId: string, siblings: number, limits: ChainLimits = DEFAULT_CHAIN_LIMITS): ChainCheck {
+export function checkDelegationChain(parentChain: readonly string[], targetAgentId: string, siblings = 0, limits: ChainLimits = DEFAULT_CHAIN_LIMITS): ChainCheck {
   if (!targetAgentId) return { ok: false, code: 'invalid', reason: 'The target agent has no id.' };
   if (parentChain.includes(targetAgentId)) {
     return { ok: false, code: 'cycle', reason: `Refused: ${targetAgentId} is already in this delegation chain (${[...parentChain, targetAgentId].join(' → ')}).` };
