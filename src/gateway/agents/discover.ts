@@ -1,0 +1,42 @@
+/**
+ * The local agents this machine offers: the built-in agents (always) and one agent per coding CLI
+ * found (a configured path or PATH). The gateway serves each at /a2a/<id>.
+ */
+import type { ConfineOptions } from '../confine';
+import type { HarnessId } from '../harness/harness';
+import { detectHarnesses } from '../harness/registry';
+import { WorkspaceManager } from '../workspace/workspaceManager';
+import { createFormatterAgent } from './formatterAgent';
+import { createHeadlessAgent } from './headlessAgent';
+import type { LocalAgent } from './localAgent';
+import { createLintFixAgent } from './lintFixAgent';
+
+export interface DiscoverOptions {
+  /** Workspace root (default ~/.baton/ws); ignored when `manager` is given. */
+  readonly workspaceRoot?: string;
+  readonly manager?: WorkspaceManager;
+  /** Configured CLI executables (machine-scoped settings), by harness id. */
+  readonly cliPaths?: Partial<Record<HarnessId, string>>;
+  /** PATH to search for CLIs (default process.env.PATH). */
+  readonly pathVar?: string;
+  /** Include the formatter and lint-fix agents (default true). */
+  readonly builtins?: boolean;
+  /** Include detected CLIs (default true). */
+  readonly clis?: boolean;
+  readonly confine?: ConfineOptions;
+  readonly maxOutputBytes?: number;
+  readonly env?: NodeJS.ProcessEnv;
+  readonly realHome?: string;
+}
+
+export async function discoverLocalAgents(opts: DiscoverOptions = {}): Promise<LocalAgent[]> {
+  const manager = opts.manager ?? new WorkspaceManager({ root: opts.workspaceRoot, userHome: opts.realHome });
+  const agents: LocalAgent[] = [];
+  if (opts.builtins !== false) agents.push(createFormatterAgent({ manager }), createLintFixAgent({ manager }));
+  if (opts.clis !== false) {
+    for (const detected of detectHarnesses({ paths: opts.cliPaths, pathVar: opts.pathVar })) {
+      agents.push(createHeadlessAgent(detected, { manager, confine: opts.confine, maxOutputBytes: opts.maxOutputBytes, env: opts.env, realHome: opts.realHome }));
+    }
+  }
+  return agents;
+}

@@ -1,0 +1,188 @@
+/**
+ * The `formatter` built-in agent: Prettier over the named files (or every supported file when none
+ * are named) in a throwaway workspace, returned as changes.patch. It needs no model and works
+ * offline. Prettier's standalone build and its plugins are used so the agent still works when the
+ * gateway is bundled into one file. Options come from the repository's JSON/YAML Prettier config;
+ * a JavaScript config is never loaded, because that would run repository code inside the gateway.
+ */
+import { readFile } from 'node:fs/promises';
+import { join, posix } from 'node:path';
+import type { Options, Plugin, SupportInfo } from 'prettier';
+import { format, getSupportInfo } from 'prettier/standalone';
+import * as babel from 'prettier/plugins/babel';
+import * as estree from 'prettier/plugins/estree';
+import * as html from 'prettier/plugins/html';
+import * as markdown from 'prettier/plugins/markdown';
+import * as postcss from 'prettier/plugins/postcss';
+import * as typescript from 'prettier/plugins/typescript';
+import * as yaml from 'prettier/plugins/yaml';
+import type { Workspace, WorkspaceManager } from '../workspace/workspaceManager';
+import { interrupted, readWorkspaceFile, targetFiles, writeWorkspaceFile } from './builtinFiles';
+import type { LocalAgent, LocalRunEvent, LocalRunRequest } from './localAgent';
+import { runInWorkspace } from './workspaceRun';
+
+const PLUGINS = [babel, estree, typescript, postcss, markdown, yaml, html] as unknown as Plugin[];
+const BUILTIN_DETAIL = 'Built-in agent: runs inside the gateway on its throwaway workspace only and runs no repository code.';
+
+let support: Promise<{ extensions: Set<string>; filenames: Set<string> }> | undefined;
+function supported(): Promise<{ extensions: Set<string>; filenames: Set<string> }> {
+  // The standalone build takes the plugins to describe, though its typings say it takes nothing.
+  const info = getSupportInfo as unknown as (o: { plugins: Plugin[] }) => Promise<SupportInfo>;
+  support ??= info({ plugins: PLUGINS }).then((info) => {
+    const extensions = new Set<string>();
+    const filenames = new Set<string>();
+    for (const lang of info.languages) {
+      for (const e of lang.extensions ?? []) extensions.add(e.toLowerCase());
+      for (const f of lang.filenames ?? []) filenames.add(f);
+    }
+    return { extensions, filenames };
+  });
+  return support;
+}
+
+export function createFormatterAgent(opts: { readonly manager: WorkspaceManager }): LocalAgent {
+  return {
+    id: 'formatter',
+    name: 'Formatter (Prettier)',
+    description: 'Formats files with Prettier using your repository\'s Prettier settings and returns the result as a patch. Needs no model; works offline.',
+    kind: 'builtin',
+    // It only ever proposes a patch from its own throwaway copy; it runs nothing and reaches nothing.
+    maxCapabilities: { write: true, shell: false, network: false },
+    skills: [
+      {
+        id: 'format',
+        name: 'Format files',
+        description: 'Prettier over the named files, or over every supported file (JS, TS, JSON, CSS, Markdown, YAML, HTML) when none are named.',
+        tags: ['format', 'prettier', 'patch'],
+        examples: ['Format src/app.ts', 'Format the whole repository'],
+      },
+    ],
+    run: (request, emit) => runFormatter(opts.manager, request, emit),
+  };
+}
+
+async function runFormatter(manager: WorkspaceManager, request: LocalRunRequest, emit: (e: LocalRunEvent) => void) {
+  return runInWorkspace(request, emit, {
+    manager,
+    describe: async () => ({ confined: false, detail: BUILTIN_DETAIL }),
+    work: async (ws) => {
+      const { extensions, filenames } = await supported();
+      const supports = (p: string) => filenames.has(posix.basename(p)) || extensions.has(posix.extname(p).toLowerCase());
+      const { files, skipped } = await targetFiles(ws, { requested: request.files, supports, ignoreFile: '.prettierignore' });
+      for (const s of skipped) emit({ kind: 'step', text: `Skipped ${s}` });
+      const configs = new ConfigFinder(ws, emit);
+      let changed = 0;
+      let failed = 0;
+      for (const rel of files) {
+        const stop = interrupted(request.deadline, request.signal);
+        if (stop) return { outcome: stop, reason: stop === 'canceled' ? 'Canceled.' : 'The deadline passed while formatting.' };
+        const text = await readWorkspaceFile(ws, rel);
+        let out: string;
+        try {
+          out = await format(text, { ...(await configs.optionsFor(rel)), filepath: rel, plugins: PLUGINS });
+        } catch (e) {
+          failed++;
+          emit({ kind: 'log', stream: 'stderr', text: `Could not format ${rel}: ${firstLine((e as Error).message)}` });
+          continue;
+        }
+        if (out !== text) {
+          await writeWorkspaceFile(ws, rel, out);
+          changed++;
+          emit({ kind: 'step', text: `Formatted ${rel}` });
+        }
+      }
+      const summary = `Prettier formatted ${changed} of ${files.length} file(s)${failed ? `; ${failed} could not be parsed` : ''}${skipped.length ? `; skipped ${skipped.length}` : ''}.`;
+      return { outcome: 'completed', exitCode: 0, summary };
+    },
+  });
+}
+
+const JSON_CONFIGS = ['.prettierrc', '.prettierrc.json', '.prettierrc.yaml', '.prettierrc.yml'];
+const CODE_CONFIGS = ['.prettierrc.js', '.prettierrc.cjs', '.prettierrc.mjs', '.prettierrc.ts', 'prettier.config.js', 'prettier.config.cjs', 'prettier.config.mjs', 'prettier.config.ts', '.prettierrc.toml', '.prettierrc.json5'];
+
+/** Finds the nearest Prettier config (as Prettier does, from the file's folder up to the repository root). */
+class ConfigFinder {
+  private readonly cache = new Map<string, Promise<Options>>();
+  private readonly warned = new Set<string>();
+  constructor(
+    private readonly ws: Workspace,
+    private readonly emit: (e: LocalRunEvent) => void,
+  ) {}
+
+  optionsFor(rel: string): Promise<Options> {
+    return this.forDir(posix.dirname(rel));
+  }
+
+  private forDir(dir: string): Promise<Options> {
+    let p = this.cache.get(dir);
+    if (!p) {
+      p = this.load(dir);
+      this.cache.set(dir, p);
+    }
+    return p;
+  }
+
+  private async load(dir: string): Promise<Options> {
+    const abs = dir === '.' ? this.ws.dir : join(this.ws.dir, dir);
+    for (const name of JSON_CONFIGS) {
+      const text = await readFile(join(abs, name), 'utf8').catch(() => undefined);
+      if (text === undefined) continue;
+      const parsed = parseConfig(text);
+      if (parsed) return parsed;
+      this.warn(`${posix.join(dir, name)} is not JSON or simple YAML; Prettier's defaults were used.`);
+      return {};
+    }
+    const pkg = await readFile(join(abs, 'package.json'), 'utf8').catch(() => undefined);
+    if (pkg !== undefined) {
+      try {
+        const cfg = (JSON.parse(pkg) as { prettier?: unknown }).prettier;
+        if (cfg && typeof cfg === 'object') return stripOverrides(cfg as Options);
+      } catch {
+        // not JSON: not a config
+      }
+    }
+    for (const name of CODE_CONFIGS) {
+      if (await readFile(join(abs, name)).then(() => true, () => false)) {
+        this.warn(`${posix.join(dir, name)} was not loaded: Baton never runs repository code. Prettier's defaults were used.`);
+        return {};
+      }
+    }
+    if (dir === '.' || dir === '') return {};
+    return this.forDir(posix.dirname(dir));
+  }
+
+  private warn(text: string): void {
+    if (this.warned.has(text)) return;
+    this.warned.add(text);
+    this.emit({ kind: 'step', text });
+  }
+}
+
+function parseConfig(text: string): Options | undefined {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v && typeof v === 'object' && !Array.isArray(v) ? stripOverrides(v as Options) : undefined;
+  } catch {
+    // Simple YAML: `key: value` lines only.
+    const out: Record<string, unknown> = {};
+    for (const line of text.split('\n')) {
+      const t = line.replace(/#.*$/, '').trim();
+      if (!t) continue;
+      const m = /^([A-Za-z]+)\s*:\s*(.+)$/.exec(t);
+      if (!m) return undefined;
+      const raw = m[2].trim().replace(/^["'](.*)["']$/, '$1');
+      out[m[1]] = raw === 'true' ? true : raw === 'false' ? false : /^\d+$/.test(raw) ? Number(raw) : raw;
+    }
+    return stripOverrides(out as Options);
+  }
+}
+
+function stripOverrides(cfg: Options & { overrides?: unknown; plugins?: unknown }): Options {
+  // Plugins named in a config would be loaded from the repository: never.
+  const { overrides: _o, plugins: _p, ...rest } = cfg;
+  return rest;
+}
+
+function firstLine(s: string): string {
+  return s.split('\n')[0].slice(0, 300);
+}
