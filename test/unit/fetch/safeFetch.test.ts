@@ -1,6 +1,7 @@
 import * as assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import fc from 'fast-check';
 import { checkAddress, fetchAgentCard, cardUrlFor, pinningStatus, safeFetch, SafeFetchError } from '../../../src/node/safeFetch';
 import type { Resolver, SafeFetchErrorCode, SafeFetchOptions } from '../../../src/node/safeFetch';
 import { offOriginInterfaces } from '../../../src/core/agentCard';
@@ -292,7 +293,48 @@ describe('safe fetch: address rules (a canary counts connections: zero for every
   });
 });
 
+describe('safe fetch for webhooks (the gateway\'s push notifications)', () => {
+  it('POSTs a body and returns the status without throwing on non-2xx', async () => {
+    const got: string[] = [];
+    const hook = await startHttps(pki, (req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        got.push(`${req.method} ${req.headers['content-type'] ?? ''} ${body}`);
+        res.writeHead(req.url === '/gone' ? 410 : 204).end();
+      });
+    });
+    try {
+      const o = allowed({ method: 'POST', body: '{"taskId":"t1"}', headers: { 'content-type': 'application/json' } });
+      assert.equal((await safeFetch(`https://localhost:${hook.port}/hook`, o)).status, 204);
+      assert.equal((await safeFetch(`https://localhost:${hook.port}/gone`, o)).status, 410);
+      assert.deepEqual(got, ['POST application/json {"taskId":"t1"}', 'POST application/json {"taskId":"t1"}']);
+    } finally {
+      await hook.close();
+    }
+  });
+});
+
 describe('address classification', () => {
+  it('refuses every IPv4 address in a special range and passes the rest (property, independent oracle)', () => {
+    const special: [number, number][] = [
+      [0x00000000, 8], [0x0a000000, 8], [0x64400000, 10], [0x7f000000, 8], [0xa9fe0000, 16], [0xac100000, 12], [0xc0000000, 24], [0xc0000200, 24],
+      [0xc01fc400, 24], [0xc034c100, 24], [0xc0586300, 24], [0xc0a80000, 16], [0xc0afb000, 24], [0xc6120000, 15], [0xc6336400, 24], [0xcb007100, 24],
+      [0xe0000000, 4], [0xf0000000, 4],
+    ];
+    const inSpecial = (n: number): boolean => special.some(([net, bits]) => (n >>> (32 - bits)) === (net >>> (32 - bits)));
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 0xffffffff }), (n) => {
+        const ip = [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+        assert.equal(checkAddress(ip).allowed, !inSpecial(n), ip);
+        // The same address written as IPv4-mapped IPv6 is always refused.
+        assert.equal(checkAddress(`::ffff:${ip}`).allowed, false);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+
   it('passes public unicast only', () => {
     for (const ip of ['93.184.215.14', '8.8.8.8', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e']) assert.equal(checkAddress(ip).allowed, true, ip);
     const refusedRanges: [string, string][] = [
