@@ -1,23 +1,140 @@
 /**
  * `baton-gateway`: the A2A server that fronts Baton's local agents and proxies remote ones.
+ *
+ *   baton-gateway [--config FILE] [--state DIR] [--host H] [--port N] [--root DIR]… [--no-local-agents]
+ *
+ * Prints one JSON line on stdout when it is listening (`{"url", "tokenFile", "pid", "agents"}`) so a
+ * supervisor can wait for it, and writes the same to <state>/gateway.json for the `baton` command line.
+ * Stops cleanly on SIGTERM / SIGINT.
  */
+import { rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { discoverLocalAgents } from './agents/discover';
+import type { LocalAgent } from './agents/localAgent';
+import { GATEWAY_VERSION } from './cards';
+import { ConfigError, loadGatewayConfig } from './config';
+import type { GatewayConfig } from './config';
+import { startGateway } from './server';
 
-const VERSION = '0.1.0';
+const USAGE = `usage: baton-gateway [options]
 
-function main(argv: string[]): number {
-  const { values } = parseArgs({
-    args: argv,
-    options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } },
-    allowPositionals: true,
-    strict: false,
-  });
-  if (values.version) {
-    process.stdout.write(`baton-gateway ${VERSION}\n`);
-    return 0;
-  }
-  process.stdout.write('usage: baton-gateway [--help] [--version]\n');
-  return values.help ? 0 : 2;
+  --config FILE        JSON config: agents, tokens, store, roots, limits (see docs/gateway.md)
+  --state DIR          state folder: key, token, SQLite store (default $BATON_STATE_DIR or ~/.baton/gateway)
+  --host HOST          address to bind (default 127.0.0.1)
+  --port N             port (default 0: a free one)
+  --root DIR           a folder whose repositories requests may name (repeatable)
+  --public-url URL     the URL clients use, when behind a proxy
+  --no-local-agents    serve only the configured remote agents
+  --version, --help
+`;
+
+export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env.BATON_STATE_DIR || join(homedir(), '.baton', 'gateway');
 }
 
-process.exitCode = main(process.argv.slice(2));
+async function main(argv: string[]): Promise<number> {
+  let values: Record<string, string | boolean | string[] | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+        config: { type: 'string' },
+        state: { type: 'string' },
+        host: { type: 'string' },
+        port: { type: 'string' },
+        root: { type: 'string', multiple: true },
+        'public-url': { type: 'string' },
+        'no-local-agents': { type: 'boolean' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (e) {
+    process.stderr.write(`baton-gateway: ${(e as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  if (values.version) {
+    process.stdout.write(`baton-gateway ${GATEWAY_VERSION}\n`);
+    return 0;
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  let config: GatewayConfig | undefined;
+  try {
+    if (typeof values.config === 'string') config = loadGatewayConfig(resolve(values.config));
+  } catch (e) {
+    process.stderr.write(`baton-gateway: ${e instanceof ConfigError ? e.message : String(e)}\n`);
+    return 2;
+  }
+  const port = typeof values.port === 'string' ? Number(values.port) : config?.port;
+  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
+    process.stderr.write('baton-gateway: --port must be a number from 0 to 65535\n');
+    return 2;
+  }
+  const stateDir = resolve(typeof values.state === 'string' ? values.state : defaultStateDir());
+  const roots = [...(config?.roots ?? []), ...((values.root as string[] | undefined) ?? []).map((r) => resolve(r))];
+
+  let localAgents: LocalAgent[] = [];
+  const wanted = values['no-local-agents'] ? false : config?.localAgents ?? true;
+  if (wanted !== false) {
+    const found = await discoverLocalAgents({ workspaceRoot: join(stateDir, 'ws') });
+    localAgents = wanted === true ? found : found.filter((a) => wanted.includes(a.id));
+    if (Array.isArray(wanted)) {
+      const missing = wanted.filter((id) => !found.some((a) => a.id === id));
+      if (missing.length) process.stderr.write(`baton-gateway: local agent(s) not found on this machine: ${missing.join(', ')} (found: ${found.map((a) => a.id).join(', ') || 'none'})\n`);
+    }
+  }
+
+  const limits = config?.limits;
+  const gw = await startGateway({
+    stateDir,
+    ...(typeof values.host === 'string' ? { host: values.host } : config?.host ? { host: config.host } : {}),
+    ...(port !== undefined ? { port } : {}),
+    ...(typeof values['public-url'] === 'string' ? { publicUrl: values['public-url'] } : config?.publicUrl ? { publicUrl: config.publicUrl } : {}),
+    roots,
+    localAgents,
+    remoteAgents: config?.remoteAgents ?? [],
+    tokens: config?.tokens ?? [],
+    ...(config?.store ? { store: config.store } : {}),
+    limits: {
+      ...(limits?.capabilities ? { capabilities: limits.capabilities } : {}),
+      ...(limits?.defaultDeadlineSeconds ? { defaultDeadlineMs: limits.defaultDeadlineSeconds * 1000 } : {}),
+      ...(limits?.maxDeadlineSeconds ? { maxDeadlineMs: limits.maxDeadlineSeconds * 1000 } : {}),
+      ...(limits?.cancelGraceSeconds ? { cancelGraceMs: limits.cancelGraceSeconds * 1000 } : {}),
+    },
+    ...(limits?.maxBodyBytes ? { maxBodyBytes: limits.maxBodyBytes } : {}),
+  });
+  const info = { url: gw.url, tokenFile: gw.tokenFile, pid: process.pid, agents: gw.agents.map((a) => a.id) };
+  const infoFile = join(stateDir, 'gateway.json');
+  writeFileSync(infoFile, `${JSON.stringify(info)}\n`, { mode: 0o600 });
+  process.stdout.write(`${JSON.stringify(info)}\n`);
+
+  await new Promise<void>((done) => {
+    const stop = (): void => {
+      process.off('SIGTERM', stop);
+      process.off('SIGINT', stop);
+      done();
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
+  rmSync(infoFile, { force: true });
+  await gw.close();
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    process.stderr.write(`baton-gateway: ${(e as Error).message ?? String(e)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -6,8 +6,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { isAbsolute, relative, sep } from 'node:path';
-import { Role, SendMessageRequest, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
-import type { AgentCard, Message } from '@a2a-js/sdk';
+import { Message, Role, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
+import type { AgentCard, SendMessageRequest } from '@a2a-js/sdk';
 import { RequestMalformedError, TaskNotCancelableError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { META, PATCH_ARTIFACT } from '../core/batonProfile';
 import { canonicalize } from '../core/jcs';
@@ -16,7 +16,7 @@ import { READ_ONLY } from './agents/localAgent';
 import { artifactEvent, chunkText, promptOf, statusEvent, textPart } from './a2aBuild';
 import { stampSeq, TaskWriter } from './eventLog';
 import type { GatewayContext } from './gatewayContext';
-import { envelopeBody } from './resultEnvelope';
+import { envelopeBody, sentRequestDigest } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
 import type { StartedTask, TaskRunner } from './taskRunner';
 import { isTerminal } from './taskStates';
@@ -29,11 +29,13 @@ export function sha256Hex(text: string | Uint8Array): string {
   return `sha256:${createHash('sha256').update(text).digest('hex')}`;
 }
 
-/** The idempotency and envelope digest of a request: RFC 8785 form of its wire JSON, tenant left out. */
+/**
+ * The idempotency digest of a request: RFC 8785 form of its message's wire JSON. Only the message
+ * counts: how it was sent (streaming or blocking, accepted output modes) is not part of "the same
+ * request", so a retry over another transport still finds its task.
+ */
 export function requestDigest(params: SendMessageRequest): string {
-  const { tenant: _tenant, ...wire } = SendMessageRequest.toJSON(params) as Record<string, unknown>;
-  void _tenant;
-  return sha256Hex(canonicalize(wire));
+  return sha256Hex(canonicalize(params.message ? Message.toJSON(params.message) : null));
 }
 
 /** Waits (bounded) for a concurrent request with the same messageId to record the task it created. */
@@ -123,6 +125,8 @@ interface Running {
   /** The agent said it runs confined (bubblewrap). */
   confined: boolean;
   readonly requestDigest: string;
+  /** What the caller can recompute for the envelope (the whole SendMessageRequest as sent). */
+  readonly sentDigest: string;
   readonly capabilities: Capabilities;
 }
 
@@ -208,18 +212,18 @@ export class LocalTaskRunner implements TaskRunner {
       { seq: 1, body: JSON.stringify(StreamResponse.toJSON(first)) },
     );
     const prompt = promptOf(msg.parts);
-    this.launch(writer, { repoPath, prompt, files, capabilities, deadline, digest });
+    this.launch(writer, { repoPath, prompt, files, capabilities, deadline, digest, sentDigest: sentRequestDigest(params) });
     return { taskId };
   }
 
   private launch(
     writer: TaskWriter,
-    r: { repoPath: string | undefined; prompt: string; files: string[]; capabilities: Capabilities; deadline: number; digest: string },
+    r: { repoPath: string | undefined; prompt: string; files: string[]; capabilities: Capabilities; deadline: number; digest: string; sentDigest: string },
   ): void {
     const abort = new AbortController();
     let resolveDone!: () => void;
     const done = new Promise<void>((res) => (resolveDone = res));
-    const rt: Running = { writer, abort, done, settled: false, canceled: false, stopping: false, expired: false, patchEmitted: false, confined: false, requestDigest: r.digest, capabilities: r.capabilities };
+    const rt: Running = { writer, abort, done, settled: false, canceled: false, stopping: false, expired: false, patchEmitted: false, confined: false, requestDigest: r.digest, sentDigest: r.sentDigest, capabilities: r.capabilities };
     this.running.set(writer.taskId, rt);
     const { taskId } = writer;
     const contextId = writer.task.contextId;
@@ -316,7 +320,7 @@ export class LocalTaskRunner implements TaskRunner {
     if (this.ctx.signEnvelope && event.payload?.$case === 'statusUpdate' && event.payload.value.status) {
       try {
         metadata[META.envelope] = await this.ctx.signEnvelope(
-          envelopeBody(writer.task, event.payload.value.status, writer.task.history[0], { agentId: this.agent.id, kind: this.agent.kind, confined: rt.confined }, { ...rt.capabilities }),
+          envelopeBody(writer.task, event.payload.value.status, rt.sentDigest, { id: this.agent.id, kind: this.agent.kind, confined: rt.confined }, { ...rt.capabilities }),
         );
       } catch (e) {
         this.ctx.log(`task ${writer.taskId}: signing the result failed: ${(e as Error).message}`);

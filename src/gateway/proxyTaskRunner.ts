@@ -6,7 +6,7 @@
  * agents. A relay that breaks reconnects (GetTask, then SubscribeToTask); after a restart it re-attaches.
  */
 import { randomUUID } from 'node:crypto';
-import { Role, StreamResponse, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
+import { StreamResponse, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
 import type { AgentCard, Message, SendMessageRequest } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { Client } from '@a2a-js/sdk/client';
@@ -17,7 +17,7 @@ import type { RemoteAgentConfig } from './config';
 import { stampSeq, TaskWriter } from './eventLog';
 import type { GatewayContext } from './gatewayContext';
 import { requestDigest, waitForBinding } from './localTaskRunner';
-import { envelopeBody } from './resultEnvelope';
+import { envelopeBody, sentRequestDigest } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
 import type { StartedTask, TaskRunner } from './taskRunner';
 import { endsTurn, isTerminal } from './taskStates';
@@ -45,6 +45,8 @@ export class ProxyTaskRunner implements TaskRunner {
   readonly kind = 'proxy' as const;
   private client: Promise<Client> | undefined;
   private readonly relays = new Map<string, Relay>();
+  /** Envelope request digests of the tasks this process started (a re-attached relay signs null). */
+  private readonly sentDigests = new Map<string, string>();
   private closed = false;
 
   constructor(
@@ -144,6 +146,7 @@ export class ProxyTaskRunner implements TaskRunner {
       task = { id: v.taskId, contextId: v.contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: params.message ? [params.message] : [], metadata: undefined };
     }
     if (!task.id) throw new RequestMalformedError(`the remote agent ${this.cfg.id} sent a task without an id`);
+    this.sentDigests.set(task.id, sentRequestDigest(params));
     task.metadata = { ...(task.metadata ?? {}), [META.executor]: { id: this.cfg.id, kind: 'remote', url: this.cfg.url } };
     const writer = new TaskWriter(this.ctx.store, this.ctx.hub, this.cfg.id, task.id, structuredClone(task), 1);
     const firstResp: StreamResponse = { payload: { $case: 'task', value: structuredClone(task) } };
@@ -195,6 +198,7 @@ export class ProxyTaskRunner implements TaskRunner {
     const done = this.relay(writer, stream, abort).catch((e: unknown) => this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId} failed: ${(e as Error).message}`));
     this.relays.set(writer.taskId, { abort, done, writer });
     void done.finally(() => {
+      if (isTerminal(writer.state)) this.sentDigests.delete(writer.taskId);
       if (this.relays.get(writer.taskId)?.writer === writer) this.relays.delete(writer.taskId);
     });
   }
@@ -207,8 +211,7 @@ export class ProxyTaskRunner implements TaskRunner {
     if (p.$case === 'statusUpdate' && isTerminal(p.value.status?.state) && p.value.status && this.ctx.signEnvelope) {
       const outcome = taskStateToJSON(p.value.status.state).replace('TASK_STATE_', '').toLowerCase();
       try {
-        const request = writer.task.history.find((m) => m.role === Role.ROLE_USER);
-        const envelope = await this.ctx.signEnvelope(envelopeBody(writer.task, p.value.status, request, { agentId: this.cfg.id, kind: 'remote', confined: false }, {}));
+        const envelope = await this.ctx.signEnvelope(envelopeBody(writer.task, p.value.status, this.sentDigests.get(writer.taskId) ?? null, { id: this.cfg.id, kind: 'remote', url: this.cfg.url }, null));
         p.value.metadata = { ...(p.value.metadata ?? {}), [META.envelope]: envelope, [META.outcome]: outcome };
       } catch (e) {
         this.ctx.log(`task ${writer.taskId}: signing the result failed: ${(e as Error).message}`);

@@ -3,26 +3,31 @@
  * exactly what a client will see (wire JSON of the request message, the folded artifacts GetTask
  * returns, the terminal status), so `verifyResultEnvelope` in src/node/signing.ts can check it.
  */
-import { Artifact, Message, TaskStatus } from '@a2a-js/sdk';
+import { Artifact, SendMessageRequest, TaskStatus } from '@a2a-js/sdk';
 import type { Task } from '@a2a-js/sdk';
-import { artifactDigest, requestDigest as messageDigest, resultDigest } from '../node/signing';
+import { artifactDigest, requestDigest, resultDigest } from '../node/signing';
 import type { ResultEnvelope } from '../node/signing';
 
-export type EnvelopeBody = Omit<ResultEnvelope, 'v' | 'issuer' | 'issuedAt'>;
+export type EnvelopeBody = Omit<ResultEnvelope, 'issuedAt'>;
+
+/** The digest the caller can recompute from what it sent (`SendMessageRequest.toJSON`, tenant left out). */
+export function sentRequestDigest(params: SendMessageRequest): string {
+  return requestDigest(SendMessageRequest.toJSON(params) as Record<string, unknown>);
+}
 
 export function envelopeBody(
   task: Task,
   status: TaskStatus,
-  request: Message | undefined,
-  executor: ResultEnvelope['executor'],
-  capabilities: Readonly<Record<string, boolean>>,
+  requestDigestValue: string | null,
+  executor: Readonly<Record<string, unknown>>,
+  capabilities: Readonly<Record<string, boolean>> | null,
 ): EnvelopeBody {
   const statusWire = TaskStatus.toJSON(status) as Record<string, unknown>;
   return {
     taskId: task.id,
     contextId: task.contextId,
     state: String(statusWire.state),
-    requestDigest: request ? messageDigest(Message.toJSON(request) as Record<string, unknown>) : '',
+    requestDigest: requestDigestValue,
     artifacts: task.artifacts.map((a) => {
       const wire = Artifact.toJSON(a) as { artifactId: string; name?: string; parts?: unknown[] };
       return { artifactId: a.artifactId, name: a.name, digest: artifactDigest({ artifactId: wire.artifactId, name: wire.name ?? '', parts: wire.parts ?? [] }) };

@@ -82,7 +82,7 @@ export async function clientFor(cardUrl: string, token: string, opts: { legacy?:
   return factory.createFromUrl(cardUrl, '');
 }
 
-export function userMessage(text: string, metadata?: Record<string, unknown>, messageId = randomUUID()): Message {
+export function userMessage(text: string, metadata?: Record<string, unknown>, messageId: string = randomUUID()): Message {
   return {
     messageId,
     contextId: '',

@@ -2,10 +2,10 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { Artifact, Message, TaskStatus } from '@a2a-js/sdk';
+import { Artifact, SendMessageRequest, TaskStatus } from '@a2a-js/sdk';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
-import { toVerifiedKey, verifyAgentCard, verifyResultEnvelope } from '../../../src/node/signing';
+import { requestDigest, toVerifiedKey, verifyAgentCard, verifyResultEnvelope } from '../../../src/node/signing';
 import type { PublicJwk } from '../../../src/node/signing';
 import { clientFor, scriptedAgent, sendRequest, tempDir, userMessage } from './helpers';
 
@@ -44,6 +44,7 @@ describe('gateway: keys, signed cards and signed results', () => {
     const client = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token);
     const msg = userMessage('format src');
     const done = await client.sendMessage(sendRequest(msg));
+    // The envelope binds the request as the client sent it; the SDK client sends it unchanged.
     assert.ok('id' in done);
     const task = await client.getTask({ tenant: '', id: done.id });
     const jws = task.metadata?.['baton/resultEnvelope'];
@@ -53,12 +54,12 @@ describe('gateway: keys, signed cards and signed results', () => {
       keys: [await toVerifiedKey(jwk)],
       taskId: task.id,
       artifacts,
-      request: Message.toJSON(msg) as Record<string, unknown>,
+      requestDigest: requestDigest(SendMessageRequest.toJSON(sendRequest(msg)) as Record<string, unknown>),
       status: TaskStatus.toJSON(task.status ?? { state: 0, message: undefined, timestamp: undefined }) as Record<string, unknown>,
     });
     assert.equal(ok.ok, true, JSON.stringify(ok));
     if (ok.ok) {
-      assert.equal(ok.envelope.executor.agentId, 'echo');
+      assert.equal(ok.envelope.executor?.id, 'echo');
       assert.deepEqual(ok.envelope.capabilities, { write: false, shell: false, network: false });
     }
     const tampered = artifacts.map((a) => ({ ...a, parts: [{ text: 'diff --git a/evil b/evil\n', mediaType: 'text/x-diff' }] }));

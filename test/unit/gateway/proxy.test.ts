@@ -1,0 +1,117 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
+import { jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
+import { TaskState } from '@a2a-js/sdk';
+import type { AgentCard } from '@a2a-js/sdk';
+import { startGateway } from '../../../src/gateway/server';
+import type { RunningGateway } from '../../../src/gateway/server';
+import { clientFor, collect, sendRequest, seqOf, tempDir, userMessage } from './helpers';
+
+/** A plain SDK agent: N status events, a patch artifact, completed; or waits to be canceled. */
+class CountingExecutor implements AgentExecutor {
+  private readonly cancels = new Set<string>();
+  constructor(private readonly n: number) {}
+  async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    const { taskId, contextId } = ctx;
+    const text = ctx.userMessage.parts[0]?.content?.$case === 'text' ? ctx.userMessage.parts[0].content.value : '';
+    bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: [ctx.userMessage], metadata: undefined }));
+    if (text === 'wait') {
+      while (!this.cancels.has(taskId)) await new Promise((r) => setTimeout(r, 10));
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined }, metadata: undefined }));
+      bus.finished();
+      return;
+    }
+    for (let i = 1; i <= this.n; i++) {
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: String(i) }, metadata: { i } }));
+    }
+    bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'p', name: 'changes.patch', description: '', parts: [{ content: { $case: 'text', value: 'diff --git a/a b/a\n' }, metadata: undefined, filename: 'changes.patch', mediaType: 'text/x-diff' }], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
+    bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
+    bus.finished();
+  }
+  cancelTask(taskId: string): Promise<void> {
+    this.cancels.add(taskId);
+    return Promise.resolve();
+  }
+}
+
+export async function startRemote(n: number, requiredToken: string, legacy: boolean): Promise<{ url: string; seenAuth: string[]; close(): Promise<void> }> {
+  const seenAuth: string[] = [];
+  const app = express();
+  let url = '';
+  const card = (): AgentCard => ({
+    name: 'remote', description: 'SDK agent', supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: legacy ? '0.3' : '1.0' }],
+    provider: undefined, version: '1', capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    securitySchemes: {}, securityRequirements: [], defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'], skills: [], signatures: [],
+  });
+  const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), new CountingExecutor(n));
+  Object.defineProperty(handler, 'getAgentCard', { value: () => Promise.resolve(card()) });
+  app.use((req, res, next) => {
+    seenAuth.push(req.header('authorization') ?? '');
+    if (req.header('authorization') !== `Bearer ${requiredToken}`) return void res.status(401).json({ error: 'no' });
+    next();
+  });
+  app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }), ...(legacy ? { legacyCompat: { enabled: true } } : {}) }));
+  app.use('/rest', restHandler({ requestHandler: handler, userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }) }));
+  const server: Server = await new Promise((r) => {
+    const s = app.listen(0, '127.0.0.1', () => r(s));
+  });
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
+  return { url, seenAuth, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+}
+
+for (const legacy of [false, true]) {
+  describe(`gateway: transparent proxy to a remote ${legacy ? '0.3' : '1.0'} agent`, () => {
+    const dir = tempDir();
+    let gw: RunningGateway;
+    let remote: Awaited<ReturnType<typeof startRemote>>;
+    const remoteToken = 'remote-secret-token-0123456789';
+    before(async () => {
+      remote = await startRemote(50, remoteToken, legacy);
+      gw = await startGateway({
+        stateDir: dir.path,
+        remoteAgents: [{ id: 'remote', name: 'Remote', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC', protocolVersion: legacy ? '0.3' : '1.0', auth: { kind: 'bearer', token: remoteToken }, skills: [] }],
+        limits: { cancelGraceMs: 2000 },
+        log: () => undefined,
+      });
+    });
+    after(async () => {
+      await gw.close();
+      await remote.close();
+      dir[Symbol.dispose]();
+    });
+
+    it("relays a stream with the gateway's seq, keeps the remote's task id, and holds the remote's credentials", async () => {
+      const client = await clientFor(`${gw.url}/a2a/remote/.well-known/agent-card.json`, gw.token);
+      const events = await collect(client.sendMessageStream(sendRequest(userMessage('go'))));
+      assert.deepEqual(events.map(seqOf), events.map((_, i) => i + 1));
+      const working = events.filter((e) => e.payload?.$case === 'statusUpdate' && e.payload.value.status?.state === TaskState.TASK_STATE_WORKING);
+      assert.equal(working.length, 50);
+      const last = events[events.length - 1];
+      assert.equal(last.payload?.$case === 'statusUpdate' ? last.payload.value.status?.state : -1, TaskState.TASK_STATE_COMPLETED);
+      assert.equal(typeof (last.payload?.value as { metadata?: Record<string, unknown> }).metadata?.['baton/resultEnvelope'], 'string');
+      const id = events[0].payload?.$case === 'task' ? events[0].payload.value.id : '';
+      const task = await client.getTask({ tenant: '', id });
+      assert.equal(task.id, id);
+      assert.equal(task.artifacts[0]?.name, 'changes.patch');
+      // The remote saw the gateway's credentials on every call, never the caller's token.
+      assert.ok(remote.seenAuth.length > 0);
+      assert.ok(remote.seenAuth.every((a) => a === `Bearer ${remoteToken}`));
+      assert.ok(!remote.seenAuth.some((a) => a.includes(gw.token)));
+    });
+
+    it('forwards cancel and records the remote outcome', async () => {
+      const client = await clientFor(`${gw.url}/a2a/remote/.well-known/agent-card.json`, gw.token);
+      const started = await client.sendMessage(sendRequest(userMessage('wait'), true));
+      const id = 'id' in started ? started.id : '';
+      const canceled = await client.cancelTask({ tenant: '', id, metadata: undefined });
+      assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
+      const again = await client.getTask({ tenant: '', id });
+      assert.equal(again.status?.state, TaskState.TASK_STATE_CANCELED);
+    });
+  });
+}
