@@ -30,7 +30,16 @@ const targets = {
     platform: 'node',
     format: 'cjs',
     target: 'node20',
-    external: ['vscode'],
+    // dist/net.js (undici) is its own bundle, required on first use (src/extension/lazy.ts).
+    external: ['vscode', './net.js'],
+  },
+  net: {
+    ...common,
+    entryPoints: ['src/extension/net.ts'],
+    outfile: 'dist/net.js',
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
   },
   webview: {
     ...common,
@@ -58,9 +67,10 @@ if (!production && !process.argv.includes('--no-tests')) {
   targets.integration = {
     ...common,
     minify: false,
-    // One file per suite module, not bundled: mocha loads the test files by path.
-    bundle: false,
-    entryPoints: ['test/integration/suite/*.ts'],
+    // One bundle per test file (mocha loads them by path); npm packages stay external and load from
+    // node_modules, our own modules (test servers, src/ helpers) are bundled in.
+    packages: 'external',
+    entryPoints: ['test/integration/suite/index.ts', 'test/integration/suite/*.test.ts'],
     outdir: 'out/test/integration',
     platform: 'node',
     format: 'cjs',
@@ -90,7 +100,7 @@ if (watch) {
   copyAssets();
   await Promise.all(Object.values(targets).map((t) => esbuild.build(t)));
   console.log(`bundles${minify ? ' (minified)' : ''}:`);
-  console.log(`  extension  dist/extension.js      ${kb('dist/extension.js')}`);
+  console.log(`  extension  dist/extension.js      ${kb('dist/extension.js')}  (+ dist/net.js ${kb('dist/net.js')}, loaded on first fetch)`);
   console.log(`  webview    dist/webview/panel.js  ${kb('dist/webview/panel.js')}`);
   console.log(`  gateway    dist/gateway.js        ${kb('dist/gateway.js')}`);
 }

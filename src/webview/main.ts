@@ -15,8 +15,9 @@ import {
   type PanelSnapshot,
   type PanelUiState,
 } from '../core/protocol/panelProtocol';
+import { agentReviewTemplate } from './agentReviewView';
 import { delegationTemplate } from './delegationView';
-import { delegationStyles, panelStyles, reviewStyles } from './styles';
+import { agentStyles, delegationStyles, panelStyles, reviewStyles } from './styles';
 import { vscodeApi } from './vscodeApi';
 
 const vscode = vscodeApi();
@@ -75,6 +76,7 @@ const actions = {
   checkAgain: () => void run('checkAgain', {}),
   provideToken: () => void run('provideToken', {}),
   send: <M extends PanelRequestMethod>(method: M, params: PanelRequests[M]['params']) => void run(method, params),
+  redraw: () => draw(),
   get busy() {
     return busy !== undefined;
   },
@@ -83,6 +85,9 @@ const actions = {
 function view() {
   if (!snapshot) return html`<p class="muted">Connecting to Baton…</p>`;
   const s = snapshot;
+  if (s.agentReview) {
+    return html`${agentReviewTemplate(s.agentReview, actions, s.trusted)}${lastError ? html`<p class="error" role="alert">${lastError}</p>` : nothing}`;
+  }
   if (s.delegation) {
     return html`${delegationTemplate(s.delegation, actions, Date.now())}${lastError ? html`<p class="error" role="alert">${lastError}</p>` : nothing}`;
   }
@@ -132,6 +137,7 @@ window.addEventListener('message', (event: MessageEvent<HostToWebviewMessage>) =
     case 'snapshot':
       snapshot = message.snapshot;
       if (snapshot.delegation && uiState.delegationId !== snapshot.delegation.id) setUi({ delegationId: snapshot.delegation.id });
+      if (snapshot.agentReview && uiState.agentCardUrl !== snapshot.agentReview.cardUrl) setUi({ agentCardUrl: snapshot.agentReview.cardUrl });
       draw();
       return;
     case 'response': {
@@ -144,7 +150,7 @@ window.addEventListener('message', (event: MessageEvent<HostToWebviewMessage>) =
 });
 
 const style = document.createElement('style');
-style.textContent = panelStyles + delegationStyles + reviewStyles;
+style.textContent = panelStyles + delegationStyles + reviewStyles + agentStyles;
 document.head.append(style);
 draw();
 // Elapsed time and the deadline count live while a delegation runs.

@@ -86,3 +86,15 @@ export const reviewStyles = `
 .hunks li { display: flex; gap: 8px; align-items: center; padding: 1px 0; }
 .hunks code { color: var(--vscode-descriptionForeground); }
 `;
+
+export const agentStyles = `
+.description { color: var(--vscode-foreground); line-height: 1.5; max-width: 820px; }
+ul.plain { list-style: none; padding: 0; margin: 4px 0 10px; }
+ul.plain li { padding: 3px 0; }
+.changes table { border-collapse: collapse; width: 100%; margin: 6px 0; }
+.changes th, .changes td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--vscode-widget-border, transparent); vertical-align: top; }
+.changes tr.added td:last-child { color: var(--vscode-gitDecoration-addedResourceForeground); }
+.changes tr.removed td:nth-child(2) { color: var(--vscode-gitDecoration-deletedResourceForeground); }
+.changes tr.changed td:last-child { color: var(--vscode-gitDecoration-modifiedResourceForeground); }
+.approve-bar { margin-top: 18px; padding-top: 12px; border-top: 1px solid var(--vscode-widget-border, transparent); align-items: center; flex-wrap: wrap; }
+`;

@@ -41,7 +41,7 @@ const phases: PhaseSpec[] =
   mode === 'vsix'
     ? [{ name: 'vsix-smoke', files: ['smoke.test.js'] }]
     : [
-        { name: 'smoke', files: ['smoke.test.js'] },
+        { name: 'smoke', files: ['smoke.test.js', 'agents.test.js'] },
         { name: 'restore', files: ['restore.test.js'] },
       ];
 
@@ -139,7 +139,7 @@ async function screenshot(page: Page, name: string): Promise<string> {
   return file;
 }
 
-async function act(page: Page, req: { id: number; pid: number; command: string; args: string[] }): Promise<void> {
+async function act(page: Page, req: { id: string; pid: number; command: string; args: string[] }): Promise<void> {
   const ack = join(control, `ack-${req.pid}-${req.id}.json`);
   try {
     switch (req.command) {
@@ -266,7 +266,7 @@ async function main(): Promise<void> {
     appendFileSync(join(runDir, 'extension-host.log'), `[${currentPhase}] [${type}] ${text}\n`);
     for (const line of text.split('\n')) {
       if (line.startsWith('BATON:DRIVER ')) {
-        void act(page, JSON.parse(line.slice('BATON:DRIVER '.length)) as { id: number; pid: number; command: string; args: string[] });
+        void act(page, JSON.parse(line.slice('BATON:DRIVER '.length)) as { id: string; pid: number; command: string; args: string[] });
       } else if (line.startsWith('BATON:MOCHA ')) {
         const s = JSON.parse(line.slice('BATON:MOCHA '.length)) as { passes: number; failures: number; pending: number };
         results.push({ name: currentPhase, passes: s.passes, failures: s.failures, pending: s.pending });

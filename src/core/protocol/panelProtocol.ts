@@ -13,6 +13,8 @@ export interface PanelUiState {
   readonly __v: typeof PANEL_STATE_VERSION;
   /** The delegation this panel shows, if any; the host re-reads its data from the journal. */
   readonly delegationId?: string;
+  /** The agent whose card this panel reviews, if any. */
+  readonly agentCardUrl?: string;
   readonly timelineExpanded: boolean;
 }
 
@@ -48,6 +50,9 @@ export interface PanelRequests {
   reviewReject: { params: NoParams; result: { ok: true } };
   /** Restore the files the last apply touched. */
   reviewUndo: { params: NoParams; result: { restored: number } };
+  /** Approve the reviewed card: pins its digest and the chosen endpoint. */
+  approveAgent: { params: { digest: string; endpointUrl?: string; acknowledgeOffOrigin: boolean }; result: { approved: boolean; message?: string } };
+  rejectAgent: { params: NoParams; result: { ok: true } };
   /** After a 3-way apply with conflicts: finish (every conflict resolved) or abort (restore the files). */
   reviewMerge: { params: { action: 'finish' | 'abort' }; result: { ok: true } };
   /** Open one file's diff (or the changes editor for all files when no file is given). */
@@ -183,6 +188,31 @@ export interface PanelSnapshot {
   readonly refreshCount: number;
   /** The delegation this panel shows, if any. */
   readonly delegation?: DelegationView;
+  /** The agent this panel reviews, if any. */
+  readonly agentReview?: AgentReviewView;
+}
+
+export interface AgentReviewView {
+  readonly cardUrl: string;
+  readonly status: 'pending' | 'approved' | 'rejected' | 'unavailable';
+  readonly pendingReason?: 'new' | 'card-changed';
+  readonly source: string;
+  readonly name: string;
+  readonly description: string;
+  readonly provider?: string;
+  readonly version?: string;
+  /** The digest of the card the user sees; approval is refused if the served card differs by then. */
+  readonly digest?: string;
+  readonly interfaces: readonly { readonly url: string; readonly binding: string; readonly protocolVersion: string; readonly preferred: boolean; readonly offOrigin: boolean; readonly insecure: boolean }[];
+  readonly skills: readonly { readonly name: string; readonly description: string; readonly tags: readonly string[] }[];
+  readonly auth: readonly { readonly name: string; readonly detail: string }[];
+  readonly extensions: readonly { readonly uri: string; readonly required: boolean }[];
+  readonly signature: { readonly status: 'verified' | 'unsigned' | 'invalid' | 'unknown'; readonly detail: string };
+  /** What changed since the approved card, when it is pending again. */
+  readonly changes: readonly { readonly path: string; readonly kind: 'added' | 'removed' | 'changed'; readonly before?: string; readonly after?: string }[];
+  readonly warnings: readonly string[];
+  readonly error?: string;
+  readonly approvedEndpoint?: string;
 }
 
 export type HostToWebviewMessage =
@@ -242,6 +272,7 @@ export function parseWebviewMessage(raw: unknown): ParseResult<WebviewToHostMess
         case 'provideToken':
           if (Object.keys(params).length !== 0) return { ok: false, error: `${method}: takes no params` };
           return { ok: true, value: { type: 'request', id, method, params: {} } };
+        case 'rejectAgent':
         case 'reviewReject':
         case 'reviewUndo':
           if (Object.keys(params).length !== 0) return { ok: false, error: `${method}: takes no params` };
@@ -258,6 +289,11 @@ export function parseWebviewMessage(raw: unknown): ParseResult<WebviewToHostMess
         case 'reviewApply':
           if (!hasOnlyKeys(params, ['threeWay']) || typeof params.threeWay !== 'boolean') return { ok: false, error: 'reviewApply: needs threeWay' };
           return { ok: true, value: { type: 'request', id, method, params: { threeWay: params.threeWay } } };
+        case 'approveAgent':
+          if (!hasOnlyKeys(params, ['digest', 'endpointUrl', 'acknowledgeOffOrigin']) || !isId(params.digest) || (params.endpointUrl !== undefined && !isId(params.endpointUrl)) || typeof params.acknowledgeOffOrigin !== 'boolean') {
+            return { ok: false, error: 'approveAgent: needs digest, optional endpointUrl and acknowledgeOffOrigin' };
+          }
+          return { ok: true, value: { type: 'request', id, method, params: { digest: params.digest, endpointUrl: params.endpointUrl, acknowledgeOffOrigin: params.acknowledgeOffOrigin } } };
         case 'reviewMerge':
           if (!hasOnlyKeys(params, ['action']) || (params.action !== 'finish' && params.action !== 'abort')) return { ok: false, error: 'reviewMerge: action must be finish or abort' };
           return { ok: true, value: { type: 'request', id, method, params: { action: params.action } } };
@@ -284,7 +320,8 @@ export function migratePanelState(saved: unknown): PanelUiState {
   if (!isRecord(saved) || saved.__v !== PANEL_STATE_VERSION) return fresh;
   return {
     __v: PANEL_STATE_VERSION,
-    delegationId: typeof saved.delegationId === 'string' ? saved.delegationId : undefined,
+    ...(typeof saved.delegationId === 'string' ? { delegationId: saved.delegationId } : {}),
+    ...(typeof saved.agentCardUrl === 'string' ? { agentCardUrl: saved.agentCardUrl } : {}),
     timelineExpanded: typeof saved.timelineExpanded === 'boolean' ? saved.timelineExpanded : true,
   };
 }

@@ -18,10 +18,16 @@ export const PANEL_VIEW_TYPE = 'baton.delegation';
 export type DelegationRequestMethod = Exclude<PanelRequestMethod, 'refresh' | 'runCommand'>;
 
 /** What the panel needs from the rest of the extension. */
+/** What a panel shows: a delegation, an agent under review, or (neither) the overview. */
+export interface PanelSubject {
+  readonly delegationId?: string;
+  readonly agentCardUrl?: string;
+}
+
 export interface PanelHost {
-  snapshot(refreshCount: number, delegationId: string | undefined): PanelSnapshot;
+  snapshot(refreshCount: number, subject: PanelSubject): PanelSnapshot;
   runCommand(command: PanelRequests['runCommand']['params']['command']): Promise<void>;
-  act<M extends DelegationRequestMethod>(delegationId: string, method: M, params: PanelRequests[M]['params']): Promise<PanelRequests[M]['result']>;
+  act<M extends DelegationRequestMethod>(subject: PanelSubject, method: M, params: PanelRequests[M]['params']): Promise<PanelRequests[M]['result']>;
   readonly log: vscode.LogOutputChannel;
 }
 
@@ -43,6 +49,12 @@ export class DelegationPanel extends Disposable {
   private _refreshCount = 0;
   /** The delegation this panel shows; undefined for the overview panel. */
   readonly delegationId: string | undefined;
+  /** The agent this panel reviews; undefined otherwise. */
+  readonly agentCardUrl: string | undefined;
+
+  get subject(): PanelSubject {
+    return { delegationId: this.delegationId, agentCardUrl: this.agentCardUrl };
+  }
   private readonly _onDidReceive = this._register(new vscode.EventEmitter<WebviewToHostMessage>());
   private readonly _onDidPost = this._register(new vscode.EventEmitter<HostToWebviewMessage>());
   private readonly _onDidDispose = this._register(new vscode.EventEmitter<void>());
@@ -58,6 +70,7 @@ export class DelegationPanel extends Disposable {
   ) {
     super();
     this.delegationId = uiState.delegationId;
+    this.agentCardUrl = uiState.agentCardUrl;
     // Reset on restore too: a deserialized panel keeps the options it was saved with (vscode#197103).
     panel.webview.options = {
       enableScripts: true,
@@ -90,7 +103,7 @@ export class DelegationPanel extends Disposable {
   }
 
   postSnapshot(): void {
-    this.post({ type: 'snapshot', snapshot: this.host.snapshot(this._refreshCount, this.delegationId) });
+    this.post({ type: 'snapshot', snapshot: this.host.snapshot(this._refreshCount, this.subject) });
   }
 
   private html(): string {
@@ -140,7 +153,7 @@ export class DelegationPanel extends Disposable {
       switch (method) {
         case 'refresh': {
           this._refreshCount++;
-          const snapshot = this.host.snapshot(this._refreshCount, this.delegationId);
+          const snapshot = this.host.snapshot(this._refreshCount, this.subject);
           this.post({ type: 'response', id, ok: true, result: snapshot });
           return;
         }
@@ -151,8 +164,7 @@ export class DelegationPanel extends Disposable {
           return;
         }
         default: {
-          if (!this.delegationId) throw new Error(vscode.l10n.t('This panel shows no delegation.'));
-          const result = await this.host.act(this.delegationId, method as DelegationRequestMethod, params as PanelRequests[DelegationRequestMethod]['params']);
+          const result = await this.host.act(this.subject, method as DelegationRequestMethod, params as PanelRequests[DelegationRequestMethod]['params']);
           this.post({ type: 'response', id, ok: true, result });
           return;
         }
@@ -184,9 +196,9 @@ export class DelegationPanelManager extends Disposable implements vscode.Webview
     return [...this._panels];
   }
 
-  /** Shows the panel of a delegation (one per delegation), or the overview panel when none is given. */
-  open(delegationId?: string, title?: string): DelegationPanel {
-    const existing = this.panels.find((p) => p.delegationId === delegationId);
+  /** Shows the panel of a delegation or an agent review (one per subject), or the overview panel. */
+  open(subject: PanelSubject = {}, title?: string): DelegationPanel {
+    const existing = this.panels.find((p) => p.delegationId === subject.delegationId && p.agentCardUrl === subject.agentCardUrl);
     if (existing) {
       existing.reveal();
       return existing;
@@ -197,12 +209,20 @@ export class DelegationPanelManager extends Disposable implements vscode.Webview
       { viewColumn: vscode.ViewColumn.Active, preserveFocus: false },
       { enableScripts: true, enableCommandUris: false, localResourceRoots: webviewRoots(this.extensionUri, vscode.Uri.joinPath) },
     );
-    return this.track(panel, { ...migratePanelState(undefined), delegationId });
+    return this.track(panel, { ...migratePanelState(undefined), ...subject });
   }
 
-  /** Pushes a fresh snapshot to the panels showing this delegation (or all panels). */
-  update(delegationId?: string): void {
-    for (const p of this._panels) if (delegationId === undefined || p.delegationId === delegationId || p.delegationId === undefined) p.postSnapshot();
+  /** Pushes a fresh snapshot to the panels showing this subject, the overview panels, or (no subject) all panels. */
+  update(subject?: PanelSubject): void {
+    for (const p of this._panels) {
+      const overview = !p.delegationId && !p.agentCardUrl;
+      if (!subject || overview || (subject.delegationId && p.delegationId === subject.delegationId) || (subject.agentCardUrl && p.agentCardUrl === subject.agentCardUrl)) p.postSnapshot();
+    }
+  }
+
+  /** Closes the panels of a subject (e.g. an agent that was removed). */
+  close(subject: PanelSubject): void {
+    for (const p of this.panels) if ((subject.delegationId && p.delegationId === subject.delegationId) || (subject.agentCardUrl && p.agentCardUrl === subject.agentCardUrl)) p.panel.dispose();
   }
 
   async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: unknown): Promise<void> {

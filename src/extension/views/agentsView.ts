@@ -1,20 +1,118 @@
 import * as vscode from 'vscode';
+import type { AgentEntry, AgentStatus } from '../../core/agentRegistry';
+import type { AgentService } from '../agents/agentService';
+import type { GatewayStatus } from '../gateway/gatewaySupervisor';
 import { Disposable } from '../lifecycle';
 
-/** The Agents view. Empty until agents can be added; its welcome content then offers *Add Agent*. */
-export class AgentsViewProvider extends Disposable implements vscode.TreeDataProvider<vscode.TreeItem> {
+type Group = { readonly kind: 'group'; readonly status: AgentStatus; readonly agents: readonly AgentEntry[] };
+type Agent = { readonly kind: 'agent'; readonly entry: AgentEntry };
+type Gateway = { readonly kind: 'gateway'; readonly status: GatewayStatus };
+export type AgentsNode = Group | Agent | Gateway;
+
+const GROUPS: readonly { status: AgentStatus; label: () => string; icon: string }[] = [
+  { status: 'approved', label: () => vscode.l10n.t('Approved'), icon: 'pass' },
+  { status: 'pending', label: () => vscode.l10n.t('Pending review'), icon: 'circle-large-outline' },
+  { status: 'unavailable', label: () => vscode.l10n.t('Unavailable'), icon: 'debug-disconnect' },
+  { status: 'rejected', label: () => vscode.l10n.t('Rejected'), icon: 'circle-slash' },
+];
+
+const SOURCE: Record<AgentEntry['source'], () => string> = {
+  user: () => vscode.l10n.t('added by you'),
+  settings: () => vscode.l10n.t('from settings (baton.agents)'),
+  'gateway-index': () => vscode.l10n.t('from a gateway’s index'),
+  'local-gateway': () => vscode.l10n.t('from the local gateway'),
+};
+
+/** The Agents view: governed agents grouped by review state, and the local gateway's status. */
+export class AgentsViewProvider extends Disposable implements vscode.TreeDataProvider<AgentsNode> {
   private readonly _onDidChangeTreeData = this._register(new vscode.EventEmitter<void>());
   readonly onDidChangeTreeData = this._onDidChangeTreeData.event;
 
+  constructor(
+    private readonly agents: AgentService,
+    private readonly gateway: () => GatewayStatus,
+  ) {
+    super();
+    this._register(agents.onDidChange(() => this._onDidChangeTreeData.fire()));
+  }
+
+  refresh(): void {
+    this._onDidChangeTreeData.fire();
+  }
+
   get count(): number {
-    return 0;
+    return this.agents.approved().length;
   }
 
-  getTreeItem(element: vscode.TreeItem): vscode.TreeItem {
-    return element;
+  getChildren(node?: AgentsNode): AgentsNode[] {
+    if (!node) {
+      const all = this.agents.agents;
+      if (all.length === 0 && this.gateway().kind === 'stopped') return [];
+      const groups: AgentsNode[] = GROUPS.map((g) => ({ kind: 'group' as const, status: g.status, agents: all.filter((a) => a.status === g.status) })).filter((g) => g.agents.length > 0);
+      return [{ kind: 'gateway', status: this.gateway() }, ...groups];
+    }
+    return node.kind === 'group' ? node.agents.map((entry) => ({ kind: 'agent' as const, entry })) : [];
   }
 
-  getChildren(): vscode.TreeItem[] {
-    return [];
+  getTreeItem(node: AgentsNode): vscode.TreeItem {
+    switch (node.kind) {
+      case 'gateway': {
+        const s = node.status;
+        const item = new vscode.TreeItem(vscode.l10n.t('Local gateway'), vscode.TreeItemCollapsibleState.None);
+        item.id = 'gateway';
+        item.contextValue = s.kind === 'running' ? 'gateway.running' : 'gateway.stopped';
+        item.description = s.kind === 'running' ? s.info.url : s.kind === 'starting' ? vscode.l10n.t('starting…') : s.kind === 'failed' ? vscode.l10n.t('failed') : vscode.l10n.t('stopped');
+        item.iconPath = new vscode.ThemeIcon(s.kind === 'running' ? 'server-process' : s.kind === 'failed' ? 'error' : s.kind === 'starting' ? 'loading~spin' : 'circle-slash');
+        item.tooltip = s.kind === 'failed' ? s.error : s.kind === 'running' ? vscode.l10n.t('baton-gateway pid {0}{1}: built-in agents and detected coding CLIs', s.info.pid, s.reused ? vscode.l10n.t(' (reused)') : '') : vscode.l10n.t('Start it to use the built-in agents and the coding CLIs on this machine.');
+        return item;
+      }
+      case 'group': {
+        const g = GROUPS.find((x) => x.status === node.status);
+        const item = new vscode.TreeItem(g?.label() ?? node.status, vscode.TreeItemCollapsibleState.Expanded);
+        item.id = `group:${node.status}`;
+        item.description = String(node.agents.length);
+        item.iconPath = new vscode.ThemeIcon(g?.icon ?? 'circle');
+        item.contextValue = `group.${node.status}`;
+        return item;
+      }
+      case 'agent': {
+        const e = node.entry;
+        const card = e.approval?.card ?? e.served?.card;
+        const item = new vscode.TreeItem(card?.name ?? e.cardUrl, vscode.TreeItemCollapsibleState.None);
+        item.id = `agent:${e.cardUrl}`;
+        item.contextValue = `agent.${e.status}`;
+        const signed = e.served?.signature.status;
+        item.iconPath =
+          e.status === 'approved'
+            ? new vscode.ThemeIcon(signed === 'verified' ? 'verified-filled' : 'pass', new vscode.ThemeColor('testing.iconPassed'))
+            : e.status === 'pending'
+              ? new vscode.ThemeIcon(e.pendingReason === 'card-changed' ? 'diff' : 'circle-large-outline', new vscode.ThemeColor('editorWarning.foreground'))
+              : e.status === 'unavailable'
+                ? new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('errorForeground'))
+                : new vscode.ThemeIcon('circle-slash');
+        item.description =
+          e.status === 'pending' && e.pendingReason === 'card-changed'
+            ? vscode.l10n.t('card changed — review again')
+            : (card?.skills.map((s) => s.name).join(' · ') ?? '');
+        const md = new vscode.MarkdownString(undefined, true);
+        md.isTrusted = false; // agent text: never trusted markdown
+        md.supportHtml = false;
+        md.appendMarkdown(`**${escapeMd(card?.name ?? e.cardUrl)}**\n\n`);
+        if (card?.description) md.appendText(card.description + '\n\n');
+        if (card?.skills.length) md.appendMarkdown(`${vscode.l10n.t('Skills')}: ${card.skills.map((s) => escapeMd(s.name)).join(', ')}\n\n`);
+        const endpoint = e.approval?.endpoint.url ?? card?.preferredInterface?.url;
+        if (endpoint) md.appendMarkdown(`${vscode.l10n.t('Endpoint')}: \`${endpoint.replace(/`/g, '')}\`\n\n`);
+        md.appendMarkdown(`${vscode.l10n.t('Card')}: \`${e.cardUrl.replace(/`/g, '')}\` (${SOURCE[e.source]()})\n\n`);
+        if (e.lastSeen) md.appendMarkdown(`${vscode.l10n.t('Last seen')}: ${new Date(e.lastSeen).toLocaleString()}\n\n`);
+        if (e.lastError) md.appendMarkdown(`$(error) ${escapeMd(e.lastError.message)}\n\n`);
+        item.tooltip = md;
+        item.command = e.status === 'approved' ? undefined : { command: 'baton.reviewAgent', title: vscode.l10n.t('Review Agent'), arguments: [node] };
+        return item;
+      }
+    }
   }
+}
+
+function escapeMd(s: string): string {
+  return s.replace(/[\\`*_{}[\]()#+\-.!|<>$]/g, (c) => `\\${c}`);
 }

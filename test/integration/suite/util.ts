@@ -7,7 +7,6 @@ export const EXTENSION_ID = 'baton.baton';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-let nextDriverId = 1;
 
 /**
  * Asks the browser driver (test/integration/driver.ts) to act on the workbench as a user would: click
@@ -17,7 +16,7 @@ let nextDriverId = 1;
 export async function driver(command: 'click' | 'screenshot' | 'expectText', ...args: string[]): Promise<void> {
   const dir = process.env.BATON_TEST_CONTROL;
   if (!dir) throw new Error('BATON_TEST_CONTROL is not set');
-  const id = nextDriverId++;
+  const id = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
   console.log(`BATON:DRIVER ${JSON.stringify({ id, pid: process.pid, command, args })}`);
   const file = join(dir, `ack-${process.pid}-${id}.json`);
   const ack = await waitFor(`the driver to ${command} ${args.join(' ')}`, () => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { ok: boolean; error?: string }) : undefined), 45_000);
