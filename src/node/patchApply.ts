@@ -15,9 +15,9 @@
  * refuses the patch when they differ (a crafted patch must not show one thing and apply another).
  */
 import { randomUUID } from 'node:crypto';
-import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync, chmodSync, unlinkSync, mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, mkdtempSync, rmSync, writeFileSync, chmodSync, unlinkSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, isAbsolute, join } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { ParsedPatch, PatchFile, PatchFileStatus, PatchSelection } from '../core/patch/patchModel';
 import { gitQuotePath } from '../core/patch/patchParser';
 import type { RiskReport } from '../core/patch/patchRisk';
@@ -28,7 +28,7 @@ import { git, runGit, spawnGit } from './git';
 import type { DriftBase, DriftReport } from './patchDrift';
 import { detectDrift, repositoryTopLevel } from './patchDrift';
 import { planPlain } from './patchPlain';
-import type { Snapshot } from './patchSnapshot';
+import type { FileState, Snapshot } from './patchSnapshot';
 import { changedSince, currentDigest, insideRoot, readState, restoreSnapshot, takeSnapshot } from './patchSnapshot';
 import type { PatchSource, ProgressCallback } from './patchSource';
 import { readPatch, writeSubPatch } from './patchSource';
@@ -70,6 +70,8 @@ export interface PatchReview {
 export interface PrepareReviewOptions {
   /** Any folder inside the repository (or the plain folder); the top level is found from it. */
   readonly folder: string;
+  /** The result of `resolveTarget(folder)`, when already known (saves a git call). */
+  readonly target?: PatchTarget;
   readonly source: PatchSource;
   /** The delegation's base (META.baseCommit / META.uncommittedDigest and per-file digests). */
   readonly base?: DriftBase;
@@ -149,10 +151,30 @@ const C_ENV = { LC_ALL: 'C', LANGUAGE: 'C' };
 /** Settings a repository's own config must not change for apply: we decide whitespace handling and quoting. */
 const APPLY_ARGS = ['-c', 'core.quotePath=true', '-c', 'apply.whitespace=nowarn', '-c', 'apply.ignoreWhitespace=no', 'apply', '-v', '-p1', '--whitespace=nowarn'];
 
-/** Finds the top level for a folder (git) or uses the folder itself (plain). */
+/**
+ * Finds the top level for a folder (git) or uses the folder itself (plain). Looks for `.git` upwards as
+ * git's own discovery does (no process needed on the review's hot path), and asks git only when it
+ * finds one, to get the canonical top level when `.git` is a file (worktrees, submodules).
+ */
 export async function resolveTarget(folder: string): Promise<PatchTarget> {
-  const top = await repositoryTopLevel(folder);
-  return top ? { root: top, kind: 'git' } : { root: folder, kind: 'folder' };
+  let dir = resolve(folder);
+  for (;;) {
+    const dotGit = join(dir, '.git');
+    let st;
+    try {
+      st = lstatSync(dotGit);
+    } catch {
+      st = undefined;
+    }
+    if (st?.isDirectory() && existsSync(join(dotGit, 'HEAD'))) return { root: dir, kind: 'git' };
+    if (st?.isFile()) {
+      const top = await repositoryTopLevel(folder);
+      return top ? { root: top, kind: 'git' } : { root: resolve(folder), kind: 'folder' };
+    }
+    const up = dirname(dir);
+    if (up === dir) return { root: resolve(folder), kind: 'folder' };
+    dir = up;
+  }
 }
 
 interface GitRun {
@@ -283,37 +305,27 @@ function touchedPaths(files: readonly { file: PatchFile }[]): string[] {
 
 /** Everything the review shows before the user decides. */
 export async function prepareReview(opts: PrepareReviewOptions): Promise<PatchReview> {
-  const target = await resolveTarget(opts.folder);
   const { source } = opts;
-  let check: PatchCheck;
+  // Finding the top level, git's check (reading the patch file itself) and Baton's parse run side by side.
+  const targetRun = opts.target ? Promise.resolve(opts.target) : resolveTarget(opts.folder);
+  const wholeRun = targetRun.then((t) =>
+    t.kind === 'git' && 'path' in source ? runApply(t.root, ['--check'], { path: isAbsolute(source.path) ? source.path : join(process.cwd(), source.path) }, undefined, opts.signal) : undefined,
+  );
   let patch: ParsedPatch;
-  if (target.kind === 'git') {
-    // git reads the patch itself while Baton parses it: the two run side by side.
-    const gitRun =
-      'path' in source
-        ? runApply(target.root, ['--check'], { path: isAbsolute(source.path) ? source.path : join(process.cwd(), source.path) }, undefined, opts.signal)
-        : undefined;
-    let parsed: ParsedPatch;
-    try {
-      parsed = await readPatch(source, { onProgress: opts.onProgress, signal: opts.signal });
-    } catch (e) {
-      await gitRun?.catch(() => undefined);
-      throw e;
-    }
-    patch = parsed;
-    const run =
-      gitRun ??
-      runApply(
-        target.root,
-        ['--check'],
-        { sub: { files: [], parts: [{ kind: 'bytes', range: { start: 0, end: parsed.size } }], isWholePatch: true }, source },
-        undefined,
-        opts.signal,
-      );
-    const r = await run;
-    check = checkFromLog(parsed.files, parseApplyLog(r.stderr), r.exitCode);
-  } else {
+  try {
     patch = await readPatch(source, { onProgress: opts.onProgress, signal: opts.signal });
+  } catch (e) {
+    await wholeRun.catch(() => undefined);
+    throw e;
+  }
+  const target = await targetRun;
+  let check: PatchCheck;
+  if (target.kind === 'git') {
+    const r =
+      (await wholeRun) ??
+      (await runApply(target.root, ['--check'], { sub: { files: [], parts: [{ kind: 'bytes', range: { start: 0, end: patch.size } }], isWholePatch: true }, source }, undefined, opts.signal));
+    check = checkFromLog(patch.files, parseApplyLog(r.stderr), r.exitCode);
+  } else {
     check = plainCheck(target.root, patch);
   }
   const risks = classifyPatch(patch, { readText: readTextIn(target.root) });
@@ -336,28 +348,68 @@ export async function prepareReview(opts: PrepareReviewOptions): Promise<PatchRe
   return { target, source, patch, risks, check, drift };
 }
 
-function recordFor(review: PatchReview, files: readonly SelectedFile[], snapshot: Snapshot, threeWay: boolean, overrides: readonly string[], withAfter: boolean): ApplyRecord {
-  return {
+interface RecordParts {
+  readonly record: ApplyRecord;
+  /** Paths whose bytes and mode are exactly as before the apply. */
+  readonly unchanged: ReadonlySet<string>;
+}
+
+function sameState(a: FileState, b: FileState): boolean {
+  if (a.kind !== b.kind || a.mode !== b.mode) return false;
+  if (a.content === undefined || b.content === undefined) return a.content === b.content;
+  return a.content.equals(b.content);
+}
+
+/**
+ * The journal record. Digests are computed lazily (enumerable getters, so JSON and undo see them) and
+ * settled in the background right after, so hashing does not sit on the apply's path; `after` is the
+ * digest of the bytes read right after git finished, whenever it is computed.
+ */
+function recordFor(review: PatchReview, files: readonly SelectedFile[], snapshot: Snapshot, threeWay: boolean, overrides: readonly string[], withAfter: boolean): RecordParts {
+  const unchanged = new Set<string>();
+  const digests = [...snapshot.files.values()].map((s) => {
+    const entry = { path: s.path } as { path: string; before: string | null; after: string | null };
+    Object.defineProperty(entry, 'before', { enumerable: true, get: () => s.digest });
+    if (!withAfter) {
+      entry.after = null;
+      return entry;
+    }
+    let now: FileState | undefined = readState(snapshot.root, s.path, true);
+    if (sameState(now, s)) unchanged.add(s.path);
+    let after: string | null | undefined;
+    Object.defineProperty(entry, 'after', {
+      enumerable: true,
+      get: () => {
+        if (after === undefined && now) {
+          after = now.digest;
+          now = undefined;
+        }
+        return after ?? null;
+      },
+    });
+    return entry;
+  });
+  if (withAfter) setImmediate(() => digests.forEach((d) => d.after));
+  const record: ApplyRecord = {
     id: randomUUID(),
     root: review.target.root,
     kind: review.target.kind,
     appliedAt: new Date().toISOString(),
     threeWay,
-    files: files.map((s) => ({ fileId: s.file.id, status: s.file.status, oldPath: s.file.oldPath, newPath: s.file.newPath, whole: s.whole, hunkIds: s.hunks.map((h) => h.id) })),
+    files: files.map((f) => ({ fileId: f.file.id, status: f.file.status, oldPath: f.file.oldPath, newPath: f.file.newPath, whole: f.whole, hunkIds: f.hunks.map((h) => h.id) })),
     overrides: [...overrides],
-    digests: [...snapshot.files.values()].map((s) => ({ path: s.path, before: s.digest, after: withAfter ? currentDigest(snapshot.root, s.path) : null })),
+    digests,
   };
+  return { record, unchanged };
 }
 
 /** Files git left as they were although the patch changes them: it skipped them silently. */
-function untouched(record: ApplyRecord, files: readonly SelectedFile[]): string[] {
-  const byPath = new Map(record.digests.map((d) => [d.path, d] as const));
+function untouched(parts: RecordParts, files: readonly SelectedFile[]): string[] {
   const out: string[] = [];
   for (const { file } of files) {
     const p = file.newPath ?? file.oldPath ?? '';
-    const d = byPath.get(p);
-    const oldGone = file.status !== 'renamed' || byPath.get(file.oldPath ?? '')?.after === null;
-    if (d && d.before === d.after && oldGone) out.push(p);
+    const oldStayed = file.status === 'renamed' && parts.unchanged.has(file.oldPath ?? '');
+    if (parts.unchanged.has(p) || oldStayed) out.push(p);
   }
   return out;
 }
@@ -400,17 +452,17 @@ export async function applyReviewed(review: PatchReview, opts: ApplyOptions): Pr
     if (threeWay) {
       const conflicts = await readConflicts(root, env);
       if (conflicts.length) {
-        return { kind: 'conflicts', pending: { record: recordFor(review, sub.files, snapshot, true, overrides, false), snapshot, conflicts } };
+        return { kind: 'conflicts', pending: { record: recordFor(review, sub.files, snapshot, true, overrides, false).record, snapshot, conflicts } };
       }
     }
     if (r.exitCode !== 0) {
       const msg = [...log.global, ...log.perFile.flat()].join('; ') || r.stderr.trim() || `git apply exited with ${r.exitCode}`;
       return failed(`The patch did not apply; your files are unchanged. ${msg}`, fileChecks, snapshot);
     }
-    const record = recordFor(review, sub.files, snapshot, threeWay, overrides, true);
-    const skipped = untouched(record, sub.files);
+    const parts = recordFor(review, sub.files, snapshot, threeWay, overrides, true);
+    const skipped = untouched(parts, sub.files);
     if (skipped.length) return failed(`git skipped ${skipped.join(', ')}; nothing was applied.`, fileChecks, snapshot);
-    return { kind: 'applied', applied: { record, snapshot } };
+    return { kind: 'applied', applied: { record: parts.record, snapshot } };
   } catch (e) {
     restoreSnapshot(snapshot);
     throw e;
@@ -443,7 +495,7 @@ function applyPlain(review: PatchReview, sub: SubPatch, snapshot: Snapshot, over
     restoreSnapshot(snapshot);
     return failed(`Writing failed, your files were restored: ${e instanceof Error ? e.message : String(e)}`, files, undefined);
   }
-  return { kind: 'applied', applied: { record: recordFor(review, sub.files, snapshot, false, overrides, true), snapshot } };
+  return { kind: 'applied', applied: { record: recordFor(review, sub.files, snapshot, false, overrides, true).record, snapshot } };
 }
 
 /**

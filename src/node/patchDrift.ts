@@ -5,7 +5,7 @@
  * META.uncommittedDigest); at review `detectDrift` says which files under the patch changed since.
  */
 import { createHash } from 'node:crypto';
-import { git, runGit } from './git';
+import { runGit } from './git';
 import { currentDigest } from './patchSnapshot';
 
 export interface WorkingState {
@@ -98,9 +98,10 @@ export async function detectDrift(root: string, base: DriftBase, patchPaths: rea
 /** The repository's top level for a folder inside it, or undefined outside git (or without git). */
 export async function repositoryTopLevel(folder: string): Promise<string | undefined> {
   try {
-    const inside = await runGit(['rev-parse', '--is-inside-work-tree'], { cwd: folder, okCodes: [128] });
-    if (inside.exitCode !== 0 || inside.stdout.toString('utf8').trim() !== 'true') return undefined;
-    return await git(['rev-parse', '--show-toplevel'], { cwd: folder });
+    // Fails (128) outside a work tree, including inside a .git folder.
+    const r = await runGit(['rev-parse', '--show-toplevel'], { cwd: folder, okCodes: [128] });
+    const top = r.stdout.toString('utf8').trim();
+    return r.exitCode === 0 && top ? top : undefined;
   } catch {
     return undefined;
   }

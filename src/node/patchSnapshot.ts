@@ -72,7 +72,13 @@ export function readState(root: string, path: string, keepContent = true): FileS
   if (!st.isFile()) return { path, kind: 'other', mode: st.mode & 0o7777, content: undefined, digest: `other:${st.mode.toString(8)}` };
   const content = readFileSync(abs);
   const mode = st.mode & 0o7777;
-  return { path, kind: 'file', mode, content: keepContent ? content : undefined, digest: digestBytes(content, 'file', mode) };
+  if (!keepContent) return { path, kind: 'file', mode, content: undefined, digest: digestBytes(content, 'file', mode) };
+  // A snapshot keeps the bytes; their digest is computed when first needed (a record, a restore), off
+  // the apply's hot path.
+  const state = { path, kind: 'file', mode, content } as FileState;
+  let digest: string | undefined;
+  Object.defineProperty(state, 'digest', { enumerable: true, get: () => (digest ??= digestBytes(content, 'file', mode)) });
+  return state;
 }
 
 /** Current digest of a path (null when missing). */

@@ -95,6 +95,7 @@ export class PatchStreamParser {
   private sawNonEmpty = false;
   private ended = false;
 
+  /** Feeds the next bytes. The chunk is kept until its file is parsed: do not modify it afterwards. */
   push(chunk: Uint8Array): void {
     if (this.ended) throw new Error('PatchStreamParser: push after end');
     if (chunk.length === 0) return;
@@ -149,8 +150,8 @@ export class PatchStreamParser {
 
   private append(bytes: Uint8Array): void {
     if (bytes.length === 0) return;
-    // Copy: a stream may reuse its chunk buffers.
-    this.parts.push(bytes.slice());
+    // Kept without copying: callers hand over each chunk (`push` documents it).
+    this.parts.push(bytes);
     this.partsLen += bytes.length;
   }
 
@@ -174,43 +175,79 @@ export class PatchStreamParser {
   }
 
   private parseSection(bytes: Uint8Array, start: number): void {
-    let text: string;
-    let lossy = false;
-    try {
-      text = strictDecoder.decode(bytes);
-    } catch {
-      text = lenientDecoder.decode(bytes);
-      lossy = true;
+    const range = { start, end: start + bytes.length };
+    if (startsDiffGit(bytes, 0)) {
+      this.sawNonEmpty = true;
+      const firstHunk = hunkStart(bytes);
+      const scan = firstHunk === -1 ? undefined : scanHunks(bytes, firstHunk);
+      if (scan) {
+        // The common case: one file, well-formed hunks. jsdiff reads the header now; the bodies are
+        // decoded and parsed only when someone asks for them (the diff view, a per-hunk apply), and
+        // until then only the section's bytes are kept.
+        const head = decode(bytes.subarray(0, firstHunk));
+        const structured = this.jsdiff(head.text, start).filter(isReal);
+        if (structured.length === 1) {
+          let body: { text: string; lossy: boolean } | undefined;
+          const whole = (): { text: string; lossy: boolean } => (body ??= decode(bytes));
+          let parsed: StructuredPatch | undefined;
+          const bodies = (): readonly string[][] => {
+            parsed ??= this.jsdiff(whole().text, start).filter(isReal)[0];
+            if (!parsed || parsed.hunks.length !== scan.length) throw new PatchParseError(`The patch is malformed near byte ${start}.`, 'malformed', start);
+            return parsed.hunks.map((h) => h.lines);
+          };
+          const file = this.toFile(structured[0], head.text, scan.map((h, k) => ({ ...h, lines: () => bodies()[k] })), range, head.lossy);
+          if (!head.lossy) Object.defineProperty(file, 'lossy', { enumerable: true, get: () => whole().lossy });
+          this.files.push(file);
+          return;
+        }
+      }
     }
-    if (text.trim() !== '') this.sawNonEmpty = true;
-    let structured: StructuredPatch[];
-    try {
-      structured = parsePatch(text);
-    } catch (e) {
-      const why = e instanceof Error ? e.message : String(e);
-      throw new PatchParseError(`The patch is malformed near byte ${start}: ${why}.`, 'malformed', start);
-    }
-    const real = structured.filter((s) => s.oldFileName !== undefined || s.newFileName !== undefined || s.isGit === true || s.hunks.length > 0);
-    for (const s of real) {
-      if (s.oldFileName === undefined && s.newFileName === undefined) {
+    const { text, lossy } = decode(bytes);
+    if (!this.sawNonEmpty && text.trim() !== '') this.sawNonEmpty = true;
+    const real = this.jsdiff(text, start).filter(isReal);
+    for (const st of real) {
+      if (st.oldFileName === undefined && st.newFileName === undefined) {
         throw new PatchParseError(`The patch is malformed near byte ${start}: a hunk has no file header.`, 'malformed', start);
       }
     }
     const single = real.length === 1;
-    for (const s of real) {
-      this.files.push(this.toFile(s, single ? text : undefined, single ? { start, end: start + bytes.length } : undefined, lossy));
+    for (const st of real) {
+      const firstHunk = single ? (text.startsWith('@@ ') ? 0 : text.indexOf('\n@@ ')) : -1;
+      const header = !single
+        ? `--- ${quoteIfNeeded(st.oldFileName ?? '/dev/null')}\n+++ ${quoteIfNeeded(st.newFileName ?? '/dev/null')}\n`
+        : firstHunk === -1
+          ? text
+          : text.slice(0, firstHunk === 0 ? 0 : firstHunk + 1);
+      const headers = single ? hunkHeaderLines(text) : [];
+      const specs = st.hunks.map((h, k) => {
+        let added = 0;
+        let removed = 0;
+        for (const l of h.lines) {
+          const c = l.charCodeAt(0);
+          if (c === 0x2b) added++;
+          else if (c === 0x2d) removed++;
+        }
+        // jsdiff reports a 0-line side's start one higher than the header says; keep the header's numbers.
+        const oldStart = h.oldLines === 0 ? h.oldStart - 1 : h.oldStart;
+        const newStart = h.newLines === 0 ? h.newStart - 1 : h.newStart;
+        const header = headers.length === st.hunks.length ? headers[k] : `@@ -${oldStart},${h.oldLines} +${newStart},${h.newLines} @@`;
+        return { oldStart, oldLines: h.oldLines, newStart, newLines: h.newLines, header, added, removed, lines: () => h.lines };
+      });
+      this.files.push(this.toFile(st, header, specs, single ? range : undefined, lossy));
     }
   }
 
-  private toFile(s: StructuredPatch, sectionText: string | undefined, range: { start: number; end: number } | undefined, lossy: boolean): PatchFile {
+  private jsdiff(text: string, start: number): StructuredPatch[] {
+    try {
+      return parsePatch(text);
+    } catch (e) {
+      const why = e instanceof Error ? e.message : String(e);
+      throw new PatchParseError(`The patch is malformed near byte ${start}: ${why}.`, 'malformed', start);
+    }
+  }
+
+  private toFile(s: StructuredPatch, headerText: string, specs: readonly HunkSpec[], range: { start: number; end: number } | undefined, lossy: boolean): PatchFile {
     const index = this.files.length;
-    const firstHunk = sectionText === undefined ? -1 : sectionText.startsWith('@@ ') ? 0 : sectionText.indexOf('\n@@ ');
-    const headerText =
-      sectionText === undefined
-        ? `--- ${quoteIfNeeded(s.oldFileName ?? '/dev/null')}\n+++ ${quoteIfNeeded(s.newFileName ?? '/dev/null')}\n`
-        : firstHunk === -1
-          ? sectionText
-          : sectionText.slice(0, firstHunk === 0 ? 0 : firstHunk + 1);
     const binaryData = /^GIT binary patch\r?$/m.test(headerText);
     const indexLine = /^index ([0-9a-fA-F]+)\.\.([0-9a-fA-F]+)(?: ([0-7]{6}))?\r?$/m.exec(headerText);
     const oldPath = stripOne(s.oldFileName);
@@ -222,35 +259,18 @@ export class PatchStreamParser {
     const seen = this.idCounts.get(shownPath) ?? 0;
     this.idCounts.set(shownPath, seen + 1);
     const id = seen === 0 ? shownPath : `${shownPath}~${seen + 1}`;
-    const headers = sectionText === undefined ? [] : hunkHeaderLines(sectionText);
-    const useHeaders = headers.length === s.hunks.length;
     let fileAdded = 0;
     let fileRemoved = 0;
-    const hunks: PatchHunk[] = s.hunks.map((h, k) => {
-      let added = 0;
-      let removed = 0;
-      for (const l of h.lines) {
-        const c = l.charCodeAt(0);
-        if (c === 0x2b) added++;
-        else if (c === 0x2d) removed++;
-      }
-      fileAdded += added;
-      fileRemoved += removed;
-      // jsdiff reports a 0-line side's start one higher than the header says; keep the header's numbers.
-      const oldStart = h.oldLines === 0 ? h.oldStart - 1 : h.oldStart;
-      const newStart = h.newLines === 0 ? h.newStart - 1 : h.newStart;
-      return {
-        id: `${id}#${k + 1}`,
-        index: k,
-        oldStart,
-        oldLines: h.oldLines,
-        newStart,
-        newLines: h.newLines,
-        header: useHeaders ? headers[k] : `@@ -${oldStart},${h.oldLines} +${newStart},${h.newLines} @@`,
-        lines: h.lines,
-        added,
-        removed,
-      };
+    const hunks: PatchHunk[] = specs.map((h, k) => {
+      fileAdded += h.added;
+      fileRemoved += h.removed;
+      const hunk = { id: `${id}#${k + 1}`, index: k, oldStart: h.oldStart, oldLines: h.oldLines, newStart: h.newStart, newLines: h.newLines, header: h.header } as PatchHunk;
+      // Bodies are materialised on first use (enumerable, so JSON and deep equality see them).
+      let lines: readonly string[] | undefined;
+      Object.defineProperty(hunk, 'lines', { enumerable: true, get: () => (lines ??= h.lines()) });
+      Object.defineProperty(hunk, 'added', { enumerable: true, value: h.added });
+      Object.defineProperty(hunk, 'removed', { enumerable: true, value: h.removed });
+      return hunk;
     });
     const indexMode = indexLine?.[3];
     return {
@@ -274,6 +294,86 @@ export class PatchStreamParser {
       lossy,
     };
   }
+}
+
+interface HunkSpec {
+  readonly oldStart: number;
+  readonly oldLines: number;
+  readonly newStart: number;
+  readonly newLines: number;
+  readonly header: string;
+  readonly added: number;
+  readonly removed: number;
+  readonly lines: () => readonly string[];
+}
+
+function isReal(s: StructuredPatch): boolean {
+  return s.oldFileName !== undefined || s.newFileName !== undefined || s.isGit === true || s.hunks.length > 0;
+}
+
+const HUNK_HEADER = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/;
+
+function decode(bytes: Uint8Array): { text: string; lossy: boolean } {
+  try {
+    return { text: strictDecoder.decode(bytes), lossy: false };
+  } catch {
+    return { text: lenientDecoder.decode(bytes), lossy: true };
+  }
+}
+
+/** Offset of the first line that starts with `@@ `, or -1. '@' is rare in source, so search for it. */
+function hunkStart(bytes: Uint8Array): number {
+  let p = bytes.indexOf(0x40);
+  while (p !== -1) {
+    if ((p === 0 || bytes[p - 1] === NL) && bytes[p + 1] === 0x40 && bytes[p + 2] === 0x20) return p;
+    p = bytes.indexOf(0x40, p + 1);
+  }
+  return -1;
+}
+
+/**
+ * Walks the hunks of a one-file section by their line counts, on the bytes, without building line
+ * strings, to learn ranges and counts cheaply. Returns undefined when anything is unusual (text between
+ * or after hunks, an unknown line prefix, counts that do not add up): then jsdiff parses the section in
+ * full at once and reports any error.
+ */
+function scanHunks(bytes: Uint8Array, p: number): Omit<HunkSpec, 'lines'>[] | undefined {
+  const out: Omit<HunkSpec, 'lines'>[] = [];
+  const n = bytes.length;
+  while (p < n) {
+    let nl = bytes.indexOf(NL, p);
+    if (nl === -1) nl = n;
+    const headerLine = lenientDecoder.decode(bytes.subarray(p, nl)).replace(/\r$/, '');
+    const m = HUNK_HEADER.exec(headerLine);
+    if (!m) return undefined;
+    const oldLines = m[2] === undefined ? 1 : Number(m[2]);
+    const newLines = m[4] === undefined ? 1 : Number(m[4]);
+    let oldLeft = oldLines;
+    let newLeft = newLines;
+    let added = 0;
+    let removed = 0;
+    p = nl + 1;
+    while (p < n && (oldLeft > 0 || newLeft > 0 || bytes[p] === 0x5c)) {
+      let e = bytes.indexOf(NL, p);
+      if (e === -1) e = n;
+      const c = e === p ? 0x20 : bytes[p];
+      if (c === 0x20) {
+        oldLeft--;
+        newLeft--;
+      } else if (c === 0x2d) {
+        oldLeft--;
+        removed++;
+      } else if (c === 0x2b) {
+        newLeft--;
+        added++;
+      } else if (c !== 0x5c) return undefined;
+      p = e + 1;
+    }
+    if (oldLeft !== 0 || newLeft !== 0) return undefined;
+    out.push({ oldStart: Number(m[1]), oldLines, newStart: Number(m[3]), newLines, header: headerLine, added, removed });
+    if (p < n && bytes[p] !== 0x40) return undefined;
+  }
+  return out;
 }
 
 function lineAfter(buf: Uint8Array, p: number): number {
