@@ -38,6 +38,19 @@ export function requestDigest(params: SendMessageRequest): string {
   return sha256Hex(canonicalize(params.message ? Message.toJSON(params.message) : null));
 }
 
+/**
+ * A concurrent request with the same messageId (maybe on another instance) claimed the task id before
+ * it created the task: wait, bounded, until the task exists.
+ */
+export async function waitForTask(ctx: GatewayContext, agent: string, taskId: string): Promise<string> {
+  const until = Date.now() + CLAIM_WAIT_MS;
+  while (!(await ctx.store.getTask(agent, taskId))) {
+    if (Date.now() > until) throw new UnsupportedOperationError(`the task for this messageId (${taskId}) was not created; send the request again`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return taskId;
+}
+
 /** Waits (bounded) for a concurrent request with the same messageId to record the task it created. */
 export async function waitForBinding(ctx: GatewayContext, principal: string, agent: string, messageId: string): Promise<string> {
   const until = Date.now() + CLAIM_WAIT_MS;
@@ -188,7 +201,7 @@ export class LocalTaskRunner implements TaskRunner {
     if (claim.kind === 'conflict') {
       throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);
     }
-    if (claim.kind === 'existing') return { taskId: claim.taskId ?? (await waitForBinding(this.ctx, principal, this.agent.id, msg.messageId)) };
+    if (claim.kind === 'existing') return { taskId: await waitForTask(this.ctx, this.agent.id, claim.taskId ?? (await waitForBinding(this.ctx, principal, this.agent.id, msg.messageId))) };
 
     const contextId = msg.contextId || randomUUID();
     const userMessage: Message = { ...msg, taskId, contextId, role: Role.ROLE_USER };
@@ -207,10 +220,15 @@ export class LocalTaskRunner implements TaskRunner {
     const writer = new TaskWriter(this.ctx.store, this.ctx.hub, this.agent.id, taskId, task, 1);
     const first: StreamResponse = { payload: { $case: 'task', value: structuredClone(task) } };
     stampSeq(first, 1);
-    await this.ctx.store.createTask(
-      { agent: this.agent.id, id: taskId, contextId, principal, kind: 'local', state: TaskState.TASK_STATE_SUBMITTED, snapshot: writer.snapshotJson(), owner: this.ctx.instanceId },
-      { seq: 1, body: JSON.stringify(StreamResponse.toJSON(first)) },
-    );
+    try {
+      await this.ctx.store.createTask(
+        { agent: this.agent.id, id: taskId, contextId, principal, kind: 'local', state: TaskState.TASK_STATE_SUBMITTED, snapshot: writer.snapshotJson(), owner: this.ctx.instanceId },
+        { seq: 1, body: JSON.stringify(StreamResponse.toJSON(first)) },
+      );
+    } catch (e) {
+      await this.ctx.store.releaseRequest(principal, this.agent.id, msg.messageId).catch(() => undefined);
+      throw e;
+    }
     const prompt = promptOf(msg.parts);
     this.launch(writer, { repoPath, prompt, files, capabilities, deadline, digest, sentDigest: sentRequestDigest(params) });
     return { taskId };

@@ -16,7 +16,7 @@ import { statusEvent } from './a2aBuild';
 import type { RemoteAgentConfig } from './config';
 import { stampSeq, TaskWriter } from './eventLog';
 import type { GatewayContext } from './gatewayContext';
-import { requestDigest, waitForBinding } from './localTaskRunner';
+import { requestDigest, waitForBinding, waitForTask } from './localTaskRunner';
 import { envelopeBody, sentRequestDigest } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
 import type { StartedTask, TaskRunner } from './taskRunner';
@@ -109,7 +109,7 @@ export class ProxyTaskRunner implements TaskRunner {
     const digest = requestDigest(params);
     const claim = await this.ctx.store.claimRequest(principal, this.cfg.id, msg.messageId, digest, null);
     if (claim.kind === 'conflict') throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);
-    if (claim.kind === 'existing') return { taskId: claim.taskId ?? (await waitForBinding(this.ctx, principal, this.cfg.id, msg.messageId)) };
+    if (claim.kind === 'existing') return { taskId: await waitForTask(this.ctx, this.cfg.id, claim.taskId ?? (await waitForBinding(this.ctx, principal, this.cfg.id, msg.messageId))) };
     try {
       const taskId = await this.open(params, principal);
       await this.ctx.store.bindRequest(principal, this.cfg.id, msg.messageId, taskId);

@@ -83,7 +83,7 @@ export interface GatewayStore {
   claimRequest(principal: string, agent: string, messageId: string, digest: string, taskId: string | null): Promise<ClaimResult>;
   findRequest(principal: string, agent: string, messageId: string): Promise<{ digest: string; taskId: string | null } | undefined>;
   bindRequest(principal: string, agent: string, messageId: string, taskId: string): Promise<void>;
-  /** Forgets a claim whose request failed before any task existed, so a retry can run. */
+  /** Forgets a claim whose request failed before its task was created, so a retry can run. */
   releaseRequest(principal: string, agent: string, messageId: string): Promise<void>;
   /** Inserts the task and its first event (seq 1) in one transaction. */
   createTask(task: NewTask, first: EventRow): Promise<void>;

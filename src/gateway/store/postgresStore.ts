@@ -139,7 +139,7 @@ export class PostgresGatewayStore implements GatewayStore {
   }
 
   async releaseRequest(principal: string, agent: string, messageId: string): Promise<void> {
-    await this.pool.query('DELETE FROM baton_requests WHERE principal = $1 AND agent = $2 AND message_id = $3 AND task_id IS NULL', [principal, agent, messageId]);
+    await this.pool.query('DELETE FROM baton_requests WHERE principal = $1 AND agent = $2 AND message_id = $3', [principal, agent, messageId]);
   }
 
   async createTask(task: NewTask, first: EventRow): Promise<void> {

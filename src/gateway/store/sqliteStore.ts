@@ -154,7 +154,7 @@ export class SqliteGatewayStore implements GatewayStore {
   }
 
   releaseRequest(principal: string, agent: string, messageId: string): Promise<void> {
-    this.stmt('DELETE FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ? AND task_id IS NULL').run(principal, agent, messageId);
+    this.stmt('DELETE FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ?').run(principal, agent, messageId);
     return Promise.resolve();
   }
 
