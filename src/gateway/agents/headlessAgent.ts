@@ -3,10 +3,10 @@
  * bubblewrap works) in a throwaway workspace, its machine-readable output becomes steps, and what
  * it left in the folder comes back as changes.patch.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { mkdir, symlink } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { delimiter, dirname, join, sep } from 'node:path';
 import { confineCommand } from '../confine';
 import type { ConfineOptions } from '../confine';
 import type { DetectedHarness } from '../harness/registry';
@@ -82,7 +82,7 @@ async function runHeadless(
         home: ws.home,
         // The CLI needs its model API; "network" in the capabilities is about everything else.
         network: true,
-        readOnly: [ws.repoCommonDir, binaryDir(binary)].filter((p): p is string => p !== undefined),
+        readOnly: [ws.repoCommonDir, ...toolDirs(binary, sourceEnv.PATH ?? '', opts.realHome ?? homedir())].filter((p): p is string => p !== undefined),
         hide: [join(opts.manager.root, PRIVATE_DIR_NAME)],
         homeEntries: spec.homeEntries,
         realHome: opts.realHome,
@@ -174,9 +174,32 @@ async function runHeadless(
   });
 }
 
-function binaryDir(binary: string): string | undefined {
-  const i = binary.lastIndexOf('/');
-  return i > 0 ? binary.slice(0, i) : undefined;
+/** Never made visible to a confined CLI, even when its tools live beside them. */
+const SECRET_HOME_DIRS = new Set(['.ssh', '.gnupg', '.aws', '.azure', '.kube', '.docker', '.password-store', '.config', '.netrc']);
+
+/**
+ * The real HOME is hidden from a confined CLI, but CLIs are often installed under it (~/.local/bin,
+ * ~/.nvm, ~/.bun…) and need their runtime from PATH: the top-level folders under HOME that hold the
+ * binary (and its real path) or a PATH entry are bound read-only, secrets folders never.
+ */
+export function toolDirs(binary: string, pathVar: string, realHome: string): string[] {
+  const out = new Set<string>();
+  const add = (p: string) => {
+    if (!p.startsWith(realHome + sep)) {
+      out.add(dirname(p));
+      return;
+    }
+    const top = p.slice(realHome.length + 1).split(sep)[0];
+    if (top && !SECRET_HOME_DIRS.has(top)) out.add(join(realHome, top));
+  };
+  add(binary);
+  try {
+    add(realpathSync(binary));
+  } catch {
+    // a missing binary fails later with a clear message
+  }
+  for (const dir of pathVar.split(delimiter)) if (dir.startsWith(realHome + sep)) add(join(dir, 'x'));
+  return [...out];
 }
 
 async function linkHomeEntries(home: string, realHome: string | undefined, entries: readonly string[]): Promise<void> {

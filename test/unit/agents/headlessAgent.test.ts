@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { bwrapStatus } from '../../../src/gateway/confine';
-import { createHeadlessAgent } from '../../../src/gateway/agents/headlessAgent';
+import { createHeadlessAgent, toolDirs } from '../../../src/gateway/agents/headlessAgent';
 import type { Capabilities, LocalRunEvent, LocalRunResult } from '../../../src/gateway/agents/localAgent';
 import { detectHarnesses } from '../../../src/gateway/harness/registry';
 import type { HarnessId } from '../../../src/gateway/harness/harness';
@@ -240,6 +240,13 @@ describe('headless agents with the stand-in CLI', () => {
     } finally {
       server.close();
     }
+  });
+});
+
+describe('toolDirs', () => {
+  it('binds the folders under HOME that hold the CLI and PATH runtimes, never secrets folders', () => {
+    assert.deepEqual(toolDirs('/home/u/.nvm/versions/node/v20/bin/claude', '/home/u/.local/bin:/usr/bin:/home/u/.ssh/bin', '/home/u'), ['/home/u/.nvm', '/home/u/.local']);
+    assert.deepEqual(toolDirs('/usr/local/bin/codex', '/usr/bin', '/home/u'), ['/usr/local/bin']);
   });
 });
 
