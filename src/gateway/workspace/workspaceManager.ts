@@ -193,7 +193,11 @@ export class WorkspaceManager {
       }
       return git(['write-tree'], { cwd: repo.top, env });
     })();
-    const [, treeA] = await Promise.all([cloneDone, treeDone]);
+    // Both must have stopped before a failure cleans up, or the clone could still be writing.
+    const [cloned, tree] = await Promise.allSettled([cloneDone, treeDone]);
+    if (cloned.status === 'rejected') throw cloned.reason;
+    if (tree.status === 'rejected') throw tree.reason;
+    const treeA = tree.value;
 
     // Bring the caller's uncommitted state into the folder: exactly the entries where tree A
     // differs from HEAD, written from tree A's blobs so the folder and tree A agree byte for byte.

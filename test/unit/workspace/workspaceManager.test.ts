@@ -318,6 +318,29 @@ describe('WorkspaceManager', () => {
     await manager.remove(ws);
   });
 
+  it('copies a linked worktree at its own HEAD with its own uncommitted changes', async () => {
+    const repo = makeRepo(space.base, 'main-wt', { 'a.txt': 'main\n' });
+    const wt = join(space.base, 'linked-wt');
+    sh(repo, 'worktree', 'add', '-q', '-b', 'feature', wt);
+    write(wt, 'a.txt', 'feature commit\n');
+    sh(wt, 'commit', '-qam', 'feature');
+    write(wt, 'a.txt', 'feature dirty\n');
+    write(repo, 'a.txt', 'main dirty\n');
+    const before = [fingerprint(repo), fingerprint(wt)];
+    const ws = await manager.prepare({ taskId: id(), repoPath: wt });
+    try {
+      assert.equal(sh(ws.dir, 'rev-parse', 'HEAD'), sh(wt, 'rev-parse', 'HEAD'));
+      assert.equal(readFileSync(join(ws.dir, 'a.txt'), 'utf8'), 'feature dirty\n');
+      write(ws.dir, 'a.txt', 'feature agent\n');
+      const { patch } = await manager.changes(ws);
+      assert.ok(applyCheck(wt, patch).ok);
+      assert.equal(applyCheck(repo, patch).ok, false, 'the patch is against the linked worktree, not the main one');
+    } finally {
+      await manager.remove(ws);
+    }
+    assert.deepEqual([fingerprint(repo), fingerprint(wt)], before);
+  });
+
   it('mentions unsaved editor files in the notes', async () => {
     const repo = makeRepo(space.base, 'unsaved', { 'a.txt': 'a\n' });
     const ws = await manager.prepare({ taskId: id(), repoPath: repo, unsavedFiles: ['a.txt'] });
