@@ -149,7 +149,9 @@ export class PatchApplyError extends Error {
 
 const C_ENV = { LC_ALL: 'C', LANGUAGE: 'C' };
 /** Settings a repository's own config must not change for apply: we decide whitespace handling and quoting. */
-const APPLY_ARGS = ['-c', 'core.quotePath=true', '-c', 'apply.whitespace=nowarn', '-c', 'apply.ignoreWhitespace=no', 'apply', '-v', '-p1', '--whitespace=nowarn'];
+const APPLY_ARGS = ['-c', 'core.quotePath=true', '-c', 'apply.whitespace=nowarn', '-c', 'apply.ignoreWhitespace=no', 'apply', '-p1', '--whitespace=nowarn'];
+/** `--numstat -z` is git's own list of files and line counts, written in one piece (unlike `-v`, a write per file). */
+const NUMSTAT = ['--numstat', '-z'];
 
 /**
  * Finds the top level for a folder (git) or uses the folder itself (plain). Looks for `.git` upwards as
@@ -267,6 +269,44 @@ function checkFromLog(files: readonly PatchFile[], log: ApplyLog, exitCode: numb
   return { ok: exitCode === 0 && consistent && errors.length === 0 && result.every((r) => r.ok), files: result, errors, consistent };
 }
 
+/** Whether git's `--numstat -z` lists the same files, in order, with the same line counts as Baton's parser (renames are also checked by the verbose run when anything fails). */
+function numstatAgrees(files: readonly (PatchFile | SelectedFile)[], stdout: string): boolean {
+  const tokens = stdout.split('\0');
+  let t = 0;
+  for (const item of files) {
+    const f = 'file' in item ? item.file : item;
+    const added = 'file' in item ? item.hunks.reduce((n, h) => n + h.added, 0) : f.added;
+    const removed = 'file' in item ? item.hunks.reduce((n, h) => n + h.removed, 0) : f.removed;
+    const m = /^(-|\d+)\t(-|\d+)\t(.*)$/s.exec(tokens[t++] ?? '');
+    if (!m) return false;
+    // git apply's numstat names each file once: the new name, else the old one.
+    if (m[3] !== (f.newPath ?? f.oldPath ?? '')) return false;
+    if (m[1] !== '-' && (Number(m[1]) !== added || Number(m[2]) !== removed)) return false;
+  }
+  return tokens.slice(t).every((x) => x === '');
+}
+
+const DISAGREE = "git reads this patch differently from Baton's parser; it will not be applied";
+
+/**
+ * `git apply --check` with per-file results. The fast path (one git run, numstat on stdout) answers
+ * when everything applies; when something does not, a verbose run attributes each error to its file.
+ */
+async function gitCheck(root: string, files: readonly PatchFile[], input: { path: string } | { sub: SubPatch; source: PatchSource }, signal?: AbortSignal, first?: Promise<GitRun>): Promise<PatchCheck> {
+  const r = await (first ?? runApply(root, ['--check', ...NUMSTAT], input, undefined, signal));
+  if (r.exitCode === 0) {
+    const consistent = numstatAgrees(files, r.stdout);
+    return {
+      ok: consistent,
+      files: files.map((f) => ({ fileId: f.id, path: f.newPath ?? f.oldPath ?? '', ok: consistent, errors: [] })),
+      errors: consistent ? [] : [DISAGREE],
+      consistent,
+    };
+  }
+  const v = await runApply(root, ['--check', '-v'], input, undefined, signal);
+  return checkFromLog(files, parseApplyLog(v.stderr), v.exitCode);
+}
+
 /** The check of the files offered by default replaces the whole-patch verdict for them. */
 function mergeChecks(whole: PatchCheck, offered: PatchCheck, offeredIds: ReadonlySet<string>): PatchCheck {
   const byId = new Map(offered.files.map((f) => [f.fileId, f] as const));
@@ -308,9 +348,8 @@ export async function prepareReview(opts: PrepareReviewOptions): Promise<PatchRe
   const { source } = opts;
   // Finding the top level, git's check (reading the patch file itself) and Baton's parse run side by side.
   const targetRun = opts.target ? Promise.resolve(opts.target) : resolveTarget(opts.folder);
-  const wholeRun = targetRun.then((t) =>
-    t.kind === 'git' && 'path' in source ? runApply(t.root, ['--check'], { path: isAbsolute(source.path) ? source.path : join(process.cwd(), source.path) }, undefined, opts.signal) : undefined,
-  );
+  const patchPath = 'path' in source ? { path: isAbsolute(source.path) ? source.path : join(process.cwd(), source.path) } : undefined;
+  const wholeRun = targetRun.then((t) => (t.kind === 'git' && patchPath ? runApply(t.root, ['--check', ...NUMSTAT], patchPath, undefined, opts.signal) : undefined));
   let patch: ParsedPatch;
   try {
     patch = await readPatch(source, { onProgress: opts.onProgress, signal: opts.signal });
@@ -321,10 +360,9 @@ export async function prepareReview(opts: PrepareReviewOptions): Promise<PatchRe
   const target = await targetRun;
   let check: PatchCheck;
   if (target.kind === 'git') {
-    const r =
-      (await wholeRun) ??
-      (await runApply(target.root, ['--check'], { sub: { files: [], parts: [{ kind: 'bytes', range: { start: 0, end: patch.size } }], isWholePatch: true }, source }, undefined, opts.signal));
-    check = checkFromLog(patch.files, parseApplyLog(r.stderr), r.exitCode);
+    const first = await wholeRun;
+    const input = patchPath ?? { sub: { files: [], parts: [{ kind: 'bytes' as const, range: { start: 0, end: patch.size } }], isWholePatch: true }, source };
+    check = await gitCheck(target.root, patch.files, input, opts.signal, first ? Promise.resolve(first) : undefined);
   } else {
     check = plainCheck(target.root, patch);
   }
@@ -334,8 +372,7 @@ export async function prepareReview(opts: PrepareReviewOptions): Promise<PatchRe
     const offered = defaultSelection(patch, risks);
     if (offered.files?.length) {
       const sub = buildSubPatch(patch, risks, offered);
-      const r = await runApply(target.root, ['--check'], { sub, source }, undefined, opts.signal);
-      check = mergeChecks(check, checkFromLog(sub.files.map((s) => s.file), parseApplyLog(r.stderr), r.exitCode), new Set(offered.files));
+      check = mergeChecks(check, await gitCheck(target.root, sub.files.map((s) => s.file), { sub, source }, opts.signal), new Set(offered.files));
     }
   }
   let drift: DriftReport | undefined;
@@ -441,14 +478,7 @@ export async function applyReviewed(review: PatchReview, opts: ApplyOptions): Pr
       await preparePrivateIndex(root, env.GIT_INDEX_FILE, snapshot);
     }
     const input = sub.isWholePatch && 'path' in review.source ? { path: isAbsolute(review.source.path) ? review.source.path : join(process.cwd(), review.source.path) } : { sub, source: review.source };
-    const r = await runApply(root, threeWay ? ['--3way'] : [], input, env, opts.signal);
-    const log = parseApplyLog(r.stderr);
-    const verdict = checkFromLog(sub.files.map((s) => s.file), log, r.exitCode);
-    if (!verdict.consistent) {
-      restoreSnapshot(snapshot);
-      throw new PatchApplyError(`${verdict.errors.join('; ')}. Your files were restored.`, 'inconsistent');
-    }
-    const fileChecks = verdict.files;
+    const r = await runApply(root, [...NUMSTAT, '--apply', ...(threeWay ? ['--3way'] : [])], input, env, opts.signal);
     if (threeWay) {
       const conflicts = await readConflicts(root, env);
       if (conflicts.length) {
@@ -456,9 +486,17 @@ export async function applyReviewed(review: PatchReview, opts: ApplyOptions): Pr
       }
     }
     if (r.exitCode !== 0) {
-      const msg = [...log.global, ...log.perFile.flat()].join('; ') || r.stderr.trim() || `git apply exited with ${r.exitCode}`;
-      return failed(`The patch did not apply; your files are unchanged. ${msg}`, fileChecks, snapshot);
+      restoreSnapshot(snapshot);
+      // Failure path only: a verbose check says which file failed and why.
+      const verdict = await gitCheck(root, sub.files.map((s) => s.file), input, opts.signal);
+      const msg = [...verdict.errors, ...verdict.files.flatMap((f) => f.errors.map((e) => e))].join('; ') || r.stderr.trim() || `git apply exited with ${r.exitCode}`;
+      return failed(`The patch did not apply; your files are unchanged. ${msg}`, verdict.files, snapshot);
     }
+    if (!numstatAgrees(sub.files, r.stdout)) {
+      restoreSnapshot(snapshot);
+      throw new PatchApplyError(`${DISAGREE}. Your files were restored.`, 'inconsistent');
+    }
+    const fileChecks = sub.files.map((s) => ({ fileId: s.file.id, path: s.file.newPath ?? s.file.oldPath ?? '', ok: true, errors: [] }));
     const parts = recordFor(review, sub.files, snapshot, threeWay, overrides, true);
     const skipped = untouched(parts, sub.files);
     if (skipped.length) return failed(`git skipped ${skipped.join(', ')}; nothing was applied.`, fileChecks, snapshot);
