@@ -7,7 +7,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { applyReviewed, prepareReview } from '../src/node/patchApply';
 import { median, timeMs } from './util';
@@ -83,7 +83,7 @@ export async function run(): Promise<void> {
       () => prepareReview({ folder: root, source: { path: patchPath } }),
       () => undefined,
     );
-    console.log(`BENCH review ratio=${(review.c / review.b).toFixed(3)} baton_ms=${review.c.toFixed(1)} git_check_ms=${review.b.toFixed(1)} files=${FILES} changed_lines=${lines}`);
+    console.log(`BENCH review ratio=${(review.c / review.b).toFixed(3)} baton_ms=${review.c.toFixed(1)} git_check_ms=${review.b.toFixed(1)} files=${FILES} changed_lines=${lines} load1=${loadavg()[0].toFixed(1)}`);
 
     const all = { files: warm.patch.files.map((f) => f.id) };
     const revert = (): void => gitPlain(root, ['apply', '-R', patchPath]);
@@ -96,7 +96,7 @@ export async function run(): Promise<void> {
       },
       revert,
     );
-    console.log(`BENCH apply ratio=${(apply.c / apply.b).toFixed(3)} baton_ms=${apply.c.toFixed(1)} git_apply_ms=${apply.b.toFixed(1)} files=${FILES} changed_lines=${lines}`);
+    console.log(`BENCH apply ratio=${(apply.c / apply.b).toFixed(3)} baton_ms=${apply.c.toFixed(1)} git_apply_ms=${apply.b.toFixed(1)} files=${FILES} changed_lines=${lines} load1=${loadavg()[0].toFixed(1)}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -99,12 +99,14 @@ export class PatchStreamParser {
   push(chunk: Uint8Array): void {
     if (this.ended) throw new Error('PatchStreamParser: push after end');
     if (chunk.length === 0) return;
-    let buf = chunk;
+    // A plain view: Node's Buffer overrides indexOf/subarray with slower wrappers.
+    let buf = Object.getPrototypeOf(chunk) === Uint8Array.prototype ? chunk : new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     let base = this.received;
     if (this.pending) {
-      buf = new Uint8Array(this.pending.length + chunk.length);
-      buf.set(this.pending);
-      buf.set(chunk, this.pending.length);
+      const joined = new Uint8Array(this.pending.length + buf.length);
+      joined.set(this.pending);
+      joined.set(buf, this.pending.length);
+      buf = joined;
       base -= this.pending.length;
       this.pending = undefined;
     }
