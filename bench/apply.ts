@@ -86,17 +86,29 @@ export async function run(): Promise<void> {
     console.log(`BENCH review ratio=${(review.c / review.b).toFixed(3)} baton_ms=${review.c.toFixed(1)} git_check_ms=${review.b.toFixed(1)} files=${FILES} changed_lines=${lines} load1=${loadavg()[0].toFixed(1)}`);
 
     const all = { files: warm.patch.files.map((f) => f.id) };
-    const revert = (): void => gitPlain(root, ['apply', '-R', patchPath]);
+    let recordMs = 0;
+    let lastRecord: unknown;
+    const revert = (): void => {
+      // The journal serialises the record (digests before/after) right away: measured apart, untimed above.
+      if (lastRecord !== undefined) {
+        const t = process.hrtime.bigint();
+        JSON.stringify(lastRecord);
+        recordMs = Math.max(recordMs, Number(process.hrtime.bigint() - t) / 1e6);
+        lastRecord = undefined;
+      }
+      gitPlain(root, ['apply', '-R', patchPath]);
+    };
     const apply = await alternate(
       ROUNDS,
       () => gitPlain(root, ['apply', patchPath]),
       async () => {
         const out = await applyReviewed(warm, { selection: all });
         if (out.kind !== 'applied') throw new Error(`bench apply failed: ${JSON.stringify(out)}`);
+        lastRecord = out.applied.record;
       },
       revert,
     );
-    console.log(`BENCH apply ratio=${(apply.c / apply.b).toFixed(3)} baton_ms=${apply.c.toFixed(1)} git_apply_ms=${apply.b.toFixed(1)} files=${FILES} changed_lines=${lines} load1=${loadavg()[0].toFixed(1)}`);
+    console.log(`BENCH apply ratio=${(apply.c / apply.b).toFixed(3)} baton_ms=${apply.c.toFixed(1)} git_apply_ms=${apply.b.toFixed(1)} record_digests_max_ms=${recordMs.toFixed(1)} files=${FILES} changed_lines=${lines} load1=${loadavg()[0].toFixed(1)}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

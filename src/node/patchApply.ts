@@ -398,9 +398,10 @@ function sameState(a: FileState, b: FileState): boolean {
 }
 
 /**
- * The journal record. Digests are computed lazily (enumerable getters, so JSON and undo see them) and
- * settled in the background right after, so hashing does not sit on the apply's path; `after` is the
- * digest of the bytes read right after git finished, whenever it is computed.
+ * The journal record. Digests are computed lazily (enumerable getters: JSON.stringify and undo see
+ * them), so hashing does not sit on the apply's path; `after` is the digest of the bytes read right
+ * after git finished, whenever it is computed. Serialise the record promptly (the journal does): until
+ * then it holds those bytes.
  */
 function recordFor(review: PatchReview, files: readonly SelectedFile[], snapshot: Snapshot, threeWay: boolean, overrides: readonly string[], withAfter: boolean): RecordParts {
   const unchanged = new Set<string>();
@@ -426,7 +427,6 @@ function recordFor(review: PatchReview, files: readonly SelectedFile[], snapshot
     });
     return entry;
   });
-  if (withAfter) setImmediate(() => digests.forEach((d) => d.after));
   const record: ApplyRecord = {
     id: randomUUID(),
     root: review.target.root,
