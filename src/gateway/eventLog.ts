@@ -69,11 +69,10 @@ export function foldEvent(task: Task, resp: StreamResponse): void {
       break;
     }
     case 'statusUpdate': {
+      // Progress messages stay in the event log (replayable); the snapshot keeps the latest status
+      // only, so it does not grow with every step an agent reports.
       const s = p.value.status;
-      if (s) {
-        if (task.status?.message) task.history = [...task.history, task.status.message];
-        task.status = s;
-      }
+      if (s) task.status = s;
       if (p.value.metadata) {
         const { [META.seq]: _seq, ...rest } = p.value.metadata as Record<string, unknown>;
         void _seq;
@@ -123,6 +122,17 @@ export class TaskWriter {
 
   get state(): TaskState {
     return stateOf(this.task);
+  }
+
+  /** Resolves once everything pushed so far is committed. */
+  async idle(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    if (this.failed) throw this.failed;
+  }
+
+  /** Events queued but not yet committed (a relay slows down when this grows). */
+  get backlog(): number {
+    return this.queue.length;
   }
 
   /** Numbers, folds and queues one event; resolves when it is committed. */

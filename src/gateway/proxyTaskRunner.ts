@@ -33,11 +33,13 @@ interface Relay {
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
+    const done = (): void => {
       clearTimeout(t);
+      signal?.removeEventListener('abort', done);
       resolve();
-    }, { once: true });
+    };
+    const t = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
   });
 }
 
@@ -217,8 +219,13 @@ export class ProxyTaskRunner implements TaskRunner {
         this.ctx.log(`task ${writer.taskId}: signing the result failed: ${(e as Error).message}`);
       }
     }
-    if (endsTurn(p.$case === 'statusUpdate' ? p.value.status?.state : p.$case === 'task' ? p.value.status?.state : undefined)) writer.setOwner(null);
-    await writer.push(ev);
+    const turnEnds = endsTurn(p.$case === 'statusUpdate' ? p.value.status?.state : p.$case === 'task' ? p.value.status?.state : undefined);
+    if (turnEnds) writer.setOwner(null);
+    // Commits are grouped per tick: wait for them only at the end of a turn or when the store falls
+    // behind, so relaying is not one fsync per event.
+    const committed = writer.push(ev);
+    if (turnEnds || writer.backlog > 2000) await committed;
+    else committed.catch(() => undefined);
   }
 
   private async relay(writer: TaskWriter, initial: AsyncGenerator<StreamResponse, void, undefined> | undefined, abort: AbortController): Promise<void> {

@@ -3,7 +3,6 @@
  * SDK's wire JSON in `data:`, backpressure, a keep-alive comment, a stop when the client goes away, and
  * a clear error event instead of an event no client would accept (the SDK client refuses > 4 MiB).
  */
-import { once } from 'node:events';
 import type { Response } from 'express';
 import { SSE_HEADERS } from '@a2a-js/sdk';
 
@@ -56,9 +55,17 @@ export async function writeSse(o: SseOptions): Promise<void> {
   }, KEEPALIVE_MS);
   keepalive.unref();
   const write = async (chunk: string): Promise<void> => {
-    if (!res.write(chunk) && !abort.signal.aborted) {
-      await Promise.race([once(res, 'drain'), once(abort.signal, 'abort')]);
-    }
+    if (res.write(chunk) || abort.signal.aborted) return;
+    // Backpressure: wait for the socket to drain, or for the client to go away.
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        res.off('drain', done);
+        abort.signal.removeEventListener('abort', done);
+        resolve();
+      };
+      res.on('drain', done);
+      abort.signal.addEventListener('abort', done);
+    });
   };
   try {
     let r = first;

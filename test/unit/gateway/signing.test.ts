@@ -68,3 +68,16 @@ describe('gateway: keys, signed cards and signed results', () => {
     if (!bad.ok) assert.equal(bad.failure, 'artifact-mismatch');
   });
 });
+
+describe('gateway: artifact digest', () => {
+  it("equals src/node/signing.ts's artifactDigest, for text, unicode, data and chunked parts", async () => {
+    const { artifactDigest } = await import('../../../src/node/signing');
+    const { fastArtifactDigest } = await import('../../../src/gateway/resultEnvelope');
+    const cases = [
+      { artifactId: 'a', name: 'changes.patch', parts: [{ text: 'diff --git a/x b/x\n', mediaType: 'text/x-diff', filename: 'changes.patch' }] },
+      { artifactId: 'b', parts: [{ text: 'é😀\u2028' }, { text: 'second chunk' }] },
+      { artifactId: 'c', name: '', parts: [{ data: { z: 1, a: [true, null, 1.5] } }] },
+    ];
+    for (const c of cases) assert.equal(fastArtifactDigest(c), artifactDigest(c));
+  });
+});

@@ -1,0 +1,208 @@
+/**
+ * Gateway overhead and replay speed.
+ *
+ * - `BENCH gateway`: an SDK agent streams 5,000 status events and a 1 MiB patch artifact; an SDK
+ *   client receives them directly from the SDK server and through the gateway's proxy route (which
+ *   numbers, persists with synchronous=FULL and relays every event), alternating runs.
+ * - `BENCH replay`: 10,000 events of a finished task replayed from the store (subscribe with
+ *   Last-Event-ID: 0) versus receiving the same task's events live as the agent produces them.
+ *
+ * The SDK server, the gateway and the client each run in their own process, as they do in use (in one
+ * process the three would take turns on one event loop, and the gateway's fsyncs would stall the
+ * other two).
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import express from 'express';
+import { Role, TaskState } from '@a2a-js/sdk';
+import type { AgentCard, SendMessageRequest } from '@a2a-js/sdk';
+import { ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import type { Client } from '@a2a-js/sdk/client';
+import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
+import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
+import type { LocalAgent } from '../src/gateway/agents/localAgent';
+import { startGateway } from '../src/gateway/server';
+import { compare } from './util';
+
+const STATUS_EVENTS = 5_000;
+const PATCH = `diff --git a/big b/big\n${'+'.repeat(79)}\n`.repeat(Math.ceil((1024 * 1024) / 104)).slice(0, 1024 * 1024);
+const REPLAY_EVENTS = 10_000;
+
+class StreamingExecutor implements AgentExecutor {
+  async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    const { taskId, contextId } = ctx;
+    bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: [ctx.userMessage], metadata: undefined }));
+    for (let i = 0; i < STATUS_EVENTS; i++) {
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() }, metadata: { i } }));
+      // Yield now and then, as a real agent producing events over time does.
+      if (i % 100 === 0) await new Promise((r) => setImmediate(r));
+    }
+    bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'patch', name: 'changes.patch', description: '', parts: [{ content: { $case: 'text', value: PATCH }, metadata: undefined, filename: 'changes.patch', mediaType: 'text/x-diff' }], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
+    bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
+    bus.finished();
+  }
+  cancelTask(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+async function sdkServer(): Promise<{ url: string; close(): Promise<void> }> {
+  let url = '';
+  const card = (): AgentCard => ({
+    name: 'bench', description: 'bench', supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }], provider: undefined, version: '1',
+    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false }, securitySchemes: {}, securityRequirements: [],
+    defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'], skills: [], signatures: [],
+  });
+  const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), new StreamingExecutor());
+  Object.defineProperty(handler, 'getAgentCard', { value: () => Promise.resolve(card()) });
+  const app = express();
+  app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'bench' }) }));
+  const server: Server = await new Promise((r) => {
+    const s = app.listen(0, '127.0.0.1', () => r(s));
+  });
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
+  return { url, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+}
+
+function clientAt(url: string, token?: string): Promise<Client> {
+  const fetchImpl: typeof fetch = (input, init) => {
+    const headers = new Headers(init?.headers);
+    if (token) headers.set('Authorization', `Bearer ${token}`);
+    return fetch(input, { ...init, headers });
+  };
+  const card: AgentCard = {
+    name: 'x', description: '', supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }], provider: undefined, version: '1',
+    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false }, securitySchemes: {}, securityRequirements: [],
+    defaultInputModes: [], defaultOutputModes: [], skills: [], signatures: [],
+  };
+  return new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl })] }).createFromAgentCard(card);
+}
+
+function request(text: string): SendMessageRequest {
+  return {
+    tenant: '',
+    message: { messageId: randomUUID(), contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+    configuration: undefined,
+    metadata: undefined,
+  };
+}
+
+async function drain(stream: AsyncGenerator<unknown>, expectAtLeast: number): Promise<number> {
+  let n = 0;
+  for await (const _ of stream) {
+    void _;
+    n++;
+  }
+  if (n < expectAtLeast) throw new Error(`expected at least ${expectAtLeast} events, got ${n}`);
+  return n;
+}
+
+const fastAgent: LocalAgent = {
+  id: 'burst',
+  name: 'Burst',
+  description: `Emits ${REPLAY_EVENTS} steps`,
+  kind: 'builtin',
+  skills: [],
+  maxCapabilities: { write: false, shell: false, network: false },
+  async run(_req, emit) {
+    for (let i = 0; i < REPLAY_EVENTS; i++) {
+      emit({ kind: 'step', text: `step ${i}` });
+      if (i % 100 === 0) await new Promise((r) => setImmediate(r));
+    }
+    return { outcome: 'completed', patch: '' };
+  },
+};
+
+/** Starts this file as a child in `mode`; resolves with the JSON line it prints when ready. */
+async function child(mode: 'remote' | 'gateway', ...args: string[]): Promise<{ proc: ChildProcess; info: Record<string, string> }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', __filename, '--bench-child', mode, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const line = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    const t = setTimeout(() => reject(new Error(`${mode} child did not start`)), 60_000);
+    proc.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('\n')) {
+        clearTimeout(t);
+        resolve(out.slice(0, out.indexOf('\n')));
+      }
+    });
+    proc.once('exit', (c) => reject(new Error(`${mode} child exited ${c}`)));
+  });
+  return { proc, info: JSON.parse(line) as Record<string, string> };
+}
+
+async function childMain(mode: string, args: string[]): Promise<void> {
+  if (mode === 'remote') {
+    const remote = await sdkServer();
+    process.stdout.write(`${JSON.stringify({ url: remote.url })}\n`);
+    return;
+  }
+  const state = mkdtempSync(join(tmpdir(), 'baton-bench-gw-'));
+  const gw = await startGateway({
+    stateDir: state,
+    localAgents: [fastAgent],
+    remoteAgents: [{ id: 'remote', name: 'remote', description: '', url: args[0], protocolBinding: 'JSONRPC', protocolVersion: '1.0', auth: { kind: 'none' }, skills: [] }],
+    log: () => undefined,
+  });
+  process.stdout.write(`${JSON.stringify({ url: gw.url, token: gw.token })}\n`);
+  process.on('SIGTERM', () => void gw.close().finally(() => {
+    rmSync(state, { recursive: true, force: true });
+    process.exit(0);
+  }));
+}
+
+export async function run(): Promise<void> {
+  const remote = await child('remote');
+  const gw = await child('gateway', remote.info.url);
+  try {
+    const direct = await clientAt(remote.info.url);
+    const proxied = await clientAt(`${gw.info.url}/a2a/remote`, gw.info.token);
+    const expected = STATUS_EVENTS + 3;
+    await drain(direct.sendMessageStream(request('warm')), expected);
+    await drain(proxied.sendMessageStream(request('warm')), expected);
+    const g = await compare(
+      9,
+      () => drain(direct.sendMessageStream(request('go')), expected),
+      () => drain(proxied.sendMessageStream(request('go')), expected),
+    );
+    console.log(`BENCH gateway ratio=${g.ratio.toFixed(3)} direct_ms=${g.baselineMs.toFixed(1)} gateway_ms=${g.candidateMs.toFixed(1)} events=${expected} artifact_bytes=${PATCH.length}`);
+
+    const burst = await clientAt(`${gw.info.url}/a2a/burst`, gw.info.token);
+    let lastTask = '';
+    const live = async (): Promise<void> => {
+      let n = 0;
+      for await (const ev of burst.sendMessageStream(request('go'))) {
+        if (ev.payload?.$case === 'task') lastTask = ev.payload.value.id;
+        n++;
+      }
+      if (n < REPLAY_EVENTS) throw new Error(`live stream ended after ${n} events`);
+    };
+    const replay = async (): Promise<void> => {
+      await drain(burst.resubscribeTask({ tenant: '', id: lastTask }, { serviceParameters: { 'Last-Event-ID': '0' } }), REPLAY_EVENTS);
+    };
+    await live();
+    const r = await compare(7, live, replay);
+    console.log(`BENCH replay ratio=${r.ratio.toFixed(3)} live_ms=${r.baselineMs.toFixed(1)} replay_ms=${r.candidateMs.toFixed(1)} events=${REPLAY_EVENTS}`);
+  } finally {
+    for (const c of [gw, remote]) {
+      const exited = new Promise((r) => c.proc.once('exit', r));
+      c.proc.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+      if (c.proc.exitCode === null) c.proc.kill('SIGKILL');
+    }
+  }
+}
+
+if (process.argv[2] === '--bench-child') {
+  void childMain(process.argv[3] ?? '', process.argv.slice(4)).catch((e: unknown) => {
+    process.stderr.write(`${String(e)}\n`);
+    process.exit(1);
+  });
+}
