@@ -1,0 +1,50 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ConfigError, parseGatewayConfig, sha256HexOf } from '../../../src/gateway/config';
+
+const parse = (v: unknown, env: NodeJS.ProcessEnv = {}): ReturnType<typeof parseGatewayConfig> => parseGatewayConfig(typeof v === 'string' ? v : JSON.stringify(v), 'gateway.json', env);
+
+describe('gateway config', () => {
+  it('reads a full team config, secrets from the environment, tokens kept only as digests', () => {
+    const c = parse(
+      {
+        port: 8787,
+        roots: ['/srv/repos'],
+        store: { kind: 'postgres', urlEnv: 'PG' },
+        tokens: [{ principal: 'ci', tokenEnv: 'CI_TOKEN' }],
+        localAgents: ['formatter'],
+        agents: { reviewer: { url: 'https://r.example/a2a/', protocolVersion: '0.3', auth: { bearerEnv: 'R' } } },
+        limits: { cancelGraceSeconds: 3 },
+      },
+      { PG: 'postgres://u@h/db', CI_TOKEN: 'a-long-enough-ci-token', R: 'remote-secret' },
+    );
+    assert.deepEqual(c.store, { kind: 'postgres', url: 'postgres://u@h/db' });
+    assert.deepEqual(c.tokens, [{ principal: 'ci', sha256: sha256HexOf('a-long-enough-ci-token') }]);
+    assert.equal(c.remoteAgents[0].url, 'https://r.example/a2a');
+    assert.deepEqual(c.remoteAgents[0].auth, { kind: 'bearer', token: 'remote-secret' });
+    assert.equal(c.remoteAgents[0].protocolVersion, '0.3');
+    assert.deepEqual(c.localAgents, ['formatter']);
+  });
+
+  it('names the file, the field and what to do', () => {
+    const cases: Array<[unknown, RegExp]> = [
+      ['{"port": ', /^gateway\.json: is not valid JSON .*fix the syntax/],
+      [{ prot: 1 }, /^gateway\.json: prot: is not a setting; known settings here: .*port/],
+      [{ port: 70000 }, /^gateway\.json: port: must be a whole number from 0 to 65535/],
+      [{ roots: ['relative/dir'] }, /roots\[0\]: must be an absolute folder path/],
+      [{ agents: { 'Bad Id': { url: 'https://x' } } }, /agents\.Bad Id: an agent id must be lower-case/],
+      [{ agents: { r: { url: 'https://user:pw@x.example' } } }, /agents\.r\.url: must not carry credentials; put them under "auth"/],
+      [{ agents: { r: { url: 'ftp://x.example' } } }, /agents\.r\.url: must use https/],
+      [{ agents: { r: { url: 'https://x', auth: { bearerEnv: 'NOPE' } } } }, /agents\.r\.auth\.bearerEnv: environment variable NOPE is not set; export it/],
+      [{ agents: { r: { url: 'https://x', protocolVersion: '2.0' } } }, /agents\.r\.protocolVersion: must be "1\.0" or "0\.3"/],
+      [{ tokens: [{ principal: 'a', token: 'short' }] }, /tokens\[0\]: the token is shorter than 16 characters/],
+      [{ tokens: [{ principal: 'a', sha256: 'xyz' }] }, /tokens\[0\]\.sha256: must be 64 hex digits/],
+      [{ store: { kind: 'mysql' } }, /store\.kind: must be "sqlite" or "postgres"/],
+      [{ store: { kind: 'postgres', url: 'http://x' } }, /store\.url: must be a postgres:\/\/ connection string/],
+      [{ limits: { capabilities: { write: 'yes' } } }, /limits\.capabilities\.write: must be true or false/],
+    ];
+    for (const [input, message] of cases) {
+      assert.throws(() => parse(input), (e: unknown) => e instanceof ConfigError && message.test(e.message), JSON.stringify(input));
+    }
+  });
+});
