@@ -8,12 +8,12 @@
  * Stops cleanly on SIGTERM / SIGINT.
  */
 import { rmSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { discoverLocalAgents } from './agents/discover';
 import type { LocalAgent } from './agents/localAgent';
 import { GATEWAY_VERSION } from './cards';
+import { defaultStateDir } from './cliPaths';
 import { ConfigError, loadGatewayConfig } from './config';
 import type { GatewayConfig } from './config';
 import { startGateway } from './server';
@@ -29,10 +29,6 @@ const USAGE = `usage: baton-gateway [options]
   --no-local-agents    serve only the configured remote agents
   --version, --help
 `;
-
-export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
-  return env.BATON_STATE_DIR || join(homedir(), '.baton', 'gateway');
-}
 
 async function main(argv: string[]): Promise<number> {
   let values: Record<string, string | boolean | string[] | undefined>;

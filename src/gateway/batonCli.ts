@@ -1,0 +1,273 @@
+/**
+ * `baton`: delegate to agents from a terminal or a script, on the same client code the extension uses
+ * (src/node/a2a: the SDK client bound to the pinned endpoint, the delegation runner with reconnect and
+ * `Last-Event-ID` replay, journals persisted with fsync).
+ *
+ *   baton agents [--gateway URL]
+ *   baton delegate <agent|card-url> "<task>" [--file F]… [--repo DIR] [--json] [--out FILE]
+ *   baton status|watch|cancel <request-id>
+ *   baton reply <request-id> "<text>"
+ *
+ * Exit codes say how a delegation ended: 0 completed, 10 failed, 11 canceled, 12 rejected, 13 expired,
+ * 14 unknown (contact lost: reconcile, do not blindly retry), 15 input or auth required (use `reply`),
+ * 2 bad usage, 1 any other error.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir, userInfo } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Role } from '@a2a-js/sdk';
+import type { AgentCard, Message } from '@a2a-js/sdk';
+import { META } from '../core/batonProfile';
+import { normalizeAgentCard, readAgentIndex } from '../core/agentCard';
+import type { DelegationRequest } from '../core/delegation';
+import type { DelegationOutcome, DelegationView } from '../core/protocol/delegationView';
+import { connectAgent, normalizeCard } from '../node/a2a/clientFactory';
+import { DelegationManager } from '../node/a2a/delegationManager';
+import { JournalStore } from '../node/journalStore';
+import { defaultStateDir } from './cliPaths';
+
+export const EXIT: Readonly<Record<DelegationOutcome, number>> = {
+  completed: 0,
+  failed: 10,
+  canceled: 11,
+  rejected: 12,
+  expired: 13,
+  unknown: 14,
+  'input-required': 15,
+  'auth-required': 15,
+};
+
+const USAGE = `usage:
+  baton agents [--gateway URL]
+  baton delegate <agent|card-url> "<task>" [--file F]... [--repo DIR] [--json] [--out FILE] [--gateway URL]
+  baton status <request-id>      print where a delegation is
+  baton watch <request-id>       follow it until it ends
+  baton cancel <request-id>
+  baton reply <request-id> "<text>"
+
+The gateway is --gateway, else $BATON_GATEWAY, else the local one ($BATON_STATE_DIR or ~/.baton/gateway).
+The token is $BATON_TOKEN, else the local gateway's token file.
+Exit codes: 0 completed, 10 failed, 11 canceled, 12 rejected, 13 expired, 14 unknown, 15 needs a reply.
+`;
+
+class UsageError extends Error {}
+
+interface Gateway {
+  readonly url: string;
+  readonly token: string | undefined;
+}
+
+function locateGateway(flag: string | undefined, env: NodeJS.ProcessEnv): Gateway {
+  const stateDir = defaultStateDir(env);
+  const infoFile = join(stateDir, 'gateway.json');
+  let url = flag ?? env.BATON_GATEWAY;
+  let token = env.BATON_TOKEN;
+  if (!url && existsSync(infoFile)) {
+    const info = JSON.parse(readFileSync(infoFile, 'utf8')) as { url?: string; tokenFile?: string };
+    url = info.url;
+    if (!token && info.tokenFile && existsSync(info.tokenFile)) token = readFileSync(info.tokenFile, 'utf8').trim();
+  }
+  if (!token && existsSync(join(stateDir, 'token'))) token = readFileSync(join(stateDir, 'token'), 'utf8').trim();
+  if (!url) throw new UsageError(`no gateway: pass --gateway URL, set BATON_GATEWAY, or start one with baton-gateway (looked for ${infoFile})`);
+  return { url: url.replace(/\/+$/, ''), token };
+}
+
+async function fetchJson(url: string): Promise<unknown> {
+  const res = await fetch(url, { headers: { 'A2A-Version': '1.0' }, redirect: 'error', signal: AbortSignal.timeout(15_000) });
+  if (!res.ok) throw new Error(`GET ${url}: HTTP ${res.status}`);
+  return res.json();
+}
+
+function journalDir(env: NodeJS.ProcessEnv): string {
+  return env.BATON_CLI_DIR || join(homedir(), '.baton', 'cli', 'journals');
+}
+
+async function openManager(gw: Gateway, env: NodeJS.ProcessEnv, cards: Map<string, AgentCard>): Promise<DelegationManager> {
+  return DelegationManager.open({
+    store: new JournalStore(journalDir(env)),
+    connect: async (request) => {
+      let card = cards.get(request.agent.endpoint);
+      if (!card) {
+        card = normalizeCard(await fetchJson(`${request.agent.endpoint}/.well-known/agent-card.json`));
+        cards.set(request.agent.endpoint, card);
+      }
+      const origin = new URL(request.agent.endpoint).origin;
+      return connectAgent({
+        card,
+        endpoint: { url: request.agent.endpoint, protocolBinding: request.agent.protocolBinding, protocolVersion: request.agent.protocolVersion },
+        // The token is bound to the gateway's origin; it is never sent anywhere else.
+        getToken: (o) => Promise.resolve(o === origin ? gw.token : undefined),
+      });
+    },
+  });
+}
+
+function line(out: NodeJS.WritableStream, text: string): void {
+  out.write(`${text}\n`);
+}
+
+/** Prints timeline entries as they arrive; resolves with the final view once the delegation settles. */
+function follow(manager: DelegationManager, requestId: string, out: NodeJS.WritableStream, json: boolean): Promise<DelegationView> {
+  let printed = 0;
+  return new Promise((resolveView) => {
+    const show = (): void => {
+      const view = manager.view(requestId);
+      if (!view) return;
+      const total = view.timelineOmitted + view.timeline.length;
+      for (let i = Math.max(printed, view.timelineOmitted); i < total; i++) {
+        const e = view.timeline[i - view.timelineOmitted];
+        if (json) line(out, JSON.stringify(e));
+        else if (e.kind === 'artifact') line(out, `  artifact ${e.name} (${e.size} bytes${e.complete ? '' : ', more coming'})`);
+        else if (e.kind === 'status') line(out, `  [${e.state}]${e.text ? ` ${e.text}` : ''}`);
+        else line(out, `  ${e.kind === 'notice' ? `${e.level}: ` : ''}${e.text}`);
+      }
+      printed = total;
+      if (view.outcome && !['queued', 'starting', 'submitted', 'working', 'reconnecting', 'canceling'].includes(view.state)) {
+        off();
+        resolveView(view);
+      }
+    };
+    const off = manager.onDidChange((id) => {
+      if (id === requestId) show();
+    });
+    show();
+  });
+}
+
+function finish(manager: DelegationManager, view: DelegationView, out: NodeJS.WritableStream, json: boolean, patchOut: string | undefined): number {
+  const outcome = view.outcome ?? 'unknown';
+  const journal = manager.get(view.requestId);
+  const patch = journal?.patch();
+  let saved: string | undefined;
+  if (patch && patch.text) {
+    saved = resolve(patchOut ?? `baton-${view.requestId.slice(0, 8)}.patch`);
+    writeFileSync(saved, patch.text);
+  }
+  if (json) line(out, JSON.stringify({ requestId: view.requestId, taskId: view.taskId, outcome, reason: view.outcomeReason, patch: saved }));
+  else {
+    line(out, `${outcome}${view.outcomeReason ? `: ${view.outcomeReason}` : ''}`);
+    if (saved) line(out, `changes.patch saved to ${saved}`);
+    if (outcome === 'input-required' || outcome === 'auth-required') line(out, `the agent asks: ${view.prompt ?? '(no question)'}\nanswer with: baton reply ${view.requestId} "<text>"`);
+    if (outcome === 'unknown') line(out, `contact was lost; check again with: baton watch ${view.requestId}`);
+  }
+  return EXIT[outcome];
+}
+
+export async function batonMain(argv: string[], out: NodeJS.WritableStream = process.stdout, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      gateway: { type: 'string' },
+      file: { type: 'string', multiple: true },
+      repo: { type: 'string' },
+      json: { type: 'boolean' },
+      out: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  const [cmd, ...args] = positionals;
+  if (values.help || !cmd) {
+    out.write(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const json = values.json === true;
+  const gw = locateGateway(values.gateway, env);
+  const cards = new Map<string, AgentCard>();
+
+  if (cmd === 'agents') {
+    const rootUrl = `${gw.url}/.well-known/agent-card.json`;
+    const root = normalizeAgentCard(await fetchJson(rootUrl));
+    const agents = readAgentIndex(root, rootUrl);
+    if (json) line(out, JSON.stringify(agents));
+    else for (const a of agents) line(out, `${a.id.padEnd(16)} ${a.name}${a.description ? ` — ${a.description}` : ''}`);
+    return 0;
+  }
+
+  if (cmd === 'delegate') {
+    const [target, task] = args;
+    if (!target || !task) throw new UsageError('delegate needs an agent (id or card URL) and a task in quotes');
+    const cardUrl = /^https?:\/\//.test(target) ? target : `${gw.url}/a2a/${encodeURIComponent(target)}/.well-known/agent-card.json`;
+    const raw = await fetchJson(cardUrl);
+    const card = normalizeCard(raw);
+    const iface = card.supportedInterfaces.find((i) => i.protocolBinding === 'JSONRPC' && i.protocolVersion === '1.0') ?? card.supportedInterfaces[0];
+    if (!iface) throw new Error(`the card at ${cardUrl} lists no interface to call`);
+    if (new URL(iface.url).origin !== new URL(cardUrl).origin) throw new Error(`the card at ${cardUrl} points requests to another origin (${iface.url}); add it through the extension to review it`);
+    cards.set(iface.url, card);
+    const requestId = randomUUID();
+    const repo = values.repo ? resolve(values.repo) : undefined;
+    const files = (values.file as string[] | undefined) ?? [];
+    const requested = { write: true, shell: false, network: false };
+    const message: Message = {
+      messageId: requestId,
+      contextId: '',
+      taskId: '',
+      role: Role.ROLE_USER,
+      parts: [{ content: { $case: 'text', value: task }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+      metadata: { ...(repo ? { [META.repository]: repo } : {}), ...(files.length ? { [META.files]: files } : {}), [META.capabilities]: requested },
+      extensions: [],
+      referenceTaskIds: [],
+    };
+    const id = /\/a2a\/([^/]+)\//.exec(new URL(cardUrl).pathname)?.[1] ?? target;
+    const request: DelegationRequest = {
+      requestId,
+      title: task.slice(0, 120),
+      who: userInfo().username,
+      agent: { id, name: card.name, endpoint: iface.url, protocolBinding: iface.protocolBinding, protocolVersion: iface.protocolVersion },
+      message,
+      createdAt: Date.now(),
+      capabilities: { requested, effective: requested },
+      contextDigests: [],
+      chain: [id],
+    };
+    const manager = await openManager(gw, env, cards);
+    try {
+      if (!json) line(out, `delegating to ${card.name} (${iface.url}) as ${requestId}`);
+      const following = follow(manager, requestId, out, json);
+      await manager.start(request);
+      const view = await following;
+      return finish(manager, view, out, json, values.out);
+    } finally {
+      manager.dispose();
+    }
+  }
+
+  if (cmd === 'status' || cmd === 'watch' || cmd === 'cancel' || cmd === 'reply') {
+    const [requestId, text] = args;
+    if (!requestId) throw new UsageError(`${cmd} needs a request id (printed by baton delegate)`);
+    const manager = await openManager(gw, env, cards);
+    try {
+      const view = manager.view(requestId);
+      if (!view) throw new UsageError(`no delegation ${requestId} in ${journalDir(env)}`);
+      if (cmd === 'status') {
+        if (json) line(out, JSON.stringify(view));
+        else line(out, `${view.requestId} ${view.agent.name}: ${view.state}${view.outcomeReason ? ` (${view.outcomeReason})` : ''}${view.taskId ? ` task ${view.taskId}` : ''}`);
+        return view.outcome ? EXIT[view.outcome] : 0;
+      }
+      if (cmd === 'cancel') await manager.cancel(requestId);
+      if (cmd === 'reply') {
+        if (!text) throw new UsageError('reply needs the text to send');
+        await manager.reply(requestId, text);
+      }
+      return finish(manager, await follow(manager, requestId, out, json), out, json, values.out);
+    } finally {
+      manager.dispose();
+    }
+  }
+  throw new UsageError(`unknown command ${cmd}`);
+}
+
+if (require.main === module) {
+  batonMain(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (e: unknown) => {
+      process.stderr.write(`baton: ${(e as Error).message ?? String(e)}\n${e instanceof UsageError ? USAGE : ''}`);
+      process.exitCode = e instanceof UsageError ? 2 : 1;
+    },
+  );
+}
