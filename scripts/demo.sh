@@ -41,9 +41,9 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT INT TERM
 
-if node dist/gateway.js --help 2>/dev/null | grep -q -- 'serve'; then
+if [ -f dist/gateway.js ]; then
   echo "starting baton-gateway (built-in agents) for $demo/sample-repo"
-  node dist/gateway.js serve --root "$demo/sample-repo" --state "$demo/gateway" >"$demo/gateway.log" 2>&1 &
+  node dist/gateway.js --root "$demo/sample-repo" --state "$demo/gateway" >"$demo/gateway.log" 2>&1 &
   pids+=($!)
 fi
 

@@ -330,7 +330,8 @@ function readInterfaces(raw: Obj, indexCard: boolean): AgentInterfaceInfo[] {
   // 0.3 layout. A card may carry both (the SDK's legacy mode embeds `supportedInterfaces` in a 0.3
   // card); every URL a client could be sent to is listed, so the origin check sees all of them.
   const legacyUrl = field(raw, 'url');
-  if (!hasV1 && legacyUrl === undefined) invalid('supportedInterfaces', 'is required (an A2A 0.3 card names `url` instead)');
+  // A gateway's index card may serve no interface of its own (the SDK drops an empty list on the wire).
+  if (!hasV1 && legacyUrl === undefined && !indexCard) invalid('supportedInterfaces', 'is required (an A2A 0.3 card names `url` instead)');
   if (legacyUrl !== undefined) {
     const url = str(raw, 'url', '', true);
     const cardVersion = str(raw, 'protocolVersion', '');

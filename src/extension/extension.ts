@@ -3,7 +3,12 @@ import * as vscode from 'vscode';
 import type { PanelCommand } from '../core/protocol/panelProtocol';
 import { agentReviewView } from './agents/agentReview';
 import { AgentService } from './agents/agentService';
+import { collectContext, summarizeContext } from './delegate/context';
+import { DelegationService } from './delegate/delegationService';
+import { isDelegateArgs, runStartFlow, type AgentChoice, type DelegateArgs } from './delegate/startFlow';
 import { GatewaySupervisor } from './gateway/gatewaySupervisor';
+import { ReviewDocumentProvider, REVIEW_SCHEME } from './review/reviewDocuments';
+import { ReviewSession } from './review/reviewSession';
 import { DelegationPanelManager, type DelegationPanel, type PanelSubject } from './panel/delegationPanel';
 import { BatonStorage } from './storage';
 import { AgentsViewProvider, type AgentsNode } from './views/agentsView';
@@ -17,6 +22,10 @@ export interface BatonApi {
   };
   readonly agents: AgentService;
   readonly gateway: GatewaySupervisor;
+  readonly delegations: DelegationService;
+  /** Resolves once the delegation journals are loaded. */
+  readonly ready: Promise<void>;
+  review(delegationId: string): ReviewSession | undefined;
   hasToken(host: string): Promise<boolean>;
 }
 
@@ -41,9 +50,14 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     }),
     log,
   );
-  const gateway = new GatewaySupervisor(context.extensionUri, join(context.globalStorageUri.fsPath, 'gateway'), log);
+  // BATON_GATEWAY_STATE lets a gateway someone started (e.g. `npm run demo`) be the one Baton reuses.
+  const gateway = new GatewaySupervisor(context.extensionUri, process.env.BATON_GATEWAY_STATE || join(context.globalStorageUri.fsPath, 'gateway'), log);
   const agentsView = new AgentsViewProvider(agents, () => gateway.status);
-  const delegations = new DelegationsViewProvider();
+  const service = new DelegationService(join(context.globalStorageUri.fsPath, 'delegations'), agents, gateway, storage, () => config().get<number>('maxConcurrent', 4), log);
+  const delegations = new DelegationsViewProvider(service);
+  const reviewDocs = new ReviewDocumentProvider();
+  const reviews = new Map<string, ReviewSession>();
+  context.subscriptions.push(service, reviewDocs, vscode.workspace.registerTextDocumentContentProvider(REVIEW_SCHEME, reviewDocs), { dispose: () => reviews.forEach((r) => r.dispose()) });
   context.subscriptions.push(
     agents,
     gateway,
@@ -76,7 +90,30 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
           return { ok: true } as never;
         }
       }
-      throw new Error(vscode.l10n.t('This panel cannot do that.'));
+      const id = subject.delegationId;
+      if (!id) throw new Error(vscode.l10n.t('This panel cannot do that.'));
+      switch (method) {
+        case 'cancel':
+          return { confirmed: await service.cancel(id) } as never;
+        case 'reply': {
+          requireTrustOrThrow(vscode.l10n.t('Replying to an agent'));
+          await service.reply(id, (params as { text: string }).text);
+          return { sent: true } as never;
+        }
+        case 'checkAgain':
+          await service.checkAgain(id);
+          return { state: service.panelView(id)?.state ?? 'unknown' } as never;
+        case 'provideToken': {
+          const endpoint = service.journalView(id)?.agent.endpoint;
+          await vscode.commands.executeCommand('baton.setToken', endpoint ? { host: new URL(endpoint).host } : undefined);
+          return { stored: true } as never;
+        }
+        case 'reviewChanges':
+          await openReview(id);
+          return { opened: true } as never;
+        default:
+          return (await reviewAct(id, method, params)) as never;
+      }
     },
     snapshot: (refreshCount, subject: PanelSubject) => {
       const entry = subject.agentCardUrl ? agents.find(subject.agentCardUrl) : undefined;
@@ -88,10 +125,70 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
         producedAt: new Date().toISOString(),
         refreshCount,
         agentReview: entry ? agentReviewView(agents.registry, entry) : undefined,
+        delegation: subject.delegationId ? delegationView(subject.delegationId) : undefined,
       };
     },
   });
-  context.subscriptions.push(panels, agents.onDidChange(() => panels.update()));
+  context.subscriptions.push(panels, agents.onDidChange(() => panels.update()), service.onDidChange((id) => panels.update(id === '*' ? undefined : { delegationId: id })));
+
+  function delegationView(id: string) {
+    const v = service.panelView(id);
+    const review = reviews.get(id);
+    return v && review ? { ...v, review: review.view() } : v;
+  }
+
+  async function openReview(id: string): Promise<ReviewSession> {
+    let session = reviews.get(id);
+    if (!session) {
+      const patch = service.patchText(id);
+      if (patch === undefined) throw new Error(vscode.l10n.t('This delegation returned no changes.patch.'));
+      const side = service.sidecar(id);
+      const folder = side?.folder || vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+      if (!folder) throw new Error(vscode.l10n.t('Open the folder the delegation was started from to review its changes.'));
+      session = new ReviewSession(id, folder, { bytes: Buffer.from(patch, 'utf8') }, side?.base, reviewDocs, (r) => log.info(`review ${id}: ${r.kind}${'record' in r ? ` ${r.record.files.length} file(s)` : ''}`));
+      reviews.set(id, session);
+      const s = session;
+      s.onDidChange(() => panels.update({ delegationId: id }));
+      await s.prepare();
+    }
+    panels.open({ delegationId: id }, vscode.l10n.t('Delegation: {0}', service.journalView(id)?.title.slice(0, 40) ?? id));
+    if (session.patchFiles.length) await session.open();
+    return session;
+  }
+
+  async function reviewAct(id: string, method: string, params: unknown): Promise<unknown> {
+    const session = reviews.get(id);
+    if (!session) throw new Error(vscode.l10n.t('Open the review first (Review Changes).'));
+    switch (method) {
+      case 'reviewSelect': {
+        const p = params as { fileId: string; hunkId?: string; selected: boolean };
+        session.select(p.fileId, p.hunkId, p.selected);
+        return { ok: true };
+      }
+      case 'reviewOverride': {
+        const p = params as { riskId: string; allow: boolean };
+        session.override(p.riskId, p.allow);
+        return { ok: true };
+      }
+      case 'reviewApply':
+        requireTrustOrThrow(vscode.l10n.t('Applying a patch'));
+        return { applied: await session.apply((params as { threeWay: boolean }).threeWay) };
+      case 'reviewReject':
+        session.reject();
+        return { ok: true };
+      case 'reviewUndo':
+        return { restored: session.undo() };
+      case 'reviewMerge':
+        if ((params as { action: string }).action === 'finish') session.finishMerge();
+        else await session.abortMerge();
+        return { ok: true };
+      case 'reviewOpen':
+        await session.open((params as { fileId?: string }).fileId);
+        return { ok: true };
+      default:
+        throw new Error(vscode.l10n.t('This panel cannot do that.'));
+    }
+  }
 
   function requireTrustOrThrow(action: string): void {
     if (!vscode.workspace.isTrusted) throw new Error(vscode.l10n.t('{0} is disabled in Restricted Mode. Trust this workspace to let Baton delegate, run or apply anything.', action));
@@ -212,11 +309,134 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     vscode.commands.registerCommand('baton.stopGateway', async () => {
       await gateway.stop();
     }),
-    vscode.commands.registerCommand('baton.delegate', () => {
-      if (!requireTrust(vscode.l10n.t('Delegating'))) return;
-      void vscode.window.showInformationMessage(vscode.l10n.t('Delegating needs an approved agent; adding agents is not available in this build yet.'));
+    vscode.commands.registerCommand('baton.delegate', (arg?: unknown) => delegate({}, isDelegateArgs(arg) ? arg : {})),
+    vscode.commands.registerCommand('baton.delegateSelection', (arg?: unknown) => delegate({ editor: vscode.window.activeTextEditor, useSelection: true }, isDelegateArgs(arg) ? arg : {})),
+    vscode.commands.registerCommand('baton.delegateFiles', (clicked?: vscode.Uri, selected?: vscode.Uri[], arg?: unknown) => {
+      const files = selected?.length ? selected : clicked instanceof vscode.Uri ? [clicked] : [];
+      return delegate({ files }, isDelegateArgs(arg) ? arg : {});
+    }),
+    vscode.commands.registerCommand('baton.fixWithAgent', (uri?: vscode.Uri, diagnostics?: vscode.Diagnostic[], arg?: unknown) => {
+      const target = uri ?? vscode.window.activeTextEditor?.document.uri;
+      const diags = diagnostics ?? (target ? vscode.languages.getDiagnostics(target) : []);
+      const task = diags.length ? vscode.l10n.t('Fix: {0}', diags.map((d) => d.message).join('; ').slice(0, 300)) : undefined;
+      const extra = isDelegateArgs(arg) ? arg : {};
+      return delegate({ files: target ? [target] : [], diagnostics: target ? diags.map((d) => ({ uri: target, diagnostic: d })) : [] }, { task, ...extra });
+    }),
+    vscode.commands.registerCommand('baton.openDelegation', (id?: unknown) => {
+      const delegationId = typeof id === 'string' ? id : (id as { id?: string } | undefined)?.id;
+      if (!delegationId) return;
+      panels.open({ delegationId }, vscode.l10n.t('Delegation: {0}', service.journalView(delegationId)?.title.slice(0, 40) ?? delegationId));
+    }),
+    vscode.commands.registerCommand('baton.cancelDelegation', async (id?: unknown) => {
+      const delegationId = typeof id === 'string' ? id : (id as { id?: string } | undefined)?.id;
+      if (delegationId) await service.cancel(delegationId);
+    }),
+    vscode.commands.registerCommand('baton.reviewChanges', async (id?: unknown) => {
+      const delegationId = typeof id === 'string' ? id : (id as { id?: string } | undefined)?.id;
+      if (!delegationId) return;
+      try {
+        await openReview(delegationId);
+      } catch (e) {
+        void vscode.window.showErrorMessage(errorMessage(e));
+      }
+    }),
+    vscode.commands.registerCommand('baton.showAuditLog', async () => {
+      const file = join(context.globalStorageUri.fsPath, 'delegations', 'audit.jsonl');
+      try {
+        await vscode.window.showTextDocument(vscode.Uri.file(file), { preview: true });
+      } catch {
+        void vscode.window.showInformationMessage(vscode.l10n.t('The audit log is empty: nothing has been delegated yet.'));
+      }
+    }),
+    vscode.commands.registerCommand('baton.exportAuditLog', async () => {
+      const target = await vscode.window.showSaveDialog({ filters: { 'JSON Lines': ['jsonl'], CSV: ['csv'] }, saveLabel: vscode.l10n.t('Export Audit Log') });
+      if (!target) return;
+      const { JournalStore } = await import('../node/journalStore');
+      await new JournalStore(join(context.globalStorageUri.fsPath, 'delegations')).exportAudit(target.fsPath, target.fsPath.endsWith('.csv') ? 'csv' : 'jsonl');
+      void vscode.window.showInformationMessage(vscode.l10n.t('Audit log exported to {0}.', target.fsPath));
+    }),
+    vscode.languages.registerCodeActionsProvider(
+      { scheme: 'file' },
+      {
+        provideCodeActions: (document, _range, ctx) => {
+          if (!ctx.diagnostics.length || !vscode.workspace.isTrusted) return [];
+          const action = new vscode.CodeAction(vscode.l10n.t('Ask an agent to fix'), vscode.CodeActionKind.QuickFix);
+          action.command = { command: 'baton.fixWithAgent', title: action.title, arguments: [document.uri, [...ctx.diagnostics]] };
+          action.diagnostics = [...ctx.diagnostics];
+          return [action];
+        },
+      },
+      { providedCodeActionKinds: [vscode.CodeActionKind.QuickFix] },
+    ),
+  );
+
+  async function delegate(source: Parameters<typeof collectContext>[0], args: DelegateArgs): Promise<string | undefined> {
+    if (!requireTrust(vscode.l10n.t('Delegating'))) return undefined;
+    try {
+      await ready;
+      const context = await collectContext(source);
+      const choices: AgentChoice[] = agents.approved().map((a) => ({
+        id: a.cardUrl,
+        name: a.approval?.card.name ?? a.cardUrl,
+        description: a.approval?.card.description,
+        skills: a.approval?.card.skills.map((s) => s.name) ?? [],
+        endpoint: a.approval?.endpoint.url ?? '',
+      }));
+      const choice = await runStartFlow(choices, args, summarizeContext(context), config().get<number>('defaultDeadlineMinutes', 30));
+      if (!choice) return undefined;
+      const entry = agents.find(choice.agentId);
+      if (!entry) return undefined;
+      const id = await service.start(entry, choice, context);
+      panels.open({ delegationId: id }, vscode.l10n.t('Delegation: {0}', choice.task.slice(0, 40)));
+      if (context.unsaved.length) void vscode.window.showWarningMessage(vscode.l10n.t('Unsaved changes are not in the agent’s copy: {0}. Save first if the agent needs them.', context.unsaved.join(', ')));
+      return id;
+    } catch (e) {
+      void vscode.window.showErrorMessage(vscode.l10n.t('Could not delegate: {0}', errorMessage(e)));
+      return undefined;
+    }
+  }
+
+  // Status bar: how many delegations run; notifications when one finishes, fails or needs input.
+  const status = vscode.window.createStatusBarItem('baton.status', vscode.StatusBarAlignment.Left, 50);
+  status.name = vscode.l10n.t('Baton Delegations');
+  status.command = 'workbench.view.extension.baton';
+  const updateStatus = () => {
+    const running = service.runningCount;
+    const queued = service.queuedCount;
+    if (running + queued === 0) return status.hide();
+    status.text = `$(rocket) ${running}${queued ? ` +${queued}` : ''}`;
+    status.tooltip = vscode.l10n.t('{0} delegation(s) running, {1} queued', running, queued);
+    status.show();
+  };
+  context.subscriptions.push(
+    status,
+    service.onDidChange(updateStatus),
+    service.onDidSettle(({ id, decision }) => {
+      const v = service.journalView(id);
+      const title = v?.title ?? id;
+      const open = vscode.l10n.t('Open');
+      const review = vscode.l10n.t('Review Changes');
+      const buttons = decision.outcome === 'completed' && v?.actions.reviewChanges ? [review, open] : [open];
+      const text =
+        decision.outcome === 'completed'
+          ? vscode.l10n.t('{0} finished “{1}”.', v?.agent.name ?? '', title)
+          : decision.outcome === 'input-required'
+            ? vscode.l10n.t('{0} needs your input for “{1}”.', v?.agent.name ?? '', title)
+            : vscode.l10n.t('“{0}” ended: {1}. {2}', title, decision.outcome, decision.reason ?? '');
+      const show = decision.outcome === 'completed' || decision.outcome === 'input-required' ? vscode.window.showInformationMessage : vscode.window.showWarningMessage;
+      void show(text, ...buttons).then((pick) => {
+        if (pick === review) void vscode.commands.executeCommand('baton.reviewChanges', id);
+        else if (pick === open) void vscode.commands.executeCommand('baton.openDelegation', id);
+      });
     }),
   );
+
+  const ready = service.open().then(
+    () => updateStatus(),
+    (e: unknown) => log.error(`delegations: could not load the journals: ${errorMessage(e)}`),
+  );
+  // A local gateway that is already running (started by another window, or by the demo) is reused.
+  if (gateway.findRunning()) void addLocalGatewayAgents().catch((e: unknown) => log.warn(`gateway: ${errorMessage(e)}`));
 
   // Agents named in settings are added (pending review) on activation.
   const fromSettings = config().get<string[]>('agents', []);
@@ -228,6 +448,9 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     panels: { all: () => panels.panels, onDidCreate: panels.onDidCreate },
     agents,
     gateway,
+    delegations: service,
+    ready,
+    review: (id) => reviews.get(id),
     hasToken: async (host) => (await storage.getToken(host)) !== undefined,
   };
 }

@@ -148,11 +148,18 @@ function normalizeHost(host: string): string {
   return h;
 }
 
-function hostMatches(host: string, list: readonly string[] | undefined): boolean {
+/** `entry` is a host name, `.domain` for a domain and its subdomains, or `host:port` for one port only. */
+function hostMatches(host: string, list: readonly string[] | undefined, port?: string): boolean {
   if (!list) return false;
   const h = normalizeHost(host);
-  return list.some((entry) => {
-    const e = normalizeHost(entry.trim());
+  return list.some((raw) => {
+    let entry = raw.trim();
+    const withPort = /^(\[[^\]]+\]|[^:[\]]+):(\d{1,5})$/.exec(entry);
+    if (withPort) {
+      if (port === undefined || withPort[2] !== port) return false;
+      entry = withPort[1];
+    }
+    const e = normalizeHost(entry);
     if (!e) return false;
     if (e.startsWith('.')) return h.endsWith(e) || h === e.slice(1);
     return h === e;
@@ -235,7 +242,7 @@ export async function safeFetch(url: string, options: SafeFetchOptions = {}): Pr
     throw new SafeFetchError('credentials-in-url', 'The URL carries a user name or password. Remove them; set a token for the host instead.', redact(shown));
   }
   const host = normalizeHost(parsed.hostname);
-  const allowedHost = hostMatches(host, options.allowPrivateHosts);
+  const allowedHost = hostMatches(host, options.allowPrivateHosts, parsed.port || (parsed.protocol === 'https:' ? '443' : '80'));
   if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && allowedHost)) {
     const hint = parsed.protocol === 'http:' ? ` If ${host} is a host on your own network, add it to the baton.privateHosts setting to allow http.` : '';
     throw new SafeFetchError('insecure-scheme', `Baton fetches only https URLs; ${parsed.protocol.replace(':', '')} is refused.${hint}`, shown);

@@ -15,6 +15,9 @@ export interface DelegationActions extends ReviewActions {
 
 const STATE: Record<DelegationState, { label: string; icon: string; tone: 'running' | 'ok' | 'bad' | 'warn' | 'muted' }> = {
   queued: { label: 'Queued', icon: 'clock', tone: 'muted' },
+  starting: { label: 'Starting', icon: 'loading', tone: 'running' },
+  reconnecting: { label: 'Reconnecting', icon: 'loading', tone: 'warn' },
+  canceling: { label: 'Canceling', icon: 'loading', tone: 'muted' },
   submitted: { label: 'Submitted', icon: 'loading', tone: 'running' },
   working: { label: 'Working', icon: 'loading', tone: 'running' },
   'input-required': { label: 'Needs your input', icon: 'comment-discussion', tone: 'warn' },

@@ -11,7 +11,7 @@
  * screenshots into test-results/integration/<mode>-<time>/.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, openSync, writeFileSync, writeSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -41,7 +41,7 @@ const phases: PhaseSpec[] =
   mode === 'vsix'
     ? [{ name: 'vsix-smoke', files: ['smoke.test.js'] }]
     : [
-        { name: 'smoke', files: ['smoke.test.js', 'agents.test.js'] },
+        { name: 'smoke', files: ['smoke.test.js', 'agents.test.js', 'delegations.test.js'] },
         { name: 'restore', files: ['restore.test.js'] },
       ];
 
@@ -101,11 +101,25 @@ async function finish(code: number, why: string): Promise<never> {
         /* gone */
       }
     }
+    stopGateways(runDir);
     const summary = { mode, code, why: why.split('\n')[0], phases: results, runDir, seconds: (Date.now() - t0) / 1000 };
     writeFileSync(join(runDir, 'result.json'), JSON.stringify(summary, null, 2));
     console.log(`BATON:RESULT ${JSON.stringify(summary)}`);
   }
   process.exit(code);
+}
+
+/** Baton starts its local gateway detached (it outlives a window reload): stop the ones this run started. */
+function stopGateways(dir: string): void {
+  const r = spawnSync('find', [dir, '-name', 'gateway.json', '-path', '*globalStorage*'], { encoding: 'utf8' });
+  for (const file of r.stdout.split('\n').filter(Boolean)) {
+    try {
+      const { pid } = JSON.parse(readFileSync(file, 'utf8')) as { pid: number };
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('gateway.js')) process.kill(pid, 'SIGTERM');
+    } catch {
+      /* already gone */
+    }
+  }
 }
 
 async function findInFrames(page: Page, selector: string, timeoutMs: number): Promise<Frame> {
@@ -176,8 +190,12 @@ async function main(): Promise<void> {
   if (!existsSync(join(suiteDir, 'index.js'))) await finish(2, 'the integration suite is not built: run npm run build');
   const workspace = resolve(opts.workspace ?? join(runDir, 'workspace'));
   if (!opts.workspace) {
-    mkdirSync(workspace, { recursive: true });
-    writeFileSync(join(workspace, 'README.md'), '# Sample\n\nA folder Baton\'s integration tests open.\n');
+    // A real git repository: a copy of the sample the demo uses, committed.
+    cpSync(join(repo, 'samples/demo-repo'), workspace, { recursive: true });
+    const git = (...a: string[]) => spawnSync('git', ['-C', workspace, '-c', 'user.name=Baton Tests', '-c', 'user.email=tests@baton.invalid', ...a], { encoding: 'utf8' });
+    git('init', '-q', '-b', 'main');
+    git('add', '-A');
+    git('commit', '-qm', 'Sample repository');
   }
   writeFileSync(join(runDir, 'user-data/User/settings.json'), JSON.stringify({
     'telemetry.telemetryLevel': 'off',

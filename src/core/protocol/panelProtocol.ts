@@ -113,6 +113,9 @@ export const MAX_REPLY_LENGTH = 100_000;
 
 export type DelegationState =
   | 'queued'
+  | 'starting'
+  | 'reconnecting'
+  | 'canceling'
   | 'submitted'
   | 'working'
   | 'input-required'

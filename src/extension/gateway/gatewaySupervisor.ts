@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
@@ -19,14 +19,26 @@ export type GatewayStatus =
   | { readonly kind: 'running'; readonly info: LocalGatewayInfo; readonly reused: boolean }
   | { readonly kind: 'failed'; readonly error: string };
 
+function commandLine(pid: number): string[] | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  } catch {
+    return undefined;
+  }
+}
+
 /** A recorded pid may have been reused by another process: only a process whose command line names this state folder is ours. */
 function isOurGateway(pid: number, stateDir: string): boolean {
-  try {
-    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    return cmdline.includes('serve') && cmdline.includes(stateDir);
-  } catch {
-    return process.platform !== 'linux' && isAlive(pid);
-  }
+  const cmdline = commandLine(pid);
+  if (!cmdline) return process.platform !== 'linux' && isAlive(pid);
+  const i = cmdline.indexOf('--state');
+  return i >= 0 && cmdline[i + 1] === stateDir && cmdline.some((a) => a.endsWith('gateway.js'));
+}
+
+/** The roots a running gateway was started with (from its command line). */
+function rootsOf(pid: number): string[] {
+  const cmdline = commandLine(pid) ?? [];
+  return cmdline.flatMap((a, i) => (a === '--root' && cmdline[i + 1] ? [cmdline[i + 1]] : []));
 }
 
 function isAlive(pid: number): boolean {
@@ -44,7 +56,7 @@ export function readGatewayInfo(stateDir: string): LocalGatewayInfo | undefined 
   try {
     const v = JSON.parse(readFileSync(file, 'utf8')) as Partial<LocalGatewayInfo>;
     if (typeof v.url !== 'string' || typeof v.pid !== 'number' || typeof v.tokenFile !== 'string') return undefined;
-    return { url: v.url, pid: v.pid, tokenFile: v.tokenFile, roots: Array.isArray(v.roots) ? v.roots.filter((r): r is string => typeof r === 'string') : [] };
+    return { url: v.url, pid: v.pid, tokenFile: v.tokenFile, roots: rootsOf(v.pid) };
   } catch {
     return undefined;
   }
@@ -86,11 +98,17 @@ export class GatewaySupervisor extends Disposable {
 
   private async answers(info: LocalGatewayInfo): Promise<boolean> {
     try {
-      const res = await fetch(new URL('/.well-known/agent-card.json', info.url), { signal: AbortSignal.timeout(2000) });
+      const res = await fetch(new URL('/.well-known/agent-card.json', info.url), { headers: { 'A2A-Version': '1.0' }, signal: AbortSignal.timeout(2000) });
       return res.ok;
     } catch {
       return false;
     }
+  }
+
+  /** A gateway of this state folder that is already running (its process checked), if any. */
+  findRunning(): LocalGatewayInfo | undefined {
+    const info = readGatewayInfo(this.stateDir);
+    return info && isOurGateway(info.pid, this.stateDir) ? info : undefined;
   }
 
   /** Reuses a running gateway for these roots, or starts one. */
@@ -110,14 +128,16 @@ export class GatewaySupervisor extends Disposable {
     this.set({ kind: 'starting' });
     await mkdir(this.stateDir, { recursive: true, mode: 0o700 });
     const script = vscode.Uri.joinPath(this.extensionUri, 'dist', 'gateway.js').fsPath;
-    const args = [script, 'serve', '--state', this.stateDir, '--host', '127.0.0.1', '--port', '0', ...roots.flatMap((r) => ['--root', r])];
+    const args = [script, '--state', this.stateDir, '--host', '127.0.0.1', '--port', '0', ...roots.flatMap((r) => ['--root', r])];
     this.log.info(`gateway: starting on ${process.versions.node ? `Node ${process.versions.node}` : 'VS Code’s runtime'}`);
+    const logFd = openSync(join(this.stateDir, 'gateway.log'), 'a', 0o600);
     const child = spawn(process.execPath, args, {
       detached: true,
-      stdio: 'ignore',
+      stdio: ['ignore', 'ignore', logFd],
       env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
     });
     child.unref();
+    closeSync(logFd);
     const deadline = Date.now() + 20_000;
     for (;;) {
       const info = readGatewayInfo(this.stateDir);

@@ -9,6 +9,7 @@ import {
   type PanelUiState,
   type WebviewToHostMessage,
 } from '../../core/protocol/panelProtocol';
+import { UpdateCoalescer } from '../../core/coalescer';
 import { Disposable } from '../lifecycle';
 import { newNonce, panelHtml, webviewRoots } from './webviewHtml';
 
@@ -47,6 +48,7 @@ export class DelegationPanel extends Disposable {
   private _ready = false;
   private readonly _pending: HostToWebviewMessage[] = [];
   private _refreshCount = 0;
+  private readonly coalescer: UpdateCoalescer<PanelSnapshot>;
   /** The delegation this panel shows; undefined for the overview panel. */
   readonly delegationId: string | undefined;
   /** The agent this panel reviews; undefined otherwise. */
@@ -79,10 +81,19 @@ export class DelegationPanel extends Disposable {
       localResourceRoots: webviewRoots(extensionUri, vscode.Uri.joinPath),
     };
     panel.iconPath = vscode.Uri.joinPath(extensionUri, 'media', 'baton.svg');
+    // However fast a delegation streams, the panel gets at most ~60 snapshots a second, and none while
+    // hidden (a hidden webview drops posts): the latest is posted when it is shown again.
+    this.coalescer = new UpdateCoalescer({
+      produce: () => this.host.snapshot(this._refreshCount, this.subject),
+      post: (snapshot) => this.post({ type: 'snapshot', snapshot }),
+      clock: { now: () => Date.now(), setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) },
+      visible: false,
+    });
+    this._register({ dispose: () => this.coalescer.dispose() });
     this._register(panel.webview.onDidReceiveMessage((raw: unknown) => this.receive(raw)));
     this._register(
       panel.onDidChangeViewState((e) => {
-        if (e.webviewPanel.visible && this._ready) this.postSnapshot();
+        if (this._ready) this.coalescer.setVisible(e.webviewPanel.visible);
       }),
     );
     this._register(
@@ -102,8 +113,9 @@ export class DelegationPanel extends Disposable {
     this.panel.reveal(undefined, false);
   }
 
+  /** Something this panel shows changed: a fresh snapshot goes out (coalesced). */
   postSnapshot(): void {
-    this.post({ type: 'snapshot', snapshot: this.host.snapshot(this._refreshCount, this.subject) });
+    this.coalescer.invalidate();
   }
 
   private html(): string {
@@ -141,8 +153,9 @@ export class DelegationPanel extends Disposable {
     this._onDidReceive.fire(message);
     if (message.type === 'ready') {
       this._ready = true;
-      this.postSnapshot();
       for (const m of this._pending.splice(0)) this.post(m);
+      this.coalescer.setVisible(this.panel.visible);
+      this.coalescer.replay();
       return;
     }
     void this.answer(message.id, message.method, message.params);

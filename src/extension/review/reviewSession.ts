@@ -208,7 +208,15 @@ export class ReviewSession extends Disposable {
     this._onDidChange.fire();
   }
 
-  abortMerge(): string[] {
+  async abortMerge(): Promise<string[]> {
+    if (!this.pending) throw new Error(vscode.l10n.t('No merge in progress.'));
+    // Close the merge editors first: their unsaved result must not be written over the restored files.
+    const paths = new Set(this.pending.conflicts.map((c) => join(this.pending?.snapshot.root ?? '', c.path)));
+    const mergeTabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => {
+      const input = t.input as { result?: vscode.Uri } | undefined;
+      return input?.result instanceof vscode.Uri && paths.has(input.result.fsPath);
+    });
+    if (mergeTabs.length) await vscode.window.tabGroups.close(mergeTabs, true);
     if (!this.pending) throw new Error(vscode.l10n.t('No merge in progress.'));
     const restored = abortApply(this.pending);
     this.record({ kind: 'merge-aborted', record: this.pending.record });

@@ -1,20 +1,62 @@
 import * as vscode from 'vscode';
+import type { DelegationService } from '../delegate/delegationService';
 import { Disposable } from '../lifecycle';
 
-/** The Delegations view. Empty until a delegation starts; its welcome content then offers *Delegate…*. */
-export class DelegationsViewProvider extends Disposable implements vscode.TreeDataProvider<vscode.TreeItem> {
+export interface DelegationNode {
+  readonly id: string;
+}
+
+const ICON: Record<string, [string, string | undefined]> = {
+  queued: ['clock', undefined],
+  starting: ['loading~spin', undefined],
+  submitted: ['loading~spin', undefined],
+  working: ['loading~spin', 'progressBar.background'],
+  reconnecting: ['sync~spin', 'editorWarning.foreground'],
+  canceling: ['loading~spin', undefined],
+  'input-required': ['comment-discussion', 'editorWarning.foreground'],
+  'auth-required': ['key', 'editorWarning.foreground'],
+  completed: ['pass', 'testing.iconPassed'],
+  failed: ['error', 'errorForeground'],
+  canceled: ['circle-slash', undefined],
+  rejected: ['close', 'errorForeground'],
+  unknown: ['question', 'editorWarning.foreground'],
+  expired: ['watch', 'errorForeground'],
+};
+
+/** The Delegations view: every delegation, newest first, children under the delegation that started them. */
+export class DelegationsViewProvider extends Disposable implements vscode.TreeDataProvider<DelegationNode> {
   private readonly _onDidChangeTreeData = this._register(new vscode.EventEmitter<void>());
   readonly onDidChangeTreeData = this._onDidChangeTreeData.event;
 
+  constructor(private readonly service: DelegationService) {
+    super();
+    this._register(service.onDidChange(() => this._onDidChangeTreeData.fire()));
+  }
+
   get count(): number {
-    return 0;
+    return this.service.list().length;
   }
 
-  getTreeItem(element: vscode.TreeItem): vscode.TreeItem {
-    return element;
+  getChildren(node?: DelegationNode): DelegationNode[] {
+    const all = this.service.list().sort((a, b) => b.createdAt - a.createdAt);
+    return all.filter((d) => (node ? d.parentRequestId === node.id : !d.parentRequestId || !all.some((p) => p.requestId === d.parentRequestId))).map((d) => ({ id: d.requestId }));
   }
 
-  getChildren(): vscode.TreeItem[] {
-    return [];
+  getTreeItem(node: DelegationNode): vscode.TreeItem {
+    const d = this.service.list().find((x) => x.requestId === node.id);
+    const hasChildren = this.service.list().some((x) => x.parentRequestId === node.id);
+    const item = new vscode.TreeItem(d?.title ?? node.id, hasChildren ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
+    item.id = node.id;
+    if (!d) return item;
+    const [icon, color] = ICON[d.state] ?? ['circle', undefined];
+    item.iconPath = new vscode.ThemeIcon(icon, color ? new vscode.ThemeColor(color) : undefined);
+    item.description = `${d.agentName} · ${d.state}`;
+    const view = this.service.journalView(node.id);
+    item.tooltip = new vscode.MarkdownString(undefined, false);
+    item.tooltip.appendText(`${d.title}\n\n${d.agentName} — ${d.state}${view?.outcomeReason ? `\n${view.outcomeReason}` : ''}\n${new Date(d.createdAt).toLocaleString()}`);
+    const running = !['completed', 'failed', 'canceled', 'rejected', 'expired'].includes(d.state);
+    item.contextValue = `delegation.${running ? 'running' : 'done'}${view?.actions.reviewChanges ? '.patch' : ''}`;
+    item.command = { command: 'baton.openDelegation', title: vscode.l10n.t('Open'), arguments: [node.id] };
+    return item;
   }
 }

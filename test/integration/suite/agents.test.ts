@@ -17,7 +17,7 @@ describe('Agents: discover, review and trust', () => {
     });
     host = `127.0.0.1:${server.port}`;
     // Loopback is refused unless the user allowed the host (machine-scoped setting).
-    await vscode.workspace.getConfiguration('baton').update('privateHosts', ['127.0.0.1'], vscode.ConfigurationTarget.Global);
+    await vscode.workspace.getConfiguration('baton').update('privateHosts', [host], vscode.ConfigurationTarget.Global);
   });
 
   after(async () => {

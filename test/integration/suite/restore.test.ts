@@ -1,17 +1,34 @@
 import * as assert from 'node:assert/strict';
+import * as vscode from 'vscode';
 import { activateBaton, driver, waitFor, webviewTabs } from './util';
 
-// Runs after the driver reloaded the workbench that the smoke phase left with the panel open.
+// Runs after the driver reloaded the workbench that the smoke phase left with panels open.
 describe('Baton after a workbench reload', () => {
-  it('restores the delegation panel and reconnects it to the extension', async () => {
-    const tab = await waitFor('the restored panel tab', () => webviewTabs('baton.delegation')[0], 30_000);
-    assert.equal(tab.label, 'Baton Delegation');
+  it('restores the delegation panels and reconnects them to the extension', async () => {
+    const tab = await waitFor('the restored panel tabs', () => webviewTabs('baton.delegation')[0], 30_000);
+    assert.ok(tab);
     const api = await activateBaton();
-    const panel = await waitFor('the extension to adopt the restored panel', () => api.panels.all()[0], 30_000);
-    await waitFor('the restored panel to say ready', () => panel.isReady || undefined, 30_000);
+    // VS Code revives a restored webview when its tab is shown: the visible one at once, the others later.
+    await waitFor('the extension to adopt a restored panel', () => (api.panels.all().length > 0 ? true : undefined), 30_000);
+    await vscode.commands.executeCommand('baton.openPanel');
+    const overview = await waitFor('the overview panel', () => api.panels.all().find((p) => !p.delegationId && !p.agentCardUrl));
+    await waitFor('the overview panel to say ready', () => overview.isReady || undefined, 30_000);
     await driver('expectText', 'No delegation selected');
     await driver('click', '#refresh');
     await driver('expectText', 'Refreshed 1×');
     await driver('screenshot', 'panel-restored');
+  });
+
+  it('reloads the delegation journals: a finished delegation shows its whole history again', async () => {
+    const api = await activateBaton();
+    await api.ready;
+    const done = api.delegations.list().find((d) => d.state === 'completed');
+    assert.ok(done, `no completed delegation after reload: ${JSON.stringify(api.delegations.list())}`);
+    const view = api.delegations.journalView(done.requestId);
+    assert.ok(view && view.timeline.length >= 2);
+    await vscode.commands.executeCommand('baton.openDelegation', done.requestId);
+    await driver('expectText', 'Completed');
+    await driver('expectText', 'changes.patch');
+    await driver('screenshot', 'delegation-restored');
   });
 });

@@ -1,0 +1,167 @@
+import * as assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import * as vscode from 'vscode';
+import type { AgentEntry } from '../../../src/core/agentRegistry';
+import type { BatonApi } from '../../../src/extension/extension';
+import { activateBaton, driver, waitFor } from './util';
+
+function workspaceRoot(): string {
+  const f = vscode.workspace.workspaceFolders?.[0];
+  if (!f) throw new Error('no workspace folder');
+  return f.uri.fsPath;
+}
+
+/** Every file of the user's tree (but .git) with its sha256: the tree is "byte-identical" when this is equal. */
+function hashTree(root: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      if (name === '.git') continue;
+      const p = join(dir, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else out[relative(root, p)] = createHash('sha256').update(readFileSync(p)).digest('hex');
+    }
+  };
+  walk(root);
+  return out;
+}
+
+async function settle(api: BatonApi, id: string, timeoutMs = 90_000) {
+  return waitFor(`delegation ${id} to settle`, () => {
+    const v = api.delegations.journalView(id);
+    return v?.outcome && v.outcome !== 'unknown' ? v : undefined;
+  }, timeoutMs);
+}
+
+describe('Delegations to the local gateway’s formatter, and review', () => {
+  let api: BatonApi;
+  let formatter: AgentEntry;
+  let id: string;
+  let original: Record<string, string>;
+
+  before(async () => {
+    api = await activateBaton();
+    await api.ready;
+    await vscode.commands.executeCommand('baton.startGateway');
+    formatter = await waitFor('the formatter agent from the local gateway', () => api.agents.approved().find((a) => a.approval?.card.name.startsWith('Formatter')), 60_000);
+    original = hashTree(workspaceRoot());
+  });
+
+  it('delegates “format src” and streams it in the panel to a completed, signed result', async () => {
+    id = (await vscode.commands.executeCommand<string>('baton.delegate', { agentId: formatter.cardUrl, task: 'Format the files under src/', confirm: false })) ?? '';
+    assert.ok(id, 'no delegation id');
+    const settled = await settle(api, id);
+    assert.equal(settled.outcome, 'completed', settled.outcomeReason);
+    const panel = await waitFor('the signature check', () => api.delegations.panelView(id)?.signature);
+    const v = api.delegations.journalView(id);
+    assert.ok(v?.actions.reviewChanges, 'no changes.patch to review');
+    assert.ok(v.timeline.length >= 2, JSON.stringify(v.timeline));
+    assert.equal(panel.status, 'verified', panel.detail);
+    await driver('expectText', 'Completed');
+    await driver('expectText', 'Review Changes');
+    await driver('screenshot', 'delegation-completed');
+    // The agent worked in a throwaway copy: the user's tree is untouched until they apply.
+    assert.deepEqual(hashTree(workspaceRoot()), original);
+  });
+
+  it('opens the changes editor with every changed file', async () => {
+    await vscode.commands.executeCommand('baton.reviewChanges', id);
+    const session = await waitFor('the review', () => api.review(id));
+    await waitFor('the review to be ready', () => (session.view().state === 'ready' ? true : undefined));
+    const paths = session.view().files.map((f) => f.path).sort();
+    assert.ok(paths.includes('src/cart.js') && paths.includes('src/styles.css'), paths.join(', '));
+    assert.equal(session.view().checkOk, true);
+    const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs);
+    assert.ok(tabs.some((t) => t.label.startsWith('Baton: changes')), tabs.map((t) => t.label).join(' | '));
+    await driver('screenshot', 'changes-editor');
+  });
+
+  it('opens one file in the diff editor, the “after” side read-only from the patch', async () => {
+    const session = api.review(id);
+    assert.ok(session);
+    await session.open('src/cart.js');
+    const tab = await waitFor('the diff tab', () => vscode.window.tabGroups.activeTabGroup.activeTab);
+    assert.ok(tab.input instanceof vscode.TabInputTextDiff, tab.label);
+    assert.equal(tab.input.modified.scheme, 'baton-review');
+    assert.equal(tab.input.original.fsPath, join(workspaceRoot(), 'src/cart.js'));
+    const after = (await vscode.workspace.openTextDocument(tab.input.modified)).getText();
+    assert.match(after, /const TAX_RATE|var TAX_RATE = 0\.2;/);
+    await driver('screenshot', 'file-diff');
+  });
+
+  it('applies one file (per file) from the panel, writing exactly that file; undo restores it byte-for-byte', async () => {
+    const session = api.review(id);
+    assert.ok(session);
+    for (const f of session.view().files) if (f.path !== 'src/styles.css') session.select(f.id, undefined, false);
+    await vscode.commands.executeCommand('baton.openDelegation', id);
+    await driver('expectText', 'Apply Selected (1)');
+    await driver('screenshot', 'review-one-file');
+    await driver('click', '#apply');
+    await waitFor('the apply', () => (session.view().state === 'applied' ? true : undefined));
+    const now = hashTree(workspaceRoot());
+    const changed = Object.keys(now).filter((k) => now[k] !== original[k]);
+    assert.deepEqual(changed, ['src/styles.css']);
+    await driver('click', '#undo');
+    await waitFor('the undo', () => (session.view().state === 'ready' ? true : undefined));
+    assert.deepEqual(hashTree(workspaceRoot()), original);
+  });
+
+  it('applies chosen hunks only (per hunk)', async () => {
+    const session = api.review(id);
+    assert.ok(session);
+    const pricing = session.view().files.find((f) => f.path === 'src/pricing.js');
+    assert.ok(pricing && pricing.hunks.length >= 2, `pricing.js has ${pricing?.hunks.length} hunks`);
+    for (const f of session.view().files) session.select(f.id, undefined, false);
+    // The second hunk only: describePrice() is formatted, discountFor() is left as it was.
+    session.select(pricing.id, pricing.hunks[1].id, true);
+    assert.equal(session.view().files.find((f) => f.id === pricing.id)?.selection, 'some');
+    await vscode.commands.executeCommand('baton.openDelegation', id);
+    await driver('screenshot', 'review-one-hunk');
+    await session.apply(false);
+    const now = hashTree(workspaceRoot());
+    assert.deepEqual(Object.keys(now).filter((k) => now[k] !== original[k]), ['src/pricing.js']);
+    const text = readFileSync(join(workspaceRoot(), 'src/pricing.js'), 'utf8');
+    assert.match(text, /function describePrice\(customer, amount\) \{/);
+    assert.match(text, /function discountFor\(customer\)\{/, 'the first hunk was applied too');
+    session.undo();
+    assert.deepEqual(hashTree(workspaceRoot()), original);
+  });
+
+  it('a conflicting change goes 3-way into the merge editor; abort restores the files', async () => {
+    const session = api.review(id);
+    assert.ok(session);
+    const file = join(workspaceRoot(), 'src/cart.js');
+    const mine = readFileSync(file, 'utf8').replace('var TAX_RATE = 0.2', 'var TAX_RATE = 0.25 // changed by the user');
+    writeFileSync(file, mine);
+    const edited = hashTree(workspaceRoot());
+    await session.prepare();
+    const cart = session.view().files.find((f) => f.path === 'src/cart.js');
+    assert.equal(cart?.applies, false, 'the check should see the conflict');
+    for (const f of session.view().files) session.select(f.id, undefined, f.path === 'src/cart.js');
+    const applied = await session.apply(true);
+    assert.equal(applied, false);
+    assert.deepEqual(session.view().conflicts, ['src/cart.js']);
+    const tab = await waitFor('the merge editor', () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => typeof t.input === 'object' && t.input !== null && 'base' in t.input && 'input1' in t.input && 'result' in t.input));
+    assert.ok(tab);
+    await driver('screenshot', 'merge-editor');
+    await session.abortMerge();
+    assert.deepEqual(hashTree(workspaceRoot()), edited);
+    writeFileSync(file, readFileSync(file, 'utf8').replace('var TAX_RATE = 0.25 // changed by the user', 'var TAX_RATE = 0.2'));
+    assert.deepEqual(hashTree(workspaceRoot()), original);
+  });
+
+  it('reject writes nothing and keeps the patch in the journal', async () => {
+    const session = api.review(id);
+    assert.ok(session);
+    await session.prepare();
+    await vscode.commands.executeCommand('baton.openDelegation', id);
+    await driver('click', '#reject');
+    await waitFor('the rejection', () => (session.view().state === 'rejected' ? true : undefined));
+    assert.deepEqual(hashTree(workspaceRoot()), original);
+    assert.ok(api.delegations.patchText(id));
+    await vscode.commands.executeCommand('workbench.view.extension.baton');
+    await driver('screenshot', 'delegations-view');
+  });
+});
