@@ -41,7 +41,7 @@ const phases: PhaseSpec[] =
   mode === 'vsix'
     ? [{ name: 'vsix-smoke', files: ['smoke.test.js'] }]
     : [
-        { name: 'smoke', files: ['smoke.test.js', 'agents.test.js', 'delegations.test.js'] },
+        { name: 'smoke', files: ['smoke.test.js', 'agents.test.js', 'delegations.test.js', 'remoteAgent.test.js'] },
         { name: 'restore', files: ['restore.test.js'] },
       ];
 
@@ -163,6 +163,10 @@ async function act(page: Page, req: { id: string; pid: number; command: string; 
         log(`clicked ${req.args[0]}`);
         break;
       }
+      case 'type':
+        await page.keyboard.type(req.args[0], { delay: 10 });
+        log(`typed ${req.args[0].length} characters`);
+        break;
       case 'expectText':
         await textOnScreen(page, req.args[0], 20_000);
         log(`saw ${JSON.stringify(req.args[0])}`);

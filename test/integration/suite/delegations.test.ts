@@ -145,6 +145,11 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     assert.deepEqual(session.view().conflicts, ['src/cart.js']);
     const tab = await waitFor('the merge editor', () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => typeof t.input === 'object' && t.input !== null && 'base' in t.input && 'input1' in t.input && 'result' in t.input));
     assert.ok(tab);
+    const base = await vscode.workspace.openTextDocument(vscode.Uri.from({ scheme: 'baton-review', path: `/${id}/ours/src/cart.js` }));
+    assert.match(base.getText(), /changed by the user/);
+    const theirs = await vscode.workspace.openTextDocument(vscode.Uri.from({ scheme: 'baton-review', path: `/${id}/theirs/src/cart.js` }));
+    assert.match(theirs.getText(), /const TAX_RATE = 0\.2;|var TAX_RATE = 0\.2;/);
+    await new Promise((r) => setTimeout(r, 1500)); // let the merge editor render before the screenshot
     await driver('screenshot', 'merge-editor');
     await session.abortMerge();
     assert.deepEqual(hashTree(workspaceRoot()), edited);
