@@ -218,9 +218,11 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
 
   const addLocalGatewayAgents = async (): Promise<void> => {
     const roots = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
-    const info = await gateway.ensureRunning(roots);
+    const info = await gateway.ensureRunning(roots, config().get<Record<string, string>>('cliPaths', {}));
     const host = new URL(info.url).host;
     agents.allowPrivateHost(host);
+    // A restarted local gateway listens on a new port: its old entries are gone for good.
+    for (const a of agents.agents) if (a.source === 'local-gateway' && a.origin !== new URL(info.url).origin) await agents.remove(a.cardUrl);
     const added = await agents.add(info.url, 'local-gateway');
     // Baton started this gateway itself (its own program, its own token): its agents need no review.
     for (const a of added) if (a.status === 'pending' && a.served) await agents.approve(a.cardUrl, a.served.digest);

@@ -11,6 +11,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { discoverLocalAgents } from './agents/discover';
+import { HARNESSES, harnessById } from './harness/registry';
 import type { LocalAgent } from './agents/localAgent';
 import { GATEWAY_VERSION } from './cards';
 import { defaultStateDir } from './cliPaths';
@@ -26,6 +27,7 @@ const USAGE = `usage: baton-gateway [options]
   --port N             port (default 0: a free one)
   --root DIR           a folder whose repositories requests may name (repeatable)
   --public-url URL     the URL clients use, when behind a proxy
+  --cli ID=PATH        use this executable for a coding CLI (claude, codex, gemini, copilot, opencode); repeatable
   --no-local-agents    serve only the configured remote agents
   --version, --help
 `;
@@ -45,6 +47,7 @@ async function main(argv: string[]): Promise<number> {
         root: { type: 'string', multiple: true },
         'public-url': { type: 'string' },
         'no-local-agents': { type: 'boolean' },
+        cli: { type: 'string', multiple: true },
       },
       strict: true,
       allowPositionals: false,
@@ -79,7 +82,17 @@ async function main(argv: string[]): Promise<number> {
   let localAgents: LocalAgent[] = [];
   const wanted = values['no-local-agents'] ? false : config?.localAgents ?? true;
   if (wanted !== false) {
-    const found = await discoverLocalAgents({ workspaceRoot: join(stateDir, 'ws') });
+    const cliPaths: Record<string, string> = {};
+    for (const spec of (values.cli as string[] | undefined) ?? []) {
+      const eq = spec.indexOf('=');
+      const id = spec.slice(0, eq);
+      if (eq <= 0 || !harnessById(id)) {
+        process.stderr.write(`baton-gateway: --cli takes ID=PATH with ID one of ${HARNESSES.map((h) => h.id).join(', ')}; got "${spec}"\n`);
+        return 2;
+      }
+      cliPaths[id] = resolve(spec.slice(eq + 1));
+    }
+    const found = await discoverLocalAgents({ workspaceRoot: join(stateDir, 'ws'), cliPaths });
     localAgents = wanted === true ? found : found.filter((a) => wanted.includes(a.id));
     if (Array.isArray(wanted)) {
       const missing = wanted.filter((id) => !found.some((a) => a.id === id));

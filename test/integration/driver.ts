@@ -41,7 +41,7 @@ const phases: PhaseSpec[] =
   mode === 'vsix'
     ? [{ name: 'vsix-smoke', files: ['smoke.test.js'] }]
     : [
-        { name: 'smoke', files: ['smoke.test.js', 'agents.test.js', 'delegations.test.js', 'remoteAgent.test.js'] },
+        { name: 'smoke', files: ['smoke.test.js', 'agents.test.js', 'delegations.test.js', 'remoteAgent.test.js', 'reload.test.js'] },
         { name: 'restore', files: ['restore.test.js'] },
       ];
 

@@ -123,14 +123,15 @@ export class DelegationService extends Disposable {
     const entry = this.entryFor(request);
     const endpoint = callableEndpoint(entry);
     if (!endpoint || !entry.approval) throw new Error(vscode.l10n.t('{0} is no longer approved.', request.agent.name));
-    const status = this.gateway.status;
-    const localOrigin = status.kind === 'running' ? new URL(status.info.url).origin : undefined;
+    // After a window reload the local gateway is still running (it is detached): find it by its state folder.
+    const local = this.gateway.findRunning();
+    const localOrigin = local ? new URL(local.url).origin : undefined;
     const allowedOrigin = this.agents.tokenOrigin(entry);
     return connectAgent({
       card: normalizeCard(entry.approval.card.raw),
       endpoint: { url: endpoint.url, protocolBinding: endpoint.binding, protocolVersion: endpoint.protocolVersion, tenant: endpoint.tenant },
       getToken: async (origin) => {
-        if (localOrigin && origin === localOrigin && status.kind === 'running') return this.gateway.token(status.info);
+        if (local && origin === localOrigin) return this.gateway.token(local);
         // A token goes only to the origin the user approved for this agent, never to one a card names.
         if (origin !== allowedOrigin) return undefined;
         return this.storage.getToken(new URL(origin).host);

@@ -11,6 +11,8 @@ export interface LocalGatewayInfo {
   readonly pid: number;
   readonly tokenFile: string;
   readonly roots: readonly string[];
+  /** `--cli ID=PATH` the gateway was started with. */
+  readonly clis: readonly string[];
 }
 
 export type GatewayStatus =
@@ -35,10 +37,18 @@ function isOurGateway(pid: number, stateDir: string): boolean {
   return i >= 0 && cmdline[i + 1] === stateDir && cmdline.some((a) => a.endsWith('gateway.js'));
 }
 
-/** The roots a running gateway was started with (from its command line). */
-function rootsOf(pid: number): string[] {
+/** The values of a repeatable flag a running gateway was started with (from its command line). */
+function flagValues(pid: number, flag: string): string[] {
   const cmdline = commandLine(pid) ?? [];
-  return cmdline.flatMap((a, i) => (a === '--root' && cmdline[i + 1] ? [cmdline[i + 1]] : []));
+  return cmdline.flatMap((a, i) => (a === flag && cmdline[i + 1] ? [cmdline[i + 1]] : []));
+}
+
+/** `--cli` arguments for the configured coding CLI paths, in a stable order. */
+export function cliArgs(cliPaths: Readonly<Record<string, string>>): string[] {
+  return Object.entries(cliPaths)
+    .filter(([, p]) => p.trim() !== '')
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([id, p]) => `${id}=${p.trim()}`);
 }
 
 function isAlive(pid: number): boolean {
@@ -56,7 +66,7 @@ export function readGatewayInfo(stateDir: string): LocalGatewayInfo | undefined 
   try {
     const v = JSON.parse(readFileSync(file, 'utf8')) as Partial<LocalGatewayInfo>;
     if (typeof v.url !== 'string' || typeof v.pid !== 'number' || typeof v.tokenFile !== 'string') return undefined;
-    return { url: v.url, pid: v.pid, tokenFile: v.tokenFile, roots: rootsOf(v.pid) };
+    return { url: v.url, pid: v.pid, tokenFile: v.tokenFile, roots: flagValues(v.pid, '--root'), clis: flagValues(v.pid, '--cli') };
   } catch {
     return undefined;
   }
@@ -111,15 +121,16 @@ export class GatewaySupervisor extends Disposable {
     return info && isOurGateway(info.pid, this.stateDir) ? info : undefined;
   }
 
-  /** Reuses a running gateway for these roots, or starts one. */
-  ensureRunning(roots: readonly string[]): Promise<LocalGatewayInfo> {
-    this.starting ??= this.start(roots).finally(() => (this.starting = undefined));
+  /** Reuses a running gateway for these roots and CLI paths, or (re)starts one. */
+  ensureRunning(roots: readonly string[], cliPaths: Readonly<Record<string, string>> = {}): Promise<LocalGatewayInfo> {
+    this.starting ??= this.start(roots, cliArgs(cliPaths)).finally(() => (this.starting = undefined));
     return this.starting;
   }
 
-  private async start(roots: readonly string[]): Promise<LocalGatewayInfo> {
+  private async start(roots: readonly string[], clis: readonly string[]): Promise<LocalGatewayInfo> {
     const existing = readGatewayInfo(this.stateDir);
-    if (existing && isOurGateway(existing.pid, this.stateDir) && roots.every((r) => existing.roots.includes(r)) && (await this.answers(existing))) {
+    const sameClis = existing !== undefined && existing.clis.length === clis.length && clis.every((c) => existing.clis.includes(c));
+    if (existing && isOurGateway(existing.pid, this.stateDir) && roots.every((r) => existing.roots.includes(r)) && sameClis && (await this.answers(existing))) {
       this.log.info(`gateway: reusing ${existing.url} (pid ${existing.pid})`);
       this.set({ kind: 'running', info: existing, reused: true });
       return existing;
@@ -128,7 +139,7 @@ export class GatewaySupervisor extends Disposable {
     this.set({ kind: 'starting' });
     await mkdir(this.stateDir, { recursive: true, mode: 0o700 });
     const script = vscode.Uri.joinPath(this.extensionUri, 'dist', 'gateway.js').fsPath;
-    const args = [script, '--state', this.stateDir, '--host', '127.0.0.1', '--port', '0', ...roots.flatMap((r) => ['--root', r])];
+    const args = [script, '--state', this.stateDir, '--host', '127.0.0.1', '--port', '0', ...roots.flatMap((r) => ['--root', r]), ...clis.flatMap((c) => ['--cli', c])];
     this.log.info(`gateway: starting on ${process.versions.node ? `Node ${process.versions.node}` : 'VS Code’s runtime'}`);
     const logFd = openSync(join(this.stateDir, 'gateway.log'), 'a', 0o600);
     const child = spawn(process.execPath, args, {

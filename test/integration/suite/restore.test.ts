@@ -1,4 +1,6 @@
 import * as assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { activateBaton, driver, waitFor, webviewTabs } from './util';
 
@@ -17,6 +19,24 @@ describe('Baton after a workbench reload', () => {
     await driver('click', '#refresh');
     await driver('expectText', 'Refreshed 1×');
     await driver('screenshot', 'panel-restored');
+  });
+
+  it('re-attaches a delegation that was running during the reload; it completes with its whole history, nothing twice', async function () {
+    this.timeout(120_000);
+    const api = await activateBaton();
+    await api.ready;
+    const { id, seen } = JSON.parse(readFileSync(join(process.env.BATON_TEST_CONTROL ?? '', 'running-delegation.json'), 'utf8')) as { id: string; seen: number };
+    const v = await waitFor('the re-attached delegation to complete', () => {
+      const x = api.delegations.journalView(id);
+      return x?.outcome === 'completed' ? x : undefined;
+    }, 90_000);
+    assert.ok(v.timeline.length > seen, `the timeline did not grow after the reload (${seen} → ${v.timeline.length})`);
+    const texts = v.timeline.map((e) => JSON.stringify(e));
+    assert.equal(new Set(texts).size, texts.length, 'an event was recorded twice');
+    assert.ok(api.delegations.patchText(id)?.includes('second draft'), 'the final patch lacks the work done after the reload');
+    await vscode.commands.executeCommand('baton.openDelegation', id);
+    await driver('expectText', 'Completed');
+    await driver('screenshot', 'reattached-completed');
   });
 
   it('reloads the delegation journals: a finished delegation shows its whole history again', async () => {
