@@ -49,6 +49,15 @@ const targets = {
     format: 'esm',
     target: 'es2022',
   },
+  baton: {
+    ...common,
+    entryPoints: ['src/gateway/batonCli.ts'],
+    outfile: 'dist/baton.js',
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    banner: { js: '#!/usr/bin/env node' },
+  },
   gateway: {
     ...common,
     entryPoints: ['src/gateway/cli.ts'],
