@@ -124,7 +124,7 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
         delegations: delegations.count,
         producedAt: new Date().toISOString(),
         refreshCount,
-        agentReview: entry ? agentReviewView(agents.registry, entry) : undefined,
+        agentReview: entry ? agentReviewView(agents.registry, entry, agents.viaProxy.has(entry.cardUrl)) : undefined,
         delegation: subject.delegationId ? delegationView(subject.delegationId) : undefined,
       };
     },
@@ -145,7 +145,22 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
       const side = service.sidecar(id);
       const folder = side?.folder || vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
       if (!folder) throw new Error(vscode.l10n.t('Open the folder the delegation was started from to review its changes.'));
-      session = new ReviewSession(id, folder, { bytes: Buffer.from(patch, 'utf8') }, side?.base, reviewDocs, (r) => log.info(`review ${id}: ${r.kind}${'record' in r ? ` ${r.record.files.length} file(s)` : ''}`));
+      session = new ReviewSession(id, folder, { bytes: Buffer.from(patch, 'utf8') }, side?.base, reviewDocs, (r) => {
+        log.info(`review ${id}: ${r.kind}${'record' in r ? ` ${r.record.files.length} file(s)` : ''}`);
+        const rec = 'record' in r ? r.record : undefined;
+        const files = (rec?.files ?? []).map((f) => ({ path: f.newPath ?? f.oldPath ?? '', whole: f.whole, hunkIds: f.hunkIds }));
+        const text =
+          r.kind === 'applied'
+            ? vscode.l10n.t('You applied {0} file(s): {1}', files.length, files.map((f) => (f.whole ? f.path : `${f.path} (${f.hunkIds.length} hunk(s))`)).join(', '))
+            : r.kind === 'undone'
+              ? vscode.l10n.t('You undid the apply: {0} file(s) restored', r.restored.length)
+              : r.kind === 'rejected'
+                ? vscode.l10n.t('You rejected the patch; nothing was written')
+                : vscode.l10n.t('You aborted the 3-way merge; your files were restored');
+        void service
+          .recordReview(id, { action: r.kind, files, overrides: rec?.overrides ?? [], digests: rec?.digests ?? [] }, text)
+          .catch((e: unknown) => log.error(`review ${id}: could not record it in the journal: ${errorMessage(e)}`));
+      });
       reviews.set(id, session);
       const s = session;
       s.onDidChange(() => panels.update({ delegationId: id }));

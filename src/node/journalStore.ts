@@ -98,6 +98,16 @@ export interface AuditRecord {
   readonly reason: string;
   readonly cancelConfirmed?: boolean;
   readonly artifacts: ReadonlyArray<{ readonly artifactId: string; readonly name: string; readonly digest: string; readonly final: boolean }>;
+  /** Present on the lines a review writes: what the user did with the returned patch. */
+  readonly review?: ReviewAuditInfo;
+}
+
+/** What was applied (or undone, rejected) from a delegation's patch: files, hunks, digests before and after. */
+export interface ReviewAuditInfo {
+  readonly action: 'applied' | 'undone' | 'rejected' | 'merge-aborted';
+  readonly files: readonly { readonly path: string; readonly whole: boolean; readonly hunkIds: readonly string[] }[];
+  readonly overrides: readonly string[];
+  readonly digests: readonly { readonly path: string; readonly before: string | null; readonly after: string | null }[];
 }
 
 /** The audit line for a journal's outcome. */

@@ -49,7 +49,7 @@ const SOURCE: Record<AgentEntry['source'], () => string> = {
 };
 
 /** The review page's view of an agent: the card as served now (what the user would approve). */
-export function agentReviewView(state: RegistryState, e: AgentEntry): AgentReviewView {
+export function agentReviewView(state: RegistryState, e: AgentEntry, fetchedViaProxy = false): AgentReviewView {
   const card = e.served?.card ?? e.approval?.card;
   const sig = e.served?.signature;
   return {
@@ -74,7 +74,10 @@ export function agentReviewView(state: RegistryState, e: AgentEntry): AgentRevie
           ? { status: 'invalid', detail: sig.reason }
           : { status: 'unsigned', detail: vscode.l10n.t('the card carries no signature') },
     changes: e.changes.map((c) => ({ path: c.path, kind: c.kind, before: show(c.before), after: show(c.after) })),
-    warnings: cardWarnings(state, e).map(warningText),
+    warnings: [
+      ...(fetchedViaProxy ? [vscode.l10n.t('Fetched through your HTTP proxy (http.proxy): the proxy chose the address, so Baton could not check or pin it.')] : []),
+      ...cardWarnings(state, e).map(warningText),
+    ],
     error: e.lastError ? `${e.lastError.message}` : undefined,
     approvedEndpoint: e.approval?.endpoint.url,
   };

@@ -43,6 +43,8 @@ export class AgentService extends Disposable {
   private state: RegistryState;
   private readonly _onDidChange = this._register(new vscode.EventEmitter<void>());
   readonly onDidChange = this._onDidChange.event;
+  /** Cards last fetched through a proxy: the proxy chose the address, so Baton could not pin it. */
+  readonly viaProxy = new Set<string>();
   /** Extra hosts allowed as private for the session (the local gateway's 127.0.0.1:port). */
   private readonly sessionPrivateHosts = new Set<string>();
 
@@ -99,6 +101,8 @@ export class AgentService extends Disposable {
     const fetched = await loadNet().fetchAgentCard(input, this.fetchOptions());
     if (fetched.notModified) throw new Error('unexpected 304 for a new card');
     const cardUrl = normalizeCardUrl(fetched.cardUrl);
+    if (fetched.pinning === 'proxy') this.viaProxy.add(cardUrl);
+    else this.viaProxy.delete(cardUrl);
     const index = readAgentIndex(fetched.card, cardUrl);
     const added: AgentEntry[] = [];
     // A gateway's root card that serves no interface of its own is an index, not an agent.

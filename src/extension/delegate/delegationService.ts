@@ -13,7 +13,7 @@ import type { DelegationState as PanelState, DelegationView as PanelView, Timeli
 import type { DelegationView as JournalView } from '../../core/protocol/delegationView';
 import { connectAgent, normalizeCard } from '../../node/a2a/clientFactory';
 import { DelegationManager } from '../../node/a2a/delegationManager';
-import { JournalStore } from '../../node/journalStore';
+import { auditRecordFor, JournalStore, type ReviewAuditInfo } from '../../node/journalStore';
 import { captureWorkingState, repositoryTopLevel, type WorkingState } from '../../node/patchDrift';
 import { verifyResultEnvelope, type ArtifactLike } from '../../node/signing';
 import type { AgentService } from '../agents/agentService';
@@ -214,6 +214,25 @@ export class DelegationService extends Disposable {
 
   idle(id: string): Promise<void> {
     return this.m.idle(id);
+  }
+
+  /**
+   * Records what the user did with the patch in the delegation's journal (a timeline notice) and as an
+   * audit line (files, hunks, digests before and after).
+   */
+  async recordReview(id: string, review: ReviewAuditInfo, text: string): Promise<void> {
+    const journal = this.manager?.get(id);
+    if (!journal) return;
+    const entry = { kind: 'notice' as const, at: Date.now(), level: 'info' as const, text };
+    journal.apply(entry);
+    await this.store.append(id, entry, { sync: true });
+    const decision = journal.decide();
+    if (decision) await this.store.appendAudit({ ...auditRecordFor(journal, decision, Date.now()), review });
+    this._onDidChange.fire(id);
+  }
+
+  readAudit() {
+    return this.store.readAudit();
   }
 
   /** Verifies the signed result envelope (when the agent sends one) against the keys pinned for its origin. */
