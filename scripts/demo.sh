@@ -32,7 +32,8 @@ cat >"$demo/profile/User/settings.json" <<JSON
   "extensions.autoCheckUpdates": false,
   "update.mode": "none",
   "chat.disableAIFeatures": true,
-  "security.workspace.trust.enabled": false
+  "security.workspace.trust.enabled": false,
+  "workbench.secondarySideBar.defaultVisibility": "hidden"
 }
 JSON
 HOME=$demo/home EXTENSIONS_GALLERY='{}' "$N24" "$ENTRY" "${common[@]}" --install-extension out/baton.vsix --force >/dev/null
