@@ -32,12 +32,15 @@ fi
 [ -f "$N24/include/node/common.gypi" ] || { echo "setup: node headers missing in $N24" >&2; exit 1; }
 
 CS="$ROOT/cs/node_modules/code-server"
-if [ ! -f "$CS/out/node/entry.js" ] || [ "$(node -p "require('$CS/package.json').version")" != "$CODE_SERVER_VERSION" ]; then
+# The marker is written only after a complete install: an interrupted one (native addons half built) is redone.
+if [ ! -f "$ROOT/cs/.installed-$CODE_SERVER_VERSION" ]; then
   echo "setup: code-server@$CODE_SERVER_VERSION (builds native addons; takes a few minutes the first time)"
   mkdir -p "$ROOT/cs"
   # code-server's postinstall checks npm's Node major, so install it with Node 24's npm; nodedir points
   # node-gyp at the headers shipped in the node package instead of a download.
   ( cd "$ROOT/cs" && { [ -f package.json ] || npm init -y >/dev/null; } &&
     PATH="$N24/bin:$PATH" npm_config_nodedir="$N24" npm install --no-audit --no-fund --loglevel=error "code-server@$CODE_SERVER_VERSION" )
+  [ -f "$CS/out/node/entry.js" ] && [ -d "$CS/lib/vscode/node_modules" ] || { echo "setup: code-server did not install completely" >&2; exit 1; }
+  touch "$ROOT/cs/.installed-$CODE_SERVER_VERSION"
 fi
 echo "setup: ready (node $("$N24/bin/node" -v), code-server $(node -p "require('$CS/package.json').version"), $(chromium --version 2>/dev/null | head -1))"
