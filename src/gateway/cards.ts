@@ -67,7 +67,7 @@ export async function buildAgentCard(base: AgentCard, baseUrl: string, agentId: 
     provider: base.provider ?? { organization: 'Baton gateway', url: baseUrl },
     capabilities: {
       streaming: true,
-      pushNotifications: false,
+      pushNotifications: true,
       extendedAgentCard: false,
       extensions: [...(base.capabilities?.extensions ?? []).filter((e) => e.uri !== REPLAY_EXTENSION_URI && e.uri !== SIGNED_RESULT_EXTENSION_URI), ...profileExtensions(keys)],
     },
@@ -97,7 +97,7 @@ export async function buildGatewayCard(baseUrl: string, agents: readonly Indexed
     version: GATEWAY_VERSION,
     capabilities: {
       streaming: true,
-      pushNotifications: false,
+      pushNotifications: true,
       extendedAgentCard: false,
       extensions: [
         { uri: AGENT_INDEX_EXTENSION_URI, description: 'The agents this gateway fronts; each card lives at cardUrl.', required: false, params: index as unknown as Record<string, unknown> },

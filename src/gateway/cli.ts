@@ -111,6 +111,7 @@ async function main(argv: string[]): Promise<number> {
     remoteAgents: config?.remoteAgents ?? [],
     tokens: config?.tokens ?? [],
     ...(config?.store ? { store: config.store } : {}),
+    ...(config?.pushAllowPrivateHosts.length ? { pushAllowPrivateHosts: config.pushAllowPrivateHosts } : {}),
     limits: {
       ...(limits?.capabilities ? { capabilities: limits.capabilities } : {}),
       ...(limits?.defaultDeadlineSeconds ? { defaultDeadlineMs: limits.defaultDeadlineSeconds * 1000 } : {}),

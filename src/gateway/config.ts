@@ -41,6 +41,8 @@ export interface GatewayConfig {
   readonly remoteAgents: readonly RemoteAgentConfig[];
   /** `true`: every detected local agent; a list: only those ids; `false`: none. */
   readonly localAgents: boolean | readonly string[];
+  /** Hosts push-notification webhooks may use although private (`name`, `.domain`, `host:port`); default none. */
+  readonly pushAllowPrivateHosts: readonly string[];
   readonly limits: {
     readonly capabilities?: Capabilities;
     readonly defaultDeadlineSeconds?: number;
@@ -160,7 +162,7 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
     throw new ConfigError(file, '', `is not valid JSON (${(e as Error).message}); fix the syntax`);
   }
   const top = r.obj(raw, '');
-  r.known(top, '', ['$schema', 'host', 'port', 'publicUrl', 'roots', 'store', 'tokens', 'agents', 'localAgents', 'limits']);
+  r.known(top, '', ['$schema', 'host', 'port', 'publicUrl', 'roots', 'store', 'tokens', 'agents', 'localAgents', 'limits', 'pushAllowPrivateHosts']);
   const host = r.str(top, 'host', '');
   const port = r.num(top, 'port', '', 0, 65535);
   const publicUrl = r.url(top, 'publicUrl', '', false);
@@ -269,6 +271,16 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
     else r.fail('localAgents', 'must be true, false, or a list of agent ids such as ["formatter", "lint-fix"]');
   }
 
+  const pushAllowPrivateHosts: string[] = [];
+  if (top.pushAllowPrivateHosts !== undefined) {
+    const hint = 'must be a list of host names the gateway may send push notifications to although they are private, e.g. ["hooks.internal", ".corp.example", "10.0.0.5:8443"]';
+    if (!Array.isArray(top.pushAllowPrivateHosts)) r.fail('pushAllowPrivateHosts', hint);
+    top.pushAllowPrivateHosts.forEach((h, i) => {
+      if (typeof h !== 'string' || !/^(\.?[A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?$/.test(h.trim())) r.fail(`pushAllowPrivateHosts[${i}]`, hint);
+      pushAllowPrivateHosts.push(h.trim());
+    });
+  }
+
   const limits: { -readonly [K in keyof GatewayConfig['limits']]: GatewayConfig['limits'][K] } = {};
   if (top.limits !== undefined) {
     const l = r.obj(top.limits, 'limits');
@@ -289,6 +301,7 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
     tokens,
     remoteAgents,
     localAgents,
+    pushAllowPrivateHosts,
     limits,
   };
 }

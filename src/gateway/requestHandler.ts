@@ -33,6 +33,8 @@ import {
 import { META } from '../core/batonProfile';
 import { followTask, rowToResponse } from './eventLog';
 import type { GatewayContext } from './gatewayContext';
+import { configOf, defaultIdForUrl, newPushConfigId, validatePushConfig } from './pushNotifier';
+import type { PushNotifier } from './pushNotifier';
 import { cursorOf, principalOf, signalOf } from './requestContext';
 import type { EventRow, TaskRow } from './store/gatewayStore';
 import type { TaskRunner } from './taskRunner';
@@ -57,6 +59,8 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     readonly agentId: string,
     private readonly card: () => AgentCard,
     readonly runner: TaskRunner,
+    /** Push notifications; without it every push method answers PushNotificationNotSupported. */
+    private readonly push?: PushNotifier,
   ) {}
 
   getAgentCard(): Promise<AgentCard> {
@@ -80,11 +84,23 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     if (!msg) throw new RequestMalformedError('the request has no message');
     if (!msg.parts.length) throw new RequestMalformedError('the message has no parts');
     const principal = principalOf(context);
+    // A push config sent with the message is checked before anything runs, so a refused URL refuses
+    // the whole request instead of leaving a task running that nobody will hear about.
+    const sentPush = params.configuration?.taskPushNotificationConfig;
+    const push = sentPush ? this.requirePush() : undefined;
+    const pushConfig = push && sentPush ? await validatePushConfig(sentPush, push.opts, () => defaultIdForUrl(sentPush.url)) : undefined;
+    let taskId: string;
     if (msg.taskId) {
       const row = await this.ownTask(msg.taskId, context);
-      return (await this.runner.continueTask(row, params, principal)).taskId;
+      taskId = (await this.runner.continueTask(row, params, principal)).taskId;
+    } else {
+      taskId = (await this.runner.start(params, principal)).taskId;
     }
-    return (await this.runner.start(params, principal)).taskId;
+    if (push && pushConfig) {
+      await push.save(this.agentId, taskId, pushConfig);
+      push.catchUp(this.agentId, taskId, pushConfig.id);
+    }
+    return taskId;
   }
 
   async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
@@ -190,19 +206,37 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     return this.snapshot(params.id, undefined, context);
   }
 
-  createTaskPushNotificationConfig(_p: TaskPushNotificationConfig, _c: ServerCallContext): Promise<TaskPushNotificationConfig> {
-    return Promise.reject(new PushNotificationNotSupportedError('push notifications are not enabled on this gateway'));
+  private requirePush(): PushNotifier {
+    if (!this.push) throw new PushNotificationNotSupportedError('push notifications are not enabled on this gateway');
+    return this.push;
   }
 
-  getTaskPushNotificationConfig(_p: GetTaskPushNotificationConfigRequest, _c: ServerCallContext): Promise<TaskPushNotificationConfig> {
-    return Promise.reject(new PushNotificationNotSupportedError('push notifications are not enabled on this gateway'));
+  async createTaskPushNotificationConfig(p: TaskPushNotificationConfig, c: ServerCallContext): Promise<TaskPushNotificationConfig> {
+    const push = this.requirePush();
+    const row = await this.ownTask(p.taskId, c);
+    const cfg = await validatePushConfig(p, push.opts, newPushConfigId);
+    return push.save(this.agentId, row.id, cfg);
   }
 
-  listTaskPushNotificationConfigs(_p: ListTaskPushNotificationConfigsRequest, _c: ServerCallContext): Promise<ListTaskPushNotificationConfigsResponse> {
-    return Promise.reject(new PushNotificationNotSupportedError('push notifications are not enabled on this gateway'));
+  async getTaskPushNotificationConfig(p: GetTaskPushNotificationConfigRequest, c: ServerCallContext): Promise<TaskPushNotificationConfig> {
+    this.requirePush();
+    const row = await this.ownTask(p.taskId, c);
+    const found = (await this.ctx.store.listPushConfigs(this.agentId, row.id)).find((r) => r.id === p.id);
+    if (!found) throw new TaskNotFoundError(`push-notification config ${JSON.stringify(p.id)} not found for task ${row.id}; list them with ListTaskPushNotificationConfigs`);
+    return configOf(found);
   }
 
-  deleteTaskPushNotificationConfig(_p: DeleteTaskPushNotificationConfigRequest, _c: ServerCallContext): Promise<void> {
-    return Promise.reject(new PushNotificationNotSupportedError('push notifications are not enabled on this gateway'));
+  async listTaskPushNotificationConfigs(p: ListTaskPushNotificationConfigsRequest, c: ServerCallContext): Promise<ListTaskPushNotificationConfigsResponse> {
+    this.requirePush();
+    const row = await this.ownTask(p.taskId, c);
+    // At most a handful per task (PushNotifier caps them), so one page.
+    return { configs: (await this.ctx.store.listPushConfigs(this.agentId, row.id)).map(configOf), nextPageToken: '' };
+  }
+
+  async deleteTaskPushNotificationConfig(p: DeleteTaskPushNotificationConfigRequest, c: ServerCallContext): Promise<void> {
+    this.requirePush();
+    const row = await this.ownTask(p.taskId, c);
+    // Deleting a config that is already gone succeeds, as the SDK's own handler does: a retried delete is not an error.
+    await this.ctx.store.deletePushConfig(this.agentId, row.id, p.id);
   }
 }

@@ -22,11 +22,12 @@ import { buildAgentCard, buildGatewayCard } from './cards';
 import type { CardKeys, IndexedAgent } from './cards';
 import type { RemoteAgentConfig, StoreConfig, TokenConfig } from './config';
 import { sha256HexOf } from './config';
-import { EventHub } from './eventLog';
 import type { EnvelopeSigner, GatewayContext, GatewayLimits } from './gatewayContext';
 import { a2aRouter } from './http/a2aRoutes';
 import { LocalTaskRunner } from './localTaskRunner';
 import { ProxyTaskRunner } from './proxyTaskRunner';
+import { PushingEventHub, PushNotifier } from './pushNotifier';
+import type { PushOptions } from './pushNotifier';
 import { GatewayRequestHandler } from './requestHandler';
 import { openStore } from './store/openStore';
 import type { GatewayStore } from './store/gatewayStore';
@@ -50,6 +51,13 @@ export interface GatewayOptions {
   readonly sqliteDriver?: 'auto' | 'node:sqlite' | 'better-sqlite3';
   readonly limits?: Partial<GatewayLimits>;
   readonly maxBodyBytes?: number;
+  /**
+   * Hosts push-notification webhooks may use although their addresses are private (http allowed for
+   * them too): `name`, `.domain` or `host:port`, as baton.privateHosts. Default none: public https only.
+   */
+  readonly pushAllowPrivateHosts?: readonly string[];
+  /** Push delivery tuning (deadline, attempts, backoff); `resolve` and `testHooks` are for tests only. */
+  readonly push?: Omit<PushOptions, 'allowPrivateHosts'>;
   readonly log?: (line: string) => void;
 }
 
@@ -93,7 +101,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const auth = new TokenAuthenticator([{ principal: LOCAL_PRINCIPAL, sha256: sha256HexOf(token) }, ...(opts.tokens ?? [])]);
 
   const store = await openStore(opts.store ?? { kind: 'sqlite' }, opts.stateDir, opts.sqliteDriver);
-  const hub = new EventHub();
+  const push = new PushNotifier(store, { ...(opts.push ?? {}), allowPrivateHosts: opts.pushAllowPrivateHosts ?? [] }, log);
+  const hub = new PushingEventHub((agent, taskId, notice) => push.onCommit(agent, taskId, notice.state));
   store.onRemoteAppend((agent, taskId) => hub.publish(agent, taskId, undefined));
   const instanceId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   await store.heartbeat(instanceId, hostname(), process.pid);
@@ -168,7 +177,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     const handler = new GatewayRequestHandler(ctx, id, () => {
       if (!resolved) throw new Error('card not ready');
       return resolved;
-    }, runner);
+    }, runner, push);
     handlers.set(id, handler);
     const base = `/a2a/${encodeURIComponent(id)}`;
     app.use(`${base}/.well-known/agent-card.json`, cardRoute(() => cardOf(id)));
@@ -224,6 +233,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       await Promise.all([...runners.values()].map((r) => r.runner.close()));
       server.closeAllConnections();
       await closing;
+      // After the runners: the states a shutdown records are delivered too (for a bounded while).
+      await push.close();
       await store.close();
     },
   };

@@ -149,7 +149,7 @@ function normalizeHost(host: string): string {
 }
 
 /** `entry` is a host name, `.domain` for a domain and its subdomains, or `host:port` for one port only. */
-function hostMatches(host: string, list: readonly string[] | undefined, port?: string): boolean {
+export function hostMatches(host: string, list: readonly string[] | undefined, port?: string): boolean {
   if (!list) return false;
   const h = normalizeHost(host);
   return list.some((raw) => {

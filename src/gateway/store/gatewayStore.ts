@@ -70,6 +70,16 @@ export interface ListFilter {
   readonly before?: { readonly updatedAt: number; readonly id: string };
 }
 
+/** A push-notification config of one task (A2A `TaskPushNotificationConfig`), as the owner created it. */
+export interface PushConfigRow {
+  readonly agent: string;
+  readonly taskId: string;
+  readonly id: string;
+  /** The config as A2A wire JSON (`TaskPushNotificationConfig.toJSON`), token and credentials included. */
+  readonly config: string;
+  readonly createdAt: number;
+}
+
 /** Tells the caller that events were appended to a task, possibly by another gateway instance. */
 export type AppendListener = (agent: string, taskId: string, lastSeq: number) => void;
 
@@ -99,6 +109,12 @@ export interface GatewayStore {
   instances(): Promise<Map<string, { host: string; pid: number; heartbeatAt: number }>>;
   /** Events appended by other instances (PostgreSQL LISTEN/NOTIFY); SQLite has no other writers to hear. */
   onRemoteAppend(listener: AppendListener): void;
+  /** Creates or replaces (same agent, task and id) a push-notification config. */
+  putPushConfig(agent: string, taskId: string, id: string, config: string): Promise<void>;
+  /** A task's push-notification configs, oldest first. */
+  listPushConfigs(agent: string, taskId: string): Promise<PushConfigRow[]>;
+  /** True when a config was deleted. */
+  deletePushConfig(agent: string, taskId: string, id: string): Promise<boolean>;
   /** `PRAGMA integrity_check` / a PostgreSQL equivalent: 'ok' when sound. */
   integrityCheck(): Promise<string>;
   close(): Promise<void>;

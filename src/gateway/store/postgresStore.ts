@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TaskState } from '@a2a-js/sdk';
-import type { AppendBatch, AppendListener, ClaimResult, EventRow, GatewayStore, ListFilter, NewTask, TaskRow } from './gatewayStore';
+import type { AppendBatch, AppendListener, ClaimResult, EventRow, GatewayStore, ListFilter, NewTask, PushConfigRow, TaskRow } from './gatewayStore';
 import { TERMINAL_STATES } from '../taskStates';
 
 const CHANNEL = 'baton_events';
@@ -33,6 +33,9 @@ CREATE TABLE IF NOT EXISTS baton_requests (
   PRIMARY KEY (principal, agent, message_id));
 CREATE TABLE IF NOT EXISTS baton_instances (
   id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, heartbeat_at BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS baton_push_configs (
+  agent TEXT NOT NULL, task_id TEXT NOT NULL, id TEXT NOT NULL, config TEXT NOT NULL, created_at BIGINT NOT NULL,
+  PRIMARY KEY (agent, task_id, id));
 `;
 
 type Row = Record<string, unknown>;
@@ -226,6 +229,23 @@ export class PostgresGatewayStore implements GatewayStore {
 
   onRemoteAppend(listener: AppendListener): void {
     this.listeners.push(listener);
+  }
+
+  async putPushConfig(agent: string, taskId: string, id: string, config: string): Promise<void> {
+    await this.pool.query(
+      'INSERT INTO baton_push_configs (agent, task_id, id, config, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (agent, task_id, id) DO UPDATE SET config = EXCLUDED.config',
+      [agent, taskId, id, config, Date.now()],
+    );
+  }
+
+  async listPushConfigs(agent: string, taskId: string): Promise<PushConfigRow[]> {
+    const r = await this.pool.query('SELECT * FROM baton_push_configs WHERE agent = $1 AND task_id = $2 ORDER BY created_at, id', [agent, taskId]);
+    return (r.rows as Row[]).map((x) => ({ agent: String(x.agent), taskId: String(x.task_id), id: String(x.id), config: String(x.config), createdAt: Number(x.created_at) }));
+  }
+
+  async deletePushConfig(agent: string, taskId: string, id: string): Promise<boolean> {
+    const r = await this.pool.query('DELETE FROM baton_push_configs WHERE agent = $1 AND task_id = $2 AND id = $3', [agent, taskId, id]);
+    return (r.rowCount ?? 0) > 0;
   }
 
   async integrityCheck(): Promise<string> {

@@ -6,7 +6,7 @@
  */
 import { createRequire } from 'node:module';
 import type { TaskState } from '@a2a-js/sdk';
-import type { AppendBatch, AppendListener, ClaimResult, EventRow, GatewayStore, ListFilter, NewTask, TaskRow } from './gatewayStore';
+import type { AppendBatch, AppendListener, ClaimResult, EventRow, GatewayStore, ListFilter, NewTask, PushConfigRow, TaskRow } from './gatewayStore';
 import { TERMINAL_STATES } from '../taskStates';
 
 type SqlValue = string | number | null;
@@ -68,6 +68,9 @@ CREATE TABLE IF NOT EXISTS baton_requests (
   PRIMARY KEY (principal, agent, message_id));
 CREATE TABLE IF NOT EXISTS baton_instances (
   id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, heartbeat_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS baton_push_configs (
+  agent TEXT NOT NULL, task_id TEXT NOT NULL, id TEXT NOT NULL, config TEXT NOT NULL, created_at INTEGER NOT NULL,
+  PRIMARY KEY (agent, task_id, id));
 `;
 
 function toTaskRow(r: Row): TaskRow {
@@ -236,6 +239,24 @@ export class SqliteGatewayStore implements GatewayStore {
 
   onRemoteAppend(_listener: AppendListener): void {
     // One process writes a SQLite state folder; its own appends reach subscribers through the EventHub.
+  }
+
+  putPushConfig(agent: string, taskId: string, id: string, config: string): Promise<void> {
+    this.stmt(
+      'INSERT INTO baton_push_configs (agent, task_id, id, config, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (agent, task_id, id) DO UPDATE SET config = excluded.config',
+    ).run(agent, taskId, id, config, Date.now());
+    return Promise.resolve();
+  }
+
+  listPushConfigs(agent: string, taskId: string): Promise<PushConfigRow[]> {
+    const rows = this.stmt('SELECT * FROM baton_push_configs WHERE agent = ? AND task_id = ? ORDER BY created_at, id').all(agent, taskId);
+    return Promise.resolve(rows.map((r) => ({ agent: String(r.agent), taskId: String(r.task_id), id: String(r.id), config: String(r.config), createdAt: Number(r.created_at) })));
+  }
+
+  deletePushConfig(agent: string, taskId: string, id: string): Promise<boolean> {
+    const had = this.stmt('SELECT 1 AS x FROM baton_push_configs WHERE agent = ? AND task_id = ? AND id = ?').get(agent, taskId, id) !== undefined;
+    this.stmt('DELETE FROM baton_push_configs WHERE agent = ? AND task_id = ? AND id = ?').run(agent, taskId, id);
+    return Promise.resolve(had);
   }
 
   integrityCheck(): Promise<string> {
