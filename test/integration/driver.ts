@@ -41,7 +41,7 @@ const phases: PhaseSpec[] =
   mode === 'vsix'
     ? [{ name: 'vsix-smoke', files: ['smoke.test.js'] }]
     : [
-        { name: 'smoke', files: ['smoke.test.js', 'agents.test.js', 'delegations.test.js', 'remoteAgent.test.js', 'reload.test.js'] },
+        { name: 'smoke', files: ['smoke.test.js', 'agents.test.js', 'delegations.test.js', 'palette.test.js', 'remoteAgent.test.js', 'reload.test.js'] },
         { name: 'restore', files: ['restore.test.js'] },
       ];
 
@@ -163,6 +163,10 @@ async function act(page: Page, req: { id: string; pid: number; command: string; 
         log(`clicked ${req.args[0]}`);
         break;
       }
+      case 'press':
+        await page.keyboard.press(req.args[0]);
+        log(`pressed ${req.args[0]}`);
+        break;
       case 'type':
         await page.keyboard.type(req.args[0], { delay: 10 });
         log(`typed ${req.args[0].length} characters`);

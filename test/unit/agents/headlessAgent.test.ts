@@ -230,7 +230,7 @@ describe('headless agents with the stand-in CLI', () => {
       sh(space.base, 'init', '-q', ws);
       sh(space.base, 'init', '-q', home);
       const probe = (network: boolean) =>
-        confineCommand({ argv: [join(STANDIN, 'claude'), '-p'], workspace: ws, home, network, realHome: space.home }).then(async (c) => {
+        confineCommand({ argv: [join(STANDIN, 'claude'), '-p'], workspace: ws, home, network, realHome: space.home, readOnly: [STANDIN] }).then(async (c) => {
           let out = '';
           await runProcess({ command: c.command, args: c.args, cwd: ws, env: { PATH: process.env.PATH }, stdin: `@standin connect ${port}`, deadline: Date.now() + 20_000, signal: new AbortController().signal, onStdoutLine: (l) => (out += l) });
           return out;

@@ -25,7 +25,7 @@ const html = `<!DOCTYPE html><html><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; font-src 'self'; img-src 'self' data:; connect-src 'none'">
 <link rel="stylesheet" href="/codicon.css" id="vscode-codicon-stylesheet">
 <style>:root{--vscode-font-family:sans-serif;--vscode-font-size:13px;--vscode-foreground:#3b3b3b;--vscode-editor-background:#fff;--vscode-descriptionForeground:#717171;--vscode-badge-background:#cce5ff;--vscode-badge-foreground:#000;--vscode-button-background:#005fb8;--vscode-button-foreground:#fff;--vscode-errorForeground:#c00;--vscode-inputValidation-warningBackground:#fff4ce;--vscode-inputValidation-warningBorder:#b89500;--vscode-inputValidation-errorBackground:#fde7e9;--vscode-inputValidation-errorBorder:#c00;--vscode-focusBorder:#005fb8;--vscode-progressBar-background:#005fb8}</style>
-<script>window.__posted=[];window.__state=undefined;window.acquireVsCodeApi=()=>({postMessage:m=>{window.__posted.push(m);if(m.type==='request'&&m.method!=='refresh')setTimeout(()=>window.postMessage({type:'response',id:m.id,ok:true,result:{}},'*'),10)},getState:()=>window.__state,setState:s=>{window.__state=s}});</script>
+<script>window.__posted=[];window.__state=undefined;window.acquireVsCodeApi=()=>({postMessage:m=>{window.__posted.push(m);if(m.type==='request'&&m.method!=='refresh')setTimeout(()=>(globalThis as unknown as { postMessage: (m: unknown, o: string) => void }).postMessage({type:'response',id:m.id,ok:true,result:{}},'*'),10)},getState:()=>window.__state,setState:s=>{window.__state=s}});</script>
 </head><body><main id="app"></main><script type="module" src="/panel.js"></script></body></html>`;
 
 function delegation(over: Partial<DelegationView>): DelegationView {
@@ -60,13 +60,13 @@ async function open(snap: PanelSnapshot): Promise<Page> {
     if (!r.url().startsWith(base)) page404.push(r.url());
   });
   await page.goto(`${base}/index.html`);
-  await page.waitForFunction(() => (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'ready'));
-  await page.evaluate((s) => window.postMessage({ type: 'snapshot', snapshot: s }, '*'), snap);
+  await page.waitForFunction(() => (globalThis as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'ready'));
+  await page.evaluate((s) => (globalThis as unknown as { postMessage: (m: unknown, o: string) => void }).postMessage({ type: 'snapshot', snapshot: s }, '*'), snap);
   await page.waitForSelector('#state, .empty');
   return page;
 }
 
-const posted = (page: Page) => page.evaluate(() => (window as unknown as { __posted: unknown[] }).__posted);
+const posted = (page: Page) => page.evaluate(() => (globalThis as unknown as { __posted: unknown[] }).__posted);
 
 describe('delegation panel in a real browser', { skip }, () => {
   before(async () => {
@@ -119,7 +119,7 @@ describe('delegation panel in a real browser', { skip }, () => {
     assert.equal(await page.locator('#app iframe, #app form, #app input, #app script').count(), 0);
     const hrefs = await page.$$eval('a[href]', (as) => as.map((a) => a.getAttribute('href')));
     assert.deepEqual(hrefs, ['https://example.com/docs']);
-    assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
+    assert.equal(await page.evaluate(() => (globalThis as unknown as { __pwned?: number }).__pwned), undefined);
     assert.match(await page.innerText('#timeline'), /\[image: tracker\]/);
     assert.deepEqual(page404.filter((u) => u.includes('evil')), []);
     await page.screenshot({ path: join(shots, 'sanitised.png') });
