@@ -1,11 +1,10 @@
 import * as assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { AgentEntry } from '../../../src/core/agentRegistry';
 import type { BatonApi } from '../../../src/extension/extension';
-import { activateBaton, driver, waitFor } from './util';
+import { activateBaton, driver, hashTree, waitFor } from './util';
 
 function workspaceRoot(): string {
   const f = vscode.workspace.workspaceFolders?.[0];
@@ -13,20 +12,6 @@ function workspaceRoot(): string {
   return f.uri.fsPath;
 }
 
-/** Every file of the user's tree (but .git) with its sha256: the tree is "byte-identical" when this is equal. */
-function hashTree(root: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (dir: string) => {
-    for (const name of readdirSync(dir)) {
-      if (name === '.git') continue;
-      const p = join(dir, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else out[relative(root, p)] = createHash('sha256').update(readFileSync(p)).digest('hex');
-    }
-  };
-  walk(root);
-  return out;
-}
 
 async function settle(api: BatonApi, id: string, timeoutMs = 90_000) {
   return waitFor(`delegation ${id} to settle`, () => {

@@ -1,12 +1,9 @@
 import * as assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
 import { TaskState } from '@a2a-js/sdk';
 import * as vscode from 'vscode';
 import type { BatonApi } from '../../../src/extension/extension';
 import { startAgentServer, type AgentServer } from '../../unit/delegation/agentServers';
-import { activateBaton, driver, waitFor } from './util';
+import { activateBaton, driver, hashTree, waitFor } from './util';
 
 const UNSAFE_PATCH = [
   'diff --git a/.github/workflows/ci.yml b/.github/workflows/ci.yml',
@@ -27,19 +24,6 @@ const UNSAFE_PATCH = [
   '',
 ].join('\n');
 
-function hashTree(root: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (dir: string) => {
-    for (const name of readdirSync(dir)) {
-      if (name === '.git') continue;
-      const p = join(dir, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else out[relative(root, p)] = createHash('sha256').update(readFileSync(p)).digest('hex');
-    }
-  };
-  walk(root);
-  return out;
-}
 
 describe('Delegations to a separate SDK agent on loopback', () => {
   let api: BatonApi;

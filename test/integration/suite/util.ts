@@ -1,5 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import * as vscode from 'vscode';
 import type { BatonApi } from '../../../src/extension/extension';
 
@@ -43,4 +44,19 @@ export function webviewTabs(viewType: string): vscode.Tab[] {
   return vscode.window.tabGroups.all
     .flatMap((g) => g.tabs)
     .filter((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith(viewType));
+}
+
+/** Every file of the user's tree (but .git) with its sha256: the tree is "byte-identical" when this is equal. */
+export function hashTree(root: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      if (name === '.git') continue;
+      const p = join(dir, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else out[relative(root, p)] = createHash('sha256').update(readFileSync(p)).digest('hex');
+    }
+  };
+  walk(root);
+  return out;
 }
