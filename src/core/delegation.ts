@@ -369,6 +369,12 @@ export class DelegationJournal {
   private _localSeq = 0;
   private _eventCount = 0;
   private _timeline: TimelineEntry[] = [];
+  /**
+   * A GetTask snapshot taken while events before it were still missing (after a reconnect, before the
+   * replay): its state change is shown when the replayed event with that seq arrives, so the timeline
+   * stays in the agent's order instead of showing the outcome before the steps that led to it.
+   */
+  private _deferredStatusSeq: number | undefined;
   private _timelineBase = 0;
   private readonly _artifacts = new Map<string, ArtifactAccumulator>();
   private _finalSeen = false;
@@ -595,7 +601,9 @@ export class DelegationJournal {
         const text = partsText(ev.status?.message?.parts);
         const state = ev.status?.state;
         const changed = this.setState(state, text, seq, e.at, ev.metadata);
-        if (changed && state !== undefined) this.push({ kind: 'status', at: iso(e.at), state: stateName(state), ...(text ? { text } : {}) });
+        const deferred = this._deferredStatusSeq !== undefined && seq !== undefined && seq >= this._deferredStatusSeq;
+        if (deferred) this._deferredStatusSeq = undefined;
+        if ((changed || deferred) && state !== undefined) this.push({ kind: 'status', at: iso(e.at), state: stateName(state), ...(text ? { text } : {}) });
         else if (text) this.push({ kind: 'step', at: iso(e.at), text });
         break;
       }
@@ -646,8 +654,14 @@ export class DelegationJournal {
     this.bindTask(task.id, task.contextId);
     const text = partsText(task.status?.message?.parts);
     const state = task.status?.state;
-    const changed = this.setState(state, text, seqOf(task.metadata), at, task.metadata);
-    if (changed && state !== undefined) this.push({ kind: 'status', at: iso(at), state: stateName(state), ...(text ? { text } : {}) });
+    const snapSeq = seqOf(task.metadata);
+    const changed = this.setState(state, text, snapSeq, at, task.metadata);
+    const ahead = source === 'getTask' && snapSeq !== undefined && snapSeq > this._contiguous;
+    if (changed && state !== undefined && ahead) this._deferredStatusSeq = snapSeq;
+    else if ((changed || (source === 'final' && this._deferredStatusSeq !== undefined)) && state !== undefined) {
+      this._deferredStatusSeq = undefined;
+      this.push({ kind: 'status', at: iso(at), state: stateName(state), ...(text ? { text } : {}) });
+    }
     if (source === 'final') {
       this._finalSeen = true;
       for (const a of task.artifacts) {

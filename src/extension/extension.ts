@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { PanelCommand } from '../core/protocol/panelProtocol';
 import { agentReviewView } from './agents/agentReview';
-import { AgentService } from './agents/agentService';
+import { AgentService, RegistryFile } from './agents/agentService';
 import { collectContext, summarizeContext } from './delegate/context';
 import { DelegationService } from './delegate/delegationService';
 import { isDelegateArgs, runStartFlow, type AgentChoice, type DelegateArgs } from './delegate/startFlow';
@@ -42,7 +42,7 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
   const config = () => vscode.workspace.getConfiguration('baton');
   const httpConfig = () => vscode.workspace.getConfiguration('http');
   const agents = new AgentService(
-    storage,
+    new RegistryFile(join(context.globalStorageUri.fsPath, 'agents.json')),
     () => ({
       allowPrivateHosts: config().get<string[]>('privateHosts', []),
       proxy: httpConfig().get<string>('proxy') || undefined,

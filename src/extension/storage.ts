@@ -7,8 +7,8 @@ import type * as vscode from 'vscode';
 export type SecretKey = `baton.token.${string}`;
 
 export interface GlobalStateShape {
-  /** The governed agents (versioned JSON of src/core/agentRegistry). */
-  'baton.agents.v1': unknown;
+  /** Reserved for UI preferences; agents and delegations live in files in the global storage folder. */
+  'baton.ui.v1': unknown;
 }
 export type GlobalStateKey = keyof GlobalStateShape;
 

@@ -163,6 +163,17 @@ async function act(page: Page, req: { id: string; pid: number; command: string; 
         log(`clicked ${req.args[0]}`);
         break;
       }
+      case 'saveState': {
+        // The workbench saves its state (open editors, extension state) when its window loses focus, as
+        // when a user switches away: do that while Baton still runs, before the driver reloads the page.
+        const other = await page.context().newPage();
+        await other.bringToFront();
+        await other.waitForTimeout(2000);
+        await other.close();
+        await page.bringToFront();
+        log('workbench state saved (focus left and came back)');
+        break;
+      }
       case 'press':
         await page.keyboard.press(req.args[0]);
         log(`pressed ${req.args[0]}`);
@@ -317,11 +328,11 @@ async function main(): Promise<void> {
   ];
   const url = `http://${remote}/?folder=${encodeURIComponent(workspace)}&payload=${encodeURIComponent(JSON.stringify(payload))}`;
 
-  for (const phase of phases) {
+  for (const [i, phase] of phases.entries()) {
     currentPhase = phase.name;
     writeFileSync(join(control, 'phase.json'), JSON.stringify(phase));
     const exited = new Promise<number>((ok) => (phaseDone = ok));
-    log(`phase ${phase.name}: open workbench`);
+    log(`phase ${phase.name}: ${i === 0 ? 'open' : 'reload'} workbench`);
     await page.goto(url);
     await page.waitForSelector('.monaco-workbench .part.statusbar', { timeout: 90_000 });
     log(`phase ${phase.name}: workbench ready`);

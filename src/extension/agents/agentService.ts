@@ -25,7 +25,29 @@ import type { SafeFetchOptions } from '../../node/safeFetch';
 import { loadNet } from '../lazy';
 import { verifyAgentCard } from '../../node/signing';
 import { Disposable } from '../lifecycle';
-import type { BatonStorage } from '../storage';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+/**
+ * Where the governed agents are kept: a file in the extension's global storage folder (on the machine
+ * the extension runs on), written atomically. Not globalState: in a browser-hosted workbench that lives
+ * in the browser and is only flushed now and then.
+ */
+export class RegistryFile {
+  constructor(readonly path: string) {}
+
+  read(): string | undefined {
+    return existsSync(this.path) ? readFileSync(this.path, 'utf8') : undefined;
+  }
+
+  async write(text: string): Promise<void> {
+    await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
+    const tmp = `${this.path}.${process.pid}.tmp`;
+    await writeFile(tmp, text, { mode: 0o600 });
+    await rename(tmp, this.path);
+  }
+}
 
 /** Network settings every card fetch uses (machine-scoped settings; see package.json). */
 export interface FetchSettings {
@@ -49,12 +71,12 @@ export class AgentService extends Disposable {
   private readonly sessionPrivateHosts = new Set<string>();
 
   constructor(
-    private readonly storage: BatonStorage,
+    private readonly storage: RegistryFile,
     private readonly settings: () => FetchSettings,
     private readonly log: vscode.LogOutputChannel,
   ) {
     super();
-    const saved = storage.get('baton.agents.v1');
+    const saved = storage.read();
     let state = EMPTY_REGISTRY;
     if (typeof saved === 'string') {
       try {
@@ -84,7 +106,7 @@ export class AgentService extends Disposable {
 
   private async commit(next: RegistryState): Promise<void> {
     this.state = next;
-    await this.storage.set('baton.agents.v1', serializeRegistry(next));
+    await this.storage.write(serializeRegistry(next));
     this._onDidChange.fire();
   }
 

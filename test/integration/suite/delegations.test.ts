@@ -90,7 +90,10 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     assert.deepEqual(changed, ['src/styles.css']);
     // What was applied is in the delegation's journal and in the audit log, with digests.
     await waitFor('the journal notice', () => api.delegations.journalView(id)?.timeline.some((e) => e.kind === 'notice' && e.text.includes('You applied 1 file(s): src/styles.css')) || undefined);
-    const audit = (await api.delegations.readAudit()).filter((l) => l.requestId === id && l.review?.action === 'applied');
+    const audit = await waitFor('the audit line', async () => {
+      const lines = (await api.delegations.readAudit()).filter((l) => l.requestId === id && l.review?.action === 'applied');
+      return lines.length ? lines : undefined;
+    });
     assert.equal(audit.length, 1);
     assert.deepEqual(audit[0].review?.files.map((f) => f.path), ['src/styles.css']);
     assert.ok(audit[0].review?.digests.every((d) => d.before !== d.after));
