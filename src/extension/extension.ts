@@ -404,7 +404,7 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
       const entry = agents.find(choice.agentId);
       if (!entry) return undefined;
       const id = await service.start(entry, choice, context);
-      panels.open({ delegationId: id }, vscode.l10n.t('Delegation: {0}', choice.task.slice(0, 40)));
+      panels.open({ delegationId: id }, vscode.l10n.t('Delegation: {0}', choice.task.split('\n')[0].slice(0, 40)));
       if (context.unsaved.length) void vscode.window.showWarningMessage(vscode.l10n.t('Unsaved changes are not in the agent’s copy: {0}. Save first if the agent needs them.', context.unsaved.join(', ')));
       return id;
     } catch (e) {
