@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import * as vscode from 'vscode';
-import type { PanelCommand } from '../core/protocol/panelProtocol';
+import type { PanelCommand, PanelRequests } from '../core/protocol/panelProtocol';
 import { agentReviewView } from './agents/agentReview';
 import { AgentService, RegistryFile } from './agents/agentService';
 import { collectContext, summarizeContext } from './delegate/context';
@@ -9,7 +9,7 @@ import { isDelegateArgs, runStartFlow, type AgentChoice, type DelegateArgs } fro
 import { GatewaySupervisor } from './gateway/gatewaySupervisor';
 import { ReviewDocumentProvider, REVIEW_SCHEME } from './review/reviewDocuments';
 import { ReviewSession } from './review/reviewSession';
-import { DelegationPanelManager, type DelegationPanel, type PanelSubject } from './panel/delegationPanel';
+import { DelegationPanelManager, type DelegationPanel, type DelegationRequestMethod, type PanelSubject } from './panel/delegationPanel';
 import { BatonStorage } from './storage';
 import { AgentsViewProvider, type AgentsNode } from './views/agentsView';
 import { DelegationsViewProvider } from './views/delegationsView';
@@ -74,47 +74,7 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
   const panels: DelegationPanelManager = new DelegationPanelManager(context.extensionUri, {
     log,
     runCommand,
-    act: async (subject, method, params) => {
-      if (subject.agentCardUrl) {
-        const cardUrl = subject.agentCardUrl;
-        if (method === 'approveAgent') {
-          requireTrustOrThrow(vscode.l10n.t('Approving an agent'));
-          const p = params as { digest: string; endpointUrl?: string; acknowledgeOffOrigin: boolean };
-          const r = await agents.approve(cardUrl, p.digest, { endpointUrl: p.endpointUrl, acknowledgeOffOrigin: p.acknowledgeOffOrigin });
-          if (!r.ok) throw new Error(r.message);
-          void vscode.window.showInformationMessage(vscode.l10n.t('Approved {0}. Baton will only call {1}.', agents.find(cardUrl)?.approval?.card.name ?? cardUrl, agents.find(cardUrl)?.approval?.endpoint.url ?? ''));
-          return { approved: true } as never;
-        }
-        if (method === 'rejectAgent') {
-          await agents.reject(cardUrl);
-          return { ok: true } as never;
-        }
-      }
-      const id = subject.delegationId;
-      if (!id) throw new Error(vscode.l10n.t('This panel cannot do that.'));
-      switch (method) {
-        case 'cancel':
-          return { confirmed: await service.cancel(id) } as never;
-        case 'reply': {
-          requireTrustOrThrow(vscode.l10n.t('Replying to an agent'));
-          await service.reply(id, (params as { text: string }).text);
-          return { sent: true } as never;
-        }
-        case 'checkAgain':
-          await service.checkAgain(id);
-          return { state: service.panelView(id)?.state ?? 'unknown' } as never;
-        case 'provideToken': {
-          const endpoint = service.journalView(id)?.agent.endpoint;
-          await vscode.commands.executeCommand('baton.setToken', endpoint ? { host: new URL(endpoint).host } : undefined);
-          return { stored: true } as never;
-        }
-        case 'reviewChanges':
-          await openReview(id);
-          return { opened: true } as never;
-        default:
-          return (await reviewAct(id, method, params)) as never;
-      }
-    },
+    act: (subject, method, params) => panelRequests[method](subject, params as never),
     snapshot: (refreshCount, subject: PanelSubject) => {
       const entry = subject.agentCardUrl ? agents.find(subject.agentCardUrl) : undefined;
       return {
@@ -171,39 +131,83 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     return session;
   }
 
-  async function reviewAct(id: string, method: string, params: unknown): Promise<unknown> {
-    const session = reviews.get(id);
+  /** Every request a panel can make about its subject, typed by the panel protocol; one handler each. */
+  type Handler<M extends DelegationRequestMethod> = (subject: PanelSubject, params: PanelRequests[M]['params']) => Promise<PanelRequests[M]['result']>;
+  const delegationOf = (subject: PanelSubject): string => {
+    if (!subject.delegationId) throw new Error(vscode.l10n.t('This panel shows no delegation.'));
+    return subject.delegationId;
+  };
+  const agentOf = (subject: PanelSubject): string => {
+    if (!subject.agentCardUrl) throw new Error(vscode.l10n.t('This panel reviews no agent.'));
+    return subject.agentCardUrl;
+  };
+  const reviewOf = (subject: PanelSubject): ReviewSession => {
+    const session = reviews.get(delegationOf(subject));
     if (!session) throw new Error(vscode.l10n.t('Open the review first (Review Changes).'));
-    switch (method) {
-      case 'reviewSelect': {
-        const p = params as { fileId: string; hunkId?: string; selected: boolean };
-        session.select(p.fileId, p.hunkId, p.selected);
-        return { ok: true };
-      }
-      case 'reviewOverride': {
-        const p = params as { riskId: string; allow: boolean };
-        session.override(p.riskId, p.allow);
-        return { ok: true };
-      }
-      case 'reviewApply':
-        requireTrustOrThrow(vscode.l10n.t('Applying a patch'));
-        return { applied: await session.apply((params as { threeWay: boolean }).threeWay) };
-      case 'reviewReject':
-        session.reject();
-        return { ok: true };
-      case 'reviewUndo':
-        return { restored: session.undo() };
-      case 'reviewMerge':
-        if ((params as { action: string }).action === 'finish') session.finishMerge();
-        else await session.abortMerge();
-        return { ok: true };
-      case 'reviewOpen':
-        await session.open((params as { fileId?: string }).fileId);
-        return { ok: true };
-      default:
-        throw new Error(vscode.l10n.t('This panel cannot do that.'));
-    }
-  }
+    return session;
+  };
+  const panelRequests: { [M in DelegationRequestMethod]: Handler<M> } = {
+    approveAgent: async (subject, p) => {
+      requireTrustOrThrow(vscode.l10n.t('Approving an agent'));
+      const cardUrl = agentOf(subject);
+      const r = await agents.approve(cardUrl, p.digest, { endpointUrl: p.endpointUrl, acknowledgeOffOrigin: p.acknowledgeOffOrigin });
+      if (!r.ok) throw new Error(r.message);
+      const approved = agents.find(cardUrl)?.approval;
+      void vscode.window.showInformationMessage(vscode.l10n.t('Approved {0}. Baton will only call {1}.', approved?.card.name ?? cardUrl, approved?.endpoint.url ?? ''));
+      return { approved: true };
+    },
+    rejectAgent: async (subject) => {
+      await agents.reject(agentOf(subject));
+      return { ok: true };
+    },
+    cancel: async (subject) => ({ confirmed: await service.cancel(delegationOf(subject)) }),
+    reply: async (subject, p) => {
+      requireTrustOrThrow(vscode.l10n.t('Replying to an agent'));
+      await service.reply(delegationOf(subject), p.text);
+      return { sent: true };
+    },
+    checkAgain: async (subject) => {
+      const id = delegationOf(subject);
+      await service.checkAgain(id);
+      return { state: service.panelView(id)?.state ?? 'unknown' };
+    },
+    provideToken: async (subject) => {
+      const endpoint = service.journalView(delegationOf(subject))?.agent.endpoint;
+      await vscode.commands.executeCommand('baton.setToken', endpoint ? { host: new URL(endpoint).host } : undefined);
+      return { stored: true };
+    },
+    reviewChanges: async (subject) => {
+      await openReview(delegationOf(subject));
+      return { opened: true };
+    },
+    reviewSelect: async (subject, p) => {
+      reviewOf(subject).select(p.fileId, p.hunkId, p.selected);
+      return { ok: true };
+    },
+    reviewOverride: async (subject, p) => {
+      reviewOf(subject).override(p.riskId, p.allow);
+      return { ok: true };
+    },
+    reviewApply: async (subject, p) => {
+      requireTrustOrThrow(vscode.l10n.t('Applying a patch'));
+      return { applied: await reviewOf(subject).apply(p.threeWay) };
+    },
+    reviewReject: async (subject) => {
+      reviewOf(subject).reject();
+      return { ok: true };
+    },
+    reviewUndo: async (subject) => ({ restored: reviewOf(subject).undo() }),
+    reviewMerge: async (subject, p) => {
+      const session = reviewOf(subject);
+      if (p.action === 'finish') session.finishMerge();
+      else await session.abortMerge();
+      return { ok: true };
+    },
+    reviewOpen: async (subject, p) => {
+      await reviewOf(subject).open(p.fileId);
+      return { ok: true };
+    },
+  };
 
   function requireTrustOrThrow(action: string): void {
     if (!vscode.workspace.isTrusted) throw new Error(vscode.l10n.t('{0} is disabled in Restricted Mode. Trust this workspace to let Baton delegate, run or apply anything.', action));
