@@ -36,12 +36,13 @@ const suiteDir = join(repo, 'out/test/integration');
 interface PhaseSpec {
   readonly name: string;
   readonly files: readonly string[];
+  readonly reloadAfter?: boolean;
 }
 const phases: PhaseSpec[] =
   mode === 'vsix'
     ? [{ name: 'vsix-smoke', files: ['smoke.test.js'] }]
     : [
-        { name: 'smoke', files: ['smoke.test.js', 'agents.test.js', 'delegations.test.js', 'palette.test.js', 'remoteAgent.test.js', 'reload.test.js'] },
+        { name: 'smoke', files: ['smoke.test.js', 'agents.test.js', 'delegations.test.js', 'palette.test.js', 'remoteAgent.test.js', 'reload.test.js'], reloadAfter: true },
         { name: 'restore', files: ['restore.test.js'] },
       ];
 
@@ -163,17 +164,11 @@ async function act(page: Page, req: { id: string; pid: number; command: string; 
         log(`clicked ${req.args[0]}`);
         break;
       }
-      case 'saveState': {
-        // The workbench saves its state (open editors, extension state) when its window loses focus, as
-        // when a user switches away: do that while Baton still runs, before the driver reloads the page.
-        const other = await page.context().newPage();
-        await other.bringToFront();
-        await other.waitForTimeout(2000);
-        await other.close();
-        await page.bringToFront();
-        log('workbench state saved (focus left and came back)');
-        break;
-      }
+      case 'reload':
+        // The phase passed and asks for the reload: the next phase starts by reloading the page.
+        writeFileSync(ack, JSON.stringify({ ok: true }));
+        phaseDone?.(0);
+        return;
       case 'press':
         await page.keyboard.press(req.args[0]);
         log(`pressed ${req.args[0]}`);

@@ -26,6 +26,5 @@ describe('A delegation that outlives a workbench reload', () => {
     await driver('screenshot', 'before-reload');
     const dir = process.env.BATON_TEST_CONTROL ?? '';
     writeFileSync(join(dir, 'running-delegation.json'), JSON.stringify({ id, seen: api.delegations.journalView(id)?.timeline.length }));
-    await driver('saveState');
   });
 });
