@@ -5,7 +5,7 @@
  */
 import type { AgentCard, AgentCardSignature, AgentExtension, AgentInterface } from '@a2a-js/sdk';
 import { duplicateInterfacesForLegacy } from '@a2a-js/sdk/compat/v0_3';
-import { AGENT_INDEX_EXTENSION_URI, META, REPLAY_EXTENSION_URI, SIGNED_RESULT_EXTENSION_URI } from '../core/batonProfile';
+import { AGENT_INDEX_EXTENSION_URI, META, PATCH_ARTIFACT, REPLAY_EXTENSION_URI, SIGNED_RESULT_EXTENSION_URI } from '../core/batonProfile';
 import type { AgentIndexParams } from '../core/batonProfile';
 
 export const GATEWAY_VERSION = '0.1.0';
@@ -121,4 +121,40 @@ export async function buildGatewayCard(baseUrl: string, agents: readonly Indexed
   };
   if (keys.sign) card.signatures = [await keys.sign(card)];
   return card;
+}
+
+/** A skill as agents declare it (local agents and configured remote agents alike). */
+export interface SkillInfo {
+  readonly id: string;
+  readonly name: string;
+  readonly description: string;
+  readonly tags: readonly string[];
+  readonly examples?: readonly string[];
+}
+
+/** The part of an agent's card its runner knows; `buildAgentCard` adds interfaces, extensions and keys. */
+export function baseAgentCard(name: string, description: string, skills: readonly SkillInfo[]): AgentCard {
+  return {
+    name,
+    description,
+    supportedInterfaces: [],
+    provider: undefined,
+    version: '1.0.0',
+    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text/plain', 'application/json'],
+    defaultOutputModes: ['text/plain', PATCH_ARTIFACT.mediaType],
+    skills: skills.map((s) => ({
+      id: s.id,
+      name: s.name,
+      description: s.description,
+      tags: [...s.tags],
+      examples: [...(s.examples ?? [])],
+      inputModes: [],
+      outputModes: [],
+      securityRequirements: [],
+    })),
+    signatures: [],
+  };
 }

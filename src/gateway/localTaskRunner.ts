@@ -10,6 +10,7 @@ import { Message, Role, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
 import type { AgentCard, SendMessageRequest } from '@a2a-js/sdk';
 import { RequestMalformedError, TaskNotCancelableError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { META, PATCH_ARTIFACT } from '../core/batonProfile';
+import { baseAgentCard } from './cards';
 import { canonicalize } from '../core/jcs';
 import type { Capabilities, LocalAgent, LocalRunEvent, LocalRunResult } from './agents/localAgent';
 import { READ_ONLY } from './agents/localAgent';
@@ -153,30 +154,7 @@ export class LocalTaskRunner implements TaskRunner {
   ) {}
 
   baseCard(): AgentCard {
-    const a = this.agent;
-    return {
-      name: a.name,
-      description: a.description,
-      supportedInterfaces: [],
-      provider: undefined,
-      version: '1.0.0',
-      capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-      securitySchemes: {},
-      securityRequirements: [],
-      defaultInputModes: ['text/plain', 'application/json'],
-      defaultOutputModes: ['text/plain', PATCH_ARTIFACT.mediaType],
-      skills: a.skills.map((s) => ({
-        id: s.id,
-        name: s.name,
-        description: s.description,
-        tags: [...s.tags],
-        examples: [...(s.examples ?? [])],
-        inputModes: [],
-        outputModes: [],
-        securityRequirements: [],
-      })),
-      signatures: [],
-    };
+    return baseAgentCard(this.agent.name, this.agent.description, this.agent.skills);
   }
 
   async start(params: SendMessageRequest, principal: string): Promise<StartedTask> {

@@ -12,6 +12,7 @@ import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a
 import type { Client } from '@a2a-js/sdk/client';
 import { RequestMalformedError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
 import { META } from '../core/batonProfile';
+import { baseAgentCard } from './cards';
 import { statusEvent } from './a2aBuild';
 import type { RemoteAgentConfig } from './config';
 import { stampSeq, TaskWriter } from './eventLog';
@@ -57,20 +58,7 @@ export class ProxyTaskRunner implements TaskRunner {
   ) {}
 
   baseCard(): AgentCard {
-    return {
-      name: this.cfg.name,
-      description: this.cfg.description,
-      supportedInterfaces: [],
-      provider: undefined,
-      version: '1.0.0',
-      capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-      securitySchemes: {},
-      securityRequirements: [],
-      defaultInputModes: ['text/plain', 'application/json'],
-      defaultOutputModes: ['text/plain', 'text/x-diff'],
-      skills: this.cfg.skills.map((s) => ({ ...s, examples: [], inputModes: [], outputModes: [], securityRequirements: [] })),
-      signatures: [],
-    };
+    return baseAgentCard(this.cfg.name, this.cfg.description, this.cfg.skills);
   }
 
   /** The remote's credentials are added here and only here; nothing from the caller's request is. */
