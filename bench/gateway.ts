@@ -8,8 +8,8 @@
  *   Last-Event-ID: 0) versus receiving the same task's events live as the agent produces them.
  *
  * The SDK server, the gateway and the client each run in their own process, as they do in use (in one
- * process the three would take turns on one event loop, and the gateway's fsyncs would stall the
- * other two).
+ * process the three would take turns on one event loop). On a 2-core machine the three processes
+ * share two cores, so the figure counts the gateway's CPU time, not only the latency it adds.
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -120,9 +120,39 @@ const fastAgent: LocalAgent = {
   },
 };
 
+/**
+ * The children run this file bundled the way the gateway ships (esbuild, minified, the SQLite thread
+ * beside it as in dist/), not through tsx's on-the-fly loader: the figure is the shipped code's.
+ * `BENCH_NODE_ARGS` adds node flags to them (e.g. `--cpu-prof`).
+ */
+let bundled: Promise<string> | undefined;
+function childScript(): Promise<string> {
+  bundled ??= (async () => {
+    const esbuild = await import('esbuild');
+    const root = join(__dirname, '..');
+    const outdir = join(root, 'out', 'bench');
+    await esbuild.build({
+      absWorkingDir: root,
+      entryPoints: { 'gateway-child': __filename, 'gateway-sqlite': join(root, 'src/gateway/store/sqliteWorker.ts') },
+      outdir,
+      bundle: true,
+      minify: true,
+      platform: 'node',
+      format: 'cjs',
+      target: 'node20',
+      logLevel: 'warning',
+      // As the gateway's own bundle (scripts/build.mjs): native and optional drivers stay outside.
+      external: ['better-sqlite3', 'pg-native', '@grpc/grpc-js', '@bufbuild/protobuf', 'mysql2', 'esbuild'],
+    });
+    return join(outdir, 'gateway-child.js');
+  })();
+  return bundled;
+}
+
 /** Starts this file as a child in `mode`; resolves with the JSON line it prints when ready. */
 async function child(mode: 'remote' | 'gateway', ...args: string[]): Promise<{ proc: ChildProcess; info: Record<string, string> }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', __filename, '--bench-child', mode, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const script = await childScript();
+  const proc = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), script, '--bench-child', mode, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const line = await new Promise<string>((resolve, reject) => {
     let out = '';
     const t = setTimeout(() => reject(new Error(`${mode} child did not start`)), 60_000);

@@ -58,6 +58,16 @@ const targets = {
     target: 'node20',
     banner: { js: '#!/usr/bin/env node' },
   },
+  gatewaySqlite: {
+    ...common,
+    // The gateway's SQLite thread (src/gateway/store/sqliteWorkerStore.ts finds it beside dist/gateway.js).
+    entryPoints: ['src/gateway/store/sqliteWorker.ts'],
+    outfile: 'dist/gateway-sqlite.js',
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    external: ['better-sqlite3'],
+  },
   gateway: {
     ...common,
     entryPoints: ['src/gateway/cli.ts'],

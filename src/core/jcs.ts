@@ -87,8 +87,12 @@ function quote(s: string, path: string): string {
   return JSON.stringify(s);
 }
 
+const ANY_SURROGATE = /[\ud800-\udfff]/;
+
 /** Index of the first unpaired UTF-16 surrogate in `s`, or -1. */
 export function loneSurrogateAt(s: string): number {
+  // Most strings (a whole patch, say) have no surrogate at all: one native scan answers for them.
+  if (!ANY_SURROGATE.test(s)) return -1;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
     if (c >= 0xd800 && c <= 0xdbff) {

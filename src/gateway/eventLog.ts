@@ -4,8 +4,7 @@
  * sees them, an in-process hub that wakes subscribers after each commit, and the subscriber loop that
  * replays from the store and then follows live events without losing or repeating one.
  */
-import { StreamResponse, Task } from '@a2a-js/sdk';
-import type { TaskState } from '@a2a-js/sdk';
+import { StreamResponse, Task, TaskState, taskStateFromJSON } from '@a2a-js/sdk';
 import { META } from '../core/batonProfile';
 import type { EventRow, GatewayStore } from './store/gatewayStore';
 import { endsTurn } from './taskStates';
@@ -55,58 +54,149 @@ export function stampSeq(resp: StreamResponse, seq: number): void {
   v.metadata = { ...(v.metadata ?? {}), [META.seq]: seq };
 }
 
-/** Applies one event to a task snapshot the way a client would see it (A2A §3.7: GetTask is the truth). */
-export function foldEvent(task: Task, resp: StreamResponse): void {
-  const p = resp.payload;
-  if (!p) return;
-  switch (p.$case) {
-    case 'task': {
-      const t = p.value;
-      task.status = t.status;
-      task.artifacts = t.artifacts;
-      task.history = t.history;
-      task.metadata = { ...(task.metadata ?? {}), ...(t.metadata ?? {}) };
+/** A JSON object as it travels on the wire. */
+export type Json = Record<string, unknown>;
+
+/** One `StreamResponse` in its A2A wire JSON form: exactly one of these keys. */
+export type WireKind = 'task' | 'message' | 'statusUpdate' | 'artifactUpdate';
+export type WireEvent = Json;
+
+const WIRE_KINDS: readonly WireKind[] = ['task', 'message', 'statusUpdate', 'artifactUpdate'];
+
+function isObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+const optObject = (v: unknown): boolean => v === undefined || isObject(v);
+const optArray = (v: unknown): boolean => v === undefined || Array.isArray(v);
+const optString = (v: unknown): boolean => v === undefined || typeof v === 'string';
+const statusOk = (s: unknown): boolean => s === undefined || (isObject(s) && optString(s.state));
+
+/** The event's kind when it has exactly one, else undefined. */
+export function wireKind(ev: WireEvent): WireKind | undefined {
+  let found: WireKind | undefined;
+  for (const k of WIRE_KINDS) {
+    if (ev[k] === undefined) continue;
+    if (found || !isObject(ev[k])) return undefined;
+    found = k;
+  }
+  return found;
+}
+
+/** True when the fields this log reads and folds have the shapes the A2A wire JSON gives them. */
+function wellFormed(ev: WireEvent): boolean {
+  const k = wireKind(ev);
+  if (!k) return false;
+  const v = ev[k] as Json;
+  if (!optObject(v.metadata)) return false;
+  switch (k) {
+    case 'task':
+      return typeof v.id === 'string' && optString(v.contextId) && statusOk(v.status) && optArray(v.artifacts) && optArray(v.history);
+    case 'statusUpdate':
+      return optString(v.taskId) && statusOk(v.status);
+    case 'artifactUpdate':
+      return optString(v.taskId) && isObject(v.artifact) && typeof v.artifact.artifactId === 'string' && optArray(v.artifact.parts) && (v.append === undefined || typeof v.append === 'boolean');
+    case 'message':
+      return true;
+  }
+}
+
+/**
+ * An event received from elsewhere (a remote agent) in the form the log keeps. Well-formed wire JSON
+ * passes through as sent (no parse into SDK objects and back: relaying stays cheap); anything else is
+ * read the way the SDK reads it, so odd input folds exactly as it would through the SDK's client.
+ */
+export function toWireEvent(raw: unknown): WireEvent | undefined {
+  if (isObject(raw) && wellFormed(raw)) return raw;
+  const normal = StreamResponse.toJSON(StreamResponse.fromJSON(raw)) as Json;
+  return wireKind(normal) ? normal : undefined;
+}
+
+/** The task state named by a wire `status.state` (enum name or number). */
+export function wireState(status: unknown): TaskState {
+  const s = isObject(status) ? status.state : undefined;
+  if (typeof s === 'number') return s as TaskState;
+  if (typeof s === 'string') return taskStateFromJSON(s);
+  return TaskState.TASK_STATE_UNSPECIFIED;
+}
+
+/** The state an event moves its task to, when it says one. */
+export function wireEventState(ev: WireEvent): TaskState | undefined {
+  const k = wireKind(ev);
+  if (k !== 'statusUpdate' && k !== 'task') return undefined;
+  const status = (ev[k] as Json).status;
+  return status === undefined ? undefined : wireState(status);
+}
+
+/** The task id an event names ('' when it names none). */
+export function wireTaskId(ev: WireEvent): string {
+  const k = wireKind(ev);
+  if (!k) return '';
+  const v = ev[k] as Json;
+  const id = k === 'task' ? v.id : v.taskId;
+  return typeof id === 'string' ? id : '';
+}
+
+function stampWire(ev: WireEvent, seq: number): void {
+  const k = wireKind(ev);
+  if (!k) return;
+  const v = ev[k] as Json;
+  v.metadata = { ...(isObject(v.metadata) ? v.metadata : {}), [META.seq]: seq };
+}
+
+function withoutSeq(md: unknown): Json {
+  if (!isObject(md)) return {};
+  const { [META.seq]: _seq, ...rest } = md;
+  void _seq;
+  return rest;
+}
+
+/** Applies one event to a task snapshot (both wire JSON) the way a client would see it (A2A §3.7: GetTask is the truth). */
+export function foldWire(task: Json, ev: WireEvent): void {
+  const k = wireKind(ev);
+  if (!k) return;
+  const v = ev[k] as Json;
+  switch (k) {
+    case 'task':
+      task.status = v.status;
+      task.artifacts = v.artifacts;
+      task.history = v.history;
+      task.metadata = { ...(isObject(task.metadata) ? task.metadata : {}), ...(isObject(v.metadata) ? v.metadata : {}) };
       break;
-    }
-    case 'statusUpdate': {
+    case 'statusUpdate':
       // Progress messages stay in the event log (replayable); the snapshot keeps the latest status
       // only, so it does not grow with every step an agent reports.
-      const s = p.value.status;
-      if (s) task.status = s;
-      if (p.value.metadata) {
-        const { [META.seq]: _seq, ...rest } = p.value.metadata as Record<string, unknown>;
-        void _seq;
-        task.metadata = { ...(task.metadata ?? {}), ...rest };
-      }
+      if (v.status !== undefined) task.status = v.status;
+      if (isObject(v.metadata)) task.metadata = { ...(isObject(task.metadata) ? task.metadata : {}), ...withoutSeq(v.metadata) };
       break;
-    }
     case 'artifactUpdate': {
-      const a = p.value.artifact;
-      if (!a) break;
-      const i = task.artifacts.findIndex((x) => x.artifactId === a.artifactId);
-      if (i < 0) task.artifacts = [...task.artifacts, a];
-      else if (p.value.append) task.artifacts[i] = { ...task.artifacts[i], parts: [...task.artifacts[i].parts, ...a.parts] };
-      else task.artifacts[i] = a;
+      const a = v.artifact as Json;
+      const arts = Array.isArray(task.artifacts) ? [...(task.artifacts as Json[])] : [];
+      const i = arts.findIndex((x) => isObject(x) && x.artifactId === a.artifactId);
+      if (i < 0) arts.push(a);
+      else if (v.append === true) arts[i] = { ...arts[i], parts: [...(Array.isArray(arts[i].parts) ? (arts[i].parts as unknown[]) : []), ...(Array.isArray(a.parts) ? a.parts : [])] };
+      else arts[i] = a;
+      task.artifacts = arts;
       break;
     }
     case 'message':
-      task.history = [...task.history, p.value];
+      task.history = [...(Array.isArray(task.history) ? task.history : []), v];
       break;
   }
 }
 
-function stateOf(task: Task): TaskState {
-  return task.status?.state ?? 0;
-}
-
 /**
  * The single writer of one task's events in this process. `push` is synchronous (agents emit from
- * callbacks); commits are grouped per tick, and subscribers are woken only after the commit.
+ * callbacks); one commit is in flight at a time and everything pushed meanwhile goes into the next, so
+ * the number of commits adapts to how fast the disk is. Subscribers are woken only after the commit.
+ * The task is kept as wire JSON, so a relayed event is stamped, folded and stored without a round trip
+ * through the SDK's objects.
  */
 export class TaskWriter {
   private queue: EventRow[] = [];
   private flushing: Promise<void> | undefined;
   private failed: Error | undefined;
+  private readonly wire: Json;
   lastSeq: number;
 
   constructor(
@@ -114,14 +204,24 @@ export class TaskWriter {
     private readonly hub: EventHub,
     readonly agent: string,
     readonly taskId: string,
-    readonly task: Task,
+    task: Task,
     lastSeq: number,
   ) {
+    this.wire = Task.toJSON(task) as Json;
     this.lastSeq = lastSeq;
   }
 
+  /** The task as folded so far (a copy in the SDK's form). */
+  get task(): Task {
+    return Task.fromJSON(this.wire);
+  }
+
+  get contextId(): string {
+    return typeof this.wire.contextId === 'string' ? this.wire.contextId : '';
+  }
+
   get state(): TaskState {
-    return stateOf(this.task);
+    return wireState(this.wire.status);
   }
 
   /** Resolves once everything pushed so far is committed. */
@@ -137,11 +237,16 @@ export class TaskWriter {
 
   /** Numbers, folds and queues one event; resolves when it is committed. */
   push(resp: StreamResponse): Promise<void> {
+    return this.pushWire(StreamResponse.toJSON(resp) as Json);
+  }
+
+  /** `push` for an event already in wire form (see `toWireEvent`); the writer takes it over. */
+  pushWire(ev: WireEvent): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);
     const seq = ++this.lastSeq;
-    stampSeq(resp, seq);
-    foldEvent(this.task, resp);
-    this.queue.push({ seq, body: JSON.stringify(StreamResponse.toJSON(resp)) });
+    stampWire(ev, seq);
+    foldWire(this.wire, ev);
+    this.queue.push({ seq, body: JSON.stringify(ev) });
     return this.schedule();
   }
 
@@ -152,8 +257,7 @@ export class TaskWriter {
   }
 
   snapshotJson(): string {
-    const t = Task.toJSON({ ...this.task, metadata: { ...(this.task.metadata ?? {}), [META.seq]: this.lastSeq } });
-    return JSON.stringify(t);
+    return JSON.stringify({ ...this.wire, metadata: { ...(isObject(this.wire.metadata) ? this.wire.metadata : {}), [META.seq]: this.lastSeq } });
   }
 
   private schedule(): Promise<void> {
@@ -197,11 +301,12 @@ export interface FollowOptions {
 const PAGE = 500;
 
 /**
- * Yields stored events in seq order: first what the store already has after `afterSeq`, then live ones.
- * The hub listener is attached before the first read, so nothing committed in between is missed; rows
- * are deduplicated by seq, so nothing is delivered twice.
+ * Yields stored events in seq order, in batches (what one read or one commit brought; never empty):
+ * first what the store already has after `afterSeq`, then live ones. The hub listener is attached
+ * before the first read, so nothing committed in between is missed; rows are deduplicated by seq, so
+ * nothing is delivered twice.
  */
-export async function* followTask(o: FollowOptions): AsyncGenerator<EventRow, void, undefined> {
+export async function* followTask(o: FollowOptions): AsyncGenerator<readonly EventRow[], void, undefined> {
   let cursor = o.afterSeq;
   let buffered: EventRow[] = [];
   let needRead = true;
@@ -218,19 +323,29 @@ export async function* followTask(o: FollowOptions): AsyncGenerator<EventRow, vo
   });
   const onAbort = (): void => wake?.();
   o.signal?.addEventListener('abort', onAbort);
+  /** The contiguous run of `rows` right after the cursor (which it advances). */
+  const next = (rows: readonly EventRow[]): EventRow[] => {
+    const out: EventRow[] = [];
+    for (const r of rows) {
+      if (r.seq <= cursor) continue;
+      if (r.seq !== cursor + 1) break;
+      cursor = r.seq;
+      out.push(r);
+    }
+    return out;
+  };
   try {
     while (!o.signal?.aborted) {
       if (needRead) {
         needRead = false;
         for (;;) {
           const rows = await o.store.readEvents(o.agent, o.taskId, cursor, PAGE);
-          for (const r of rows) {
-            if (r.seq !== cursor + 1) break;
-            cursor = r.seq;
-            yield r;
+          const run = next(rows);
+          if (run.length) {
+            yield run;
             if (o.signal?.aborted) return;
           }
-          if (rows.length < PAGE) break;
+          if (rows.length < PAGE || run.length < rows.length) break;
         }
         buffered = buffered.filter((r) => r.seq > cursor);
         const row = await o.store.getTask(o.agent, o.taskId);
@@ -241,20 +356,13 @@ export async function* followTask(o: FollowOptions): AsyncGenerator<EventRow, vo
         }
         if (o.untilTurnEnds && endsTurn(row.state)) return;
       }
-      while (buffered.length && buffered[0].seq <= cursor) buffered.shift();
-      if (buffered.length && buffered[0].seq !== cursor + 1) {
-        // A gap (e.g. events committed by another instance): the store fills it.
-        needRead = true;
-        continue;
-      }
       if (buffered.length) {
         const batch = buffered;
         buffered = [];
-        for (const r of batch) {
-          if (r.seq !== cursor + 1) continue;
-          cursor = r.seq;
-          yield r;
-        }
+        const run = next(batch);
+        // Rows left beyond a gap (e.g. events committed by another instance): the store fills it.
+        if (batch.some((r) => r.seq > cursor)) needRead = true;
+        if (run.length) yield run;
         continue;
       }
       if (o.untilTurnEnds && endedAt !== undefined && cursor >= endedAt) return;

@@ -222,7 +222,7 @@ export class LocalTaskRunner implements TaskRunner {
     const rt: Running = { writer, abort, done, settled: false, canceled: false, stopping: false, expired: false, patchEmitted: false, confined: false, requestDigest: r.digest, sentDigest: r.sentDigest, capabilities: r.capabilities };
     this.running.set(writer.taskId, rt);
     const { taskId } = writer;
-    const contextId = writer.task.contextId;
+    const contextId = writer.contextId;
     const push = (e: StreamResponse): void => {
       if (!rt.settled) writer.push(e).catch((err: unknown) => this.ctx.log(`task ${taskId}: store write failed: ${(err as Error).message}`));
     };
@@ -272,7 +272,7 @@ export class LocalTaskRunner implements TaskRunner {
 
   private pushArtifact(rt: Running, text: string): void {
     const { taskId } = rt.writer;
-    const contextId = rt.writer.task.contextId;
+    const contextId = rt.writer.contextId;
     const artifactId = `${taskId}-patch`;
     const chunks = chunkText(text, ARTIFACT_CHUNK);
     chunks.forEach((chunk, i) => {
@@ -312,7 +312,7 @@ export class LocalTaskRunner implements TaskRunner {
             : result.reason ?? outcome;
     const { writer } = rt;
     const metadata: Record<string, unknown> = { [META.outcome]: outcome };
-    const event = statusEvent(writer.taskId, writer.task.contextId, state, text, metadata);
+    const event = statusEvent(writer.taskId, writer.contextId, state, text, metadata);
     if (this.ctx.signEnvelope && event.payload?.$case === 'statusUpdate' && event.payload.value.status) {
       try {
         metadata[META.envelope] = await this.ctx.signEnvelope(

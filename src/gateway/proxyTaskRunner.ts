@@ -6,7 +6,9 @@
  * agents. A relay that breaks reconnects (GetTask, then SubscribeToTask); after a restart it re-attaches.
  */
 import { randomUUID } from 'node:crypto';
-import { StreamResponse, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { StreamResponse, Task, TaskState, TaskStatus, taskStateToJSON } from '@a2a-js/sdk';
 import type { AgentCard, Message, SendMessageRequest } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { Client } from '@a2a-js/sdk/client';
@@ -15,7 +17,10 @@ import { META } from '../core/batonProfile';
 import { baseAgentCard } from './cards';
 import { statusEvent } from './a2aBuild';
 import type { RemoteAgentConfig } from './config';
-import { stampSeq, TaskWriter } from './eventLog';
+import { stampSeq, TaskWriter, wireEventState, wireKind, wireTaskId } from './eventLog';
+import type { Json, WireEvent } from './eventLog';
+import { remoteStream } from './remoteStream';
+import type { RemoteCall, RemoteEndpoint } from './remoteStream';
 import type { GatewayContext } from './gatewayContext';
 import { requestDigest, waitForBinding, waitForTask } from './localTaskRunner';
 import { envelopeBody, sentRequestDigest } from './resultEnvelope';
@@ -25,6 +30,12 @@ import { endsTurn, isTerminal } from './taskStates';
 
 const RECONNECT_ATTEMPTS = 6;
 const REMOTE_CALL_MS = 15_000;
+
+type WireStream = AsyncGenerator<WireEvent, void, undefined>;
+
+async function* asWire(stream: AsyncGenerator<StreamResponse, void, undefined>): WireStream {
+  for await (const r of stream) yield StreamResponse.toJSON(r) as Json;
+}
 
 interface Relay {
   readonly abort: AbortController;
@@ -51,11 +62,32 @@ export class ProxyTaskRunner implements TaskRunner {
   /** Envelope request digests of the tasks this process started (a re-attached relay signs null). */
   private readonly sentDigests = new Map<string, string>();
   private closed = false;
+  /** 1.0 remotes are read as wire JSON (remoteStream.ts); 0.3 ones through the SDK's client. */
+  private readonly endpoint: RemoteEndpoint | undefined;
 
   constructor(
     private readonly ctx: GatewayContext,
     private readonly cfg: RemoteAgentConfig,
-  ) {}
+  ) {
+    this.endpoint =
+      cfg.protocolVersion === '1.0'
+        ? { url: cfg.url, binding: cfg.protocolBinding, headers: () => this.remoteHeaders(), agents: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) } }
+        : undefined;
+  }
+
+  private remoteHeaders(): Record<string, string> {
+    const a = this.cfg.auth;
+    if (a.kind === 'bearer') return { Authorization: `Bearer ${a.token}` };
+    if (a.kind === 'header') return { [a.header]: a.value };
+    return {};
+  }
+
+  /** A streaming call to the remote, as wire events. */
+  private async openStream(call: RemoteCall, signal: AbortSignal): Promise<WireStream> {
+    if (this.endpoint) return remoteStream(this.endpoint, call, signal);
+    const client = await this.getClient();
+    return asWire(call.kind === 'send' ? client.sendMessageStream(this.forwardParams(call.params), { signal }) : client.resubscribeTask({ tenant: '', id: call.taskId }, { signal }));
+  }
 
   baseCard(): AgentCard {
     return baseAgentCard(this.cfg.name, this.cfg.description, this.cfg.skills);
@@ -64,9 +96,7 @@ export class ProxyTaskRunner implements TaskRunner {
   /** The remote's credentials are added here and only here; nothing from the caller's request is. */
   private remoteFetch: typeof fetch = (input, init) => {
     const headers = new Headers(init?.headers);
-    const a = this.cfg.auth;
-    if (a.kind === 'bearer') headers.set('Authorization', `Bearer ${a.token}`);
-    else if (a.kind === 'header') headers.set(a.header, a.value);
+    for (const [k, v] of Object.entries(this.remoteHeaders())) headers.set(k, v);
     // A redirect would carry the credentials to a URL the operator never pinned.
     return fetch(input, { ...init, headers, redirect: 'error' });
   };
@@ -112,12 +142,11 @@ export class ProxyTaskRunner implements TaskRunner {
 
   /** Sends the first message; records the task from the remote's first event; relays the rest. */
   private async open(params: SendMessageRequest, principal: string): Promise<string> {
-    const client = await this.getClient();
     const abort = new AbortController();
-    const stream = client.sendMessageStream(this.forwardParams(params), { signal: abort.signal });
+    const stream = await this.openStream({ kind: 'send', params: this.forwardParams(params) }, abort.signal);
     const first = await stream.next();
-    if (first.done || !first.value.payload) throw new RequestMalformedError(`the remote agent ${this.cfg.id} answered with an empty stream`);
-    const p = first.value.payload;
+    const p = first.done ? undefined : StreamResponse.fromJSON(first.value).payload;
+    if (first.done || !p) throw new RequestMalformedError(`the remote agent ${this.cfg.id} answered with an empty stream`);
     let task: Task;
     if (p.$case === 'task') task = p.value;
     else if (p.$case === 'message') {
@@ -176,15 +205,14 @@ export class ProxyTaskRunner implements TaskRunner {
     }
     const fresh = (await this.ctx.store.getTask(row.agent, row.id)) ?? row;
     const writer = new TaskWriter(this.ctx.store, this.ctx.hub, row.agent, row.id, Task.fromJSON(JSON.parse(fresh.snapshot)), fresh.lastSeq);
-    const client = await this.getClient();
     const abort = new AbortController();
-    const stream = client.sendMessageStream(this.forwardParams(params), { signal: abort.signal });
+    const stream = await this.openStream({ kind: 'send', params: this.forwardParams(params) }, abort.signal);
     writer.setOwner(this.ctx.instanceId);
     this.startRelay(writer, stream, abort);
     return { taskId: row.id };
   }
 
-  private startRelay(writer: TaskWriter, stream: AsyncGenerator<StreamResponse, void, undefined> | undefined, abort: AbortController): void {
+  private startRelay(writer: TaskWriter, stream: WireStream | undefined, abort: AbortController): void {
     const done = this.relay(writer, stream, abort).catch((e: unknown) => this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId} failed: ${(e as Error).message}`));
     this.relays.set(writer.taskId, { abort, done, writer });
     void done.finally(() => {
@@ -193,30 +221,36 @@ export class ProxyTaskRunner implements TaskRunner {
     });
   }
 
-  private async ingest(writer: TaskWriter, ev: StreamResponse): Promise<void> {
-    const p = ev.payload;
-    if (!p) return;
-    const tid = p.$case === 'task' ? p.value.id : p.$case === 'message' ? p.value.taskId : p.value.taskId;
+  private async ingest(writer: TaskWriter, ev: WireEvent): Promise<void> {
+    const kind = wireKind(ev);
+    if (!kind) return;
+    const tid = wireTaskId(ev);
     if (tid && tid !== writer.taskId) return;
-    if (p.$case === 'statusUpdate' && isTerminal(p.value.status?.state) && p.value.status && this.ctx.signEnvelope) {
-      const outcome = taskStateToJSON(p.value.status.state).replace('TASK_STATE_', '').toLowerCase();
+    const state = wireEventState(ev);
+    if (kind === 'statusUpdate' && isTerminal(state) && this.ctx.signEnvelope) {
+      const v = ev.statusUpdate as Json;
+      const outcome = taskStateToJSON(state ?? TaskState.TASK_STATE_UNSPECIFIED).replace('TASK_STATE_', '').toLowerCase();
       try {
-        const envelope = await this.ctx.signEnvelope(envelopeBody(writer.task, p.value.status, this.sentDigests.get(writer.taskId) ?? null, { id: this.cfg.id, kind: 'remote', url: this.cfg.url }, null));
-        p.value.metadata = { ...(p.value.metadata ?? {}), [META.envelope]: envelope, [META.outcome]: outcome };
+        const envelope = await this.ctx.signEnvelope(envelopeBody(writer.task, TaskStatus.fromJSON(v.status), this.sentDigests.get(writer.taskId) ?? null, { id: this.cfg.id, kind: 'remote', url: this.cfg.url }, null));
+        v.metadata = { ...((v.metadata as Json | undefined) ?? {}), [META.envelope]: envelope, [META.outcome]: outcome };
       } catch (e) {
         this.ctx.log(`task ${writer.taskId}: signing the result failed: ${(e as Error).message}`);
       }
     }
-    const turnEnds = endsTurn(p.$case === 'statusUpdate' ? p.value.status?.state : p.$case === 'task' ? p.value.status?.state : undefined);
+    const turnEnds = endsTurn(state);
     if (turnEnds) writer.setOwner(null);
-    // Commits are grouped per tick: wait for them only at the end of a turn or when the store falls
-    // behind, so relaying is not one fsync per event.
-    const committed = writer.push(ev);
+    // Commits are grouped: wait for them only at the end of a turn or when the store falls behind, so
+    // relaying is not one fsync per event.
+    const committed = writer.pushWire(ev);
     if (turnEnds || writer.backlog > 2000) await committed;
     else committed.catch(() => undefined);
   }
 
-  private async relay(writer: TaskWriter, initial: AsyncGenerator<StreamResponse, void, undefined> | undefined, abort: AbortController): Promise<void> {
+  private statusWire(taskId: string, contextId: string, status: Task['status']): WireEvent {
+    return StreamResponse.toJSON({ payload: { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } } }) as Json;
+  }
+
+  private async relay(writer: TaskWriter, initial: WireStream | undefined, abort: AbortController): Promise<void> {
     let stream = initial;
     let attempt = 0;
     const client = await this.getClient();
@@ -238,17 +272,17 @@ export class ProxyTaskRunner implements TaskRunner {
       // A2A §3.7: a stream is not reliable delivery. Ask where the task is, then subscribe again.
       if (++attempt > RECONNECT_ATTEMPTS) {
         writer.setOwner(null);
-        await writer.push(statusEvent(writer.taskId, writer.task.contextId, TaskState.TASK_STATE_FAILED, `unknown outcome: lost contact with the remote agent ${this.cfg.id}; check the task there before retrying`, { [META.outcome]: 'unknown' }));
+        await writer.push(statusEvent(writer.taskId, writer.contextId, TaskState.TASK_STATE_FAILED, `unknown outcome: lost contact with the remote agent ${this.cfg.id}; check the task there before retrying`, { [META.outcome]: 'unknown' }));
         return;
       }
       await sleep(Math.min(200 * 2 ** attempt, 5_000), abort.signal);
       try {
         const t = await client.getTask({ tenant: '', id: writer.taskId }, { signal: AbortSignal.timeout(REMOTE_CALL_MS) });
         if (endsTurn(t.status?.state)) {
-          await this.ingest(writer, { payload: { $case: 'statusUpdate', value: { taskId: t.id, contextId: t.contextId, status: t.status, metadata: undefined } } });
+          await this.ingest(writer, this.statusWire(t.id, t.contextId, t.status));
           return;
         }
-        stream = client.resubscribeTask({ tenant: '', id: writer.taskId }, { signal: abort.signal });
+        stream = await this.openStream({ kind: 'subscribe', taskId: writer.taskId }, abort.signal);
       } catch (e) {
         this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId}: reconnect failed (${(e as Error).message})`);
         stream = undefined;
@@ -299,7 +333,7 @@ export class ProxyTaskRunner implements TaskRunner {
     const writer = new TaskWriter(this.ctx.store, this.ctx.hub, row.agent, row.id, Task.fromJSON(JSON.parse(fresh.snapshot)), fresh.lastSeq);
     writer.setOwner(null);
     if (remote && isTerminal(remote.status?.state)) {
-      await this.ingest(writer, { payload: { $case: 'statusUpdate', value: { taskId: row.id, contextId: row.contextId, status: remote.status, metadata: undefined } } });
+      await this.ingest(writer, this.statusWire(row.id, row.contextId, remote.status));
     } else {
       await writer.push(
         statusEvent(row.id, row.contextId, TaskState.TASK_STATE_FAILED, `cancel requested; the remote agent ${this.cfg.id} did not confirm within ${grace} ms, so its outcome is unknown`, {

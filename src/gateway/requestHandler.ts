@@ -109,18 +109,19 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     if (!row0) throw notFound(taskId);
     if (!params.configuration?.returnImmediately) {
       // Blocking send: wait for the turn to end (the task's deadline bounds the run).
-      for await (const _row of followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId, afterSeq: row0.lastSeq, untilTurnEnds: true, signal: signalOf(context) })) {
-        void _row;
+      for await (const _rows of followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId, afterSeq: row0.lastSeq, untilTurnEnds: true, signal: signalOf(context) })) {
+        void _rows;
       }
     }
     return this.snapshot(taskId, params.configuration?.historyLength, context);
   }
 
   /**
-   * Starts (or continues) and returns the task's stored events from its first one; errors before the
-   * first event are thrown here, so the transport answers them as plain errors, not as a broken stream.
+   * Starts (or continues) and returns the task's stored events from its first one, in batches; errors
+   * before the first event are thrown here, so the transport answers them as plain errors, not as a
+   * broken stream.
    */
-  async openSendStream(params: SendMessageRequest, context: ServerCallContext): Promise<AsyncGenerator<EventRow, void, undefined>> {
+  async openSendStream(params: SendMessageRequest, context: ServerCallContext): Promise<AsyncGenerator<readonly EventRow[], void, undefined>> {
     const continuing = Boolean(params.message?.taskId);
     const before = continuing ? (await this.ownTask(params.message?.taskId ?? '', context)).lastSeq : 0;
     const taskId = await this.startOrContinue(params, context);
@@ -128,7 +129,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
   }
 
   async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
-    for await (const row of await this.openSendStream(params, context)) yield rowToResponse(row);
+    for await (const rows of await this.openSendStream(params, context)) for (const row of rows) yield rowToResponse(row);
   }
 
   /**
@@ -136,11 +137,11 @@ export class GatewayRequestHandler implements A2ARequestHandler {
    * stream closes once a finished task has nothing left. Without: plain A2A — the current task first,
    * then live events; a finished task is an error.
    */
-  async openSubscribeStream(id: string, context: ServerCallContext): Promise<AsyncGenerator<EventRow, void, undefined>> {
+  async openSubscribeStream(id: string, context: ServerCallContext): Promise<AsyncGenerator<readonly EventRow[], void, undefined>> {
     const row = await this.ownTask(id, context);
     const cursor = cursorOf(context);
     if (!isTerminal(row.state)) this.runner.ensureLive?.(row);
-    const follow = (afterSeq: number): AsyncGenerator<EventRow, void, undefined> =>
+    const follow = (afterSeq: number): AsyncGenerator<readonly EventRow[], void, undefined> =>
       followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId: id, afterSeq, untilTurnEnds: true, signal: signalOf(context) });
     if (cursor !== undefined) {
       if (cursor > row.lastSeq) throw new RequestMalformedError(`cursor ${cursor} is past the last event of task ${id} (${row.lastSeq})`);
@@ -150,13 +151,13 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     const first: EventRow = { seq: row.lastSeq, body: JSON.stringify({ task: JSON.parse(row.snapshot) as unknown }) };
     const rest = endsTurn(row.state) ? undefined : follow(row.lastSeq);
     return (async function* () {
-      yield first;
+      yield [first];
       if (rest) yield* rest;
     })();
   }
 
   async *resubscribe(params: SubscribeToTaskRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
-    for await (const row of await this.openSubscribeStream(params.id, context)) yield rowToResponse(row);
+    for await (const rows of await this.openSubscribeStream(params.id, context)) for (const row of rows) yield rowToResponse(row);
   }
 
   private async snapshot(id: string, historyLength: number | undefined, context: ServerCallContext): Promise<Task> {

@@ -74,18 +74,18 @@ function seqOfEnvelope(env: unknown): number | undefined {
   return undefined;
 }
 
-async function* rowsToItems(rows: AsyncGenerator<EventRow, void, undefined>, wrap: (body: string) => string): AsyncGenerator<SseItem, void, undefined> {
+async function* rowsToItems(batches: AsyncGenerator<readonly EventRow[], void, undefined>, wrap: (body: string) => string): AsyncGenerator<readonly SseItem[], void, undefined> {
   try {
-    for await (const r of rows) yield { id: r.seq, data: wrap(r.body) };
+    for await (const rows of batches) yield rows.map((r) => ({ id: r.seq, data: wrap(r.body) }));
   } finally {
-    await rows.return();
+    await batches.return();
   }
 }
 
-async function* envelopesToItems(stream: AsyncGenerator<unknown, void, undefined>): AsyncGenerator<SseItem, void, undefined> {
+async function* envelopesToItems(stream: AsyncGenerator<unknown, void, undefined>): AsyncGenerator<readonly SseItem[], void, undefined> {
   for await (const env of stream) {
     const id = seqOfEnvelope(env);
-    yield id === undefined ? { data: JSON.stringify(env) } : { id, data: JSON.stringify(env) };
+    yield [id === undefined ? { data: JSON.stringify(env) } : { id, data: JSON.stringify(env) }];
   }
 }
 
@@ -189,7 +189,7 @@ export function a2aRouter(o: A2aRouteOptions): Router {
   });
   router.use(...restBody);
 
-  const restStream = (open: (req: Request, context: ServerCallContext) => Promise<AsyncGenerator<EventRow, void, undefined>>) =>
+  const restStream = (open: (req: Request, context: ServerCallContext) => Promise<AsyncGenerator<readonly EventRow[], void, undefined>>) =>
     async (req: Request, res: Response, next: NextFunction): Promise<void> => {
       if (isLegacy(req)) return next(); // 0.3 REST is the SDK's legacy router's
       let abort: AbortController | undefined;

@@ -19,7 +19,8 @@ const KEEPALIVE_MS = 15_000;
 
 export interface SseOptions {
   readonly res: Response;
-  readonly items: AsyncIterator<SseItem, void, undefined>;
+  /** Batches of events; each batch is written to the socket at once. */
+  readonly items: AsyncIterator<readonly SseItem[], void, undefined>;
   /** Fires when the client disconnects; the producer must stop on it. */
   readonly abort: AbortController;
   /** The `data` of the error event sent when the stream fails after it started. */
@@ -39,7 +40,7 @@ export async function writeSse(o: SseOptions): Promise<void> {
     if (!res.writableFinished) abort.abort();
   };
   res.on('close', onClose);
-  let first: IteratorResult<SseItem, void>;
+  let first: IteratorResult<readonly SseItem[], void>;
   try {
     first = await items.next();
   } catch (e) {
@@ -69,13 +70,19 @@ export async function writeSse(o: SseOptions): Promise<void> {
   };
   try {
     let r = first;
-    while (!r.done && !abort.signal.aborted) {
-      const item = r.value;
-      if (item.data.length > max / 4 && Buffer.byteLength(item.data) > max) {
-        await write(`event: error\ndata: ${o.errorData(new Error(`event ${item.id ?? ''} is ${Buffer.byteLength(item.data)} bytes, over the ${max}-byte limit for one stream event; get the task with GetTask instead`))}\n\n`);
-        break;
+    let chunk = '';
+    outer: while (!r.done && !abort.signal.aborted) {
+      for (const item of r.value) {
+        if (item.data.length > max / 4 && Buffer.byteLength(item.data) > max) {
+          if (chunk) await write(chunk);
+          chunk = '';
+          await write(`event: error\ndata: ${o.errorData(new Error(`event ${item.id ?? ''} is ${Buffer.byteLength(item.data)} bytes, over the ${max}-byte limit for one stream event; get the task with GetTask instead`))}\n\n`);
+          break outer;
+        }
+        chunk += item.id === undefined ? `data: ${item.data}\n\n` : `id: ${item.id}\ndata: ${item.data}\n\n`;
       }
-      await write(item.id === undefined ? `data: ${item.data}\n\n` : `id: ${item.id}\ndata: ${item.data}\n\n`);
+      await write(chunk);
+      chunk = '';
       r = await items.next();
     }
   } catch (e) {

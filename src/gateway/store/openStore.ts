@@ -2,12 +2,12 @@
 import { join } from 'node:path';
 import type { StoreConfig } from '../config';
 import type { GatewayStore } from './gatewayStore';
-import { SqliteGatewayStore } from './sqliteStore';
+import { SqliteWorkerStore } from './sqliteWorkerStore';
 
 export async function openStore(cfg: StoreConfig, stateDir: string, driver?: 'auto' | 'node:sqlite' | 'better-sqlite3'): Promise<GatewayStore> {
   if (cfg.kind === 'postgres') {
     const { PostgresGatewayStore } = await import('./postgresStore');
     return PostgresGatewayStore.open(cfg.url);
   }
-  return new SqliteGatewayStore({ file: cfg.file ?? join(stateDir, 'gateway.db'), driver: driver ?? 'auto' });
+  return SqliteWorkerStore.open({ file: cfg.file ?? join(stateDir, 'gateway.db'), driver: driver ?? 'auto' });
 }

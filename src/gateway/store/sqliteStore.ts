@@ -59,9 +59,9 @@ CREATE TABLE IF NOT EXISTS baton_tasks (
   owner TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
   PRIMARY KEY (agent, id));
 CREATE INDEX IF NOT EXISTS baton_tasks_by_principal ON baton_tasks (agent, principal, updated_at DESC, id DESC);
-CREATE TABLE IF NOT EXISTS baton_events (
-  agent TEXT NOT NULL, task_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
-  PRIMARY KEY (agent, task_id, seq));
+CREATE TABLE IF NOT EXISTS baton_event_pages (
+  agent TEXT NOT NULL, task_id TEXT NOT NULL, last_seq INTEGER NOT NULL, first_seq INTEGER NOT NULL, bodies TEXT NOT NULL,
+  PRIMARY KEY (agent, task_id, last_seq)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS baton_requests (
   principal TEXT NOT NULL, agent TEXT NOT NULL, message_id TEXT NOT NULL, digest TEXT NOT NULL,
   task_id TEXT, created_at INTEGER NOT NULL,
@@ -108,6 +108,16 @@ export class SqliteGatewayStore implements GatewayStore {
     this.db.exec('PRAGMA busy_timeout=5000');
     this.db.exec('PRAGMA foreign_keys=ON');
     this.db.exec(SCHEMA);
+    this.migrate();
+  }
+
+  /** State folders written before events were kept in pages: one page per event, once. */
+  private migrate(): void {
+    if (!this.db.prepare("SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = 'baton_events'").get()) return;
+    this.tx(() => {
+      this.db.exec('INSERT OR IGNORE INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) SELECT agent, task_id, seq, seq, body FROM baton_events');
+      this.db.exec('DROP TABLE baton_events');
+    });
   }
 
   private stmt(sql: string): Statement {
@@ -167,17 +177,31 @@ export class SqliteGatewayStore implements GatewayStore {
       this.stmt(
         'INSERT INTO baton_tasks (agent, id, context_id, principal, kind, state, last_seq, snapshot, owner, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ).run(task.agent, task.id, task.contextId, task.principal, task.kind, task.state, first.seq, task.snapshot, task.owner, now, now);
-      this.stmt('INSERT INTO baton_events (agent, task_id, seq, body) VALUES (?, ?, ?, ?)').run(task.agent, task.id, first.seq, first.body);
+      this.insertPage(task.agent, task.id, [first]);
     });
     return Promise.resolve();
+  }
+
+  /**
+   * Events are stored in pages: the events of one commit in one row, their bodies joined by newlines
+   * (wire JSON has none of its own), keyed by the page's last seq. A row per event cost more than
+   * everything else the gateway does to relay one; a page is one B-tree insert per commit.
+   */
+  private insertPage(agent: string, taskId: string, events: readonly EventRow[]): void {
+    for (let i = 0; i < events.length; i++) {
+      const e = events[i];
+      if (i > 0 && e.seq !== events[i - 1].seq + 1) throw new Error(`events of task ${taskId} are not contiguous (${events[i - 1].seq} then ${e.seq})`);
+      if (e.body.includes('\n')) throw new Error(`event ${e.seq} of task ${taskId} is not single-line JSON`);
+    }
+    const bodies = events.length === 1 ? events[0].body : events.map((e) => e.body).join('\n');
+    this.stmt('INSERT INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) VALUES (?, ?, ?, ?, ?)').run(agent, taskId, events[events.length - 1].seq, events[0].seq, bodies);
   }
 
   append(batch: AppendBatch): Promise<void> {
     if (batch.events.length === 0) return Promise.resolve();
     const last = batch.events[batch.events.length - 1].seq;
     this.tx(() => {
-      const ins = this.stmt('INSERT INTO baton_events (agent, task_id, seq, body) VALUES (?, ?, ?, ?)');
-      for (const e of batch.events) ins.run(batch.agent, batch.taskId, e.seq, e.body);
+      this.insertPage(batch.agent, batch.taskId, batch.events);
       if (batch.owner !== undefined) {
         this.stmt('UPDATE baton_tasks SET state = ?, last_seq = ?, snapshot = ?, owner = ?, updated_at = ? WHERE agent = ? AND id = ?').run(
           batch.state, last, batch.snapshot, batch.owner, Date.now(), batch.agent, batch.taskId);
@@ -215,8 +239,15 @@ export class SqliteGatewayStore implements GatewayStore {
   }
 
   readEvents(agent: string, taskId: string, afterSeq: number, limit: number): Promise<EventRow[]> {
-    const rows = this.stmt('SELECT seq, body FROM baton_events WHERE agent = ? AND task_id = ? AND seq > ? ORDER BY seq LIMIT ?').all(agent, taskId, afterSeq, limit);
-    return Promise.resolve(rows.map((r) => ({ seq: Number(r.seq), body: String(r.body) })));
+    const out: EventRow[] = [];
+    const pages = this.stmt('SELECT first_seq, bodies FROM baton_event_pages WHERE agent = ? AND task_id = ? AND last_seq > ? ORDER BY last_seq LIMIT ?').all(agent, taskId, afterSeq, limit);
+    for (const p of pages) {
+      const bodies = String(p.bodies).split('\n');
+      const first = Number(p.first_seq);
+      for (let i = Math.max(0, afterSeq + 1 - first); i < bodies.length && out.length < limit; i++) out.push({ seq: first + i, body: bodies[i] });
+      if (out.length >= limit) break;
+    }
+    return Promise.resolve(out);
   }
 
   listOwnedUnfinished(): Promise<TaskRow[]> {

@@ -1,0 +1,200 @@
+/**
+ * The proxy's streaming calls to an A2A 1.0 remote (JSON-RPC or HTTP+JSON), read as wire JSON.
+ *
+ * The SDK's client turns every event into SDK objects (and the gateway would turn them back into wire
+ * JSON to store and send them): for a relay that is most of its work. Here the SSE stream is read from
+ * a plain Node response and each event's JSON is handed on as parsed, checked by `toWireEvent`. Errors
+ * come back as the SDK's own error classes (`fromJsonRpcErrorResponse`, `fromRestErrorBody`), so
+ * callers see the same errors as through the SDK's client. 0.3 remotes keep going through the SDK's
+ * client (it translates 0.3 to 1.0).
+ */
+import { request as httpRequest } from 'node:http';
+import type { Agent as HttpAgent, IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { A2A_VERSION_HEADER, SendMessageRequest } from '@a2a-js/sdk';
+import { fromJsonRpcErrorResponse, fromRestErrorBody } from '@a2a-js/sdk/errors';
+import type { Json, WireEvent } from './eventLog';
+import { toWireEvent } from './eventLog';
+
+/** The SDK client's default limit for one SSE event. */
+const MAX_EVENT_BYTES = 4 * 1024 * 1024;
+const MAX_ERROR_BODY = 64 * 1024;
+
+export interface RemoteEndpoint {
+  readonly url: string;
+  readonly binding: 'JSONRPC' | 'HTTP+JSON';
+  /** The remote's credentials (and nothing from the caller). */
+  readonly headers: () => Record<string, string>;
+  readonly agents?: { readonly http?: HttpAgent; readonly https?: HttpAgent };
+}
+
+export type RemoteCall = { readonly kind: 'send'; readonly params: SendMessageRequest } | { readonly kind: 'subscribe'; readonly taskId: string };
+
+let rpcIds = 1;
+
+function isObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Reads at most `limit` characters of a response body. */
+async function readSome(res: IncomingMessage, limit: number): Promise<string> {
+  res.setEncoding('utf8');
+  let out = '';
+  for await (const chunk of res as AsyncIterable<string>) {
+    out += chunk;
+    if (out.length >= limit) {
+      res.destroy();
+      break;
+    }
+  }
+  return out.slice(0, limit);
+}
+
+function errorFromBody(binding: RemoteEndpoint['binding'], status: number, headers: IncomingMessage['headers'], text: string, what: string): Error {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (isObject(parsed) && isObject(parsed.error)) {
+    if (binding === 'JSONRPC') return fromJsonRpcErrorResponse(parsed as unknown as Parameters<typeof fromJsonRpcErrorResponse>[0]);
+    const h: Record<string, string> = {};
+    for (const [k, v] of Object.entries(headers)) if (typeof v === 'string') h[k] = v;
+    return fromRestErrorBody(parsed.error as Parameters<typeof fromRestErrorBody>[0], { statusCode: status, headers: h });
+  }
+  return new Error(`${what}: HTTP ${status}${text ? `: ${text.slice(0, 200)}` : ''}`);
+}
+
+/**
+ * Opens the call and yields each event as wire JSON. Throws before the first event when the remote
+ * refuses (its A2A error), and mid-stream when the stream breaks or carries an error event.
+ */
+export async function* remoteStream(ep: RemoteEndpoint, call: RemoteCall, signal: AbortSignal): AsyncGenerator<WireEvent, void, undefined> {
+  const base = ep.url.replace(/\/+$/, '');
+  let url: string;
+  let body: string | undefined;
+  let rpcId: number | undefined;
+  if (ep.binding === 'JSONRPC') {
+    rpcId = rpcIds++;
+    url = ep.url;
+    const params = call.kind === 'send' ? SendMessageRequest.toJSON(call.params) : { id: call.taskId };
+    body = JSON.stringify({ jsonrpc: '2.0', id: rpcId, method: call.kind === 'send' ? 'SendStreamingMessage' : 'SubscribeToTask', params });
+  } else if (call.kind === 'send') {
+    url = `${base}/message:stream`;
+    body = JSON.stringify(SendMessageRequest.toJSON(call.params));
+  } else {
+    url = `${base}/tasks/${encodeURIComponent(call.taskId)}:subscribe`;
+  }
+  const target = new URL(url);
+  const https = target.protocol === 'https:';
+  const what = `${call.kind === 'send' ? 'streaming send' : 'subscribe'} to ${target.origin}`;
+  const res = await new Promise<IncomingMessage>((resolve, reject) => {
+    const req = (https ? httpsRequest : httpRequest)(
+      target,
+      {
+        method: 'POST',
+        agent: https ? ep.agents?.https : ep.agents?.http,
+        signal,
+        headers: {
+          ...ep.headers(),
+          [A2A_VERSION_HEADER]: '1.0',
+          Accept: 'text/event-stream',
+          ...(body !== undefined ? { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) } : { 'Content-Length': '0' }),
+        },
+      },
+      resolve,
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+  const status = res.statusCode ?? 0;
+  if (status >= 300 && status < 400) {
+    res.resume();
+    // Following it would carry the remote's credentials to a URL the operator never pinned.
+    throw new Error(`${what}: the remote answered with a redirect (HTTP ${status}) to ${String(res.headers.location ?? '?')}; pin the agent's final URL in the gateway config`);
+  }
+  if (status !== 200 || !String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+    throw errorFromBody(ep.binding, status, res.headers, await readSome(res, MAX_ERROR_BODY), status === 200 ? `${what}: expected an event stream, got ${String(res.headers['content-type'] ?? 'no content type')}` : what);
+  }
+  yield* readEvents(res, ep.binding, rpcId);
+}
+
+/** Parses the SSE stream; one wire event per `data` event. */
+async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['binding'], rpcId: number | undefined): AsyncGenerator<WireEvent, void, undefined> {
+  res.setEncoding('utf8');
+  let buf = '';
+  let data = '';
+  let event = '';
+  const toEvent = (raw: string, type: string): WireEvent => {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch {
+      throw new Error(`the remote sent an event that is not JSON: ${raw.slice(0, 100)}`);
+    }
+    let result: unknown = parsed;
+    if (binding === 'JSONRPC') {
+      if (!isObject(parsed) || parsed.jsonrpc !== '2.0') throw new Error(`the remote sent an event that is not a JSON-RPC 2.0 response: ${raw.slice(0, 100)}`);
+      if (isObject(parsed.error)) throw fromJsonRpcErrorResponse(parsed as unknown as Parameters<typeof fromJsonRpcErrorResponse>[0]);
+      if (parsed.id !== rpcId) throw new Error(`the remote sent an event for JSON-RPC id ${JSON.stringify(parsed.id)}, expected ${String(rpcId)}`);
+      result = parsed.result;
+    } else if (type === 'error') {
+      if (isObject(parsed) && isObject(parsed.error)) throw fromRestErrorBody(parsed.error as Parameters<typeof fromRestErrorBody>[0], { statusCode: 200, headers: {} });
+      throw new Error(`the remote sent an error event: ${raw.slice(0, 200)}`);
+    }
+    const ev = toWireEvent(result);
+    if (!ev) throw new Error(`the remote sent an event that is not an A2A stream response: ${raw.slice(0, 100)}`);
+    return ev;
+  };
+  // Chunks without a line end wait in `pending` (a 1 MiB event arrives in many chunks; joining and
+  // rescanning the buffer on each one would be quadratic).
+  let pending: string[] = [];
+  let pendingLength = 0;
+  for await (const chunk of res as AsyncIterable<string>) {
+    if (chunk.indexOf('\n') < 0) {
+      pending.push(chunk);
+      pendingLength += chunk.length;
+      if (buf.length + pendingLength > MAX_EVENT_BYTES) throw new Error(`the remote sent an event over ${MAX_EVENT_BYTES} bytes`);
+      continue;
+    }
+    if (pending.length) {
+      buf += pending.join('');
+      pending = [];
+      pendingLength = 0;
+    }
+    buf = buf ? buf + chunk : chunk;
+    let start = 0;
+    const out: WireEvent[] = [];
+    for (;;) {
+      const nl = buf.indexOf('\n', start);
+      if (nl < 0) break;
+      const end = nl > start && buf.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
+      const line = buf.slice(start, end);
+      start = nl + 1;
+      if (line === '') {
+        if (data) out.push(toEvent(data, event));
+        data = '';
+        event = '';
+      } else if (line.startsWith('data:')) {
+        const v = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
+        data = data ? `${data}\n${v}` : v;
+        if (data.length > MAX_EVENT_BYTES) throw new Error(`the remote sent an event over ${MAX_EVENT_BYTES} bytes`);
+      } else if (line.startsWith('event:')) {
+        event = line.slice(line.charCodeAt(6) === 32 ? 7 : 6);
+      }
+      // Comments (":") and other fields (id, retry) carry nothing the relay needs.
+    }
+    buf = start ? buf.slice(start) : buf;
+    if (buf.length > MAX_EVENT_BYTES) throw new Error(`the remote sent an event over ${MAX_EVENT_BYTES} bytes`);
+    for (const ev of out) yield ev;
+  }
+  if (pending.length) buf += pending.join('');
+  if (buf) {
+    // A last line without its line end still counts (as in the SDK's reader).
+    const line = buf.endsWith('\r') ? buf.slice(0, -1) : buf;
+    if (line.startsWith('data:')) data = data ? `${data}\n${line.slice(line.charCodeAt(5) === 32 ? 6 : 5)}` : line.slice(line.charCodeAt(5) === 32 ? 6 : 5);
+  }
+  if (data) yield toEvent(data, event);
+  if (!res.complete) throw new Error('the remote closed the stream before it ended');
+}

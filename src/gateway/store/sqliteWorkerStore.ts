@@ -1,0 +1,115 @@
+/**
+ * The SQLite store, run on its own thread (`sqliteWorker.ts`). Same behaviour as `SqliteGatewayStore`
+ * (calls are answered in the order they were made), but a durable commit no longer blocks the event
+ * loop: while one batch is being fsynced, the gateway goes on receiving the next, which the task's
+ * writer then commits as one group.
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { AppendListener, GatewayStore } from './gatewayStore';
+import type { SqliteGatewayStore, SqliteStoreOptions } from './sqliteStore';
+
+type Method = Exclude<keyof GatewayStore, 'kind' | 'onRemoteAppend'>;
+
+export interface StoreCall {
+  readonly id: number;
+  readonly method: Method;
+  readonly args: readonly unknown[];
+}
+
+export type StoreReply = { readonly id: number; readonly ok: true; readonly value: unknown } | { readonly id: number; readonly ok: false; readonly error: string };
+
+/** The worker: beside the bundle (dist/gateway-sqlite.js), or from source when run through tsx. */
+function startWorker(opts: SqliteStoreOptions): Worker {
+  const bundled = join(__dirname, 'gateway-sqlite.js');
+  if (existsSync(bundled) || !__filename.endsWith('.ts')) return new Worker(bundled, { workerData: opts });
+  // A worker does not inherit tsx's loader for its entry file; its require hook is loaded first.
+  const tsx = createRequire(__filename).resolve(['tsx', 'cjs'].join('/'));
+  const source = join(__dirname, 'sqliteWorker.ts');
+  return new Worker(`require(${JSON.stringify(tsx)}); require(${JSON.stringify(source)});`, { eval: true, workerData: opts });
+}
+
+export class SqliteWorkerStore implements GatewayStore {
+  readonly kind = 'sqlite' as const;
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  private stopped: Error | undefined;
+
+  private constructor(
+    private readonly worker: Worker,
+    readonly driverName: SqliteGatewayStore['driverName'],
+  ) {
+    worker.on('message', (r: StoreReply) => {
+      const p = this.pending.get(r.id);
+      if (!p) return;
+      this.pending.delete(r.id);
+      if (r.ok) p.resolve(r.value);
+      else p.reject(new Error(r.error));
+    });
+    const stop = (why: Error): void => {
+      this.stopped ??= why;
+      for (const p of this.pending.values()) p.reject(this.stopped);
+      this.pending.clear();
+    };
+    worker.on('error', (e) => stop(new Error(`the gateway's SQLite thread failed: ${e.message}`)));
+    worker.on('exit', (code) => stop(new Error(`the gateway's SQLite thread stopped (exit code ${code})`)));
+  }
+
+  static open(opts: SqliteStoreOptions): Promise<SqliteWorkerStore> {
+    const worker = startWorker(opts);
+    return new Promise((resolve, reject) => {
+      const onError = (e: Error): void => reject(new Error(`cannot start the gateway's SQLite thread: ${e.message}`));
+      worker.once('error', onError);
+      worker.once('message', (r: StoreReply) => {
+        worker.off('error', onError);
+        if (r.ok) resolve(new SqliteWorkerStore(worker, r.value as SqliteGatewayStore['driverName']));
+        else {
+          void worker.terminate();
+          reject(new Error(r.error));
+        }
+      });
+    });
+  }
+
+  private call<M extends Method>(method: M, ...args: Parameters<GatewayStore[M]>): ReturnType<GatewayStore[M]> {
+    const p = new Promise<unknown>((resolve, reject) => {
+      if (this.stopped) return reject(this.stopped);
+      const id = this.nextId++;
+      this.pending.set(id, { resolve, reject });
+      this.worker.postMessage({ id, method, args } satisfies StoreCall);
+    });
+    return p as ReturnType<GatewayStore[M]>;
+  }
+
+  claimRequest: GatewayStore['claimRequest'] = (...a) => this.call('claimRequest', ...a);
+  findRequest: GatewayStore['findRequest'] = (...a) => this.call('findRequest', ...a);
+  bindRequest: GatewayStore['bindRequest'] = (...a) => this.call('bindRequest', ...a);
+  releaseRequest: GatewayStore['releaseRequest'] = (...a) => this.call('releaseRequest', ...a);
+  createTask: GatewayStore['createTask'] = (...a) => this.call('createTask', ...a);
+  append: GatewayStore['append'] = (...a) => this.call('append', ...a);
+  getTask: GatewayStore['getTask'] = (...a) => this.call('getTask', ...a);
+  listTasks: GatewayStore['listTasks'] = (...a) => this.call('listTasks', ...a);
+  readEvents: GatewayStore['readEvents'] = (...a) => this.call('readEvents', ...a);
+  listOwnedUnfinished: GatewayStore['listOwnedUnfinished'] = (...a) => this.call('listOwnedUnfinished', ...a);
+  heartbeat: GatewayStore['heartbeat'] = (...a) => this.call('heartbeat', ...a);
+  instances: GatewayStore['instances'] = (...a) => this.call('instances', ...a);
+  putPushConfig: GatewayStore['putPushConfig'] = (...a) => this.call('putPushConfig', ...a);
+  listPushConfigs: GatewayStore['listPushConfigs'] = (...a) => this.call('listPushConfigs', ...a);
+  deletePushConfig: GatewayStore['deletePushConfig'] = (...a) => this.call('deletePushConfig', ...a);
+  integrityCheck: GatewayStore['integrityCheck'] = (...a) => this.call('integrityCheck', ...a);
+
+  onRemoteAppend(_listener: AppendListener): void {
+    // One process writes a SQLite state folder; its own appends reach subscribers through the EventHub.
+  }
+
+  async close(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      await this.call('close');
+    } finally {
+      await this.worker.terminate();
+    }
+  }
+}
