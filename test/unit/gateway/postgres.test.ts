@@ -1,11 +1,19 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import express from 'express';
 import pg from 'pg';
 import { Role, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
+import type { AgentCard } from '@a2a-js/sdk';
+import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
+import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
 import type { LocalAgent, LocalRunEvent, LocalRunRequest, LocalRunResult } from '../../../src/gateway/agents/localAgent';
 import { sha256HexOf } from '../../../src/gateway/config';
+import type { RemoteAgentConfig } from '../../../src/gateway/config';
 import { stampSeq } from '../../../src/gateway/eventLog';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
@@ -37,6 +45,42 @@ function untilCanceledAgent(id: string): LocalAgent & { readonly runs: Array<{ a
       return run.aborted ? { outcome: 'canceled', reason: 'stopped on request', patch: '' } : { outcome: 'completed', patch: '' };
     },
   };
+}
+
+/** A remote SDK agent whose tasks work until they are canceled (the remote end of a proxied agent). */
+class UntilCanceledExecutor implements AgentExecutor {
+  private readonly cancels = new Set<string>();
+  cancelCalls = 0;
+  async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    const { taskId, contextId } = ctx;
+    bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: undefined }, artifacts: [], history: [ctx.userMessage], metadata: undefined }));
+    for (let i = 0; i < 3000 && !this.cancels.has(taskId); i++) await new Promise((r) => setTimeout(r, 10));
+    bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined }, metadata: undefined }));
+    bus.finished();
+  }
+  cancelTask(taskId: string): Promise<void> {
+    this.cancelCalls++;
+    this.cancels.add(taskId);
+    return Promise.resolve();
+  }
+}
+
+async function startRemote(executor: AgentExecutor): Promise<{ url: string; close(): Promise<void> }> {
+  const app = express();
+  let url = '';
+  const card = (): AgentCard => ({
+    name: 'remote', description: 'SDK agent', supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+    provider: undefined, version: '1', capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    securitySchemes: {}, securityRequirements: [], defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'], skills: [], signatures: [],
+  });
+  const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), executor);
+  Object.defineProperty(handler, 'getAgentCard', { value: () => Promise.resolve(card()) });
+  app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }) }));
+  const server: Server = await new Promise((r) => {
+    const srv = app.listen(0, '127.0.0.1', () => r(srv));
+  });
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
+  return { url, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
 }
 
 /** A working local task recorded as run by `owner` (an instance that is not one of the test's gateways). */
@@ -89,14 +133,16 @@ describe('gateway: PostgreSQL store shared by two instances', () => {
   const logB: string[] = [];
   const longA = untilCanceledAgent('long');
   const longB = untilCanceledAgent('long');
+  const remoteExecutor = new UntilCanceledExecutor();
+  let remote: Awaited<ReturnType<typeof startRemote>> | undefined;
   /** A direct connection to the test's schema (to age heartbeats, or to listen as another instance). */
   const sql = async (): Promise<pg.Client> => {
     const c = new pg.Client({ connectionString: url });
     await c.connect();
     return c;
   };
-  const replayFrom = async (gw: RunningGateway, id: string): Promise<Array<{ id?: string; data: string }>> => {
-    const res = await fetch(`${gw.url}/a2a/long`, {
+  const replayFrom = async (gw: RunningGateway, id: string, agent = 'long'): Promise<Array<{ id?: string; data: string }>> => {
+    const res = await fetch(`${gw.url}/a2a/${agent}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${teamToken}`, 'Last-Event-ID': '0' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: { id } }),
@@ -109,10 +155,12 @@ describe('gateway: PostgreSQL store shared by two instances', () => {
     await c.connect();
     await c.query(`CREATE SCHEMA ${schema}`);
     await c.end();
+    remote = await startRemote(remoteExecutor);
     const common = {
       store: { kind: 'postgres' as const, url },
       tokens: [{ principal: 'team', sha256: sha256HexOf(teamToken) }],
       limits: { cancelGraceMs: 1_000 },
+      remoteAgents: [{ id: 'remote', name: 'Remote', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0', auth: { kind: 'none' }, skills: [] } satisfies RemoteAgentConfig],
     };
     gwA = await startGateway({ ...common, stateDir: a.path, log: (l) => logA.push(l), localAgents: [scriptedAgent({ id: 'slow', steps: 60, stepDelayMs: 10 }), longA] });
     gwB = await startGateway({ ...common, stateDir: b.path, log: (l) => logB.push(l), localAgents: [scriptedAgent({ id: 'slow', steps: 60, stepDelayMs: 10 }), longB] });
@@ -123,6 +171,7 @@ describe('gateway: PostgreSQL store shared by two instances', () => {
     if (!PG) return;
     await gwA?.close();
     await gwB?.close();
+    await remote?.close();
     const c = new pg.Client({ connectionString: PG });
     await c.connect();
     await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
@@ -206,6 +255,35 @@ describe('gateway: PostgreSQL store shared by two instances', () => {
     assert.deepEqual(logA.filter(failures), []);
     assert.deepEqual(logB.filter(failures), []);
     assert.deepEqual(logB.filter((l) => l.includes(id)), [], 'B answered from the owner\'s outcome, with nothing to report');
+  });
+
+  it('a cancel sent to B for a proxied task A relays is carried out by A: one cancel at the remote, one terminal event', { skip }, async () => {
+    const onA = await clientFor(`${gwA.url}/a2a/remote/.well-known/agent-card.json`, teamToken);
+    const onB = await clientFor(`${gwB.url}/a2a/remote/.well-known/agent-card.json`, teamToken);
+    const started = await onA.sendMessage(sendRequest(userMessage('relay until canceled'), true));
+    const id = 'id' in started ? started.id : '';
+    const before = await gwB.store.getTask('remote', id);
+    assert.equal(before?.owner, gwA.instanceId);
+    assert.equal(before?.state, TaskState.TASK_STATE_WORKING);
+    const calls = remoteExecutor.cancelCalls;
+
+    const canceled = await onB.cancelTask({ tenant: '', id, metadata: undefined });
+    assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
+    assert.equal(remoteExecutor.cancelCalls, calls + 1);
+    const row = await gwA.store.getTask('remote', id);
+    assert.equal(row?.owner, null);
+    for (const gw of [gwA, gwB]) {
+      const events = await replayFrom(gw, id, 'remote');
+      assert.deepEqual(events.map((e) => Number(e.id)), events.map((_, i) => i + 1), 'contiguous by seq');
+      assert.equal(events.length, row?.lastSeq);
+      const states = statesOf(events);
+      assert.equal(states.filter((s) => TERMINAL_WIRE.has(s)).length, 1, 'exactly one terminal event');
+      assert.equal(states[states.length - 1], 'TASK_STATE_CANCELED');
+    }
+    assert.equal(await gwA.store.integrityCheck(), 'ok');
+    const failures = (l: string): boolean => /failed|duplicate|conflict/i.test(l);
+    assert.deepEqual(logA.filter(failures), []);
+    assert.deepEqual(logB.filter(failures), []);
   });
 
   it('a cancel through B of a task whose owner stopped heartbeating records the unknown outcome there, without asking the dead owner', { skip }, async () => {
