@@ -33,6 +33,7 @@ import {
 import { META } from '../core/batonProfile';
 import { followTask, rowToResponse } from './eventLog';
 import type { GatewayContext } from './gatewayContext';
+import { isInstanceAlive } from './instanceLiveness';
 import { configOf, defaultIdForUrl, newPushConfigId, validatePushConfig } from './pushNotifier';
 import type { PushNotifier } from './pushNotifier';
 import { cursorOf, principalOf, signalOf } from './requestContext';
@@ -41,6 +42,8 @@ import type { TaskRunner } from './taskRunner';
 import { endsTurn, isTerminal } from './taskStates';
 
 const LIST_MAX = 100;
+/** A forwarded cancel waits the owner's grace period plus this (the NOTIFY trip, the owner's commit). */
+const FORWARDED_CANCEL_MARGIN_MS = 2_000;
 
 function notFound(id: string): Error {
   // One message for "unknown" and "someone else's": the answer must not tell them apart.
@@ -201,10 +204,40 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     };
   }
 
+  /**
+   * Cancel, for every kind of agent. A task another live instance runs (or relays) is cancelled there:
+   * a second writer here would clash with its seq numbers and record a wrong outcome. This instance
+   * asks the owner, waits (bounded) for the turn to end, and answers with the task as stored. An owner
+   * that is gone (or dies meanwhile) leaves the task to this runner's own cancel, which records the
+   * orphan's outcome.
+   */
   async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
-    const row = await this.ownTask(params.id, context);
+    let row = await this.ownTask(params.id, context);
+    const owner = row.owner;
+    // A SQLite state folder has one process: any other owner recorded there is dead.
+    if (owner && owner !== this.ctx.instanceId && this.ctx.store.kind !== 'sqlite' && !isTerminal(row.state) && (await this.ownerAlive(owner))) {
+      await this.ctx.store.requestCancel(this.agentId, row.id, owner);
+      const waitMs = this.ctx.limits.cancelGraceMs + FORWARDED_CANCEL_MARGIN_MS;
+      const timeout = AbortSignal.timeout(waitMs);
+      const caller = signalOf(context);
+      const signal = caller ? AbortSignal.any([caller, timeout]) : timeout;
+      for await (const _events of followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId: row.id, afterSeq: row.lastSeq, untilTurnEnds: true, signal })) {
+        void _events;
+      }
+      row = (await this.ctx.store.getTask(this.agentId, row.id)) ?? row;
+      if (endsTurn(row.state) || row.owner !== owner) return this.snapshot(params.id, undefined, context);
+      if (await this.ownerAlive(owner)) {
+        this.ctx.log(`cancel of ${this.agentId} task ${row.id}: instance ${owner} runs it and has not ended it within ${waitMs} ms; answering with the task as it is (the cancel is in progress there)`);
+        return this.snapshot(params.id, undefined, context);
+      }
+      this.ctx.log(`cancel of ${this.agentId} task ${row.id}: instance ${owner}, which ran it, stopped heartbeating; recording it here`);
+    }
     await this.runner.cancel(row);
     return this.snapshot(params.id, undefined, context);
+  }
+
+  private async ownerAlive(instance: string): Promise<boolean> {
+    return isInstanceAlive((await this.ctx.store.instances()).get(instance));
   }
 
   private requirePush(): PushNotifier {

@@ -24,6 +24,7 @@ import type { RemoteAgentConfig, StoreConfig, TokenConfig } from './config';
 import { sha256HexOf } from './config';
 import type { EnvelopeSigner, GatewayContext, GatewayLimits } from './gatewayContext';
 import { a2aRouter } from './http/a2aRoutes';
+import { HEARTBEAT_MS, isInstanceAlive } from './instanceLiveness';
 import { LocalTaskRunner } from './localTaskRunner';
 import { ProxyTaskRunner } from './proxyTaskRunner';
 import { PushingEventHub, PushNotifier } from './pushNotifier';
@@ -32,6 +33,7 @@ import { GatewayRequestHandler } from './requestHandler';
 import { openStore } from './store/openStore';
 import type { GatewayStore } from './store/gatewayStore';
 import type { TaskRunner } from './taskRunner';
+import { isTerminal } from './taskStates';
 
 export interface GatewayOptions {
   /** Keys, the local token and the SQLite store live here (created 0700). */
@@ -79,18 +81,6 @@ const DEFAULT_LIMITS: GatewayLimits = {
   maxDeadlineMs: 4 * 3600_000,
   cancelGraceMs: 5_000,
 };
-const HEARTBEAT_MS = 5_000;
-/** Another instance whose heartbeat is older than this is dead; its running tasks are orphans. */
-const STALE_MS = 30_000;
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const log = opts.log ?? ((l: string) => process.stderr.write(`baton-gateway: ${l}\n`));
@@ -151,6 +141,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   }
 
   await recoverOrphans(store, instanceId, runners, log);
+  let closed = false;
+  // Another instance was asked to cancel a task this one runs: cancel it here, the only writer.
+  store.onCancelRequest(instanceId, (agent, taskId) => {
+    if (!closed) void cancelOwnTask(store, instanceId, runners, agent, taskId, log);
+  });
 
   const app = express();
   app.disable('x-powered-by');
@@ -216,7 +211,6 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const hostForUrl = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
   baseUrl = (opts.publicUrl ?? `http://${hostForUrl}:${port}`).replace(/\/+$/, '');
 
-  let closed = false;
   return {
     url: baseUrl,
     token,
@@ -261,12 +255,9 @@ function cardRoute(provider: () => Promise<AgentCard>): express.Router {
 async function recoverOrphans(store: GatewayStore, self: string, runners: Map<string, { runner: TaskRunner }>, log: (l: string) => void): Promise<void> {
   const instances = await store.instances();
   const now = Date.now();
-  const me = hostname();
   for (const row of await store.listOwnedUnfinished()) {
     if (!row.owner || row.owner === self) continue;
-    const inst = instances.get(row.owner);
-    const dead = !inst || now - inst.heartbeatAt > STALE_MS || (inst.host === me && !pidAlive(inst.pid));
-    if (!dead) continue;
+    if (isInstanceAlive(instances.get(row.owner), now)) continue;
     const entry = runners.get(row.agent);
     if (!entry) {
       log(`task ${row.id} belongs to agent ${row.agent}, which this gateway no longer serves; leaving it`);
@@ -278,6 +269,24 @@ async function recoverOrphans(store: GatewayStore, self: string, runners: Map<st
     } catch (e) {
       log(`task ${row.id}: recovery failed: ${(e as Error).message}`);
     }
+  }
+}
+
+async function cancelOwnTask(store: GatewayStore, self: string, runners: Map<string, { runner: TaskRunner }>, agent: string, taskId: string, log: (l: string) => void): Promise<void> {
+  try {
+    const entry = runners.get(agent);
+    const row = entry ? await store.getTask(agent, taskId) : undefined;
+    if (!entry || !row) {
+      log(`cancel request for ${agent} task ${taskId} from another instance ignored: ${entry ? 'no such task' : 'this gateway does not serve that agent'}`);
+      return;
+    }
+    if (row.owner !== self || isTerminal(row.state)) {
+      log(`cancel request for ${agent} task ${taskId} from another instance ignored: ${isTerminal(row.state) ? 'it has ended' : `this instance does not run it (owner ${row.owner ?? 'none'})`}`);
+      return;
+    }
+    await entry.runner.cancel(row);
+  } catch (e) {
+    log(`cancel request for ${agent} task ${taskId} from another instance failed: ${(e as Error).message}`);
   }
 }
 

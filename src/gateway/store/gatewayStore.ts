@@ -83,6 +83,9 @@ export interface PushConfigRow {
 /** Tells the caller that events were appended to a task, possibly by another gateway instance. */
 export type AppendListener = (agent: string, taskId: string, lastSeq: number) => void;
 
+/** Another instance asks this one to cancel a task this one runs (or relays). */
+export type CancelRequestListener = (agent: string, taskId: string) => void;
+
 export interface GatewayStore {
   readonly kind: 'sqlite' | 'postgres';
   /**
@@ -109,6 +112,14 @@ export interface GatewayStore {
   instances(): Promise<Map<string, { host: string; pid: number; heartbeatAt: number }>>;
   /** Events appended by other instances (PostgreSQL LISTEN/NOTIFY); SQLite has no other writers to hear. */
   onRemoteAppend(listener: AppendListener): void;
+  /**
+   * Asks the instance `ownerInstance` (the task's owner) to cancel the task. Fire and forget: the caller
+   * learns the outcome from the task's events. PostgreSQL only; SQLite throws (one process per state
+   * folder, so there is no other instance to ask).
+   */
+  requestCancel(agent: string, taskId: string, ownerInstance: string): Promise<void>;
+  /** Cancel requests addressed to `instance` (this process's instance id); SQLite never has any. */
+  onCancelRequest(instance: string, listener: CancelRequestListener): void;
   /** Creates or replaces (same agent, task and id) a push-notification config. */
   putPushConfig(agent: string, taskId: string, id: string, config: string): Promise<void>;
   /** A task's push-notification configs, oldest first. */

@@ -2,7 +2,8 @@
  * PostgreSQL store, for teams running several gateway instances on one database: tasks and events are
  * shared, and an append on one instance reaches subscribers on the others through LISTEN/NOTIFY (the
  * notification is sent inside the appending transaction, so it is delivered only once the events are
- * committed and readable).
+ * committed and readable). A cancel sent to one instance for a task another runs travels the same way
+ * (channel `baton_cancel`, addressed to the owner's instance id), so the task keeps a single writer.
  *
  * Why not the SDK's DatabaseTaskStore: its table holds one snapshot per task, keyed by the SDK's
  * (tenant, owner) scope; the gateway's source of truth is the per-task event log (replay needs every
@@ -12,10 +13,12 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TaskState } from '@a2a-js/sdk';
-import type { AppendBatch, AppendListener, ClaimResult, EventRow, GatewayStore, ListFilter, NewTask, PushConfigRow, TaskRow } from './gatewayStore';
+import type { AppendBatch, AppendListener, CancelRequestListener, ClaimResult, EventRow, GatewayStore, ListFilter, NewTask, PushConfigRow, TaskRow } from './gatewayStore';
 import { TERMINAL_STATES } from '../taskStates';
 
 const CHANNEL = 'baton_events';
+/** Cancel requests forwarded to the instance that runs a task: payload {instance, agent, taskId}. */
+const CANCEL_CHANNEL = 'baton_cancel';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS baton_tasks (
@@ -59,6 +62,7 @@ function toTaskRow(r: Row): TaskRow {
 export class PostgresGatewayStore implements GatewayStore {
   readonly kind = 'postgres' as const;
   private readonly listeners: AppendListener[] = [];
+  private readonly cancelListeners: Array<{ readonly instance: string; readonly listener: CancelRequestListener }> = [];
   private readonly origin = randomBytes(8).toString('hex');
   private listener: pg.Client | undefined;
 
@@ -90,6 +94,10 @@ export class PostgresGatewayStore implements GatewayStore {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     client.on('notification', (n) => {
+      if (n.channel === CANCEL_CHANNEL && n.payload) {
+        this.deliverCancel(n.payload);
+        return;
+      }
       if (n.channel !== CHANNEL || !n.payload) return;
       try {
         const m = JSON.parse(n.payload) as { o: string; a: string; t: string; s: number };
@@ -101,7 +109,19 @@ export class PostgresGatewayStore implements GatewayStore {
     });
     client.on('error', () => undefined);
     await client.query(`LISTEN ${CHANNEL}`);
+    await client.query(`LISTEN ${CANCEL_CHANNEL}`);
     this.listener = client;
+  }
+
+  private deliverCancel(payload: string): void {
+    let m: { instance?: unknown; agent?: unknown; taskId?: unknown };
+    try {
+      m = JSON.parse(payload) as typeof m;
+    } catch {
+      return; // not ours
+    }
+    if (typeof m.instance !== 'string' || typeof m.agent !== 'string' || typeof m.taskId !== 'string') return;
+    for (const c of this.cancelListeners) if (c.instance === m.instance) c.listener(m.agent, m.taskId);
   }
 
   private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -229,6 +249,14 @@ export class PostgresGatewayStore implements GatewayStore {
 
   onRemoteAppend(listener: AppendListener): void {
     this.listeners.push(listener);
+  }
+
+  async requestCancel(agent: string, taskId: string, ownerInstance: string): Promise<void> {
+    await this.pool.query('SELECT pg_notify($1, $2)', [CANCEL_CHANNEL, JSON.stringify({ instance: ownerInstance, agent, taskId })]);
+  }
+
+  onCancelRequest(instance: string, listener: CancelRequestListener): void {
+    this.cancelListeners.push({ instance, listener });
   }
 
   async putPushConfig(agent: string, taskId: string, id: string, config: string): Promise<void> {

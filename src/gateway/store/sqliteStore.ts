@@ -6,7 +6,7 @@
  */
 import { createRequire } from 'node:module';
 import type { TaskState } from '@a2a-js/sdk';
-import type { AppendBatch, AppendListener, ClaimResult, EventRow, GatewayStore, ListFilter, NewTask, PushConfigRow, TaskRow } from './gatewayStore';
+import type { AppendBatch, AppendListener, CancelRequestListener, ClaimResult, EventRow, GatewayStore, ListFilter, NewTask, PushConfigRow, TaskRow } from './gatewayStore';
 import { TERMINAL_STATES } from '../taskStates';
 
 type SqlValue = string | number | null;
@@ -270,6 +270,18 @@ export class SqliteGatewayStore implements GatewayStore {
 
   onRemoteAppend(_listener: AppendListener): void {
     // One process writes a SQLite state folder; its own appends reach subscribers through the EventHub.
+  }
+
+  requestCancel(_agent: string, taskId: string, ownerInstance: string): Promise<void> {
+    return Promise.reject(
+      new Error(
+        `cannot forward the cancel of task ${taskId} to gateway instance ${ownerInstance}: the SQLite store is used by one gateway process only; several instances need the PostgreSQL store`,
+      ),
+    );
+  }
+
+  onCancelRequest(_instance: string, _listener: CancelRequestListener): void {
+    // One process writes a SQLite state folder: no other instance can ask this one to cancel.
   }
 
   putPushConfig(agent: string, taskId: string, id: string, config: string): Promise<void> {

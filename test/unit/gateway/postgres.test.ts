@@ -1,12 +1,122 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import express from 'express';
 import pg from 'pg';
-import { TaskState } from '@a2a-js/sdk';
+import { Role, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
+import type { AgentCard } from '@a2a-js/sdk';
+import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
+import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
+import type { LocalAgent, LocalRunEvent, LocalRunRequest, LocalRunResult } from '../../../src/gateway/agents/localAgent';
 import { sha256HexOf } from '../../../src/gateway/config';
+import type { RemoteAgentConfig } from '../../../src/gateway/config';
+import { stampSeq } from '../../../src/gateway/eventLog';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
+import type { GatewayStore } from '../../../src/gateway/store/gatewayStore';
+import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
 import { clientFor, collect, readSse, scriptedAgent, sendRequest, seqOf, tempDir, userMessage } from './helpers';
+
+/** Emits a step every 10 ms until its signal fires (bounded), then stops: a task that is still working. */
+function untilCanceledAgent(id: string): LocalAgent & { readonly runs: Array<{ aborted: boolean; returned: boolean }> } {
+  const runs: Array<{ aborted: boolean; returned: boolean }> = [];
+  return {
+    id,
+    name: 'Until canceled',
+    description: 'Works until it is canceled (test agent).',
+    kind: 'builtin',
+    skills: [{ id: 'wait', name: 'Wait', description: 'Waits', tags: ['test'] }],
+    maxCapabilities: { write: true, shell: false, network: false },
+    runs,
+    async run(req: LocalRunRequest, emit: (e: LocalRunEvent) => void): Promise<LocalRunResult> {
+      const run = { aborted: false, returned: false };
+      runs.push(run);
+      emit({ kind: 'started', workspace: '/tmp/ws', confined: false });
+      for (let i = 1; i <= 3000 && !req.signal.aborted; i++) {
+        emit({ kind: 'step', text: `step ${i}` });
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      run.aborted = req.signal.aborted;
+      run.returned = true;
+      return run.aborted ? { outcome: 'canceled', reason: 'stopped on request', patch: '' } : { outcome: 'completed', patch: '' };
+    },
+  };
+}
+
+/** A remote SDK agent whose tasks work until they are canceled (the remote end of a proxied agent). */
+class UntilCanceledExecutor implements AgentExecutor {
+  private readonly cancels = new Set<string>();
+  cancelCalls = 0;
+  async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    const { taskId, contextId } = ctx;
+    bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: undefined }, artifacts: [], history: [ctx.userMessage], metadata: undefined }));
+    for (let i = 0; i < 3000 && !this.cancels.has(taskId); i++) await new Promise((r) => setTimeout(r, 10));
+    bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined }, metadata: undefined }));
+    bus.finished();
+  }
+  cancelTask(taskId: string): Promise<void> {
+    this.cancelCalls++;
+    this.cancels.add(taskId);
+    return Promise.resolve();
+  }
+}
+
+async function startRemote(executor: AgentExecutor): Promise<{ url: string; close(): Promise<void> }> {
+  const app = express();
+  let url = '';
+  const card = (): AgentCard => ({
+    name: 'remote', description: 'SDK agent', supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+    provider: undefined, version: '1', capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    securitySchemes: {}, securityRequirements: [], defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'], skills: [], signatures: [],
+  });
+  const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), executor);
+  Object.defineProperty(handler, 'getAgentCard', { value: () => Promise.resolve(card()) });
+  app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }) }));
+  const server: Server = await new Promise((r) => {
+    const srv = app.listen(0, '127.0.0.1', () => r(srv));
+  });
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
+  return { url, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+}
+
+/** A working local task recorded as run by `owner` (an instance that is not one of the test's gateways). */
+async function ghostTask(store: GatewayStore, agent: string, principal: string, owner: string): Promise<string> {
+  const id = randomUUID();
+  const contextId = randomUUID();
+  const task: Task = {
+    id,
+    contextId,
+    status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() },
+    artifacts: [],
+    history: [{ ...userMessage('ghost'), taskId: id, contextId, role: Role.ROLE_USER }],
+    metadata: { 'baton/executor': { id: agent, kind: 'builtin' } },
+  };
+  const first: StreamResponse = { payload: { $case: 'task', value: structuredClone(task) } };
+  stampSeq(first, 1);
+  await store.createTask(
+    { agent, id, contextId, principal, kind: 'local', state: TaskState.TASK_STATE_WORKING, snapshot: JSON.stringify(Task.toJSON(task)), owner },
+    { seq: 1, body: JSON.stringify(StreamResponse.toJSON(first)) },
+  );
+  return id;
+}
+
+function textOf(t: Task): string {
+  return JSON.stringify(t.status?.message?.parts ?? []);
+}
+
+/** States of an SSE replay (JSON-RPC SubscribeToTask results), in order. */
+function statesOf(events: Array<{ data: string }>): string[] {
+  return events.map((e) => {
+    const r = (JSON.parse(e.data) as { result?: { task?: { status?: { state?: string } }; statusUpdate?: { status?: { state?: string } } } }).result;
+    return r?.statusUpdate?.status?.state ?? r?.task?.status?.state ?? '';
+  });
+}
+
+const TERMINAL_WIRE = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED']);
 
 const PG = process.env.BATON_TEST_PG;
 const skip = PG ? false : 'BATON_TEST_PG is not set: start one with eval "$(bash scripts/postgres.sh start)"';
@@ -19,19 +129,41 @@ describe('gateway: PostgreSQL store shared by two instances', () => {
   const b = tempDir();
   let gwA: RunningGateway;
   let gwB: RunningGateway;
+  const logA: string[] = [];
+  const logB: string[] = [];
+  const longA = untilCanceledAgent('long');
+  const longB = untilCanceledAgent('long');
+  const remoteExecutor = new UntilCanceledExecutor();
+  let remote: Awaited<ReturnType<typeof startRemote>> | undefined;
+  /** A direct connection to the test's schema (to age heartbeats, or to listen as another instance). */
+  const sql = async (): Promise<pg.Client> => {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    return c;
+  };
+  const replayFrom = async (gw: RunningGateway, id: string, agent = 'long'): Promise<Array<{ id?: string; data: string }>> => {
+    const res = await fetch(`${gw.url}/a2a/${agent}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${teamToken}`, 'Last-Event-ID': '0' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: { id } }),
+    });
+    return readSse(res);
+  };
   before(async () => {
     if (!PG) return;
     const c = new pg.Client({ connectionString: PG });
     await c.connect();
     await c.query(`CREATE SCHEMA ${schema}`);
     await c.end();
+    remote = await startRemote(remoteExecutor);
     const common = {
       store: { kind: 'postgres' as const, url },
       tokens: [{ principal: 'team', sha256: sha256HexOf(teamToken) }],
-      log: () => undefined,
+      limits: { cancelGraceMs: 1_000 },
+      remoteAgents: [{ id: 'remote', name: 'Remote', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0', auth: { kind: 'none' }, skills: [] } satisfies RemoteAgentConfig],
     };
-    gwA = await startGateway({ ...common, stateDir: a.path, localAgents: [scriptedAgent({ id: 'slow', steps: 60, stepDelayMs: 10 })] });
-    gwB = await startGateway({ ...common, stateDir: b.path, localAgents: [scriptedAgent({ id: 'slow', steps: 60, stepDelayMs: 10 })] });
+    gwA = await startGateway({ ...common, stateDir: a.path, log: (l) => logA.push(l), localAgents: [scriptedAgent({ id: 'slow', steps: 60, stepDelayMs: 10 }), longA] });
+    gwB = await startGateway({ ...common, stateDir: b.path, log: (l) => logB.push(l), localAgents: [scriptedAgent({ id: 'slow', steps: 60, stepDelayMs: 10 }), longB] });
   });
   after(async () => {
     a[Symbol.dispose]();
@@ -39,6 +171,7 @@ describe('gateway: PostgreSQL store shared by two instances', () => {
     if (!PG) return;
     await gwA?.close();
     await gwB?.close();
+    await remote?.close();
     const c = new pg.Client({ connectionString: PG });
     await c.connect();
     await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
@@ -82,5 +215,163 @@ describe('gateway: PostgreSQL store shared by two instances', () => {
     const id = 'id' in done ? done.id : '';
     const localOnB = await clientFor(`${gwB.url}/a2a/slow/.well-known/agent-card.json`, gwB.token);
     await assert.rejects(localOnB.getTask({ tenant: '', id }), /not found/);
+  });
+
+  it('a cancel sent to instance B for a task instance A runs is carried out by A: one writer, one terminal event', { skip }, async () => {
+    const onA = await clientFor(`${gwA.url}/a2a/long/.well-known/agent-card.json`, teamToken);
+    const onB = await clientFor(`${gwB.url}/a2a/long/.well-known/agent-card.json`, teamToken);
+    const started = await onA.sendMessage(sendRequest(userMessage('work until canceled'), true));
+    const id = 'id' in started ? started.id : '';
+    // Still working, with events already written by A.
+    for (let i = 0; i < 500 && ((await gwA.store.getTask('long', id))?.lastSeq ?? 0) < 5; i++) await new Promise((r) => setTimeout(r, 10));
+    const before = await gwB.store.getTask('long', id);
+    assert.equal(before?.owner, gwA.instanceId);
+    assert.equal(before?.state, TaskState.TASK_STATE_WORKING);
+
+    const canceled = await onB.cancelTask({ tenant: '', id, metadata: undefined });
+    assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
+    assert.equal(canceled.metadata?.['baton/outcome'], 'canceled');
+    assert.doesNotMatch(textOf(canceled), /unknown outcome/);
+    // A's agent saw its signal and returned; B never ran anything.
+    assert.equal(longA.runs.length, 1);
+    assert.deepEqual(longA.runs[0], { aborted: true, returned: true });
+    assert.equal(longB.runs.length, 0);
+
+    const row = await gwA.store.getTask('long', id);
+    assert.equal(row?.owner, null);
+    for (const gw of [gwA, gwB]) {
+      const events = await replayFrom(gw, id);
+      assert.deepEqual(events.map((e) => Number(e.id)), events.map((_, i) => i + 1), 'contiguous by seq');
+      assert.equal(events.length, row?.lastSeq);
+      const states = statesOf(events);
+      assert.equal(states.filter((s) => TERMINAL_WIRE.has(s)).length, 1, 'exactly one terminal event');
+      assert.equal(states[states.length - 1], 'TASK_STATE_CANCELED');
+    }
+    // Nothing written after the terminal event, and no writer failed on either instance.
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal((await gwB.store.getTask('long', id))?.lastSeq, row?.lastSeq);
+    assert.equal(await gwA.store.integrityCheck(), 'ok');
+    const failures = (l: string): boolean => /failed|duplicate|conflict/i.test(l);
+    assert.deepEqual(logA.filter(failures), []);
+    assert.deepEqual(logB.filter(failures), []);
+    assert.deepEqual(logB.filter((l) => l.includes(id)), [], 'B answered from the owner\'s outcome, with nothing to report');
+  });
+
+  it('a cancel sent to B for a proxied task A relays is carried out by A: one cancel at the remote, one terminal event', { skip }, async () => {
+    const onA = await clientFor(`${gwA.url}/a2a/remote/.well-known/agent-card.json`, teamToken);
+    const onB = await clientFor(`${gwB.url}/a2a/remote/.well-known/agent-card.json`, teamToken);
+    const started = await onA.sendMessage(sendRequest(userMessage('relay until canceled'), true));
+    const id = 'id' in started ? started.id : '';
+    const before = await gwB.store.getTask('remote', id);
+    assert.equal(before?.owner, gwA.instanceId);
+    assert.equal(before?.state, TaskState.TASK_STATE_WORKING);
+    const calls = remoteExecutor.cancelCalls;
+
+    const canceled = await onB.cancelTask({ tenant: '', id, metadata: undefined });
+    assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
+    assert.equal(remoteExecutor.cancelCalls, calls + 1);
+    const row = await gwA.store.getTask('remote', id);
+    assert.equal(row?.owner, null);
+    for (const gw of [gwA, gwB]) {
+      const events = await replayFrom(gw, id, 'remote');
+      assert.deepEqual(events.map((e) => Number(e.id)), events.map((_, i) => i + 1), 'contiguous by seq');
+      assert.equal(events.length, row?.lastSeq);
+      const states = statesOf(events);
+      assert.equal(states.filter((s) => TERMINAL_WIRE.has(s)).length, 1, 'exactly one terminal event');
+      assert.equal(states[states.length - 1], 'TASK_STATE_CANCELED');
+    }
+    assert.equal(await gwA.store.integrityCheck(), 'ok');
+    const failures = (l: string): boolean => /failed|duplicate|conflict/i.test(l);
+    assert.deepEqual(logA.filter(failures), []);
+    assert.deepEqual(logB.filter(failures), []);
+  });
+
+  it('a cancel through B of a task whose owner stopped heartbeating records the unknown outcome there, without asking the dead owner', { skip }, async () => {
+    const ghost = `ghost-${randomUUID()}`;
+    await gwB.store.heartbeat(ghost, 'elsewhere.invalid', 1);
+    const c = await sql();
+    const heard: string[] = [];
+    c.on('notification', (n) => heard.push(n.payload ?? ''));
+    await c.query('LISTEN baton_cancel');
+    try {
+      await c.query('UPDATE baton_instances SET heartbeat_at = $1 WHERE id = $2', [Date.now() - 60_000, ghost]);
+      const id = await ghostTask(gwB.store, 'long', 'team', ghost);
+      const onB = await clientFor(`${gwB.url}/a2a/long/.well-known/agent-card.json`, teamToken);
+      const canceled = await onB.cancelTask({ tenant: '', id, metadata: undefined });
+      assert.equal(canceled.status?.state, TaskState.TASK_STATE_FAILED);
+      assert.equal(canceled.metadata?.['baton/outcome'], 'unknown');
+      assert.match(textOf(canceled), /unknown outcome/);
+      assert.equal((await gwB.store.getTask('long', id))?.owner, null);
+      await c.query('SELECT 1'); // any notification sent before this is delivered by now
+      assert.deepEqual(heard.filter((h) => h.includes(id)), []);
+    } finally {
+      await c.end();
+    }
+  });
+
+  it('a cancel through B is forwarded to the owner named in the task; an owner that dies meanwhile leaves it to B, a live silent one gets the task as it is', { skip }, async () => {
+    const dying = `ghost-${randomUUID()}`;
+    const silent = `ghost-${randomUUID()}`;
+    await gwB.store.heartbeat(dying, 'elsewhere.invalid', 1);
+    await gwB.store.heartbeat(silent, 'elsewhere.invalid', 1);
+    const c = await sql();
+    const heard: Array<{ instance: string; agent: string; taskId: string }> = [];
+    // Plays the owners: "dying" stops heartbeating the moment it is asked; "silent" never answers.
+    c.on('notification', (n) => {
+      const m = JSON.parse(n.payload ?? '{}') as { instance: string; agent: string; taskId: string };
+      heard.push(m);
+      if (m.instance === dying) void c.query('UPDATE baton_instances SET heartbeat_at = $1 WHERE id = $2', [Date.now() - 60_000, dying]);
+    });
+    await c.query('LISTEN baton_cancel');
+    try {
+      const onB = await clientFor(`${gwB.url}/a2a/long/.well-known/agent-card.json`, teamToken);
+      const idDying = await ghostTask(gwB.store, 'long', 'team', dying);
+      const ended = await onB.cancelTask({ tenant: '', id: idDying, metadata: undefined });
+      assert.deepEqual(heard.filter((h) => h.taskId === idDying), [{ instance: dying, agent: 'long', taskId: idDying }]);
+      assert.equal(ended.status?.state, TaskState.TASK_STATE_FAILED);
+      assert.match(textOf(ended), /unknown outcome/);
+      assert.ok(logB.some((l) => l.includes(idDying) && l.includes('stopped heartbeating')));
+
+      const idSilent = await ghostTask(gwB.store, 'long', 'team', silent);
+      const pending = await onB.cancelTask({ tenant: '', id: idSilent, metadata: undefined });
+      assert.deepEqual(heard.filter((h) => h.taskId === idSilent), [{ instance: silent, agent: 'long', taskId: idSilent }]);
+      assert.equal(pending.status?.state, TaskState.TASK_STATE_WORKING, 'B did not write a second outcome while the owner lives');
+      const row = await gwB.store.getTask('long', idSilent);
+      assert.equal(row?.lastSeq, 1);
+      assert.equal(row?.owner, silent);
+      assert.ok(logB.some((l) => l.includes(idSilent) && l.includes('cancel is in progress')));
+    } finally {
+      await c.end();
+    }
+  });
+});
+
+describe('gateway: SQLite store and cancel forwarding', () => {
+  it('refuses to forward a cancel: a SQLite state folder has one process', async () => {
+    using dir = tempDir();
+    const store = new SqliteGatewayStore({ file: join(dir.path, 'gateway.db') });
+    try {
+      await assert.rejects(store.requestCancel('long', 'task-1', 'host:1:abcd'), /cannot forward the cancel of task task-1 to gateway instance host:1:abcd: the SQLite store is used by one gateway process only/);
+      let called = false;
+      store.onCancelRequest('host:1:abcd', () => (called = true));
+      assert.equal(called, false);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('cancels locally a task another (even live-looking) instance owns in a SQLite folder', async () => {
+    using dir = tempDir();
+    const gw = await startGateway({ stateDir: dir.path, localAgents: [untilCanceledAgent('long')], limits: { cancelGraceMs: 300 }, log: () => undefined });
+    try {
+      await gw.store.heartbeat('other-instance', 'elsewhere.invalid', 1);
+      const id = await ghostTask(gw.store, 'long', 'local', 'other-instance');
+      const client = await clientFor(`${gw.url}/a2a/long/.well-known/agent-card.json`, gw.token);
+      const canceled = await client.cancelTask({ tenant: '', id, metadata: undefined });
+      assert.equal(canceled.status?.state, TaskState.TASK_STATE_FAILED);
+      assert.match(textOf(canceled), /unknown outcome/);
+    } finally {
+      await gw.close();
+    }
   });
 });
