@@ -8,10 +8,10 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { AppendListener, GatewayStore } from './gatewayStore';
+import type { AppendListener, CancelRequestListener, GatewayStore } from './gatewayStore';
 import type { SqliteGatewayStore, SqliteStoreOptions } from './sqliteStore';
 
-type Method = Exclude<keyof GatewayStore, 'kind' | 'onRemoteAppend'>;
+type Method = Exclude<keyof GatewayStore, 'kind' | 'onRemoteAppend' | 'onCancelRequest'>;
 
 export interface StoreCall {
   readonly id: number;
@@ -99,9 +99,14 @@ export class SqliteWorkerStore implements GatewayStore {
   listPushConfigs: GatewayStore['listPushConfigs'] = (...a) => this.call('listPushConfigs', ...a);
   deletePushConfig: GatewayStore['deletePushConfig'] = (...a) => this.call('deletePushConfig', ...a);
   integrityCheck: GatewayStore['integrityCheck'] = (...a) => this.call('integrityCheck', ...a);
+  requestCancel: GatewayStore['requestCancel'] = (...a) => this.call('requestCancel', ...a);
 
   onRemoteAppend(_listener: AppendListener): void {
     // One process writes a SQLite state folder; its own appends reach subscribers through the EventHub.
+  }
+
+  onCancelRequest(_instance: string, _listener: CancelRequestListener): void {
+    // One process writes a SQLite state folder: no other instance can ask this one to cancel.
   }
 
   async close(): Promise<void> {

@@ -44,7 +44,12 @@ export async function startRemote(n: number, requiredToken: string, legacy: bool
   const app = express();
   let url = '';
   const card = (): AgentCard => ({
-    name: 'remote', description: 'SDK agent', supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: legacy ? '0.3' : '1.0' }],
+    name: 'remote',
+    description: 'SDK agent',
+    supportedInterfaces: [
+      { url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: legacy ? '0.3' : '1.0' },
+      { url: url.replace(/\/rpc$/, '/rest'), protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: legacy ? '0.3' : '1.0' },
+    ],
     provider: undefined, version: '1', capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
     securitySchemes: {}, securityRequirements: [], defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'], skills: [], signatures: [],
   });
@@ -64,8 +69,14 @@ export async function startRemote(n: number, requiredToken: string, legacy: bool
   return { url, seenAuth, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
 }
 
-for (const legacy of [false, true]) {
-  describe(`gateway: transparent proxy to a remote ${legacy ? '0.3' : '1.0'} agent`, () => {
+const variants = [
+  { legacy: false, binding: 'JSONRPC' },
+  { legacy: false, binding: 'HTTP+JSON' },
+  { legacy: true, binding: 'JSONRPC' },
+] as const;
+
+for (const { legacy, binding } of variants) {
+  describe(`gateway: transparent proxy to a remote ${legacy ? '0.3' : '1.0'} agent over ${binding}`, () => {
     const dir = tempDir();
     let gw: RunningGateway;
     let remote: Awaited<ReturnType<typeof startRemote>>;
@@ -74,7 +85,18 @@ for (const legacy of [false, true]) {
       remote = await startRemote(50, remoteToken, legacy);
       gw = await startGateway({
         stateDir: dir.path,
-        remoteAgents: [{ id: 'remote', name: 'Remote', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC', protocolVersion: legacy ? '0.3' : '1.0', auth: { kind: 'bearer', token: remoteToken }, skills: [] }],
+        remoteAgents: [
+          {
+            id: 'remote',
+            name: 'Remote',
+            description: 'proxied',
+            url: binding === 'JSONRPC' ? remote.url : remote.url.replace(/\/rpc$/, '/rest'),
+            protocolBinding: binding,
+            protocolVersion: legacy ? '0.3' : '1.0',
+            auth: { kind: 'bearer', token: remoteToken },
+            skills: [],
+          },
+        ],
         limits: { cancelGraceMs: 2000 },
         log: () => undefined,
       });
