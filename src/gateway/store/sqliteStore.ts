@@ -89,6 +89,23 @@ function toTaskRow(r: Row): TaskRow {
   };
 }
 
+/** One stored page: consecutive events from `firstSeq`, their bodies joined by newlines. */
+export interface EventPage {
+  readonly firstSeq: number;
+  readonly bodies: string;
+}
+
+/** The events after `afterSeq` in `pages`, at most `limit` of them. */
+export function eventsOfPages(pages: readonly EventPage[], afterSeq: number, limit: number): EventRow[] {
+  const out: EventRow[] = [];
+  for (const p of pages) {
+    const bodies = p.bodies.split('\n');
+    for (let i = Math.max(0, afterSeq + 1 - p.firstSeq); i < bodies.length && out.length < limit; i++) out.push({ seq: p.firstSeq + i, body: bodies[i] });
+    if (out.length >= limit) break;
+  }
+  return out;
+}
+
 export interface SqliteStoreOptions {
   readonly file: string;
   readonly driver?: 'auto' | 'node:sqlite' | 'better-sqlite3';
@@ -239,15 +256,19 @@ export class SqliteGatewayStore implements GatewayStore {
   }
 
   readEvents(agent: string, taskId: string, afterSeq: number, limit: number): Promise<EventRow[]> {
-    const out: EventRow[] = [];
-    const pages = this.stmt('SELECT first_seq, bodies FROM baton_event_pages WHERE agent = ? AND task_id = ? AND last_seq > ? ORDER BY last_seq LIMIT ?').all(agent, taskId, afterSeq, limit);
-    for (const p of pages) {
-      const bodies = String(p.bodies).split('\n');
-      const first = Number(p.first_seq);
-      for (let i = Math.max(0, afterSeq + 1 - first); i < bodies.length && out.length < limit; i++) out.push({ seq: first + i, body: bodies[i] });
-      if (out.length >= limit) break;
-    }
-    return Promise.resolve(out);
+    return Promise.resolve(eventsOfPages(this.readPagesNow(agent, taskId, afterSeq, limit), afterSeq, limit));
+  }
+
+  /** The pages holding the events after `afterSeq` up to `afterSeq + limit`, as stored. */
+  readPages(agent: string, taskId: string, afterSeq: number, limit: number): Promise<EventPage[]> {
+    return Promise.resolve(this.readPagesNow(agent, taskId, afterSeq, limit));
+  }
+
+  private readPagesNow(agent: string, taskId: string, afterSeq: number, limit: number): EventPage[] {
+    // Only the pages that overlap (afterSeq, afterSeq + limit]: a page can hold many events.
+    const rows = this.stmt('SELECT first_seq, bodies FROM baton_event_pages WHERE agent = ? AND task_id = ? AND last_seq > ? AND first_seq <= ? ORDER BY last_seq').all(
+      agent, taskId, afterSeq, afterSeq + limit);
+    return rows.map((r) => ({ firstSeq: Number(r.first_seq), bodies: String(r.bodies) }));
   }
 
   listOwnedUnfinished(): Promise<TaskRow[]> {

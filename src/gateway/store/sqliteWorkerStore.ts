@@ -9,13 +9,17 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { AppendListener, CancelRequestListener, GatewayStore } from './gatewayStore';
-import type { SqliteGatewayStore, SqliteStoreOptions } from './sqliteStore';
+import { eventsOfPages } from './sqliteStore';
+import type { EventPage, SqliteGatewayStore, SqliteStoreOptions } from './sqliteStore';
 
 type Method = Exclude<keyof GatewayStore, 'kind' | 'onRemoteAppend' | 'onCancelRequest'>;
 
+/** What the thread answers: the store's methods, and its page reads. */
+export type WorkerMethod = Method | 'readPages';
+
 export interface StoreCall {
   readonly id: number;
-  readonly method: Method;
+  readonly method: WorkerMethod;
   readonly args: readonly unknown[];
 }
 
@@ -74,13 +78,16 @@ export class SqliteWorkerStore implements GatewayStore {
   }
 
   private call<M extends Method>(method: M, ...args: Parameters<GatewayStore[M]>): ReturnType<GatewayStore[M]> {
-    const p = new Promise<unknown>((resolve, reject) => {
+    return this.callWorker(method, args) as ReturnType<GatewayStore[M]>;
+  }
+
+  private callWorker(method: WorkerMethod, args: readonly unknown[]): Promise<unknown> {
+    return new Promise<unknown>((resolve, reject) => {
       if (this.stopped) return reject(this.stopped);
       const id = this.nextId++;
       this.pending.set(id, { resolve, reject });
       this.worker.postMessage({ id, method, args } satisfies StoreCall);
     });
-    return p as ReturnType<GatewayStore[M]>;
   }
 
   claimRequest: GatewayStore['claimRequest'] = (...a) => this.call('claimRequest', ...a);
@@ -91,7 +98,9 @@ export class SqliteWorkerStore implements GatewayStore {
   append: GatewayStore['append'] = (...a) => this.call('append', ...a);
   getTask: GatewayStore['getTask'] = (...a) => this.call('getTask', ...a);
   listTasks: GatewayStore['listTasks'] = (...a) => this.call('listTasks', ...a);
-  readEvents: GatewayStore['readEvents'] = (...a) => this.call('readEvents', ...a);
+  /** Pages cross the thread boundary as they are stored (a few long strings clone faster than many rows). */
+  readEvents: GatewayStore['readEvents'] = async (agent, taskId, afterSeq, limit) =>
+    eventsOfPages((await this.callWorker('readPages', [agent, taskId, afterSeq, limit])) as EventPage[], afterSeq, limit);
   listOwnedUnfinished: GatewayStore['listOwnedUnfinished'] = (...a) => this.call('listOwnedUnfinished', ...a);
   heartbeat: GatewayStore['heartbeat'] = (...a) => this.call('heartbeat', ...a);
   instances: GatewayStore['instances'] = (...a) => this.call('instances', ...a);
