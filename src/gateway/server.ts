@@ -193,8 +193,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     app.use(`${base}/.well-known/agent-card.json`, cardRoute(() => cardOf(id)));
     app.use(base, auth.middleware(), (_req: Request, _res: Response, next: NextFunction) => {
       if (resolved) return next();
-      cardOf(id).then((c) => {
-        resolved = c;
+      const pending = cardOf(id);
+      pending.then((c) => {
+        // A card that was replaced (the remote's card changed) meanwhile is not kept.
+        if (cardCache.get(id) === pending) resolved = c;
         next();
       }, next);
     }, a2aRouter({ handler, maxBodyBytes, log }));

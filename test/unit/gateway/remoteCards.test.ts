@@ -258,6 +258,15 @@ describe('gateway: a remote whose card cannot be used', () => {
     ['a JSON list', () => (_req, res) => void res.json([1, 2]), /is not a JSON object/],
     ['skills that are not a list', () => (_req, res) => void res.json({ name: 'x', skills: 'all of them' }), /skills is not a list/],
     ['over 1 MiB', () => (_req, res) => void res.json({ name: 'x', description: 'y'.repeat(1024 * 1024 + 10), skills: [] }), /larger than 1048576 bytes/],
+    [
+      'over 1 MiB without a length',
+      () => (_req, res) => {
+        res.type('json').write('{"name": "x", "description": "');
+        for (let i = 0; i < 17; i++) res.write('y'.repeat(64 * 1024));
+        res.end('"}');
+      },
+      /larger than 1048576 bytes/,
+    ],
     ['a redirect', (canaryOrigin) => (_req, res) => res.redirect(302, `${canaryOrigin}/.well-known/agent-card.json`), /could not be fetched/],
   ];
   for (const [what, route, why] of bad) {
