@@ -60,14 +60,20 @@ const SECURITY = {
   securityRequirements: [{ schemes: { bearer: { list: [] } } }],
 };
 
-export async function buildAgentCard(base: AgentCard, baseUrl: string, agentId: string, keys: CardKeys): Promise<AgentCard> {
+/** What an agent behind the route declares it can do; the route card offers the gateway's features AND these. */
+export interface DeclaredCapabilities {
+  readonly streaming: boolean;
+  readonly pushNotifications: boolean;
+}
+
+export async function buildAgentCard(base: AgentCard, baseUrl: string, agentId: string, keys: CardKeys, declared?: DeclaredCapabilities): Promise<AgentCard> {
   const card: AgentCard = {
     ...base,
     supportedInterfaces: interfaces(agentUrl(baseUrl, agentId)),
     provider: base.provider ?? { organization: 'Baton gateway', url: baseUrl },
     capabilities: {
-      streaming: true,
-      pushNotifications: true,
+      streaming: declared?.streaming ?? true,
+      pushNotifications: declared?.pushNotifications ?? true,
       extendedAgentCard: false,
       extensions: [...(base.capabilities?.extensions ?? []).filter((e) => e.uri !== REPLAY_EXTENSION_URI && e.uri !== SIGNED_RESULT_EXTENSION_URI), ...profileExtensions(keys)],
     },

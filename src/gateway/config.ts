@@ -15,12 +15,19 @@ export interface RemoteAgentConfig {
   readonly id: string;
   readonly name: string;
   readonly description: string;
+  /** True when the config gave no description (`description` is then a generated default the remote's card may replace). */
+  readonly descriptionIsDefault?: boolean;
   /** The remote's pinned endpoint: requests go here and nowhere else (never to a URL a card names). */
   readonly url: string;
   readonly protocolBinding: 'JSONRPC' | 'HTTP+JSON';
   readonly protocolVersion: '1.0' | '0.3';
   readonly auth: RemoteAuth;
   readonly skills: ReadonlyArray<{ id: string; name: string; description: string; tags: string[] }>;
+  /**
+   * Where the remote's own agent card is read (its skills, modes and capabilities feed the route card);
+   * default: `<url>/.well-known/agent-card.json`, then `<origin>/.well-known/agent-card.json`.
+   */
+  readonly cardUrl?: string;
 }
 
 export interface TokenConfig {
@@ -217,10 +224,15 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
       const p = `agents.${id}`;
       if (!ID.test(id)) r.fail(p, 'an agent id must be lower-case letters, digits, ".", "_" or "-" (it becomes the route /a2a/<id>)');
       const o = r.obj(v, p);
-      r.known(o, p, ['kind', 'name', 'description', 'url', 'protocolBinding', 'protocolVersion', 'auth', 'skills']);
+      r.known(o, p, ['kind', 'name', 'description', 'url', 'cardUrl', 'protocolBinding', 'protocolVersion', 'auth', 'skills']);
       const kind = r.str(o, 'kind', p) ?? 'remote';
       if (kind !== 'remote') r.fail(`${p}.kind`, 'must be "remote" (local agents are detected, not configured)');
       const url = r.url(o, 'url', p, true) as string;
+      // Validated like url, but kept as written: a card URL's trailing slash may matter to its server.
+      const cardUrl = r.url(o, 'cardUrl', p, false) === undefined ? undefined : (o.cardUrl as string);
+      if (cardUrl !== undefined && (cardUrl.includes('#') || new URL(cardUrl).pathname === '/')) {
+        r.fail(`${p}.cardUrl`, 'must be the full URL of the agent card, e.g. https://host/.well-known/agent-card.json');
+      }
       const binding = r.str(o, 'protocolBinding', p) ?? 'JSONRPC';
       if (binding !== 'JSONRPC' && binding !== 'HTTP+JSON') r.fail(`${p}.protocolBinding`, 'must be "JSONRPC" or "HTTP+JSON"');
       const version = r.str(o, 'protocolVersion', p) ?? '1.0';
@@ -251,10 +263,13 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
           skills.push({ id: r.str(so, 'id', sp, true), name: r.str(so, 'name', sp) ?? r.str(so, 'id', sp, true), description: r.str(so, 'description', sp) ?? '', tags });
         });
       }
+      const description = r.str(o, 'description', p);
       remoteAgents.push({
         id,
         name: r.str(o, 'name', p) ?? id,
-        description: r.str(o, 'description', p) ?? `Remote A2A agent at ${url}`,
+        description: description ?? `Remote A2A agent at ${url}`,
+        ...(description === undefined ? { descriptionIsDefault: true } : {}),
+        ...(cardUrl !== undefined ? { cardUrl } : {}),
         url,
         protocolBinding: binding as RemoteAgentConfig['protocolBinding'],
         protocolVersion: version as RemoteAgentConfig['protocolVersion'],

@@ -27,6 +27,7 @@ import { a2aRouter } from './http/a2aRoutes';
 import { HEARTBEAT_MS, isInstanceAlive } from './instanceLiveness';
 import { LocalTaskRunner } from './localTaskRunner';
 import { ProxyTaskRunner } from './proxyTaskRunner';
+import { mergeRemoteFacts, RemoteCardWatcher } from './remoteCard';
 import { PushingEventHub, PushNotifier } from './pushNotifier';
 import type { PushOptions } from './pushNotifier';
 import { GatewayRequestHandler } from './requestHandler';
@@ -61,6 +62,8 @@ export interface GatewayOptions {
   /** Push delivery tuning (deadline, attempts, backoff); `resolve` and `testHooks` are for tests only. */
   readonly push?: Omit<PushOptions, 'allowPrivateHosts'>;
   readonly log?: (line: string) => void;
+  /** How often a proxied remote's own card is read again (default 10 minutes); tests shorten it. */
+  readonly remoteCardRefreshMs?: number;
 }
 
 export interface RunningGateway {
@@ -130,14 +133,17 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     log,
   };
 
-  const runners = new Map<string, { runner: TaskRunner; indexed: IndexedAgent }>();
+  const runners = new Map<string, { runner: TaskRunner; indexed: IndexedAgent; watcher?: RemoteCardWatcher }>();
+  // Set below, once the card cache exists: a remote's card changed, so its route card is built again.
+  let invalidateCard: (id: string) => void = () => undefined;
   for (const a of opts.localAgents ?? []) {
     if (runners.has(a.id)) throw new Error(`two agents are named ${a.id}; rename one in the config`);
     runners.set(a.id, { runner: new LocalTaskRunner(ctx, a), indexed: { id: a.id, name: a.name, description: a.description, kind: a.kind } });
   }
   for (const r of opts.remoteAgents ?? []) {
     if (runners.has(r.id)) throw new Error(`agent id ${r.id} is used by a local agent and a configured remote agent; rename the remote one in the config`);
-    runners.set(r.id, { runner: new ProxyTaskRunner(ctx, r), indexed: { id: r.id, name: r.name, description: r.description, kind: 'remote' } });
+    const watcher = new RemoteCardWatcher(r, { refreshMs: opts.remoteCardRefreshMs, log, onChange: () => invalidateCard(r.id) });
+    runners.set(r.id, { runner: new ProxyTaskRunner(ctx, r), indexed: { id: r.id, name: r.name, description: r.description, kind: 'remote' }, watcher });
   }
 
   await recoverOrphans(store, instanceId, runners, log);
@@ -156,7 +162,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     let c = cardCache.get(id);
     if (!c) {
       const entry = runners.get(id);
-      c = entry ? buildAgentCard(entry.runner.baseCard(), baseUrl, id, keys) : Promise.reject(new Error(`unknown agent ${id}`));
+      const facts = entry?.watcher?.facts;
+      c = entry
+        ? buildAgentCard(entry.watcher ? mergeRemoteFacts(entry.runner.baseCard(), entry.watcher.cfg, facts) : entry.runner.baseCard(), baseUrl, id, keys, facts)
+        : Promise.reject(new Error(`unknown agent ${id}`));
       cardCache.set(id, c);
     }
     return c;
@@ -167,8 +176,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   app.use('/.well-known/agent-card.json', cardRoute(() => (gatewayCard ??= buildGatewayCard(baseUrl, indexed, keys))));
 
   const handlers = new Map<string, GatewayRequestHandler>();
+  const forgetResolved = new Map<string, () => void>();
+  invalidateCard = (id) => {
+    cardCache.delete(id);
+    forgetResolved.get(id)?.();
+  };
   for (const [id, { runner }] of runners) {
     let resolved: AgentCard | undefined;
+    forgetResolved.set(id, () => (resolved = undefined));
     const handler = new GatewayRequestHandler(ctx, id, () => {
       if (!resolved) throw new Error('card not ready');
       return resolved;
@@ -178,8 +193,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     app.use(`${base}/.well-known/agent-card.json`, cardRoute(() => cardOf(id)));
     app.use(base, auth.middleware(), (_req: Request, _res: Response, next: NextFunction) => {
       if (resolved) return next();
-      cardOf(id).then((c) => {
-        resolved = c;
+      const pending = cardOf(id);
+      pending.then((c) => {
+        // A card that was replaced (the remote's card changed) meanwhile is not kept.
+        if (cardCache.get(id) === pending) resolved = c;
         next();
       }, next);
     }, a2aRouter({ handler, maxBodyBytes, log }));
@@ -210,6 +227,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const port = (server.address() as AddressInfo).port;
   const hostForUrl = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
   baseUrl = (opts.publicUrl ?? `http://${hostForUrl}:${port}`).replace(/\/+$/, '');
+  // In the background: a remote that is slow or down neither delays nor fails the start.
+  for (const { watcher } of runners.values()) watcher?.start();
 
   return {
     url: baseUrl,
@@ -223,6 +242,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       if (closed) return;
       closed = true;
       clearInterval(heartbeat);
+      await Promise.all([...runners.values()].map((r) => r.watcher?.close()));
       const closing = new Promise<void>((r) => server.close(() => r()));
       await Promise.all([...runners.values()].map((r) => r.runner.close()));
       server.closeAllConnections();

@@ -1,0 +1,259 @@
+/**
+ * A proxied remote agent's own agent card, read by the gateway so the route card shows what the remote
+ * really offers (its skills, modes, streaming/push). Only those fields are taken: the remote's
+ * interfaces and URLs are never used (requests keep going to the pinned `url` from the config, so a card
+ * cannot redirect the proxy), nor its security schemes (callers authenticate to the gateway) or
+ * signatures (the route card is signed by the gateway).
+ *
+ * Read in the background — once at start, then every `refreshMs` — rather than lazily on a card
+ * request: card routes are public, so a caller must not be able to make the gateway call a remote, and
+ * a slow or dead remote must never delay a card response or the gateway's start.
+ */
+import { AgentCard } from '@a2a-js/sdk';
+import type { AgentSkill } from '@a2a-js/sdk';
+import { isLegacyAgentCard, parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
+import type { RemoteAgentConfig, RemoteAuth } from './config';
+
+export const REMOTE_CARD_TIMEOUT_MS = 10_000;
+export const REMOTE_CARD_MAX_BYTES = 1024 * 1024;
+export const REMOTE_CARD_REFRESH_MS = 10 * 60_000;
+const WELL_KNOWN = '.well-known/agent-card.json';
+
+/** What the route card takes from the remote's card. */
+export interface RemoteCardFacts {
+  readonly skills: readonly AgentSkill[];
+  readonly description: string;
+  readonly defaultInputModes: readonly string[];
+  readonly defaultOutputModes: readonly string[];
+  readonly streaming: boolean;
+  readonly pushNotifications: boolean;
+}
+
+/** The gateway-held credentials for a remote (the headers the proxy sends it); never the caller's. */
+export function remoteAuthHeaders(auth: RemoteAuth): Record<string, string> {
+  switch (auth.kind) {
+    case 'bearer':
+      return { Authorization: `Bearer ${auth.token}` };
+    case 'header':
+      return { [auth.header]: auth.value };
+    case 'none':
+      return {};
+    default: {
+      const unknown: never = auth;
+      throw new Error(`unknown remote auth ${JSON.stringify(unknown)}`);
+    }
+  }
+}
+
+/** Where the card is looked for, in order: `cardUrl`, else the well-known path of url's path, then of its origin. */
+export function remoteCardUrls(cfg: Pick<RemoteAgentConfig, 'url' | 'cardUrl'>): string[] {
+  if (cfg.cardUrl) return [cfg.cardUrl];
+  const u = new URL(cfg.url);
+  const path = u.pathname.replace(/\/+$/, '');
+  const atPath = `${u.origin}${path}/${WELL_KNOWN}`;
+  const atOrigin = `${u.origin}/${WELL_KNOWN}`;
+  return atPath === atOrigin ? [atOrigin] : [atPath, atOrigin];
+}
+
+class CardError extends Error {}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** Checks the fields we take, on the raw JSON: the SDK's fromJSON coerces rather than rejects. */
+function checkRaw(raw: unknown): Obj {
+  if (!isObj(raw)) throw new CardError('is not a JSON object');
+  if (typeof raw.name !== 'string' || !raw.name) throw new CardError('has no name');
+  if (raw.skills !== undefined) {
+    if (!Array.isArray(raw.skills)) throw new CardError('skills is not a list');
+    raw.skills.forEach((s: unknown, i) => {
+      if (!isObj(s) || typeof s.id !== 'string' || !s.id || typeof s.name !== 'string') throw new CardError(`skills[${i}] needs a string id and name`);
+    });
+  }
+  if (raw.capabilities !== undefined) {
+    if (!isObj(raw.capabilities)) throw new CardError('capabilities is not an object');
+    for (const k of ['streaming', 'pushNotifications']) {
+      const v = raw.capabilities[k];
+      if (v !== undefined && typeof v !== 'boolean') throw new CardError(`capabilities.${k} is not true or false`);
+    }
+  }
+  for (const k of ['defaultInputModes', 'defaultOutputModes']) {
+    const v = raw[k];
+    if (v !== undefined && !(Array.isArray(v) && v.every((m) => typeof m === 'string'))) throw new CardError(`${k} is not a list of media types`);
+  }
+  return raw;
+}
+
+/** Parses a card as the SDK's card resolver does: a 0.3 card through the compat converter, else 1.0 JSON. */
+export function parseRemoteCard(raw: unknown): RemoteCardFacts {
+  const checked = checkRaw(raw);
+  let card: AgentCard;
+  try {
+    card = isLegacyAgentCard(checked) ? parseLegacyAgentCard(checked) : AgentCard.fromJSON(checked);
+  } catch (e) {
+    throw new CardError(`cannot be read as an A2A card (${(e as Error).message})`);
+  }
+  return {
+    // Per-skill security names the remote's schemes, which the route card does not carry.
+    skills: card.skills.map((s) => ({ ...s, tags: [...s.tags], examples: [...s.examples], inputModes: [...s.inputModes], outputModes: [...s.outputModes], securityRequirements: [] })),
+    description: card.description,
+    defaultInputModes: [...card.defaultInputModes],
+    defaultOutputModes: [...card.defaultOutputModes],
+    // Unstated is false: the gateway must not promise what the remote does not declare.
+    streaming: card.capabilities?.streaming === true,
+    pushNotifications: card.capabilities?.pushNotifications === true,
+  };
+}
+
+async function readCapped(res: Response, maxBytes: number): Promise<string> {
+  const declared = Number(res.headers.get('content-length') ?? NaN);
+  if (declared > maxBytes) throw new CardError(`is larger than ${maxBytes} bytes`);
+  if (!res.body) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = res.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      throw new CardError(`is larger than ${maxBytes} bytes`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export interface FetchCardOptions {
+  readonly timeoutMs?: number;
+  readonly maxBytes?: number;
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Reads the remote's card from the first candidate URL that serves one. Credentials go only to the
+ * pinned endpoint's origin (a `cardUrl` elsewhere is read without them); no redirects, bounded time and size.
+ */
+export async function fetchRemoteCard(cfg: RemoteAgentConfig, opts: FetchCardOptions = {}): Promise<{ url: string; facts: RemoteCardFacts }> {
+  const problems: string[] = [];
+  const pinnedOrigin = new URL(cfg.url).origin;
+  for (const url of remoteCardUrls(cfg)) {
+    const signal = AbortSignal.any([AbortSignal.timeout(opts.timeoutMs ?? REMOTE_CARD_TIMEOUT_MS), ...(opts.signal ? [opts.signal] : [])]);
+    const headers: Record<string, string> = {
+      Accept: 'application/json',
+      'A2A-Version': cfg.protocolVersion,
+      ...(new URL(url).origin === pinnedOrigin ? remoteAuthHeaders(cfg.auth) : {}),
+    };
+    try {
+      const res = await fetch(url, { headers, redirect: 'error', signal });
+      if (!res.ok) {
+        await res.body?.cancel();
+        throw new CardError(`answered HTTP ${res.status}`);
+      }
+      const text = await readCapped(res, opts.maxBytes ?? REMOTE_CARD_MAX_BYTES);
+      let raw: unknown;
+      try {
+        raw = JSON.parse(text);
+      } catch {
+        throw new CardError('is not JSON');
+      }
+      return { url, facts: parseRemoteCard(raw) };
+    } catch (e) {
+      if (opts.signal?.aborted) throw e;
+      const why = e instanceof CardError ? e.message : signal.aborted ? 'timed out' : `could not be fetched (${causeOf(e)})`;
+      problems.push(`${url} ${why}`);
+    }
+  }
+  throw new Error(problems.join('; '));
+}
+
+const every = (ms: number): string => (ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`);
+
+function causeOf(e: unknown): string {
+  const err = e as Error & { cause?: { code?: string; message?: string } };
+  return err.cause?.code ?? err.cause?.message ?? err.message;
+}
+
+/** The configured card with what the remote's card says (see the module comment for what is taken). */
+export function mergeRemoteFacts(configured: AgentCard, cfg: Pick<RemoteAgentConfig, 'descriptionIsDefault'>, facts: RemoteCardFacts | undefined): AgentCard {
+  if (!facts) return configured;
+  return {
+    ...configured,
+    description: cfg.descriptionIsDefault && facts.description ? facts.description : configured.description,
+    skills: facts.skills.length > 0 ? facts.skills.map((s) => structuredClone(s)) : configured.skills,
+    defaultInputModes: facts.defaultInputModes.length > 0 ? [...facts.defaultInputModes] : configured.defaultInputModes,
+    defaultOutputModes: facts.defaultOutputModes.length > 0 ? [...facts.defaultOutputModes] : configured.defaultOutputModes,
+  };
+}
+
+export interface RemoteCardWatcherOptions {
+  readonly refreshMs?: number;
+  readonly timeoutMs?: number;
+  readonly maxBytes?: number;
+  readonly log: (line: string) => void;
+  /** Called when what the route card takes from the remote changed (incl. going back to the configured card). */
+  readonly onChange: () => void;
+}
+
+/**
+ * Keeps one remote's card facts fresh in the background. A failure keeps the last good facts (or the
+ * configured card when there never were any) and is logged once until the reason changes or it recovers.
+ */
+export class RemoteCardWatcher {
+  private current: RemoteCardFacts | undefined;
+  private lastReport = '';
+  private timer: NodeJS.Timeout | undefined;
+  private readonly abort = new AbortController();
+  private running: Promise<void> | undefined;
+
+  constructor(
+    readonly cfg: RemoteAgentConfig,
+    private readonly opts: RemoteCardWatcherOptions,
+  ) {}
+
+  get facts(): RemoteCardFacts | undefined {
+    return this.current;
+  }
+
+  /** Starts reading in the background; never throws, never waits. */
+  start(): void {
+    this.refresh();
+    this.timer = setInterval(() => this.refresh(), this.opts.refreshMs ?? REMOTE_CARD_REFRESH_MS);
+    this.timer.unref();
+  }
+
+  /** One read (skipped while one is in flight); resolves when it is done. */
+  refresh(): Promise<void> {
+    if (this.abort.signal.aborted) return Promise.resolve();
+    this.running ??= this.readOnce().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async readOnce(): Promise<void> {
+    try {
+      const { url, facts } = await fetchRemoteCard(this.cfg, { timeoutMs: this.opts.timeoutMs, maxBytes: this.opts.maxBytes, signal: this.abort.signal });
+      if (this.abort.signal.aborted) return;
+      const changed = JSON.stringify(facts) !== JSON.stringify(this.current);
+      this.current = facts;
+      if (this.lastReport !== `ok ${url}`) {
+        this.opts.log(`remote agent ${this.cfg.id}: using the card at ${url} (${facts.skills.length} skill(s))`);
+        this.lastReport = `ok ${url}`;
+      }
+      if (changed) this.opts.onChange();
+    } catch (e) {
+      if (this.abort.signal.aborted) return;
+      const why = (e as Error).message;
+      if (this.lastReport !== `fail ${why}`) {
+        this.opts.log(`remote agent ${this.cfg.id}: its card could not be read (${why}); serving ${this.current ? 'the last card read' : 'the configured card'}, retrying every ${every(this.opts.refreshMs ?? REMOTE_CARD_REFRESH_MS)}`);
+        this.lastReport = `fail ${why}`;
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.abort.abort();
+    await this.running?.catch(() => undefined);
+  }
+}
