@@ -19,6 +19,7 @@ import { statusEvent } from './a2aBuild';
 import type { RemoteAgentConfig } from './config';
 import { stampSeq, TaskWriter, wireEventState, wireKind, wireTaskId } from './eventLog';
 import type { Json, WireEvent } from './eventLog';
+import { remoteAuthHeaders } from './remoteCard';
 import { remoteStream } from './remoteStream';
 import type { RemoteCall, RemoteEndpoint } from './remoteStream';
 import type { GatewayContext } from './gatewayContext';
@@ -76,10 +77,7 @@ export class ProxyTaskRunner implements TaskRunner {
   }
 
   private remoteHeaders(): Record<string, string> {
-    const a = this.cfg.auth;
-    if (a.kind === 'bearer') return { Authorization: `Bearer ${a.token}` };
-    if (a.kind === 'header') return { [a.header]: a.value };
-    return {};
+    return remoteAuthHeaders(this.cfg.auth);
   }
 
   /** A streaming call to the remote, as wire events. */
