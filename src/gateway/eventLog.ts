@@ -107,7 +107,8 @@ function wellFormed(ev: WireEvent): boolean {
  * read the way the SDK reads it, so odd input folds exactly as it would through the SDK's client.
  */
 export function toWireEvent(raw: unknown): WireEvent | undefined {
-  if (isObject(raw) && wellFormed(raw)) return raw;
+  if (!isObject(raw)) return undefined;
+  if (wellFormed(raw)) return raw;
   const normal = StreamResponse.toJSON(StreamResponse.fromJSON(raw)) as Json;
   return wireKind(normal) ? normal : undefined;
 }

@@ -165,7 +165,6 @@ async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['bindin
     }
     buf = buf ? buf + chunk : chunk;
     let start = 0;
-    const out: WireEvent[] = [];
     for (;;) {
       const nl = buf.indexOf('\n', start);
       if (nl < 0) break;
@@ -173,7 +172,8 @@ async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['bindin
       const line = buf.slice(start, end);
       start = nl + 1;
       if (line === '') {
-        if (data) out.push(toEvent(data, event));
+        // Yielded at once: an error later in the same chunk must not swallow the events before it.
+        if (data) yield toEvent(data, event);
         data = '';
         event = '';
       } else if (line.startsWith('data:')) {
@@ -187,7 +187,6 @@ async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['bindin
     }
     buf = start ? buf.slice(start) : buf;
     if (buf.length > MAX_EVENT_BYTES) throw new Error(`the remote sent an event over ${MAX_EVENT_BYTES} bytes`);
-    for (const ev of out) yield ev;
   }
   if (pending.length) buf += pending.join('');
   if (buf) {

@@ -210,6 +210,11 @@ export class SqliteGatewayStore implements GatewayStore {
       if (i > 0 && e.seq !== events[i - 1].seq + 1) throw new Error(`events of task ${taskId} are not contiguous (${events[i - 1].seq} then ${e.seq})`);
       if (e.body.includes('\n')) throw new Error(`event ${e.seq} of task ${taskId} is not single-line JSON`);
     }
+    // A seq is stored once: a batch must start right after the task's last stored event (a page's key
+    // alone would let an overlapping batch from a stale second writer in).
+    const stored = this.stmt('SELECT last_seq FROM baton_event_pages WHERE agent = ? AND task_id = ? ORDER BY last_seq DESC LIMIT 1').get(agent, taskId);
+    const expected = stored ? Number(stored.last_seq) + 1 : 1;
+    if (events[0].seq !== expected) throw new Error(`events of task ${taskId} must continue at seq ${expected}, got ${events[0].seq} (is another writer appending to it?)`);
     const bodies = events.length === 1 ? events[0].body : events.map((e) => e.body).join('\n');
     this.stmt('INSERT INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) VALUES (?, ?, ?, ?, ?)').run(agent, taskId, events[events.length - 1].seq, events[0].seq, bodies);
   }
@@ -267,7 +272,7 @@ export class SqliteGatewayStore implements GatewayStore {
   private readPagesNow(agent: string, taskId: string, afterSeq: number, limit: number): EventPage[] {
     // Only the pages that overlap (afterSeq, afterSeq + limit]: a page can hold many events.
     const rows = this.stmt('SELECT first_seq, bodies FROM baton_event_pages WHERE agent = ? AND task_id = ? AND last_seq > ? AND first_seq <= ? ORDER BY last_seq').all(
-      agent, taskId, afterSeq, afterSeq + limit);
+      agent, taskId, afterSeq, Math.max(afterSeq, 0) + limit);
     return rows.map((r) => ({ firstSeq: Number(r.first_seq), bodies: String(r.bodies) }));
   }
 

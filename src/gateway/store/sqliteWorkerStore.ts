@@ -123,6 +123,7 @@ export class SqliteWorkerStore implements GatewayStore {
     try {
       await this.call('close');
     } finally {
+      this.stopped = new Error("the gateway's SQLite thread is closed (the store was closed)");
       await this.worker.terminate();
     }
   }
