@@ -20,7 +20,7 @@ import type { RemoteAgentConfig } from './config';
 import { stampSeq, TaskWriter, wireEventState, wireKind, wireTaskId } from './eventLog';
 import type { Json, WireEvent } from './eventLog';
 import { remoteAuthHeaders } from './remoteCard';
-import { remoteStream } from './remoteStream';
+import { remoteStreamBatches } from './remoteStream';
 import type { RemoteCall, RemoteEndpoint } from './remoteStream';
 import type { GatewayContext } from './gatewayContext';
 import { requestDigest, waitForBinding, waitForTask } from './localTaskRunner';
@@ -32,10 +32,11 @@ import { endsTurn, isTerminal } from './taskStates';
 const RECONNECT_ATTEMPTS = 6;
 const REMOTE_CALL_MS = 15_000;
 
-type WireStream = AsyncGenerator<WireEvent, void, undefined>;
+/** Events from the remote, in the batches they arrived in. */
+type WireStream = AsyncGenerator<readonly WireEvent[], void, undefined>;
 
 async function* asWire(stream: AsyncGenerator<StreamResponse, void, undefined>): WireStream {
-  for await (const r of stream) yield StreamResponse.toJSON(r) as Json;
+  for await (const r of stream) yield [StreamResponse.toJSON(r) as Json];
 }
 
 interface Relay {
@@ -82,7 +83,7 @@ export class ProxyTaskRunner implements TaskRunner {
 
   /** A streaming call to the remote, as wire events. */
   private async openStream(call: RemoteCall, signal: AbortSignal): Promise<WireStream> {
-    if (this.endpoint) return remoteStream(this.endpoint, call, signal);
+    if (this.endpoint) return remoteStreamBatches(this.endpoint, call, signal);
     const client = await this.getClient();
     return asWire(call.kind === 'send' ? client.sendMessageStream(this.forwardParams(call.params), { signal }) : client.resubscribeTask({ tenant: '', id: call.taskId }, { signal }));
   }
@@ -142,9 +143,11 @@ export class ProxyTaskRunner implements TaskRunner {
   private async open(params: SendMessageRequest, principal: string): Promise<string> {
     const abort = new AbortController();
     const stream = await this.openStream({ kind: 'send', params: this.forwardParams(params) }, abort.signal);
-    const first = await stream.next();
-    const p = first.done ? undefined : StreamResponse.fromJSON(first.value).payload;
-    if (first.done || !p) throw new RequestMalformedError(`the remote agent ${this.cfg.id} answered with an empty stream`);
+    const firstBatch = await stream.next();
+    const firstWire = firstBatch.done ? undefined : firstBatch.value[0];
+    const rest = firstBatch.done ? [] : firstBatch.value.slice(1);
+    const p = firstWire ? StreamResponse.fromJSON(firstWire).payload : undefined;
+    if (!firstWire || !p) throw new RequestMalformedError(`the remote agent ${this.cfg.id} answered with an empty stream`);
     let task: Task;
     if (p.$case === 'task') task = p.value;
     else if (p.$case === 'message') {
@@ -182,8 +185,8 @@ export class ProxyTaskRunner implements TaskRunner {
       },
       { seq: 1, body: JSON.stringify(StreamResponse.toJSON(firstResp)) },
     );
-    if (p.$case === 'statusUpdate' || p.$case === 'artifactUpdate') await this.ingest(writer, first.value);
-    if (!terminalAlready || p.$case !== 'task') this.startRelay(writer, stream, abort);
+    if (p.$case === 'statusUpdate' || p.$case === 'artifactUpdate') await this.ingest(writer, firstWire);
+    if (!terminalAlready || p.$case !== 'task') this.startRelay(writer, stream, abort, rest);
     else void stream.return(undefined);
     return task.id;
   }
@@ -210,8 +213,8 @@ export class ProxyTaskRunner implements TaskRunner {
     return { taskId: row.id };
   }
 
-  private startRelay(writer: TaskWriter, stream: WireStream | undefined, abort: AbortController): void {
-    const done = this.relay(writer, stream, abort).catch((e: unknown) => this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId} failed: ${(e as Error).message}`));
+  private startRelay(writer: TaskWriter, stream: WireStream | undefined, abort: AbortController, pending: readonly WireEvent[] = []): void {
+    const done = this.relay(writer, stream, abort, pending).catch((e: unknown) => this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId} failed: ${(e as Error).message}`));
     this.relays.set(writer.taskId, { abort, done, writer });
     void done.finally(() => {
       if (isTerminal(writer.state)) this.sentDigests.delete(writer.taskId);
@@ -219,47 +222,64 @@ export class ProxyTaskRunner implements TaskRunner {
     });
   }
 
-  private async ingest(writer: TaskWriter, ev: WireEvent): Promise<void> {
+  /** Records one remote event; returns a promise only when the caller must wait (signing, end of turn, backlog). */
+  private ingest(writer: TaskWriter, ev: WireEvent): Promise<void> | undefined {
     const kind = wireKind(ev);
-    if (!kind) return;
+    if (!kind) return undefined;
     const tid = wireTaskId(ev);
-    if (tid && tid !== writer.taskId) return;
+    if (tid && tid !== writer.taskId) return undefined;
     const state = wireEventState(ev);
-    if (kind === 'statusUpdate' && isTerminal(state) && this.ctx.signEnvelope) {
-      const v = ev.statusUpdate as Json;
-      const outcome = taskStateToJSON(state ?? TaskState.TASK_STATE_UNSPECIFIED).replace('TASK_STATE_', '').toLowerCase();
-      try {
-        const envelope = await this.ctx.signEnvelope(envelopeBody(writer.task, TaskStatus.fromJSON(v.status), this.sentDigests.get(writer.taskId) ?? null, { id: this.cfg.id, kind: 'remote', url: this.cfg.url }, null));
-        v.metadata = { ...((v.metadata as Json | undefined) ?? {}), [META.envelope]: envelope, [META.outcome]: outcome };
-      } catch (e) {
-        this.ctx.log(`task ${writer.taskId}: signing the result failed: ${(e as Error).message}`);
-      }
+    if (kind === 'statusUpdate' && isTerminal(state) && this.ctx.signEnvelope) return this.ingestSigned(writer, ev, state, this.ctx.signEnvelope);
+    return this.commit(writer, ev, state);
+  }
+
+  private async ingestSigned(writer: TaskWriter, ev: WireEvent, state: TaskState | undefined, sign: NonNullable<GatewayContext['signEnvelope']>): Promise<void> {
+    const v = ev.statusUpdate as Json;
+    const outcome = taskStateToJSON(state ?? TaskState.TASK_STATE_UNSPECIFIED).replace('TASK_STATE_', '').toLowerCase();
+    try {
+      const envelope = await sign(envelopeBody(writer.task, TaskStatus.fromJSON(v.status), this.sentDigests.get(writer.taskId) ?? null, { id: this.cfg.id, kind: 'remote', url: this.cfg.url }, null));
+      v.metadata = { ...((v.metadata as Json | undefined) ?? {}), [META.envelope]: envelope, [META.outcome]: outcome };
+    } catch (e) {
+      this.ctx.log(`task ${writer.taskId}: signing the result failed: ${(e as Error).message}`);
     }
+    await this.commit(writer, ev, state);
+  }
+
+  private commit(writer: TaskWriter, ev: WireEvent, state: TaskState | undefined): Promise<void> | undefined {
     const turnEnds = endsTurn(state);
     if (turnEnds) writer.setOwner(null);
     // Commits are grouped: wait for them only at the end of a turn or when the store falls behind, so
     // relaying is not one fsync per event.
     const committed = writer.pushWire(ev);
-    if (turnEnds || writer.backlog > 2000) await committed;
-    else committed.catch(() => undefined);
+    if (turnEnds || writer.backlog > 2000) return committed;
+    committed.catch(() => undefined);
+    return undefined;
   }
 
   private statusWire(taskId: string, contextId: string, status: Task['status']): WireEvent {
     return StreamResponse.toJSON({ payload: { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } } }) as Json;
   }
 
-  private async relay(writer: TaskWriter, initial: WireStream | undefined, abort: AbortController): Promise<void> {
+  private async relay(writer: TaskWriter, initial: WireStream | undefined, abort: AbortController, pending: readonly WireEvent[]): Promise<void> {
     let stream = initial;
     let attempt = 0;
     const client = await this.getClient();
+    /** False when the relay is over (the turn ended or it was stopped). */
+    const take = async (batch: readonly WireEvent[]): Promise<boolean> => {
+      for (const ev of batch) {
+        const wait = this.ingest(writer, ev);
+        if (wait) await wait;
+        if (endsTurn(writer.state) || abort.signal.aborted) return false;
+      }
+      return true;
+    };
+    if (!(await take(pending))) return;
     while (!abort.signal.aborted && !this.closed) {
       if (stream) {
         try {
-          for await (const ev of stream) {
+          for await (const batch of stream) {
             attempt = 0;
-            await this.ingest(writer, ev);
-            if (endsTurn(writer.state)) return;
-            if (abort.signal.aborted) return;
+            if (!(await take(batch))) return;
           }
         } catch (e) {
           if (abort.signal.aborted || this.closed) return;

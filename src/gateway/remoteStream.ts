@@ -71,6 +71,11 @@ function errorFromBody(binding: RemoteEndpoint['binding'], status: number, heade
  * refuses (its A2A error), and mid-stream when the stream breaks or carries an error event.
  */
 export async function* remoteStream(ep: RemoteEndpoint, call: RemoteCall, signal: AbortSignal): AsyncGenerator<WireEvent, void, undefined> {
+  for await (const batch of remoteStreamBatches(ep, call, signal)) for (const ev of batch) yield ev;
+}
+
+/** `remoteStream` in batches: the events of each chunk read from the socket (the relay's form). */
+export async function* remoteStreamBatches(ep: RemoteEndpoint, call: RemoteCall, signal: AbortSignal): AsyncGenerator<readonly WireEvent[], void, undefined> {
   const base = ep.url.replace(/\/+$/, '');
   let url: string;
   let body: string | undefined;
@@ -120,8 +125,8 @@ export async function* remoteStream(ep: RemoteEndpoint, call: RemoteCall, signal
   yield* readEvents(res, ep.binding, rpcId);
 }
 
-/** Parses the SSE stream; one wire event per `data` event. */
-async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['binding'], rpcId: number | undefined): AsyncGenerator<WireEvent, void, undefined> {
+/** Parses the SSE stream (one wire event per `data` event), yielding what each chunk completed. */
+async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['binding'], rpcId: number | undefined): AsyncGenerator<readonly WireEvent[], void, undefined> {
   res.setEncoding('utf8');
   let buf = '';
   let data = '';
@@ -165,6 +170,8 @@ async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['bindin
     }
     buf = buf ? buf + chunk : chunk;
     let start = 0;
+    const out: WireEvent[] = [];
+    let failed: unknown;
     for (;;) {
       const nl = buf.indexOf('\n', start);
       if (nl < 0) break;
@@ -172,8 +179,15 @@ async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['bindin
       const line = buf.slice(start, end);
       start = nl + 1;
       if (line === '') {
-        // Yielded at once: an error later in the same chunk must not swallow the events before it.
-        if (data) yield toEvent(data, event);
+        if (data) {
+          try {
+            out.push(toEvent(data, event));
+          } catch (e) {
+            // The events before it in this chunk are delivered first, then the error.
+            failed = e;
+            break;
+          }
+        }
         data = '';
         event = '';
       } else if (line.startsWith('data:')) {
@@ -185,6 +199,8 @@ async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['bindin
       }
       // Comments (":") and other fields (id, retry) carry nothing the relay needs.
     }
+    if (out.length) yield out;
+    if (failed !== undefined) throw failed;
     buf = start ? buf.slice(start) : buf;
     if (buf.length > MAX_EVENT_BYTES) throw new Error(`the remote sent an event over ${MAX_EVENT_BYTES} bytes`);
   }
@@ -194,6 +210,6 @@ async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['bindin
     const line = buf.endsWith('\r') ? buf.slice(0, -1) : buf;
     if (line.startsWith('data:')) data = data ? `${data}\n${line.slice(line.charCodeAt(5) === 32 ? 6 : 5)}` : line.slice(line.charCodeAt(5) === 32 ? 6 : 5);
   }
-  if (data) yield toEvent(data, event);
+  if (data) yield [toEvent(data, event)];
   if (!res.complete) throw new Error('the remote closed the stream before it ended');
 }
