@@ -122,7 +122,7 @@ export function delegationTemplate(d: DelegationView, a: DelegationActions, now:
       <div><span class="k">Deadline</span><span>${deadline === undefined ? 'none' : d.terminal ? new Date(deadline).toLocaleTimeString() : `${formatDuration(deadline - now)} left`}</span></div>
       <div><span class="k">Capabilities</span><span>${capabilityChips(d.capabilities)}</span></div>
       <div><span class="k">Executed by</span><span>${d.executor ?? 'not reported'}${d.confined === false ? html` <span class="chip warn" title="A throwaway copy is not a sandbox">unconfined</span>` : d.confined ? html` <span class="chip">confined</span>` : nothing}</span></div>
-      ${d.signature ? html`<div><span class="k">Signed result</span><span class="sig ${d.signature.status}" id="signature"><vscode-icon name=${d.signature.status === 'verified' ? 'verified' : d.signature.status === 'invalid' ? 'error' : 'unverified'}></vscode-icon>${d.signature.status} <span class="muted">${d.signature.detail}</span></span></div>` : nothing}
+      ${d.signature ? html`<div class="wide"><span class="k">Signed result</span><span class="sig ${d.signature.status}" id="signature"><vscode-icon name=${d.signature.status === 'verified' ? 'verified' : d.signature.status === 'invalid' ? 'error' : 'unverified'}></vscode-icon>${d.signature.status} <span class="muted">${d.signature.detail}</span></span></div>` : nothing}
     </section>
     ${outcomeBanner(d, a)}
     ${replyBox(d, a)}

@@ -35,6 +35,8 @@ export const delegationStyles = `
 .state.muted { color: var(--vscode-descriptionForeground); }
 .facts { display: grid; grid-template-columns: repeat(auto-fit, minmax(210px, 1fr)); gap: 6px 18px; margin: 12px 0; }
 .facts > div { display: flex; flex-direction: column; gap: 2px; }
+/* A long line (the signed result names its key and signer): the whole row, not one narrow column. */
+.facts > .wide { grid-column: 1 / -1; }
 .facts .k { font-size: 0.85em; text-transform: uppercase; letter-spacing: 0.04em; color: var(--vscode-descriptionForeground); }
 .chip { display: inline-block; padding: 0 7px; margin-right: 4px; border-radius: 9px; font-size: 0.9em; background: var(--vscode-badge-background); color: var(--vscode-badge-foreground); }
 .chip.warn { background: var(--vscode-inputValidation-warningBackground); color: var(--vscode-foreground); border: 1px solid var(--vscode-inputValidation-warningBorder); }
