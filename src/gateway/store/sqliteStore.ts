@@ -95,6 +95,29 @@ export interface EventPage {
   readonly bodies: string;
 }
 
+/** An append whose events are already one page. */
+export interface PageBatch extends Omit<AppendBatch, 'events'> {
+  readonly firstSeq: number;
+  readonly lastSeq: number;
+  readonly bodies: string;
+  readonly events?: undefined;
+}
+
+/**
+ * Events are stored in pages: the events of one commit in one row, their bodies joined by newlines
+ * (wire JSON has none of its own), keyed by the page's last seq. A row per event cost more than
+ * everything else the gateway does to relay one; a page is one B-tree insert per commit.
+ */
+export function toPage(taskId: string, events: readonly EventRow[]): { firstSeq: number; lastSeq: number; bodies: string } {
+  if (!events.length) throw new Error(`no events to store for task ${taskId}`);
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i];
+    if (i > 0 && e.seq !== events[i - 1].seq + 1) throw new Error(`events of task ${taskId} are not contiguous (${events[i - 1].seq} then ${e.seq})`);
+    if (e.body.includes('\n')) throw new Error(`event ${e.seq} of task ${taskId} is not single-line JSON`);
+  }
+  return { firstSeq: events[0].seq, lastSeq: events[events.length - 1].seq, bodies: events.length === 1 ? events[0].body : events.map((e) => e.body).join('\n') };
+}
+
 /** The events after `afterSeq` in `pages`, at most `limit` of them. */
 export function eventsOfPages(pages: readonly EventPage[], afterSeq: number, limit: number): EventRow[] {
   const out: EventRow[] = [];
@@ -205,31 +228,35 @@ export class SqliteGatewayStore implements GatewayStore {
    * everything else the gateway does to relay one; a page is one B-tree insert per commit.
    */
   private insertPage(agent: string, taskId: string, events: readonly EventRow[]): void {
-    for (let i = 0; i < events.length; i++) {
-      const e = events[i];
-      if (i > 0 && e.seq !== events[i - 1].seq + 1) throw new Error(`events of task ${taskId} are not contiguous (${events[i - 1].seq} then ${e.seq})`);
-      if (e.body.includes('\n')) throw new Error(`event ${e.seq} of task ${taskId} is not single-line JSON`);
-    }
+    const page = toPage(taskId, events);
+    this.insertJoined(agent, taskId, page.firstSeq, page.lastSeq, page.bodies);
+  }
+
+  private insertJoined(agent: string, taskId: string, firstSeq: number, lastSeq: number, bodies: string): void {
     // A seq is stored once: a batch must start right after the task's last stored event (a page's key
     // alone would let an overlapping batch from a stale second writer in).
     const stored = this.stmt('SELECT last_seq FROM baton_event_pages WHERE agent = ? AND task_id = ? ORDER BY last_seq DESC LIMIT 1').get(agent, taskId);
     const expected = stored ? Number(stored.last_seq) + 1 : 1;
-    if (events[0].seq !== expected) throw new Error(`events of task ${taskId} must continue at seq ${expected}, got ${events[0].seq} (is another writer appending to it?)`);
-    const bodies = events.length === 1 ? events[0].body : events.map((e) => e.body).join('\n');
-    this.stmt('INSERT INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) VALUES (?, ?, ?, ?, ?)').run(agent, taskId, events[events.length - 1].seq, events[0].seq, bodies);
+    if (firstSeq !== expected) throw new Error(`events of task ${taskId} must continue at seq ${expected}, got ${firstSeq} (is another writer appending to it?)`);
+    this.stmt('INSERT INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) VALUES (?, ?, ?, ?, ?)').run(agent, taskId, lastSeq, firstSeq, bodies);
   }
 
   append(batch: AppendBatch): Promise<void> {
     if (batch.events.length === 0) return Promise.resolve();
-    const last = batch.events[batch.events.length - 1].seq;
+    const page = toPage(batch.taskId, batch.events);
+    return this.appendPage({ ...batch, ...page, events: undefined });
+  }
+
+  /** `append` with the batch already made into a page (what crosses to the store's thread). */
+  appendPage(batch: PageBatch): Promise<void> {
     this.tx(() => {
-      this.insertPage(batch.agent, batch.taskId, batch.events);
+      this.insertJoined(batch.agent, batch.taskId, batch.firstSeq, batch.lastSeq, batch.bodies);
       if (batch.owner !== undefined) {
         this.stmt('UPDATE baton_tasks SET state = ?, last_seq = ?, snapshot = ?, owner = ?, updated_at = ? WHERE agent = ? AND id = ?').run(
-          batch.state, last, batch.snapshot, batch.owner, Date.now(), batch.agent, batch.taskId);
+          batch.state, batch.lastSeq, batch.snapshot, batch.owner, Date.now(), batch.agent, batch.taskId);
       } else {
         this.stmt('UPDATE baton_tasks SET state = ?, last_seq = ?, snapshot = ?, updated_at = ? WHERE agent = ? AND id = ?').run(
-          batch.state, last, batch.snapshot, Date.now(), batch.agent, batch.taskId);
+          batch.state, batch.lastSeq, batch.snapshot, Date.now(), batch.agent, batch.taskId);
       }
     });
     return Promise.resolve();

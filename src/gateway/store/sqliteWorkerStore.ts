@@ -9,13 +9,13 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { AppendListener, CancelRequestListener, GatewayStore } from './gatewayStore';
-import { eventsOfPages } from './sqliteStore';
-import type { EventPage, SqliteGatewayStore, SqliteStoreOptions } from './sqliteStore';
+import { eventsOfPages, toPage } from './sqliteStore';
+import type { EventPage, PageBatch, SqliteGatewayStore, SqliteStoreOptions } from './sqliteStore';
 
 type Method = Exclude<keyof GatewayStore, 'kind' | 'onRemoteAppend' | 'onCancelRequest'>;
 
 /** What the thread answers: the store's methods, and its page reads. */
-export type WorkerMethod = Method | 'readPages';
+export type WorkerMethod = Method | 'readPages' | 'appendPage';
 
 export interface StoreCall {
   readonly id: number;
@@ -95,7 +95,19 @@ export class SqliteWorkerStore implements GatewayStore {
   bindRequest: GatewayStore['bindRequest'] = (...a) => this.call('bindRequest', ...a);
   releaseRequest: GatewayStore['releaseRequest'] = (...a) => this.call('releaseRequest', ...a);
   createTask: GatewayStore['createTask'] = (...a) => this.call('createTask', ...a);
-  append: GatewayStore['append'] = (...a) => this.call('append', ...a);
+  /** A batch crosses to the thread as one page (two long strings), not as many small objects. */
+  append: GatewayStore['append'] = (batch) => {
+    if (batch.events.length === 0) return Promise.resolve();
+    let page: ReturnType<typeof toPage>;
+    try {
+      page = toPage(batch.taskId, batch.events);
+    } catch (e) {
+      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+    }
+    const { events: _events, ...rest } = batch;
+    void _events;
+    return this.callWorker('appendPage', [{ ...rest, ...page } satisfies PageBatch]) as Promise<void>;
+  };
   getTask: GatewayStore['getTask'] = (...a) => this.call('getTask', ...a);
   listTasks: GatewayStore['listTasks'] = (...a) => this.call('listTasks', ...a);
   /** Pages cross the thread boundary as they are stored (a few long strings clone faster than many rows). */
