@@ -11,12 +11,18 @@
  * screenshots into test-results/integration/<mode>-<time>/.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { format, parseArgs } from 'node:util';
 import { chromium, type Browser, type Frame, type Page } from 'playwright-core';
+
+/** Answers a test's driver request. Written whole then renamed: the test polls for the file and must never read half of it. */
+function writeAck(ack: string, answer: { ok: boolean; error?: string }): void {
+  writeFileSync(`${ack}.tmp`, JSON.stringify(answer));
+  renameSync(`${ack}.tmp`, ack);
+}
 
 const repo = resolve(__dirname, '../..');
 const { values: opts } = parseArgs({
@@ -166,7 +172,7 @@ async function act(page: Page, req: { id: string; pid: number; command: string; 
       }
       case 'reload':
         // The phase passed and asks for the reload: the next phase starts by reloading the page.
-        writeFileSync(ack, JSON.stringify({ ok: true }));
+        writeAck(ack, { ok: true });
         phaseDone?.(0);
         return;
       case 'press':
@@ -187,12 +193,12 @@ async function act(page: Page, req: { id: string; pid: number; command: string; 
       default:
         throw new Error(`unknown driver command ${req.command}`);
     }
-    writeFileSync(ack, JSON.stringify({ ok: true }));
+    writeAck(ack, { ok: true });
   } catch (e) {
     const error = e instanceof Error ? e.message : String(e);
     log(`driver ${req.command} failed: ${error}`);
     await screenshot(page, `${currentPhase}-failed-${req.command}`).catch(() => undefined);
-    writeFileSync(ack, JSON.stringify({ ok: false, error }));
+    writeAck(ack, { ok: false, error });
   }
 }
 
