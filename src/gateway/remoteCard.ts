@@ -12,12 +12,12 @@
 import { AgentCard } from '@a2a-js/sdk';
 import type { AgentSkill } from '@a2a-js/sdk';
 import { isLegacyAgentCard, parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
+import { SafeFetchError, WELL_KNOWN_CARD_PATH, safeFetch } from '../node/safeFetch';
 import type { RemoteAgentConfig, RemoteAuth } from './config';
 
 export const REMOTE_CARD_TIMEOUT_MS = 10_000;
 export const REMOTE_CARD_MAX_BYTES = 1024 * 1024;
 export const REMOTE_CARD_REFRESH_MS = 10 * 60_000;
-const WELL_KNOWN = '.well-known/agent-card.json';
 
 /** What the route card takes from the remote's card. */
 export interface RemoteCardFacts {
@@ -50,8 +50,8 @@ export function remoteCardUrls(cfg: Pick<RemoteAgentConfig, 'url' | 'cardUrl'>):
   if (cfg.cardUrl) return [cfg.cardUrl];
   const u = new URL(cfg.url);
   const path = u.pathname.replace(/\/+$/, '');
-  const atPath = `${u.origin}${path}/${WELL_KNOWN}`;
-  const atOrigin = `${u.origin}/${WELL_KNOWN}`;
+  const atPath = `${u.origin}${path}/${WELL_KNOWN_CARD_PATH}`;
+  const atOrigin = `${u.origin}/${WELL_KNOWN_CARD_PATH}`;
   return atPath === atOrigin ? [atOrigin] : [atPath, atOrigin];
 }
 
@@ -105,26 +105,6 @@ export function parseRemoteCard(raw: unknown): RemoteCardFacts {
   };
 }
 
-async function readCapped(res: Response, maxBytes: number): Promise<string> {
-  const declared = Number(res.headers.get('content-length') ?? NaN);
-  if (declared > maxBytes) throw new CardError(`is larger than ${maxBytes} bytes`);
-  if (!res.body) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = res.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel();
-      throw new CardError(`is larger than ${maxBytes} bytes`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 export interface FetchCardOptions {
   readonly timeoutMs?: number;
   readonly maxBytes?: number;
@@ -132,36 +112,40 @@ export interface FetchCardOptions {
 }
 
 /**
- * Reads the remote's card from the first candidate URL that serves one. Credentials go only to the
- * pinned endpoint's origin (a `cardUrl` elsewhere is read without them); no redirects, bounded time and size.
+ * Reads the remote's card from the first candidate URL that serves one, through the project's one
+ * outbound fetch (`safeFetch`: no redirects, bounded time and size, the checked address dialled). The
+ * operator named these hosts, so they may be private. Credentials go only to the pinned endpoint's
+ * origin (a `cardUrl` elsewhere is read without them).
  */
 export async function fetchRemoteCard(cfg: RemoteAgentConfig, opts: FetchCardOptions = {}): Promise<{ url: string; facts: RemoteCardFacts }> {
   const problems: string[] = [];
   const pinnedOrigin = new URL(cfg.url).origin;
   for (const url of remoteCardUrls(cfg)) {
-    const signal = AbortSignal.any([AbortSignal.timeout(opts.timeoutMs ?? REMOTE_CARD_TIMEOUT_MS), ...(opts.signal ? [opts.signal] : [])]);
     const headers: Record<string, string> = {
       Accept: 'application/json',
       'A2A-Version': cfg.protocolVersion,
       ...(new URL(url).origin === pinnedOrigin ? remoteAuthHeaders(cfg.auth) : {}),
     };
+    const maxBytes = opts.maxBytes ?? REMOTE_CARD_MAX_BYTES;
     try {
-      const res = await fetch(url, { headers, redirect: 'error', signal });
-      if (!res.ok) {
-        await res.body?.cancel();
-        throw new CardError(`answered HTTP ${res.status}`);
+      let res: Awaited<ReturnType<typeof safeFetch>>;
+      try {
+        res = await safeFetch(url, { headers, maxBytes, timeoutMs: opts.timeoutMs ?? REMOTE_CARD_TIMEOUT_MS, allowPrivateHosts: [new URL(url).host], ...(opts.signal ? { signal: opts.signal } : {}) });
+      } catch (e) {
+        if (e instanceof SafeFetchError && e.code === 'too-large') throw new CardError(`is larger than ${maxBytes} bytes`);
+        throw e;
       }
-      const text = await readCapped(res, opts.maxBytes ?? REMOTE_CARD_MAX_BYTES);
+      if (res.status < 200 || res.status > 299) throw new CardError(`answered HTTP ${res.status}`);
       let raw: unknown;
       try {
-        raw = JSON.parse(text);
+        raw = JSON.parse(Buffer.from(res.body).toString('utf8'));
       } catch {
         throw new CardError('is not JSON');
       }
       return { url, facts: parseRemoteCard(raw) };
     } catch (e) {
       if (opts.signal?.aborted) throw e;
-      const why = e instanceof CardError ? e.message : signal.aborted ? 'timed out' : `could not be fetched (${causeOf(e)})`;
+      const why = e instanceof CardError ? e.message : e instanceof SafeFetchError && e.code === 'timeout' ? 'timed out' : `could not be fetched (${causeOf(e)})`;
       problems.push(`${url} ${why}`);
     }
   }
