@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Capabilities } from './agents/localAgent';
+import type { SkillInfo } from './cards';
 
 export type RemoteAuth =
   | { readonly kind: 'none' }
@@ -22,7 +23,7 @@ export interface RemoteAgentConfig {
   readonly protocolBinding: 'JSONRPC' | 'HTTP+JSON';
   readonly protocolVersion: '1.0' | '0.3';
   readonly auth: RemoteAuth;
-  readonly skills: ReadonlyArray<{ id: string; name: string; description: string; tags: string[] }>;
+  readonly skills: readonly SkillInfo[];
   /**
    * Where the remote's own agent card is read (its skills, modes and capabilities feed the route card);
    * default: `<url>/.well-known/agent-card.json`, then `<origin>/.well-known/agent-card.json`.

@@ -3,6 +3,7 @@
  * agents and headless coding CLIs, each in a throwaway workspace). The A2A executor adapts a
  * `LocalAgent` to the SDK's event bus; the agent knows nothing of A2A.
  */
+import type { SkillInfo } from '../cards';
 
 /** What an agent may do. Read-only by default: the agent may only propose a patch. */
 export interface Capabilities {
@@ -56,21 +57,13 @@ export interface LocalRunResult {
   readonly summary?: string;
 }
 
-export interface LocalAgentSkill {
-  readonly id: string;
-  readonly name: string;
-  readonly description: string;
-  readonly tags: readonly string[];
-  readonly examples?: readonly string[];
-}
-
 export interface LocalAgent {
   /** URL-safe id: the gateway serves it at /a2a/<id>. */
   readonly id: string;
   readonly name: string;
   readonly description: string;
   readonly kind: 'builtin' | 'headless';
-  readonly skills: readonly LocalAgentSkill[];
+  readonly skills: readonly SkillInfo[];
   /** The most this agent can ever do; the effective capabilities are the intersection with the request. */
   readonly maxCapabilities: Capabilities;
   run(request: LocalRunRequest, emit: (event: LocalRunEvent) => void): Promise<LocalRunResult>;
