@@ -122,24 +122,21 @@ export function wireState(status: unknown): TaskState {
 }
 
 /** The state an event moves its task to, when it says one. */
-export function wireEventState(ev: WireEvent): TaskState | undefined {
-  const k = wireKind(ev);
+export function wireEventState(ev: WireEvent, k: WireKind | undefined = wireKind(ev)): TaskState | undefined {
   if (k !== 'statusUpdate' && k !== 'task') return undefined;
   const status = (ev[k] as Json).status;
   return status === undefined ? undefined : wireState(status);
 }
 
 /** The task id an event names ('' when it names none). */
-export function wireTaskId(ev: WireEvent): string {
-  const k = wireKind(ev);
+export function wireTaskId(ev: WireEvent, k: WireKind | undefined = wireKind(ev)): string {
   if (!k) return '';
   const v = ev[k] as Json;
   const id = k === 'task' ? v.id : v.taskId;
   return typeof id === 'string' ? id : '';
 }
 
-function stampWire(ev: WireEvent, seq: number): void {
-  const k = wireKind(ev);
+function stampWire(ev: WireEvent, seq: number, k: WireKind | undefined): void {
   if (!k) return;
   const v = ev[k] as Json;
   v.metadata = { ...(isObject(v.metadata) ? v.metadata : {}), [META.seq]: seq };
@@ -153,8 +150,7 @@ function withoutSeq(md: unknown): Json {
 }
 
 /** Applies one event to a task snapshot (both wire JSON) the way a client would see it (A2A §3.7: GetTask is the truth). */
-export function foldWire(task: Json, ev: WireEvent): void {
-  const k = wireKind(ev);
+export function foldWire(task: Json, ev: WireEvent, k: WireKind | undefined = wireKind(ev)): void {
   if (!k) return;
   const v = ev[k] as Json;
   switch (k) {
@@ -242,11 +238,11 @@ export class TaskWriter {
   }
 
   /** `push` for an event already in wire form (see `toWireEvent`); the writer takes it over. */
-  pushWire(ev: WireEvent): Promise<void> {
+  pushWire(ev: WireEvent, kind: WireKind | undefined = wireKind(ev)): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);
     const seq = ++this.lastSeq;
-    stampWire(ev, seq);
-    foldWire(this.wire, ev);
+    stampWire(ev, seq, kind);
+    foldWire(this.wire, ev, kind);
     this.queue.push({ seq, body: JSON.stringify(ev) });
     return this.schedule();
   }

@@ -18,7 +18,7 @@ import { baseAgentCard } from './cards';
 import { statusEvent } from './a2aBuild';
 import type { RemoteAgentConfig } from './config';
 import { stampSeq, TaskWriter, wireEventState, wireKind, wireTaskId } from './eventLog';
-import type { Json, WireEvent } from './eventLog';
+import type { Json, WireEvent, WireKind } from './eventLog';
 import { remoteAuthHeaders } from './remoteCard';
 import { remoteStreamBatches } from './remoteStream';
 import type { RemoteCall, RemoteEndpoint } from './remoteStream';
@@ -226,11 +226,11 @@ export class ProxyTaskRunner implements TaskRunner {
   private ingest(writer: TaskWriter, ev: WireEvent): Promise<void> | undefined {
     const kind = wireKind(ev);
     if (!kind) return undefined;
-    const tid = wireTaskId(ev);
+    const tid = wireTaskId(ev, kind);
     if (tid && tid !== writer.taskId) return undefined;
-    const state = wireEventState(ev);
+    const state = wireEventState(ev, kind);
     if (kind === 'statusUpdate' && isTerminal(state) && this.ctx.signEnvelope) return this.ingestSigned(writer, ev, state, this.ctx.signEnvelope);
-    return this.commit(writer, ev, state);
+    return this.commit(writer, ev, state, kind);
   }
 
   private async ingestSigned(writer: TaskWriter, ev: WireEvent, state: TaskState | undefined, sign: NonNullable<GatewayContext['signEnvelope']>): Promise<void> {
@@ -242,15 +242,15 @@ export class ProxyTaskRunner implements TaskRunner {
     } catch (e) {
       this.ctx.log(`task ${writer.taskId}: signing the result failed: ${(e as Error).message}`);
     }
-    await this.commit(writer, ev, state);
+    await this.commit(writer, ev, state, 'statusUpdate');
   }
 
-  private commit(writer: TaskWriter, ev: WireEvent, state: TaskState | undefined): Promise<void> | undefined {
+  private commit(writer: TaskWriter, ev: WireEvent, state: TaskState | undefined, kind: WireKind): Promise<void> | undefined {
     const turnEnds = endsTurn(state);
     if (turnEnds) writer.setOwner(null);
     // Commits are grouped: wait for them only at the end of a turn or when the store falls behind, so
     // relaying is not one fsync per event.
-    const committed = writer.pushWire(ev);
+    const committed = writer.pushWire(ev, kind);
     if (turnEnds || writer.backlog > 2000) return committed;
     committed.catch(() => undefined);
     return undefined;
