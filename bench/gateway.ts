@@ -123,7 +123,7 @@ const fastAgent: LocalAgent = {
 /**
  * The children run this file bundled the way the gateway ships (esbuild, minified, the SQLite thread
  * beside it as in dist/), not through tsx's on-the-fly loader: the figure is the shipped code's.
- * `BENCH_NODE_ARGS` adds node flags to them (e.g. `--cpu-prof`).
+ * `BENCH_NODE_ARGS` adds node flags to them (e.g. `--cpu-prof`); `BENCH_MINIFY=0` keeps names readable in a profile.
  */
 let bundled: Promise<string> | undefined;
 function childScript(): Promise<string> {
@@ -136,7 +136,7 @@ function childScript(): Promise<string> {
       entryPoints: { 'gateway-child': __filename, 'gateway-sqlite': join(root, 'src/gateway/store/sqliteWorker.ts') },
       outdir,
       bundle: true,
-      minify: true,
+      minify: process.env.BENCH_MINIFY !== '0',
       platform: 'node',
       format: 'cjs',
       target: 'node20',

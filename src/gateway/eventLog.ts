@@ -46,14 +46,6 @@ export class EventHub {
   }
 }
 
-/** Puts `baton/seq` into the event's own metadata (the SDK client exposes no SSE ids). */
-export function stampSeq(resp: StreamResponse, seq: number): void {
-  const p = resp.payload;
-  if (!p) return;
-  const v = p.value;
-  v.metadata = { ...(v.metadata ?? {}), [META.seq]: seq };
-}
-
 /** A JSON object as it travels on the wire. */
 export type Json = Record<string, unknown>;
 
@@ -136,14 +128,29 @@ export function wireTaskId(ev: WireEvent, k: WireKind | undefined = wireKind(ev)
   return typeof id === 'string' ? id : '';
 }
 
-function stampWire(ev: WireEvent, seq: number, k: WireKind | undefined): void {
-  if (!k) return;
+/**
+ * A stored event body with `baton/seq` in the event's own metadata: what a client that activated the
+ * replay profile gets (the SDK's client exposes no SSE ids, so the seq has to travel in the event).
+ * Bodies are stored without it: plain A2A clients get the events as the agent sent them, and a relay
+ * stores a remote's bytes as they came.
+ */
+export function withSeq(body: string, seq: number): string {
+  let ev: unknown;
+  try {
+    ev = JSON.parse(body);
+  } catch {
+    return body;
+  }
+  if (!isObject(ev)) return body;
+  const k = wireKind(ev);
+  if (!k) return body;
   const v = ev[k] as Json;
   v.metadata = { ...(isObject(v.metadata) ? v.metadata : {}), [META.seq]: seq };
+  return JSON.stringify(ev);
 }
 
-function withoutSeq(md: unknown): Json {
-  if (!isObject(md)) return {};
+function withoutSeq(md: Json): Json {
+  if (!(META.seq in md)) return md;
   const { [META.seq]: _seq, ...rest } = md;
   void _seq;
   return rest;
@@ -194,6 +201,8 @@ export class TaskWriter {
   private flushing: Promise<void> | undefined;
   private failed: Error | undefined;
   private readonly wire: Json;
+  /** The state the folded status names (worked out once per event that changes it). */
+  private stateNow: TaskState;
   lastSeq: number;
 
   constructor(
@@ -205,6 +214,7 @@ export class TaskWriter {
     lastSeq: number,
   ) {
     this.wire = Task.toJSON(task) as Json;
+    this.stateNow = wireState(this.wire.status);
     this.lastSeq = lastSeq;
   }
 
@@ -218,7 +228,7 @@ export class TaskWriter {
   }
 
   get state(): TaskState {
-    return wireState(this.wire.status);
+    return this.stateNow;
   }
 
   /** Resolves once everything pushed so far is committed. */
@@ -237,13 +247,16 @@ export class TaskWriter {
     return this.pushWire(StreamResponse.toJSON(resp) as Json);
   }
 
-  /** `push` for an event already in wire form (see `toWireEvent`); the writer takes it over. */
-  pushWire(ev: WireEvent, kind: WireKind | undefined = wireKind(ev)): Promise<void> {
+  /**
+   * `push` for an event already in wire form (see `toWireEvent`); the writer takes it over. `raw` is the
+   * event's JSON text as received, when it is exactly `ev` on one line: it is stored as it came.
+   */
+  pushWire(ev: WireEvent, kind: WireKind | undefined = wireKind(ev), raw?: string): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);
     const seq = ++this.lastSeq;
-    stampWire(ev, seq, kind);
     foldWire(this.wire, ev, kind);
-    this.queue.push({ seq, body: JSON.stringify(ev) });
+    if (kind === 'statusUpdate' || kind === 'task') this.stateNow = wireState(this.wire.status);
+    this.queue.push({ seq, body: raw ?? JSON.stringify(ev) });
     return this.schedule();
   }
 
@@ -378,4 +391,13 @@ export async function* followTask(o: FollowOptions): AsyncGenerator<readonly Eve
 /** Parses a stored row back into the SDK's in-memory form. */
 export function rowToResponse(row: EventRow): StreamResponse {
   return StreamResponse.fromJSON(JSON.parse(row.body));
+}
+
+/** Batches of rows as a replay-profile client gets them: each body with its `baton/seq`. */
+export async function* withSeqs(batches: AsyncGenerator<readonly EventRow[], void, undefined>): AsyncGenerator<readonly EventRow[], void, undefined> {
+  try {
+    for await (const rows of batches) yield rows.map((r) => ({ seq: r.seq, body: withSeq(r.body, r.seq) }));
+  } finally {
+    await batches.return();
+  }
 }

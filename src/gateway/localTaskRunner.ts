@@ -15,7 +15,7 @@ import { canonicalize } from '../core/jcs';
 import type { Capabilities, LocalAgent, LocalRunEvent, LocalRunResult } from './agents/localAgent';
 import { READ_ONLY } from './agents/localAgent';
 import { artifactEvent, chunkText, promptOf, statusEvent, textPart } from './a2aBuild';
-import { stampSeq, TaskWriter } from './eventLog';
+import { TaskWriter } from './eventLog';
 import type { GatewayContext } from './gatewayContext';
 import { envelopeBody, sentRequestDigest } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
@@ -197,7 +197,6 @@ export class LocalTaskRunner implements TaskRunner {
     };
     const writer = new TaskWriter(this.ctx.store, this.ctx.hub, this.agent.id, taskId, task, 1);
     const first: StreamResponse = { payload: { $case: 'task', value: structuredClone(task) } };
-    stampSeq(first, 1);
     try {
       await this.ctx.store.createTask(
         { agent: this.agent.id, id: taskId, contextId, principal, kind: 'local', state: TaskState.TASK_STATE_SUBMITTED, snapshot: writer.snapshotJson(), owner: this.ctx.instanceId },

@@ -17,11 +17,11 @@ import { META } from '../core/batonProfile';
 import { baseAgentCard } from './cards';
 import { statusEvent } from './a2aBuild';
 import type { RemoteAgentConfig } from './config';
-import { stampSeq, TaskWriter, wireEventState, wireKind, wireTaskId } from './eventLog';
+import { TaskWriter, wireEventState, wireKind, wireTaskId } from './eventLog';
 import type { Json, WireEvent, WireKind } from './eventLog';
 import { remoteAuthHeaders } from './remoteCard';
 import { remoteStreamBatches } from './remoteStream';
-import type { RemoteCall, RemoteEndpoint } from './remoteStream';
+import type { RemoteCall, RemoteEndpoint, RemoteEvent } from './remoteStream';
 import type { GatewayContext } from './gatewayContext';
 import { requestDigest, waitForBinding, waitForTask } from './localTaskRunner';
 import { envelopeBody, sentRequestDigest } from './resultEnvelope';
@@ -33,10 +33,10 @@ const RECONNECT_ATTEMPTS = 6;
 const REMOTE_CALL_MS = 15_000;
 
 /** Events from the remote, in the batches they arrived in. */
-type WireStream = AsyncGenerator<readonly WireEvent[], void, undefined>;
+type WireStream = AsyncGenerator<readonly RemoteEvent[], void, undefined>;
 
 async function* asWire(stream: AsyncGenerator<StreamResponse, void, undefined>): WireStream {
-  for await (const r of stream) yield [StreamResponse.toJSON(r) as Json];
+  for await (const r of stream) yield [{ ev: StreamResponse.toJSON(r) as Json, raw: undefined }];
 }
 
 interface Relay {
@@ -144,7 +144,7 @@ export class ProxyTaskRunner implements TaskRunner {
     const abort = new AbortController();
     const stream = await this.openStream({ kind: 'send', params: this.forwardParams(params) }, abort.signal);
     const firstBatch = await stream.next();
-    const firstWire = firstBatch.done ? undefined : firstBatch.value[0];
+    const firstWire = firstBatch.done ? undefined : firstBatch.value[0]?.ev;
     const rest = firstBatch.done ? [] : firstBatch.value.slice(1);
     const p = firstWire ? StreamResponse.fromJSON(firstWire).payload : undefined;
     if (!firstWire || !p) throw new RequestMalformedError(`the remote agent ${this.cfg.id} answered with an empty stream`);
@@ -170,7 +170,6 @@ export class ProxyTaskRunner implements TaskRunner {
     task.metadata = { ...(task.metadata ?? {}), [META.executor]: { id: this.cfg.id, kind: 'remote', url: this.cfg.url } };
     const writer = new TaskWriter(this.ctx.store, this.ctx.hub, this.cfg.id, task.id, structuredClone(task), 1);
     const firstResp: StreamResponse = { payload: { $case: 'task', value: structuredClone(task) } };
-    stampSeq(firstResp, 1);
     const terminalAlready = endsTurn(task.status?.state);
     await this.ctx.store.createTask(
       {
@@ -213,7 +212,7 @@ export class ProxyTaskRunner implements TaskRunner {
     return { taskId: row.id };
   }
 
-  private startRelay(writer: TaskWriter, stream: WireStream | undefined, abort: AbortController, pending: readonly WireEvent[] = []): void {
+  private startRelay(writer: TaskWriter, stream: WireStream | undefined, abort: AbortController, pending: readonly RemoteEvent[] = []): void {
     const done = this.relay(writer, stream, abort, pending).catch((e: unknown) => this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId} failed: ${(e as Error).message}`));
     this.relays.set(writer.taskId, { abort, done, writer });
     void done.finally(() => {
@@ -222,15 +221,18 @@ export class ProxyTaskRunner implements TaskRunner {
     });
   }
 
-  /** Records one remote event; returns a promise only when the caller must wait (signing, end of turn, backlog). */
-  private ingest(writer: TaskWriter, ev: WireEvent): Promise<void> | undefined {
+  /**
+   * Records one remote event (`raw`: its text as received, stored as it came; see remoteStream.ts);
+   * returns a promise only when the caller must wait (signing, end of turn, backlog).
+   */
+  private ingest(writer: TaskWriter, ev: WireEvent, raw?: string): Promise<void> | undefined {
     const kind = wireKind(ev);
     if (!kind) return undefined;
     const tid = wireTaskId(ev, kind);
     if (tid && tid !== writer.taskId) return undefined;
     const state = wireEventState(ev, kind);
     if (kind === 'statusUpdate' && isTerminal(state) && this.ctx.signEnvelope) return this.ingestSigned(writer, ev, state, this.ctx.signEnvelope);
-    return this.commit(writer, ev, state, kind);
+    return this.commit(writer, ev, state, kind, raw);
   }
 
   private async ingestSigned(writer: TaskWriter, ev: WireEvent, state: TaskState | undefined, sign: NonNullable<GatewayContext['signEnvelope']>): Promise<void> {
@@ -245,12 +247,12 @@ export class ProxyTaskRunner implements TaskRunner {
     await this.commit(writer, ev, state, 'statusUpdate');
   }
 
-  private commit(writer: TaskWriter, ev: WireEvent, state: TaskState | undefined, kind: WireKind): Promise<void> | undefined {
+  private commit(writer: TaskWriter, ev: WireEvent, state: TaskState | undefined, kind: WireKind, raw?: string): Promise<void> | undefined {
     const turnEnds = endsTurn(state);
     if (turnEnds) writer.setOwner(null);
     // Commits are grouped: wait for them only at the end of a turn or when the store falls behind, so
     // relaying is not one fsync per event.
-    const committed = writer.pushWire(ev, kind);
+    const committed = writer.pushWire(ev, kind, raw);
     if (turnEnds || writer.backlog > 2000) return committed;
     committed.catch(() => undefined);
     return undefined;
@@ -260,14 +262,14 @@ export class ProxyTaskRunner implements TaskRunner {
     return StreamResponse.toJSON({ payload: { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } } }) as Json;
   }
 
-  private async relay(writer: TaskWriter, initial: WireStream | undefined, abort: AbortController, pending: readonly WireEvent[]): Promise<void> {
+  private async relay(writer: TaskWriter, initial: WireStream | undefined, abort: AbortController, pending: readonly RemoteEvent[]): Promise<void> {
     let stream = initial;
     let attempt = 0;
     const client = await this.getClient();
     /** False when the relay is over (the turn ended or it was stopped). */
-    const take = async (batch: readonly WireEvent[]): Promise<boolean> => {
-      for (const ev of batch) {
-        const wait = this.ingest(writer, ev);
+    const take = async (batch: readonly RemoteEvent[]): Promise<boolean> => {
+      for (const { ev, raw } of batch) {
+        const wait = this.ingest(writer, ev, raw);
         if (wait) await wait;
         if (endsTurn(writer.state) || abort.signal.aborted) return false;
       }

@@ -28,6 +28,12 @@ export interface RemoteEndpoint {
   readonly agents?: { readonly http?: HttpAgent; readonly https?: HttpAgent };
 }
 
+/** One event from the remote: its wire JSON, and its JSON text as received when that text is exactly it, on one line. */
+export interface RemoteEvent {
+  readonly ev: WireEvent;
+  readonly raw: string | undefined;
+}
+
 export type RemoteCall = { readonly kind: 'send'; readonly params: SendMessageRequest } | { readonly kind: 'subscribe'; readonly taskId: string };
 
 let rpcIds = 1;
@@ -71,11 +77,11 @@ function errorFromBody(binding: RemoteEndpoint['binding'], status: number, heade
  * refuses (its A2A error), and mid-stream when the stream breaks or carries an error event.
  */
 export async function* remoteStream(ep: RemoteEndpoint, call: RemoteCall, signal: AbortSignal): AsyncGenerator<WireEvent, void, undefined> {
-  for await (const batch of remoteStreamBatches(ep, call, signal)) for (const ev of batch) yield ev;
+  for await (const batch of remoteStreamBatches(ep, call, signal)) for (const e of batch) yield e.ev;
 }
 
 /** `remoteStream` in batches: the events of each chunk read from the socket (the relay's form). */
-export async function* remoteStreamBatches(ep: RemoteEndpoint, call: RemoteCall, signal: AbortSignal): AsyncGenerator<readonly WireEvent[], void, undefined> {
+export async function* remoteStreamBatches(ep: RemoteEndpoint, call: RemoteCall, signal: AbortSignal): AsyncGenerator<readonly RemoteEvent[], void, undefined> {
   const base = ep.url.replace(/\/+$/, '');
   let url: string;
   let body: string | undefined;
@@ -125,32 +131,58 @@ export async function* remoteStreamBatches(ep: RemoteEndpoint, call: RemoteCall,
   yield* readEvents(res, ep.binding, rpcId);
 }
 
-/** Parses the SSE stream (one wire event per `data` event), yielding what each chunk completed. */
-async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['binding'], rpcId: number | undefined): AsyncGenerator<readonly WireEvent[], void, undefined> {
+/** True when JSON text has no line break in it (it can be stored and sent as one SSE data line). */
+function oneLine(text: string): boolean {
+  return text.indexOf('\n') < 0 && text.indexOf('\r') < 0;
+}
+
+/**
+ * Parses the SSE stream (one wire event per `data` event), yielding what each chunk completed. An event
+ * keeps its text as received when it is a well-formed A2A event on one line: a JSON-RPC result in the
+ * SDK's own framing (`{"jsonrpc":"2.0","id":N,"result":…}`) is cut at the known prefix and that text
+ * parsed alone, so what is stored and relayed is exactly what was read and checked. Anything else is
+ * parsed whole and serialised again.
+ */
+async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['binding'], rpcId: number | undefined): AsyncGenerator<readonly RemoteEvent[], void, undefined> {
   res.setEncoding('utf8');
   let buf = '';
   let data = '';
   let event = '';
-  const toEvent = (raw: string, type: string): WireEvent => {
+  const framing = `{"jsonrpc":"2.0","id":${JSON.stringify(rpcId ?? null)},"result":`;
+  const asEvent = (result: unknown, text: string | undefined, raw: string): RemoteEvent => {
+    const ev = toWireEvent(result);
+    if (!ev) throw new Error(`the remote sent an event that is not an A2A stream response: ${raw.slice(0, 100)}`);
+    return { ev, raw: text !== undefined && ev === result && oneLine(text) ? text : undefined };
+  };
+  const toEvent = (raw: string, type: string): RemoteEvent => {
+    if (binding === 'JSONRPC' && raw.startsWith(framing) && raw.endsWith('}')) {
+      const text = raw.slice(framing.length, -1);
+      let result: unknown;
+      let parsedAlone = true;
+      try {
+        result = JSON.parse(text);
+      } catch {
+        parsedAlone = false; // e.g. more members after "result": read the whole response below
+      }
+      if (parsedAlone) return asEvent(result, text, raw);
+    }
     let parsed: unknown;
     try {
       parsed = JSON.parse(raw);
     } catch {
       throw new Error(`the remote sent an event that is not JSON: ${raw.slice(0, 100)}`);
     }
-    let result: unknown = parsed;
     if (binding === 'JSONRPC') {
       if (!isObject(parsed) || parsed.jsonrpc !== '2.0') throw new Error(`the remote sent an event that is not a JSON-RPC 2.0 response: ${raw.slice(0, 100)}`);
       if (isObject(parsed.error)) throw fromJsonRpcErrorResponse(parsed as unknown as Parameters<typeof fromJsonRpcErrorResponse>[0]);
       if (parsed.id !== rpcId) throw new Error(`the remote sent an event for JSON-RPC id ${JSON.stringify(parsed.id)}, expected ${String(rpcId)}`);
-      result = parsed.result;
-    } else if (type === 'error') {
+      return asEvent(parsed.result, undefined, raw);
+    }
+    if (type === 'error') {
       if (isObject(parsed) && isObject(parsed.error)) throw fromRestErrorBody(parsed.error as Parameters<typeof fromRestErrorBody>[0], { statusCode: 200, headers: {} });
       throw new Error(`the remote sent an error event: ${raw.slice(0, 200)}`);
     }
-    const ev = toWireEvent(result);
-    if (!ev) throw new Error(`the remote sent an event that is not an A2A stream response: ${raw.slice(0, 100)}`);
-    return ev;
+    return asEvent(parsed, raw, raw);
   };
   // Chunks without a line end wait in `pending` (a 1 MiB event arrives in many chunks; joining and
   // rescanning the buffer on each one would be quadratic).
@@ -170,7 +202,7 @@ async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['bindin
     }
     buf = buf ? buf + chunk : chunk;
     let start = 0;
-    const out: WireEvent[] = [];
+    const out: RemoteEvent[] = [];
     let failed: unknown;
     for (;;) {
       const nl = buf.indexOf('\n', start);

@@ -30,8 +30,8 @@ import {
   TaskNotFoundError,
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
-import { META } from '../core/batonProfile';
-import { followTask, rowToResponse } from './eventLog';
+import { META, REPLAY_EXTENSION_URI } from '../core/batonProfile';
+import { followTask, rowToResponse, withSeqs } from './eventLog';
 import type { GatewayContext } from './gatewayContext';
 import { isInstanceAlive } from './instanceLiveness';
 import { configOf, defaultIdForUrl, newPushConfigId, validatePushConfig } from './pushNotifier';
@@ -48,6 +48,13 @@ const FORWARDED_CANCEL_MARGIN_MS = 2_000;
 function notFound(id: string): Error {
   // One message for "unknown" and "someone else's": the answer must not tell them apart.
   return new TaskNotFoundError(`task ${id} not found`);
+}
+
+type RowStream = AsyncGenerator<readonly EventRow[], void, undefined>;
+
+/** The events as this client gets them: with `baton/seq` in each event when it activated the replay profile. */
+function forClient(rows: RowStream, context: ServerCallContext): RowStream {
+  return context.activatedExtensions?.includes(REPLAY_EXTENSION_URI) ? withSeqs(rows) : rows;
 }
 
 function withHistoryLength(task: Task, historyLength: number | undefined): Task {
@@ -124,11 +131,11 @@ export class GatewayRequestHandler implements A2ARequestHandler {
    * before the first event are thrown here, so the transport answers them as plain errors, not as a
    * broken stream.
    */
-  async openSendStream(params: SendMessageRequest, context: ServerCallContext): Promise<AsyncGenerator<readonly EventRow[], void, undefined>> {
+  async openSendStream(params: SendMessageRequest, context: ServerCallContext): Promise<RowStream> {
     const continuing = Boolean(params.message?.taskId);
     const before = continuing ? (await this.ownTask(params.message?.taskId ?? '', context)).lastSeq : 0;
     const taskId = await this.startOrContinue(params, context);
-    return followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId, afterSeq: before, untilTurnEnds: true, signal: signalOf(context) });
+    return forClient(followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId, afterSeq: before, untilTurnEnds: true, signal: signalOf(context) }), context);
   }
 
   async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
@@ -140,12 +147,12 @@ export class GatewayRequestHandler implements A2ARequestHandler {
    * stream closes once a finished task has nothing left. Without: plain A2A — the current task first,
    * then live events; a finished task is an error.
    */
-  async openSubscribeStream(id: string, context: ServerCallContext): Promise<AsyncGenerator<readonly EventRow[], void, undefined>> {
+  async openSubscribeStream(id: string, context: ServerCallContext): Promise<RowStream> {
     const row = await this.ownTask(id, context);
     const cursor = cursorOf(context);
     if (!isTerminal(row.state)) this.runner.ensureLive?.(row);
-    const follow = (afterSeq: number): AsyncGenerator<readonly EventRow[], void, undefined> =>
-      followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId: id, afterSeq, untilTurnEnds: true, signal: signalOf(context) });
+    const follow = (afterSeq: number): RowStream =>
+      forClient(followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId: id, afterSeq, untilTurnEnds: true, signal: signalOf(context) }), context);
     if (cursor !== undefined) {
       if (cursor > row.lastSeq) throw new RequestMalformedError(`cursor ${cursor} is past the last event of task ${id} (${row.lastSeq})`);
       return follow(cursor);

@@ -80,6 +80,32 @@ describe('gateway: local agents over A2A', () => {
     assert.match(String(task.artifacts[0]?.parts[0]?.content?.value), /^diff --git/);
   });
 
+  it('a plain A2A client gets the events as the agent made them (no baton/seq) and still the SSE id: lines; a 0.3 plain client too', async () => {
+    const plain = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token, { replay: false });
+    const events = await collect(plain.sendMessageStream(sendRequest(userMessage('plain'))));
+    assert.ok(events.length >= 7, `got ${events.length} events`);
+    assert.deepEqual(events.map(seqOf), events.map(() => undefined));
+    const taskId = events[0].payload?.$case === 'task' ? events[0].payload.value.id : '';
+    const legacy = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token, { legacy: true, replay: false });
+    const old = await collect(legacy.sendMessageStream(sendRequest(userMessage('plain 0.3'))));
+    assert.ok(old.length >= 7);
+    assert.deepEqual(old.map(seqOf), old.map(() => undefined));
+    // The same stored events, asked for without the extension: ids on the SSE lines, none in the events.
+    const res = await fetch(`${gw.url}/a2a/echo`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${gw.token}`, 'Last-Event-ID': '0' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'p', method: 'SubscribeToTask', params: { id: taskId } }),
+    });
+    assert.equal(res.headers.get('a2a-extensions'), null);
+    const sse = await readSse(res);
+    assert.deepEqual(sse.map((e) => Number(e.id)), events.map((_, i) => i + 1));
+    for (const e of sse) assert.doesNotMatch(e.data, /baton\/seq/);
+    // The replay client, on the same task: each event carries its seq.
+    const replaying = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token);
+    const again = await collect(replaying.resubscribeTask({ tenant: '', id: taskId }, { serviceParameters: { 'Last-Event-ID': '2' } }));
+    assert.deepEqual(again.map(seqOf), events.slice(2).map((_, i) => i + 3));
+  });
+
   it('replays after Last-Event-ID with id: lines, then closes on a finished task', async () => {
     const client = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token);
     const events: StreamResponse[] = await collect(client.sendMessageStream(sendRequest(userMessage('again'))));

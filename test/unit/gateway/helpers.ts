@@ -7,6 +7,7 @@ import { Role } from '@a2a-js/sdk';
 import type { Message, SendMessageRequest, StreamResponse } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { Client } from '@a2a-js/sdk/client';
+import { REPLAY_EXTENSION_URI } from '../../../src/core/batonProfile';
 import type { LocalAgent, LocalRunEvent, LocalRunRequest, LocalRunResult } from '../../../src/gateway/agents/localAgent';
 
 export function tempDir(prefix = 'baton-gw-'): { path: string; [Symbol.dispose](): void } {
@@ -55,16 +56,22 @@ export function scriptedAgent(o: ScriptedAgentOptions = {}): LocalAgent & { read
   };
 }
 
-export function bearerFetch(token: string): typeof fetch {
+/** A fetch with the bearer token and, when `extensions` are given, the `A2A-Extensions` header on every call. */
+export function bearerFetch(token: string, extensions: readonly string[] = []): typeof fetch {
   return (input, init) => {
     const headers = new Headers(init?.headers);
     headers.set('Authorization', `Bearer ${token}`);
+    if (extensions.length) headers.set('A2A-Extensions', extensions.join(','));
     return fetch(input, { ...init, headers });
   };
 }
 
-export async function clientFor(cardUrl: string, token: string, opts: { legacy?: boolean; preferRest?: boolean } = {}): Promise<Client> {
-  const fetchImpl = bearerFetch(token);
+/**
+ * An SDK client of a gateway route. It activates the replay profile as Baton's own client does (events
+ * carry `baton/seq`) unless `replay: false` (a plain A2A client).
+ */
+export async function clientFor(cardUrl: string, token: string, opts: { legacy?: boolean; preferRest?: boolean; replay?: boolean } = {}): Promise<Client> {
+  const fetchImpl = bearerFetch(token, opts.replay === false ? [] : [REPLAY_EXTENSION_URI]);
   const legacyCompat = { enabled: Boolean(opts.legacy) };
   const factory = new ClientFactory({
     transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat }), new RestTransportFactory({ fetchImpl, legacyCompat })],

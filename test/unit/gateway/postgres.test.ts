@@ -14,7 +14,6 @@ import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
 import type { LocalAgent, LocalRunEvent, LocalRunRequest, LocalRunResult } from '../../../src/gateway/agents/localAgent';
 import { sha256HexOf } from '../../../src/gateway/config';
 import type { RemoteAgentConfig } from '../../../src/gateway/config';
-import { stampSeq } from '../../../src/gateway/eventLog';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import type { GatewayStore } from '../../../src/gateway/store/gatewayStore';
@@ -96,7 +95,6 @@ async function ghostTask(store: GatewayStore, agent: string, principal: string, 
     metadata: { 'baton/executor': { id: agent, kind: 'builtin' } },
   };
   const first: StreamResponse = { payload: { $case: 'task', value: structuredClone(task) } };
-  stampSeq(first, 1);
   await store.createTask(
     { agent, id, contextId, principal, kind: 'local', state: TaskState.TASK_STATE_WORKING, snapshot: JSON.stringify(Task.toJSON(task)), owner },
     { seq: 1, body: JSON.stringify(StreamResponse.toJSON(first)) },

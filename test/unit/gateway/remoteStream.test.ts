@@ -10,8 +10,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { SendMessageRequest } from '@a2a-js/sdk';
 import { A2AError, ERROR_INFO_TYPE, A2A_ERROR_DOMAIN, JsonRpcTransportError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
-import { remoteStream } from '../../../src/gateway/remoteStream';
-import type { RemoteCall, RemoteEndpoint } from '../../../src/gateway/remoteStream';
+import { remoteStream, remoteStreamBatches } from '../../../src/gateway/remoteStream';
+import type { RemoteCall, RemoteEndpoint, RemoteEvent } from '../../../src/gateway/remoteStream';
 import { toWireEvent, wireKind } from '../../../src/gateway/eventLog';
 import type { Json, WireEvent } from '../../../src/gateway/eventLog';
 
@@ -523,6 +523,73 @@ describe('remoteStream: HTTP+JSON binding', () => {
     });
     const gen = remoteStream(endpoint(srv.url, 'HTTP+JSON'), { kind: 'subscribe', taskId: 't9' }, ctl(t));
     await assert.rejects(bounded(gen.next(), 'first event'), (e: unknown) => e instanceof TaskNotFoundError && e.message === 'no task t9' && (e as TaskNotFoundError & { statusCode: number }).statusCode === 404);
+  });
+});
+
+describe('remoteStream: the text of each event as received (stored and relayed as it came)', () => {
+  async function batches(gen: AsyncGenerator<readonly RemoteEvent[]>): Promise<RemoteEvent[]> {
+    const out: RemoteEvent[] = [];
+    for (;;) {
+      const r = await bounded(gen.next(), 'next batch');
+      if (r.done) return out;
+      out.push(...r.value);
+    }
+  }
+
+  it('JSON-RPC: the result text inside the SDK framing is kept byte for byte; other framings are parsed whole and keep none', async (t) => {
+    // Text no serialiser of ours would produce: escapes, an unknown member, members out of order.
+    const odd = '{"statusUpdate":{"status":{"state":"TASK_STATE_WORKING"},"taskId":"task-1","contextId":"ctx-1","x-vendor":[1,2.50,"\\u00e9\\n"]}}';
+    const srv = await serve(t, async (_req, res, body) => {
+      const id = JSON.stringify(rpcIdOf(body));
+      sseHead(res);
+      await writeAsync(res, `data: {"jsonrpc":"2.0","id":${id},"result":${odd}}\n\n`);
+      // The same event framed with spaces: not the SDK's framing, parsed whole.
+      await writeAsync(res, `data: { "jsonrpc": "2.0", "id": ${id}, "result": ${odd} }\n\n`);
+      // A second "result" member: the framing matches but the text after it is not one value; JSON
+      // reading takes the last member, and that is what must be stored, not the first one's text.
+      await writeAsync(res, `data: {"jsonrpc":"2.0","id":${id},"result":${JSON.stringify(statusUpdate(1))},"result":${JSON.stringify(statusUpdate(2))}}\n\n`);
+      // Over two data lines: the text has a newline in it, so it is serialised again.
+      await writeAsync(res, `data: {"jsonrpc":"2.0","id":${id},"result":\ndata: ${JSON.stringify(statusUpdate(3))}}\n\n`);
+      // Not well-formed (a numeric state): normalised by the SDK's reading, so the text is not kept.
+      res.end(`data: {"jsonrpc":"2.0","id":${id},"result":{"statusUpdate":{"taskId":"task-1","status":{"state":3}}}}\n\n`);
+    });
+    const got = await batches(remoteStreamBatches(endpoint(srv.url), SEND, ctl(t)));
+    assert.equal(got.length, 5);
+    assert.equal(got[0].raw, odd);
+    assert.deepEqual(got[0].ev, JSON.parse(odd));
+    assert.equal(got[1].raw, undefined);
+    assert.deepEqual(got[1].ev, JSON.parse(odd));
+    assert.equal(got[2].raw, undefined);
+    assert.deepEqual(got[2].ev, statusUpdate(2));
+    assert.equal(got[3].raw, undefined);
+    assert.deepEqual(got[3].ev, statusUpdate(3));
+    assert.equal(got[4].raw, undefined);
+    assert.deepEqual(got[4].ev, { statusUpdate: { taskId: 'task-1', status: { state: 'TASK_STATE_COMPLETED' } } });
+  });
+
+  it('JSON-RPC: a response for another id in the SDK framing is still refused', async (t) => {
+    const srv = await serve(t, (_req, res, body) => {
+      sseHead(res);
+      res.end(`data: {"jsonrpc":"2.0","id":${JSON.stringify(`${String(rpcIdOf(body))}0`)},"result":${JSON.stringify(statusUpdate(1))}}\n\n`);
+    });
+    const { events, error } = await drain(remoteStream(endpoint(srv.url), SEND, ctl(t)));
+    assert.deepEqual(events, []);
+    assert.ok(error instanceof Error);
+    assert.match(error.message, /JSON-RPC id/);
+  });
+
+  it('HTTP+JSON: the data text is kept when it is one line and well-formed', async (t) => {
+    const odd = '{"artifactUpdate":{"artifact":{"parts":[{"text":"caf\\u00e9"}],"artifactId":"a1"},"taskId":"task-1"}}';
+    const srv = await serve(t, (_req, res) => {
+      sseHead(res);
+      res.end(`data: ${odd}\r\n\r\ndata: {"statusUpdate":\ndata: ${JSON.stringify(statusUpdate(1).statusUpdate)}}\n\n`);
+    });
+    const got = await batches(remoteStreamBatches(endpoint(srv.url, 'HTTP+JSON'), SEND, ctl(t)));
+    assert.deepEqual(
+      got.map((e) => e.raw),
+      [odd, undefined],
+    );
+    assert.deepEqual(got[1].ev, statusUpdate(1));
   });
 });
 
