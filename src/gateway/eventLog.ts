@@ -44,6 +44,11 @@ export class EventHub {
     if (!set) return;
     for (const fn of [...set]) fn(notice);
   }
+
+  /** Wakes every subscriber of every task (`undefined`: each reads the store). */
+  publishAll(notice: undefined): void {
+    for (const set of [...this.listeners.values()]) for (const fn of [...set]) fn(notice);
+  }
 }
 
 /** A JSON object as it travels on the wire. */

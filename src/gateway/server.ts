@@ -93,10 +93,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const token = ensureLocalToken(tokenFile);
   const auth = new TokenAuthenticator([{ principal: LOCAL_PRINCIPAL, sha256: sha256HexOf(token) }, ...(opts.tokens ?? [])]);
 
-  const store = await openStore(opts.store ?? { kind: 'sqlite' }, opts.stateDir, opts.sqliteDriver);
+  const store = await openStore(opts.store ?? { kind: 'sqlite' }, opts.stateDir, opts.sqliteDriver, log);
   const push = new PushNotifier(store, { ...(opts.push ?? {}), allowPrivateHosts: opts.pushAllowPrivateHosts ?? [] }, log);
   const hub = new PushingEventHub((agent, taskId, notice) => push.onCommit(agent, taskId, notice.state));
   store.onRemoteAppend((agent, taskId) => hub.publish(agent, taskId, undefined));
+  store.onMissedAppends?.(() => hub.publishAll(undefined));
   const instanceId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   await store.heartbeat(instanceId, hostname(), process.pid);
   const heartbeat = setInterval(() => void store.heartbeat(instanceId, hostname(), process.pid).catch((e: unknown) => log(`heartbeat failed: ${String(e)}`)), HEARTBEAT_MS);

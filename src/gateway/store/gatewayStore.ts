@@ -113,6 +113,11 @@ export interface GatewayStore {
   /** Events appended by other instances (PostgreSQL LISTEN/NOTIFY); SQLite has no other writers to hear. */
   onRemoteAppend(listener: AppendListener): void;
   /**
+   * Appends by other instances may have gone unheard (the LISTEN connection was lost and is back):
+   * everyone following a task should read the store. Stores with no other writers never call it.
+   */
+  onMissedAppends?(listener: () => void): void;
+  /**
    * Asks the instance `ownerInstance` (the task's owner) to cancel the task. Fire and forget: the caller
    * learns the outcome from the task's events. PostgreSQL only; SQLite throws (one process per state
    * folder, so there is no other instance to ask).

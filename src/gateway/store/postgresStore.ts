@@ -59,19 +59,31 @@ function toTaskRow(r: Row): TaskRow {
   };
 }
 
+/** The LISTEN connection's name in pg_stat_activity (operators can tell it from the pool's). */
+export const LISTEN_APPLICATION_NAME = 'baton-gateway-listen';
+const RELISTEN_FIRST_MS = 250;
+const RELISTEN_MAX_MS = 5_000;
+
 export class PostgresGatewayStore implements GatewayStore {
   readonly kind = 'postgres' as const;
   private readonly listeners: AppendListener[] = [];
+  private readonly missedListeners: Array<() => void> = [];
   private readonly cancelListeners: Array<{ readonly instance: string; readonly listener: CancelRequestListener }> = [];
   private readonly origin = randomBytes(8).toString('hex');
   private listener: pg.Client | undefined;
+  private closing = false;
+  private relistenTimer: NodeJS.Timeout | undefined;
 
-  private constructor(private readonly pool: pg.Pool) {}
+  private constructor(
+    private readonly pool: pg.Pool,
+    private readonly url: string,
+    private readonly log: (line: string) => void,
+  ) {}
 
-  static async open(url: string): Promise<PostgresGatewayStore> {
+  static async open(url: string, log: (line: string) => void = () => undefined): Promise<PostgresGatewayStore> {
     const pool = new pg.Pool({ connectionString: url, max: 10 });
     pool.on('error', () => undefined); // an idle client's error surfaces on the next query
-    const store = new PostgresGatewayStore(pool);
+    const store = new PostgresGatewayStore(pool, url, log);
     try {
       // Several instances may start at once; the advisory lock serialises their CREATE IF NOT EXISTS.
       const c = await pool.connect();
@@ -82,7 +94,7 @@ export class PostgresGatewayStore implements GatewayStore {
       } finally {
         c.release();
       }
-      await store.listen(url);
+      await store.listen();
     } catch (e) {
       await pool.end().catch(() => undefined);
       throw new Error(`cannot use the PostgreSQL store (${(e as Error).message}); check store.url and that the database accepts connections`);
@@ -90,9 +102,25 @@ export class PostgresGatewayStore implements GatewayStore {
     return store;
   }
 
-  private async listen(url: string): Promise<void> {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
+  /**
+   * One connection holds LISTEN for both channels. When it is lost (the server restarted, an admin
+   * ended it, the network dropped) it is opened again with backoff, and everyone following a task is
+   * told to read the store: notifications sent while nobody listened are gone, the events are not.
+   */
+  private async listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url, application_name: LISTEN_APPLICATION_NAME });
+    let lost = false;
+    const onLost = (why: string): void => {
+      if (lost) return;
+      lost = true;
+      if (this.listener === client) this.listener = undefined;
+      void client.end().catch(() => undefined);
+      if (this.closing) return;
+      this.log(`PostgreSQL LISTEN connection lost (${why}); listening again`);
+      this.relisten(RELISTEN_FIRST_MS);
+    };
+    client.on('error', (e) => onLost(e.message));
+    client.on('end', () => onLost('connection closed'));
     client.on('notification', (n) => {
       if (n.channel === CANCEL_CHANNEL && n.payload) {
         this.deliverCancel(n.payload);
@@ -107,10 +135,41 @@ export class PostgresGatewayStore implements GatewayStore {
         // Not ours.
       }
     });
-    client.on('error', () => undefined);
-    await client.query(`LISTEN ${CHANNEL}`);
-    await client.query(`LISTEN ${CANCEL_CHANNEL}`);
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+      await client.query(`LISTEN ${CANCEL_CHANNEL}`);
+    } catch (e) {
+      lost = true;
+      await client.end().catch(() => undefined);
+      throw e;
+    }
+    if (this.closing) {
+      await client.end().catch(() => undefined);
+      return;
+    }
     this.listener = client;
+  }
+
+  private relisten(delayMs: number): void {
+    clearTimeout(this.relistenTimer);
+    this.relistenTimer = setTimeout(() => {
+      this.relistenTimer = undefined;
+      if (this.closing) return;
+      this.listen().then(
+        () => {
+          if (this.closing) return;
+          this.log('PostgreSQL LISTEN connection restored');
+          for (const l of this.missedListeners) l();
+        },
+        (e: unknown) => {
+          const next = Math.min(delayMs * 2, RELISTEN_MAX_MS);
+          this.log(`PostgreSQL LISTEN: cannot listen again (${(e as Error).message}); retrying in ${next} ms`);
+          this.relisten(next);
+        },
+      );
+    }, delayMs);
+    this.relistenTimer.unref();
   }
 
   private deliverCancel(payload: string): void {
@@ -251,6 +310,10 @@ export class PostgresGatewayStore implements GatewayStore {
     this.listeners.push(listener);
   }
 
+  onMissedAppends(listener: () => void): void {
+    this.missedListeners.push(listener);
+  }
+
   async requestCancel(agent: string, taskId: string, ownerInstance: string): Promise<void> {
     await this.pool.query('SELECT pg_notify($1, $2)', [CANCEL_CHANNEL, JSON.stringify({ instance: ownerInstance, agent, taskId })]);
   }
@@ -287,6 +350,8 @@ export class PostgresGatewayStore implements GatewayStore {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
+    clearTimeout(this.relistenTimer);
     await this.listener?.end().catch(() => undefined);
     await this.pool.end();
   }

@@ -17,6 +17,7 @@ import type { RemoteAgentConfig } from '../../../src/gateway/config';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import type { GatewayStore } from '../../../src/gateway/store/gatewayStore';
+import { LISTEN_APPLICATION_NAME } from '../../../src/gateway/store/postgresStore';
 import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
 import { clientFor, collect, readSse, scriptedAgent, sendRequest, seqOf, tempDir, userMessage } from './helpers';
 
@@ -196,6 +197,39 @@ describe('gateway: PostgreSQL store shared by two instances', () => {
     const replay = await readSse(res);
     assert.deepEqual(replay.map((e) => Number(e.id)), replay.map((_, i) => i + 1));
     assert.equal(await gwA.store.integrityCheck(), 'ok');
+  });
+
+  it("keeps a subscriber on B following A's task after B's LISTEN connection is ended: B listens again and reads what it missed", { skip }, async () => {
+    const onA = await clientFor(`${gwA.url}/a2a/slow/.well-known/agent-card.json`, teamToken);
+    const started = await onA.sendMessage(sendRequest(userMessage('go on'), true));
+    const id = 'id' in started ? started.id : '';
+    const onB = await clientFor(`${gwB.url}/a2a/slow/.well-known/agent-card.json`, teamToken);
+    const seen: StreamResponse[] = [];
+    let firstSeen!: () => void;
+    const first = new Promise<void>((r) => (firstSeen = r));
+    const following = (async () => {
+      for await (const ev of onB.resubscribeTask({ tenant: '', id })) {
+        seen.push(ev);
+        if (seen.length === 2) firstSeen();
+      }
+    })();
+    await first;
+    // An operator (or a server restart) ends the gateways' LISTEN connections mid-task.
+    const admin = await sql();
+    try {
+      const r = await admin.query('SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1', [LISTEN_APPLICATION_NAME]);
+      assert.ok(r.rowCount !== null && r.rowCount >= 2, `ended ${String(r.rowCount)} LISTEN connections`);
+    } finally {
+      await admin.end();
+    }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([following, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`B stopped hearing the task after ${seen.length} events`)), 20_000)))]).finally(() => clearTimeout(timer));
+    const last = seen[seen.length - 1];
+    assert.equal(last.payload?.$case === 'statusUpdate' ? last.payload.value.status?.state : -1, TaskState.TASK_STATE_COMPLETED);
+    const seqs = seen.slice(1).map(seqOf);
+    assert.deepEqual(seqs, seqs.map((_, i) => (seqs[0] ?? 0) + i), 'contiguous, none lost or repeated');
+    assert.ok(logB.some((l) => /LISTEN connection lost/.test(l)), logB.join('\n'));
+    assert.ok(logB.some((l) => /LISTEN connection restored/.test(l)), logB.join('\n'));
   });
 
   it('makes one task for the same messageId sent to both instances at once', { skip }, async () => {
