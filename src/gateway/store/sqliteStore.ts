@@ -61,7 +61,7 @@ CREATE TABLE IF NOT EXISTS baton_tasks (
 CREATE INDEX IF NOT EXISTS baton_tasks_by_principal ON baton_tasks (agent, principal, updated_at DESC, id DESC);
 CREATE TABLE IF NOT EXISTS baton_event_pages (
   agent TEXT NOT NULL, task_id TEXT NOT NULL, last_seq INTEGER NOT NULL, first_seq INTEGER NOT NULL, bodies TEXT NOT NULL,
-  PRIMARY KEY (agent, task_id, last_seq)) WITHOUT ROWID;
+  UNIQUE (agent, task_id, last_seq));
 CREATE TABLE IF NOT EXISTS baton_requests (
   principal TEXT NOT NULL, agent TEXT NOT NULL, message_id TEXT NOT NULL, digest TEXT NOT NULL,
   task_id TEXT, created_at INTEGER NOT NULL,
@@ -151,8 +151,21 @@ export class SqliteGatewayStore implements GatewayStore {
     this.migrate();
   }
 
-  /** State folders written before events were kept in pages: one page per event, once. */
+  /**
+   * Earlier state folders, once each: pages kept in a WITHOUT ROWID table (pages can be large, a whole
+   * patch, and SQLite keeps those tables for small rows: the same appends cost about a third more CPU),
+   * and before that one row per event (one page per event).
+   */
   private migrate(): void {
+    const pages = this.db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'baton_event_pages'").get();
+    if (pages && /WITHOUT\s+ROWID/i.test(String(pages.sql))) {
+      this.tx(() => {
+        this.db.exec('ALTER TABLE baton_event_pages RENAME TO baton_event_pages_old');
+        this.db.exec(SCHEMA);
+        this.db.exec('INSERT INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) SELECT agent, task_id, last_seq, first_seq, bodies FROM baton_event_pages_old ORDER BY agent, task_id, last_seq');
+        this.db.exec('DROP TABLE baton_event_pages_old');
+      });
+    }
     if (!this.db.prepare("SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = 'baton_events'").get()) return;
     this.tx(() => {
       this.db.exec('INSERT OR IGNORE INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) SELECT agent, task_id, seq, seq, body FROM baton_events');

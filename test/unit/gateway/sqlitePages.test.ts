@@ -144,6 +144,51 @@ CREATE TABLE baton_events (agent TEXT NOT NULL, task_id TEXT NOT NULL, seq INTEG
   });
 });
 
+describe('SQLite store: migration from pages kept in a WITHOUT ROWID table', () => {
+  it('moves every page into the rowid table, keeps the order and the seq check, once', async (t) => {
+    const dir = tempDir('baton-pages-');
+    t.after(() => dir[Symbol.dispose]());
+    const file = join(dir.path, 'baton.sqlite');
+    // A state folder as the previous version wrote it: today's tables, but pages in a WITHOUT ROWID table.
+    const previous = new SqliteGatewayStore({ file, driver: 'better-sqlite3' });
+    await previous.close();
+    const raw1 = new Database(file);
+    raw1.exec(`DROP TABLE baton_event_pages;
+CREATE TABLE baton_event_pages (
+  agent TEXT NOT NULL, task_id TEXT NOT NULL, last_seq INTEGER NOT NULL, first_seq INTEGER NOT NULL, bodies TEXT NOT NULL,
+  PRIMARY KEY (agent, task_id, last_seq)) WITHOUT ROWID;`);
+    const insTask = raw1.prepare('INSERT INTO baton_tasks (agent, id, context_id, principal, kind, state, last_seq, snapshot, owner, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+    const insPage = raw1.prepare('INSERT INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) VALUES (?, ?, ?, ?, ?)');
+    const all = rows('wr', 1, 40);
+    insTask.run(AGENT, 'wr', 'ctx', 'alice', 'local', TaskState.TASK_STATE_WORKING, 40, '{"id":"wr"}', null, 1, 2);
+    // Pages of 1, 9, 30 events, inserted last first.
+    for (const [from, to] of [[11, 40], [2, 10], [1, 1]] as const) insPage.run(AGENT, 'wr', to, from, all.slice(from - 1, to).map((e) => e.body).join('\n'));
+    raw1.close();
+
+    const store = openStore(t, file);
+    assert.deepEqual(await store.readEvents(AGENT, 'wr', 0, 1000), all);
+    assert.deepEqual(await store.readEvents(AGENT, 'wr', 5, 7), model(all, 5, 7));
+    assert.equal(await store.integrityCheck(), 'ok');
+    // The seq check still holds on the new table: a batch that does not continue at 41 is refused.
+    await assert.rejects(appendRows(store, 'wr', rows('wr', 40, 41)), /must continue at seq 41/);
+    await appendRows(store, 'wr', rows('wr', 41, 42));
+    await store.close();
+
+    const raw = new Database(file, { readonly: true });
+    try {
+      const tables = raw.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name LIKE 'baton_event_pages%'").all() as { name: string; sql: string }[];
+      assert.deepEqual(tables.map((x) => x.name), ['baton_event_pages']);
+      assert.doesNotMatch(tables[0].sql, /WITHOUT\s+ROWID/i);
+      assert.equal((raw.prepare('SELECT count(*) AS n FROM baton_event_pages').get() as { n: number }).n, 4);
+    } finally {
+      raw.close();
+    }
+    const again = openStore(t, file);
+    assert.deepEqual(await again.readEvents(AGENT, 'wr', 0, 1000), rows('wr', 1, 42));
+    assert.equal(await again.integrityCheck(), 'ok');
+  });
+});
+
 describe('SQLite store: event pages', () => {
   it('readEvents returns exactly the contiguous events after afterSeq, up to limit, from every start near a page edge, for many limits', async (t) => {
     const dir = tempDir('baton-pages-');
