@@ -194,16 +194,37 @@ export function foldWire(task: Json, ev: WireEvent, k: WireKind | undefined = wi
   }
 }
 
+interface Deferred {
+  readonly promise: Promise<void>;
+  resolve(): void;
+  reject(e: Error): void;
+}
+
+function deferred(): Deferred {
+  let resolve!: () => void;
+  let reject!: (e: Error) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // Nobody may be waiting for this commit: a failure is reported to those who ask, never unhandled.
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
 /**
- * The single writer of one task's events in this process. `push` is synchronous (agents emit from
- * callbacks); one commit is in flight at a time and everything pushed meanwhile goes into the next, so
- * the number of commits adapts to how fast the disk is. Subscribers are woken only after the commit.
- * The task is kept as wire JSON, so a relayed event is stamped, folded and stored without a round trip
- * through the SDK's objects.
+ * The single writer of one task's events in this process. Adding an event is synchronous (agents emit
+ * from callbacks) and costs no promise; one commit is in flight at a time and everything added
+ * meanwhile goes into the next, so the number of commits adapts to how fast the disk is. Subscribers
+ * are woken only after the commit. The task is kept as wire JSON, so a relayed event is folded and
+ * stored without a round trip through the SDK's objects.
  */
 export class TaskWriter {
   private queue: EventRow[] = [];
-  private flushing: Promise<void> | undefined;
+  /** Settles when the events now in `queue` are committed (created with the queue's first event). */
+  private queued: Deferred | undefined;
+  /** Settles when the commit in flight is done. */
+  private inFlight: Promise<void> | undefined;
   private failed: Error | undefined;
   private readonly wire: Json;
   /** The state the folded status names (worked out once per event that changes it). */
@@ -236,10 +257,15 @@ export class TaskWriter {
     return this.stateNow;
   }
 
-  /** Resolves once everything pushed so far is committed. */
-  async idle(): Promise<void> {
-    while (this.flushing) await this.flushing;
-    if (this.failed) throw this.failed;
+  /** Resolves once everything added so far is committed; rejects if a commit failed. */
+  committed(): Promise<void> {
+    if (this.failed) return Promise.reject(this.failed);
+    return this.queued?.promise ?? this.inFlight ?? Promise.resolve();
+  }
+
+  /** `committed`, under the name callers that only wait for quiet use. */
+  idle(): Promise<void> {
+    return this.committed();
   }
 
   /** Events queued but not yet committed (a relay slows down when this grows). */
@@ -249,20 +275,34 @@ export class TaskWriter {
 
   /** Numbers, folds and queues one event; resolves when it is committed. */
   push(resp: StreamResponse): Promise<void> {
-    return this.pushWire(StreamResponse.toJSON(resp) as Json);
+    try {
+      this.addResponse(resp);
+    } catch (e) {
+      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+    }
+    return this.committed();
+  }
+
+  /** `add` for an event in the SDK's form. */
+  addResponse(resp: StreamResponse): void {
+    this.add(StreamResponse.toJSON(resp) as Json);
   }
 
   /**
-   * `push` for an event already in wire form (see `toWireEvent`); the writer takes it over. `raw` is the
-   * event's JSON text as received, when it is exactly `ev` on one line: it is stored as it came.
+   * Numbers, folds and queues one event already in wire form (see `toWireEvent`); the writer takes it
+   * over. `raw` is the event's JSON text as received, when it is exactly `ev` on one line: it is stored
+   * as it came. Throws when an earlier commit failed (nothing more is stored for this task then).
    */
-  pushWire(ev: WireEvent, kind: WireKind | undefined = wireKind(ev), raw?: string): Promise<void> {
-    if (this.failed) return Promise.reject(this.failed);
+  add(ev: WireEvent, kind: WireKind | undefined = wireKind(ev), raw?: string): void {
+    if (this.failed) throw this.failed;
     const seq = ++this.lastSeq;
     foldWire(this.wire, ev, kind);
     if (kind === 'statusUpdate' || kind === 'task') this.stateNow = wireState(this.wire.status);
     this.queue.push({ seq, body: raw ?? JSON.stringify(ev) });
-    return this.schedule();
+    if (!this.queued) {
+      this.queued = deferred();
+      if (!this.inFlight) setImmediate(() => void this.flush());
+    }
   }
 
   /** Ownership changes (null when the run ends) travel with the next commit. */
@@ -275,16 +315,13 @@ export class TaskWriter {
     return JSON.stringify({ ...this.wire, metadata: { ...(isObject(this.wire.metadata) ? this.wire.metadata : {}), [META.seq]: this.lastSeq } });
   }
 
-  private schedule(): Promise<void> {
-    if (!this.flushing) {
-      this.flushing = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
-    }
-    return this.flushing;
-  }
-
   private async flush(): Promise<void> {
+    const done = this.queued;
+    if (!done || this.inFlight) return;
     const rows = this.queue;
     this.queue = [];
+    this.queued = undefined;
+    this.inFlight = done.promise;
     const state = this.state;
     const owner = this.owner;
     this.owner = undefined;
@@ -292,12 +329,21 @@ export class TaskWriter {
       await this.store.append({ agent: this.agent, taskId: this.taskId, events: rows, state, snapshot: this.snapshotJson(), ...(owner !== undefined ? { owner } : {}) });
     } catch (e) {
       this.failed = e instanceof Error ? e : new Error(String(e));
-      throw this.failed;
-    } finally {
-      this.flushing = undefined;
+      this.inFlight = undefined;
+      done.reject(this.failed);
+      // What was added meanwhile will not be stored either.
+      this.waitingBatch()?.reject(this.failed);
+      return;
     }
+    this.inFlight = undefined;
     this.hub.publish(this.agent, this.taskId, { rows, lastSeq: rows[rows.length - 1]?.seq ?? this.lastSeq, state });
-    if (this.queue.length) void this.schedule().catch(() => undefined);
+    done.resolve();
+    if (this.waitingBatch()) setImmediate(() => void this.flush());
+  }
+
+  /** The batch queued while a commit was in flight (read afresh: it changes across the await). */
+  private waitingBatch(): Deferred | undefined {
+    return this.queued;
   }
 }
 

@@ -223,7 +223,7 @@ export class LocalTaskRunner implements TaskRunner {
     const { taskId } = writer;
     const contextId = writer.contextId;
     const push = (e: StreamResponse): void => {
-      if (!rt.settled) writer.push(e).catch((err: unknown) => this.ctx.log(`task ${taskId}: store write failed: ${(err as Error).message}`));
+      if (!rt.settled) this.addEvent(writer, e);
     };
     const emit = (ev: LocalRunEvent): void => {
       if (rt.settled) return;
@@ -283,8 +283,17 @@ export class LocalTaskRunner implements TaskRunner {
         metadata: { 'baton/sha256': sha256Hex(text) },
         extensions: [],
       };
-      rt.writer.push(artifactEvent(taskId, contextId, artifact, i > 0, i === chunks.length - 1)).catch(() => undefined);
+      this.addEvent(rt.writer, artifactEvent(taskId, contextId, artifact, i > 0, i === chunks.length - 1));
     });
+  }
+
+  /** Queues an event without waiting for its commit; a store that failed is reported once per event. */
+  private addEvent(writer: TaskWriter, e: StreamResponse): void {
+    try {
+      writer.addResponse(e);
+    } catch (err) {
+      this.ctx.log(`task ${writer.taskId}: store write failed: ${(err as Error).message}`);
+    }
   }
 
   /** Records the outcome exactly once: the run's own result, a cancel that timed out, or an expiry. */

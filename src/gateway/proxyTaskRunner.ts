@@ -252,10 +252,8 @@ export class ProxyTaskRunner implements TaskRunner {
     if (turnEnds) writer.setOwner(null);
     // Commits are grouped: wait for them only at the end of a turn or when the store falls behind, so
     // relaying is not one fsync per event.
-    const committed = writer.pushWire(ev, kind, raw);
-    if (turnEnds || writer.backlog > 2000) return committed;
-    committed.catch(() => undefined);
-    return undefined;
+    writer.add(ev, kind, raw);
+    return turnEnds || writer.backlog > 2000 ? writer.committed() : undefined;
   }
 
   private statusWire(taskId: string, contextId: string, status: Task['status']): WireEvent {

@@ -1,0 +1,133 @@
+/**
+ * The task writer's commit grouping, on a real SQLite store whose appends the test holds back (so a
+ * commit is provably in flight while more events are added).
+ */
+import { describe, it } from 'node:test';
+import type { TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { TaskState } from '@a2a-js/sdk';
+import type { Task } from '@a2a-js/sdk';
+import { EventHub, TaskWriter } from '../../../src/gateway/eventLog';
+import type { AppendNotice } from '../../../src/gateway/eventLog';
+import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
+import type { AppendBatch, GatewayStore } from '../../../src/gateway/store/gatewayStore';
+import { tempDir } from './helpers';
+
+const AGENT = 'echo';
+const BOUND_MS = 10_000;
+
+function bounded<T>(p: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`bounded wait exceeded: ${what}`)), BOUND_MS);
+  });
+  return Promise.race([p, limit]).finally(() => clearTimeout(timer));
+}
+
+/** A real store whose appends wait until the test lets each one through (or fail when told to). */
+class GatedStore {
+  readonly started: AppendBatch[] = [];
+  private gates: Array<{ open(): void; fail(e: Error): void }> = [];
+  private arrived: Array<() => void> = [];
+
+  constructor(readonly inner: SqliteGatewayStore) {}
+
+  asStore(): GatewayStore {
+    return new Proxy(this.inner, {
+      get: (target, prop, receiver) => {
+        if (prop === 'append') return (batch: AppendBatch) => this.append(batch);
+        const v: unknown = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+  }
+
+  private async append(batch: AppendBatch): Promise<void> {
+    this.started.push(batch);
+    const gate = new Promise<void>((open, fail) => this.gates.push({ open, fail }));
+    this.arrived.shift()?.();
+    await gate;
+    await this.inner.append(batch);
+  }
+
+  /** Resolves once `n` appends have started. */
+  async untilStarted(n: number): Promise<void> {
+    while (this.started.length < n) await bounded(new Promise<void>((r) => this.arrived.push(r)), `append ${n} to start`);
+  }
+
+  release(): void {
+    this.gates.shift()?.open();
+  }
+
+  failNext(e: Error): void {
+    this.gates.shift()?.fail(e);
+  }
+}
+
+function task(id: string): Task {
+  return { id, contextId: 'ctx', status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: [], metadata: undefined };
+}
+
+const working = (n: number): Record<string, unknown> => ({ statusUpdate: { taskId: 't1', contextId: 'ctx', status: { state: 'TASK_STATE_WORKING', timestamp: String(n) } } });
+
+async function setUp(t: TestContext): Promise<{ gated: GatedStore; writer: TaskWriter; notices: AppendNotice[]; store: SqliteGatewayStore }> {
+  const dir = tempDir('baton-writer-');
+  const store = new SqliteGatewayStore({ file: join(dir.path, 'g.sqlite'), driver: 'better-sqlite3' });
+  t.after(async () => {
+    await store.close();
+    dir[Symbol.dispose]();
+  });
+  await store.createTask({ agent: AGENT, id: 't1', contextId: 'ctx', principal: 'p', kind: 'proxy', state: TaskState.TASK_STATE_SUBMITTED, snapshot: '{}', owner: 'me' }, { seq: 1, body: '{"task":{"id":"t1"}}' });
+  const gated = new GatedStore(store);
+  const hub = new EventHub();
+  const notices: AppendNotice[] = [];
+  hub.subscribe(AGENT, 't1', (n) => {
+    if (n) notices.push(n);
+  });
+  return { gated, writer: new TaskWriter(gated.asStore(), hub, AGENT, 't1', task('t1'), 1), notices, store };
+}
+
+describe('TaskWriter', () => {
+  it('groups what is added during a commit into the next one, and resolves a wait only once its own events are stored', async (t) => {
+    const { gated, writer, notices, store } = await setUp(t);
+    writer.add(working(2));
+    writer.add(working(3));
+    const first = writer.committed();
+    await gated.untilStarted(1);
+    // Commit 1 (seq 2..3) is in flight; these go into commit 2.
+    writer.add(working(4));
+    const second = writer.committed();
+    let secondDone = false;
+    void second.then(() => (secondDone = true));
+    gated.release();
+    await bounded(first, 'first commit');
+    assert.deepEqual(notices.map((n) => n.rows.map((r) => r.seq)), [[2, 3]]);
+    await gated.untilStarted(2);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(secondDone, false, 'the wait for seq 4 resolved while seq 4 was still uncommitted');
+    assert.equal((await store.getTask(AGENT, 't1'))?.lastSeq, 3);
+    gated.release();
+    await bounded(second, 'second commit');
+    assert.equal((await store.getTask(AGENT, 't1'))?.lastSeq, 4);
+    assert.deepEqual(notices.map((n) => n.rows.map((r) => r.seq)), [[2, 3], [4]]);
+    assert.deepEqual(gated.started.map((b) => b.events.map((e) => e.seq)), [[2, 3], [4]]);
+    await bounded(writer.committed(), 'nothing left');
+  });
+
+  it('a failed commit fails its waiters and everything added meanwhile, and refuses further events', async (t) => {
+    const { gated, writer, notices } = await setUp(t);
+    writer.add(working(2));
+    const first = writer.committed();
+    await gated.untilStarted(1);
+    writer.add(working(3));
+    const second = writer.committed();
+    gated.failNext(new Error('disk full'));
+    await assert.rejects(bounded(first, 'first'), /disk full/);
+    await assert.rejects(bounded(second, 'second'), /disk full/);
+    assert.throws(() => writer.add(working(4)), /disk full/);
+    await assert.rejects(writer.committed(), /disk full/);
+    assert.deepEqual(notices, []);
+    assert.equal(gated.started.length, 1);
+  });
+});
