@@ -9,15 +9,17 @@
  *
  * The SDK server, the gateway and the client each run in their own process, as they do in use (in one
  * process the three would take turns on one event loop). On a 2-core machine the three processes
- * share two cores, so the figure counts the gateway's CPU time, not only the latency it adds.
+ * share two cores, so the figure counts the gateway's CPU time, not only the latency it adds; the line
+ * also prints the gateway's CPU per relayed run and the remote agent's per run (from /proc) so that
+ * the two can be told apart.
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
 import { Role, TaskState } from '@a2a-js/sdk';
@@ -188,6 +190,20 @@ async function childMain(mode: string, args: string[]): Promise<void> {
   }));
 }
 
+/** CPU time (ms, all threads) a child process has used so far, from /proc; undefined where there is none. */
+function cpuMsOf(proc: ChildProcess): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${String(proc.pid)}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of stat(5); f starts at field 3.
+    return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+/** USER_HZ: /proc reports CPU time in these ticks per second on Linux. */
+const CLOCK_TICKS = 100;
+
 export async function run(): Promise<void> {
   const remote = await child('remote');
   const gw = await child('gateway', remote.info.url);
@@ -197,12 +213,24 @@ export async function run(): Promise<void> {
     const expected = STATUS_EVENTS + 3;
     await drain(direct.sendMessageStream(request('warm')), expected);
     await drain(proxied.sendMessageStream(request('warm')), expected);
+    const rounds = 9;
+    const cpu0 = [cpuMsOf(gw.proc), cpuMsOf(remote.proc)];
     const g = await compare(
-      9,
+      rounds,
       () => drain(direct.sendMessageStream(request('go')), expected),
       () => drain(proxied.sendMessageStream(request('go')), expected),
     );
-    console.log(`BENCH gateway ratio=${g.ratio.toFixed(3)} direct_ms=${g.baselineMs.toFixed(1)} gateway_ms=${g.candidateMs.toFixed(1)} events=${expected} artifact_bytes=${PATCH.length}`);
+    const cpu1 = [cpuMsOf(gw.proc), cpuMsOf(remote.proc)];
+    // Where the time goes on a small machine: the gateway's CPU per relayed run (it is idle during the
+    // direct runs) beside the remote agent's per run; the three processes share the machine's cores.
+    const perRun = (i: number, runs: number): string => {
+      const a = cpu0[i];
+      const b = cpu1[i];
+      return a === undefined || b === undefined ? 'n/a' : ((b - a) / runs).toFixed(1);
+    };
+    console.log(
+      `BENCH gateway ratio=${g.ratio.toFixed(3)} direct_ms=${g.baselineMs.toFixed(1)} gateway_ms=${g.candidateMs.toFixed(1)} events=${expected} artifact_bytes=${PATCH.length} gateway_cpu_ms=${perRun(0, rounds)} remote_cpu_ms=${perRun(1, 2 * rounds)} cores=${availableParallelism()}`,
+    );
 
     const burst = await clientAt(`${gw.info.url}/a2a/burst`, gw.info.token);
     let lastTask = '';
