@@ -17,7 +17,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Message, StreamResponse, Task } from '@a2a-js/sdk';
-import { TaskState } from '@a2a-js/sdk';
+import { TaskState, taskStateToJSON } from '@a2a-js/sdk';
 import type { RequestOptions } from '@a2a-js/sdk/client';
 import { A2AError } from '@a2a-js/sdk/errors';
 import type { DelegationJournal, JournalEntry, OutcomeDecision } from '../../core/delegation';
@@ -54,6 +54,12 @@ export interface DelegationRunnerOptions {
   readonly drainTimeoutMs?: number;
   /** GetTask interval when following without a stream (agent without streaming, or an event too big to stream). Default 1 s. */
   readonly pollIntervalMs?: number;
+  /**
+   * A stream that brings no event for this long is checked with GetTask: when the task has settled at
+   * the agent (its last events never came: a half-open connection after sleep or a network change), or
+   * the agent does not answer, the stream is dropped and the task reconciled. Default 60 s; 0 never checks.
+   */
+  readonly silenceCheckMs?: number;
   /** Called once per recorded outcome, after it is persisted. */
   readonly onOutcome?: (journal: DelegationJournal, decision: OutcomeDecision) => void;
 }
@@ -92,6 +98,11 @@ function isSizeError(e: unknown): boolean {
   return e instanceof Error && /exceeded the maximum allowed size/.test(e.message);
 }
 
+/** Why a silent stream was dropped (see `silenceCheckMs`). */
+class SilentStreamError extends Error {
+  override readonly name = 'SilentStreamError';
+}
+
 function isAbort(e: unknown): boolean {
   return e instanceof Error && (e.name === 'AbortError' || e.name === 'TimeoutError');
 }
@@ -108,6 +119,9 @@ export class DelegationRunner {
   private readonly cancelWaitMs: number;
   private readonly drainTimeoutMs: number;
   private readonly pollIntervalMs: number;
+  private readonly silenceCheckMs: number;
+  /** Stops the stream being followed (and only it) when it has gone silent. */
+  private streamStop?: AbortController;
   private readonly onOutcome?: (journal: DelegationJournal, decision: OutcomeDecision) => void;
   private readonly listeners = new Set<(journal: DelegationJournal) => void>();
   private abort?: AbortController;
@@ -129,6 +143,7 @@ export class DelegationRunner {
     this.cancelWaitMs = options.cancelWaitMs ?? 10_000;
     this.drainTimeoutMs = options.drainTimeoutMs ?? 5_000;
     this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
+    this.silenceCheckMs = options.silenceCheckMs ?? 60_000;
     this.onOutcome = options.onOutcome;
     this.pollOnly = !this.conn.streaming;
   }
@@ -346,7 +361,7 @@ export class DelegationRunner {
       if (sent === 'settled' || signal.aborted) return;
       stream = sent === 'reconcile' ? undefined : sent;
     } else if (drive.kind === 'reply') {
-      if (!this.pollOnly) stream = this.conn.client.sendMessageStream(this.sendParams(drive.message), this.options(signal));
+      if (!this.pollOnly) stream = this.conn.client.sendMessageStream(this.sendParams(drive.message), this.options(this.streamSignal(signal)));
       else {
         try {
           const r = await this.conn.client.sendMessage(this.sendParams(drive.message, true), this.options(signal));
@@ -445,14 +460,21 @@ export class DelegationRunner {
     };
   }
 
+  /** The signal of a stream to follow: the run's, plus a stop of its own for when it goes silent. */
+  private streamSignal(signal: AbortSignal): AbortSignal {
+    const stop = new AbortController();
+    this.streamStop = stop;
+    return AbortSignal.any([signal, stop.signal]);
+  }
+
   private openSend(signal: AbortSignal): AsyncGenerator<StreamResponse, void, undefined> {
-    return this.conn.client.sendMessageStream(this.sendParams(this.journal.request.message), this.options(signal));
+    return this.conn.client.sendMessageStream(this.sendParams(this.journal.request.message), this.options(this.streamSignal(signal)));
   }
 
   private subscribe(signal: AbortSignal): AsyncGenerator<StreamResponse, void, undefined> {
     const extra: Record<string, string> = {};
     if (this.conn.replay) extra['Last-Event-ID'] = String(this.journal.cursor);
-    return this.conn.client.resubscribeTask({ tenant: '', id: this.journal.taskId ?? '' }, this.options(signal, extra));
+    return this.conn.client.resubscribeTask({ tenant: '', id: this.journal.taskId ?? '' }, this.options(this.streamSignal(signal), extra));
   }
 
   /** Sends the first message. Returns the stream to follow, or 'settled' when the outcome is already decided. */
@@ -550,10 +572,34 @@ export class DelegationRunner {
     }
   }
 
-  /** Reads a stream into the journal. Returns the error that ended it, or undefined when it closed. */
+  /**
+   * Reads a stream into the journal. Returns the error that ended it, or undefined when it closed. A
+   * stream silent for `silenceCheckMs` is checked with GetTask (see the option) and dropped with a
+   * `SilentStreamError` when the task settled meanwhile or the agent does not answer.
+   */
   private async consume(stream: AsyncGenerator<StreamResponse, void, undefined>, signal: AbortSignal): Promise<unknown> {
+    const stop = this.streamStop;
+    let lastEventAt = Date.now();
+    let checking = false;
+    let dropped: SilentStreamError | undefined;
+    const watch =
+      this.silenceCheckMs > 0 && stop
+        ? setInterval(() => {
+            if (checking || dropped || Date.now() - lastEventAt < this.silenceCheckMs || !this.journal.taskId) return;
+            checking = true;
+            void this.checkSilence(signal).then((why) => {
+              checking = false;
+              lastEventAt = Date.now(); // the next check is a whole period later
+              if (why === undefined || signal.aborted) return;
+              dropped = new SilentStreamError(why);
+              stop.abort();
+            });
+          }, Math.max(25, Math.floor(this.silenceCheckMs / 4)))
+        : undefined;
+    watch?.unref();
     try {
       for await (const ev of stream) {
+        lastEventAt = Date.now();
         if (signal.aborted) return undefined;
         await this.handle(ev);
         if (this.journal.decide()) {
@@ -564,7 +610,28 @@ export class DelegationRunner {
       }
       return undefined;
     } catch (e) {
-      return e;
+      return dropped ?? e;
+    } finally {
+      clearInterval(watch);
+    }
+  }
+
+  /** Why a silent stream should be dropped, or undefined when the task is still running at the agent. */
+  private async checkSilence(signal: AbortSignal): Promise<string | undefined> {
+    const silentFor = this.silenceCheckMs < 1_000 ? `${this.silenceCheckMs} ms` : `${Math.round(this.silenceCheckMs / 1000)} s`;
+    try {
+      const task = await this.conn.client.getTask(
+        { tenant: '', id: this.journal.taskId ?? '', historyLength: 0 },
+        this.options(AbortSignal.any([signal, AbortSignal.timeout(Math.min(10_000, Math.max(1_000, this.silenceCheckMs)))])),
+      );
+      const state = task.status?.state;
+      if (isTerminalTaskState(state) || isInterruptedTaskState(state)) {
+        return `no event for ${silentFor} while the agent reports the task ${taskStateToJSON(state ?? TaskState.TASK_STATE_UNSPECIFIED).replace('TASK_STATE_', '').toLowerCase().replace(/_/g, ' ')}`;
+      }
+      return undefined;
+    } catch (e) {
+      if (signal.aborted) return undefined;
+      return `no event for ${silentFor} and the agent does not answer GetTask (${errorText(e)})`;
     }
   }
 

@@ -1,7 +1,9 @@
 /**
  * A TCP proxy on loopback that forwards to an agent server and cuts chosen streaming responses at a
  * chosen byte: the response is forwarded up to that point and both sockets are destroyed, as a
- * network failure would. Each delegation (its first message's `messageId`) is cut at most once.
+ * network failure would; or, in `stall` mode, nothing more is forwarded and both sockets stay open, as
+ * a half-open connection behaves (after a laptop sleeps or the network changes). Each delegation (its
+ * first message's `messageId`) is cut at most once.
  */
 import type { AddressInfo, Socket } from 'node:net';
 import { connect, createServer } from 'node:net';
@@ -46,12 +48,15 @@ export interface CutProxy {
   /** How many responses were cut. */
   readonly cuts: number;
   setCutPoint(cut: CutPoint | undefined): void;
+  /** `cut` (default): reset both sockets at the cut point; `stall`: stop forwarding, keep them open. */
+  setMode(mode: 'cut' | 'stall'): void;
   close(): Promise<void>;
 }
 
 /** Requests whose body names `marker` and `messageIdPattern` are candidates for cutting (once per id). */
 export async function startCutProxy(targetPort: number, marker = 'SendStreamingMessage'): Promise<CutProxy> {
   let cutPoint: CutPoint | undefined;
+  let mode: 'cut' | 'stall' = 'cut';
   let cuts = 0;
   const cutIds = new Set<string>();
   const sockets = new Set<Socket>();
@@ -105,6 +110,7 @@ export async function startCutProxy(targetPort: number, marker = 'SendStreamingM
       cuts++;
       // Let the partial bytes leave before the reset.
       dead = true;
+      if (mode === 'stall') return; // swallow the rest; the sockets stay open until a side closes
       setImmediate(() => {
         client.destroy();
         upstream.destroy();
@@ -124,6 +130,7 @@ export async function startCutProxy(targetPort: number, marker = 'SendStreamingM
       return cuts;
     },
     setCutPoint: (c) => (cutPoint = c),
+    setMode: (m) => (mode = m),
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
