@@ -767,7 +767,7 @@ export class DelegationJournal {
       actions: {
         cancel: !settled && state !== 'unknown' && state !== 'canceling',
         reply: state === 'input-required',
-        checkAgain: state === 'unknown',
+        checkAgain: state === 'unknown' || state === 'auth-required',
         reviewChanges: artifacts.some((a) => a.isPatch && a.final),
       },
     };

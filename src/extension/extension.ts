@@ -172,9 +172,12 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
       return { state: service.panelView(id)?.state ?? 'unknown' };
     },
     provideToken: async (subject) => {
-      const endpoint = service.journalView(delegationOf(subject))?.agent.endpoint;
-      await vscode.commands.executeCommand('baton.setToken', endpoint ? { host: new URL(endpoint).host } : undefined);
-      return { stored: true };
+      const id = delegationOf(subject);
+      const endpoint = service.journalView(id)?.agent.endpoint;
+      const stored = (await vscode.commands.executeCommand<boolean | undefined>('baton.setToken', endpoint ? { host: new URL(endpoint).host } : undefined)) === true;
+      // With the token in place, ask the agent where the task is and follow it from there.
+      if (stored && service.panelView(id)?.state === 'auth-required') await service.checkAgain(id);
+      return { stored };
     },
     reviewChanges: async (subject) => {
       await openReview(delegationOf(subject));
@@ -306,18 +309,25 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
           .then((pick) => (pick === review ? vscode.commands.executeCommand('baton.reviewAgent', changed[0].cardUrl) : undefined));
       }
     }),
-    vscode.commands.registerCommand('baton.setToken', async (arg?: unknown) => {
+    /** Resolves true when a token was stored (false when removed, undefined when dismissed). */
+    vscode.commands.registerCommand('baton.setToken', async (arg?: unknown): Promise<boolean | undefined> => {
       const fromAgent = cardUrlOf(arg);
       const entry = fromAgent ? agents.find(fromAgent) : undefined;
       const suggested = entry ? new URL(agents.tokenOrigin(entry) ?? entry.origin).host : undefined;
-      const args = typeof arg === 'object' && arg !== null && 'host' in arg && 'token' in arg ? (arg as { host: string; token: string }) : undefined;
-      const host = args?.host ?? (await vscode.window.showInputBox({ title: vscode.l10n.t('Set Token for Host'), prompt: vscode.l10n.t('The token is sent only to this host, as its agent card asks.'), value: suggested, placeHolder: 'agents.example.com' }));
-      if (!host) return;
-      const token = args?.token ?? (await vscode.window.showInputBox({ title: vscode.l10n.t('Token for {0}', host), password: true, prompt: vscode.l10n.t('Stored in VS Code’s secret storage. Leave empty to remove it.') }));
-      if (token === undefined) return;
+      const given = typeof arg === 'object' && arg !== null ? (arg as { host?: unknown; token?: unknown }) : undefined;
+      // A host named by the caller (the delegation panel knows its agent's host) is not asked for again.
+      const knownHost = typeof given?.host === 'string' && given.host ? given.host : undefined;
+      const host = knownHost ?? (await vscode.window.showInputBox({ title: vscode.l10n.t('Set Token for Host'), prompt: vscode.l10n.t('The token is sent only to this host, as its agent card asks.'), value: suggested, placeHolder: 'agents.example.com' }));
+      if (!host) return undefined;
+      const token =
+        typeof given?.token === 'string'
+          ? given.token
+          : await vscode.window.showInputBox({ title: vscode.l10n.t('Token for {0}', host), password: true, prompt: vscode.l10n.t('Stored in VS Code’s secret storage. Leave empty to remove it.') });
+      if (token === undefined) return undefined;
       if (token === '') await storage.deleteToken(host);
       else await storage.setToken(host, token);
       log.info(`tokens: ${token === '' ? 'removed' : 'stored'} the token for ${host}`);
+      return token !== '';
     }),
     vscode.commands.registerCommand('baton.startGateway', async () => {
       if (!requireTrust(vscode.l10n.t('Starting the local gateway'))) return;

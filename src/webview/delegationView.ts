@@ -80,8 +80,10 @@ function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult 
     case 'canceled':
       return html`<div class="banner" role="status"><vscode-icon name="circle-slash"></vscode-icon><div>Canceled. ${d.cancelConfirmed === false ? 'The agent did not confirm the cancel in time; it may still be running.' : 'The agent confirmed.'}</div></div>`;
     case 'auth-required':
-      return html`<div class="banner warn" role="alert"><vscode-icon name="key"></vscode-icon><div>The agent needs credentials for ${new URL(d.agent.endpoint).host}. The token is kept in VS Code's secret storage and sent only to that host.</div>
-        <vscode-button id="provide-token" icon="key" ?disabled=${a.busy} @click=${() => a.provideToken()}>Set Token…</vscode-button></div>`;
+      return html`<div class="banner warn" role="alert"><vscode-icon name="key"></vscode-icon><div><strong>The agent needs authorization for ${new URL(d.agent.endpoint).host}.</strong>
+        Set a token (kept in VS Code's secret storage, sent only to that host) and Baton picks the task up again; if the agent asked you to sign in elsewhere, do that, then Check Again.${d.reason ? html`<div class="muted">${d.reason}</div>` : nothing}</div>
+        <div class="banner-actions"><vscode-button id="provide-token" icon="key" ?disabled=${a.busy} @click=${() => a.provideToken()}>Set Token…</vscode-button>
+        <vscode-button id="check-again" secondary icon="refresh" ?disabled=${a.busy} @click=${() => a.checkAgain()}>Check Again</vscode-button></div></div>`;
     default:
       return nothing;
   }

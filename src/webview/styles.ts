@@ -43,6 +43,7 @@ export const delegationStyles = `
 .banner.bad { background: var(--vscode-inputValidation-errorBackground); border: 1px solid var(--vscode-inputValidation-errorBorder); }
 .banner.warn { background: var(--vscode-inputValidation-warningBackground); border: 1px solid var(--vscode-inputValidation-warningBorder); }
 .banner > div { flex: 1; }
+.banner > .banner-actions { flex: none; display: flex; gap: 6px; }
 .toolbar { align-items: center; margin: 12px 0; }
 .add { color: var(--vscode-gitDecoration-addedResourceForeground); }
 .del { color: var(--vscode-gitDecoration-deletedResourceForeground); }

@@ -210,10 +210,15 @@ export class DelegationRunner {
     return this.run({ kind: 'reply', message });
   }
 
-  /** Reconciles an `unknown` delegation with the agent (never resends to an agent that is not idempotent). */
+  /**
+   * Reconciles an `unknown` delegation with the agent (never resends to an agent that is not
+   * idempotent), or follows an `auth-required` one again once the user has authorized (a token set,
+   * or the agent's own sign-in done elsewhere): A2A leaves authorization out of band, and the task
+   * goes on at the agent, so Baton asks where it is and follows it from there.
+   */
   async checkAgain(): Promise<void> {
     const d = this.journal.decide();
-    if (d?.outcome !== 'unknown') throw new Error('Only a delegation whose state is unknown can be checked again.');
+    if (d?.outcome !== 'unknown' && d?.outcome !== 'auth-required') throw new Error('Only a delegation whose state is unknown or that waits for authorization can be checked again.');
     await this.idle();
     await this.record({ kind: 'connection', at: this.now(), status: 'checking' }, true);
     return this.run({ kind: 'reconcile' });

@@ -330,6 +330,49 @@ describe('delegation runner', () => {
   });
 });
 
+describe('delegation runner: auth-required', () => {
+  for (const replay of [false, true]) {
+    it(`waits for the user, and "check again" follows the task once it was authorized out of band (${replay ? 'replay' : 'plain'})`, async () => {
+      let authorize!: () => void;
+      const authorized = new Promise<void>((r) => (authorize = r));
+      const script: Script = async (t) => {
+        t.task();
+        t.status(TaskState.TASK_STATE_AUTH_REQUIRED, 'Sign in at https://agents.example.com/authorize');
+        await Promise.race([authorized, t.sleep(8_000)]);
+        t.status(TaskState.TASK_STATE_WORKING, 'Signed in; editing');
+        await t.sleep(50);
+        t.artifact('p', 'changes.patch', '+authorized\n', { lastChunk: true, mediaType: 'text/x-diff' });
+        t.status(TaskState.TASK_STATE_COMPLETED, 'Done');
+      };
+      await withServer({ script, replay }, async (s) => {
+        const run = await newRun(s, store, 'Needs a login');
+        await within(run.runner.start(), 10_000, 'start');
+        const d = run.journal.decide();
+        assert.equal(d?.outcome, 'auth-required');
+        assert.match(d?.reason ?? '', /Sign in at/);
+        assert.equal(run.journal.view(Date.now()).actions.checkAgain, true);
+        // Checked before the user signed in: still waiting, nothing resent.
+        await within(run.runner.checkAgain(), 10_000, 'check again (not yet)');
+        assert.equal(run.journal.decide()?.outcome, 'auth-required');
+        authorize();
+        const client = run.connection.client;
+        const taskId = run.journal.taskId ?? '';
+        await within(
+          (async () => {
+            while ((await client.getTask({ tenant: '', id: taskId, historyLength: 0 })).status?.state === TaskState.TASK_STATE_AUTH_REQUIRED) await sleep(10);
+          })(),
+          10_000,
+          'the agent goes on after sign-in',
+        );
+        await within(run.runner.checkAgain(), 10_000, 'check again (authorized)');
+        assert.equal(run.journal.decide()?.outcome, 'completed');
+        assert.equal(run.journal.patch()?.text, '+authorized\n');
+        assert.equal(s.executor.executions.length, 1, 'the task was followed, never sent again');
+      });
+    });
+  }
+});
+
 async function waitFor(cond: () => boolean): Promise<void> {
   while (!cond()) await sleep(5);
 }

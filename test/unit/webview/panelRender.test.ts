@@ -170,13 +170,22 @@ describe('delegation panel in a real browser', { skip }, () => {
     await page.close();
   });
 
+  it('auth-required: Set Token… and Check Again ask the host to store a token and to follow the task again', async () => {
+    const page = await open(snapshot(delegation({ state: 'auth-required', reason: 'The agent needs a token for agents.example.com.' })));
+    await page.click('#provide-token');
+    await page.click('#check-again');
+    const methods = ((await posted(page)) as { method?: string }[]).map((m) => m.method).filter(Boolean);
+    assert.ok(methods.includes('provideToken') && methods.includes('checkAgain'), JSON.stringify(methods));
+    await page.close();
+  });
+
   const terminal: [DelegationView['state'], Partial<DelegationView>, RegExp][] = [
     ['completed', { patch: { files: 3, additions: 12, deletions: 9 }, artifacts: [{ name: 'changes.patch', mediaType: 'text/x-diff', bytes: 1834, digest: 'sha256:0f3c9a1b2c3d4e5f60718293a4b5c6d7e8f9', isPatch: true }], signature: { status: 'verified', detail: 'gateway key 7Q2…' } }, /Review Changes/],
     ['failed', { reason: 'prettier exited with code 2: src/broken.js: SyntaxError' }, /SyntaxError/],
     ['unknown', { reason: 'The stream broke and the agent did not answer GetTask for 60 s.' }, /Check again/],
     ['expired', {}, /deadline passed/],
     ['canceled', { cancelConfirmed: false }, /did not confirm/],
-    ['auth-required', {}, /secret storage/],
+    ['auth-required', { reason: 'Sign in at https://agents.example.com/authorize, then come back.' }, /secret storage[\s\S]*Sign in at/],
     ['completed', { patch: { files: 1, additions: 1, deletions: 0 }, signature: { status: 'invalid', detail: 'artifact changes.patch does not match its signed digest' } }, /does not match/],
   ];
   for (const [state, over, expect] of terminal) {
