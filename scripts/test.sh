@@ -29,7 +29,7 @@ fi
 if [ "$what" = all ] || [ "$what" = unit ]; then
   echo "== unit"
   mapfile -t files < <(find test/unit -name '*.test.ts' | sort)
-  node --import tsx --test --test-concurrency=2 --test-reporter=spec --test-reporter-destination=stdout \
+  node --import tsx --test --test-concurrency=2 --test-timeout=300000 --test-reporter=spec --test-reporter-destination=stdout \
     --test-reporter=tap --test-reporter-destination=test-results/unit.tap "${files[@]}"
   unit_rc=$?
   read -r p f s < <(node -e '

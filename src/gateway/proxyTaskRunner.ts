@@ -297,7 +297,7 @@ export class ProxyTaskRunner implements TaskRunner {
       try {
         const t = await client.getTask({ tenant: '', id: writer.taskId }, { signal: AbortSignal.timeout(REMOTE_CALL_MS) });
         if (endsTurn(t.status?.state)) {
-          await this.ingest(writer, this.statusWire(t.id, t.contextId, t.status));
+          await this.catchUp(writer, t);
           return;
         }
         stream = await this.openStream({ kind: 'subscribe', taskId: writer.taskId }, abort.signal);
@@ -319,12 +319,60 @@ export class ProxyTaskRunner implements TaskRunner {
     }
   }
 
-  ensureLive(row: TaskRow): void {
-    if (this.relays.has(row.id) || endsTurn(row.state) || this.closed) return;
-    if (row.owner !== null && row.owner !== this.ctx.instanceId) return; // another live instance relays it
+  /**
+   * Records what the remote did while nobody relayed it (its task as GetTask gives it: status,
+   * artifacts, history), then, when that ended the task, the final status with the signed envelope
+   * over those artifacts. A status alone would leave the store without the artifacts made meanwhile.
+   */
+  private async catchUp(writer: TaskWriter, t: Task): Promise<void> {
+    const taskEvent = StreamResponse.toJSON({ payload: { $case: 'task', value: t } }) as Json;
+    await (this.ingest(writer, taskEvent) ?? writer.committed());
+    if (isTerminal(t.status?.state)) await this.ingest(writer, this.statusWire(t.id, t.contextId, t.status));
+  }
+
+  ensureLive(row: TaskRow): Promise<void> | undefined {
+    if (this.relays.has(row.id) || this.closed || isTerminal(row.state) || row.state === TaskState.TASK_STATE_INPUT_REQUIRED) return undefined;
+    if (row.owner !== null && row.owner !== this.ctx.instanceId) return undefined; // another live instance relays it
     const writer = new TaskWriter(this.ctx.store, this.ctx.hub, row.agent, row.id, Task.fromJSON(JSON.parse(row.snapshot)), row.lastSeq);
     writer.setOwner(this.ctx.instanceId);
+    if (row.state === TaskState.TASK_STATE_AUTH_REQUIRED) return this.resumeAfterAuth(writer);
     this.startRelay(writer, undefined, new AbortController());
+    return undefined;
+  }
+
+  /**
+   * An auth-required task: A2A leaves the authorization out of band, and the remote goes on by itself
+   * once it has it. Asked for (a client subscribes again), the gateway looks: still waiting, nothing
+   * changes; moved on, what it did meanwhile is recorded and the relay follows it again.
+   */
+  private resumes = new Map<string, Promise<void>>();
+  private resumeAfterAuth(writer: TaskWriter): Promise<void> {
+    const running = this.resumes.get(writer.taskId);
+    if (running) return running;
+    const run = (async () => {
+      let t: Task;
+      try {
+        const client = await this.getClient();
+        t = await client.getTask({ tenant: '', id: writer.taskId }, { signal: AbortSignal.timeout(REMOTE_CALL_MS) });
+      } catch (e) {
+        this.ctx.log(`task ${writer.taskId} on ${this.cfg.id} waits for authorization; asking the remote where it is failed (${(e as Error).message})`);
+        return;
+      }
+      const state = t.status?.state;
+      if (state === undefined || state === TaskState.TASK_STATE_AUTH_REQUIRED || this.relays.has(writer.taskId) || this.closed) return;
+      await this.catchUp(writer, t);
+      if (endsTurn(writer.state)) return;
+      const abort = new AbortController();
+      let stream: WireStream | undefined;
+      try {
+        stream = await this.openStream({ kind: 'subscribe', taskId: writer.taskId }, abort.signal);
+      } catch (e) {
+        this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId}: subscribe after authorization failed (${(e as Error).message}); reconnecting`);
+      }
+      this.startRelay(writer, stream, abort);
+    })().finally(() => this.resumes.delete(writer.taskId));
+    this.resumes.set(writer.taskId, run);
+    return run;
   }
 
   async cancel(row: TaskRow): Promise<void> {

@@ -148,9 +148,15 @@ export class GatewayRequestHandler implements A2ARequestHandler {
    * then live events; a finished task is an error.
    */
   async openSubscribeStream(id: string, context: ServerCallContext): Promise<RowStream> {
-    const row = await this.ownTask(id, context);
+    let row = await this.ownTask(id, context);
     const cursor = cursorOf(context);
-    if (!isTerminal(row.state)) this.runner.ensureLive?.(row);
+    if (!isTerminal(row.state)) {
+      const looked = this.runner.ensureLive?.(row);
+      if (looked) {
+        await looked;
+        row = (await this.ctx.store.getTask(this.agentId, id)) ?? row;
+      }
+    }
     const follow = (afterSeq: number): RowStream =>
       forClient(followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId: id, afterSeq, untilTurnEnds: true, signal: signalOf(context) }), context);
     if (cursor !== undefined) {

@@ -20,8 +20,12 @@ export interface TaskRunner {
   cancel(row: TaskRow): Promise<void>;
   /** The authoritative task, when someone else holds it (a proxied remote); undefined: use the store. */
   fetchTask?(row: TaskRow, historyLength: number | undefined): Promise<Task | undefined>;
-  /** Makes sure someone is producing this task's events (a proxy re-attaches after a restart). */
-  ensureLive?(row: TaskRow): void;
+  /**
+   * Makes sure someone is producing this task's events (a proxy re-attaches after a restart, or
+   * looks again at a task that waited for authorization); a promise when the caller should wait for
+   * that look before reading the task.
+   */
+  ensureLive?(row: TaskRow): Promise<void> | undefined;
   /** After a restart: a task this runner kind owned in a process that died. */
   recoverOrphan(row: TaskRow): Promise<void>;
   /** The agent's card, without gateway-level fields (the server adds interfaces, security, signature). */

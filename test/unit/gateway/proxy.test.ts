@@ -7,19 +7,38 @@ import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sd
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
 import { jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import { TaskState } from '@a2a-js/sdk';
-import type { AgentCard } from '@a2a-js/sdk';
+import type { AgentCard, StreamResponse } from '@a2a-js/sdk';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { clientFor, collect, sendRequest, seqOf, tempDir, userMessage } from './helpers';
 
-/** A plain SDK agent: N status events, a patch artifact, completed; or waits to be canceled. */
+/**
+ * A plain SDK agent: N status events, a patch artifact, completed; or waits to be canceled ("wait"); or
+ * ("auth") asks for authorization and goes on by itself once `authorize()` is called (out of band).
+ */
 class CountingExecutor implements AgentExecutor {
   private readonly cancels = new Set<string>();
+  private authorized!: () => void;
+  private readonly signedIn = new Promise<void>((r) => (this.authorized = r));
   constructor(private readonly n: number) {}
+  authorize(): void {
+    this.authorized();
+  }
   async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const { taskId, contextId } = ctx;
     const text = ctx.userMessage.parts[0]?.content?.$case === 'text' ? ctx.userMessage.parts[0].content.value : '';
     bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: [ctx.userMessage], metadata: undefined }));
+    if (text === 'auth') {
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_AUTH_REQUIRED, message: undefined, timestamp: undefined }, metadata: undefined }));
+      await this.signedIn;
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: 'signed in' }, metadata: undefined }));
+      // Work done while nobody follows the task: the gateway must still end up with this artifact.
+      bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'p', name: 'changes.patch', description: '', parts: [{ content: { $case: 'text', value: 'diff --git a/auth b/auth\n' }, metadata: undefined, filename: 'changes.patch', mediaType: 'text/x-diff' }], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
+      while (!this.cancels.has(taskId) && !this.finishAuthTask) await new Promise((r) => setTimeout(r, 10));
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
+      bus.finished();
+      return;
+    }
     if (text === 'wait') {
       while (!this.cancels.has(taskId)) await new Promise((r) => setTimeout(r, 10));
       bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined }, metadata: undefined }));
@@ -33,13 +52,15 @@ class CountingExecutor implements AgentExecutor {
     bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
     bus.finished();
   }
+  /** Lets the "auth" task finish (after the test has seen it go on). */
+  finishAuthTask = false;
   cancelTask(taskId: string): Promise<void> {
     this.cancels.add(taskId);
     return Promise.resolve();
   }
 }
 
-export async function startRemote(n: number, requiredToken: string, legacy: boolean): Promise<{ url: string; seenAuth: string[]; close(): Promise<void> }> {
+export async function startRemote(n: number, requiredToken: string, legacy: boolean): Promise<{ url: string; seenAuth: string[]; executor: CountingExecutor; close(): Promise<void> }> {
   const seenAuth: string[] = [];
   const app = express();
   let url = '';
@@ -53,7 +74,8 @@ export async function startRemote(n: number, requiredToken: string, legacy: bool
     provider: undefined, version: '1', capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
     securitySchemes: {}, securityRequirements: [], defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'], skills: [], signatures: [],
   });
-  const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), new CountingExecutor(n));
+  const executor = new CountingExecutor(n);
+  const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), executor);
   Object.defineProperty(handler, 'getAgentCard', { value: () => Promise.resolve(card()) });
   app.use((req, res, next) => {
     seenAuth.push(req.header('authorization') ?? '');
@@ -66,7 +88,7 @@ export async function startRemote(n: number, requiredToken: string, legacy: bool
     const s = app.listen(0, '127.0.0.1', () => r(s));
   });
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
-  return { url, seenAuth, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+  return { url, seenAuth, executor, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
 }
 
 const variants = [
@@ -124,6 +146,39 @@ for (const { legacy, binding } of variants) {
       assert.ok(remote.seenAuth.length > 0);
       assert.ok(remote.seenAuth.every((a) => a === `Bearer ${remoteToken}`));
       assert.ok(!remote.seenAuth.some((a) => a.includes(gw.token)));
+    });
+
+    it('an auth-required task: once authorized out of band, a client subscribing again gets what the remote did meanwhile, then the rest, live', async () => {
+      const client = await clientFor(`${gw.url}/a2a/remote/.well-known/agent-card.json`, gw.token);
+      const first = await collect(client.sendMessageStream(sendRequest(userMessage('auth'))));
+      const last = first[first.length - 1];
+      assert.equal(last.payload?.$case === 'statusUpdate' ? last.payload.value.status?.state : -1, TaskState.TASK_STATE_AUTH_REQUIRED);
+      const id = first[0].payload?.$case === 'task' ? first[0].payload.value.id : '';
+      const cursor = seqOf(last) ?? 0;
+      // Not authorized yet: subscribing again brings nothing new and ends.
+      assert.deepEqual(await collect(client.resubscribeTask({ tenant: '', id }, { serviceParameters: { 'Last-Event-ID': String(cursor) } })), []);
+      remote.executor.authorize();
+      // The remote goes on by itself (the gateway relays nothing meanwhile: the turn ended).
+      // (GetTask through the gateway asks the remote while the task is not over.)
+      for (let i = 0; i < 500 && (await client.getTask({ tenant: '', id })).status?.state === TaskState.TASK_STATE_AUTH_REQUIRED; i++) await new Promise((r) => setTimeout(r, 10));
+      const events: StreamResponse[] = [];
+      for await (const ev of client.resubscribeTask({ tenant: '', id }, { serviceParameters: { 'Last-Event-ID': String(cursor) } })) {
+        events.push(ev);
+        // The task ends only once this subscriber has what the remote did meanwhile.
+        remote.executor.finishAuthTask = true;
+      }
+      assert.deepEqual(events.map(seqOf), events.map((_, i) => cursor + 1 + i), 'continues the seq without a gap');
+      // What the remote did unseen arrives as its task (with the artifact), then the rest live.
+      assert.equal(events[0].payload?.$case, 'task');
+      const caughtUp = events[0].payload?.$case === 'task' ? events[0].payload.value : undefined;
+      assert.equal(caughtUp?.status?.state, TaskState.TASK_STATE_WORKING);
+      assert.equal(caughtUp?.artifacts[0]?.name, 'changes.patch');
+      const end = events[events.length - 1];
+      assert.equal(end.payload?.$case === 'statusUpdate' ? end.payload.value.status?.state : -1, TaskState.TASK_STATE_COMPLETED);
+      assert.equal(typeof (end.payload?.value as { metadata?: Record<string, unknown> }).metadata?.['baton/resultEnvelope'], 'string');
+      const task = await client.getTask({ tenant: '', id });
+      assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
+      assert.match(String(task.artifacts[0]?.parts[0]?.content?.value), /^diff --git a\/auth/);
     });
 
     it('forwards cancel and records the remote outcome', async () => {
