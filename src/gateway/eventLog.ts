@@ -305,6 +305,21 @@ export class TaskWriter {
     }
   }
 
+  private held = 0;
+  /**
+   * Holds commits back (what is added waits) until `release`: for a moment where the next event is
+   * known to follow at once, e.g. a final status being signed right after the last artifact, so the
+   * two go to the store (and the 1 MiB snapshot with them) once, not twice. Never wait for
+   * `committed()` while holding.
+   */
+  hold(): void {
+    this.held++;
+  }
+
+  release(): void {
+    if (this.held > 0 && --this.held === 0 && this.queued && !this.inFlight) setImmediate(() => void this.flush());
+  }
+
   /** Ownership changes (null when the run ends) travel with the next commit. */
   private owner: string | null | undefined;
   setOwner(owner: string | null): void {
@@ -317,7 +332,7 @@ export class TaskWriter {
 
   private async flush(): Promise<void> {
     const done = this.queued;
-    if (!done || this.inFlight) return;
+    if (!done || this.inFlight || this.held) return;
     const rows = this.queue;
     this.queue = [];
     this.queued = undefined;

@@ -299,6 +299,26 @@ export class LocalTaskRunner implements TaskRunner {
   /** Records the outcome exactly once: the run's own result, a cancel that timed out, or an expiry. */
   private async finish(rt: Running, result: LocalRunResult): Promise<void> {
     if (rt.settled) return;
+    const { writer } = rt;
+    // The patch and the final status go to the store in one commit (the signing comes between them).
+    writer.hold();
+    try {
+      const event = await this.outcomeEvent(rt, result);
+      writer.setOwner(null);
+      this.addEvent(writer, event);
+    } finally {
+      writer.release();
+    }
+    try {
+      await writer.committed();
+    } catch (e) {
+      this.ctx.log(`task ${writer.taskId}: recording the outcome failed: ${(e as Error).message}`);
+    }
+    this.running.delete(writer.taskId);
+  }
+
+  /** Queues the patch (once) and returns the final status event, signed. */
+  private async outcomeEvent(rt: Running, result: LocalRunResult): Promise<StreamResponse> {
     if (result.patch && !rt.patchEmitted) {
       rt.patchEmitted = true;
       this.pushArtifact(rt, result.patch);
@@ -330,13 +350,7 @@ export class LocalTaskRunner implements TaskRunner {
         this.ctx.log(`task ${writer.taskId}: signing the result failed: ${(e as Error).message}`);
       }
     }
-    writer.setOwner(null);
-    try {
-      await writer.push(event);
-    } catch (e) {
-      this.ctx.log(`task ${writer.taskId}: recording the outcome failed: ${(e as Error).message}`);
-    }
-    this.running.delete(writer.taskId);
+    return event;
   }
 
   continueTask(row: TaskRow): Promise<StartedTask> {

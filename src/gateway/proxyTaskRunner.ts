@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import { StreamResponse, Task, TaskState, TaskStatus, taskStateToJSON } from '@a2a-js/sdk';
+import { Artifact, StreamResponse, Task, TaskState, TaskStatus, taskStateToJSON } from '@a2a-js/sdk';
 import type { AgentCard, Message, SendMessageRequest } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { Client } from '@a2a-js/sdk/client';
@@ -238,11 +238,15 @@ export class ProxyTaskRunner implements TaskRunner {
   private async ingestSigned(writer: TaskWriter, ev: WireEvent, state: TaskState | undefined, sign: NonNullable<GatewayContext['signEnvelope']>): Promise<void> {
     const v = ev.statusUpdate as Json;
     const outcome = taskStateToJSON(state ?? TaskState.TASK_STATE_UNSPECIFIED).replace('TASK_STATE_', '').toLowerCase();
+    // What is queued (typically the last artifact) goes to the store with this final status.
+    writer.hold();
     try {
       const envelope = await sign(envelopeBody(writer.task, TaskStatus.fromJSON(v.status), this.sentDigests.get(writer.taskId) ?? null, { id: this.cfg.id, kind: 'remote', url: this.cfg.url }, null));
       v.metadata = { ...((v.metadata as Json | undefined) ?? {}), [META.envelope]: envelope, [META.outcome]: outcome };
     } catch (e) {
       this.ctx.log(`task ${writer.taskId}: signing the result failed: ${(e as Error).message}`);
+    } finally {
+      writer.release();
     }
     await this.commit(writer, ev, state, 'statusUpdate');
   }
@@ -320,14 +324,22 @@ export class ProxyTaskRunner implements TaskRunner {
   }
 
   /**
-   * Records what the remote did while nobody relayed it (its task as GetTask gives it: status,
-   * artifacts, history), then, when that ended the task, the final status with the signed envelope
-   * over those artifacts. A status alone would leave the store without the artifacts made meanwhile.
+   * Records what the remote did while nobody relayed it, from its task as GetTask gives it: each
+   * artifact that is new or changed (an artifact update), then its status (when that ends the task,
+   * with the signed envelope over those artifacts). A status alone would leave the store without the
+   * artifacts made meanwhile; the status comes last so a follower's stream ends on it.
    */
   private async catchUp(writer: TaskWriter, t: Task): Promise<void> {
-    const taskEvent = StreamResponse.toJSON({ payload: { $case: 'task', value: t } }) as Json;
-    await (this.ingest(writer, taskEvent) ?? writer.committed());
-    if (isTerminal(t.status?.state)) await this.ingest(writer, this.statusWire(t.id, t.contextId, t.status));
+    const known = new Map<string, string>();
+    for (const a of writer.task.artifacts) known.set(a.artifactId, JSON.stringify(Artifact.toJSON(a)));
+    for (const a of t.artifacts) {
+      if (known.get(a.artifactId) === JSON.stringify(Artifact.toJSON(a))) continue;
+      const update = StreamResponse.toJSON({
+        payload: { $case: 'artifactUpdate', value: { taskId: writer.taskId, contextId: writer.contextId, artifact: a, append: false, lastChunk: true, metadata: undefined } },
+      }) as Json;
+      await this.ingest(writer, update);
+    }
+    await (this.ingest(writer, this.statusWire(t.id, t.contextId, t.status)) ?? writer.committed());
   }
 
   ensureLive(row: TaskRow): Promise<void> | undefined {

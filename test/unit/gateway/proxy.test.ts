@@ -11,6 +11,8 @@ import type { AgentCard, StreamResponse } from '@a2a-js/sdk';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { clientFor, collect, sendRequest, seqOf, tempDir, userMessage } from './helpers';
+import type { CutProxy } from '../delegation/cutProxy';
+import { CUT_POINTS, startCutProxy } from '../delegation/cutProxy';
 
 /**
  * A plain SDK agent: N status events, a patch artifact, completed; or waits to be canceled ("wait"); or
@@ -28,6 +30,16 @@ class CountingExecutor implements AgentExecutor {
     const { taskId, contextId } = ctx;
     const text = ctx.userMessage.parts[0]?.content?.$case === 'text' ? ctx.userMessage.parts[0].content.value : '';
     bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: [ctx.userMessage], metadata: undefined }));
+    if (text === 'patch later') {
+      // Works on after the first events; the patch and the end come later (the relay may be gone by then).
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: '1' }, metadata: undefined }));
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: '2' }, metadata: undefined }));
+      await new Promise((r) => setTimeout(r, 150));
+      bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'p', name: 'changes.patch', description: '', parts: [{ content: { $case: 'text', value: 'diff --git a/later b/later\n' }, metadata: undefined, filename: 'changes.patch', mediaType: 'text/x-diff' }], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
+      bus.finished();
+      return;
+    }
     if (text === 'auth') {
       bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_AUTH_REQUIRED, message: undefined, timestamp: undefined }, metadata: undefined }));
       await this.signedIn;
@@ -168,11 +180,9 @@ for (const { legacy, binding } of variants) {
         remote.executor.finishAuthTask = true;
       }
       assert.deepEqual(events.map(seqOf), events.map((_, i) => cursor + 1 + i), 'continues the seq without a gap');
-      // What the remote did unseen arrives as its task (with the artifact), then the rest live.
-      assert.equal(events[0].payload?.$case, 'task');
-      const caughtUp = events[0].payload?.$case === 'task' ? events[0].payload.value : undefined;
-      assert.equal(caughtUp?.status?.state, TaskState.TASK_STATE_WORKING);
-      assert.equal(caughtUp?.artifacts[0]?.name, 'changes.patch');
+      // What the remote did unseen arrives (the artifact it made), then the rest, ending on the signed result.
+      const made = events.find((e) => e.payload?.$case === 'artifactUpdate');
+      assert.equal(made?.payload?.$case === 'artifactUpdate' ? made.payload.value.artifact?.name : undefined, 'changes.patch');
       const end = events[events.length - 1];
       assert.equal(end.payload?.$case === 'statusUpdate' ? end.payload.value.status?.state : -1, TaskState.TASK_STATE_COMPLETED);
       assert.equal(typeof (end.payload?.value as { metadata?: Record<string, unknown> }).metadata?.['baton/resultEnvelope'], 'string');
@@ -192,3 +202,45 @@ for (const { legacy, binding } of variants) {
     });
   });
 }
+
+describe('gateway: a relay whose stream to the remote breaks while the remote finishes', () => {
+  const dir = tempDir();
+  let gw: RunningGateway;
+  let remote: Awaited<ReturnType<typeof startRemote>>;
+  let cut: CutProxy;
+  const remoteToken = 'remote-secret-token-0123456789';
+  before(async () => {
+    remote = await startRemote(0, remoteToken, false);
+    cut = await startCutProxy(Number(new URL(remote.url).port));
+    // The relay's streaming call is cut after its second event; the remote goes on without it.
+    cut.setCutPoint(CUT_POINTS.midEvent);
+    gw = await startGateway({
+      stateDir: dir.path,
+      remoteAgents: [{ id: 'remote', name: 'Remote', description: 'proxied', url: `http://127.0.0.1:${cut.port}/rpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0', auth: { kind: 'bearer', token: remoteToken }, skills: [] }],
+      log: () => undefined,
+    });
+  });
+  after(async () => {
+    await gw.close();
+    await cut.close();
+    await remote.close();
+    dir[Symbol.dispose]();
+  });
+
+  it('finds the task finished on reconnecting and records the artifact made meanwhile before the signed result', async () => {
+    const client = await clientFor(`${gw.url}/a2a/remote/.well-known/agent-card.json`, gw.token);
+    const events = await collect(client.sendMessageStream(sendRequest(userMessage('patch later'))));
+    assert.equal(cut.cuts, 1, 'the relay lost its stream');
+    assert.deepEqual(events.map(seqOf), events.map((_, i) => i + 1));
+    const made = events.find((e) => e.payload?.$case === 'artifactUpdate');
+    assert.equal(made?.payload?.$case === 'artifactUpdate' ? made.payload.value.artifact?.name : undefined, 'changes.patch');
+    const end = events[events.length - 1];
+    assert.equal(end.payload?.$case === 'statusUpdate' ? end.payload.value.status?.state : -1, TaskState.TASK_STATE_COMPLETED);
+    assert.equal(typeof (end.payload?.value as { metadata?: Record<string, unknown> }).metadata?.['baton/resultEnvelope'], 'string');
+    const id = events[0].payload?.$case === 'task' ? events[0].payload.value.id : '';
+    // GetTask of a finished task answers from the gateway's store: the artifact is there.
+    const task = await client.getTask({ tenant: '', id });
+    assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
+    assert.match(String(task.artifacts[0]?.parts[0]?.content?.value), /^diff --git a\/later/);
+  });
+});

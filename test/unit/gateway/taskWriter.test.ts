@@ -115,6 +115,23 @@ describe('TaskWriter', () => {
     await bounded(writer.committed(), 'nothing left');
   });
 
+  it('hold: what is added while held waits, and goes to the store in one commit on release', async (t) => {
+    const { gated, writer, notices } = await setUp(t);
+    writer.hold();
+    writer.add(working(2));
+    const waiting = writer.committed();
+    // Several turns of the event loop pass (a signature being made): nothing is committed.
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    assert.equal(gated.started.length, 0);
+    writer.add(working(3));
+    writer.release();
+    await gated.untilStarted(1);
+    gated.release();
+    await bounded(waiting, 'held events');
+    assert.deepEqual(gated.started.map((b) => b.events.map((e) => e.seq)), [[2, 3]]);
+    assert.deepEqual(notices.map((n) => n.rows.map((r) => r.seq)), [[2, 3]]);
+  });
+
   it('a failed commit fails its waiters and everything added meanwhile, and refuses further events', async (t) => {
     const { gated, writer, notices } = await setUp(t);
     writer.add(working(2));
