@@ -43,13 +43,13 @@ const USAGE = `usage:
   baton agents [--gateway URL]
   baton delegate <agent|card-url> "<task>" [--file F]... [--repo DIR] [--json] [--out FILE] [--gateway URL]
   baton status <request-id>      print where a delegation is
-  baton watch <request-id>       follow it until it ends
+  baton watch <request-id>       follow it until it ends (asks again after lost contact or an authorization)
   baton cancel <request-id>
   baton reply <request-id> "<text>"
 
 The gateway is --gateway, else $BATON_GATEWAY, else the local one ($BATON_STATE_DIR or ~/.baton/gateway).
 The token is $BATON_TOKEN, else the local gateway's token file.
-Exit codes: 0 completed, 10 failed, 11 canceled, 12 rejected, 13 expired, 14 unknown, 15 needs a reply.
+Exit codes: 0 completed, 10 failed, 11 canceled, 12 rejected, 13 expired, 14 unknown, 15 needs a reply or an authorization.
 `;
 
 class UsageError extends Error {}
@@ -149,7 +149,10 @@ function finish(manager: DelegationManager, view: DelegationView, out: NodeJS.Wr
   else {
     line(out, `${outcome}${view.outcomeReason ? `: ${view.outcomeReason}` : ''}`);
     if (saved) line(out, `changes.patch saved to ${saved}`);
-    if (outcome === 'input-required' || outcome === 'auth-required') line(out, `the agent asks: ${view.prompt ?? '(no question)'}\nanswer with: baton reply ${view.requestId} "<text>"`);
+    if (outcome === 'input-required') line(out, `the agent asks: ${view.prompt ?? '(no question)'}\nanswer with: baton reply ${view.requestId} "<text>"`);
+    if (outcome === 'auth-required') {
+      line(out, `the agent needs authorization${view.prompt ? `: ${view.prompt}` : ''}\nauthorize as it asks, then follow the task again with: baton watch ${view.requestId}`);
+    }
     if (outcome === 'unknown') line(out, `contact was lost; check again with: baton watch ${view.requestId}`);
   }
   return EXIT[outcome];
@@ -247,6 +250,9 @@ export async function batonMain(argv: string[], out: NodeJS.WritableStream = pro
         else line(out, `${view.requestId} ${view.agent.name}: ${view.state}${view.outcomeReason ? ` (${view.outcomeReason})` : ''}${view.taskId ? ` task ${view.taskId}` : ''}`);
         return view.outcome ? EXIT[view.outcome] : 0;
       }
+      // A delegation that lost contact, or that waited for an out-of-band authorization, is asked
+      // about again (GetTask, then followed from where it is; never sent again).
+      if (cmd === 'watch' && (view.outcome === 'unknown' || view.outcome === 'auth-required')) await manager.checkAgain(requestId);
       if (cmd === 'cancel') await manager.cancel(requestId);
       if (cmd === 'reply') {
         if (!text) throw new UsageError('reply needs the text to send');

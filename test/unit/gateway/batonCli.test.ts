@@ -9,6 +9,7 @@ import { batonMain } from '../../../src/gateway/batonCli';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { tempDir } from './helpers';
+import { startRemote } from './remoteAgent';
 
 function capture(): { stream: PassThrough; text: () => string } {
   const stream = new PassThrough();
@@ -75,5 +76,41 @@ describe('baton command line against a real gateway and the built-in formatter',
     const code = await batonMain(['delegate', 'formatter', 'format', '--repo', '/etc', '--json'], out.stream, env);
     assert.notEqual(code, 0);
     assert.match(out.text(), /outside the folders this gateway serves/);
+  });
+});
+
+describe('baton command line: a task that waits for authorization, through the gateway to a remote agent', () => {
+  const state = tempDir();
+  const journals = tempDir('baton-cli-journals-');
+  let gw: RunningGateway;
+  let remote: Awaited<ReturnType<typeof startRemote>>;
+  let env: NodeJS.ProcessEnv;
+  before(async () => {
+    remote = await startRemote(0, 'remote-token-for-the-cli-test', false);
+    gw = await startGateway({
+      stateDir: state.path,
+      remoteAgents: [{ id: 'remote', name: 'Remote', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0', auth: { kind: 'bearer', token: 'remote-token-for-the-cli-test' }, skills: [] }],
+      log: () => undefined,
+    });
+    env = { BATON_GATEWAY: gw.url, BATON_TOKEN: gw.token, BATON_CLI_DIR: journals.path, BATON_STATE_DIR: state.path };
+  });
+  after(async () => {
+    await gw.close();
+    await remote.close();
+    for (const d of [state, journals]) d[Symbol.dispose]();
+  });
+
+  it('delegate stops at auth-required and says what to do; after the sign-in, baton watch follows it to the end', async () => {
+    const first = capture();
+    assert.equal(await batonMain(['delegate', 'remote', 'auth'], first.stream, env), 15, first.text());
+    assert.match(first.text(), /^auth-required/m);
+    assert.match(first.text(), /authorize as it asks, then follow the task again with: baton watch [0-9a-f-]{36}/);
+    const id = /as ([0-9a-f-]{36})/.exec(first.text())?.[1] ?? '';
+    remote.executor.authorize();
+    remote.executor.finishAuthTask = true;
+    const watched = capture();
+    assert.equal(await batonMain(['watch', id], watched.stream, env), 0, watched.text());
+    assert.match(watched.text(), /^completed/m);
+    assert.match(watched.text(), /changes\.patch saved to /);
   });
 });

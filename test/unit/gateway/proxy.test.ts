@@ -1,107 +1,13 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import express from 'express';
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
-import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
-import { jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import { TaskState } from '@a2a-js/sdk';
-import type { AgentCard, StreamResponse } from '@a2a-js/sdk';
+import type { StreamResponse } from '@a2a-js/sdk';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { clientFor, collect, sendRequest, seqOf, tempDir, userMessage } from './helpers';
 import type { CutProxy } from '../delegation/cutProxy';
 import { CUT_POINTS, startCutProxy } from '../delegation/cutProxy';
-
-/**
- * A plain SDK agent: N status events, a patch artifact, completed; or waits to be canceled ("wait"); or
- * ("auth") asks for authorization and goes on by itself once `authorize()` is called (out of band).
- */
-class CountingExecutor implements AgentExecutor {
-  private readonly cancels = new Set<string>();
-  private authorized!: () => void;
-  private readonly signedIn = new Promise<void>((r) => (this.authorized = r));
-  constructor(private readonly n: number) {}
-  authorize(): void {
-    this.authorized();
-  }
-  async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
-    const { taskId, contextId } = ctx;
-    const text = ctx.userMessage.parts[0]?.content?.$case === 'text' ? ctx.userMessage.parts[0].content.value : '';
-    bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: [ctx.userMessage], metadata: undefined }));
-    if (text === 'patch later') {
-      // Works on after the first events; the patch and the end come later (the relay may be gone by then).
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: '1' }, metadata: undefined }));
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: '2' }, metadata: undefined }));
-      await new Promise((r) => setTimeout(r, 150));
-      bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'p', name: 'changes.patch', description: '', parts: [{ content: { $case: 'text', value: 'diff --git a/later b/later\n' }, metadata: undefined, filename: 'changes.patch', mediaType: 'text/x-diff' }], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
-      bus.finished();
-      return;
-    }
-    if (text === 'auth') {
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_AUTH_REQUIRED, message: undefined, timestamp: undefined }, metadata: undefined }));
-      await this.signedIn;
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: 'signed in' }, metadata: undefined }));
-      // Work done while nobody follows the task: the gateway must still end up with this artifact.
-      bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'p', name: 'changes.patch', description: '', parts: [{ content: { $case: 'text', value: 'diff --git a/auth b/auth\n' }, metadata: undefined, filename: 'changes.patch', mediaType: 'text/x-diff' }], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
-      while (!this.cancels.has(taskId) && !this.finishAuthTask) await new Promise((r) => setTimeout(r, 10));
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
-      bus.finished();
-      return;
-    }
-    if (text === 'wait') {
-      while (!this.cancels.has(taskId)) await new Promise((r) => setTimeout(r, 10));
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined }, metadata: undefined }));
-      bus.finished();
-      return;
-    }
-    for (let i = 1; i <= this.n; i++) {
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: String(i) }, metadata: { i } }));
-    }
-    bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'p', name: 'changes.patch', description: '', parts: [{ content: { $case: 'text', value: 'diff --git a/a b/a\n' }, metadata: undefined, filename: 'changes.patch', mediaType: 'text/x-diff' }], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
-    bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
-    bus.finished();
-  }
-  /** Lets the "auth" task finish (after the test has seen it go on). */
-  finishAuthTask = false;
-  cancelTask(taskId: string): Promise<void> {
-    this.cancels.add(taskId);
-    return Promise.resolve();
-  }
-}
-
-export async function startRemote(n: number, requiredToken: string, legacy: boolean): Promise<{ url: string; seenAuth: string[]; executor: CountingExecutor; close(): Promise<void> }> {
-  const seenAuth: string[] = [];
-  const app = express();
-  let url = '';
-  const card = (): AgentCard => ({
-    name: 'remote',
-    description: 'SDK agent',
-    supportedInterfaces: [
-      { url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: legacy ? '0.3' : '1.0' },
-      { url: url.replace(/\/rpc$/, '/rest'), protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: legacy ? '0.3' : '1.0' },
-    ],
-    provider: undefined, version: '1', capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: {}, securityRequirements: [], defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'], skills: [], signatures: [],
-  });
-  const executor = new CountingExecutor(n);
-  const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), executor);
-  Object.defineProperty(handler, 'getAgentCard', { value: () => Promise.resolve(card()) });
-  app.use((req, res, next) => {
-    seenAuth.push(req.header('authorization') ?? '');
-    if (req.header('authorization') !== `Bearer ${requiredToken}`) return void res.status(401).json({ error: 'no' });
-    next();
-  });
-  app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }), ...(legacy ? { legacyCompat: { enabled: true } } : {}) }));
-  app.use('/rest', restHandler({ requestHandler: handler, userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }) }));
-  const server: Server = await new Promise((r) => {
-    const s = app.listen(0, '127.0.0.1', () => r(s));
-  });
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
-  return { url, seenAuth, executor, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
-}
+import { startRemote } from './remoteAgent';
 
 const variants = [
   { legacy: false, binding: 'JSONRPC' },
