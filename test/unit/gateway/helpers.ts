@@ -145,3 +145,15 @@ export async function readSse(res: Response, timeoutMs = 10_000): Promise<Array<
   }
   return out;
 }
+
+/** Every bounded wait in the gateway tests ends within this (a failure, never a hang). */
+export const BOUND_MS = 15_000;
+
+/** Rejects after `ms` so a stuck wait fails the test instead of hanging it. */
+export function bounded<T>(p: Promise<T>, what: string, ms = BOUND_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`bounded wait exceeded: ${what}`)), ms);
+  });
+  return Promise.race([p, limit]).finally(() => clearTimeout(timer));
+}

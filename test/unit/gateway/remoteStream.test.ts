@@ -14,9 +14,7 @@ import { remoteStream, remoteStreamBatches } from '../../../src/gateway/remoteSt
 import type { RemoteCall, RemoteEndpoint, RemoteEvent } from '../../../src/gateway/remoteStream';
 import { toWireEvent, wireKind } from '../../../src/gateway/eventLog';
 import type { Json, WireEvent } from '../../../src/gateway/eventLog';
-
-/** Every wait in this file ends within this (a failure, never a hang). */
-const BOUND_MS = 15_000;
+import { bounded } from './helpers';
 
 interface SeenRequest {
   readonly method: string;
@@ -63,15 +61,6 @@ async function serve(t: TestContext, handler: Handler): Promise<TestServer> {
       }),
   );
   return Object.assign(s, { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
-}
-
-/** Rejects after BOUND_MS so a stuck stream fails the test instead of hanging it. */
-function bounded<T>(p: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`bounded wait exceeded: ${what}`)), BOUND_MS);
-  });
-  return Promise.race([p, limit]).finally(() => clearTimeout(timer));
 }
 
 /** Reads the whole stream: the events in order, then how it ended (undefined: ended quietly). */

@@ -12,7 +12,7 @@ import { TaskState } from '@a2a-js/sdk';
 import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
 import { SqliteWorkerStore } from '../../../src/gateway/store/sqliteWorkerStore';
 import type { EventRow, GatewayStore, NewTask } from '../../../src/gateway/store/gatewayStore';
-import { tempDir } from './helpers';
+import { bounded, tempDir } from './helpers';
 
 /** better-sqlite3's surface used here (the store itself is what is under test). */
 interface RawDb {
@@ -22,15 +22,6 @@ interface RawDb {
   close(): void;
 }
 const Database = createRequire(__filename)('better-sqlite3') as new (file: string, opts?: { readonly?: boolean }) => RawDb;
-
-const BOUND_MS = 15_000;
-function bounded<T>(p: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`bounded wait exceeded: ${what}`)), BOUND_MS);
-  });
-  return Promise.race([p, limit]).finally(() => clearTimeout(timer));
-}
 
 const AGENT = 'echo';
 

@@ -12,18 +12,9 @@ import { EventHub, TaskWriter } from '../../../src/gateway/eventLog';
 import type { AppendNotice } from '../../../src/gateway/eventLog';
 import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
 import type { AppendBatch, GatewayStore } from '../../../src/gateway/store/gatewayStore';
-import { tempDir } from './helpers';
+import { bounded, tempDir } from './helpers';
 
 const AGENT = 'echo';
-const BOUND_MS = 10_000;
-
-function bounded<T>(p: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`bounded wait exceeded: ${what}`)), BOUND_MS);
-  });
-  return Promise.race([p, limit]).finally(() => clearTimeout(timer));
-}
 
 /** A real store whose appends wait until the test lets each one through (or fail when told to). */
 class GatedStore {
