@@ -109,8 +109,10 @@ describe('baton command line: a task that waits for authorization, through the g
     remote.executor.authorize();
     remote.executor.finishAuthTask = true;
     const watched = capture();
-    assert.equal(await batonMain(['watch', id], watched.stream, env), 0, watched.text());
+    const patchFile = join(state.path, 'after-auth.patch');
+    assert.equal(await batonMain(['watch', id, '--out', patchFile], watched.stream, env), 0, watched.text());
     assert.match(watched.text(), /^completed/m);
     assert.match(watched.text(), /changes\.patch saved to /);
+    assert.match(readFileSync(patchFile, 'utf8'), /^diff --git a\/auth/);
   });
 });
