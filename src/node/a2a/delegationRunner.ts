@@ -101,6 +101,12 @@ function isSizeError(e: unknown): boolean {
 /** Why a silent stream was dropped (see `silenceCheckMs`). */
 class SilentStreamError extends Error {
   override readonly name = 'SilentStreamError';
+  /** The task is still running at the agent: only this stream is in doubt (follow again from the cursor). */
+  readonly stillRunning: boolean;
+  constructor(message: string, stillRunning = false) {
+    super(message);
+    this.stillRunning = stillRunning;
+  }
 }
 
 function isAbort(e: unknown): boolean {
@@ -388,6 +394,12 @@ export class DelegationRunner {
         stream = undefined;
         if (signal.aborted) return;
         if (this.journal.decide()) return this.settle();
+        if (error instanceof SilentStreamError && error.stillRunning) {
+          // A quiet task on a stream that may be half-open: subscribe again from the last event (the
+          // replay profile makes that cheap and exact); this is not a lost connection.
+          stream = this.subscribe(signal);
+          continue;
+        }
         if (this.journal.eventCount > before) streamFailures = 0;
         else streamFailures++;
         if (error !== undefined && isSizeError(error)) {
@@ -592,11 +604,11 @@ export class DelegationRunner {
         ? setInterval(() => {
             if (checking || dropped || Date.now() - lastEventAt < this.silenceCheckMs || !this.journal.taskId) return;
             checking = true;
-            void this.checkSilence(signal).then((why) => {
+            void this.checkSilence(signal).then((verdict) => {
               checking = false;
               lastEventAt = Date.now(); // the next check is a whole period later
-              if (why === undefined || signal.aborted) return;
-              dropped = new SilentStreamError(why);
+              if (verdict === undefined || signal.aborted) return;
+              dropped = new SilentStreamError(verdict.why, verdict.stillRunning);
               stop.abort();
             });
           }, Math.max(25, Math.floor(this.silenceCheckMs / 4)))
@@ -621,8 +633,13 @@ export class DelegationRunner {
     }
   }
 
-  /** Why a silent stream should be dropped, or undefined when the task is still running at the agent. */
-  private async checkSilence(signal: AbortSignal): Promise<string | undefined> {
+  /**
+   * Why a silent stream should be dropped, or undefined when it should be kept: the task settled at
+   * the agent, or the agent does not answer; or, with the replay profile, the task is still running
+   * (`stillRunning`: the stream is replaced by a subscription from the cursor, which costs nothing and
+   * brings back live progress if this one was half-open). Without the profile a quiet stream is kept.
+   */
+  private async checkSilence(signal: AbortSignal): Promise<{ why: string; stillRunning: boolean } | undefined> {
     const silentFor = this.silenceCheckMs < 1_000 ? `${this.silenceCheckMs} ms` : `${Math.round(this.silenceCheckMs / 1000)} s`;
     try {
       const task = await this.conn.client.getTask(
@@ -631,12 +648,12 @@ export class DelegationRunner {
       );
       const state = task.status?.state;
       if (isTerminalTaskState(state) || isInterruptedTaskState(state)) {
-        return `no event for ${silentFor} while the agent reports the task ${taskStateToJSON(state ?? TaskState.TASK_STATE_UNSPECIFIED).replace('TASK_STATE_', '').toLowerCase().replace(/_/g, ' ')}`;
+        return { why: `no event for ${silentFor} while the agent reports the task ${taskStateToJSON(state ?? TaskState.TASK_STATE_UNSPECIFIED).replace('TASK_STATE_', '').toLowerCase().replace(/_/g, ' ')}`, stillRunning: false };
       }
-      return undefined;
+      return this.conn.replay ? { why: `no event for ${silentFor}; following the task again from its last event`, stillRunning: true } : undefined;
     } catch (e) {
       if (signal.aborted) return undefined;
-      return `no event for ${silentFor} and the agent does not answer GetTask (${errorText(e)})`;
+      return { why: `no event for ${silentFor} and the agent does not answer GetTask (${errorText(e)})`, stillRunning: false };
     }
   }
 

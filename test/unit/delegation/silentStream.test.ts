@@ -24,6 +24,19 @@ async function script(t: Turn): Promise<void> {
   t.status(TaskState.TASK_STATE_COMPLETED, 'Done');
 }
 
+/** An agent that keeps reporting progress for a while after its first events. */
+async function longScript(t: Turn): Promise<void> {
+  t.task();
+  t.status(TaskState.TASK_STATE_WORKING, 'Reading the files');
+  t.status(TaskState.TASK_STATE_WORKING, 'Planning');
+  for (let i = 1; i <= 8; i++) {
+    await t.sleep(150);
+    t.status(TaskState.TASK_STATE_WORKING, `Step ${i}`);
+  }
+  t.artifact('patch', 'changes.patch', PATCH, { lastChunk: true, mediaType: 'text/x-diff' });
+  t.status(TaskState.TASK_STATE_COMPLETED, 'Done');
+}
+
 /** An agent that thinks for a while between events (longer than the silence check). */
 async function quietScript(t: Turn): Promise<void> {
   t.task();
@@ -77,6 +90,39 @@ for (const replay of [true, false]) {
       }
       assert.equal(entries.filter((e) => e.kind === 'outcome').length, 1);
     });
+
+    if (replay) {
+      it('that stalls while the task goes on: the runner follows it again from the last event, live, without calling it a lost connection', async () => {
+        const long = await startAgentServer({ script: longScript, replay });
+        const stall = await startCutProxy(long.port);
+        try {
+          stall.setMode('stall');
+          stall.setCutPoint(CUT_POINTS.midEvent);
+          const endpoint = { ...long.jsonRpc, url: `http://127.0.0.1:${stall.port}/a2a/jsonrpc` };
+          const connection = await connectAgent({ card: long.card, endpoint });
+          const run = await newRun(long, store, 'Take your time', { endpoint, connection, runner: { silenceCheckMs: 300 } });
+          const settledAt: number[] = [];
+          const stepsSeenAt: number[] = [];
+          run.runner.onDidChange((j) => {
+            const steps = j.view(Date.now()).timeline.filter((e) => e.kind === 'step' && /^Step \d/.test(e.text)).length;
+            if (steps > stepsSeenAt.length) stepsSeenAt.push(Date.now());
+            if (j.decide()) settledAt.push(Date.now());
+          });
+          await within(run.runner.start(), 15_000, 'a delegation whose stream stalled mid-task');
+          assert.equal(stall.cuts, 1, 'the stream was stalled');
+          assert.equal(run.journal.decide()?.outcome, 'completed');
+          const entries = await run.entries();
+          assert.deepEqual(entries.filter((e) => e.kind === 'connection' && e.status === 'lost'), []);
+          const seqs = eventSeqs(entries);
+          assert.deepEqual(seqs, seqs.map((_, i) => i + 1), 'every event once, in order');
+          // Progress came back while the task was still running, not all at once at the end.
+          assert.ok(stepsSeenAt.length > 0 && settledAt.length > 0 && stepsSeenAt[0] < settledAt[0], 'steps arrived before the task settled');
+        } finally {
+          await stall.close();
+          await long.close();
+        }
+      });
+    }
 
     it('that is only quiet: the stream is kept (no reconnect) and the task completes on it', async () => {
       const connection = await connectAgent({ card: quiet.card, endpoint: quiet.jsonRpc });
