@@ -263,11 +263,6 @@ export class TaskWriter {
     return this.queued?.promise ?? this.inFlight ?? Promise.resolve();
   }
 
-  /** `committed`, under the name callers that only wait for quiet use. */
-  idle(): Promise<void> {
-    return this.committed();
-  }
-
   /** Events queued but not yet committed (a relay slows down when this grows). */
   get backlog(): number {
     return this.queue.length;

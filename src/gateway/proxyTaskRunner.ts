@@ -352,12 +352,14 @@ export class ProxyTaskRunner implements TaskRunner {
     return undefined;
   }
 
+  /** Looks at auth-required tasks in progress (one look per task at a time). */
+  private readonly resumes = new Map<string, Promise<void>>();
+
   /**
    * An auth-required task: A2A leaves the authorization out of band, and the remote goes on by itself
    * once it has it. Asked for (a client subscribes again), the gateway looks: still waiting, nothing
    * changes; moved on, what it did meanwhile is recorded and the relay follows it again.
    */
-  private resumes = new Map<string, Promise<void>>();
   private resumeAfterAuth(writer: TaskWriter): Promise<void> {
     const running = this.resumes.get(writer.taskId);
     if (running) return running;
