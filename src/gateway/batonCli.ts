@@ -252,7 +252,10 @@ export async function batonMain(argv: string[], out: NodeJS.WritableStream = pro
       }
       // A delegation that lost contact, or that waited for an out-of-band authorization, is asked
       // about again (GetTask, then followed from where it is; never sent again).
-      if (cmd === 'watch' && (view.outcome === 'unknown' || view.outcome === 'auth-required')) await manager.checkAgain(requestId);
+      if (cmd === 'watch' && (view.outcome === 'unknown' || view.outcome === 'auth-required')) {
+        await manager.checkAgain(requestId);
+        await manager.idle(requestId);
+      }
       if (cmd === 'cancel') await manager.cancel(requestId);
       if (cmd === 'reply') {
         if (!text) throw new UsageError('reply needs the text to send');

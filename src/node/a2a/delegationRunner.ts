@@ -205,7 +205,11 @@ export class DelegationRunner {
     return this.run({ kind: 'reconcile' });
   }
 
-  /** Answers `input-required`: a new message on the same task, which then continues. */
+  /**
+   * Answers `input-required`: a new message on the same task, which then continues. Resolves once the
+   * reply is recorded and on its way, not when the task next settles (`idle()` or `whenSettled()` wait
+   * for that): a caller such as the panel must not stay busy, with Cancel disabled, for the whole turn.
+   */
   async reply(text: string): Promise<void> {
     const d = this.journal.decide();
     const taskId = this.journal.taskId;
@@ -213,21 +217,27 @@ export class DelegationRunner {
     await this.idle();
     const message = buildReplyMessage(this.newId(), taskId, this.journal.contextId ?? '', text);
     await this.record({ kind: 'reply', at: this.now(), message }, true);
-    return this.run({ kind: 'reply', message });
+    this.followInBackground({ kind: 'reply', message });
+  }
+
+  /** Starts following (errors are recorded in the journal by `run`; a failed record is only logged there). */
+  private followInBackground(drive: Drive): void {
+    this.run(drive).catch(() => undefined);
   }
 
   /**
    * Reconciles an `unknown` delegation with the agent (never resends to an agent that is not
    * idempotent), or follows an `auth-required` one again once the user has authorized (a token set,
    * or the agent's own sign-in done elsewhere): A2A leaves authorization out of band, and the task
-   * goes on at the agent, so Baton asks where it is and follows it from there.
+   * goes on at the agent, so Baton asks where it is and follows it from there. Resolves once the check
+   * has started (as `reply`).
    */
   async checkAgain(): Promise<void> {
     const d = this.journal.decide();
     if (d?.outcome !== 'unknown' && d?.outcome !== 'auth-required') throw new Error('Only a delegation whose state is unknown or that waits for authorization can be checked again.');
     await this.idle();
     await this.record({ kind: 'connection', at: this.now(), status: 'checking' }, true);
-    return this.run({ kind: 'reconcile' });
+    this.followInBackground({ kind: 'reconcile' });
   }
 
   /**

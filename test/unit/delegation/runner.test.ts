@@ -71,6 +71,8 @@ describe('delegation runner', () => {
   }
 
   it('input-required, then a reply continues the same task to completion', async () => {
+    let finishTurn!: () => void;
+    const turnMayFinish = new Promise<void>((r) => (finishTurn = r));
     await withServer(
       {
         script: async (t) => {
@@ -80,6 +82,7 @@ describe('delegation runner', () => {
             return;
           }
           t.task(TaskState.TASK_STATE_WORKING);
+          await Promise.race([turnMayFinish, t.sleep(8_000)]);
           t.status(TaskState.TASK_STATE_COMPLETED, `Used ${t.text}`);
         },
       },
@@ -91,7 +94,12 @@ describe('delegation runner', () => {
         assert.equal(v.prompt, 'Which branch?');
         assert.equal(v.actions.reply, true);
         const taskId = run.journal.taskId;
+        // The reply resolves once it is on its way, while the turn it starts is still running (the
+        // panel stays usable, Cancel included, during that turn).
         await within(run.runner.reply('main'), 10_000, 'reply');
+        assert.equal(run.journal.decide(), undefined, 'reply() waited for the whole turn');
+        finishTurn();
+        await within(run.runner.idle(), 10_000, 'the turn after the reply');
         v = run.journal.view(Date.now());
         assert.equal(v.state, 'completed');
         assert.equal(v.outcomeReason, 'Used main');
@@ -313,6 +321,7 @@ describe('delegation runner', () => {
     assert.equal(run.journal.view(Date.now()).actions.checkAgain, true);
     // Still unreachable: check again stays unknown, and never resends.
     await within(run.runner.checkAgain(), 10_000, 'check again (down)');
+    await within(run.runner.idle(), 10_000, 'check again (down) settled');
     assert.equal(run.journal.decide()?.outcome, 'unknown');
     // Back (a new process on the same port that finished the task): check again reconciles.
     const back = await startAgentServer({ script: progress, port: s.port });
@@ -322,6 +331,7 @@ describe('delegation runner', () => {
         new ServerCallContext(),
       );
       await within(run.runner.checkAgain(), 10_000, 'check again (up)');
+      await within(run.runner.idle(), 10_000, 'check again (up) settled');
       assert.equal(run.journal.decide()?.outcome, 'completed');
       assert.equal(back.executor.executions.length, 0, 'check again never re-sent the task');
     } finally {
@@ -353,6 +363,7 @@ describe('delegation runner: auth-required', () => {
         assert.equal(run.journal.view(Date.now()).actions.checkAgain, true);
         // Checked before the user signed in: still waiting, nothing resent.
         await within(run.runner.checkAgain(), 10_000, 'check again (not yet)');
+        await within(run.runner.idle(), 10_000, 'check again (not yet) settled');
         assert.equal(run.journal.decide()?.outcome, 'auth-required');
         authorize();
         const client = run.connection.client;
@@ -365,6 +376,7 @@ describe('delegation runner: auth-required', () => {
           'the agent goes on after sign-in',
         );
         await within(run.runner.checkAgain(), 10_000, 'check again (authorized)');
+        await within(run.runner.idle(), 10_000, 'check again (authorized) settled');
         assert.equal(run.journal.decide()?.outcome, 'completed');
         assert.equal(run.journal.patch()?.text, '+authorized\n');
         assert.equal(s.executor.executions.length, 1, 'the task was followed, never sent again');
