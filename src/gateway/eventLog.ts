@@ -6,7 +6,7 @@
  */
 import { StreamResponse, Task, TaskState, taskStateFromJSON } from '@a2a-js/sdk';
 import { META } from '../core/batonProfile';
-import type { EventRow, GatewayStore } from './store/gatewayStore';
+import type { EventRow, GatewayStore, TaskRow } from './store/gatewayStore';
 import { endsTurn } from './taskStates';
 
 export interface AppendNotice {
@@ -242,6 +242,11 @@ export class TaskWriter {
     this.wire = Task.toJSON(task) as Json;
     this.stateNow = wireState(this.wire.status);
     this.lastSeq = lastSeq;
+  }
+
+  /** The writer of a stored task, continuing after its last stored event. */
+  static forRow(store: GatewayStore, hub: EventHub, row: TaskRow): TaskWriter {
+    return new TaskWriter(store, hub, row.agent, row.id, Task.fromJSON(JSON.parse(row.snapshot)), row.lastSeq);
   }
 
   /** The task as folded so far (a copy in the SDK's form). */

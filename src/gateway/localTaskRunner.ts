@@ -6,8 +6,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { isAbsolute, relative, sep } from 'node:path';
-import { Message, Role, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
-import type { AgentCard, SendMessageRequest } from '@a2a-js/sdk';
+import { Message, Role, StreamResponse, TaskState } from '@a2a-js/sdk';
+import type { AgentCard, SendMessageRequest, Task } from '@a2a-js/sdk';
 import { RequestMalformedError, TaskNotCancelableError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { META, PATCH_ARTIFACT } from '../core/batonProfile';
 import { baseAgentCard } from './cards';
@@ -380,8 +380,7 @@ export class LocalTaskRunner implements TaskRunner {
   }
 
   async recoverOrphan(row: TaskRow): Promise<void> {
-    const task = Task.fromJSON(JSON.parse(row.snapshot));
-    const writer = new TaskWriter(this.ctx.store, this.ctx.hub, row.agent, row.id, task, row.lastSeq);
+    const writer = TaskWriter.forRow(this.ctx.store, this.ctx.hub, row);
     writer.setOwner(null);
     await writer.push(
       statusEvent(row.id, row.contextId, TaskState.TASK_STATE_FAILED, 'unknown outcome: the gateway stopped while the agent was running; check the repository before retrying', {

@@ -8,8 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import { Artifact, StreamResponse, Task, TaskState, TaskStatus, taskStateToJSON } from '@a2a-js/sdk';
-import type { AgentCard, Message, SendMessageRequest } from '@a2a-js/sdk';
+import { Artifact, StreamResponse, TaskState, TaskStatus, taskStateToJSON } from '@a2a-js/sdk';
+import type { AgentCard, Message, SendMessageRequest, Task } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { Client } from '@a2a-js/sdk/client';
 import { RequestMalformedError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
@@ -204,7 +204,7 @@ export class ProxyTaskRunner implements TaskRunner {
       await current.done;
     }
     const fresh = (await this.ctx.store.getTask(row.agent, row.id)) ?? row;
-    const writer = new TaskWriter(this.ctx.store, this.ctx.hub, row.agent, row.id, Task.fromJSON(JSON.parse(fresh.snapshot)), fresh.lastSeq);
+    const writer = TaskWriter.forRow(this.ctx.store, this.ctx.hub, fresh);
     const abort = new AbortController();
     const stream = await this.openStream({ kind: 'send', params: this.forwardParams(params) }, abort.signal);
     writer.setOwner(this.ctx.instanceId);
@@ -345,7 +345,7 @@ export class ProxyTaskRunner implements TaskRunner {
   ensureLive(row: TaskRow): Promise<void> | undefined {
     if (this.relays.has(row.id) || this.closed || isTerminal(row.state) || row.state === TaskState.TASK_STATE_INPUT_REQUIRED) return undefined;
     if (row.owner !== null && row.owner !== this.ctx.instanceId) return undefined; // another live instance relays it
-    const writer = new TaskWriter(this.ctx.store, this.ctx.hub, row.agent, row.id, Task.fromJSON(JSON.parse(row.snapshot)), row.lastSeq);
+    const writer = TaskWriter.forRow(this.ctx.store, this.ctx.hub, row);
     writer.setOwner(this.ctx.instanceId);
     if (row.state === TaskState.TASK_STATE_AUTH_REQUIRED) return this.resumeAfterAuth(writer);
     this.startRelay(writer, undefined, new AbortController());
@@ -410,7 +410,7 @@ export class ProxyTaskRunner implements TaskRunner {
     }
     const fresh = (await this.ctx.store.getTask(row.agent, row.id)) ?? row;
     if (isTerminal(fresh.state)) return;
-    const writer = new TaskWriter(this.ctx.store, this.ctx.hub, row.agent, row.id, Task.fromJSON(JSON.parse(fresh.snapshot)), fresh.lastSeq);
+    const writer = TaskWriter.forRow(this.ctx.store, this.ctx.hub, fresh);
     writer.setOwner(null);
     if (remote && isTerminal(remote.status?.state)) {
       await this.ingest(writer, this.statusWire(row.id, row.contextId, remote.status));
@@ -425,7 +425,7 @@ export class ProxyTaskRunner implements TaskRunner {
 
   recoverOrphan(row: TaskRow): Promise<void> {
     // The remote kept running while we were down: re-attach and relay what it did meanwhile.
-    const writer = new TaskWriter(this.ctx.store, this.ctx.hub, row.agent, row.id, Task.fromJSON(JSON.parse(row.snapshot)), row.lastSeq);
+    const writer = TaskWriter.forRow(this.ctx.store, this.ctx.hub, row);
     writer.setOwner(this.ctx.instanceId);
     this.startRelay(writer, undefined, new AbortController());
     return Promise.resolve();
