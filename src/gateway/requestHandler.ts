@@ -119,9 +119,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     if (!row0) throw notFound(taskId);
     if (!params.configuration?.returnImmediately) {
       // Blocking send: wait for the turn to end (the task's deadline bounds the run).
-      for await (const _rows of followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId, afterSeq: row0.lastSeq, untilTurnEnds: true, signal: signalOf(context) })) {
-        void _rows;
-      }
+      await this.turnEnd(taskId, row0.lastSeq, signalOf(context));
     }
     return this.snapshot(taskId, params.configuration?.historyLength, context);
   }
@@ -135,7 +133,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     const continuing = Boolean(params.message?.taskId);
     const before = continuing ? (await this.ownTask(params.message?.taskId ?? '', context)).lastSeq : 0;
     const taskId = await this.startOrContinue(params, context);
-    return forClient(followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId, afterSeq: before, untilTurnEnds: true, signal: signalOf(context) }), context);
+    return forClient(this.follow(taskId, before, signalOf(context)), context);
   }
 
   async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
@@ -157,8 +155,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
         row = (await this.ctx.store.getTask(this.agentId, id)) ?? row;
       }
     }
-    const follow = (afterSeq: number): RowStream =>
-      forClient(followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId: id, afterSeq, untilTurnEnds: true, signal: signalOf(context) }), context);
+    const follow = (afterSeq: number): RowStream => forClient(this.follow(id, afterSeq, signalOf(context)), context);
     if (cursor !== undefined) {
       if (cursor > row.lastSeq) throw new RequestMalformedError(`cursor ${cursor} is past the last event of task ${id} (${row.lastSeq})`);
       return follow(cursor);
@@ -234,9 +231,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
       const timeout = AbortSignal.timeout(waitMs);
       const caller = signalOf(context);
       const signal = caller ? AbortSignal.any([caller, timeout]) : timeout;
-      for await (const _events of followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId: row.id, afterSeq: row.lastSeq, untilTurnEnds: true, signal })) {
-        void _events;
-      }
+      await this.turnEnd(row.id, row.lastSeq, signal);
       row = (await this.ctx.store.getTask(this.agentId, row.id)) ?? row;
       if (endsTurn(row.state) || row.owner !== owner) return this.snapshot(params.id, undefined, context);
       if (await this.ownerAlive(owner)) {
@@ -247,6 +242,16 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     }
     await this.runner.cancel(row);
     return this.snapshot(params.id, undefined, context);
+  }
+
+  /** This agent's events of a task after `afterSeq`, until its turn ends (or `signal` fires). */
+  private follow(taskId: string, afterSeq: number, signal: AbortSignal | undefined): RowStream {
+    return followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId, afterSeq, untilTurnEnds: true, signal });
+  }
+
+  /** Resolves once the task's turn has ended (or `signal` fires). */
+  private async turnEnd(taskId: string, afterSeq: number, signal: AbortSignal | undefined): Promise<void> {
+    for await (const _rows of this.follow(taskId, afterSeq, signal)) void _rows;
   }
 
   private async ownerAlive(instance: string): Promise<boolean> {

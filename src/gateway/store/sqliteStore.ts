@@ -235,11 +235,7 @@ export class SqliteGatewayStore implements GatewayStore {
     return Promise.resolve();
   }
 
-  /**
-   * Events are stored in pages: the events of one commit in one row, their bodies joined by newlines
-   * (wire JSON has none of its own), keyed by the page's last seq. A row per event cost more than
-   * everything else the gateway does to relay one; a page is one B-tree insert per commit.
-   */
+  /** Stores `events` as one page (see `toPage`). */
   private insertPage(agent: string, taskId: string, events: readonly EventRow[]): void {
     const page = toPage(taskId, events);
     this.insertJoined(agent, taskId, page.firstSeq, page.lastSeq, page.bodies);
