@@ -119,8 +119,9 @@ export interface GatewayStore {
   onMissedAppends?(listener: () => void): void;
   /**
    * Asks the instance `ownerInstance` (the task's owner) to cancel the task. Fire and forget: the caller
-   * learns the outcome from the task's events. PostgreSQL only; SQLite throws (one process per state
-   * folder, so there is no other instance to ask).
+   * learns the outcome from the task's events. The request is kept until the owner takes it, so an owner
+   * that is not listening at that moment carries it out when it listens again. PostgreSQL only; SQLite
+   * throws (one process per state folder, so there is no other instance to ask).
    */
   requestCancel(agent: string, taskId: string, ownerInstance: string): Promise<void>;
   /** Cancel requests addressed to `instance` (this process's instance id); SQLite never has any. */

@@ -2,8 +2,9 @@
  * PostgreSQL store, for teams running several gateway instances on one database: tasks and events are
  * shared, and an append on one instance reaches subscribers on the others through LISTEN/NOTIFY (the
  * notification is sent inside the appending transaction, so it is delivered only once the events are
- * committed and readable). A cancel sent to one instance for a task another runs travels the same way
- * (channel `baton_cancel`, addressed to the owner's instance id), so the task keeps a single writer.
+ * committed and readable). A cancel sent to one instance for a task another runs is stored for the
+ * owner (table `baton_cancel_requests`) and announced the same way (channel `baton_cancel`), so the
+ * task keeps a single writer and a cancel is not lost when the owner is not listening at that moment.
  *
  * Why not the SDK's DatabaseTaskStore: its table holds one snapshot per task, keyed by the SDK's
  * (tenant, owner) scope; the gateway's source of truth is the per-task event log (replay needs every
@@ -19,6 +20,8 @@ import { TERMINAL_STATES } from '../taskStates';
 const CHANNEL = 'baton_events';
 /** Cancel requests forwarded to the instance that runs a task: payload {instance, agent, taskId}. */
 const CANCEL_CHANNEL = 'baton_cancel';
+/** A cancel request nobody took within this long was for an instance that is gone: it is dropped. */
+const CANCEL_REQUEST_TTL_MS = 24 * 60 * 60 * 1000;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS baton_tasks (
@@ -36,6 +39,10 @@ CREATE TABLE IF NOT EXISTS baton_requests (
   PRIMARY KEY (principal, agent, message_id));
 CREATE TABLE IF NOT EXISTS baton_instances (
   id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, heartbeat_at BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS baton_cancel_requests (
+  agent TEXT NOT NULL, task_id TEXT NOT NULL, instance TEXT NOT NULL, requested_at BIGINT NOT NULL,
+  PRIMARY KEY (agent, task_id));
+CREATE INDEX IF NOT EXISTS baton_cancel_requests_by_instance ON baton_cancel_requests (instance);
 CREATE TABLE IF NOT EXISTS baton_push_configs (
   agent TEXT NOT NULL, task_id TEXT NOT NULL, id TEXT NOT NULL, config TEXT NOT NULL, created_at BIGINT NOT NULL,
   PRIMARY KEY (agent, task_id, id));
@@ -161,6 +168,8 @@ export class PostgresGatewayStore implements GatewayStore {
           if (this.closing) return;
           this.log('PostgreSQL LISTEN connection restored');
           for (const l of this.missedListeners) l();
+          // Cancels asked for while nobody listened wait in their table.
+          for (const instance of new Set(this.cancelListeners.map((c) => c.instance))) this.takeCancelRequests(instance);
         },
         (e: unknown) => {
           const next = Math.min(delayMs * 2, RELISTEN_MAX_MS);
@@ -179,8 +188,23 @@ export class PostgresGatewayStore implements GatewayStore {
     } catch {
       return; // not ours
     }
-    if (typeof m.instance !== 'string' || typeof m.agent !== 'string' || typeof m.taskId !== 'string') return;
-    for (const c of this.cancelListeners) if (c.instance === m.instance) c.listener(m.agent, m.taskId);
+    if (typeof m.instance !== 'string' || !this.cancelListeners.some((c) => c.instance === m.instance)) return;
+    // The stored request is the message: taking it from the table makes each one carried out once.
+    this.takeCancelRequests(m.instance);
+  }
+
+  /** Takes (deletes) the stored cancel requests addressed to `instance` and hands them to its listeners. */
+  private takeCancelRequests(instance: string): void {
+    if (this.closing) return;
+    this.pool.query('DELETE FROM baton_cancel_requests WHERE instance = $1 OR requested_at < $2 RETURNING agent, task_id, instance', [instance, Date.now() - CANCEL_REQUEST_TTL_MS]).then(
+      (r) => {
+        for (const x of r.rows as Row[]) {
+          if (String(x.instance) !== instance) continue; // expired, for an instance long gone
+          for (const c of this.cancelListeners) if (c.instance === instance) c.listener(String(x.agent), String(x.task_id));
+        }
+      },
+      (e: unknown) => this.log(`PostgreSQL: cannot read the cancel requests for this instance (${(e as Error).message}); they are taken when it listens again`),
+    );
   }
 
   private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -315,11 +339,22 @@ export class PostgresGatewayStore implements GatewayStore {
   }
 
   async requestCancel(agent: string, taskId: string, ownerInstance: string): Promise<void> {
-    await this.pool.query('SELECT pg_notify($1, $2)', [CANCEL_CHANNEL, JSON.stringify({ instance: ownerInstance, agent, taskId })]);
+    // One statement, so one transaction: the notification goes out once the request is stored, and an
+    // owner that is not listening right now finds it when it listens again.
+    await this.pool.query(
+      `WITH r AS (
+         INSERT INTO baton_cancel_requests (agent, task_id, instance, requested_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (agent, task_id) DO UPDATE SET instance = EXCLUDED.instance, requested_at = EXCLUDED.requested_at
+         RETURNING 1)
+       SELECT pg_notify($5, $6) FROM r`,
+      [agent, taskId, ownerInstance, Date.now(), CANCEL_CHANNEL, JSON.stringify({ instance: ownerInstance, agent, taskId })],
+    );
   }
 
   onCancelRequest(instance: string, listener: CancelRequestListener): void {
     this.cancelListeners.push({ instance, listener });
+    // Requests stored for this instance before it listened (none for a fresh instance id, but cheap).
+    this.takeCancelRequests(instance);
   }
 
   async putPushConfig(agent: string, taskId: string, id: string, config: string): Promise<void> {

@@ -289,6 +289,51 @@ describe('gateway: PostgreSQL store shared by two instances', () => {
     assert.deepEqual(logB.filter((l) => l.includes(id)), [], 'B answered from the owner\'s outcome, with nothing to report');
   });
 
+  it("a cancel sent to B while A's LISTEN connection is down is carried out by A once it listens again", { skip }, async () => {
+    const onA = await clientFor(`${gwA.url}/a2a/long/.well-known/agent-card.json`, teamToken);
+    const onB = await clientFor(`${gwB.url}/a2a/long/.well-known/agent-card.json`, teamToken);
+    const runs = longA.runs.length;
+    const started = await onA.sendMessage(sendRequest(userMessage('work until canceled, while A is deaf'), true));
+    const id = 'id' in started ? started.id : '';
+    for (let i = 0; i < 500 && ((await gwA.store.getTask('long', id))?.lastSeq ?? 0) < 5; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal((await gwB.store.getTask('long', id))?.owner, gwA.instanceId);
+    const lostBefore = logA.filter((l) => /LISTEN connection lost/.test(l)).length;
+    const admin = await sql();
+    try {
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [LISTEN_APPLICATION_NAME]);
+    } finally {
+      await admin.end();
+    }
+    // A knows it is deaf (it listens again after a pause); the cancel reaches B meanwhile.
+    for (let i = 0; i < 500 && logA.filter((l) => /LISTEN connection lost/.test(l)).length === lostBefore; i++) await new Promise((r) => setTimeout(r, 2));
+    const restoredBefore = logA.filter((l) => /LISTEN connection restored/.test(l)).length;
+    const answer = onB.cancelTask({ tenant: '', id, metadata: undefined });
+    let state: TaskState | undefined;
+    for (let i = 0; i < 1000; i++) {
+      state = (await gwA.store.getTask('long', id))?.state;
+      if (state !== TaskState.TASK_STATE_WORKING) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(state, TaskState.TASK_STATE_CANCELED, `the task is ${String(state)}; A's log:\n${logA.join('\n')}`);
+    await answer;
+    assert.ok(logA.filter((l) => /LISTEN connection restored/.test(l)).length > restoredBefore, 'A listened again before it canceled');
+    // A's agent saw its signal; B ran nothing; one terminal event.
+    assert.equal(longA.runs.length, runs + 1);
+    assert.deepEqual(longA.runs[runs], { aborted: true, returned: true });
+    assert.equal(longB.runs.length, 0);
+    const events = await replayFrom(gwB, id);
+    const states = statesOf(events);
+    assert.equal(states.filter((s) => TERMINAL_WIRE.has(s)).length, 1, 'exactly one terminal event');
+    assert.equal(states[states.length - 1], 'TASK_STATE_CANCELED');
+    // The request was taken: nothing is left for A to carry out again.
+    const check = await sql();
+    try {
+      assert.equal((await check.query('SELECT count(*)::int AS n FROM baton_cancel_requests WHERE task_id = $1', [id])).rows[0]?.n, 0);
+    } finally {
+      await check.end();
+    }
+  });
+
   it('a cancel sent to B for a proxied task A relays is carried out by A: one cancel at the remote, one terminal event', { skip }, async () => {
     const onA = await clientFor(`${gwA.url}/a2a/remote/.well-known/agent-card.json`, teamToken);
     const onB = await clientFor(`${gwB.url}/a2a/remote/.well-known/agent-card.json`, teamToken);
