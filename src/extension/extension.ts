@@ -66,6 +66,10 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     gateway.onDidChange(() => agentsView.refresh()),
     vscode.window.createTreeView('baton.agents', { treeDataProvider: agentsView, showCollapseAll: false }),
     vscode.window.createTreeView('baton.delegations', { treeDataProvider: delegations, showCollapseAll: false }),
+    // Back from signing in elsewhere (a browser, most often): delegations waiting for that go on by themselves.
+    vscode.window.onDidChangeWindowState((s) => {
+      if (s.focused) service.recheckAuthRequired();
+    }),
   );
 
   const runCommand = async (command: PanelCommand): Promise<void> => {

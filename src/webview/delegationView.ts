@@ -21,7 +21,7 @@ const STATE: Record<DelegationState, { label: string; icon: string; tone: 'runni
   submitted: { label: 'Submitted', icon: 'loading', tone: 'running' },
   working: { label: 'Working', icon: 'loading', tone: 'running' },
   'input-required': { label: 'Needs your input', icon: 'comment-discussion', tone: 'warn' },
-  'auth-required': { label: 'Needs authentication', icon: 'key', tone: 'warn' },
+  'auth-required': { label: 'Needs authorization', icon: 'key', tone: 'warn' },
   completed: { label: 'Completed', icon: 'pass', tone: 'ok' },
   failed: { label: 'Failed', icon: 'error', tone: 'bad' },
   canceled: { label: 'Canceled', icon: 'circle-slash', tone: 'muted' },
@@ -81,7 +81,7 @@ function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult 
       return html`<div class="banner" role="status"><vscode-icon name="circle-slash"></vscode-icon><div>Canceled. ${d.cancelConfirmed === false ? 'The agent did not confirm the cancel in time; it may still be running.' : 'The agent confirmed.'}</div></div>`;
     case 'auth-required':
       return html`<div class="banner warn" role="alert"><vscode-icon name="key"></vscode-icon><div><strong>The agent needs authorization for ${new URL(d.agent.endpoint).host}.</strong>
-        Set a token (kept in VS Code's secret storage, sent only to that host) and Baton picks the task up again; if the agent asked you to sign in elsewhere, do that, then Check Again.${d.reason ? html`<div class="muted">${d.reason}</div>` : nothing}</div>
+        Set a token (kept in VS Code's secret storage, sent only to that host) and Baton picks the task up again; if the agent asked you to sign in elsewhere, do that: Baton checks again when you come back to this window, or press Check Again.${d.reason ? html`<div class="muted">${d.reason}</div>` : nothing}</div>
         <div class="banner-actions"><vscode-button id="provide-token" icon="key" ?disabled=${a.busy} @click=${() => a.provideToken()}>Set Token…</vscode-button>
         <vscode-button id="check-again" secondary icon="refresh" ?disabled=${a.busy} @click=${() => a.checkAgain()}>Check Again</vscode-button></div></div>`;
     default:

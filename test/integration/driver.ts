@@ -190,6 +190,20 @@ async function act(page: Page, req: { id: string; pid: number; command: string; 
         await textOnScreen(page, req.args[0], 20_000);
         log(`saw ${JSON.stringify(req.args[0])}`);
         break;
+      case 'windowFocus': {
+        // Headless Chromium keeps the page focused, so the user leaving the window and coming back is
+        // played through what VS Code reads: document.hasFocus() and the window's focus and blur events.
+        // Leaving first tells the workbench's focus tracker the window has focus (after a click into a
+        // webview it believes it lost it), then takes it away; coming back gives the real hasFocus back.
+        const focused = req.args[0] === 'in';
+        await page.evaluate(
+          focused
+            ? `delete document.hasFocus; window.dispatchEvent(new Event('focus'));`
+            : `window.dispatchEvent(new Event('focus')); Object.defineProperty(document, 'hasFocus', { value: () => false, configurable: true }); window.dispatchEvent(new Event('blur'));`,
+        );
+        log(`window ${focused ? 'focused' : 'left'}`);
+        break;
+      }
       case 'screenshot':
         log(`screenshot ${await screenshot(page, `${currentPhase}-${req.args[0]}`)}`);
         break;

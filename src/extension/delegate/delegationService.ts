@@ -23,6 +23,9 @@ import type { BatonStorage } from '../storage';
 import type { CollectedContext } from './context';
 import type { StartChoice } from './startFlow';
 
+/** The shortest time between two automatic checks of one delegation waiting for authorization. */
+const AUTH_RECHECK_MIN_MS = 15_000;
+
 /** What Baton checked about a finished delegation's signed result. */
 export interface SignatureCheck {
   readonly status: 'verified' | 'invalid' | 'unsigned';
@@ -210,6 +213,29 @@ export class DelegationService extends Disposable {
 
   checkAgain(id: string): Promise<void> {
     return this.m.checkAgain(id);
+  }
+
+  private readonly lastAuthRecheck = new Map<string, number>();
+
+  /**
+   * Asks the agent again about every delegation waiting for authorization: called when the user comes
+   * back to the window, the moment a sign-in done in a browser has most likely finished (A2A gives no
+   * signal for it). At most once per delegation per `AUTH_RECHECK_MIN_MS`, so a flickering focus asks
+   * no agent twice. Returns the ids it asked about.
+   */
+  recheckAuthRequired(now = Date.now()): string[] {
+    const asked: string[] = [];
+    for (const d of this.list()) {
+      if (d.state !== 'auth-required') {
+        this.lastAuthRecheck.delete(d.requestId);
+        continue;
+      }
+      if (now - (this.lastAuthRecheck.get(d.requestId) ?? -Infinity) < AUTH_RECHECK_MIN_MS) continue;
+      this.lastAuthRecheck.set(d.requestId, now);
+      asked.push(d.requestId);
+      this.checkAgain(d.requestId).catch((e: unknown) => this.log.warn(`delegation ${d.requestId}: checking again after the window regained focus failed: ${(e as Error).message}`));
+    }
+    return asked;
   }
 
   idle(id: string): Promise<void> {

@@ -29,6 +29,10 @@ describe('Delegations to a separate SDK agent on loopback', () => {
   let api: BatonApi;
   let server: AgentServer;
   let cardUrl: string;
+  /** The user has signed in at the agent's own page (out of band, as A2A's auth-required asks). */
+  let signedIn = false;
+  /** The agent has noticed the sign-in and gone on with the task. */
+  let resumed = false;
 
   before(async () => {
     api = await activateBaton();
@@ -44,6 +48,16 @@ describe('Delegations to a separate SDK agent on loopback', () => {
           }
           turn.status(TaskState.TASK_STATE_WORKING, `Understood: ${turn.text}`);
           turn.status(TaskState.TASK_STATE_COMPLETED, 'Done as you said.');
+          return;
+        }
+        if (turn.text.includes('sign in')) {
+          turn.task();
+          turn.status(TaskState.TASK_STATE_AUTH_REQUIRED, 'Sign in at https://agents.example.com/authorize, then come back.');
+          for (let i = 0; i < 1200 && !signedIn && !turn.isCanceled(); i++) await turn.sleep(50);
+          turn.status(TaskState.TASK_STATE_WORKING, 'Signed in; writing notes');
+          resumed = true;
+          turn.artifact('patch-auth', 'changes.patch', UNSAFE_PATCH, { mediaType: 'text/x-diff', lastChunk: true });
+          turn.status(TaskState.TASK_STATE_COMPLETED, 'Added notes after sign-in.');
           return;
         }
         if (turn.text.includes('slow')) {
@@ -88,6 +102,27 @@ describe('Delegations to a separate SDK agent on loopback', () => {
     const v = await waitFor('completion after the reply', () => (api.delegations.journalView(id)?.outcome === 'completed' ? api.delegations.journalView(id) : undefined), 30_000);
     assert.equal(v?.taskId, taskId, 'the reply started another task');
     assert.ok(v?.timeline.some((e) => e.kind === 'step' && e.text.includes('after the coupon')) || v?.timeline.some((e) => 'text' in e && String(e.text).includes('after the coupon')), JSON.stringify(v?.timeline));
+  });
+
+  it('auth-required goes on by itself when the user comes back to the window after signing in elsewhere', async () => {
+    const id = await vscode.commands.executeCommand<string>('baton.delegate', { agentId: cardUrl, task: 'Write notes, sign in first', confirm: false });
+    assert.ok(id);
+    await waitFor('auth-required', () => (api.delegations.journalView(id)?.state === 'auth-required' ? true : undefined), 30_000);
+    await driver('expectText', 'needs authorization');
+    await driver('screenshot', 'auth-required');
+    const taskId = api.delegations.journalView(id)?.taskId;
+    // The user leaves for the browser, signs in there, and comes back.
+    await driver('windowFocus', 'out');
+    await waitFor('VS Code to see the window lose focus', () => !vscode.window.state.focused, 5000);
+    signedIn = true;
+    await waitFor('the agent to notice the sign-in', () => resumed, 10_000);
+    assert.equal(api.delegations.journalView(id)?.state, 'auth-required', 'Baton does not poll: nothing changed while the user was away');
+    await driver('windowFocus', 'in');
+    await waitFor('VS Code to see the window focused again', () => vscode.window.state.focused, 5000);
+    const v = await waitFor('completion after coming back', () => (api.delegations.journalView(id)?.outcome === 'completed' ? api.delegations.journalView(id) : undefined), 30_000);
+    assert.equal(v?.taskId, taskId, 'the same task went on');
+    assert.ok(v?.actions.reviewChanges);
+    await driver('expectText', 'Added notes after sign-in');
   });
 
   it('cancel reaches the agent and ends the task', async () => {

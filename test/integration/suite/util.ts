@@ -14,7 +14,7 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
  * an element of a webview, wait for text on screen, take a screenshot. The request goes out as a log
  * line; the driver answers by writing ack-<id>.json into $BATON_TEST_CONTROL, which this waits for.
  */
-export async function driver(command: 'click' | 'screenshot' | 'expectText' | 'type' | 'press' | 'reload', ...args: string[]): Promise<void> {
+export async function driver(command: 'click' | 'screenshot' | 'expectText' | 'type' | 'press' | 'reload' | 'windowFocus', ...args: string[]): Promise<void> {
   const dir = process.env.BATON_TEST_CONTROL;
   if (!dir) throw new Error('BATON_TEST_CONTROL is not set');
   const id = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
