@@ -409,6 +409,11 @@ export class DelegationJournal {
   get taskState(): TaskState | undefined {
     return this._taskState;
   }
+
+  /** The text of the task's latest status message, as the journal knows it. */
+  get stateText(): string | undefined {
+    return this._stateText;
+  }
   /** Has a `send` been journaled (the first message may have reached the agent)? */
   get started(): boolean {
     return this._started;

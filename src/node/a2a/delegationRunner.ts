@@ -21,7 +21,7 @@ import { TaskState, taskStateToJSON } from '@a2a-js/sdk';
 import type { RequestOptions } from '@a2a-js/sdk/client';
 import { A2AError } from '@a2a-js/sdk/errors';
 import type { DelegationJournal, JournalEntry, OutcomeDecision } from '../../core/delegation';
-import { isFinalOutcome, isInterruptedTaskState, isTerminalTaskState, seqOf } from '../../core/delegation';
+import { isFinalOutcome, isInterruptedTaskState, isTerminalTaskState, partsText, seqOf } from '../../core/delegation';
 import { buildReplyMessage } from '../../core/delegation/context';
 import type { AgentConnection } from './clientFactory';
 
@@ -405,8 +405,8 @@ export class DelegationRunner {
         if (signal.aborted) return;
         if (this.journal.decide()) return this.settle();
         if (error instanceof SilentStreamError && error.stillRunning) {
-          // A quiet task on a stream that may be half-open: subscribe again from the last event (the
-          // replay profile makes that cheap and exact); this is not a lost connection.
+          // A running task on a stream that may be half-open: subscribe again (from the last event with
+          // the replay profile; from the task as it is without); this is not a lost connection.
           stream = this.subscribe(signal);
           continue;
         }
@@ -645,9 +645,11 @@ export class DelegationRunner {
 
   /**
    * Why a silent stream should be dropped, or undefined when it should be kept: the task settled at
-   * the agent, or the agent does not answer; or, with the replay profile, the task is still running
-   * (`stillRunning`: the stream is replaced by a subscription from the cursor, which costs nothing and
-   * brings back live progress if this one was half-open). Without the profile a quiet stream is kept.
+   * the agent, or the agent does not answer; or the task is still running (`stillRunning`: the stream
+   * is replaced by a new subscription, which brings back live progress if this one was half-open).
+   * With the replay profile that is always done (it resumes from the cursor, so it costs nothing);
+   * without it, only when the agent reports a status this stream never brought (so it is half-open),
+   * since a plain re-subscription starts from the task as it is: a quiet stream is kept.
    */
   private async checkSilence(signal: AbortSignal): Promise<{ why: string; stillRunning: boolean } | undefined> {
     const silentFor = this.silenceCheckMs < 1_000 ? `${this.silenceCheckMs} ms` : `${Math.round(this.silenceCheckMs / 1000)} s`;
@@ -660,7 +662,9 @@ export class DelegationRunner {
       if (isTerminalTaskState(state) || isInterruptedTaskState(state)) {
         return { why: `no event for ${silentFor} while the agent reports the task ${taskStateToJSON(state ?? TaskState.TASK_STATE_UNSPECIFIED).replace('TASK_STATE_', '').toLowerCase().replace(/_/g, ' ')}`, stillRunning: false };
       }
-      return this.conn.replay ? { why: `no event for ${silentFor}; following the task again from its last event`, stillRunning: true } : undefined;
+      if (this.conn.replay) return { why: `no event for ${silentFor}; following the task again from its last event`, stillRunning: true };
+      const missed = state !== this.journal.taskState || (partsText(task.status?.message?.parts) || undefined) !== this.journal.stateText;
+      return missed ? { why: `no event for ${silentFor} while the agent reports progress this stream did not bring; following the task again`, stillRunning: true } : undefined;
     } catch (e) {
       if (signal.aborted) return undefined;
       return { why: `no event for ${silentFor} and the agent does not answer GetTask (${errorText(e)})`, stillRunning: false };
