@@ -4,6 +4,10 @@
  * - `BENCH gateway`: an SDK agent streams 5,000 status events and a 1 MiB patch artifact; an SDK
  *   client receives them directly from the SDK server and through the gateway's proxy route (which
  *   numbers, persists with synchronous=FULL and relays every event), alternating runs.
+ * - `BENCH gateway-latency`: the same agent paced as agents are in use (a status event every 2 ms):
+ *   how long each event takes from the agent's `publish` to the client, directly and through the
+ *   gateway (which persists it with an fsync before sending it). The ratio compares the medians; the
+ *   added milliseconds are what a user waits longer per event.
  * - `BENCH replay`: 10,000 events of a finished task replayed from the store (subscribe with
  *   Last-Event-ID: 0) versus receiving the same task's events live as the agent produces them.
  *
@@ -23,7 +27,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
 import { Role, TaskState } from '@a2a-js/sdk';
-import type { AgentCard, SendMessageRequest } from '@a2a-js/sdk';
+import type { AgentCard, SendMessageRequest, StreamResponse } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import type { Client } from '@a2a-js/sdk/client';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
@@ -31,16 +35,33 @@ import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/s
 import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
 import type { LocalAgent } from '../src/gateway/agents/localAgent';
 import { startGateway } from '../src/gateway/server';
-import { compare } from './util';
+import { compare, median } from './util';
 
 const STATUS_EVENTS = 5_000;
 const PATCH = `diff --git a/big b/big\n${'+'.repeat(79)}\n`.repeat(Math.ceil((1024 * 1024) / 104)).slice(0, 1024 * 1024);
 const REPLAY_EVENTS = 10_000;
+const PACED_EVENTS = 300;
+const PACE_MS = 2;
+
+/** A clock both processes read alike (ms since the epoch, sub-ms resolution). */
+function clockMs(): number {
+  return performance.timeOrigin + performance.now();
+}
 
 class StreamingExecutor implements AgentExecutor {
   async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const { taskId, contextId } = ctx;
     bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: [ctx.userMessage], metadata: undefined }));
+    const text = ctx.userMessage.parts[0]?.content?.$case === 'text' ? ctx.userMessage.parts[0].content.value : '';
+    if (text === 'paced') {
+      for (let i = 0; i < PACED_EVENTS; i++) {
+        await new Promise((r) => setTimeout(r, PACE_MS));
+        bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: undefined }, metadata: { i, sentAt: clockMs() } }));
+      }
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
+      bus.finished();
+      return;
+    }
     for (let i = 0; i < STATUS_EVENTS; i++) {
       bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() }, metadata: { i } }));
       // Yield now and then, as a real agent producing events over time does.
@@ -104,6 +125,22 @@ async function drain(stream: AsyncGenerator<unknown>, expectAtLeast: number): Pr
   }
   if (n < expectAtLeast) throw new Error(`expected at least ${expectAtLeast} events, got ${n}`);
   return n;
+}
+
+/** Milliseconds from the agent's publish to this client, for each paced event of one task. */
+async function latencies(stream: AsyncGenerator<StreamResponse>): Promise<number[]> {
+  const out: number[] = [];
+  for await (const ev of stream) {
+    const sentAt = ev.payload?.$case === 'statusUpdate' ? ev.payload.value.metadata?.sentAt : undefined;
+    if (typeof sentAt === 'number') out.push(clockMs() - sentAt);
+  }
+  if (out.length !== PACED_EVENTS) throw new Error(`expected ${PACED_EVENTS} paced events, got ${out.length}`);
+  return out;
+}
+
+function percentile(xs: readonly number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 }
 
 const fastAgent: LocalAgent = {
@@ -230,6 +267,17 @@ export async function run(): Promise<void> {
     };
     console.log(
       `BENCH gateway ratio=${g.ratio.toFixed(3)} direct_ms=${g.baselineMs.toFixed(1)} gateway_ms=${g.candidateMs.toFixed(1)} events=${expected} artifact_bytes=${PATCH.length} gateway_cpu_ms=${perRun(0, rounds)} remote_cpu_ms=${perRun(1, 2 * rounds)} cores=${availableParallelism()}`,
+    );
+
+    // Paced as an agent at work: what the store's fsync before each send adds to every event's trip.
+    const lat = { direct: [] as number[], gateway: [] as number[] };
+    for (let i = 0; i < 3; i++) {
+      lat.direct.push(...(await latencies(direct.sendMessageStream(request('paced')))));
+      lat.gateway.push(...(await latencies(proxied.sendMessageStream(request('paced')))));
+    }
+    const p50 = { direct: median(lat.direct), gateway: median(lat.gateway) };
+    console.log(
+      `BENCH gateway-latency ratio=${(p50.gateway / p50.direct).toFixed(3)} direct_p50_ms=${p50.direct.toFixed(2)} gateway_p50_ms=${p50.gateway.toFixed(2)} added_p50_ms=${(p50.gateway - p50.direct).toFixed(2)} direct_p95_ms=${percentile(lat.direct, 95).toFixed(2)} gateway_p95_ms=${percentile(lat.gateway, 95).toFixed(2)} events=${3 * PACED_EVENTS} pace_ms=${PACE_MS}`,
     );
 
     const burst = await clientAt(`${gw.info.url}/a2a/burst`, gw.info.token);
