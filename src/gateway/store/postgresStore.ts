@@ -203,7 +203,9 @@ export class PostgresGatewayStore implements GatewayStore {
           for (const c of this.cancelListeners) if (c.instance === instance) c.listener(String(x.agent), String(x.task_id));
         }
       },
-      (e: unknown) => this.log(`PostgreSQL: cannot read the cancel requests for this instance (${(e as Error).message}); they are taken when it listens again`),
+      (e: unknown) => {
+        if (!this.closing) this.log(`PostgreSQL: cannot read the cancel requests for this instance (${(e as Error).message}); they are taken when it listens again`);
+      },
     );
   }
 
