@@ -24,6 +24,12 @@ export interface GatewayContext {
   readonly hub: EventHub;
   /** Unique per process: owners of running tasks are recorded by it. */
   readonly instanceId: string;
+  /**
+   * This gateway in a delegation chain (`baton/chain`): `baton-gateway:<key thumbprint>`, stable for its
+   * state folder. A proxy adds `<identity>/<agent>` to what it forwards and refuses a request that
+   * already carries it (a loop between gateways that proxy each other).
+   */
+  readonly identity: string;
   /** Real paths of the folders whose repositories may be named in requests. */
   readonly roots: readonly string[];
   readonly limits: GatewayLimits;

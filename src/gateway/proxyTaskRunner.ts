@@ -30,6 +30,8 @@ import type { StartedTask, TaskRunner } from './taskRunner';
 import { endsTurn, isTerminal } from './taskStates';
 
 const RECONNECT_ATTEMPTS = 6;
+/** The longest delegation chain a proxy forwards (each gateway hop adds one entry). */
+const MAX_CHAIN = 16;
 const REMOTE_CALL_MS = 15_000;
 
 /** Events from the remote, in the batches they arrived in. */
@@ -117,14 +119,44 @@ export class ProxyTaskRunner implements TaskRunner {
     return this.client;
   }
 
-  /** What is forwarded: the caller's message as sent, minus the tenant of the gateway's own route. */
+  /** This hop in a delegation chain: which gateway forwarded it, through which of its agents. */
+  private get hop(): string {
+    return `${this.ctx.identity}/${this.cfg.id}`;
+  }
+
+  /** The `baton/chain` a message carries (entries that are not strings are not ours to read). */
+  private static chainOf(params: SendMessageRequest): string[] {
+    const c: unknown = params.message?.metadata?.[META.chain];
+    return Array.isArray(c) ? c.filter((x): x is string => typeof x === 'string') : [];
+  }
+
+  /**
+   * Refuses what would loop: a message this gateway already forwarded through this agent (two
+   * gateways that proxy each other, or a remote that points back here), or a chain past `MAX_CHAIN`.
+   * Checked before anything is claimed, started or stopped.
+   */
+  private refuseLoop(params: SendMessageRequest): void {
+    const chain = ProxyTaskRunner.chainOf(params);
+    if (chain.includes(this.hop)) {
+      throw new RequestMalformedError(`delegation cycle: this message already went through ${this.cfg.id} on this gateway (chain: ${chain.join(' → ')}); check that the remote agent ${this.cfg.url} does not lead back here`);
+    }
+    if (chain.length >= MAX_CHAIN) throw new RequestMalformedError(`the delegation chain is ${chain.length} hops long, the limit is ${MAX_CHAIN}: ${chain.join(' → ')}`);
+  }
+
+  /**
+   * What is forwarded: the caller's message as sent, minus the tenant of the gateway's own route, with
+   * this hop added to its `baton/chain` (so a loop back here is refused, see `refuseLoop`).
+   */
   private forwardParams(params: SendMessageRequest): SendMessageRequest {
-    return { ...params, tenant: '' };
+    const msg = params.message;
+    if (!msg) return { ...params, tenant: '' };
+    return { ...params, tenant: '', message: { ...msg, metadata: { ...(msg.metadata ?? {}), [META.chain]: [...ProxyTaskRunner.chainOf(params), this.hop] } } };
   }
 
   async start(params: SendMessageRequest, principal: string): Promise<StartedTask> {
     const msg = params.message;
     if (!msg?.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
+    this.refuseLoop(params);
     const digest = requestDigest(params);
     const claim = await this.ctx.store.claimRequest(principal, this.cfg.id, msg.messageId, digest, null);
     if (claim.kind === 'conflict') throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);
@@ -194,6 +226,7 @@ export class ProxyTaskRunner implements TaskRunner {
     if (isTerminal(row.state)) throw new RequestMalformedError(`task ${row.id} has ended; start a new task`);
     const msg = params.message;
     if (!msg?.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
+    this.refuseLoop(params);
     const digest = requestDigest(params);
     const claim = await this.ctx.store.claimRequest(principal, this.cfg.id, msg.messageId, digest, row.id);
     if (claim.kind === 'conflict') throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);

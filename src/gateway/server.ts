@@ -128,6 +128,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     store,
     hub,
     instanceId,
+    identity: `baton-gateway:${signingKey.kid}`,
     roots,
     limits: { ...DEFAULT_LIMITS, ...(opts.limits ?? {}) },
     signEnvelope,
