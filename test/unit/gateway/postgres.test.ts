@@ -334,6 +334,27 @@ describe('gateway: PostgreSQL store shared by two instances', () => {
     }
   });
 
+  it('drops cancel requests nobody took for a day (their instance is gone) when the next request is taken', { skip }, async () => {
+    const c = await sql();
+    try {
+      const old = Date.now() - 2 * 24 * 60 * 60 * 1000;
+      await c.query('INSERT INTO baton_cancel_requests (agent, task_id, instance, requested_at) VALUES ($1, $2, $3, $4)', ['long', 'ghost-task', 'ghost-instance', old]);
+      // A request for A (a task it does not know: A logs it and does nothing else).
+      await gwB.store.requestCancel('long', 'no-such-task', gwA.instanceId);
+      let left: number | undefined;
+      for (let i = 0; i < 200; i++) {
+        left = (await c.query('SELECT count(*)::int AS n FROM baton_cancel_requests')).rows[0]?.n as number | undefined;
+        if (left === 0) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.equal(left, 0, 'the stale request and the one A took are gone');
+      assert.ok(logA.some((l) => l.includes('no-such-task') && /ignored: no such task/.test(l)), logA.join('\n'));
+      assert.ok(!logA.some((l) => l.includes('ghost-task')), 'the stale request was not carried out');
+    } finally {
+      await c.end();
+    }
+  });
+
   it('a cancel sent to B for a proxied task A relays is carried out by A: one cancel at the remote, one terminal event', { skip }, async () => {
     const onA = await clientFor(`${gwA.url}/a2a/remote/.well-known/agent-card.json`, teamToken);
     const onB = await clientFor(`${gwB.url}/a2a/remote/.well-known/agent-card.json`, teamToken);
