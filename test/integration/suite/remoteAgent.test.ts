@@ -123,6 +123,7 @@ describe('Delegations to a separate SDK agent on loopback', () => {
     assert.equal(v?.taskId, taskId, 'the same task went on');
     assert.ok(v?.actions.reviewChanges);
     await driver('expectText', 'Added notes after sign-in');
+    await driver('screenshot', 'auth-required-went-on');
   });
 
   it('cancel reaches the agent and ends the task', async () => {
