@@ -220,8 +220,9 @@ export class DelegationService extends Disposable {
   /**
    * Asks the agent again about every delegation waiting for authorization: called when the user comes
    * back to the window, the moment a sign-in done in a browser has most likely finished (A2A gives no
-   * signal for it). At most once per delegation per `AUTH_RECHECK_MIN_MS`, so a flickering focus asks
-   * no agent twice. Returns the ids it asked about.
+   * signal for it). A delegation that still waits is left as it is, with nothing added to its timeline;
+   * one that went on is followed as Check Again does. At most once per delegation per
+   * `AUTH_RECHECK_MIN_MS`, so a flickering focus asks no agent twice. Returns the ids it asked about.
    */
   recheckAuthRequired(now = Date.now()): string[] {
     const asked: string[] = [];
@@ -233,7 +234,12 @@ export class DelegationService extends Disposable {
       if (now - (this.lastAuthRecheck.get(d.requestId) ?? -Infinity) < AUTH_RECHECK_MIN_MS) continue;
       this.lastAuthRecheck.set(d.requestId, now);
       asked.push(d.requestId);
-      this.checkAgain(d.requestId).catch((e: unknown) => this.log.warn(`delegation ${d.requestId}: checking again after the window regained focus failed: ${(e as Error).message}`));
+      this.m.checkIfAuthorized(d.requestId).then(
+        (wentOn) => {
+          if (wentOn) this.log.info(`delegation ${d.requestId}: the agent went on after authorization; following it again`);
+        },
+        (e: unknown) => this.log.warn(`delegation ${d.requestId}: checking again after the window regained focus failed: ${(e as Error).message}`),
+      );
     }
     return asked;
   }

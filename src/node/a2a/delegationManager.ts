@@ -132,6 +132,12 @@ export class DelegationManager {
     await runner.checkAgain();
   }
 
+  /** See `DelegationRunner.checkIfAuthorized`: a quiet look at a delegation waiting for authorization. */
+  async checkIfAuthorized(requestId: string): Promise<boolean> {
+    const runner = await this.runnerFor(requestId);
+    return runner.checkIfAuthorized();
+  }
+
   /** Cancels (a queued delegation is canceled locally; a running one at the agent, bounded wait). */
   async cancel(requestId: string): Promise<OutcomeDecision | undefined> {
     const slot = this.slots.get(requestId);

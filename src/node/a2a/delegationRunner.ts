@@ -241,6 +241,26 @@ export class DelegationRunner {
   }
 
   /**
+   * For a look nobody asked for (the user came back to the window): asks the agent whether a task
+   * waiting for authorization has gone on, and only then checks again as `checkAgain` does. While it
+   * still waits (or the agent does not answer) nothing is recorded, so repeated looks leave no trace in
+   * the timeline. Resolves true when the task had gone on.
+   */
+  async checkIfAuthorized(): Promise<boolean> {
+    const taskId = this.journal.taskId;
+    if (this.journal.decide()?.outcome !== 'auth-required' || !taskId) return false;
+    let state: TaskState | undefined;
+    try {
+      state = (await this.conn.client.getTask({ tenant: '', id: taskId, historyLength: 0 }, this.options(AbortSignal.timeout(10_000)))).status?.state;
+    } catch {
+      return false;
+    }
+    if (state === undefined || state === TaskState.TASK_STATE_AUTH_REQUIRED || this.journal.decide()?.outcome !== 'auth-required') return false;
+    await this.checkAgain();
+    return true;
+  }
+
+  /**
    * Cancels at the agent, waiting at most `cancelWaitMs` for it to confirm. Resolves with the
    * outcome (canceled, or whatever the task reached first).
    */

@@ -383,6 +383,43 @@ describe('delegation runner: auth-required', () => {
       });
     });
   }
+
+  it('a look nobody asked for (the window regained focus) records nothing while the task waits, and follows it once it went on', async () => {
+    let authorize!: () => void;
+    const authorized = new Promise<void>((r) => (authorize = r));
+    const script: Script = async (t) => {
+      t.task();
+      t.status(TaskState.TASK_STATE_AUTH_REQUIRED, 'Sign in at https://agents.example.com/authorize');
+      await Promise.race([authorized, t.sleep(8_000)]);
+      t.status(TaskState.TASK_STATE_WORKING, 'Signed in');
+      t.artifact('p', 'changes.patch', '+looked\n', { lastChunk: true, mediaType: 'text/x-diff' });
+      t.status(TaskState.TASK_STATE_COMPLETED, 'Done');
+    };
+    await withServer({ script, replay: false }, async (s) => {
+      const run = await newRun(s, store, 'Needs a login, looked at');
+      await within(run.runner.start(), 10_000, 'start');
+      assert.equal(run.journal.decide()?.outcome, 'auth-required');
+      const before = (await run.entries()).length;
+      for (let i = 0; i < 3; i++) assert.equal(await within(run.runner.checkIfAuthorized(), 10_000, 'a look while it waits'), false);
+      assert.equal((await run.entries()).length, before, 'looking while the task waits adds nothing to the journal');
+      assert.equal(run.journal.decide()?.outcome, 'auth-required');
+      authorize();
+      const client = run.connection.client;
+      const taskId = run.journal.taskId ?? '';
+      await within(
+        (async () => {
+          while ((await client.getTask({ tenant: '', id: taskId, historyLength: 0 })).status?.state === TaskState.TASK_STATE_AUTH_REQUIRED) await sleep(10);
+        })(),
+        10_000,
+        'the agent goes on after sign-in',
+      );
+      assert.equal(await within(run.runner.checkIfAuthorized(), 10_000, 'a look after sign-in'), true);
+      await within(run.runner.idle(), 10_000, 'followed');
+      assert.equal(run.journal.decide()?.outcome, 'completed');
+      assert.equal(run.journal.patch()?.text, '+looked\n');
+      assert.equal(s.executor.executions.length, 1, 'never sent again');
+    });
+  });
 });
 
 async function waitFor(cond: () => boolean): Promise<void> {
