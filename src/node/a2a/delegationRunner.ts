@@ -251,7 +251,7 @@ export class DelegationRunner {
     if (this.journal.decide()?.outcome !== 'auth-required' || !taskId) return false;
     let state: TaskState | undefined;
     try {
-      state = (await this.conn.client.getTask({ tenant: '', id: taskId, historyLength: 0 }, this.options(AbortSignal.timeout(10_000)))).status?.state;
+      state = (await this.taskAtAgent(AbortSignal.timeout(10_000))).status?.state;
     } catch {
       return false;
     }
@@ -335,7 +335,7 @@ export class DelegationRunner {
       // Already finished, unknown to the agent, or no answer in time: ask once what state it is in.
       let confirmed = false;
       try {
-        const task = await this.conn.client.getTask({ tenant: '', id: taskId, historyLength: 0 }, this.options(AbortSignal.timeout(Math.min(this.cancelWaitMs, 5_000))));
+        const task = await this.taskAtAgent(AbortSignal.timeout(Math.min(this.cancelWaitMs, 5_000)));
         await this.record({ kind: 'snapshot', at: this.now(), source: 'getTask', task }, true);
         confirmed = task.status?.state === TaskState.TASK_STATE_CANCELED;
       } catch {
@@ -369,6 +369,11 @@ export class DelegationRunner {
         if (this.abort === abort) this.abort = undefined;
       }
     });
+  }
+
+  /** The delegation's task as the agent has it now (GetTask, no history). */
+  private taskAtAgent(signal: AbortSignal): Promise<Task> {
+    return this.conn.client.getTask({ tenant: '', id: this.journal.taskId ?? '', historyLength: 0 }, this.options(signal));
   }
 
   private options(signal?: AbortSignal, extra?: Record<string, string>): RequestOptions {
@@ -468,7 +473,7 @@ export class DelegationRunner {
       }
       let task: Task;
       try {
-        task = await this.conn.client.getTask({ tenant: '', id: this.journal.taskId ?? '', historyLength: 0 }, this.options(signal));
+        task = await this.taskAtAgent(signal);
       } catch (e) {
         if (signal.aborted) return;
         const ae = agentError(e);
@@ -674,10 +679,7 @@ export class DelegationRunner {
   private async checkSilence(signal: AbortSignal): Promise<{ why: string; stillRunning: boolean } | undefined> {
     const silentFor = this.silenceCheckMs < 1_000 ? `${this.silenceCheckMs} ms` : `${Math.round(this.silenceCheckMs / 1000)} s`;
     try {
-      const task = await this.conn.client.getTask(
-        { tenant: '', id: this.journal.taskId ?? '', historyLength: 0 },
-        this.options(AbortSignal.any([signal, AbortSignal.timeout(Math.min(10_000, Math.max(1_000, this.silenceCheckMs)))])),
-      );
+      const task = await this.taskAtAgent(AbortSignal.any([signal, AbortSignal.timeout(Math.min(10_000, Math.max(1_000, this.silenceCheckMs)))]));
       const state = task.status?.state;
       if (isTerminalTaskState(state) || isInterruptedTaskState(state)) {
         return { why: `no event for ${silentFor} while the agent reports the task ${taskStateToJSON(state ?? TaskState.TASK_STATE_UNSPECIFIED).replace('TASK_STATE_', '').toLowerCase().replace(/_/g, ' ')}`, stillRunning: false };
@@ -785,7 +787,7 @@ export class DelegationRunner {
     let lastError = '';
     for (let attempt = 1; attempt <= 3; attempt++) {
       try {
-        const task = await this.conn.client.getTask({ tenant: '', id, historyLength: 0 }, this.options(AbortSignal.timeout(30_000)));
+        const task = await this.taskAtAgent(AbortSignal.timeout(30_000));
         await this.record({ kind: 'snapshot', at: this.now(), source: 'final', task }, true);
         return;
       } catch (e) {
