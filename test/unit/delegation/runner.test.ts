@@ -10,6 +10,7 @@ import { connectAgent, pinnedFetch } from '../../../src/node/a2a/clientFactory';
 import { JournalStore } from '../../../src/node/journalStore';
 import type { AgentServer, Script, ScriptedExecutorOptions } from './agentServers';
 import { sleep, startAgentServer } from './agentServers';
+import type { Run } from './harness';
 import { newRun, tempDir, within } from './harness';
 
 let tmp: ReturnType<typeof tempDir>;
@@ -340,20 +341,38 @@ describe('delegation runner', () => {
   });
 });
 
+/** An agent that asks for a sign-in (done out of band: `authorize()`), then goes on and returns `patch`. */
+function signInAgent(patch: string): { script: Script; authorize: () => void } {
+  let authorize!: () => void;
+  const authorized = new Promise<void>((r) => (authorize = r));
+  const script: Script = async (t) => {
+    t.task();
+    t.status(TaskState.TASK_STATE_AUTH_REQUIRED, 'Sign in at https://agents.example.com/authorize');
+    await Promise.race([authorized, t.sleep(8_000)]);
+    t.status(TaskState.TASK_STATE_WORKING, 'Signed in; editing');
+    await t.sleep(50);
+    t.artifact('p', 'changes.patch', patch, { lastChunk: true, mediaType: 'text/x-diff' });
+    t.status(TaskState.TASK_STATE_COMPLETED, 'Done');
+  };
+  return { script, authorize };
+}
+
+/** Waits until the agent has gone on after the sign-in (asked directly, not through the runner). */
+async function signedIn(run: Run): Promise<void> {
+  const taskId = run.journal.taskId ?? '';
+  await within(
+    (async () => {
+      while ((await run.connection.client.getTask({ tenant: '', id: taskId, historyLength: 0 })).status?.state === TaskState.TASK_STATE_AUTH_REQUIRED) await sleep(10);
+    })(),
+    10_000,
+    'the agent goes on after sign-in',
+  );
+}
+
 describe('delegation runner: auth-required', () => {
   for (const replay of [false, true]) {
     it(`waits for the user, and "check again" follows the task once it was authorized out of band (${replay ? 'replay' : 'plain'})`, async () => {
-      let authorize!: () => void;
-      const authorized = new Promise<void>((r) => (authorize = r));
-      const script: Script = async (t) => {
-        t.task();
-        t.status(TaskState.TASK_STATE_AUTH_REQUIRED, 'Sign in at https://agents.example.com/authorize');
-        await Promise.race([authorized, t.sleep(8_000)]);
-        t.status(TaskState.TASK_STATE_WORKING, 'Signed in; editing');
-        await t.sleep(50);
-        t.artifact('p', 'changes.patch', '+authorized\n', { lastChunk: true, mediaType: 'text/x-diff' });
-        t.status(TaskState.TASK_STATE_COMPLETED, 'Done');
-      };
+      const { script, authorize } = signInAgent('+authorized\n');
       await withServer({ script, replay }, async (s) => {
         const run = await newRun(s, store, 'Needs a login');
         await within(run.runner.start(), 10_000, 'start');
@@ -366,15 +385,7 @@ describe('delegation runner: auth-required', () => {
         await within(run.runner.idle(), 10_000, 'check again (not yet) settled');
         assert.equal(run.journal.decide()?.outcome, 'auth-required');
         authorize();
-        const client = run.connection.client;
-        const taskId = run.journal.taskId ?? '';
-        await within(
-          (async () => {
-            while ((await client.getTask({ tenant: '', id: taskId, historyLength: 0 })).status?.state === TaskState.TASK_STATE_AUTH_REQUIRED) await sleep(10);
-          })(),
-          10_000,
-          'the agent goes on after sign-in',
-        );
+        await signedIn(run);
         await within(run.runner.checkAgain(), 10_000, 'check again (authorized)');
         await within(run.runner.idle(), 10_000, 'check again (authorized) settled');
         assert.equal(run.journal.decide()?.outcome, 'completed');
@@ -385,16 +396,7 @@ describe('delegation runner: auth-required', () => {
   }
 
   it('a look nobody asked for (the window regained focus) records nothing while the task waits, and follows it once it went on', async () => {
-    let authorize!: () => void;
-    const authorized = new Promise<void>((r) => (authorize = r));
-    const script: Script = async (t) => {
-      t.task();
-      t.status(TaskState.TASK_STATE_AUTH_REQUIRED, 'Sign in at https://agents.example.com/authorize');
-      await Promise.race([authorized, t.sleep(8_000)]);
-      t.status(TaskState.TASK_STATE_WORKING, 'Signed in');
-      t.artifact('p', 'changes.patch', '+looked\n', { lastChunk: true, mediaType: 'text/x-diff' });
-      t.status(TaskState.TASK_STATE_COMPLETED, 'Done');
-    };
+    const { script, authorize } = signInAgent('+looked\n');
     await withServer({ script, replay: false }, async (s) => {
       const run = await newRun(s, store, 'Needs a login, looked at');
       await within(run.runner.start(), 10_000, 'start');
@@ -404,15 +406,7 @@ describe('delegation runner: auth-required', () => {
       assert.equal((await run.entries()).length, before, 'looking while the task waits adds nothing to the journal');
       assert.equal(run.journal.decide()?.outcome, 'auth-required');
       authorize();
-      const client = run.connection.client;
-      const taskId = run.journal.taskId ?? '';
-      await within(
-        (async () => {
-          while ((await client.getTask({ tenant: '', id: taskId, historyLength: 0 })).status?.state === TaskState.TASK_STATE_AUTH_REQUIRED) await sleep(10);
-        })(),
-        10_000,
-        'the agent goes on after sign-in',
-      );
+      await signedIn(run);
       assert.equal(await within(run.runner.checkIfAuthorized(), 10_000, 'a look after sign-in'), true);
       await within(run.runner.idle(), 10_000, 'followed');
       assert.equal(run.journal.decide()?.outcome, 'completed');
