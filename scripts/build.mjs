@@ -116,6 +116,8 @@ if (watch) {
   }
 } else {
   rmSync(join(root, 'dist'), { recursive: true, force: true });
+  // `npm run package` writes out/baton.vsix, and vsce does not create the folder on a fresh checkout.
+  mkdirSync(join(root, 'out'), { recursive: true });
   copyAssets();
   await Promise.all(Object.values(targets).map((t) => esbuild.build(t)));
   console.log(`bundles${minify ? ' (minified)' : ''}:`);

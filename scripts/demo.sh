@@ -8,9 +8,11 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 check=false; [ "${1:-}" = --check ] && check=true
 demo=$repo/.demo
+started=$(date +%s)
 bash scripts/ensure-deps.sh
-bash test/integration/setup.sh >/dev/null
-echo "building Baton"
+# First run only: Node 24 and code-server from npm, Chromium from Debian (several minutes; each step says so).
+bash test/integration/setup.sh
+echo "building and packaging Baton (under a minute)"
 mkdir -p out && npm run --silent package >out/demo-package.log 2>&1 || { cat out/demo-package.log; exit 1; }
 
 env_root=${BATON_TEST_ENV:-$repo/.vscode-test}

