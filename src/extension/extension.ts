@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import type { PanelCommand, PanelRequests } from '../core/protocol/panelProtocol';
 import { agentReviewView } from './agents/agentReview';
 import { AgentService, RegistryFile } from './agents/agentService';
+import { AUDIT_URI, AuditReportProvider } from './delegate/auditReport';
 import { collectContext, summarizeContext } from './delegate/context';
 import { DelegationService } from './delegate/delegationService';
 import { isDelegateArgs, runStartFlow, type AgentChoice, type DelegateArgs } from './delegate/startFlow';
@@ -57,6 +58,8 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
   const delegations = new DelegationsViewProvider(service);
   const reviewDocs = new ReviewDocumentProvider();
   const reviews = new Map<string, ReviewSession>();
+  const auditDocs = new AuditReportProvider(() => service.readAudit(), join(context.globalStorageUri.fsPath, 'delegations', 'audit.jsonl'));
+  context.subscriptions.push(auditDocs, vscode.workspace.registerTextDocumentContentProvider(AUDIT_URI.scheme, auditDocs));
   context.subscriptions.push(service, reviewDocs, vscode.workspace.registerTextDocumentContentProvider(REVIEW_SCHEME, reviewDocs), { dispose: () => reviews.forEach((r) => r.dispose()) });
   context.subscriptions.push(
     agents,
@@ -260,6 +263,8 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     }),
     vscode.commands.registerCommand('baton.addAgent', async (arg?: unknown) => {
       if (!requireTrust(vscode.l10n.t('Adding an agent'))) return undefined;
+      // `{ value }` opens the box again with what the user typed (after an error), so a typo costs one edit.
+      const prefill = typeof arg === 'object' && arg !== null && typeof (arg as { value?: unknown }).value === 'string' ? (arg as { value: string }).value : '';
       const input =
         typeof arg === 'string'
           ? arg
@@ -267,6 +272,7 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
               title: vscode.l10n.t('Add Agent'),
               prompt: vscode.l10n.t('An Agent Card URL, an agent’s base URL, or a gateway’s URL (its index adds each agent it fronts).'),
               placeHolder: 'https://agents.example.com/.well-known/agent-card.json',
+              value: prefill,
               ignoreFocusOut: true,
               validateInput: (v) => {
                 try {
@@ -278,14 +284,33 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
               },
             });
       if (!input) return undefined;
+      const value = input.trim();
+      const wasApproved = new Set(agents.approved().map((a) => a.cardUrl));
       try {
-        const added = await vscode.window.withProgress({ location: { viewId: 'baton.agents' }, title: vscode.l10n.t('Fetching the agent card…') }, () => agents.add(input.trim()));
+        const added = await vscode.window.withProgress({ location: { viewId: 'baton.agents' }, title: vscode.l10n.t('Fetching the agent card…') }, () => agents.add(value));
         const pending = added.filter((a) => a.status === 'pending');
+        const already = added.filter((a) => wasApproved.has(a.cardUrl) && a.status === 'approved');
         if (pending.length === 1) panels.open({ agentCardUrl: pending[0].cardUrl }, vscode.l10n.t('Review: {0}', pending[0].served?.card.name ?? pending[0].cardUrl));
-        else if (added.length > 1) void vscode.window.showInformationMessage(vscode.l10n.t('Added {0} agents for review. Review each one in the Agents view before use.', added.length));
+        else if (pending.length > 1) {
+          void vscode.window.showInformationMessage(
+            already.length
+              ? vscode.l10n.t('Added {0} agents for review ({1} were already approved). Review each one in the Agents view before use.', pending.length, already.length)
+              : vscode.l10n.t('Added {0} agents for review. Review each one in the Agents view before use.', pending.length),
+          );
+        } else if (added.length > 0) {
+          void vscode.window.showInformationMessage(vscode.l10n.t('Nothing new to review: {0} already approved.', added.map((a) => a.served?.card.name ?? a.cardUrl).join(', ')));
+        }
         return added.map((a) => a.cardUrl);
       } catch (e) {
-        void vscode.window.showErrorMessage(vscode.l10n.t('Could not add the agent: {0}', errorMessage(e)));
+        const message = errorMessage(e);
+        const edit = vscode.l10n.t('Edit URL');
+        const settings = vscode.l10n.t('Open Settings');
+        const actions = /baton\.privateHosts/.test(message) ? [settings, edit] : [edit];
+        void vscode.window.showErrorMessage(vscode.l10n.t('Could not add the agent: {0}', message), ...actions).then((pick) => {
+          if (pick === settings) return vscode.commands.executeCommand('workbench.action.openSettings', 'baton.privateHosts');
+          if (pick === edit) return vscode.commands.executeCommand('baton.addAgent', { value });
+          return undefined;
+        });
         return undefined;
       }
     }),
@@ -376,12 +401,10 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
       }
     }),
     vscode.commands.registerCommand('baton.showAuditLog', async () => {
-      const file = join(context.globalStorageUri.fsPath, 'delegations', 'audit.jsonl');
-      try {
-        await vscode.window.showTextDocument(vscode.Uri.file(file), { preview: true });
-      } catch {
-        void vscode.window.showInformationMessage(vscode.l10n.t('The audit log is empty: nothing has been delegated yet.'));
-      }
+      // A read-only report (newest first, agent text inert); the raw JSON Lines stay the record.
+      const doc = await vscode.workspace.openTextDocument(AUDIT_URI);
+      auditDocs.changed(AUDIT_URI);
+      await vscode.window.showTextDocument(doc, { preview: true });
     }),
     vscode.commands.registerCommand('baton.exportAuditLog', async () => {
       const target = await vscode.window.showSaveDialog({ filters: { 'JSON Lines': ['jsonl'], CSV: ['csv'] }, saveLabel: vscode.l10n.t('Export Audit Log') });
@@ -416,6 +439,7 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
         description: a.approval?.card.description,
         skills: a.approval?.card.skills.map((s) => s.name) ?? [],
         endpoint: a.approval?.endpoint.url ?? '',
+        seesRepository: a.source === 'local-gateway',
       }));
       const choice = await runStartFlow(choices, args, summarizeContext(context), config().get<number>('defaultDeadlineMinutes', 30));
       if (!choice) return undefined;

@@ -14,7 +14,11 @@ export const LOCAL_PRINCIPAL = 'local';
 export class TokenAuthenticator {
   private readonly entries: Array<{ principal: string; digest: Buffer }>;
 
-  constructor(tokens: readonly TokenConfig[]) {
+  constructor(
+    tokens: readonly TokenConfig[],
+    /** Requests without an Authorization header are this principal (loopback-only gateways); none by default. */
+    private readonly anonymous?: string,
+  ) {
     this.entries = tokens.map((t) => ({ principal: t.principal, digest: Buffer.from(t.sha256, 'hex') }));
   }
 
@@ -31,7 +35,8 @@ export class TokenAuthenticator {
 
   middleware() {
     return (req: Request, res: Response, next: NextFunction): void => {
-      const principal = this.principalFor(req.header('authorization'));
+      const header = req.header('authorization');
+      const principal = header === undefined && this.anonymous ? this.anonymous : this.principalFor(header);
       if (!principal) {
         res.setHeader('WWW-Authenticate', 'Bearer realm="baton-gateway"');
         res.status(401).json({

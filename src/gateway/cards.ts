@@ -48,6 +48,14 @@ function profileExtensions(keys: CardKeys): AgentExtension[] {
   ];
 }
 
+/**
+ * Bearer tokens, required; a loopback gateway that serves tokenless requests (`anonymous` in its
+ * config) still offers the scheme but requires none, so a client does not ask its user for a token.
+ */
+function security(tokenRequired = true) {
+  return { ...SECURITY, securityRequirements: tokenRequired ? SECURITY.securityRequirements : [] };
+}
+
 const SECURITY = {
   securitySchemes: {
     bearer: {
@@ -66,7 +74,7 @@ export interface DeclaredCapabilities {
   readonly pushNotifications: boolean;
 }
 
-export async function buildAgentCard(base: AgentCard, baseUrl: string, agentId: string, keys: CardKeys, declared?: DeclaredCapabilities): Promise<AgentCard> {
+export async function buildAgentCard(base: AgentCard, baseUrl: string, agentId: string, keys: CardKeys, declared?: DeclaredCapabilities, tokenRequired = true): Promise<AgentCard> {
   const card: AgentCard = {
     ...base,
     supportedInterfaces: interfaces(agentUrl(baseUrl, agentId)),
@@ -77,7 +85,7 @@ export async function buildAgentCard(base: AgentCard, baseUrl: string, agentId: 
       extendedAgentCard: false,
       extensions: [...(base.capabilities?.extensions ?? []).filter((e) => e.uri !== REPLAY_EXTENSION_URI && e.uri !== SIGNED_RESULT_EXTENSION_URI), ...profileExtensions(keys)],
     },
-    ...SECURITY,
+    ...security(tokenRequired),
     signatures: [],
   };
   if (keys.sign) card.signatures = [await keys.sign(card)];
@@ -91,7 +99,7 @@ export interface IndexedAgent {
   readonly kind: 'builtin' | 'headless' | 'remote';
 }
 
-export async function buildGatewayCard(baseUrl: string, agents: readonly IndexedAgent[], keys: CardKeys): Promise<AgentCard> {
+export async function buildGatewayCard(baseUrl: string, agents: readonly IndexedAgent[], keys: CardKeys, tokenRequired = true): Promise<AgentCard> {
   const index: AgentIndexParams = {
     agents: agents.map((a) => ({ id: a.id, name: a.name, description: a.description, cardUrl: `/a2a/${encodeURIComponent(a.id)}/.well-known/agent-card.json` })),
   };
@@ -110,7 +118,7 @@ export async function buildGatewayCard(baseUrl: string, agents: readonly Indexed
         ...profileExtensions(keys),
       ],
     },
-    ...SECURITY,
+    ...security(tokenRequired),
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
     skills: agents.map((a) => ({

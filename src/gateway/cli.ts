@@ -29,6 +29,7 @@ const USAGE = `usage: baton-gateway [options]
   --public-url URL     the URL clients use, when behind a proxy
   --cli ID=PATH        use this executable for a coding CLI (claude, codex, gemini, copilot, opencode); repeatable
   --no-local-agents    serve only the configured remote agents
+  --no-agent ID        serve every local agent but this one (repeatable)
   --version, --help
 `;
 
@@ -47,6 +48,7 @@ async function main(argv: string[]): Promise<number> {
         root: { type: 'string', multiple: true },
         'public-url': { type: 'string' },
         'no-local-agents': { type: 'boolean' },
+        'no-agent': { type: 'string', multiple: true },
         cli: { type: 'string', multiple: true },
       },
       strict: true,
@@ -93,7 +95,8 @@ async function main(argv: string[]): Promise<number> {
       cliPaths[id] = resolve(spec.slice(eq + 1));
     }
     const found = await discoverLocalAgents({ workspaceRoot: join(stateDir, 'ws'), cliPaths });
-    localAgents = wanted === true ? found : found.filter((a) => wanted.includes(a.id));
+    const without = new Set((values['no-agent'] as string[] | undefined) ?? []);
+    localAgents = (wanted === true ? found : found.filter((a) => wanted.includes(a.id))).filter((a) => !without.has(a.id));
     if (Array.isArray(wanted)) {
       const missing = wanted.filter((id) => !found.some((a) => a.id === id));
       if (missing.length) process.stderr.write(`baton-gateway: local agent(s) not found on this machine: ${missing.join(', ')} (found: ${found.map((a) => a.id).join(', ') || 'none'})\n`);
@@ -110,6 +113,7 @@ async function main(argv: string[]): Promise<number> {
     localAgents,
     remoteAgents: config?.remoteAgents ?? [],
     tokens: config?.tokens ?? [],
+    ...(config?.anonymousPrincipal ? { anonymousPrincipal: config.anonymousPrincipal } : {}),
     ...(config?.store ? { store: config.store } : {}),
     ...(config?.pushAllowPrivateHosts.length ? { pushAllowPrivateHosts: config.pushAllowPrivateHosts } : {}),
     limits: {
@@ -120,7 +124,9 @@ async function main(argv: string[]): Promise<number> {
     },
     ...(limits?.maxBodyBytes ? { maxBodyBytes: limits.maxBodyBytes } : {}),
   });
-  const info = { url: gw.url, tokenFile: gw.tokenFile, pid: process.pid, agents: gw.agents.map((a) => a.id) };
+  // Which coding CLIs were looked for and where they were found, so a client can say what is missing.
+  const codingClis = HARNESSES.map((h) => ({ id: h.id, name: h.name, binaries: h.binaries, found: localAgents.some((a) => a.id === h.id) }));
+  const info = { url: gw.url, tokenFile: gw.tokenFile, pid: process.pid, agents: gw.agents.map((a) => a.id), codingClis };
   const infoFile = join(stateDir, 'gateway.json');
   writeFileSync(infoFile, `${JSON.stringify(info)}\n`, { mode: 0o600 });
   process.stdout.write(`${JSON.stringify(info)}\n`);

@@ -46,6 +46,12 @@ export interface GatewayConfig {
   readonly roots: readonly string[];
   readonly store?: StoreConfig;
   readonly tokens: readonly TokenConfig[];
+  /**
+   * Serve requests that carry no Authorization header as this principal. Only for a gateway bound to a
+   * loopback address (the demo's second gateway, a conformance run): the gateway refuses to start with it
+   * on any other address. A wrong token is still refused.
+   */
+  readonly anonymousPrincipal?: string;
   readonly remoteAgents: readonly RemoteAgentConfig[];
   /** `true`: every detected local agent; a list: only those ids; `false`: none. */
   readonly localAgents: boolean | readonly string[];
@@ -170,7 +176,7 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
     throw new ConfigError(file, '', `is not valid JSON (${(e as Error).message}); fix the syntax`);
   }
   const top = r.obj(raw, '');
-  r.known(top, '', ['$schema', 'host', 'port', 'publicUrl', 'roots', 'store', 'tokens', 'agents', 'localAgents', 'limits', 'pushAllowPrivateHosts']);
+  r.known(top, '', ['$schema', 'host', 'port', 'publicUrl', 'roots', 'store', 'tokens', 'anonymous', 'agents', 'localAgents', 'limits', 'pushAllowPrivateHosts']);
   const host = r.str(top, 'host', '');
   const port = r.num(top, 'port', '', 0, 65535);
   const publicUrl = r.url(top, 'publicUrl', '', false);
@@ -216,6 +222,15 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
       if (secret !== undefined && secret.length < 16) r.fail(p, 'the token is shorter than 16 characters; use a random one (e.g. openssl rand -base64 32)');
       tokens.push({ principal, sha256: sha?.toLowerCase() ?? sha256HexOf(secret ?? '') });
     });
+  }
+
+  let anonymousPrincipal: string | undefined;
+  if (top.anonymous !== undefined) {
+    const a = r.obj(top.anonymous, 'anonymous');
+    r.known(a, 'anonymous', ['principal']);
+    anonymousPrincipal = r.str(a, 'principal', 'anonymous', true);
+    if (!anonymousPrincipal || !/^[A-Za-z0-9._@-]{1,64}$/.test(anonymousPrincipal)) r.fail('anonymous.principal', 'must be a principal name (letters, digits, ".", "_", "@", "-")');
+    if (host && !isLoopbackHost(host)) r.fail('anonymous', `is allowed only on a loopback address (127.0.0.1, ::1, localhost), not ${host}: give every client a token instead`);
   }
 
   const remoteAgents: RemoteAgentConfig[] = [];
@@ -315,6 +330,7 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
     roots,
     ...(store ? { store } : {}),
     tokens,
+    ...(anonymousPrincipal ? { anonymousPrincipal } : {}),
     remoteAgents,
     localAgents,
     pushAllowPrivateHosts,
@@ -330,6 +346,12 @@ export function loadGatewayConfig(file: string, env: NodeJS.ProcessEnv = process
     throw new ConfigError(file, '', `cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); check the path given to --config`);
   }
   return parseGatewayConfig(text, file, env);
+}
+
+/** 127.0.0.0/8, ::1 and localhost: the addresses only this machine reaches. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);
 }
 
 export function sha256HexOf(s: string): string {

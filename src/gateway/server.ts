@@ -21,7 +21,7 @@ import { ensureLocalToken, LOCAL_PRINCIPAL, TokenAuthenticator } from './auth';
 import { buildAgentCard, buildGatewayCard } from './cards';
 import type { CardKeys, IndexedAgent } from './cards';
 import type { RemoteAgentConfig, StoreConfig, TokenConfig } from './config';
-import { sha256HexOf } from './config';
+import { isLoopbackHost, sha256HexOf } from './config';
 import type { EnvelopeSigner, GatewayContext, GatewayLimits } from './gatewayContext';
 import { a2aRouter } from './http/a2aRoutes';
 import { HEARTBEAT_MS, isInstanceAlive } from './instanceLiveness';
@@ -50,6 +50,8 @@ export interface GatewayOptions {
   readonly remoteAgents?: readonly RemoteAgentConfig[];
   /** Team tokens; the local token (principal "local") is always created in stateDir/token. */
   readonly tokens?: readonly TokenConfig[];
+  /** Requests without a token are this principal; refused unless the gateway binds a loopback address. */
+  readonly anonymousPrincipal?: string;
   readonly store?: StoreConfig;
   readonly sqliteDriver?: 'auto' | 'node:sqlite' | 'better-sqlite3';
   readonly limits?: Partial<GatewayLimits>;
@@ -91,7 +93,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   chmodSync(opts.stateDir, 0o700);
   const tokenFile = join(opts.stateDir, 'token');
   const token = ensureLocalToken(tokenFile);
-  const auth = new TokenAuthenticator([{ principal: LOCAL_PRINCIPAL, sha256: sha256HexOf(token) }, ...(opts.tokens ?? [])]);
+  if (opts.anonymousPrincipal && !isLoopbackHost(opts.host ?? '127.0.0.1')) {
+    throw new Error(`requests without a token are allowed only on a loopback address, not ${opts.host}: give every client a token instead`);
+  }
+  const auth = new TokenAuthenticator([{ principal: LOCAL_PRINCIPAL, sha256: sha256HexOf(token) }, ...(opts.tokens ?? [])], opts.anonymousPrincipal);
 
   const store = await openStore(opts.store ?? { kind: 'sqlite' }, opts.stateDir, opts.sqliteDriver, log);
   const push = new PushNotifier(store, { ...(opts.push ?? {}), allowPrivateHosts: opts.pushAllowPrivateHosts ?? [] }, log);
@@ -166,7 +171,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       const entry = runners.get(id);
       const facts = entry?.watcher?.facts;
       c = entry
-        ? buildAgentCard(entry.watcher ? mergeRemoteFacts(entry.runner.baseCard(), entry.watcher.cfg, facts) : entry.runner.baseCard(), baseUrl, id, keys, facts)
+        ? buildAgentCard(entry.watcher ? mergeRemoteFacts(entry.runner.baseCard(), entry.watcher.cfg, facts) : entry.runner.baseCard(), baseUrl, id, keys, facts, !opts.anonymousPrincipal)
         : Promise.reject(new Error(`unknown agent ${id}`));
       cardCache.set(id, c);
     }
@@ -175,7 +180,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const indexed = [...runners.values()].map((r) => r.indexed);
   let gatewayCard: Promise<AgentCard> | undefined;
 
-  app.use('/.well-known/agent-card.json', cardRoute(() => (gatewayCard ??= buildGatewayCard(baseUrl, indexed, keys))));
+  app.use('/.well-known/agent-card.json', cardRoute(() => (gatewayCard ??= buildGatewayCard(baseUrl, indexed, keys, !opts.anonymousPrincipal))));
 
   const handlers = new Map<string, GatewayRequestHandler>();
   const forgetResolved = new Map<string, () => void>();
@@ -203,7 +208,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       }, next);
     }, a2aRouter({ handler, maxBodyBytes, log }));
   }
-  app.use('/a2a', auth.middleware(), (req: Request, res: Response) => {
+  // An unknown agent is a 404 for everyone: the index that names the agents is public anyway, and a 401
+  // here would send a caller who mistyped the name off to look for a token.
+  app.use('/a2a', (req: Request, res: Response) => {
     const name = decodeURIComponent(req.path.split('/')[1] ?? '');
     const known = [...runners.keys()].join(', ') || 'none';
     const message = name ? `unknown agent "${name}"; this gateway serves: ${known}` : `address an agent at /a2a/<agent>; this gateway serves: ${known}`;

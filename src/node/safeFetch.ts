@@ -168,10 +168,15 @@ export function hostMatches(host: string, list: readonly string[] | undefined, p
 
 function blockedMessage(host: string, address: string, range: string): string {
   const what = address === host ? address : `${host} (${address})`;
-  return (
-    `Refused to connect to ${what}: it is a ${range} address, not a public one. ` +
-    `If this agent runs on your own network, add "${host}" to the baton.privateHosts setting.`
-  );
+  const where = range === 'loopback' ? 'If this agent runs on this machine' : 'If this agent runs on a network you trust';
+  return `Refused to connect to ${what}: it is a ${range} address, not a public one. ${where}, add "${host}" to the baton.privateHosts setting.`;
+}
+
+/** Ports fetch refuses by specification (they belong to other protocols): say so rather than "fetch failed". */
+function badPortError(e: unknown, url: string): SafeFetchError | undefined {
+  if (!causes(e).some((c) => c instanceof Error && c.message === 'bad port')) return undefined;
+  const port = new URL(url).port;
+  return new SafeFetchError('connect', `Port ${port} is reserved for another protocol, and fetch refuses to use it (a "bad port" in the Fetch standard). Run the agent on another port, e.g. 8443.`, url, { cause: e });
 }
 
 /** Carried through undici's connect error so the result names the refused address. */
@@ -244,7 +249,8 @@ export async function safeFetch(url: string, options: SafeFetchOptions = {}): Pr
   const host = normalizeHost(parsed.hostname);
   const allowedHost = hostMatches(host, options.allowPrivateHosts, parsed.port || (parsed.protocol === 'https:' ? '443' : '80'));
   if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && allowedHost)) {
-    const hint = parsed.protocol === 'http:' ? ` If ${host} is a host on your own network, add it to the baton.privateHosts setting to allow http.` : '';
+    const who = (isIP(host) && verdictFor(host, false).range === 'loopback') || host === 'localhost' ? `${host} is this machine` : `${host} is a host you trust`;
+    const hint = parsed.protocol === 'http:' ? ` If ${who}, add "${parsed.port ? `${host}:${parsed.port}` : host}" to the baton.privateHosts setting to allow http.` : '';
     throw new SafeFetchError('insecure-scheme', `Baton fetches only https URLs; ${parsed.protocol.replace(':', '')} is refused.${hint}`, shown);
   }
   if (isIP(host)) {
@@ -406,6 +412,8 @@ function causes(e: unknown): unknown[] {
 }
 
 function classify(e: unknown, host: string, url: string): SafeFetchError {
+  const badPort = badPortError(e, url);
+  if (badPort) return badPort;
   const chain = causes(e);
   const blocked = chain.find((c): c is BlockedAddressError => c instanceof BlockedAddressError);
   if (blocked) return new SafeFetchError('blocked-address', blocked.message, url, { address: blocked.address, range: blocked.range, cause: e });

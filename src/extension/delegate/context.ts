@@ -38,6 +38,11 @@ function folderOf(uris: readonly vscode.Uri[]): vscode.WorkspaceFolder | undefin
   return [...folders][0] ?? vscode.workspace.workspaceFolders?.[0];
 }
 
+/** A file on disk inside one of the open workspace folders: the only files whose text Baton sends. */
+export function isWorkspaceFile(uri: vscode.Uri): boolean {
+  return uri.scheme === 'file' && vscode.workspace.getWorkspaceFolder(uri) !== undefined;
+}
+
 export function diagnosticContext(folder: vscode.WorkspaceFolder, uri: vscode.Uri, d: vscode.Diagnostic): DiagnosticContext {
   const code = typeof d.code === 'object' ? String(d.code.value) : d.code === undefined ? undefined : String(d.code);
   return { path: relPath(folder, uri), range: toRange(d.range), severity: SEVERITY[d.severity], message: d.message, source: d.source, code };
@@ -49,6 +54,10 @@ export async function collectContext(opts: {
   files?: readonly vscode.Uri[];
   diagnostics?: readonly { uri: vscode.Uri; diagnostic: vscode.Diagnostic }[];
 }): Promise<CollectedContext> {
+  if (opts.useSelection && opts.editor && !isWorkspaceFile(opts.editor.document.uri)) {
+    // Baton's own files (the audit log), output panes and files outside the open folders never travel.
+    throw new Error(vscode.l10n.t('Delegate Selection works on a file of the open folder, and {0} is not one. Select text in a file of this workspace first.', opts.editor.document.uri.scheme === 'file' ? vscode.workspace.asRelativePath(opts.editor.document.uri) : opts.editor.document.uri.scheme));
+  }
   const uris = [...(opts.files ?? []), ...(opts.useSelection && opts.editor ? [opts.editor.document.uri] : []), ...(opts.diagnostics ?? []).map((d) => d.uri)];
   const folder = folderOf(uris);
   const unsaved = folder

@@ -16,6 +16,23 @@ export interface AgentChoice {
   readonly endpoint: string;
   /** The most this agent declares it can do; options outside it are not offered. */
   readonly maxCapabilities?: { readonly write: boolean; readonly shell: boolean; readonly network: boolean };
+  /**
+   * The agent runs on this machine's gateway, which works on a throwaway copy of the repository: it can
+   * read every file there, not only the context sent. Other agents see only what the message carries.
+   */
+  readonly seesRepository?: boolean;
+}
+
+/** What travels with the task and what the agent can see, in one line (shown before anything is sent). */
+export function whatTravels(agent: Pick<AgentChoice, 'seesRepository'>, contextSummary: string): string {
+  if (agent.seesRepository) {
+    return contextSummary
+      ? vscode.l10n.t('Sent: this text and {0}. The agent works on a throwaway copy of your repository (files as saved) and can read all of it; only a patch comes back.', contextSummary)
+      : vscode.l10n.t('Sent: this text. The agent works on a throwaway copy of your repository (files as saved) and can read all of it; only a patch comes back.');
+  }
+  return contextSummary
+    ? vscode.l10n.t('Sent: this text and {0}, with the repository’s path and commit id. The agent sees nothing else of your files.', contextSummary)
+    : vscode.l10n.t('Sent: only this text, with the repository’s path and commit id. The agent sees nothing else of your files.');
 }
 
 /** Arguments a caller (a test, a keybinding, another extension) may pass to skip the prompts. */
@@ -46,7 +63,7 @@ export function isDelegateArgs(v: unknown): v is DelegateArgs {
 
 function describeCaps(c: StartChoice['capabilities']): string {
   const on = [c.write && vscode.l10n.t('write'), c.shell && vscode.l10n.t('shell'), c.network && vscode.l10n.t('network')].filter(Boolean);
-  return on.length ? on.join(', ') : vscode.l10n.t('read-only');
+  return on.length ? on.join(', ') : vscode.l10n.t('read-only (may only propose a patch)');
 }
 
 async function pickAgent(agents: readonly AgentChoice[]): Promise<AgentChoice | undefined> {
@@ -103,7 +120,7 @@ export async function runStartFlow(agents: readonly AgentChoice[], args: Delegat
     args.task ??
     (await vscode.window.showInputBox({
       title: vscode.l10n.t('Task for {0}', agent.name),
-      prompt: contextSummary ? vscode.l10n.t('Context sent with it: {0}', contextSummary) : vscode.l10n.t('No editor context is sent: only what you write here.'),
+      prompt: whatTravels(agent, contextSummary),
       placeHolder: vscode.l10n.t('e.g. Format the files under src/'),
       ignoreFocusOut: true,
       validateInput: (v) => (v.trim() ? undefined : vscode.l10n.t('Describe the task.')),
@@ -124,7 +141,7 @@ export async function runStartFlow(agents: readonly AgentChoice[], args: Delegat
     const deadline = { label: `$(watch) ${vscode.l10n.t('Deadline: {0} minutes', deadlineMinutes)}`, detail: vscode.l10n.t('Change when the task is canceled'), action: 'deadline' as const };
     const choice = await vscode.window.showQuickPick([start, caps, deadline], {
       title: vscode.l10n.t('Delegate “{0}” to {1}', task.trim().split('\n')[0].slice(0, 60), agent.name),
-      placeHolder: contextSummary ? vscode.l10n.t('Context: {0}', contextSummary) : vscode.l10n.t('No editor context'),
+      placeHolder: whatTravels(agent, contextSummary),
       ignoreFocusOut: true,
     });
     if (!choice) return undefined;

@@ -13,6 +13,23 @@ export interface LocalGatewayInfo {
   readonly roots: readonly string[];
   /** `--cli ID=PATH` the gateway was started with. */
   readonly clis: readonly string[];
+  /** The coding CLIs the gateway looked for, and whether it found each (absent from older gateways). */
+  readonly codingClis?: readonly CodingCliInfo[];
+}
+
+export interface CodingCliInfo {
+  readonly id: string;
+  readonly name: string;
+  readonly binaries: readonly string[];
+  readonly found: boolean;
+}
+
+function codingClisOf(v: unknown): CodingCliInfo[] | undefined {
+  if (!Array.isArray(v)) return undefined;
+  return v
+    .filter((x): x is Record<string, unknown> => typeof x === 'object' && x !== null)
+    .filter((x) => typeof x.id === 'string' && typeof x.name === 'string' && typeof x.found === 'boolean' && Array.isArray(x.binaries))
+    .map((x) => ({ id: String(x.id), name: String(x.name), found: x.found === true, binaries: (x.binaries as unknown[]).filter((b): b is string => typeof b === 'string') }));
 }
 
 export type GatewayStatus =
@@ -64,9 +81,10 @@ export function readGatewayInfo(stateDir: string): LocalGatewayInfo | undefined 
   const file = join(stateDir, 'gateway.json');
   if (!existsSync(file)) return undefined;
   try {
-    const v = JSON.parse(readFileSync(file, 'utf8')) as Partial<LocalGatewayInfo>;
+    const v = JSON.parse(readFileSync(file, 'utf8')) as Partial<Record<keyof LocalGatewayInfo, unknown>>;
     if (typeof v.url !== 'string' || typeof v.pid !== 'number' || typeof v.tokenFile !== 'string') return undefined;
-    return { url: v.url, pid: v.pid, tokenFile: v.tokenFile, roots: flagValues(v.pid, '--root'), clis: flagValues(v.pid, '--cli') };
+    const codingClis = codingClisOf(v.codingClis);
+    return { url: v.url, pid: v.pid, tokenFile: v.tokenFile, roots: flagValues(v.pid, '--root'), clis: flagValues(v.pid, '--cli'), ...(codingClis ? { codingClis } : {}) };
   } catch {
     return undefined;
   }

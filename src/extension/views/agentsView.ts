@@ -1,13 +1,15 @@
 import * as vscode from 'vscode';
 import type { AgentEntry, AgentStatus } from '../../core/agentRegistry';
 import type { AgentService } from '../agents/agentService';
-import type { GatewayStatus } from '../gateway/gatewaySupervisor';
+import type { CodingCliInfo, GatewayStatus } from '../gateway/gatewaySupervisor';
 import { Disposable } from '../lifecycle';
 
 type Group = { readonly kind: 'group'; readonly status: AgentStatus; readonly agents: readonly AgentEntry[] };
 type Agent = { readonly kind: 'agent'; readonly entry: AgentEntry };
 type Gateway = { readonly kind: 'gateway'; readonly status: GatewayStatus };
-export type AgentsNode = Group | Agent | Gateway;
+/** The coding CLIs the running local gateway looked for and did not find. */
+type MissingClis = { readonly kind: 'missing-clis'; readonly clis: readonly CodingCliInfo[] };
+export type AgentsNode = Group | Agent | Gateway | MissingClis;
 
 const GROUPS: readonly { status: AgentStatus; label: () => string; icon: string }[] = [
   { status: 'approved', label: () => vscode.l10n.t('Approved'), icon: 'pass' },
@@ -49,7 +51,9 @@ export class AgentsViewProvider extends Disposable implements vscode.TreeDataPro
       const all = this.agents.agents;
       if (all.length === 0 && this.gateway().kind === 'stopped') return [];
       const groups: AgentsNode[] = GROUPS.map((g) => ({ kind: 'group' as const, status: g.status, agents: all.filter((a) => a.status === g.status) })).filter((g) => g.agents.length > 0);
-      return [{ kind: 'gateway', status: this.gateway() }, ...groups];
+      const gw = this.gateway();
+      const missing = gw.kind === 'running' ? (gw.info.codingClis ?? []).filter((c) => !c.found) : [];
+      return [{ kind: 'gateway', status: gw }, ...(missing.length ? [{ kind: 'missing-clis' as const, clis: missing }] : []), ...groups];
     }
     return node.kind === 'group' ? node.agents.map((entry) => ({ kind: 'agent' as const, entry })) : [];
   }
@@ -64,6 +68,22 @@ export class AgentsViewProvider extends Disposable implements vscode.TreeDataPro
         item.description = s.kind === 'running' ? s.info.url : s.kind === 'starting' ? vscode.l10n.t('starting…') : s.kind === 'failed' ? vscode.l10n.t('failed') : vscode.l10n.t('stopped');
         item.iconPath = new vscode.ThemeIcon(s.kind === 'running' ? 'server-process' : s.kind === 'failed' ? 'error' : s.kind === 'starting' ? 'loading~spin' : 'circle-slash');
         item.tooltip = s.kind === 'failed' ? s.error : s.kind === 'running' ? vscode.l10n.t('baton-gateway pid {0}{1}: built-in agents and detected coding CLIs', s.info.pid, s.reused ? vscode.l10n.t(' (reused)') : '') : vscode.l10n.t('Start it to use the built-in agents and the coding CLIs on this machine.');
+        return item;
+      }
+      case 'missing-clis': {
+        const names = node.clis.map((c) => c.name).join(', ');
+        const label = node.clis.length === 1 ? vscode.l10n.t('{0} not found', names) : vscode.l10n.t('{0} coding CLIs not found', node.clis.length);
+        const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
+        item.id = 'missing-clis';
+        item.contextValue = 'missing-clis';
+        item.description = vscode.l10n.t('set baton.cliPaths');
+        item.iconPath = new vscode.ThemeIcon('info');
+        const md = new vscode.MarkdownString();
+        md.appendText(vscode.l10n.t('The local gateway looked on PATH for {0} and did not find them, so it offers no agent for them.', names) + '\n\n');
+        md.appendText(node.clis.map((c) => `${c.name}: ${c.binaries.join(', ')}`).join('\n') + '\n\n');
+        md.appendText(vscode.l10n.t('Install one, or point Baton at its executable with the baton.cliPaths setting (e.g. "claude": "/opt/claude/bin/claude"), then restart the local gateway. Click to open the setting.'));
+        item.tooltip = md;
+        item.command = { command: 'workbench.action.openSettings', title: vscode.l10n.t('Open Settings'), arguments: ['baton.cliPaths'] };
         return item;
       }
       case 'group': {
@@ -106,7 +126,8 @@ export class AgentsViewProvider extends Disposable implements vscode.TreeDataPro
         if (e.lastSeen) md.appendMarkdown(`${vscode.l10n.t('Last seen')}: ${new Date(e.lastSeen).toLocaleString()}\n\n`);
         if (e.lastError) md.appendMarkdown(`$(error) ${escapeMd(e.lastError.message)}\n\n`);
         item.tooltip = md;
-        item.command = e.status === 'approved' ? undefined : { command: 'baton.reviewAgent', title: vscode.l10n.t('Review Agent'), arguments: [node] };
+        // A click opens the agent's page: its review while pending, what was approved and pinned once approved.
+        item.command = { command: 'baton.reviewAgent', title: e.status === 'approved' ? vscode.l10n.t('Show Agent') : vscode.l10n.t('Review Agent'), arguments: [node] };
         return item;
       }
     }

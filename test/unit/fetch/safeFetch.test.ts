@@ -183,6 +183,20 @@ describe('safe fetch: bad answers give clear errors', () => {
     await refused(fetchAgentCard('https://nowhere.test/card.json', { resolve: nxdomain }), 'dns', /could not be resolved/);
     await refused(fetchAgentCard(`${base}/card.json`, { allowPrivateHosts: ['localhost'], resolve: loopback }), 'tls', /certificate/);
   });
+  it('ports fetch refuses by standard (1, 25, 6000, …) say so, not "fetch failed"', async () => {
+    for (const port of [1, 25, 6000, 6667]) {
+      await refused(fetchAgentCard(`https://localhost:${port}/card.json`, allowed()), 'connect', new RegExp(`Port ${port} is reserved for another protocol.*another port`));
+    }
+  });
+
+  it('loopback and private refusals say which it is: this machine is not "your own network"', async () => {
+    await refused(safeFetch('http://127.0.0.1:8080/', {}), 'insecure-scheme', /127\.0\.0\.1 is this machine, add "127\.0\.0\.1:8080" to the baton\.privateHosts/);
+    await refused(safeFetch('http://localhost/', {}), 'insecure-scheme', /localhost is this machine, add "localhost"/);
+    await refused(safeFetch('http://agents.corp.test:9000/', {}), 'insecure-scheme', /agents\.corp\.test is a host you trust, add "agents\.corp\.test:9000"/);
+    await refused(safeFetch('https://127.0.0.1:8443/', {}), 'blocked-address', /loopback address.*If this agent runs on this machine/);
+    await refused(safeFetch('https://10.1.2.3/', {}), 'blocked-address', /private address.*If this agent runs on a network you trust/);
+  });
+
   it('an abort from the caller', async () => {
     const ac = new AbortController();
     const p = fetchAgentCard(`${base}/hang.json`, allowed({ signal: ac.signal }));

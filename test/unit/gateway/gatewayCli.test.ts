@@ -1,0 +1,48 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { tempDir } from './helpers';
+
+const CLI = resolve(__dirname, '../../../src/gateway/cli.ts');
+
+/** Starts the real `baton-gateway` program and returns its first stdout line (the info JSON), then stops it. */
+async function startAndStop(args: string[], env: NodeJS.ProcessEnv): Promise<{ info: Record<string, unknown>; file: Record<string, unknown>; code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const info = await new Promise<Record<string, unknown>>((ok, fail) => {
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('\n')) ok(JSON.parse(out.split('\n')[0]) as Record<string, unknown>);
+    });
+    child.on('exit', (c) => fail(new Error(`exited ${c}: ${stderr}`)));
+    setTimeout(() => fail(new Error(`no info line in 60 s: ${stderr}`)), 60_000).unref();
+  });
+  const stateArg = args[args.indexOf('--state') + 1];
+  const file = JSON.parse(readFileSync(join(stateArg, 'gateway.json'), 'utf8')) as Record<string, unknown>;
+  child.kill('SIGTERM');
+  const code = await new Promise<number | null>((ok) => child.on('exit', ok));
+  return { info, file, code, stderr };
+}
+
+describe('baton-gateway program: which agents it serves and which coding CLIs it looked for', () => {
+  it('--no-agent leaves that agent out; gateway.json says which CLIs were found and which not', async () => {
+    using dir = tempDir();
+    const bin = join(dir.path, 'bin');
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'claude'), '#!/bin/sh\necho "claude 1.0"\n');
+    chmodSync(join(bin, 'claude'), 0o755);
+    const r = await startAndStop(['--state', join(dir.path, 'state'), '--no-agent', 'lint-fix'], { PATH: `${bin}:/usr/bin:/bin` });
+    const agents = r.info.agents as string[];
+    assert.ok(agents.includes('formatter'), JSON.stringify(agents));
+    assert.ok(!agents.includes('lint-fix'), JSON.stringify(agents));
+    assert.ok(agents.includes('claude'));
+    const clis = r.file.codingClis as Array<{ id: string; found: boolean; binaries: string[] }>;
+    assert.deepEqual(clis.map((c) => c.id), ['claude', 'codex', 'gemini', 'copilot', 'opencode']);
+    assert.deepEqual(clis.filter((c) => c.found).map((c) => c.id), ['claude']);
+    assert.ok(clis.every((c) => c.binaries.length > 0));
+  });
+});
