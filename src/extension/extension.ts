@@ -88,7 +88,7 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
         delegations: delegations.count,
         producedAt: new Date().toISOString(),
         refreshCount,
-        agentReview: entry ? agentReviewView(agents.registry, entry, agents.viaProxy.has(entry.cardUrl)) : undefined,
+        agentReview: entry ? agentReviewView(agents.registry, entry, agents.viaProxy.get(entry.cardUrl)) : undefined,
         delegation: subject.delegationId ? delegationView(subject.delegationId) : undefined,
       };
     },

@@ -21,6 +21,7 @@ import {
   type ApproveResult,
   type RegistryState,
 } from '../../core/agentRegistry';
+import type { ProxyCheck } from '../../core/proxyCheck';
 import type { SafeFetchOptions } from '../../node/safeFetch';
 import { loadNet } from '../lazy';
 import { verifyAgentCard } from '../../node/signing';
@@ -65,8 +66,8 @@ export class AgentService extends Disposable {
   private state: RegistryState;
   private readonly _onDidChange = this._register(new vscode.EventEmitter<void>());
   readonly onDidChange = this._onDidChange.event;
-  /** Cards last fetched through a proxy: the proxy chose the address, so Baton could not pin it. */
-  readonly viaProxy = new Set<string>();
+  /** Cards last fetched through a proxy, and what was checked before the proxy got the fetch (the proxy chose the address). */
+  readonly viaProxy = new Map<string, ProxyCheck>();
   /** Extra hosts allowed as private for the session (the local gateway's 127.0.0.1:port). */
   private readonly sessionPrivateHosts = new Set<string>();
 
@@ -123,8 +124,7 @@ export class AgentService extends Disposable {
     const fetched = await loadNet().fetchAgentCard(input, this.fetchOptions());
     if (fetched.notModified) throw new Error('unexpected 304 for a new card');
     const cardUrl = normalizeCardUrl(fetched.cardUrl);
-    if (fetched.pinning === 'proxy') this.viaProxy.add(cardUrl);
-    else this.viaProxy.delete(cardUrl);
+    this.noteRoute(cardUrl, fetched.proxied);
     const index = readAgentIndex(fetched.card, cardUrl);
     const added: AgentEntry[] = [];
     // A gateway's root card that serves no interface of its own is an index, not an agent.
@@ -142,6 +142,11 @@ export class AgentService extends Disposable {
     return added;
   }
 
+  private noteRoute(cardUrl: string, proxied: ProxyCheck | undefined): void {
+    if (proxied) this.viaProxy.set(cardUrl, proxied);
+    else this.viaProxy.delete(cardUrl);
+  }
+
   private async addIndexed(cardUrl: string, source: AgentSource, indexUrl: string): Promise<AgentEntry[]> {
     try {
       return await this.add(cardUrl, source === 'local-gateway' ? 'local-gateway' : 'gateway-index');
@@ -157,6 +162,7 @@ export class AgentService extends Disposable {
     if (!entry) return;
     try {
       const fetched = await loadNet().fetchAgentCard(entry.cardUrl, { ...this.fetchOptions(), etag: entry.served?.etag });
+      this.noteRoute(entry.cardUrl, fetched.proxied);
       if (fetched.notModified) {
         await this.commit(recordNotModified(this.state, entry.cardUrl, new Date().toISOString()));
         return;
