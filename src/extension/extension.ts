@@ -249,7 +249,7 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     agents.allowPrivateHost(host);
     // A restarted local gateway listens on a new port: its old entries are gone for good.
     for (const a of agents.agents) if (a.source === 'local-gateway' && a.origin !== new URL(info.url).origin) await agents.remove(a.cardUrl);
-    const added = await agents.add(info.url, 'local-gateway');
+    const { entries: added } = await agents.add(info.url, 'local-gateway');
     // Baton started this gateway itself (its own program, its own token): its agents need no review.
     for (const a of added) if (a.status === 'pending' && a.served) await agents.approve(a.cardUrl, a.served.digest);
   };
@@ -279,10 +279,17 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
             });
       if (!input) return undefined;
       try {
-        const added = await vscode.window.withProgress({ location: { viewId: 'baton.agents' }, title: vscode.l10n.t('Fetching the agent card…') }, () => agents.add(input.trim()));
+        const { entries: added, summary } = await vscode.window.withProgress({ location: { viewId: 'baton.agents' }, title: vscode.l10n.t('Fetching the agent card…') }, () => agents.add(input.trim()));
         const pending = added.filter((a) => a.status === 'pending');
+        // Part of what an index listed was left out (a limit, or a card that failed): say what was added, what was not, and what to do.
+        if (summary) {
+          const showLog = vscode.l10n.t('Show Log');
+          void vscode.window.showWarningMessage(summary, showLog).then((pick) => {
+            if (pick === showLog) log.show();
+          });
+        }
         if (pending.length === 1) panels.open({ agentCardUrl: pending[0].cardUrl }, vscode.l10n.t('Review: {0}', pending[0].served?.card.name ?? pending[0].cardUrl));
-        else if (added.length > 1) void vscode.window.showInformationMessage(vscode.l10n.t('Added {0} agents for review. Review each one in the Agents view before use.', added.length));
+        else if (added.length > 1 && !summary) void vscode.window.showInformationMessage(vscode.l10n.t('Added {0} agents for review. Review each one in the Agents view before use.', added.length));
         return added.map((a) => a.cardUrl);
       } catch (e) {
         void vscode.window.showErrorMessage(vscode.l10n.t('Could not add the agent: {0}', errorMessage(e)));
