@@ -132,12 +132,13 @@ export class AgentService extends Disposable {
     const net = loadNet();
     const found = await net.discoverAgents(input, { fetch: this.fetchOptions() });
     const now = new Date().toISOString();
-    const items = [];
-    for (const a of found.agents) {
-      const signature = await verifyAgentCard(a.fetched.card.raw, { pinnedKeys: pinnedKeysFor(this.state, new URL(a.cardUrl).origin) });
-      const from: AgentSource = a.depth === 0 ? source : source === 'local-gateway' ? 'local-gateway' : 'gateway-index';
-      items.push({ cardUrl: a.cardUrl, source: from, served: { card: a.fetched.card, digest: a.fetched.digest, signature, etag: a.fetched.etag, fetchedAt: now } });
-    }
+    const items = await Promise.all(
+      found.agents.map(async (a) => {
+        const signature = await verifyAgentCard(a.fetched.card.raw, { pinnedKeys: pinnedKeysFor(this.state, new URL(a.cardUrl).origin) });
+        const from: AgentSource = a.depth === 0 ? source : source === 'local-gateway' ? 'local-gateway' : 'gateway-index';
+        return { cardUrl: a.cardUrl, source: from, served: { card: a.fetched.card, digest: a.fetched.digest, signature, etag: a.fetched.etag, fetchedAt: now } };
+      }),
+    );
     if (items.length > 0) await this.commit(addFetchedAgents(this.state, items, now));
     for (const a of found.agents) this.noteRoute(a.cardUrl, a.fetched.proxied);
     for (const line of net.discoveryLog(found)) this.log.warn(`agents: ${line}`);
