@@ -23,7 +23,7 @@ ENTRY=$env_root/cs/node_modules/code-server/out/node/entry.js
 free_port() { node -e 's=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 wait_http() { # url, seconds
   for _ in $(seq 1 $(( $2 * 2 ))); do
-    node -e 'fetch(process.argv[1]).then((r)=>process.exit(r.ok?0:1),()=>process.exit(1))' "$1" && return 0
+    node -e 'fetch(process.argv[1],{headers:{"A2A-Version":"1.0"}}).then((r)=>process.exit(r.ok?0:1),()=>process.exit(1))' "$1" && return 0
     sleep 0.5
   done
   return 1

@@ -125,7 +125,12 @@ export class RegistryError extends Error {
   }
 }
 
-/** Normalise a card URL the way the registry keys entries. Throws `RegistryError('invalid-url')`. */
+/**
+ * Normalise a card URL the way the registry keys entries (and Add Agent counts the cards it visits), so
+ * spellings of one URL are one entry: the URL parser's normal form (case, default port, dot segments,
+ * IP spellings), without the fragment, a trailing dot on the host, an empty query, or percent-escapes
+ * of characters that need none (RFC 3986 §6.2.2). Throws `RegistryError('invalid-url')`.
+ */
 export function normalizeCardUrl(cardUrl: string): string {
   let url: URL;
   try {
@@ -136,7 +141,19 @@ export function normalizeCardUrl(cardUrl: string): string {
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new RegistryError('invalid-url', `"${cardUrl}" is not an http(s) URL.`);
   if (url.username || url.password) throw new RegistryError('invalid-url', 'A card URL must not carry credentials; set a token for the host instead.');
   url.hash = '';
+  const host = url.hostname.replace(/\.+$/, '');
+  if (host && host !== url.hostname) url.hostname = host;
+  url.pathname = normalizeEscapes(url.pathname);
+  url.search = normalizeEscapes(url.search);
   return url.href;
+}
+
+/** `%61` → `a` for unreserved characters; every other escape kept, in upper case. */
+function normalizeEscapes(s: string): string {
+  return s.replace(/%([0-9a-fA-F]{2})/g, (_m, hex: string) => {
+    const c = String.fromCharCode(parseInt(hex, 16));
+    return /^[A-Za-z0-9\-._~]$/.test(c) ? c : `%${hex.toUpperCase()}`;
+  });
 }
 
 export function findAgent(state: RegistryState, cardUrl: string): AgentEntry | undefined {
@@ -181,6 +198,20 @@ export function addAgent(state: RegistryState, input: { cardUrl: string; source:
     lastSeen: undefined,
     addedAt: input.now,
   });
+}
+
+/**
+ * The cards one Add Agent fetched, applied together: each is added (if new) and its card recorded in
+ * one new state, so the caller saves them at once and an Add Agent that fails or is cancelled part
+ * way leaves nothing behind, nor an entry without its card.
+ */
+export function addFetchedAgents(state: RegistryState, items: readonly { readonly cardUrl: string; readonly source: AgentSource; readonly served: ServedCard }[], now: string): RegistryState {
+  let next = state;
+  for (const item of items) {
+    next = addAgent(next, { cardUrl: item.cardUrl, source: item.source, now });
+    next = recordFetch(next, item.cardUrl, item.served);
+  }
+  return next;
 }
 
 export function removeAgent(state: RegistryState, cardUrl: string): RegistryState {

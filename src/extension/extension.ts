@@ -91,7 +91,7 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
         delegations: delegations.count,
         producedAt: new Date().toISOString(),
         refreshCount,
-        agentReview: entry ? agentReviewView(agents.registry, entry, agents.viaProxy.has(entry.cardUrl)) : undefined,
+        agentReview: entry ? agentReviewView(agents.registry, entry, agents.viaProxy.get(entry.cardUrl)) : undefined,
         delegation: subject.delegationId ? delegationView(subject.delegationId) : undefined,
       };
     },
@@ -252,7 +252,7 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     agents.allowPrivateHost(host);
     // A restarted local gateway listens on a new port: its old entries are gone for good.
     for (const a of agents.agents) if (a.source === 'local-gateway' && a.origin !== new URL(info.url).origin) await agents.remove(a.cardUrl);
-    const added = await agents.add(info.url, 'local-gateway');
+    const { entries: added } = await agents.add(info.url, 'local-gateway');
     // Baton started this gateway itself (its own program, its own token): its agents need no review.
     for (const a of added) if (a.status === 'pending' && a.served) await agents.approve(a.cardUrl, a.served.digest);
   };
@@ -287,17 +287,24 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
       const value = input.trim();
       const wasApproved = new Set(agents.approved().map((a) => a.cardUrl));
       try {
-        const added = await vscode.window.withProgress({ location: { viewId: 'baton.agents' }, title: vscode.l10n.t('Fetching the agent card…') }, () => agents.add(value));
+        const { entries: added, summary } = await vscode.window.withProgress({ location: { viewId: 'baton.agents' }, title: vscode.l10n.t('Fetching the agent card…') }, () => agents.add(value));
         const pending = added.filter((a) => a.status === 'pending');
         const already = added.filter((a) => wasApproved.has(a.cardUrl) && a.status === 'approved');
+        // Part of what an index listed was left out (a limit, or a card that failed): say what was added, what was not, and what to do.
+        if (summary) {
+          const showLog = vscode.l10n.t('Show Log');
+          void vscode.window.showWarningMessage(summary, showLog).then((pick) => {
+            if (pick === showLog) log.show();
+          });
+        }
         if (pending.length === 1) panels.open({ agentCardUrl: pending[0].cardUrl }, vscode.l10n.t('Review: {0}', pending[0].served?.card.name ?? pending[0].cardUrl));
-        else if (pending.length > 1) {
+        else if (pending.length > 1 && !summary) {
           void vscode.window.showInformationMessage(
             already.length
               ? vscode.l10n.t('Added {0} agents for review ({1} were already approved). Review each one in the Agents view before use.', pending.length, already.length)
               : vscode.l10n.t('Added {0} agents for review. Review each one in the Agents view before use.', pending.length),
           );
-        } else if (added.length > 0) {
+        } else if (pending.length === 0 && added.length > 0 && !summary) {
           void vscode.window.showInformationMessage(vscode.l10n.t('Nothing new to review: {0} already approved.', added.map((a) => a.served?.card.name ?? a.cardUrl).join(', ')));
         }
         return added.map((a) => a.cardUrl);

@@ -12,6 +12,9 @@
  * Node's global `fetch` ignores an `agent`, so this is undici's `fetch` with its own dispatcher, one per
  * call (nothing pooled outlives the call). With a proxy the proxy resolves names, so pinning is
  * impossible: results say so (`pinning: 'proxy'`) and `pinningStatus` lets the UI say it up front.
+ * The name is still resolved here first and refused unless every address is public (or the host is
+ * allowed), so a proxy cannot be used to reach what a direct fetch would refuse; `proxied` says what
+ * was checked. The proxy itself may be on a private address: it is the user's own.
  */
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
@@ -21,6 +24,7 @@ import { Agent, buildConnector, fetch, ProxyAgent } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { NormalizedAgentCard } from '../core/agentCard';
 import { AgentCardError, parseAgentCard } from '../core/agentCard';
+import type { ProxyCheck } from '../core/proxyCheck';
 
 export const DEFAULT_MAX_BYTES = 256 * 1024;
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -101,6 +105,8 @@ export interface SafeFetchResult {
   readonly pinning: Pinning;
   /** Addresses the connection was allowed to dial (empty through a proxy). */
   readonly dialled: readonly string[];
+  /** Through a proxy: which proxy, and what was checked before the request was handed to it. */
+  readonly proxied: ProxyCheck | undefined;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -166,10 +172,11 @@ export function hostMatches(host: string, list: readonly string[] | undefined, p
   });
 }
 
-function blockedMessage(host: string, address: string, range: string): string {
+function blockedMessage(host: string, address: string, range: string, proxy?: string): string {
   const what = address === host ? address : `${host} (${address})`;
+  const verb = proxy ? `fetch ${what} through the proxy ${proxy}` : `connect to ${what}`;
   const where = range === 'loopback' ? 'If this agent runs on this machine' : 'If this agent runs on a network you trust';
-  return `Refused to connect to ${what}: it is a ${range} address, not a public one. ${where}, add "${host}" to the baton.privateHosts setting.`;
+  return `Refused to ${verb}: it is a ${range} address, not a public one. ${where}, add "${host}" to the baton.privateHosts setting.`;
 }
 
 /** Ports fetch refuses by specification (they belong to other protocols): say so rather than "fetch failed". */
@@ -186,8 +193,9 @@ class BlockedAddressError extends Error {
     readonly host: string,
     readonly address: string,
     readonly range: string,
+    proxy?: string,
   ) {
-    super(blockedMessage(host, address, range));
+    super(blockedMessage(host, address, range, proxy));
   }
 }
 
@@ -211,7 +219,9 @@ export function pinningStatus(url: string, options: Pick<SafeFetchOptions, 'prox
   if (options.proxy && !hostMatches(host, options.noProxy)) {
     return {
       pinned: false,
-      reason: `A proxy (${redact(options.proxy)}) is configured, so the proxy resolves ${host}: Baton cannot check or pin the address it connects to.`,
+      reason:
+        `A proxy (${redact(options.proxy)}) is configured, so the proxy resolves ${host} again: Baton checks that ${host} resolves to public addresses ` +
+        'before handing it over, but cannot check or pin the address the proxy connects to.',
     };
   }
   return { pinned: true };
@@ -295,12 +305,9 @@ export async function safeFetch(url: string, options: SafeFetchOptions = {}): Pr
   };
 
   const tls = options.testHooks?.ca ? { ca: options.testHooks.ca } : {};
-  let dispatcher: Dispatcher;
-  if (useProxy) {
-    dispatcher = new ProxyAgent({ uri: options.proxy as string, requestTls: tls, proxyTls: tls });
-  } else {
+  const direct = (): Dispatcher => {
     const base = buildConnector({ ...tls, lookup: pinnedLookup as never });
-    dispatcher = new Agent({
+    return new Agent({
       connect: (opts, callback) => {
         // Literal IPs never reach `lookup` (net.connect skips it), so they are checked here too.
         const h = normalizeHost(opts.hostname);
@@ -319,7 +326,7 @@ export async function safeFetch(url: string, options: SafeFetchOptions = {}): Pr
         base(opts, callback);
       },
     });
-  }
+  };
 
   const controller = new AbortController();
   let timedOut = false;
@@ -338,7 +345,18 @@ export async function safeFetch(url: string, options: SafeFetchOptions = {}): Pr
     return classify(e, host, shown);
   };
 
+  let dispatcher: Dispatcher | undefined;
   try {
+    let proxied: ProxyCheck | undefined;
+    if (useProxy) {
+      // Inside the deadline: a resolver that hangs ends like a server that does.
+      proxied = await checkBeforeProxy(shown, host, allowedHost, resolve, redact(options.proxy as string), controller.signal).catch((e: unknown) => {
+        throw fail(e);
+      });
+      dispatcher = new ProxyAgent({ uri: options.proxy as string, requestTls: tls, proxyTls: tls });
+    } else {
+      dispatcher = direct();
+    }
     const res = await fetch(shown, {
       method: options.method ?? 'GET',
       headers: { 'user-agent': 'Baton', ...options.headers },
@@ -387,12 +405,65 @@ export async function safeFetch(url: string, options: SafeFetchOptions = {}): Pr
       body.set(c, off);
       off += c.byteLength;
     }
-    return { url: shown, status: res.status, headers: res.headers, body, pinning: useProxy ? 'proxy' : allowedHost ? 'allowed-host' : 'pinned', dialled };
+    return { url: shown, status: res.status, headers: res.headers, body, pinning: useProxy ? 'proxy' : allowedHost ? 'allowed-host' : 'pinned', dialled, proxied };
   } finally {
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
-    await dispatcher.destroy().catch(() => undefined);
+    await dispatcher?.destroy().catch(() => undefined);
   }
+}
+
+/**
+ * Before a fetch is handed to the proxy: the proxy resolves the name and dials whatever it gets, so
+ * Baton resolves the name itself first and refuses it unless every answer is public, exactly as a
+ * direct fetch would. The proxy's own answer can still differ (a name that rebinds, split DNS); the
+ * fetch is then still https to that name, so a host that cannot present the name's certificate fails.
+ * Allowed hosts are not checked (any address is allowed for them); literal IPs were checked already.
+ */
+async function checkBeforeProxy(url: string, host: string, allowedHost: boolean, resolve: Resolver, proxy: string, signal: AbortSignal): Promise<ProxyCheck> {
+  if (allowedHost) return { proxy, host, checked: 'allowed-host', addresses: [] };
+  if (isIP(host)) return { proxy, host, checked: 'public', addresses: [host] };
+  const unresolved = (cause?: unknown): SafeFetchError =>
+    new SafeFetchError(
+      'dns',
+      `The host name ${host} could not be resolved. Baton resolves every name itself before handing a fetch to your proxy (${proxy}), to check that it is a public address. ` +
+        `If only the proxy can resolve ${host} and you trust that host, add "${host}" to the baton.privateHosts setting.`,
+      url,
+      { cause },
+    );
+  let answers: Awaited<ReturnType<Resolver>>;
+  try {
+    answers = await untilAborted(resolve(host), signal);
+  } catch (e) {
+    if (signal.aborted) throw e;
+    throw unresolved(e);
+  }
+  if (answers.length === 0) throw unresolved();
+  // As in the pinned lookup: one refused answer refuses the name.
+  for (const a of answers) {
+    const v = verdictFor(a.address, false);
+    if (!v.allowed) throw new SafeFetchError('blocked-address', blockedMessage(host, a.address, v.range, proxy), url, { address: a.address, range: v.range });
+  }
+  return { proxy, host, checked: 'public', addresses: answers.map((a) => a.address) };
+}
+
+/** `p`, or a rejection as soon as `signal` aborts (a resolver cannot be cancelled, only left behind). */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new Error('aborted'));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(new Error('aborted'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
 }
 
 function tooLarge(url: string, maxBytes: number): SafeFetchError {
@@ -467,8 +538,9 @@ export type FetchedAgentCard =
       /** The card text as served. */
       readonly raw: string;
       readonly pinning: Pinning;
+      readonly proxied: ProxyCheck | undefined;
     }
-  | { readonly notModified: true; readonly cardUrl: string; readonly etag: string | undefined; readonly pinning: Pinning };
+  | { readonly notModified: true; readonly cardUrl: string; readonly etag: string | undefined; readonly pinning: Pinning; readonly proxied: ProxyCheck | undefined };
 
 /**
  * Fetch, parse and normalise an Agent Card from a card URL or a base URL. Errors are `SafeFetchError`s
@@ -482,7 +554,7 @@ export async function fetchAgentCard(input: string, options: FetchAgentCardOptio
   if (options.etag) headers['if-none-match'] = options.etag;
   const res = await safeFetch(cardUrl, { ...options, method: 'GET', headers });
   const etag = res.headers.get('etag') ?? undefined;
-  if (res.status === 304) return { notModified: true, cardUrl, etag: etag ?? options.etag, pinning: res.pinning };
+  if (res.status === 304) return { notModified: true, cardUrl, etag: etag ?? options.etag, pinning: res.pinning, proxied: res.proxied };
   if (res.status < 200 || res.status > 299) {
     const hint =
       res.status === 404
@@ -504,7 +576,7 @@ export async function fetchAgentCard(input: string, options: FetchAgentCardOptio
   }
   try {
     const { card, digest } = parseAgentCard(text);
-    return { notModified: false, cardUrl, card, digest, etag, raw: text, pinning: res.pinning };
+    return { notModified: false, cardUrl, card, digest, etag, raw: text, pinning: res.pinning, proxied: res.proxied };
   } catch (e) {
     if (e instanceof AgentCardError) {
       const code: SafeFetchErrorCode = e.code === 'duplicate-key' ? 'duplicate-key' : e.code === 'invalid-card' ? 'invalid-card' : 'not-json';

@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import type { SecuritySchemeInfo } from '../../core/agentCard';
 import { cardWarnings, type AgentEntry, type CardWarning, type RegistryState } from '../../core/agentRegistry';
 import type { AgentReviewView } from '../../core/protocol/panelProtocol';
+import { proxyCheckText, type ProxyCheck } from '../../core/proxyCheck';
 
 const MAX_VALUE = 200;
 
@@ -49,7 +50,7 @@ const SOURCE: Record<AgentEntry['source'], () => string> = {
 };
 
 /** The review page's view of an agent: the card as served now (what the user would approve). */
-export function agentReviewView(state: RegistryState, e: AgentEntry, fetchedViaProxy = false): AgentReviewView {
+export function agentReviewView(state: RegistryState, e: AgentEntry, fetchedViaProxy?: ProxyCheck): AgentReviewView {
   const card = e.served?.card ?? e.approval?.card;
   const sig = e.served?.signature;
   return {
@@ -75,7 +76,8 @@ export function agentReviewView(state: RegistryState, e: AgentEntry, fetchedViaP
           : { status: 'unsigned', detail: vscode.l10n.t('the card carries no signature') },
     changes: e.changes.map((c) => ({ path: c.path, kind: c.kind, before: show(c.before), after: show(c.after) })),
     warnings: [
-      ...(fetchedViaProxy ? [vscode.l10n.t('Fetched through your HTTP proxy (http.proxy): the proxy chose the address, so Baton could not check or pin it.')] : []),
+      // What was checked before the proxy got the fetch, and that the proxy chose the address.
+      ...(fetchedViaProxy ? [proxyCheckText(fetchedViaProxy)] : []),
       ...cardWarnings(state, e).map(warningText),
     ],
     error: e.lastError ? `${e.lastError.message}` : undefined,

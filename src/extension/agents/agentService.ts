@@ -1,13 +1,11 @@
 import * as vscode from 'vscode';
-import { readAgentIndex } from '../../core/agentCard';
 import {
-  addAgent,
+  addFetchedAgents,
   approveAgent,
   callableEndpoint,
   deserializeRegistry,
   EMPTY_REGISTRY,
   findAgent,
-  normalizeCardUrl,
   pinnedKeysFor,
   recordFetch,
   recordFetchFailure,
@@ -21,6 +19,7 @@ import {
   type ApproveResult,
   type RegistryState,
 } from '../../core/agentRegistry';
+import type { ProxyCheck } from '../../core/proxyCheck';
 import type { SafeFetchOptions } from '../../node/safeFetch';
 import { loadNet } from '../lazy';
 import { verifyAgentCard } from '../../node/signing';
@@ -49,6 +48,14 @@ export class RegistryFile {
   }
 }
 
+/** What one Add Agent did. */
+export interface AddResult {
+  /** The entries added or refreshed, the one given first. */
+  readonly entries: AgentEntry[];
+  /** When an index listed cards that were left out: what to tell the user (already logged). */
+  readonly summary: string | undefined;
+}
+
 /** Network settings every card fetch uses (machine-scoped settings; see package.json). */
 export interface FetchSettings {
   readonly allowPrivateHosts: readonly string[];
@@ -65,8 +72,8 @@ export class AgentService extends Disposable {
   private state: RegistryState;
   private readonly _onDidChange = this._register(new vscode.EventEmitter<void>());
   readonly onDidChange = this._onDidChange.event;
-  /** Cards last fetched through a proxy: the proxy chose the address, so Baton could not pin it. */
-  readonly viaProxy = new Set<string>();
+  /** Cards last fetched through a proxy, and what was checked before the proxy got the fetch (the proxy chose the address). */
+  readonly viaProxy = new Map<string, ProxyCheck>();
   /** Extra hosts allowed as private for the session (the local gateway's 127.0.0.1:port). */
   private readonly sessionPrivateHosts = new Set<string>();
 
@@ -116,39 +123,34 @@ export class AgentService extends Disposable {
   }
 
   /**
-   * Adds the agent behind a card URL or base URL; a gateway's card also adds each agent in its index.
-   * Returns the entries added or refreshed. Fetch errors are recorded on the entry and rethrown.
+   * Adds the agent behind a card URL or base URL; a gateway's card also adds the agents its index
+   * lists, within the walk's limits (src/node/agentDiscovery.ts). Everything found is saved in one
+   * step, so a walk that fails adds nothing. Rejects with the error of the card the user gave; cards
+   * listed by an index that were left out are logged and summed up in `summary`.
    */
-  async add(input: string, source: AgentSource = 'user'): Promise<AgentEntry[]> {
-    const fetched = await loadNet().fetchAgentCard(input, this.fetchOptions());
-    if (fetched.notModified) throw new Error('unexpected 304 for a new card');
-    const cardUrl = normalizeCardUrl(fetched.cardUrl);
-    if (fetched.pinning === 'proxy') this.viaProxy.add(cardUrl);
-    else this.viaProxy.delete(cardUrl);
-    const index = readAgentIndex(fetched.card, cardUrl);
-    const added: AgentEntry[] = [];
-    // A gateway's root card that serves no interface of its own is an index, not an agent.
-    if (fetched.card.interfaces.length === 0 && index.length > 0) {
-      for (const item of index) added.push(...(await this.addIndexed(item.cardUrl, source, cardUrl)));
-      return added;
-    }
-    let state = findAgent(this.state, cardUrl) ? this.state : addAgent(this.state, { cardUrl, source, now: new Date().toISOString() });
-    const signature = await verifyAgentCard(fetched.card.raw, { pinnedKeys: pinnedKeysFor(state, new URL(cardUrl).origin) });
-    state = recordFetch(state, cardUrl, { card: fetched.card, digest: fetched.digest, signature, etag: fetched.etag, fetchedAt: new Date().toISOString() });
-    await this.commit(state);
-    const entry = findAgent(this.state, cardUrl);
-    if (entry) added.push(entry);
-    for (const item of index) added.push(...(await this.addIndexed(item.cardUrl, source, cardUrl)));
-    return added;
+  async add(input: string, source: AgentSource = 'user'): Promise<AddResult> {
+    const net = loadNet();
+    const found = await net.discoverAgents(input, { fetch: this.fetchOptions() });
+    const now = new Date().toISOString();
+    const items = await Promise.all(
+      found.agents.map(async (a) => {
+        const signature = await verifyAgentCard(a.fetched.card.raw, { pinnedKeys: pinnedKeysFor(this.state, new URL(a.cardUrl).origin) });
+        const from: AgentSource = a.depth === 0 ? source : source === 'local-gateway' ? 'local-gateway' : 'gateway-index';
+        return { cardUrl: a.cardUrl, source: from, served: { card: a.fetched.card, digest: a.fetched.digest, signature, etag: a.fetched.etag, fetchedAt: now } };
+      }),
+    );
+    if (items.length > 0) await this.commit(addFetchedAgents(this.state, items, now));
+    for (const a of found.agents) this.noteRoute(a.cardUrl, a.fetched.proxied);
+    for (const line of net.discoveryLog(found)) this.log.warn(`agents: ${line}`);
+    const summary = net.discoverySummary(found);
+    if (summary) this.log.warn(`agents: ${summary}`);
+    const entries = found.agents.map((a) => findAgent(this.state, a.cardUrl)).filter((e): e is AgentEntry => e !== undefined);
+    return { entries, summary };
   }
 
-  private async addIndexed(cardUrl: string, source: AgentSource, indexUrl: string): Promise<AgentEntry[]> {
-    try {
-      return await this.add(cardUrl, source === 'local-gateway' ? 'local-gateway' : 'gateway-index');
-    } catch (e) {
-      this.log.warn(`agents: could not add ${cardUrl} from the index at ${indexUrl}: ${e instanceof Error ? e.message : String(e)}`);
-      return [];
-    }
+  private noteRoute(cardUrl: string, proxied: ProxyCheck | undefined): void {
+    if (proxied) this.viaProxy.set(cardUrl, proxied);
+    else this.viaProxy.delete(cardUrl);
   }
 
   /** Re-fetches one card (with its ETag); a changed card sends an approved agent back to pending. */
@@ -157,6 +159,7 @@ export class AgentService extends Disposable {
     if (!entry) return;
     try {
       const fetched = await loadNet().fetchAgentCard(entry.cardUrl, { ...this.fetchOptions(), etag: entry.served?.etag });
+      this.noteRoute(entry.cardUrl, fetched.proxied);
       if (fetched.notModified) {
         await this.commit(recordNotModified(this.state, entry.cardUrl, new Date().toISOString()));
         return;
