@@ -10,6 +10,13 @@ export interface AgentReviewActions {
 
 let acknowledged = false;
 
+/** A URL that wraps only after its separators (never mid-word) and shows whole on hover. */
+function url(u: string | undefined): TemplateResult | typeof nothing {
+  if (!u) return nothing;
+  const pieces = u.split(/(?<=[/.?&=#:])/);
+  return html`<code class="url" title=${u}>${pieces.map((p, i) => (i ? html`<wbr>${p}` : p))}</code>`;
+}
+
 export function agentReviewTemplate(r: AgentReviewView, a: AgentReviewActions, trusted: boolean): TemplateResult {
   const preferred = r.interfaces.find((i) => i.preferred) ?? r.interfaces[0];
   const needsAck = !!preferred?.offOrigin;
@@ -30,11 +37,11 @@ export function agentReviewTemplate(r: AgentReviewView, a: AgentReviewActions, t
     <section class="facts">
       <div><span class="k">Signature</span><span class="sig ${r.signature.status}" id="card-signature">${r.signature.status} <span class="muted">${r.signature.detail}</span></span></div>
       <div><span class="k">Card digest</span><code id="card-digest" title=${r.digest ?? ''}>${r.digest ? r.digest.slice(0, 23) + '…' : 'not fetched'}</code></div>
-      <div><span class="k">Card URL</span><code>${r.cardUrl}</code></div>
-      ${r.approvedEndpoint ? html`<div><span class="k">Pinned endpoint</span><code>${r.approvedEndpoint}</code></div>` : nothing}
+      <div><span class="k">Card URL</span>${url(r.cardUrl)}</div>
+      ${r.approvedEndpoint ? html`<div><span class="k">Pinned endpoint</span>${url(r.approvedEndpoint)}</div>` : nothing}
     </section>
     <h2>Interfaces</h2>
-    <ul class="plain">${r.interfaces.map((i) => html`<li><code>${i.url}</code> <span class="chip">${i.binding}${i.protocolVersion ? ` ${i.protocolVersion}` : ''}</span>${i.preferred ? html` <span class="chip">preferred</span>` : nothing}${i.offOrigin ? html` <span class="chip warn">another host than the card's</span>` : nothing}${i.insecure ? html` <span class="chip warn">http</span>` : nothing}</li>`)}</ul>
+    <ul class="plain">${r.interfaces.map((i) => html`<li>${url(i.url)} <span class="chip">${i.binding}${i.protocolVersion ? ` ${i.protocolVersion}` : ''}</span>${i.preferred ? html` <span class="chip">preferred</span>` : nothing}${i.offOrigin ? html` <span class="chip warn">another host than the card's</span>` : nothing}${i.insecure ? html` <span class="chip warn">http</span>` : nothing}</li>`)}</ul>
     <h2>Skills</h2>
     <ul class="plain skills">${r.skills.map((s) => html`<li><strong>${s.name}</strong> — ${s.description}${s.tags.length ? html` <span class="muted">${s.tags.join(', ')}</span>` : nothing}</li>`)}</ul>
     <h2>Authentication</h2>

@@ -65,21 +65,26 @@ export function agentReviewView(state: RegistryState, e: AgentEntry, fetchedViaP
     digest: e.served?.digest,
     interfaces: (card?.interfaces ?? []).map((i, n) => ({ url: i.url, binding: i.binding, protocolVersion: i.protocolVersion, preferred: n === 0, offOrigin: i.origin !== e.origin, insecure: i.url.startsWith('http:') })),
     skills: (card?.skills ?? []).map((s) => ({ name: s.name, description: s.description, tags: s.tags })),
-    auth: (card?.securitySchemes ?? []).map((s) => ({ name: s.name, detail: authDetail(s) })),
+    // A card may offer schemes while requiring none (a loopback gateway that serves tokenless requests).
+    auth: (card?.securitySchemes ?? []).map((s) => ({ name: s.name, detail: card?.securityRequirements.length ? authDetail(s) : vscode.l10n.t('{0} — optional: the card requires no authentication', authDetail(s)) })),
     extensions: (card?.capabilities.extensions ?? []).map((x) => ({ uri: x.uri, required: x.required })),
     signature: !sig
       ? { status: 'unknown', detail: vscode.l10n.t('the card has not been fetched') }
       : sig.status === 'verified'
-        ? { status: 'verified', detail: sig.firstUse ? vscode.l10n.t('with the key the card carries; it is pinned for {0} when you approve', e.origin) : vscode.l10n.t('with the key pinned for {0}', e.origin) }
+        ? {
+            status: 'verified',
+            detail: sig.firstUse && e.status !== 'approved' ? vscode.l10n.t('with the key the card carries; it is pinned for {0} when you approve', e.origin) : vscode.l10n.t('with the key pinned for {0}', e.origin),
+          }
         : sig.status === 'invalid'
           ? { status: 'invalid', detail: sig.reason }
           : { status: 'unsigned', detail: vscode.l10n.t('the card carries no signature') },
     changes: e.changes.map((c) => ({ path: c.path, kind: c.kind, before: show(c.before), after: show(c.after) })),
-    warnings: [
+    // One line per warning: a card's JSON-RPC and HTTP+JSON interfaces often share one plain-http URL.
+    warnings: [...new Set([
       // What was checked before the proxy got the fetch, and that the proxy chose the address.
       ...(fetchedViaProxy ? [proxyCheckText(fetchedViaProxy)] : []),
       ...cardWarnings(state, e).map(warningText),
-    ],
+    ])],
     error: e.lastError ? `${e.lastError.message}` : undefined,
     approvedEndpoint: e.approval?.endpoint.url,
   };
