@@ -23,7 +23,8 @@ import { META } from '../core/batonProfile';
 import { normalizeAgentCard, readAgentIndex } from '../core/agentCard';
 import type { DelegationRequest } from '../core/delegation';
 import type { DelegationOutcome, DelegationView } from '../core/protocol/delegationView';
-import { connectAgent, normalizeCard } from '../node/a2a/clientFactory';
+import { sameOrigin, tryNormalizeOrigin } from '../core/origin';
+import { connectAgent, normalizeCard, scopedGetToken } from '../node/a2a/clientFactory';
 import { DelegationManager } from '../node/a2a/delegationManager';
 import { JournalStore } from '../node/journalStore';
 import { defaultStateDir } from './cliPaths';
@@ -48,7 +49,8 @@ const USAGE = `usage:
   baton reply <request-id> "<text>"
 
 The gateway is --gateway, else $BATON_GATEWAY, else the local one ($BATON_STATE_DIR or ~/.baton/gateway).
-The token is $BATON_TOKEN, else the local gateway's token file.
+The token is $BATON_TOKEN, else the local gateway's token file (only when talking to the local gateway).
+It is sent to the gateway's origin only: an agent card URL on another origin gets no token.
 Exit codes: 0 completed, 10 failed, 11 canceled, 12 rejected, 13 expired, 14 unknown, 15 needs a reply or an authorization.
 `;
 
@@ -56,28 +58,49 @@ class UsageError extends Error {}
 
 interface Gateway {
   readonly url: string;
+  /** The gateway's origin: the only origin its token is sent to. */
+  readonly origin: string;
   readonly token: string | undefined;
 }
 
+/**
+ * The gateway and its token. `$BATON_TOKEN` is the token for the gateway the command talks to; the
+ * local gateway's token file only goes with the local gateway (the origin in its gateway.json), never
+ * with another gateway named by --gateway or $BATON_GATEWAY.
+ */
 function locateGateway(flag: string | undefined, env: NodeJS.ProcessEnv): Gateway {
   const stateDir = defaultStateDir(env);
   const infoFile = join(stateDir, 'gateway.json');
-  let url = flag ?? env.BATON_GATEWAY;
-  let token = env.BATON_TOKEN;
-  if (!url && existsSync(infoFile)) {
-    const info = JSON.parse(readFileSync(infoFile, 'utf8')) as { url?: string; tokenFile?: string };
-    url = info.url;
-    if (!token && info.tokenFile && existsSync(info.tokenFile)) token = readFileSync(info.tokenFile, 'utf8').trim();
-  }
-  if (!token && existsSync(join(stateDir, 'token'))) token = readFileSync(join(stateDir, 'token'), 'utf8').trim();
+  const info = existsSync(infoFile) ? (JSON.parse(readFileSync(infoFile, 'utf8')) as { url?: string; tokenFile?: string }) : undefined;
+  const url = (flag ?? env.BATON_GATEWAY) || info?.url;
   if (!url) throw new UsageError(`no gateway: pass --gateway URL, set BATON_GATEWAY, or start one with baton-gateway (looked for ${infoFile})`);
-  return { url: url.replace(/\/+$/, ''), token };
+  const origin = tryNormalizeOrigin(url);
+  if (!origin) throw new UsageError(`the gateway ${JSON.stringify(url)} is not an http(s) URL: pass --gateway http(s)://host:port`);
+  let token = env.BATON_TOKEN || undefined;
+  if (!token && info?.url && sameOrigin(info.url, origin)) {
+    const tokenFile = info.tokenFile && existsSync(info.tokenFile) ? info.tokenFile : join(stateDir, 'token');
+    if (existsSync(tokenFile)) token = readFileSync(tokenFile, 'utf8').trim();
+  }
+  return { url: url.replace(/\/+$/, ''), origin, token };
 }
 
 async function fetchJson(url: string): Promise<unknown> {
   const res = await fetch(url, { headers: { 'A2A-Version': '1.0' }, redirect: 'error', signal: AbortSignal.timeout(15_000) });
   if (!res.ok) throw new Error(`GET ${url}: HTTP ${res.status}`);
   return res.json();
+}
+
+/** The card's interface must be an http(s) URL without credentials on the card's own origin. */
+function checkInterfaceUrl(url: string, cardUrl: string): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(`the card at ${cardUrl} names an interface that is not a URL (${url}); ask the agent's owner to fix the card`);
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new Error(`the card at ${cardUrl} names a ${parsed.protocol} interface (${url}); baton calls only http(s)`);
+  if (parsed.username || parsed.password) throw new Error(`the card at ${cardUrl} names an interface with credentials in its URL; ask the agent's owner to fix the card`);
+  if (!sameOrigin(url, cardUrl)) throw new Error(`the card at ${cardUrl} points requests to another origin (${url}); add it through the extension to review it`);
 }
 
 function journalDir(env: NodeJS.ProcessEnv): string {
@@ -93,12 +116,12 @@ async function openManager(gw: Gateway, env: NodeJS.ProcessEnv, cards: Map<strin
         card = normalizeCard(await fetchJson(`${request.agent.endpoint}/.well-known/agent-card.json`));
         cards.set(request.agent.endpoint, card);
       }
-      const origin = new URL(request.agent.endpoint).origin;
       return connectAgent({
         card,
         endpoint: { url: request.agent.endpoint, protocolBinding: request.agent.protocolBinding, protocolVersion: request.agent.protocolVersion },
-        // The token is bound to the gateway's origin; it is never sent anywhere else.
-        getToken: (o) => Promise.resolve(o === origin ? gw.token : undefined),
+        // The token is bound to the gateway's origin, whatever endpoint the card or the journal names:
+        // a delegation to an agent elsewhere carries no token (the CLI stores none for other origins).
+        getToken: scopedGetToken({ gatewayOrigin: gw.origin }, { gateway: () => gw.token }),
       });
     },
   });
@@ -193,12 +216,12 @@ export async function batonMain(argv: string[], out: NodeJS.WritableStream = pro
   if (cmd === 'delegate') {
     const [target, task] = args;
     if (!target || !task) throw new UsageError('delegate needs an agent (id or card URL) and a task in quotes');
-    const cardUrl = /^https?:\/\//.test(target) ? target : `${gw.url}/a2a/${encodeURIComponent(target)}/.well-known/agent-card.json`;
+    const cardUrl = /^https?:\/\//i.test(target) ? target : `${gw.url}/a2a/${encodeURIComponent(target)}/.well-known/agent-card.json`;
     const raw = await fetchJson(cardUrl);
     const card = normalizeCard(raw);
     const iface = card.supportedInterfaces.find((i) => i.protocolBinding === 'JSONRPC' && i.protocolVersion === '1.0') ?? card.supportedInterfaces[0];
     if (!iface) throw new Error(`the card at ${cardUrl} lists no interface to call`);
-    if (new URL(iface.url).origin !== new URL(cardUrl).origin) throw new Error(`the card at ${cardUrl} points requests to another origin (${iface.url}); add it through the extension to review it`);
+    checkInterfaceUrl(iface.url, cardUrl);
     cards.set(iface.url, card);
     const requestId = randomUUID();
     const repo = values.repo ? resolve(values.repo) : undefined;
