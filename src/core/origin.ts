@@ -52,6 +52,11 @@ export function tryNormalizeOrigin(input: string): string | undefined {
   }
 }
 
+/** True for a plain-http URL or origin, however the scheme is spelled (`HTTP://…` too). */
+export function isPlainHttp(url: string): boolean {
+  return /^http:/i.test(url.trim());
+}
+
 /** True when both name the same http(s) origin after normalisation; false when either is not one. */
 export function sameOrigin(a: string, b: string): boolean {
   const x = tryNormalizeOrigin(a);
