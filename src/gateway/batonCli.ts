@@ -22,8 +22,9 @@ import type { AgentCard, Message } from '@a2a-js/sdk';
 import { META } from '../core/batonProfile';
 import { normalizeAgentCard, readAgentIndex } from '../core/agentCard';
 import type { DelegationRequest } from '../core/delegation';
-import type { DelegationOutcome, DelegationView } from '../core/protocol/delegationView';
+import type { DelegationOutcome, DelegationView, TimelineEntry } from '../core/protocol/delegationView';
 import { sameOrigin, tryNormalizeOrigin } from '../core/origin';
+import { terminalBlock, terminalJson, terminalLine } from '../core/terminalText';
 import { connectAgent, normalizeCard, scopedGetToken } from '../node/a2a/clientFactory';
 import { DelegationManager } from '../node/a2a/delegationManager';
 import { JournalStore } from '../node/journalStore';
@@ -127,8 +128,33 @@ async function openManager(gw: Gateway, env: NodeJS.ProcessEnv, cards: Map<strin
   });
 }
 
+/**
+ * Every line the CLI prints. Agent- and card-controlled strings in it must already have gone through
+ * `terminalLine`/`terminalBlock` (core/terminalText.ts), or be JSON from `terminalJson`.
+ */
 function line(out: NodeJS.WritableStream, text: string): void {
   out.write(`${text}\n`);
+}
+
+/** One line of agent text. */
+const t = terminalLine;
+/** Agent text that may span lines: its later lines are indented under the CLI's own. */
+const block = (s: string): string => terminalBlock(s);
+
+/** How one timeline entry is shown; every string in it may come from the agent. */
+function timelineLine(e: TimelineEntry): string {
+  switch (e.kind) {
+    case 'artifact':
+      return `  artifact ${t(e.name)} (${e.size} bytes${e.complete ? '' : ', more coming'})`;
+    case 'status':
+      return `  [${t(e.state)}]${e.text ? ` ${block(e.text)}` : ''}`;
+    case 'step':
+      return `  · ${block(e.text)}`;
+    case 'message':
+      return `  ${e.role === 'agent' ? 'agent' : 'you'}: ${block(e.text)}`;
+    case 'notice':
+      return `  ${e.level}: ${block(e.text)}`;
+  }
 }
 
 /** Prints timeline entries as they arrive; resolves with the final view once the delegation settles. */
@@ -141,10 +167,7 @@ function follow(manager: DelegationManager, requestId: string, out: NodeJS.Writa
       const total = view.timelineOmitted + view.timeline.length;
       for (let i = Math.max(printed, view.timelineOmitted); i < total; i++) {
         const e = view.timeline[i - view.timelineOmitted];
-        if (json) line(out, JSON.stringify(e));
-        else if (e.kind === 'artifact') line(out, `  artifact ${e.name} (${e.size} bytes${e.complete ? '' : ', more coming'})`);
-        else if (e.kind === 'status') line(out, `  [${e.state}]${e.text ? ` ${e.text}` : ''}`);
-        else line(out, `  ${e.kind === 'notice' ? `${e.level}: ` : ''}${e.text}`);
+        line(out, json ? terminalJson(e) : timelineLine(e));
       }
       printed = total;
       if (view.outcome && !['queued', 'starting', 'submitted', 'working', 'reconnecting', 'canceling'].includes(view.state)) {
@@ -168,17 +191,22 @@ function finish(manager: DelegationManager, view: DelegationView, out: NodeJS.Wr
     saved = resolve(patchOut ?? `baton-${view.requestId.slice(0, 8)}.patch`);
     writeFileSync(saved, patch.text);
   }
-  if (json) line(out, JSON.stringify({ requestId: view.requestId, taskId: view.taskId, outcome, reason: view.outcomeReason, patch: saved }));
+  if (json) line(out, terminalJson({ requestId: view.requestId, taskId: view.taskId, outcome, reason: view.outcomeReason, patch: saved }));
   else {
-    line(out, `${outcome}${view.outcomeReason ? `: ${view.outcomeReason}` : ''}`);
-    if (saved) line(out, `changes.patch saved to ${saved}`);
-    if (outcome === 'input-required') line(out, `the agent asks: ${view.prompt ?? '(no question)'}\nanswer with: baton reply ${view.requestId} "<text>"`);
+    line(out, `${outcome}${view.outcomeReason ? `: ${block(view.outcomeReason)}` : ''}`);
+    if (saved) line(out, `changes.patch saved to ${t(saved)}`);
+    if (outcome === 'input-required') line(out, `the agent asks: ${view.prompt ? block(view.prompt) : '(no question)'}\nanswer with: baton reply ${view.requestId} "<text>"`);
     if (outcome === 'auth-required') {
-      line(out, `the agent needs authorization${view.prompt ? `: ${view.prompt}` : ''}\nauthorize as it asks, then follow the task again with: baton watch ${view.requestId}`);
+      line(out, `the agent needs authorization${view.prompt ? `: ${block(view.prompt)}` : ''}\nauthorize as it asks, then follow the task again with: baton watch ${view.requestId}`);
     }
     if (outcome === 'unknown') line(out, `contact was lost; check again with: baton watch ${view.requestId}`);
   }
   return EXIT[outcome];
+}
+
+/** An error as the one line `baton` prints for it on stderr. */
+export function errorLine(e: unknown): string {
+  return block(e instanceof Error ? e.message : String(e));
 }
 
 export async function batonMain(argv: string[], out: NodeJS.WritableStream = process.stdout, env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -208,8 +236,8 @@ export async function batonMain(argv: string[], out: NodeJS.WritableStream = pro
     const rootUrl = `${gw.url}/.well-known/agent-card.json`;
     const root = normalizeAgentCard(await fetchJson(rootUrl));
     const agents = readAgentIndex(root, rootUrl);
-    if (json) line(out, JSON.stringify(agents));
-    else for (const a of agents) line(out, `${a.id.padEnd(16)} ${a.name}${a.description ? ` — ${a.description}` : ''}`);
+    if (json) line(out, terminalJson(agents));
+    else for (const a of agents) line(out, `${t(a.id).padEnd(16)} ${t(a.name)}${a.description ? ` — ${t(a.description)}` : ''}`);
     return 0;
   }
 
@@ -251,7 +279,7 @@ export async function batonMain(argv: string[], out: NodeJS.WritableStream = pro
     };
     const manager = await openManager(gw, env, cards);
     try {
-      if (!json) line(out, `delegating to ${card.name} (${iface.url}) as ${requestId}`);
+      if (!json) line(out, `delegating to ${t(card.name)} (${t(iface.url)}) as ${requestId}`);
       const following = follow(manager, requestId, out, json);
       await manager.start(request);
       const view = await following;
@@ -269,8 +297,8 @@ export async function batonMain(argv: string[], out: NodeJS.WritableStream = pro
       const view = manager.view(requestId);
       if (!view) throw new UsageError(`no delegation ${requestId} in ${journalDir(env)}`);
       if (cmd === 'status') {
-        if (json) line(out, JSON.stringify(view));
-        else line(out, `${view.requestId} ${view.agent.name}: ${view.state}${view.outcomeReason ? ` (${view.outcomeReason})` : ''}${view.taskId ? ` task ${view.taskId}` : ''}`);
+        if (json) line(out, terminalJson(view));
+        else line(out, `${t(view.requestId)} ${t(view.agent.name)}: ${view.state}${view.outcomeReason ? ` (${block(view.outcomeReason)})` : ''}${view.taskId ? ` task ${t(view.taskId)}` : ''}`);
         return view.outcome ? EXIT[view.outcome] : 0;
       }
       // A delegation that lost contact, or that waited for an out-of-band authorization, is asked
@@ -298,7 +326,8 @@ if (require.main === module) {
       process.exitCode = code;
     },
     (e: unknown) => {
-      process.stderr.write(`baton: ${(e as Error).message ?? String(e)}\n${e instanceof UsageError ? USAGE : ''}`);
+      // Errors quote cards and agents (URLs, JSON-RPC error messages): neutralised like all agent text.
+      process.stderr.write(`baton: ${errorLine(e)}\n${e instanceof UsageError ? USAGE : ''}`);
       process.exitCode = e instanceof UsageError ? 2 : 1;
     },
   );
