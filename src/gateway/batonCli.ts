@@ -205,7 +205,7 @@ function finish(manager: DelegationManager, view: DelegationView, out: NodeJS.Wr
 }
 
 /** An error as the one line `baton` prints for it on stderr. */
-export function errorLine(e: unknown): string {
+function errorLine(e: unknown): string {
   return block(e instanceof Error ? e.message : String(e));
 }
 
