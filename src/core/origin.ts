@@ -76,6 +76,12 @@ export interface TokenScope {
   readonly gatewayOrigin?: string;
   /** The origin the user approved the agent at, where a token the user stored may go. */
   readonly approvedOrigin?: string;
+  /**
+   * The origin the agent's card was served from, when known. The gateway's token then goes only to
+   * agents whose card the gateway served: a card elsewhere that names the gateway as its interface
+   * does not get requests to the gateway made with the user's gateway token.
+   */
+  readonly cardOrigin?: string;
 }
 
 /**
@@ -86,7 +92,9 @@ export interface TokenScope {
 export function tokenSource(requestOrigin: string, scope: TokenScope): TokenSource {
   const origin = tryNormalizeOrigin(requestOrigin);
   if (!origin) return { kind: 'none' };
-  if (scope.gatewayOrigin !== undefined && origin === tryNormalizeOrigin(scope.gatewayOrigin)) return { kind: 'gateway' };
+  if (scope.gatewayOrigin !== undefined && origin === tryNormalizeOrigin(scope.gatewayOrigin)) {
+    if (scope.cardOrigin === undefined || origin === tryNormalizeOrigin(scope.cardOrigin)) return { kind: 'gateway' };
+  }
   if (scope.approvedOrigin !== undefined && origin === tryNormalizeOrigin(scope.approvedOrigin)) return { kind: 'stored', origin };
   return { kind: 'none' };
 }

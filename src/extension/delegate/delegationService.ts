@@ -131,10 +131,10 @@ export class DelegationService extends Disposable {
     return connectAgent({
       card: normalizeCard(entry.approval.card.raw),
       endpoint: { url: endpoint.url, protocolBinding: endpoint.binding, protocolVersion: endpoint.protocolVersion, tenant: endpoint.tenant },
-      // The local gateway's token goes to the local gateway; a token the user stored goes only to the
-      // origin the user approved for this agent, looked up under that exact origin (never to one a
-      // card names, never from https to http on the same host).
-      getToken: scopedGetToken({ gatewayOrigin: local?.url, approvedOrigin: this.agents.tokenOrigin(entry) }, { gateway: () => (local ? this.gateway.token(local) : undefined), stored: (origin) => this.storage.getToken(origin) }),
+      // The local gateway's token goes to the local gateway, for agents whose card it served; a token
+      // the user stored goes only to the origin the user approved for this agent, looked up under that
+      // exact origin (never to one a card names, never from https to http on the same host).
+      getToken: scopedGetToken({ gatewayOrigin: local?.url, approvedOrigin: this.agents.tokenOrigin(entry), cardOrigin: entry.origin }, { gateway: () => (local ? this.gateway.token(local) : undefined), stored: (origin) => this.storage.getToken(origin) }),
     });
   }
 

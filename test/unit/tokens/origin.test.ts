@@ -76,6 +76,16 @@ describe('tokenSource: which token goes with a request', () => {
     }
   });
 
+  it('with the card origin known, the gateway token goes only to agents whose card the gateway served', () => {
+    assert.deepEqual(tokenSource('http://127.0.0.1:4000', { gatewayOrigin, cardOrigin: 'http://127.0.0.1:4000' }), { kind: 'gateway' });
+    assert.deepEqual(tokenSource('http://127.0.0.1:4000', { gatewayOrigin, cardOrigin: 'HTTP://127.0.0.1:4000/' }), { kind: 'gateway' });
+    for (const cardOrigin of ['https://evil.example.net', 'http://127.0.0.1:4001', 'https://127.0.0.1:4000']) {
+      assert.deepEqual(tokenSource('http://127.0.0.1:4000', { gatewayOrigin, cardOrigin }), { kind: 'none' }, cardOrigin);
+      // A token the user stored for the gateway origin, and approved there, is still theirs to send.
+      assert.deepEqual(tokenSource('http://127.0.0.1:4000', { gatewayOrigin, cardOrigin, approvedOrigin: gatewayOrigin }), { kind: 'stored', origin: gatewayOrigin }, cardOrigin);
+    }
+  });
+
   it('with no scope nothing gets a token', () => {
     assert.deepEqual(tokenSource('https://agents.example.com:8443', {}), { kind: 'none' });
   });

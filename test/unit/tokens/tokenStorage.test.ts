@@ -122,11 +122,11 @@ describe('the token the extension sends: looked up by the exact origin of the re
   });
 
   /** Sends one message to `server` the way DelegationService.connect does; returns the Authorization it saw. */
-  async function send(server: AgentServer, storage: BatonStorage, approvedOrigin: string | undefined, gateway?: { origin: string; token: string }): Promise<string | undefined> {
+  async function send(server: AgentServer, storage: BatonStorage, approvedOrigin: string | undefined, gateway?: { origin: string; token: string; cardOrigin?: string }): Promise<string | undefined> {
     const conn = await connectAgent({
       card: server.card,
       endpoint: server.jsonRpc,
-      getToken: scopedGetToken({ gatewayOrigin: gateway?.origin, approvedOrigin }, { gateway: () => gateway?.token, stored: (o) => storage.getToken(o) }),
+      getToken: scopedGetToken({ gatewayOrigin: gateway?.origin, approvedOrigin, cardOrigin: gateway?.cardOrigin ?? approvedOrigin }, { gateway: () => gateway?.token, stored: (o) => storage.getToken(o) }),
     });
     const seen = server.requests.length;
     await conn.client.sendMessage({
@@ -175,5 +175,8 @@ describe('the token the extension sends: looked up by the exact origin of the re
     const { storage } = newStorage();
     assert.equal(await send(agent, storage, undefined, { origin: agent.base, token: 'gw' }), 'Bearer gw');
     assert.equal(await send(other, storage, other.base, { origin: agent.base, token: 'gw' }), undefined);
+    // A card served elsewhere that names the gateway as its interface: no gateway token.
+    assert.equal(await send(agent, storage, agent.base, { origin: agent.base, token: 'gw', cardOrigin: 'https://cards.evil.example' }), undefined);
+    assert.equal(await send(agent, storage, agent.base, { origin: agent.base, token: 'gw', cardOrigin: `HTTP://127.0.0.1:${agent.port}/` }), 'Bearer gw');
   });
 });
