@@ -16,6 +16,7 @@
  */
 import type { AgentInterfaceInfo, NormalizedAgentCard } from './agentCard';
 import { AgentCardError, agentCardDigest, normalizeAgentCard, originOf } from './agentCard';
+import { isPlainHttp } from './origin';
 import { canonicalize, memberPath } from './jcs';
 
 export type AgentStatus = 'pending' | 'approved' | 'rejected' | 'unavailable';
@@ -307,7 +308,7 @@ export function approveAgent(state: RegistryState, cardUrl: string, input: Appro
     return {
       ok: false,
       reason: 'endpoint-off-origin',
-      message: `The card at ${entry.origin} sends requests to ${chosen.origin}. Approve only if you trust that host; no token for ${entry.origin} is sent there.`,
+      message: `The card at ${entry.origin} sends requests to ${chosen.origin}. Approve only if you trust that origin; no token stored for ${entry.origin} is sent there.`,
     };
   }
   const approval: Approval = {
@@ -377,7 +378,7 @@ export function cardWarnings(state: RegistryState, entry: AgentEntry): CardWarni
   const out: CardWarning[] = [];
   for (const i of served.card.interfaces) {
     if (i.origin !== entry.origin) out.push({ kind: 'off-origin-interface', url: i.url, origin: i.origin });
-    if (i.url.startsWith('http:')) out.push({ kind: 'insecure-interface', url: i.url });
+    if (isPlainHttp(i.url)) out.push({ kind: 'insecure-interface', url: i.url });
   }
   if (served.signature.status === 'invalid') out.push({ kind: 'invalid-signature', reason: served.signature.reason });
   if (served.signature.status === 'unsigned' && pinnedKeysFor(state, entry.origin).length > 0) out.push({ kind: 'unsigned-after-signed' });

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { PanelCommand, PanelRequests } from '../core/protocol/panelProtocol';
+import { normalizeOrigin, tryNormalizeOrigin } from '../core/origin';
 import { agentReviewView } from './agents/agentReview';
 import { AgentService, RegistryFile } from './agents/agentService';
 import { AUDIT_URI, AuditReportProvider } from './delegate/auditReport';
@@ -27,7 +28,8 @@ export interface BatonApi {
   /** Resolves once the delegation journals are loaded. */
   readonly ready: Promise<void>;
   review(delegationId: string): ReviewSession | undefined;
-  hasToken(host: string): Promise<boolean>;
+  /** Whether a token is stored for this origin (a bare host means its https origin). */
+  hasToken(origin: string): Promise<boolean>;
 }
 
 function errorMessage(e: unknown): string {
@@ -181,7 +183,7 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     provideToken: async (subject) => {
       const id = delegationOf(subject);
       const endpoint = service.journalView(id)?.agent.endpoint;
-      const stored = (await vscode.commands.executeCommand<boolean | undefined>('baton.setToken', endpoint ? { host: new URL(endpoint).host } : undefined)) === true;
+      const stored = (await vscode.commands.executeCommand<boolean | undefined>('baton.setToken', endpoint ? { origin: new URL(endpoint).origin } : undefined)) === true;
       // With the token in place, ask the agent where the task is and follow it from there.
       if (stored && service.panelView(id)?.state === 'auth-required') await service.checkAgain(id);
       return { stored };
@@ -349,20 +351,35 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     vscode.commands.registerCommand('baton.setToken', async (arg?: unknown): Promise<boolean | undefined> => {
       const fromAgent = cardUrlOf(arg);
       const entry = fromAgent ? agents.find(fromAgent) : undefined;
-      const suggested = entry ? new URL(agents.tokenOrigin(entry) ?? entry.origin).host : undefined;
-      const given = typeof arg === 'object' && arg !== null ? (arg as { host?: unknown; token?: unknown }) : undefined;
-      // A host named by the caller (the delegation panel knows its agent's host) is not asked for again.
-      const knownHost = typeof given?.host === 'string' && given.host ? given.host : undefined;
-      const host = knownHost ?? (await vscode.window.showInputBox({ title: vscode.l10n.t('Set Token for Host'), prompt: vscode.l10n.t('The token is sent only to this host, as its agent card asks.'), value: suggested, placeHolder: 'agents.example.com' }));
-      if (!host) return undefined;
+      const suggested = entry ? (agents.tokenOrigin(entry) ?? entry.origin) : undefined;
+      const given = typeof arg === 'object' && arg !== null ? (arg as { origin?: unknown; token?: unknown }) : undefined;
+      // An origin named by the caller (the delegation panel knows its agent's endpoint) is not asked for again.
+      const knownOrigin = typeof given?.origin === 'string' && given.origin ? given.origin : undefined;
+      const typed =
+        knownOrigin ??
+        (await vscode.window.showInputBox({
+          title: vscode.l10n.t('Set Token for Origin'),
+          prompt: vscode.l10n.t('The token is sent only to this origin (scheme, host and port), as its agent card asks. Without a scheme, https is meant.'),
+          value: suggested,
+          placeHolder: 'https://agents.example.com',
+          validateInput: (v) => (v.trim() && !tryNormalizeOrigin(v) ? vscode.l10n.t('Give an origin: https://host[:port], or http://host[:port] for an agent you allowed as private.') : undefined),
+        }));
+      if (!typed) return undefined;
+      const origin = normalizeOrigin(typed);
       const token =
         typeof given?.token === 'string'
           ? given.token
-          : await vscode.window.showInputBox({ title: vscode.l10n.t('Token for {0}', host), password: true, prompt: vscode.l10n.t('Stored in VS Code’s secret storage. Leave empty to remove it.') });
+          : await vscode.window.showInputBox({
+              title: vscode.l10n.t('Token for {0}', origin),
+              password: true,
+              prompt: origin.startsWith('http:')
+                ? vscode.l10n.t('{0} is plain http: the token travels unencrypted to it, and only to it. Stored in VS Code’s secret storage. Leave empty to remove it.', origin)
+                : vscode.l10n.t('Stored in VS Code’s secret storage. Leave empty to remove it.'),
+            });
       if (token === undefined) return undefined;
-      if (token === '') await storage.deleteToken(host);
-      else await storage.setToken(host, token);
-      log.info(`tokens: ${token === '' ? 'removed' : 'stored'} the token for ${host}`);
+      if (token === '') await storage.deleteToken(origin);
+      else await storage.setToken(origin, token);
+      log.info(`tokens: ${token === '' ? 'removed' : 'stored'} the token for ${origin}`);
       return token !== '';
     }),
     vscode.commands.registerCommand('baton.startGateway', async () => {
@@ -517,7 +534,7 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     delegations: service,
     ready,
     review: (id) => reviews.get(id),
-    hasToken: async (host) => (await storage.getToken(host)) !== undefined,
+    hasToken: async (origin) => (await storage.getToken(origin)) !== undefined,
   };
 }
 

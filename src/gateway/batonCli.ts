@@ -22,8 +22,10 @@ import type { AgentCard, Message } from '@a2a-js/sdk';
 import { META } from '../core/batonProfile';
 import { normalizeAgentCard, readAgentIndex } from '../core/agentCard';
 import type { DelegationRequest } from '../core/delegation';
-import type { DelegationOutcome, DelegationView } from '../core/protocol/delegationView';
-import { connectAgent, normalizeCard } from '../node/a2a/clientFactory';
+import type { DelegationOutcome, DelegationView, TimelineEntry } from '../core/protocol/delegationView';
+import { sameOrigin, tryNormalizeOrigin } from '../core/origin';
+import { terminalBlock, terminalJson, terminalLine } from '../core/terminalText';
+import { connectAgent, normalizeCard, scopedGetToken } from '../node/a2a/clientFactory';
 import { DelegationManager } from '../node/a2a/delegationManager';
 import { JournalStore } from '../node/journalStore';
 import { defaultStateDir } from './cliPaths';
@@ -48,7 +50,8 @@ const USAGE = `usage:
   baton reply <request-id> "<text>"
 
 The gateway is --gateway, else $BATON_GATEWAY, else the local one ($BATON_STATE_DIR or ~/.baton/gateway).
-The token is $BATON_TOKEN, else the local gateway's token file.
+The token is $BATON_TOKEN, else the local gateway's token file (only when talking to the local gateway).
+It is sent to the gateway's origin only: an agent card URL on another origin gets no token.
 Exit codes: 0 completed, 10 failed, 11 canceled, 12 rejected, 13 expired, 14 unknown, 15 needs a reply or an authorization.
 `;
 
@@ -56,28 +59,49 @@ class UsageError extends Error {}
 
 interface Gateway {
   readonly url: string;
+  /** The gateway's origin: the only origin its token is sent to. */
+  readonly origin: string;
   readonly token: string | undefined;
 }
 
+/**
+ * The gateway and its token. `$BATON_TOKEN` is the token for the gateway the command talks to; the
+ * local gateway's token file only goes with the local gateway (the origin in its gateway.json), never
+ * with another gateway named by --gateway or $BATON_GATEWAY.
+ */
 function locateGateway(flag: string | undefined, env: NodeJS.ProcessEnv): Gateway {
   const stateDir = defaultStateDir(env);
   const infoFile = join(stateDir, 'gateway.json');
-  let url = flag ?? env.BATON_GATEWAY;
-  let token = env.BATON_TOKEN;
-  if (!url && existsSync(infoFile)) {
-    const info = JSON.parse(readFileSync(infoFile, 'utf8')) as { url?: string; tokenFile?: string };
-    url = info.url;
-    if (!token && info.tokenFile && existsSync(info.tokenFile)) token = readFileSync(info.tokenFile, 'utf8').trim();
-  }
-  if (!token && existsSync(join(stateDir, 'token'))) token = readFileSync(join(stateDir, 'token'), 'utf8').trim();
+  const info = existsSync(infoFile) ? (JSON.parse(readFileSync(infoFile, 'utf8')) as { url?: string; tokenFile?: string }) : undefined;
+  const url = (flag ?? env.BATON_GATEWAY) || info?.url;
   if (!url) throw new UsageError(`no gateway: pass --gateway URL, set BATON_GATEWAY, or start one with baton-gateway (looked for ${infoFile})`);
-  return { url: url.replace(/\/+$/, ''), token };
+  const origin = tryNormalizeOrigin(url);
+  if (!origin) throw new UsageError(`the gateway ${JSON.stringify(url)} is not an http(s) URL: pass --gateway http(s)://host:port`);
+  let token = env.BATON_TOKEN || undefined;
+  if (!token && info?.url && sameOrigin(info.url, origin)) {
+    const tokenFile = info.tokenFile && existsSync(info.tokenFile) ? info.tokenFile : join(stateDir, 'token');
+    if (existsSync(tokenFile)) token = readFileSync(tokenFile, 'utf8').trim();
+  }
+  return { url: url.replace(/\/+$/, ''), origin, token };
 }
 
 async function fetchJson(url: string): Promise<unknown> {
   const res = await fetch(url, { headers: { 'A2A-Version': '1.0' }, redirect: 'error', signal: AbortSignal.timeout(15_000) });
   if (!res.ok) throw new Error(`GET ${url}: HTTP ${res.status}`);
   return res.json();
+}
+
+/** The card's interface must be an http(s) URL without credentials on the card's own origin. */
+function checkInterfaceUrl(url: string, cardUrl: string): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(`the card at ${cardUrl} names an interface that is not a URL (${url}); ask the agent's owner to fix the card`);
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new Error(`the card at ${cardUrl} names a ${parsed.protocol} interface (${url}); baton calls only http(s)`);
+  if (parsed.username || parsed.password) throw new Error(`the card at ${cardUrl} names an interface with credentials in its URL; ask the agent's owner to fix the card`);
+  if (!sameOrigin(url, cardUrl)) throw new Error(`the card at ${cardUrl} points requests to another origin (${url}); add it through the extension to review it`);
 }
 
 function journalDir(env: NodeJS.ProcessEnv): string {
@@ -93,19 +117,44 @@ async function openManager(gw: Gateway, env: NodeJS.ProcessEnv, cards: Map<strin
         card = normalizeCard(await fetchJson(`${request.agent.endpoint}/.well-known/agent-card.json`));
         cards.set(request.agent.endpoint, card);
       }
-      const origin = new URL(request.agent.endpoint).origin;
       return connectAgent({
         card,
         endpoint: { url: request.agent.endpoint, protocolBinding: request.agent.protocolBinding, protocolVersion: request.agent.protocolVersion },
-        // The token is bound to the gateway's origin; it is never sent anywhere else.
-        getToken: (o) => Promise.resolve(o === origin ? gw.token : undefined),
+        // The token is bound to the gateway's origin, whatever endpoint the card or the journal names:
+        // a delegation to an agent elsewhere carries no token (the CLI stores none for other origins).
+        getToken: scopedGetToken({ gatewayOrigin: gw.origin }, { gateway: () => gw.token }),
       });
     },
   });
 }
 
+/**
+ * Every line the CLI prints. Agent- and card-controlled strings in it must already have gone through
+ * `terminalLine`/`terminalBlock` (core/terminalText.ts), or be JSON from `terminalJson`.
+ */
 function line(out: NodeJS.WritableStream, text: string): void {
   out.write(`${text}\n`);
+}
+
+/** One line of agent text. */
+const t = terminalLine;
+/** Agent text that may span lines: its later lines are indented under the CLI's own. */
+const block = (s: string): string => terminalBlock(s);
+
+/** How one timeline entry is shown; every string in it may come from the agent. */
+function timelineLine(e: TimelineEntry): string {
+  switch (e.kind) {
+    case 'artifact':
+      return `  artifact ${t(e.name)} (${e.size} bytes${e.complete ? '' : ', more coming'})`;
+    case 'status':
+      return `  [${t(e.state)}]${e.text ? ` ${block(e.text)}` : ''}`;
+    case 'step':
+      return `  · ${block(e.text)}`;
+    case 'message':
+      return `  ${e.role === 'agent' ? 'agent' : 'you'}: ${block(e.text)}`;
+    case 'notice':
+      return `  ${e.level}: ${block(e.text)}`;
+  }
 }
 
 /** Prints timeline entries as they arrive; resolves with the final view once the delegation settles. */
@@ -118,10 +167,7 @@ function follow(manager: DelegationManager, requestId: string, out: NodeJS.Writa
       const total = view.timelineOmitted + view.timeline.length;
       for (let i = Math.max(printed, view.timelineOmitted); i < total; i++) {
         const e = view.timeline[i - view.timelineOmitted];
-        if (json) line(out, JSON.stringify(e));
-        else if (e.kind === 'artifact') line(out, `  artifact ${e.name} (${e.size} bytes${e.complete ? '' : ', more coming'})`);
-        else if (e.kind === 'status') line(out, `  [${e.state}]${e.text ? ` ${e.text}` : ''}`);
-        else line(out, `  ${e.kind === 'notice' ? `${e.level}: ` : ''}${e.text}`);
+        line(out, json ? terminalJson(e) : timelineLine(e));
       }
       printed = total;
       if (view.outcome && !['queued', 'starting', 'submitted', 'working', 'reconnecting', 'canceling'].includes(view.state)) {
@@ -145,17 +191,22 @@ function finish(manager: DelegationManager, view: DelegationView, out: NodeJS.Wr
     saved = resolve(patchOut ?? `baton-${view.requestId.slice(0, 8)}.patch`);
     writeFileSync(saved, patch.text);
   }
-  if (json) line(out, JSON.stringify({ requestId: view.requestId, taskId: view.taskId, outcome, reason: view.outcomeReason, patch: saved }));
+  if (json) line(out, terminalJson({ requestId: view.requestId, taskId: view.taskId, outcome, reason: view.outcomeReason, patch: saved }));
   else {
-    line(out, `${outcome}${view.outcomeReason ? `: ${view.outcomeReason}` : ''}`);
-    if (saved) line(out, `changes.patch saved to ${saved}`);
-    if (outcome === 'input-required') line(out, `the agent asks: ${view.prompt ?? '(no question)'}\nanswer with: baton reply ${view.requestId} "<text>"`);
+    line(out, `${outcome}${view.outcomeReason ? `: ${block(view.outcomeReason)}` : ''}`);
+    if (saved) line(out, `changes.patch saved to ${t(saved)}`);
+    if (outcome === 'input-required') line(out, `the agent asks: ${view.prompt ? block(view.prompt) : '(no question)'}\nanswer with: baton reply ${view.requestId} "<text>"`);
     if (outcome === 'auth-required') {
-      line(out, `the agent needs authorization${view.prompt ? `: ${view.prompt}` : ''}\nauthorize as it asks, then follow the task again with: baton watch ${view.requestId}`);
+      line(out, `the agent needs authorization${view.prompt ? `: ${block(view.prompt)}` : ''}\nauthorize as it asks, then follow the task again with: baton watch ${view.requestId}`);
     }
     if (outcome === 'unknown') line(out, `contact was lost; check again with: baton watch ${view.requestId}`);
   }
   return EXIT[outcome];
+}
+
+/** An error as the one line `baton` prints for it on stderr. */
+function errorLine(e: unknown): string {
+  return block(e instanceof Error ? e.message : String(e));
 }
 
 export async function batonMain(argv: string[], out: NodeJS.WritableStream = process.stdout, env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -185,20 +236,20 @@ export async function batonMain(argv: string[], out: NodeJS.WritableStream = pro
     const rootUrl = `${gw.url}/.well-known/agent-card.json`;
     const root = normalizeAgentCard(await fetchJson(rootUrl));
     const agents = readAgentIndex(root, rootUrl);
-    if (json) line(out, JSON.stringify(agents));
-    else for (const a of agents) line(out, `${a.id.padEnd(16)} ${a.name}${a.description ? ` — ${a.description}` : ''}`);
+    if (json) line(out, terminalJson(agents));
+    else for (const a of agents) line(out, `${t(a.id).padEnd(16)} ${t(a.name)}${a.description ? ` — ${t(a.description)}` : ''}`);
     return 0;
   }
 
   if (cmd === 'delegate') {
     const [target, task] = args;
     if (!target || !task) throw new UsageError('delegate needs an agent (id or card URL) and a task in quotes');
-    const cardUrl = /^https?:\/\//.test(target) ? target : `${gw.url}/a2a/${encodeURIComponent(target)}/.well-known/agent-card.json`;
+    const cardUrl = /^https?:\/\//i.test(target) ? target : `${gw.url}/a2a/${encodeURIComponent(target)}/.well-known/agent-card.json`;
     const raw = await fetchJson(cardUrl);
     const card = normalizeCard(raw);
     const iface = card.supportedInterfaces.find((i) => i.protocolBinding === 'JSONRPC' && i.protocolVersion === '1.0') ?? card.supportedInterfaces[0];
     if (!iface) throw new Error(`the card at ${cardUrl} lists no interface to call`);
-    if (new URL(iface.url).origin !== new URL(cardUrl).origin) throw new Error(`the card at ${cardUrl} points requests to another origin (${iface.url}); add it through the extension to review it`);
+    checkInterfaceUrl(iface.url, cardUrl);
     cards.set(iface.url, card);
     const requestId = randomUUID();
     const repo = values.repo ? resolve(values.repo) : undefined;
@@ -228,7 +279,7 @@ export async function batonMain(argv: string[], out: NodeJS.WritableStream = pro
     };
     const manager = await openManager(gw, env, cards);
     try {
-      if (!json) line(out, `delegating to ${card.name} (${iface.url}) as ${requestId}`);
+      if (!json) line(out, `delegating to ${t(card.name)} (${t(iface.url)}) as ${requestId}`);
       const following = follow(manager, requestId, out, json);
       await manager.start(request);
       const view = await following;
@@ -246,8 +297,8 @@ export async function batonMain(argv: string[], out: NodeJS.WritableStream = pro
       const view = manager.view(requestId);
       if (!view) throw new UsageError(`no delegation ${requestId} in ${journalDir(env)}`);
       if (cmd === 'status') {
-        if (json) line(out, JSON.stringify(view));
-        else line(out, `${view.requestId} ${view.agent.name}: ${view.state}${view.outcomeReason ? ` (${view.outcomeReason})` : ''}${view.taskId ? ` task ${view.taskId}` : ''}`);
+        if (json) line(out, terminalJson(view));
+        else line(out, `${t(view.requestId)} ${t(view.agent.name)}: ${view.state}${view.outcomeReason ? ` (${block(view.outcomeReason)})` : ''}${view.taskId ? ` task ${t(view.taskId)}` : ''}`);
         return view.outcome ? EXIT[view.outcome] : 0;
       }
       // A delegation that lost contact, or that waited for an out-of-band authorization, is asked
@@ -275,7 +326,8 @@ if (require.main === module) {
       process.exitCode = code;
     },
     (e: unknown) => {
-      process.stderr.write(`baton: ${(e as Error).message ?? String(e)}\n${e instanceof UsageError ? USAGE : ''}`);
+      // Errors quote cards and agents (URLs, JSON-RPC error messages): neutralised like all agent text.
+      process.stderr.write(`baton: ${errorLine(e)}\n${e instanceof UsageError ? USAGE : ''}`);
       process.exitCode = e instanceof UsageError ? 2 : 1;
     },
   );

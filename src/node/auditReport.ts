@@ -3,16 +3,14 @@
  * outcome, the agent, what travelled (digests), what came back and what the user did with it. The raw
  * JSON Lines file stays the record (Export Audit Log writes it, or CSV); this is only its reading form.
  * Agent-controlled strings (names, reasons, artifact names) are shown as inert text: control and
- * bidirectional-override characters are replaced, so a reason cannot redraw or reorder the report.
+ * bidirectional-override characters are shown as visible escapes, so a reason cannot forge a line,
+ * redraw or reorder the report.
  */
+import { terminalLine } from '../core/terminalText';
 import type { AuditRecord } from './journalStore';
 
-/** Control characters (C0 but tab, DEL, C1) and bidi overrides/isolates: shown as U+FFFD. */
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const UNSAFE = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-
 function inert(s: string, max = 500): string {
-  const flat = s.replace(UNSAFE, '\ufffd');
+  const flat = terminalLine(s);
   return flat.length > max ? `${flat.slice(0, max)}…` : flat;
 }
 

@@ -41,7 +41,7 @@ export function agentReviewTemplate(r: AgentReviewView, a: AgentReviewActions, t
       ${r.approvedEndpoint ? html`<div><span class="k">Pinned endpoint</span>${url(r.approvedEndpoint)}</div>` : nothing}
     </section>
     <h2>Interfaces</h2>
-    <ul class="plain">${r.interfaces.map((i) => html`<li>${url(i.url)} <span class="chip">${i.binding}${i.protocolVersion ? ` ${i.protocolVersion}` : ''}</span>${i.preferred ? html` <span class="chip">preferred</span>` : nothing}${i.offOrigin ? html` <span class="chip warn">another host than the card's</span>` : nothing}${i.insecure ? html` <span class="chip warn">http</span>` : nothing}</li>`)}</ul>
+    <ul class="plain">${r.interfaces.map((i) => html`<li>${url(i.url)} <span class="chip">${i.binding}${i.protocolVersion ? ` ${i.protocolVersion}` : ''}</span>${i.preferred ? html` <span class="chip">preferred</span>` : nothing}${i.offOrigin ? html` <span class="chip warn">another origin than the card's</span>` : nothing}${i.insecure ? html` <span class="chip warn">http</span>` : nothing}</li>`)}</ul>
     <h2>Skills</h2>
     <ul class="plain skills">${r.skills.map((s) => html`<li><strong>${s.name}</strong> — ${s.description}${s.tags.length ? html` <span class="muted">${s.tags.join(', ')}</span>` : nothing}</li>`)}</ul>
     <h2>Authentication</h2>
@@ -49,7 +49,7 @@ export function agentReviewTemplate(r: AgentReviewView, a: AgentReviewActions, t
     ${r.extensions.length ? html`<h2>Extensions</h2><ul class="plain">${r.extensions.map((x) => html`<li><code>${x.uri}</code>${x.required ? html` <span class="chip warn">required</span>` : nothing}</li>`)}</ul>` : nothing}
     ${r.status !== 'approved'
       ? html`<div class="actions approve-bar">
-      ${needsAck ? html`<vscode-checkbox id="ack-off-origin" ?checked=${acknowledged} @change=${(e: Event) => { acknowledged = (e.target as HTMLInputElement).checked; a.redraw(); }}>Requests go to ${preferred?.url}, another host than the card's. No token for the card's host is sent there.</vscode-checkbox>` : nothing}
+      ${needsAck ? html`<vscode-checkbox id="ack-off-origin" ?checked=${acknowledged} @change=${(e: Event) => { acknowledged = (e.target as HTMLInputElement).checked; a.redraw(); }}>Requests go to ${preferred?.url}, another origin than the card's (${r.origin}). The token stored for ${r.origin} is never sent there; only a token you store for ${preferred?.origin} is.</vscode-checkbox>` : nothing}
       <vscode-button id="approve" icon="pass" ?disabled=${!canApprove || a.busy} @click=${() => r.digest && a.send('approveAgent', { digest: r.digest, endpointUrl: preferred?.url, acknowledgeOffOrigin: needsAck && acknowledged })}>Approve</vscode-button>
       <vscode-button id="reject-agent" secondary icon="circle-slash" ?disabled=${!trusted || a.busy || r.status === 'rejected'} @click=${() => a.send('rejectAgent', {})}>Reject</vscode-button>
       ${!trusted ? html`<span class="muted">Approving is disabled in Restricted Mode.</span>` : r.signature.status === 'invalid' ? html`<span class="error">An invalid signature blocks approval.</span>` : nothing}

@@ -197,6 +197,8 @@ export interface PanelSnapshot {
 
 export interface AgentReviewView {
   readonly cardUrl: string;
+  /** The card's origin: where a token stored for it may go (scheme://host[:port], normalised). */
+  readonly origin: string;
   readonly status: 'pending' | 'approved' | 'rejected' | 'unavailable';
   readonly pendingReason?: 'new' | 'card-changed';
   readonly source: string;
@@ -206,7 +208,18 @@ export interface AgentReviewView {
   readonly version?: string;
   /** The digest of the card the user sees; approval is refused if the served card differs by then. */
   readonly digest?: string;
-  readonly interfaces: readonly { readonly url: string; readonly binding: string; readonly protocolVersion: string; readonly preferred: boolean; readonly offOrigin: boolean; readonly insecure: boolean }[];
+  readonly interfaces: readonly {
+    readonly url: string;
+    /** The interface's origin, normalised; a token goes there only if the user stores one for it. */
+    readonly origin: string;
+    readonly binding: string;
+    readonly protocolVersion: string;
+    readonly preferred: boolean;
+    /** Another origin than the card's (scheme, host or port differ). */
+    readonly offOrigin: boolean;
+    /** Plain http. */
+    readonly insecure: boolean;
+  }[];
   readonly skills: readonly { readonly name: string; readonly description: string; readonly tags: readonly string[] }[];
   readonly auth: readonly { readonly name: string; readonly detail: string }[];
   readonly extensions: readonly { readonly uri: string; readonly required: boolean }[];

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import type { SecuritySchemeInfo } from '../../core/agentCard';
 import { cardWarnings, type AgentEntry, type CardWarning, type RegistryState } from '../../core/agentRegistry';
+import { isPlainHttp, sameOrigin, tryNormalizeOrigin } from '../../core/origin';
 import type { AgentReviewView } from '../../core/protocol/panelProtocol';
 import { proxyCheckText, type ProxyCheck } from '../../core/proxyCheck';
 
@@ -15,7 +16,7 @@ function show(v: unknown): string | undefined {
 function authDetail(s: SecuritySchemeInfo): string {
   switch (s.kind) {
     case 'http':
-      return s.scheme.toLowerCase() === 'bearer' ? vscode.l10n.t('bearer token (Set Token for Host…)') : vscode.l10n.t('HTTP {0}', s.scheme);
+      return s.scheme.toLowerCase() === 'bearer' ? vscode.l10n.t('bearer token (Set Token for Origin…)') : vscode.l10n.t('HTTP {0}', s.scheme);
     case 'apiKey':
       return vscode.l10n.t('API key in {0} "{1}"', s.location, s.parameter);
     case 'oauth2':
@@ -29,12 +30,12 @@ function authDetail(s: SecuritySchemeInfo): string {
   }
 }
 
-function warningText(w: CardWarning): string {
+function warningText(w: CardWarning, cardOrigin: string): string {
   switch (w.kind) {
     case 'off-origin-interface':
-      return vscode.l10n.t('The card names {0} on another host ({1}). Baton never sends this card’s host token there.', w.url, w.origin);
+      return vscode.l10n.t('The card names {0} on another origin ({1}). Baton never sends the token stored for the card’s origin ({2}) there; only a token you store for {1} itself.', w.url, w.origin, cardOrigin);
     case 'insecure-interface':
-      return vscode.l10n.t('{0} is plain http: requests and tokens travel unencrypted.', w.url);
+      return vscode.l10n.t('{0} is plain http: requests travel unencrypted. Baton sends a token there only if you store one for that http origin; a token for an https origin never goes there.', w.url);
     case 'invalid-signature':
       return vscode.l10n.t('The signature is invalid: {0}', w.reason);
     case 'unsigned-after-signed':
@@ -53,8 +54,10 @@ const SOURCE: Record<AgentEntry['source'], () => string> = {
 export function agentReviewView(state: RegistryState, e: AgentEntry, fetchedViaProxy?: ProxyCheck): AgentReviewView {
   const card = e.served?.card ?? e.approval?.card;
   const sig = e.served?.signature;
+  const cardOrigin = tryNormalizeOrigin(e.origin) ?? e.origin;
   return {
     cardUrl: e.cardUrl,
+    origin: cardOrigin,
     status: e.status,
     pendingReason: e.pendingReason,
     source: SOURCE[e.source](),
@@ -63,7 +66,15 @@ export function agentReviewView(state: RegistryState, e: AgentEntry, fetchedViaP
     provider: card?.provider?.organization,
     version: card?.version || undefined,
     digest: e.served?.digest,
-    interfaces: (card?.interfaces ?? []).map((i, n) => ({ url: i.url, binding: i.binding, protocolVersion: i.protocolVersion, preferred: n === 0, offOrigin: i.origin !== e.origin, insecure: i.url.startsWith('http:') })),
+    interfaces: (card?.interfaces ?? []).map((i, n) => ({
+      url: i.url,
+      origin: tryNormalizeOrigin(i.origin) ?? i.origin,
+      binding: i.binding,
+      protocolVersion: i.protocolVersion,
+      preferred: n === 0,
+      offOrigin: !sameOrigin(i.origin, e.origin),
+      insecure: isPlainHttp(i.url),
+    })),
     skills: (card?.skills ?? []).map((s) => ({ name: s.name, description: s.description, tags: s.tags })),
     // A card may offer schemes while requiring none (a loopback gateway that serves tokenless requests).
     auth: (card?.securitySchemes ?? []).map((s) => ({ name: s.name, detail: card?.securityRequirements.length ? authDetail(s) : vscode.l10n.t('{0} — optional: the card requires no authentication', authDetail(s)) })),
@@ -83,7 +94,7 @@ export function agentReviewView(state: RegistryState, e: AgentEntry, fetchedViaP
     warnings: [...new Set([
       // What was checked before the proxy got the fetch, and that the proxy chose the address.
       ...(fetchedViaProxy ? [proxyCheckText(fetchedViaProxy)] : []),
-      ...cardWarnings(state, e).map(warningText),
+      ...cardWarnings(state, e).map((w) => warningText(w, cardOrigin)),
     ])],
     error: e.lastError ? `${e.lastError.message}` : undefined,
     approvedEndpoint: e.approval?.endpoint.url,

@@ -11,7 +11,7 @@ import { buildDelegationMessage } from '../../core/delegation/context';
 import { parsePatchText } from '../../core/patch';
 import type { DelegationState as PanelState, DelegationView as PanelView, TimelineEntry as PanelEntry } from '../../core/protocol/panelProtocol';
 import type { DelegationView as JournalView } from '../../core/protocol/delegationView';
-import { connectAgent, normalizeCard } from '../../node/a2a/clientFactory';
+import { connectAgent, normalizeCard, scopedGetToken } from '../../node/a2a/clientFactory';
 import { DelegationManager } from '../../node/a2a/delegationManager';
 import { auditRecordFor, JournalStore, type ReviewAuditInfo } from '../../node/journalStore';
 import { captureWorkingState, repositoryTopLevel, type WorkingState } from '../../node/patchDrift';
@@ -128,17 +128,13 @@ export class DelegationService extends Disposable {
     if (!endpoint || !entry.approval) throw new Error(vscode.l10n.t('{0} is no longer approved.', request.agent.name));
     // After a window reload the local gateway is still running (it is detached): find it by its state folder.
     const local = this.gateway.findRunning();
-    const localOrigin = local ? new URL(local.url).origin : undefined;
-    const allowedOrigin = this.agents.tokenOrigin(entry);
     return connectAgent({
       card: normalizeCard(entry.approval.card.raw),
       endpoint: { url: endpoint.url, protocolBinding: endpoint.binding, protocolVersion: endpoint.protocolVersion, tenant: endpoint.tenant },
-      getToken: async (origin) => {
-        if (local && origin === localOrigin) return this.gateway.token(local);
-        // A token goes only to the origin the user approved for this agent, never to one a card names.
-        if (origin !== allowedOrigin) return undefined;
-        return this.storage.getToken(new URL(origin).host);
-      },
+      // The local gateway's token goes to the local gateway, for agents whose card it served; a token
+      // the user stored goes only to the origin the user approved for this agent, looked up under that
+      // exact origin (never to one a card names, never from https to http on the same host).
+      getToken: scopedGetToken({ gatewayOrigin: local?.url, approvedOrigin: this.agents.tokenOrigin(entry), cardOrigin: entry.origin }, { gateway: () => (local ? this.gateway.token(local) : undefined), stored: (origin) => this.storage.getToken(origin) }),
     });
   }
 

@@ -12,6 +12,7 @@ import type { AgentCard, AgentInterface } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import { REPLAY_EXTENSION_URI } from '../../core/batonProfile';
+import { tokenSource, type TokenScope } from '../../core/origin';
 
 /** The interface the user approved. */
 export interface PinnedEndpoint {
@@ -33,6 +34,27 @@ export interface ConnectOptions {
   readonly getToken?: GetToken;
   /** Defaults to the global fetch. Requests still only go to the pinned origin, without redirects. */
   readonly fetchImpl?: typeof fetch;
+}
+
+/** Where the tokens a `scopedGetToken` hands out come from. */
+export interface TokenProviders {
+  /** The gateway's own token, for requests to `TokenScope.gatewayOrigin`. */
+  readonly gateway?: () => string | undefined | PromiseLike<string | undefined>;
+  /** The token the user stored for exactly this normalised origin. */
+  readonly stored?: (origin: string) => PromiseLike<string | undefined>;
+}
+
+/**
+ * The `GetToken` for a connection: each request's origin is matched against the scope (`tokenSource`),
+ * so the gateway's token only reaches the gateway and a stored token only the origin it was stored for.
+ */
+export function scopedGetToken(scope: TokenScope, providers: TokenProviders): GetToken {
+  return async (origin) => {
+    const source = tokenSource(origin, scope);
+    if (source.kind === 'gateway') return providers.gateway?.();
+    if (source.kind === 'stored') return providers.stored?.(source.origin);
+    return undefined;
+  };
 }
 
 /** How credentials are attached, as read from the card's security requirements. */

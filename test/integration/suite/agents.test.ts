@@ -81,10 +81,12 @@ describe('Agents: discover, review and trust', () => {
     await driver('screenshot', 'agent-card-changed');
   });
 
-  it('stores a token for a host in secret storage, never in settings', async () => {
+  it('stores a token for an origin in secret storage, never in settings', async () => {
     const api = await activateBaton();
-    await vscode.commands.executeCommand('baton.setToken', { host, token: 's3cr3t-token-value' });
-    assert.equal(await api.hasToken(host), true);
+    await vscode.commands.executeCommand('baton.setToken', { origin: `http://${host}`, token: 's3cr3t-token-value' });
+    assert.equal(await api.hasToken(`HTTP://${host}/`), true);
+    // Bound to the origin: the same host over https, or another host, has no token.
+    assert.equal(await api.hasToken(`https://${host}`), false);
     assert.equal(await api.hasToken('other.example.com'), false);
     const settings = JSON.stringify(vscode.workspace.getConfiguration('baton'));
     assert.ok(!settings.includes('s3cr3t-token-value'));

@@ -162,6 +162,22 @@ describe('agent registry', () => {
     assert.equal(findAgent(ack.state, URL_)!.approval?.offOriginAcknowledged, true);
   });
 
+  it('plain http on the card’s own host is another origin, warned about however the scheme is spelled; its token origin is the http one', () => {
+    for (const url of ['http://agents.example.com/a2a', 'HTTP://agents.example.com/a2a', 'Http://agents.example.com:443/a2a', 'http://AGENTS.example.com:8443/a2a']) {
+      const raw = v1Card();
+      raw.supportedInterfaces = [{ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }];
+      let s = addAgent(EMPTY_REGISTRY, { cardUrl: URL_, source: 'user', now: T });
+      const sv = served(raw);
+      s = recordFetch(s, URL_, sv);
+      const kinds = cardWarnings(s, findAgent(s, URL_)!).map((w) => w.kind);
+      assert.deepEqual(kinds, ['off-origin-interface', 'insecure-interface'], url);
+      const r = approveAgent(s, URL_, { reviewedDigest: sv.digest, acknowledgeOffOrigin: true, now: T });
+      assert.ok(r.ok, url);
+      // Tokens are then looked up for the http origin itself, never for the card's https origin.
+      assert.match(tokenOrigin(findAgent(r.state, URL_)!) ?? '', /^http:\/\//, url);
+    }
+  });
+
   it('blocks approval on an invalid signature, pins keys on first approval, then requires a signature', () => {
     let s = addAgent(EMPTY_REGISTRY, { cardUrl: URL_, source: 'user', now: T });
     const bad = served(v1Card(), { status: 'invalid', reason: 'alg none is not allowed' });

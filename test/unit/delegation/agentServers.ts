@@ -342,6 +342,8 @@ export interface AgentServer {
   readonly replay?: ReplayTestHandler;
   /** Authorization / API-key header values the server saw, in order. */
   readonly seenAuth: string[];
+  /** Every request the server saw, with its Authorization header (undefined when it had none). */
+  readonly requests: { readonly method: string; readonly path: string; readonly authorization: string | undefined }[];
   close(): Promise<void>;
 }
 
@@ -358,12 +360,25 @@ export interface AgentServerOptions {
   readonly apiKey?: string;
   /** Listen on this port (to restart a server where it was). */
   readonly port?: number;
+  /** The card asks for a bearer token without the server requiring one (an origin that wants a token). */
+  readonly declareBearer?: boolean;
+  /** The base URL the card's interfaces name (another spelling of the server's address). */
+  readonly cardBase?: (port: number) => string;
+  /** Card fields that replace the defaults (names and descriptions an agent chooses). */
+  readonly cardFields?: Readonly<Record<string, unknown>>;
+  /**
+   * Serve the card as written here (1.0 wire JSON) instead of through the SDK's card handler, which
+   * writes its in-memory shape (security schemes as `{ $case, value }`, unreadable to a client).
+   */
+  readonly wireCard?: boolean;
 }
 
 export async function startAgentServer(o: AgentServerOptions): Promise<AgentServer> {
   const app = express();
   const seenAuth: string[] = [];
+  const requests: AgentServer['requests'] = [];
   app.use((req, res, next) => {
+    requests.push({ method: req.method, path: req.path, authorization: req.header('authorization') });
     const auth = req.header('authorization') ?? req.header('x-api-key');
     if (auth) seenAuth.push(auth);
     if (req.path.startsWith('/a2a/')) {
@@ -376,7 +391,7 @@ export async function startAgentServer(o: AgentServerOptions): Promise<AgentServ
     const s = app.listen(o.port ?? 0, '127.0.0.1', () => resolve(s));
   });
   const port = (server.address() as AddressInfo).port;
-  const base = `http://127.0.0.1:${port}`;
+  const base = o.cardBase?.(port) ?? `http://127.0.0.1:${port}`;
   const version = o.legacy ? '0.3' : '1.0';
   const cardJson = {
     name: 'Test agent',
@@ -387,15 +402,16 @@ export async function startAgentServer(o: AgentServerOptions): Promise<AgentServ
       { url: `${base}/a2a/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: version },
     ],
     capabilities: { streaming: o.streaming ?? true, extensions: o.replay ? [{ uri: REPLAY_EXTENSION_URI, required: false }] : [] },
-    securitySchemes: o.bearer
+    securitySchemes: o.bearer || o.declareBearer
       ? { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } } }
       : o.apiKey
         ? { key: { apiKeySecurityScheme: { location: 'header', name: 'X-Api-Key' } } }
         : {},
-    securityRequirements: o.bearer ? [{ schemes: { bearer: { list: [] } } }] : o.apiKey ? [{ schemes: { key: { list: [] } } }] : [],
+    securityRequirements: o.bearer || o.declareBearer ? [{ schemes: { bearer: { list: [] } } }] : o.apiKey ? [{ schemes: { key: { list: [] } } }] : [],
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
     skills: [{ id: 'test', name: 'Test', description: 'test', tags: ['test'] }],
+    ...o.cardFields,
   };
   const card = normalizeCard(cardJson);
   const executor = new ScriptedExecutor(o.script, o.executorOptions);
@@ -404,7 +420,11 @@ export async function startAgentServer(o: AgentServerOptions): Promise<AgentServ
   const replay = o.replay ? new ReplayTestHandler(inner) : undefined;
   const requestHandler: A2ARequestHandler = replay ?? inner;
   const legacyCompat = { enabled: Boolean(o.legacy) };
-  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: requestHandler, legacyCompat }));
+  // Also under the interface, where `baton status|watch|…` looks for the card of a journal's endpoint.
+  for (const path of ['/.well-known/agent-card.json', '/a2a/jsonrpc/.well-known/agent-card.json']) {
+    if (o.wireCard) app.get(path, (_req, res) => void res.json(cardJson));
+    else app.use(path, agentCardHandler({ agentCardProvider: requestHandler, legacyCompat }));
+  }
   app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
   app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
   const sockets = new Set<Socket>();
@@ -422,6 +442,7 @@ export async function startAgentServer(o: AgentServerOptions): Promise<AgentServ
     taskStore,
     replay,
     seenAuth,
+    requests,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
