@@ -231,7 +231,8 @@ export class LocalTaskRunner implements TaskRunner {
         case 'started':
           rt.confined = ev.confined;
           push(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, ev.detail ?? `started${ev.confined ? ' (confined)' : ''}`, {
-            [META.executor]: { id: this.agent.id, kind: this.agent.kind, confined: ev.confined },
+            // detail: how it runs, in words (why it is unconfined, what bubblewrap allows), for the client to show.
+            [META.executor]: { id: this.agent.id, kind: this.agent.kind, confined: ev.confined, ...(ev.detail ? { detail: ev.detail } : {}) },
           }));
           break;
         case 'step':

@@ -49,11 +49,26 @@ export function formatDuration(ms: number): string {
 
 function capabilityChips(c: DelegationView['capabilities']): TemplateResult {
   const chips = [
-    c.write ? html`<span class="chip warn" title="The agent may edit files in its throwaway copy; edits come back only as a patch">write</span>` : html`<span class="chip" title="The agent may only read and propose a patch">read-only</span>`,
-    c.shell ? html`<span class="chip warn">shell</span>` : nothing,
-    c.network ? html`<span class="chip warn">network</span>` : nothing,
+    c.write ? html`<span class="chip warn" title="The agent may edit files in its throwaway copy; edits come back only as a patch for you to review">write</span>` : html`<span class="chip" title="The agent may only read and propose a patch: nothing reaches your files until you apply it">read-only</span>`,
+    c.shell ? html`<span class="chip warn" title="The agent may run shell commands. A throwaway copy is not a sandbox: unconfined, a shell can reach anything you can">shell</span>` : nothing,
+    c.network ? html`<span class="chip warn" title="The agent may reach the network beyond its own model API">network</span>` : nothing,
   ];
-  return html`${chips}`;
+  // Said in words too: "read-only" beside a returned patch puzzles people until they read this.
+  const hint = c.write || c.shell || c.network ? 'changes come back only as a patch you review' : 'may only propose a patch; you review it before anything changes';
+  return html`${chips} <span class="muted cap-hint">${hint}</span>`;
+}
+
+/** How the agent ran on this machine, with the reason in words (hover and a line), never a bare badge. */
+function executionChip(d: DelegationView): TemplateResult | typeof nothing {
+  if (d.executorKind === 'builtin') {
+    return html` <span class="chip" title=${d.executorDetail ?? 'Runs inside the gateway on its throwaway copy only; it runs no repository code, so no sandbox is needed'}>built-in</span>`;
+  }
+  if (d.confined === false) {
+    const why = (d.executorDetail ?? 'it has your user rights; only its working folder is a throwaway copy.').replace(/^Unconfined:\s*/, '');
+    return html` <span class="chip warn" title=${`Runs without a sandbox on this machine: ${why}`}>unconfined</span><div class="muted exec-detail">Runs without a sandbox on this machine: ${why}</div>`;
+  }
+  if (d.confined) return html` <span class="chip" title=${d.executorDetail ?? 'Confined with bubblewrap'}>confined</span>`;
+  return nothing;
 }
 
 function entry(e: TimelineEntry): TemplateResult {
@@ -123,7 +138,7 @@ export function delegationTemplate(d: DelegationView, a: DelegationActions, now:
       <div><span class="k">Elapsed</span><span id="elapsed">${formatDuration(ended - started)}</span></div>
       <div><span class="k">Deadline</span><span>${deadline === undefined ? 'none' : d.terminal ? new Date(deadline).toLocaleTimeString() : `${formatDuration(deadline - now)} left`}</span></div>
       <div><span class="k">Capabilities</span><span>${capabilityChips(d.capabilities)}</span></div>
-      <div><span class="k">Executed by</span><span>${d.executor ?? 'not reported'}${d.confined === false ? html` <span class="chip warn" title="A throwaway copy is not a sandbox">unconfined</span>` : d.confined ? html` <span class="chip">confined</span>` : nothing}</span></div>
+      <div><span class="k">Executed by</span><span>${d.executor ?? 'not reported'}${executionChip(d)}</span></div>
       ${d.signature ? html`<div class="wide"><span class="k">Signed result</span><span class="sig ${d.signature.status}" id="signature"><vscode-icon name=${d.signature.status === 'verified' ? 'verified' : d.signature.status === 'invalid' ? 'error' : 'unverified'}></vscode-icon>${d.signature.status} <span class="muted">${d.signature.detail}</span></span></div>` : nothing}
     </section>
     ${outcomeBanner(d, a)}

@@ -160,6 +160,10 @@ export interface DelegationView {
   readonly capabilities: { readonly write: boolean; readonly shell: boolean; readonly network: boolean };
   /** Who executed it and how, as the agent reported it. */
   readonly executor?: string;
+  /** `builtin` (runs in the gateway, no repository code), `headless` (a coding CLI), `remote`. */
+  readonly executorKind?: string;
+  /** How it runs, in the gateway's words: why it is unconfined, or what its sandbox allows. */
+  readonly executorDetail?: string;
   readonly confined?: boolean;
   /** Why it ended the way it did (the agent's reason, or what Baton saw). */
   readonly reason?: string;

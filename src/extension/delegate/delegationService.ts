@@ -38,6 +38,9 @@ interface Sidecar {
   readonly base?: WorkingState;
   signature?: SignatureCheck;
   executor?: string;
+  executorKind?: string;
+  /** How the agent runs, as the gateway said it (why unconfined, what the sandbox allows). */
+  executorDetail?: string;
   confined?: boolean;
 }
 
@@ -274,8 +277,10 @@ export class DelegationService extends Disposable {
       const side = this.loadSidecar(id) ?? { folder: '' };
       const executor = task?.metadata?.[META.executor];
       if (executor && typeof executor === 'object') {
-        const x = executor as { id?: unknown; kind?: unknown; confined?: unknown };
+        const x = executor as { id?: unknown; kind?: unknown; confined?: unknown; detail?: unknown };
         side.executor = `${String(x.id ?? '?')} (${String(x.kind ?? 'agent')})`;
+        side.executorKind = typeof x.kind === 'string' ? x.kind : undefined;
+        side.executorDetail = typeof x.detail === 'string' ? x.detail.slice(0, 500) : undefined;
         side.confined = typeof x.confined === 'boolean' ? x.confined : undefined;
       }
       const jws = task?.metadata?.[META.envelope];
@@ -325,6 +330,8 @@ export class DelegationService extends Disposable {
       deadline: v.deadline,
       capabilities: v.capabilities.effective,
       executor: side?.executor,
+      executorKind: side?.executorKind,
+      executorDetail: side?.executorDetail,
       confined: side?.confined,
       reason: v.outcomeReason,
       question: v.prompt,

@@ -106,6 +106,22 @@ describe('delegation panel in a real browser', { skip }, () => {
     await page.close();
   });
 
+  it('explains its badges: read-only says it may only propose a patch; unconfined says why; built-in says it needs no sandbox', async () => {
+    const ro = await open(snapshot(delegation({ confined: undefined, executorKind: 'builtin', executorDetail: 'Built-in agent: runs inside the gateway on its throwaway workspace only and runs no repository code.' })));
+    assert.match(await ro.innerText('.facts'), /read-only may only propose a patch; you review it before anything changes/);
+    assert.match((await ro.getAttribute('.facts .chip >> text=read-only', 'title')) ?? '', /only read and propose a patch/);
+    assert.equal(await ro.locator('.facts .chip', { hasText: 'unconfined' }).count(), 0, 'a built-in agent is not shown as unconfined');
+    assert.match((await ro.getAttribute('.facts .chip >> text=built-in', 'title')) ?? '', /runs no repository code/);
+    await ro.close();
+    const un = await open(snapshot(delegation({ confined: false, executorKind: 'headless', executorDetail: 'Unconfined: bubblewrap (bwrap) is not installed. The agent runs with your user rights; only its working folder is a throwaway copy (apt-get install bubblewrap to confine it).', capabilities: { write: true, shell: true, network: false } })));
+    const facts = await un.innerText('.facts');
+    assert.match(facts, /Runs without a sandbox on this machine: bubblewrap \(bwrap\) is not installed/);
+    assert.match(facts, /changes come back only as a patch you review/);
+    assert.match((await un.getAttribute('.facts .chip >> text=shell', 'title')) ?? '', /not a sandbox/);
+    await un.screenshot({ path: join(shots, 'unconfined.png') });
+    await un.close();
+  });
+
   it('sanitises agent markdown: no remote image is fetched, no command: or javascript: link survives', async () => {
     const evil = [
       'Done. ![tracker](https://evil.invalid/pixel.png?secret=abc)',
