@@ -13,7 +13,7 @@
  * 2 bad usage, 1 any other error.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -44,6 +44,7 @@ export const EXIT: Readonly<Record<DelegationOutcome, number>> = {
 const USAGE = `usage:
   baton agents [--gateway URL]
   baton delegate <agent|card-url> "<task>" [--file F]... [--repo DIR] [--json] [--out FILE] [--gateway URL]
+                                 the patch is saved to --out, else ~/.baton/cli/patches/<request-id>.patch
   baton status <request-id>      print where a delegation is
   baton watch <request-id>       follow it until it ends (asks again after lost contact or an authorization)
   baton cancel <request-id>
@@ -182,19 +183,32 @@ function follow(manager: DelegationManager, requestId: string, out: NodeJS.Writa
   });
 }
 
-function finish(manager: DelegationManager, view: DelegationView, out: NodeJS.WritableStream, json: boolean, patchOut: string | undefined): number {
+/**
+ * Where a returned patch is saved when --out is not given: beside the CLI's journals, never in the
+ * working directory — a patch saved inside the repository would be an untracked file there, and the next
+ * delegation's copy of the repository would carry it to the agent.
+ */
+function patchDir(env: NodeJS.ProcessEnv): string {
+  return resolve(journalDir(env), '..', 'patches');
+}
+
+function finish(manager: DelegationManager, view: DelegationView, out: NodeJS.WritableStream, json: boolean, patchOut: string | undefined, env: NodeJS.ProcessEnv): number {
   const outcome = view.outcome ?? 'unknown';
   const journal = manager.get(view.requestId);
   const patch = journal?.patch();
   let saved: string | undefined;
   if (patch && patch.text) {
-    saved = resolve(patchOut ?? `baton-${view.requestId.slice(0, 8)}.patch`);
+    if (patchOut) saved = resolve(patchOut);
+    else {
+      mkdirSync(patchDir(env), { recursive: true, mode: 0o700 });
+      saved = join(patchDir(env), `${view.requestId}.patch`);
+    }
     writeFileSync(saved, patch.text);
   }
   if (json) line(out, terminalJson({ requestId: view.requestId, taskId: view.taskId, outcome, reason: view.outcomeReason, patch: saved }));
   else {
     line(out, `${outcome}${view.outcomeReason ? `: ${block(view.outcomeReason)}` : ''}`);
-    if (saved) line(out, `changes.patch saved to ${t(saved)}`);
+    if (saved) line(out, `changes.patch saved to ${t(saved)}\nreview it, then apply it from the repository's top folder with: git apply ${t(saved)}`);
     if (outcome === 'input-required') line(out, `the agent asks: ${view.prompt ? block(view.prompt) : '(no question)'}\nanswer with: baton reply ${view.requestId} "<text>"`);
     if (outcome === 'auth-required') {
       line(out, `the agent needs authorization${view.prompt ? `: ${block(view.prompt)}` : ''}\nauthorize as it asks, then follow the task again with: baton watch ${view.requestId}`);
@@ -283,7 +297,7 @@ export async function batonMain(argv: string[], out: NodeJS.WritableStream = pro
       const following = follow(manager, requestId, out, json);
       await manager.start(request);
       const view = await following;
-      return finish(manager, view, out, json, values.out);
+      return finish(manager, view, out, json, values.out, env);
     } finally {
       manager.dispose();
     }
@@ -312,7 +326,7 @@ export async function batonMain(argv: string[], out: NodeJS.WritableStream = pro
         if (!text) throw new UsageError('reply needs the text to send');
         await manager.reply(requestId, text);
       }
-      return finish(manager, await follow(manager, requestId, out, json), out, json, values.out);
+      return finish(manager, await follow(manager, requestId, out, json), out, json, values.out, env);
     } finally {
       manager.dispose();
     }
@@ -321,6 +335,11 @@ export async function batonMain(argv: string[], out: NodeJS.WritableStream = pro
 }
 
 if (require.main === module) {
+  // `baton … | head` closes the pipe early: that ends the output, it is not an error worth a stack trace.
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw e;
+  });
   batonMain(process.argv.slice(2)).then(
     (code) => {
       process.exitCode = code;

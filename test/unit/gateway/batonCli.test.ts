@@ -41,11 +41,44 @@ describe('baton command line against a real gateway and the built-in formatter',
     for (const d of [state, roots, journals]) d[Symbol.dispose]();
   });
 
+  it('a reader that closes the pipe early (baton … | head) ends the output quietly, without an EPIPE stack trace', async () => {
+    const { spawn } = await import('node:child_process');
+    for (const args of [['agents'], ['agents', '--json']]) {
+      const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '../../../src/gateway/batonCli.ts'), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      child.stdout.destroy(); // the reader is gone before the first line is written
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const code = await new Promise<number | null>((ok) => child.on('exit', ok));
+      assert.doesNotMatch(stderr, /EPIPE|Error|at /, stderr);
+      assert.equal(code, 0, stderr);
+    }
+  });
+
   it('lists the agents of the gateway', async () => {
     const out = capture();
     assert.equal(await batonMain(['agents'], out.stream, env), 0);
     assert.match(out.text(), /^formatter\s/m);
     assert.match(out.text(), /^lint-fix\s/m);
+  });
+
+  it('without --out the patch is saved beside the journals, never in the working directory or the repository', async () => {
+    const out = capture();
+    const cwd = process.cwd();
+    process.chdir(repo);
+    let code: number;
+    try {
+      code = await batonMain(['delegate', 'formatter', 'format src', '--repo', repo], out.stream, env);
+    } finally {
+      process.chdir(cwd);
+    }
+    const text = out.text();
+    assert.equal(code, 0, text);
+    const id = /as ([0-9a-f-]{36})/.exec(text)?.[1] ?? '';
+    const saved = join(journals.path, '..', 'patches', `${id}.patch`);
+    assert.match(text, new RegExp(`changes\\.patch saved to .*patches/${id}\\.patch`));
+    assert.match(text, /apply it from the repository's top folder with: git apply /);
+    assert.ok(existsSync(saved), saved);
+    assert.equal(execFileSync('git', ['status', '--porcelain', '--untracked-files=all'], { cwd: repo, encoding: 'utf8' }), '', 'nothing new in the repository');
   });
 
   it('delegate formatter "format src" --repo <sample> prints live progress, saves the patch, exits 0', async () => {
