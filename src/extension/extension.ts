@@ -104,12 +104,15 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
   async function openReview(id: string): Promise<ReviewSession> {
     let session = reviews.get(id);
     if (!session) {
-      const patch = service.patchText(id);
+      // The bytes the result check approved (the signed artifact when verified), held by the review from here on.
+      const patch = await service.reviewPatch(id);
       if (patch === undefined) throw new Error(vscode.l10n.t('This delegation returned no changes.patch.'));
+      // Opened by another click while the check was awaited: show that one.
+      if (reviews.has(id)) return openReview(id);
       const side = service.sidecar(id);
       const folder = side?.folder || vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
       if (!folder) throw new Error(vscode.l10n.t('Open the folder the delegation was started from to review its changes.'));
-      session = new ReviewSession(id, folder, { bytes: Buffer.from(patch, 'utf8') }, side?.base, reviewDocs, (r) => {
+      session = new ReviewSession(id, folder, { bytes: patch }, side?.base, reviewDocs, (r) => {
         log.info(`review ${id}: ${r.kind}${'record' in r ? ` ${r.record.files.length} file(s)` : ''}`);
         const rec = 'record' in r ? r.record : undefined;
         const files = (rec?.files ?? []).map((f) => ({ path: f.newPath ?? f.oldPath ?? '', whole: f.whole, hunkIds: f.hunkIds }));

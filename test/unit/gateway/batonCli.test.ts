@@ -57,6 +57,8 @@ describe('baton command line against a real gateway and the built-in formatter',
     assert.match(text, /^delegating to .* as [0-9a-f-]{36}$/m);
     assert.ok(text.split('\n').filter((l) => l.startsWith('  ')).length >= 2, `expected progress lines:\n${text}`);
     assert.match(text, /^completed/m);
+    // The gateway signs the result; the CLI checks it as the extension does before it saves the patch.
+    assert.match(text, /^signature: verified \(signed by http:\/\/127\.0\.0\.1:\d+’s key /m);
     assert.match(text, new RegExp(`changes\\.patch saved to ${patchFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
     assert.ok(existsSync(patchFile));
     const patch = readFileSync(patchFile, 'utf8');
@@ -112,6 +114,7 @@ describe('baton command line: a task that waits for authorization, through the g
     const patchFile = join(state.path, 'after-auth.patch');
     assert.equal(await batonMain(['watch', id, '--out', patchFile], watched.stream, env), 0, watched.text());
     assert.match(watched.text(), /^completed/m);
+    assert.match(watched.text(), /^signature: verified /m);
     assert.match(watched.text(), /changes\.patch saved to /);
     assert.match(readFileSync(patchFile, 'utf8'), /^diff --git a\/auth/);
   });
