@@ -189,7 +189,16 @@ export async function checkResult(input: ResultCheckInput): Promise<ResultCheck>
     state: taskStateToJSON(journal.taskState ?? final.status?.state ?? 0),
     status: TaskStatus.toJSON(final.status ?? { state: 0, message: undefined, timestamp: undefined }) as Record<string, unknown>,
   });
-  if (!r.ok) return invalid(r.failure, r.message);
+  if (!r.ok) {
+    // A2A 0.3 cannot carry all of a 1.0 message (part media types, file names, part metadata), so what
+    // the agent received and signed is not what was sent: that is not verified either, but say why.
+    const version = journal.request.agent.protocolVersion;
+    const legacy = r.failure === 'request-mismatch' && version.startsWith('0.');
+    return invalid(
+      r.failure,
+      legacy ? `${r.message} The request went over A2A ${version}, which does not carry all of what Baton sent, so the agent signed what it received instead: approve the agent's A2A 1.0 interface to get results that verify.` : r.message,
+    );
+  }
   const bad = ambiguity(journal, final, artifacts, true);
   if (bad) return invalid(bad.failure, bad.detail);
   const patch = patchOf(artifacts);

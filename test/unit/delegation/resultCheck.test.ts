@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { PATCH_ARTIFACT } from '../../../src/core/batonProfile';
 import { DelegationJournal } from '../../../src/core/delegation';
+import type { JournalEntry } from '../../../src/core/delegation';
+import type { AgentCard } from '@a2a-js/sdk';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { connectAgent, normalizeCard } from '../../../src/node/a2a/clientFactory';
@@ -106,18 +108,39 @@ describe("result check: Baton's gateway", () => {
     tmp.cleanup();
   });
 
-  it('an honest result verifies with everything bound, and the patch is the artifact the gateway signed', async () => {
+  /** Delegates to the echo route over one of its interfaces and checks the result. */
+  async function delegate(binding: string, version: string): Promise<{ check: ResultCheck; journal: DelegationJournal; entries: JournalEntry[]; card: AgentCard }> {
     const raw = (await (await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json()) as unknown;
     const card = normalizeCard(raw);
-    const iface = card.supportedInterfaces.find((i) => i.protocolBinding === 'JSONRPC' && i.protocolVersion === '1.0');
-    assert.ok(iface);
-    const jsonRpc = { url: iface.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' };
-    const connection = await connectAgent({ card, endpoint: jsonRpc, getToken: async () => gw.token });
-    const run = await newRun({ card, jsonRpc } as unknown as AgentServer, store, 'Echo', { connection });
+    const iface = card.supportedInterfaces.find((i) => i.protocolBinding === binding && i.protocolVersion === version);
+    assert.ok(iface, `${binding} ${version}`);
+    const endpoint = { url: iface.url, protocolBinding: binding, protocolVersion: version };
+    const connection = await connectAgent({ card, endpoint, getToken: async () => gw.token });
+    const run = await newRun({ card, jsonRpc: endpoint } as unknown as AgentServer, store, 'Echo', { connection, endpoint });
     await within(run.runner.start(), 20_000, 'delegation');
     const entries = await run.entries();
     const journal = DelegationJournal.fromEntries(entries);
     const check = await checkResult({ journal, final: finalTaskOf(entries), keys: await resultKeys([], card), signaturesPromised: signedResultsOf(card).promised, signer: gw.url });
+    return { check, journal, entries, card };
+  }
+
+  it('over A2A 1.0 (JSON-RPC and HTTP+JSON) the result verifies with everything bound', async () => {
+    for (const binding of ['JSONRPC', 'HTTP+JSON']) {
+      const { check } = await delegate(binding, '1.0');
+      assert.equal(check.status, 'verified', `${binding}: ${check.detail}`);
+    }
+  });
+
+  it('over A2A 0.3 the agent signs the request as 0.3 carried it, which is not the one sent: not verified, and it says why', async () => {
+    for (const binding of ['JSONRPC', 'HTTP+JSON']) {
+      const { check } = await delegate(binding, '0.3');
+      assert.ok(check.status === 'invalid' && check.failure === 'request-mismatch', `${binding}: ${check.status} ${check.detail}`);
+      assert.match(check.detail, /went over A2A 0\.3, which does not carry all of what Baton sent.*approve the agent's A2A 1\.0 interface/);
+    }
+  });
+
+  it('an honest result verifies with everything bound, and the patch is the artifact the gateway signed', async () => {
+    const { check, journal, entries, card } = await delegate('JSONRPC', '1.0');
     assert.equal(check.status, 'verified', check.detail);
     const row = await gw.store.getTask('echo', journal.taskId ?? '');
     const stored = JSON.parse(row?.snapshot ?? '{}') as { artifacts?: Array<{ name?: string; parts: Array<{ text?: string }> }> };
