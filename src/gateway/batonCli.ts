@@ -154,7 +154,7 @@ const KEYS_FILE = 'result-keys.json';
  * The keys results from `origin` must verify with: pinned on first use (the key the agent's card names
  * for signed results), kept per origin in the journal folder like ssh's known_hosts.
  */
-async function pinnedResultKeys(env: NodeJS.ProcessEnv, origin: string, card: AgentCard): Promise<VerifiedKey[]> {
+async function pinnedResultKeys(env: NodeJS.ProcessEnv, origin: string, card: AgentCard | undefined): Promise<VerifiedKey[]> {
   const file = join(journalDir(env), KEYS_FILE);
   let known: Record<string, VerifiedKey[]> = {};
   if (existsSync(file)) {
@@ -166,6 +166,7 @@ async function pinnedResultKeys(env: NodeJS.ProcessEnv, origin: string, card: Ag
   }
   const pinned = known[origin];
   if (Array.isArray(pinned) && pinned.length > 0) return pinned;
+  if (!card) return [];
   const declared = await resultKeys([], card);
   if (declared.length > 0) {
     mkdirSync(journalDir(env), { recursive: true, mode: 0o700 });
@@ -181,12 +182,14 @@ async function resultCheck(env: NodeJS.ProcessEnv, requestId: string, cards: Map
   const endpoint = journal.request.agent.endpoint;
   let card = cards.get(endpoint);
   if (!card) {
-    card = normalizeCard(await fetchJson(`${endpoint}/.well-known/agent-card.json`));
-    cards.set(endpoint, card);
+    // Without the card (the agent is gone), the keys pinned for its origin still decide.
+    card = await fetchJson(`${endpoint}/.well-known/agent-card.json`).then(normalizeCard, () => undefined);
+    if (card) cards.set(endpoint, card);
   }
   const origin = new URL(endpoint).origin;
   const keys = await pinnedResultKeys(env, origin, card);
-  return checkResult({ journal, final: finalTaskOf(loaded.entries), keys, signaturesPromised: signedResultsOf(card).promised || keys.length > 0, signer: origin });
+  const promised = (card !== undefined && signedResultsOf(card).promised) || keys.length > 0;
+  return checkResult({ journal, final: finalTaskOf(loaded.entries), keys, signaturesPromised: promised, signer: origin });
 }
 
 function signatureLine(check: ResultCheck, env: NodeJS.ProcessEnv): string {
