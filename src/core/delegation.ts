@@ -261,7 +261,8 @@ export interface ArtifactContent {
  * verification treats each as a failure (src/node/resultCheck.ts).
  *
  * - `not-final`: streamed, but absent from the final task;
- * - `differs`: streamed (or an earlier final task) with other content than the final task has;
+ * - `differs`: streamed (or an earlier final task) with other content than the final task has (a stream
+ *   whose last chunk has not come may hold a beginning of it: it stopped, it did not contradict);
  * - `after-final`: an artifact update that came after the final task was taken.
  */
 export interface ArtifactConflict {
@@ -334,10 +335,18 @@ function partKey(p: Part): string {
   return JSON.stringify([c?.$case ?? null, value, p.mediaType, p.filename]);
 }
 
-/** Same name, same concatenated text, same other parts: what a reviewer would see is the same. */
-function sameContent(a: ArtifactAccumulator, b: ArtifactAccumulator): boolean {
-  if (a.name !== b.name || a.textChunks.join('') !== b.textChunks.join('') || a.otherParts.length !== b.otherParts.length) return false;
-  return a.otherParts.every((p, i) => partKey(p) === partKey(b.otherParts[i]));
+/**
+ * Whether what was seen of an artifact agrees with its final form: the same name, and the same text
+ * and other parts — or, while its last chunk has not come (the stream stopped delivering and the task
+ * was followed by polling), a beginning of them. A stream that said it was complete must match exactly.
+ */
+function agrees(seen: ArtifactAccumulator, final: ArtifactAccumulator): boolean {
+  if (seen.name !== final.name) return false;
+  const text = seen.textChunks.join('');
+  const finalText = final.textChunks.join('');
+  const n = seen.otherParts.length;
+  if (seen.complete ? text !== finalText || n !== final.otherParts.length : !finalText.startsWith(text) || n > final.otherParts.length) return false;
+  return seen.otherParts.every((p, i) => partKey(p) === partKey(final.otherParts[i]));
 }
 
 function stateName(s: TaskState): string {
@@ -715,7 +724,7 @@ export class DelegationJournal {
         const prev = this._artifacts.get(a.artifactId);
         const index = prev ? prev.timelineIndex : this.push({ kind: 'artifact', at: iso(at), artifactId: a.artifactId, name: a.name, size: 0, chunks: 0, complete: true });
         const acc = artifactFrom(a, true, index);
-        if (prev && !sameContent(prev, acc)) this.conflict('differs', a.artifactId, prev.name || a.name);
+        if (prev && !agrees(prev, acc)) this.conflict('differs', a.artifactId, prev.name || a.name);
         acc.chunks = prev?.chunks ?? a.parts.length;
         this._artifacts.set(a.artifactId, acc);
         this.updateArtifactEntry(acc, at);

@@ -114,9 +114,9 @@ function patchOf(artifacts: readonly ArtifactLike[]): ReviewPatch | undefined | 
   return { artifactId: p.artifactId, bytes, sha256: sha256(bytes) };
 }
 
-function conflictText(c: ArtifactConflict, signed: boolean): string {
+function conflictText(c: ArtifactConflict): string {
   const name = c.name || c.artifactId;
-  const final = signed ? 'the final result the agent signed' : 'the final result';
+  const final = 'the final result the agent signed';
   switch (c.kind) {
     case 'not-final':
       return `Artifact "${name}" was streamed but is not in ${final}: what was shown is not what the agent returned. Do not apply it.`;
@@ -127,7 +127,11 @@ function conflictText(c: ArtifactConflict, signed: boolean): string {
   }
 }
 
-/** What makes the final task ambiguous apart from its signature: the first reason, or undefined. */
+/**
+ * What makes the final task ambiguous apart from its signature: the first reason, or undefined. For a
+ * signed result, also everything the stream showed that the signed task does not have; an unsigned one
+ * promises nothing about the stream, and its final task is what is reviewed.
+ */
 function ambiguity(journal: DelegationJournal, final: Task, artifacts: readonly ArtifactLike[], signed: boolean): { failure: string; detail: string } | undefined {
   if (final.id !== journal.taskId) return { failure: 'task-mismatch', detail: `The agent answered with task ${final.id}, not ${journal.taskId ?? '(none)'}.` };
   if (journal.contextId && final.contextId !== journal.contextId) return { failure: 'task-mismatch', detail: `The final task is in context ${final.contextId}, not ${journal.contextId}.` };
@@ -136,13 +140,15 @@ function ambiguity(journal: DelegationJournal, final: Task, artifacts: readonly 
     if (seen.has(a.artifactId)) return { failure: 'artifact-duplicate', detail: `The task lists artifact "${a.name || a.artifactId}" more than once: Baton cannot tell which one to show.` };
     seen.add(a.artifactId);
   }
-  const [conflict] = journal.artifactConflicts();
-  if (conflict) return { failure: `artifact-${conflict.kind}`, detail: conflictText(conflict, signed) };
-  if (journal.taskState !== final.status?.state) return { failure: 'result-mismatch', detail: 'The state the stream showed differs from the final task.' };
-  const shown = journal.stateText;
-  const finalText = partsText(final.status?.message?.parts) || undefined;
-  if (shown !== finalText) {
-    return { failure: 'result-mismatch', detail: `The status message shown (${JSON.stringify(shown ?? '')}) differs from the one in ${signed ? 'the signed' : 'the'} final status (${JSON.stringify(finalText ?? '')}).` };
+  if (signed) {
+    const [conflict] = journal.artifactConflicts();
+    if (conflict) return { failure: `artifact-${conflict.kind}`, detail: conflictText(conflict) };
+    if (journal.taskState !== final.status?.state) return { failure: 'result-mismatch', detail: 'The state the stream showed differs from the signed final task.' };
+    const shown = journal.stateText;
+    const finalText = partsText(final.status?.message?.parts) || undefined;
+    if (shown !== finalText) {
+      return { failure: 'result-mismatch', detail: `The status message shown (${JSON.stringify(shown ?? '')}) differs from the one in the signed final status (${JSON.stringify(finalText ?? '')}).` };
+    }
   }
   const patch = patchOf(artifacts);
   if (typeof patch === 'string') return { failure: 'patch-ambiguous', detail: patch };
@@ -177,7 +183,8 @@ export async function checkResult(input: ResultCheckInput): Promise<ResultCheck>
     const bad = ambiguity(journal, final, artifacts, false);
     if (bad) return invalid(bad.failure, bad.detail);
     const patch = patchOf(artifacts);
-    const detail = typeof jws === 'string' ? `signed, but no key is pinned for ${signer} to check it with` : 'the agent sent no signed result';
+    const streamed = journal.artifactConflicts().length > 0 ? '; what was streamed differs from the final task, which is what is shown' : '';
+    const detail = `${typeof jws === 'string' ? `signed, but no key is pinned for ${signer} to check it with` : 'the agent sent no signed result'}${streamed}`;
     return { status: 'unsigned', detail, ...(patch && typeof patch !== 'string' ? { patch } : {}) };
   }
   const r = await verifyResultEnvelope(jws, {

