@@ -32,7 +32,14 @@ export interface ReviewPatch {
 }
 
 export type ResultCheck =
-  | { readonly status: 'verified'; readonly detail: string; readonly kid: string; readonly patch?: ReviewPatch }
+  | {
+      readonly status: 'verified';
+      readonly detail: string;
+      readonly kid: string;
+      readonly patch?: ReviewPatch;
+      /** Who executed it, as signed (the task's own `baton/executor` metadata is not). */
+      readonly executor?: Readonly<Record<string, unknown>>;
+    }
   /** No signature was promised and none came: the patch is the final task's, unverified. */
   | { readonly status: 'unsigned'; readonly detail: string; readonly patch?: ReviewPatch }
   /** Verification failed, or the result is ambiguous: no patch is offered for review. */
@@ -209,5 +216,12 @@ export async function checkResult(input: ResultCheckInput): Promise<ResultCheck>
   const bad = ambiguity(journal, final, artifacts, true);
   if (bad) return invalid(bad.failure, bad.detail);
   const patch = patchOf(artifacts);
-  return { status: 'verified', detail: `signed by ${signer}’s key ${r.key.kid.slice(0, 12)}`, kid: r.key.kid, ...(patch && typeof patch !== 'string' ? { patch } : {}) };
+  const executor = r.envelope.executor;
+  return {
+    status: 'verified',
+    detail: `signed by ${signer}’s key ${r.key.kid.slice(0, 12)}`,
+    kid: r.key.kid,
+    ...(patch && typeof patch !== 'string' ? { patch } : {}),
+    ...(executor && typeof executor === 'object' ? { executor } : {}),
+  };
 }

@@ -338,12 +338,6 @@ export class DelegationService extends Disposable {
       const journal = DelegationJournal.fromEntries(loaded.entries);
       const final = finalTaskOf(loaded.entries);
       const side = this.loadSidecar(id) ?? { folder: '' };
-      const executor = final?.metadata?.[META.executor];
-      if (executor && typeof executor === 'object') {
-        const x = executor as { id?: unknown; kind?: unknown; confined?: unknown };
-        side.executor = `${String(x.id ?? '?')} (${String(x.kind ?? 'agent')})`;
-        side.confined = typeof x.confined === 'boolean' ? x.confined : undefined;
-      }
       const entry = this.agents.find(journal.request.agent.id);
       const card = entry?.approval ? normalizeCard(entry.approval.card.raw) : undefined;
       const pinned = entry ? pinnedKeysFor(this.agents.registry, entry.origin) : [];
@@ -355,6 +349,15 @@ export class DelegationService extends Disposable {
         signer: new URL(journal.request.agent.endpoint).origin,
       });
       side.signature = { status: r.status, detail: r.detail };
+      // Next to a verified result, who ran it is what the agent signed, not the task's metadata.
+      const executor = r.status === 'verified' ? r.executor : final?.metadata?.[META.executor];
+      side.executor = undefined;
+      side.confined = undefined;
+      if (executor && typeof executor === 'object') {
+        const x = executor as { id?: unknown; kind?: unknown; confined?: unknown };
+        side.executor = `${String(x.id ?? '?')} (${String(x.kind ?? 'agent')})`;
+        side.confined = typeof x.confined === 'boolean' ? x.confined : undefined;
+      }
       this.reviewBytes.delete(id);
       if (r.status !== 'invalid' && r.patch) {
         writeFileSync(this.reviewPatchFile(id), r.patch.bytes, { mode: 0o600 });

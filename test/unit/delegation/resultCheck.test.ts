@@ -147,6 +147,8 @@ describe("result check: Baton's gateway", () => {
   it('an honest result verifies with everything bound, and the patch is the artifact the gateway signed', async () => {
     const { check, journal, entries, card } = await delegate('JSONRPC', '1.0');
     assert.equal(check.status, 'verified', check.detail);
+    // Who ran it comes from the signed claims.
+    assert.deepEqual(check.status === 'verified' && check.executor, { id: 'echo', kind: 'builtin', confined: false });
     const row = await gw.store.getTask('echo', journal.taskId ?? '');
     const stored = JSON.parse(row?.snapshot ?? '{}') as { artifacts?: Array<{ name?: string; parts: Array<{ text?: string }> }> };
     const signedPatch = stored.artifacts?.find((a) => a.name === PATCH_ARTIFACT.name)?.parts.map((p) => p.text ?? '').join('');
