@@ -10,6 +10,7 @@
 import type { Artifact, Message, Part, StreamResponse, Task } from '@a2a-js/sdk';
 import { TaskState } from '@a2a-js/sdk';
 import { META, PATCH_ARTIFACT } from './batonProfile';
+import { canonicalize } from './jcs';
 import type {
   ArtifactView,
   CapabilitySet,
@@ -254,6 +255,22 @@ export interface ArtifactContent {
   readonly final: boolean;
 }
 
+/**
+ * Where what the stream brought and the final task (GetTask after it settled) disagree about an
+ * artifact: the user may have seen, or a caller may pick, content that is not the final one. Result
+ * verification treats each as a failure (src/node/resultCheck.ts).
+ *
+ * - `not-final`: streamed, but absent from the final task;
+ * - `differs`: streamed (or an earlier final task) with other content than the final task has (a stream
+ *   whose last chunk has not come may hold a beginning of it: it stopped, it did not contradict);
+ * - `after-final`: an artifact update that came after the final task was taken.
+ */
+export interface ArtifactConflict {
+  readonly kind: 'not-final' | 'differs' | 'after-final';
+  readonly artifactId: string;
+  readonly name: string;
+}
+
 interface ArtifactAccumulator {
   artifactId: string;
   name: string;
@@ -301,6 +318,35 @@ function appendParts(acc: ArtifactAccumulator, parts: readonly Part[]): void {
       if (p.content?.$case === 'raw') acc.size += p.content.value.length;
     }
   }
+}
+
+/** A part's content as a comparable string (metadata left out, as the signed digest leaves it out). */
+function partKey(p: Part): string {
+  const c = p.content;
+  let value: unknown = null;
+  if (c?.$case === 'raw') value = Array.from(c.value, (b) => b.toString(16).padStart(2, '0')).join('');
+  else if (c?.$case === 'data') {
+    try {
+      value = canonicalize(c.value);
+    } catch {
+      value = JSON.stringify(c.value) ?? null;
+    }
+  } else if (c) value = c.value;
+  return JSON.stringify([c?.$case ?? null, value, p.mediaType, p.filename]);
+}
+
+/**
+ * Whether what was seen of an artifact agrees with its final form: the same name, and the same text
+ * and other parts — or, while its last chunk has not come (the stream stopped delivering and the task
+ * was followed by polling), a beginning of them. A stream that said it was complete must match exactly.
+ */
+function agrees(seen: ArtifactAccumulator, final: ArtifactAccumulator): boolean {
+  if (seen.name !== final.name) return false;
+  const text = seen.textChunks.join('');
+  const finalText = final.textChunks.join('');
+  const n = seen.otherParts.length;
+  if (seen.complete ? text !== finalText || n !== final.otherParts.length : !finalText.startsWith(text) || n > final.otherParts.length) return false;
+  return seen.otherParts.every((p, i) => partKey(p) === partKey(final.otherParts[i]));
 }
 
 function stateName(s: TaskState): string {
@@ -378,6 +424,8 @@ export class DelegationJournal {
   private _timelineBase = 0;
   private readonly _artifacts = new Map<string, ArtifactAccumulator>();
   private _finalSeen = false;
+  /** Keyed by kind and artifact id, so a long stream cannot grow it beyond one entry per artifact. */
+  private readonly _conflicts = new Map<string, ArtifactConflict>();
   private readonly _timelineLimit: number;
   private readonly _previewChars: number;
 
@@ -634,6 +682,7 @@ export class DelegationJournal {
 
   private applyArtifactChunk(a: Artifact, append: boolean, lastChunk: boolean, at: number): void {
     const existing = this._artifacts.get(a.artifactId);
+    if (this._finalSeen) this.conflict('after-final', a.artifactId, existing?.name || a.name);
     if (existing?.final) return; // GetTask's copy is authoritative
     let acc: ArtifactAccumulator;
     if (existing && append) {
@@ -669,15 +718,28 @@ export class DelegationJournal {
     }
     if (source === 'final') {
       this._finalSeen = true;
+      const finalIds = new Set(task.artifacts.map((a) => a.artifactId));
+      for (const prev of this._artifacts.values()) if (!finalIds.has(prev.artifactId)) this.conflict('not-final', prev.artifactId, prev.name);
       for (const a of task.artifacts) {
         const prev = this._artifacts.get(a.artifactId);
         const index = prev ? prev.timelineIndex : this.push({ kind: 'artifact', at: iso(at), artifactId: a.artifactId, name: a.name, size: 0, chunks: 0, complete: true });
         const acc = artifactFrom(a, true, index);
+        if (prev && !agrees(prev, acc)) this.conflict('differs', a.artifactId, prev.name || a.name);
         acc.chunks = prev?.chunks ?? a.parts.length;
         this._artifacts.set(a.artifactId, acc);
         this.updateArtifactEntry(acc, at);
       }
     }
+  }
+
+  private conflict(kind: ArtifactConflict['kind'], artifactId: string, name: string): void {
+    const key = `${kind}\u0000${artifactId}`;
+    if (!this._conflicts.has(key)) this._conflicts.set(key, { kind, artifactId, name });
+  }
+
+  /** Where the stream and the final task disagree about artifacts, in the order it was seen. */
+  artifactConflicts(): readonly ArtifactConflict[] {
+    return [...this._conflicts.values()];
   }
 
   private note(at: number, level: 'info' | 'warning' | 'error', text: string): void {
@@ -709,9 +771,14 @@ export class DelegationJournal {
     }));
   }
 
-  /** The returned `changes.patch`, if any. */
+  /**
+   * The returned `changes.patch`, if any: the final task's when there is one (a streamed artifact of the
+   * same name that the final task does not list is never preferred to it). What a user reviews comes
+   * from the verified result instead (src/node/resultCheck.ts); this is the journal's own view.
+   */
   patch(): ArtifactContent | undefined {
-    return this.artifacts().find((a) => a.name === PATCH_ARTIFACT.name || a.filename === PATCH_ARTIFACT.name);
+    const patches = this.artifacts().filter((a) => a.name === PATCH_ARTIFACT.name || a.filename === PATCH_ARTIFACT.name);
+    return patches.find((a) => a.final) ?? patches[0];
   }
 
   /** The panel's state word: the outcome when decided, else where the delegation is. */

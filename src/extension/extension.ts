@@ -10,7 +10,7 @@ import { DelegationService } from './delegate/delegationService';
 import { isDelegateArgs, runStartFlow, type AgentChoice, type DelegateArgs } from './delegate/startFlow';
 import { GatewaySupervisor } from './gateway/gatewaySupervisor';
 import { ReviewDocumentProvider, REVIEW_SCHEME } from './review/reviewDocuments';
-import { ReviewSession } from './review/reviewSession';
+import { ReviewSession, type ReviewRecord } from './review/reviewSession';
 import { DelegationPanelManager, type DelegationPanel, type DelegationRequestMethod, type PanelSubject } from './panel/delegationPanel';
 import { BatonStorage } from './storage';
 import { AgentsViewProvider, type AgentsNode } from './views/agentsView';
@@ -109,12 +109,20 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
   async function openReview(id: string): Promise<ReviewSession> {
     let session = reviews.get(id);
     if (!session) {
-      const patch = service.patchText(id);
+      // The bytes the result check approved (the signed artifact when verified), held by the review from here on.
+      const patch = await service.reviewPatch(id);
       if (patch === undefined) throw new Error(vscode.l10n.t('This delegation returned no changes.patch.'));
+      // Opened by another click while the check was awaited: show that one.
+      if (reviews.has(id)) return openReview(id);
       const side = service.sidecar(id);
       const folder = side?.folder || vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
       if (!folder) throw new Error(vscode.l10n.t('Open the folder the delegation was started from to review its changes.'));
-      session = new ReviewSession(id, folder, { bytes: Buffer.from(patch, 'utf8') }, side?.base, reviewDocs, (r) => {
+      // Apply only while the delegation's result still checks out as the same bytes this review holds.
+      const stillChecked = async (): Promise<void> => {
+        const now = await service.reviewPatch(id);
+        if (!now?.equals(patch)) throw new Error(vscode.l10n.t('The result of this delegation changed since this review was opened; open Review Changes again.'));
+      };
+      const recordReview = (r: ReviewRecord): void => {
         log.info(`review ${id}: ${r.kind}${'record' in r ? ` ${r.record.files.length} file(s)` : ''}`);
         const rec = 'record' in r ? r.record : undefined;
         const files = (rec?.files ?? []).map((f) => ({ path: f.newPath ?? f.oldPath ?? '', whole: f.whole, hunkIds: f.hunkIds }));
@@ -129,7 +137,8 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
         void service
           .recordReview(id, { action: r.kind, files, overrides: rec?.overrides ?? [], digests: rec?.digests ?? [] }, text)
           .catch((e: unknown) => log.error(`review ${id}: could not record it in the journal: ${errorMessage(e)}`));
-      });
+      };
+      session = new ReviewSession(id, folder, { bytes: patch }, side?.base, reviewDocs, recordReview, stillChecked);
       reviews.set(id, session);
       const s = session;
       s.onDidChange(() => panels.update({ delegationId: id }));

@@ -10,7 +10,11 @@
  *
  * Exit codes say how a delegation ended: 0 completed, 10 failed, 11 canceled, 12 rejected, 13 expired,
  * 14 unknown (contact lost: reconcile, do not blindly retry), 15 input or auth required (use `reply`),
- * 2 bad usage, 1 any other error.
+ * 16 the result did not verify (nothing saved), 2 bad usage, 1 any other error.
+ *
+ * The result is checked as the extension checks it (src/node/resultCheck.ts); the patch saved is the
+ * bytes that check approved. The key a gateway signs results with is pinned on first use per origin
+ * (`result-keys.json` in the journal folder), so a gateway that later signs with another key fails.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -19,8 +23,10 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Role } from '@a2a-js/sdk';
 import type { AgentCard, Message } from '@a2a-js/sdk';
+import type { VerifiedKey } from '../core/agentRegistry';
 import { META } from '../core/batonProfile';
 import { normalizeAgentCard, readAgentIndex } from '../core/agentCard';
+import { DelegationJournal } from '../core/delegation';
 import type { DelegationRequest } from '../core/delegation';
 import type { DelegationOutcome, DelegationView, TimelineEntry } from '../core/protocol/delegationView';
 import { sameOrigin, tryNormalizeOrigin } from '../core/origin';
@@ -28,6 +34,8 @@ import { terminalBlock, terminalJson, terminalLine } from '../core/terminalText'
 import { connectAgent, normalizeCard, scopedGetToken } from '../node/a2a/clientFactory';
 import { DelegationManager } from '../node/a2a/delegationManager';
 import { JournalStore } from '../node/journalStore';
+import { checkResult, finalTaskOf, resultKeys, signedResultsOf } from '../node/resultCheck';
+import type { ResultCheck } from '../node/resultCheck';
 import { defaultStateDir } from './cliPaths';
 
 export const EXIT: Readonly<Record<DelegationOutcome, number>> = {
@@ -41,6 +49,9 @@ export const EXIT: Readonly<Record<DelegationOutcome, number>> = {
   'auth-required': 15,
 };
 
+/** The result did not verify: nothing was saved. */
+export const EXIT_UNVERIFIED = 16;
+
 const USAGE = `usage:
   baton agents [--gateway URL]
   baton delegate <agent|card-url> "<task>" [--file F]... [--repo DIR] [--json] [--out FILE] [--gateway URL]
@@ -53,7 +64,8 @@ const USAGE = `usage:
 The gateway is --gateway, else $BATON_GATEWAY, else the local one ($BATON_STATE_DIR or ~/.baton/gateway).
 The token is $BATON_TOKEN, else the local gateway's token file (only when talking to the local gateway).
 It is sent to the gateway's origin only: an agent card URL on another origin gets no token.
-Exit codes: 0 completed, 10 failed, 11 canceled, 12 rejected, 13 expired, 14 unknown, 15 needs a reply or an authorization.
+Exit codes: 0 completed, 10 failed, 11 canceled, 12 rejected, 13 expired, 14 unknown, 15 needs a reply or an authorization,
+16 the result did not verify (nothing saved).
 `;
 
 class UsageError extends Error {}
@@ -192,22 +204,82 @@ function patchDir(env: NodeJS.ProcessEnv): string {
   return resolve(journalDir(env), '..', 'patches');
 }
 
-function finish(manager: DelegationManager, view: DelegationView, out: NodeJS.WritableStream, json: boolean, patchOut: string | undefined, env: NodeJS.ProcessEnv): number {
+const KEYS_FILE = 'result-keys.json';
+
+/**
+ * The keys results from `origin` must verify with: pinned on first use (the key the agent's card names
+ * for signed results), kept per origin in the journal folder like ssh's known_hosts.
+ */
+async function pinnedResultKeys(env: NodeJS.ProcessEnv, origin: string, card: AgentCard | undefined): Promise<VerifiedKey[]> {
+  const file = join(journalDir(env), KEYS_FILE);
+  let known: Record<string, VerifiedKey[]> = {};
+  if (existsSync(file)) {
+    try {
+      known = JSON.parse(readFileSync(file, 'utf8')) as Record<string, VerifiedKey[]>;
+    } catch (e) {
+      throw new Error(`${file} is not valid JSON (${(e as Error).message}); fix or remove it`);
+    }
+  }
+  const pinned = known[origin];
+  if (Array.isArray(pinned) && pinned.length > 0) return pinned;
+  if (!card) return [];
+  const declared = await resultKeys([], card);
+  if (declared.length > 0) {
+    mkdirSync(journalDir(env), { recursive: true, mode: 0o700 });
+    writeFileSync(file, `${JSON.stringify({ ...known, [origin]: declared }, null, 2)}\n`, { mode: 0o600 });
+  }
+  return declared;
+}
+
+/** Checks a settled delegation's result with the same rules as the extension. */
+async function resultCheck(env: NodeJS.ProcessEnv, requestId: string, cards: Map<string, AgentCard>): Promise<ResultCheck> {
+  const loaded = await new JournalStore(journalDir(env)).load(requestId);
+  const journal = DelegationJournal.fromEntries(loaded.entries);
+  const endpoint = journal.request.agent.endpoint;
+  let card = cards.get(endpoint);
+  if (!card) {
+    // Without the card (the agent is gone), the keys pinned for its origin still decide.
+    card = await fetchJson(`${endpoint}/.well-known/agent-card.json`).then(normalizeCard, () => undefined);
+    if (card) cards.set(endpoint, card);
+  }
+  const origin = new URL(endpoint).origin;
+  const keys = await pinnedResultKeys(env, origin, card);
+  const promised = (card !== undefined && signedResultsOf(card).promised) || keys.length > 0;
+  return checkResult({ journal, final: finalTaskOf(loaded.entries), keys, signaturesPromised: promised, signer: origin });
+}
+
+function signatureLine(check: ResultCheck, env: NodeJS.ProcessEnv): string {
+  switch (check.status) {
+    case 'verified':
+      return `signature: verified (${block(check.detail)})`;
+    case 'unsigned':
+      return `signature: none (${block(check.detail)})`;
+    case 'invalid': {
+      const hint = check.failure === 'unknown-key' ? `\nif the gateway's key was changed on purpose, remove its origin from ${join(journalDir(env), KEYS_FILE)}` : '';
+      return `signature: INVALID — ${block(check.detail)}${hint}\nthe result did not verify: nothing was saved`;
+    }
+  }
+}
+
+async function finish(manager: DelegationManager, view: DelegationView, out: NodeJS.WritableStream, json: boolean, patchOut: string | undefined, env: NodeJS.ProcessEnv, cards: Map<string, AgentCard>): Promise<number> {
   const outcome = view.outcome ?? 'unknown';
-  const journal = manager.get(view.requestId);
-  const patch = journal?.patch();
+  await manager.idle(view.requestId);
+  const check = await resultCheck(env, view.requestId, cards);
   let saved: string | undefined;
-  if (patch && patch.text) {
+  // Only the bytes the check approved are saved: for a verified result, the signed artifact.
+  if (check.status !== 'invalid' && check.patch && check.patch.bytes.length > 0) {
     if (patchOut) saved = resolve(patchOut);
     else {
       mkdirSync(patchDir(env), { recursive: true, mode: 0o700 });
       saved = join(patchDir(env), `${view.requestId}.patch`);
     }
-    writeFileSync(saved, patch.text);
+    writeFileSync(saved, check.patch.bytes);
   }
-  if (json) line(out, terminalJson({ requestId: view.requestId, taskId: view.taskId, outcome, reason: view.outcomeReason, patch: saved }));
+  const signature = { status: check.status, detail: check.detail, ...(check.status === 'invalid' ? { failure: check.failure } : {}) };
+  if (json) line(out, terminalJson({ requestId: view.requestId, taskId: view.taskId, outcome, reason: view.outcomeReason, patch: saved, signature }));
   else {
     line(out, `${outcome}${view.outcomeReason ? `: ${block(view.outcomeReason)}` : ''}`);
+    if (check.status !== 'unsigned' || view.outcome === 'completed') line(out, signatureLine(check, env));
     if (saved) line(out, `changes.patch saved to ${t(saved)}\nreview it, then apply it from the repository's top folder with: git apply ${t(saved)}`);
     if (outcome === 'input-required') line(out, `the agent asks: ${view.prompt ? block(view.prompt) : '(no question)'}\nanswer with: baton reply ${view.requestId} "<text>"`);
     if (outcome === 'auth-required') {
@@ -215,7 +287,7 @@ function finish(manager: DelegationManager, view: DelegationView, out: NodeJS.Wr
     }
     if (outcome === 'unknown') line(out, `contact was lost; check again with: baton watch ${view.requestId}`);
   }
-  return EXIT[outcome];
+  return check.status === 'invalid' ? EXIT_UNVERIFIED : EXIT[outcome];
 }
 
 /** An error as the one line `baton` prints for it on stderr. */
@@ -297,7 +369,7 @@ export async function batonMain(argv: string[], out: NodeJS.WritableStream = pro
       const following = follow(manager, requestId, out, json);
       await manager.start(request);
       const view = await following;
-      return finish(manager, view, out, json, values.out, env);
+      return await finish(manager, view, out, json, values.out, env, cards);
     } finally {
       manager.dispose();
     }
@@ -326,7 +398,7 @@ export async function batonMain(argv: string[], out: NodeJS.WritableStream = pro
         if (!text) throw new UsageError('reply needs the text to send');
         await manager.reply(requestId, text);
       }
-      return finish(manager, await follow(manager, requestId, out, json), out, json, values.out, env);
+      return await finish(manager, await follow(manager, requestId, out, json), out, json, values.out, env, cards);
     } finally {
       manager.dispose();
     }

@@ -329,7 +329,8 @@ export type EnvelopeFailure =
   | 'task-mismatch'
   | 'artifact-mismatch'
   | 'artifact-missing'
-  | 'artifact-unsigned';
+  | 'artifact-unsigned'
+  | 'artifact-duplicate';
 
 export type EnvelopeVerification =
   | { readonly ok: true; readonly envelope: ResultEnvelope; readonly key: VerifiedKey }
@@ -340,14 +341,29 @@ export interface VerifyEnvelopeInput {
   readonly keys: readonly VerifiedKey[];
   /** The task the client asked about. */
   readonly taskId: string;
+  /** The context the client's task is in; checked when given (the envelope must sign the same one). */
+  readonly contextId?: string;
   /** What the client received: the final artifacts from GetTask, wire JSON. */
   readonly artifacts: readonly ArtifactLike[];
-  /** `requestDigest` of what the client sent; checked when given. */
-  readonly requestDigest?: string;
-  /** The terminal state the client saw; checked when given and signed. */
+  /**
+   * `requestDigest` of what the client sent; checked when given. Several when the client may have sent
+   * the same message in more than one form (streaming or not): the envelope must sign one of them.
+   */
+  readonly requestDigest?: string | readonly string[];
+  /** The terminal state the client saw; checked when given (an envelope that does not sign a state fails). */
   readonly state?: string;
-  /** The final status (wire JSON); checked against `resultDigest` when both are there. */
+  /** The final status (wire JSON); checked against `resultDigest` when given (an envelope without one fails). */
   readonly status?: Readonly<Record<string, unknown>>;
+}
+
+/** The first artifact id that occurs twice in a list, if any. */
+function duplicateId(list: readonly { readonly artifactId: string }[]): string | undefined {
+  const seen = new Set<string>();
+  for (const a of list) {
+    if (seen.has(a.artifactId)) return a.artifactId;
+    seen.add(a.artifactId);
+  }
+  return undefined;
 }
 
 /** Verifies an envelope against what the client received; on failure says what, and which artifact. */
@@ -376,16 +392,45 @@ export async function verifyResultEnvelope(jws: string, input: VerifyEnvelopeInp
     }
   }
   if (!envelope || !used) return { ok: false, failure: 'bad-signature', message: 'The result envelope signature does not verify: the result may have been altered.' };
-  if (typeof envelope !== 'object' || envelope === null || !Array.isArray(envelope.artifacts)) return { ok: false, failure: 'malformed', message: 'The result envelope has an unknown format.' };
+  if (!isObj(envelope) || !Array.isArray(envelope.artifacts) || !envelope.artifacts.every((a) => isObj(a) && typeof a.artifactId === 'string' && typeof a.digest === 'string')) {
+    return { ok: false, failure: 'malformed', message: 'The result envelope has an unknown format.' };
+  }
   if (envelope.taskId !== input.taskId) return { ok: false, failure: 'task-mismatch', message: `The envelope is for task ${String(envelope.taskId)}, not ${input.taskId}.` };
-  if (input.requestDigest !== undefined && envelope.requestDigest !== input.requestDigest) {
-    return { ok: false, failure: 'request-mismatch', message: 'The envelope was signed for a different request than the one sent.' };
+  if (input.contextId !== undefined && envelope.contextId !== input.contextId) {
+    return { ok: false, failure: 'task-mismatch', message: `The envelope is for context ${String(envelope.contextId ?? '(none)')}, not ${input.contextId}.` };
   }
-  if (input.state !== undefined && envelope.state !== undefined && envelope.state !== input.state) {
-    return { ok: false, failure: 'result-mismatch', message: `The agent signed the state ${String(envelope.state)}, but the task shows ${input.state}.` };
+  if (input.requestDigest !== undefined) {
+    const sent = typeof input.requestDigest === 'string' ? [input.requestDigest] : input.requestDigest;
+    if (typeof envelope.requestDigest !== 'string') {
+      return { ok: false, failure: 'request-mismatch', message: 'The envelope does not say which request it answers (no request digest), so it cannot be bound to the one sent.' };
+    }
+    if (!sent.includes(envelope.requestDigest)) return { ok: false, failure: 'request-mismatch', message: 'The envelope was signed for a different request than the one sent.' };
   }
-  if (input.status && envelope.resultDigest !== undefined && resultDigest(input.status) !== envelope.resultDigest) {
-    return { ok: false, failure: 'result-mismatch', message: 'The final status differs from the one the agent signed.' };
+  if (input.state !== undefined && envelope.state !== input.state) {
+    return {
+      ok: false,
+      failure: 'result-mismatch',
+      message: envelope.state === undefined ? `The envelope does not sign the task's state, but the task shows ${input.state}.` : `The agent signed the state ${String(envelope.state)}, but the task shows ${input.state}.`,
+    };
+  }
+  if (input.status && (envelope.resultDigest === undefined || resultDigest(input.status) !== envelope.resultDigest)) {
+    return { ok: false, failure: 'result-mismatch', message: 'The final status (state and message) differs from the one the agent signed.' };
+  }
+  // One entry per artifact id, on both sides: with two entries for one id, which bytes were signed and
+  // which are shown would depend on who picks the first. Identical twins fail too: "identical" could only
+  // mean equal digests, and the digest leaves out what relays annotate (metadata, description).
+  const signedTwice = duplicateId(envelope.artifacts);
+  if (signedTwice !== undefined) return { ok: false, failure: 'artifact-duplicate', message: `The envelope lists artifact ${signedTwice} more than once.`, artifactId: signedTwice };
+  const receivedTwice = duplicateId(input.artifacts);
+  if (receivedTwice !== undefined) {
+    const name = input.artifacts.find((a) => a.artifactId === receivedTwice)?.name;
+    return {
+      ok: false,
+      failure: 'artifact-duplicate',
+      message: `The task lists artifact "${name || receivedTwice}" more than once: Baton cannot tell which one the agent signed. Do not apply it.`,
+      artifactId: receivedTwice,
+      ...(name !== undefined ? { artifactName: name } : {}),
+    };
   }
   for (const signed of envelope.artifacts) {
     const label = signed.name || signed.artifactId;

@@ -1,12 +1,11 @@
-import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
-import { Artifact } from '@a2a-js/sdk';
 import { callableEndpoint, pinnedKeysFor, type AgentEntry } from '../../core/agentRegistry';
 import { META } from '../../core/batonProfile';
-import { isFinalOutcome, type DelegationRequest, type OutcomeDecision } from '../../core/delegation';
+import { DelegationJournal, isFinalOutcome, type DelegationRequest, type OutcomeDecision } from '../../core/delegation';
 import { buildDelegationMessage } from '../../core/delegation/context';
 import { parsePatchText } from '../../core/patch';
 import type { DelegationState as PanelState, DelegationView as PanelView, TimelineEntry as PanelEntry } from '../../core/protocol/panelProtocol';
@@ -15,7 +14,7 @@ import { connectAgent, normalizeCard, scopedGetToken } from '../../node/a2a/clie
 import { DelegationManager } from '../../node/a2a/delegationManager';
 import { auditRecordFor, JournalStore, type ReviewAuditInfo } from '../../node/journalStore';
 import { captureWorkingState, repositoryTopLevel, type WorkingState } from '../../node/patchDrift';
-import { verifyResultEnvelope, type ArtifactLike } from '../../node/signing';
+import { checkResult, finalTaskOf, resultKeys, signedResultsOf } from '../../node/resultCheck';
 import type { AgentService } from '../agents/agentService';
 import type { GatewaySupervisor } from '../gateway/gatewaySupervisor';
 import { Disposable } from '../lifecycle';
@@ -32,16 +31,24 @@ export interface SignatureCheck {
   readonly detail: string;
 }
 
-/** Per-delegation facts the journal does not hold: the drift base and where the repository is. */
+/**
+ * Per-delegation facts the journal does not hold: the drift base, where the repository is, and the
+ * result check with the patch it approved for review (its bytes in `<id>.review.patch`, their digest here).
+ */
 interface Sidecar {
   readonly folder: string;
   readonly base?: WorkingState;
   signature?: SignatureCheck;
+  patch?: { readonly artifactId: string; readonly sha256: string };
   executor?: string;
   executorKind?: string;
   /** How the agent runs, as the gateway said it (why unconfined, what the sandbox allows). */
   executorDetail?: string;
   confined?: boolean;
+}
+
+function sha256(bytes: Uint8Array): string {
+  return `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
 }
 
 /**
@@ -53,6 +60,10 @@ export class DelegationService extends Disposable {
   private manager: DelegationManager | undefined;
   private readonly store: JournalStore;
   private readonly sidecars = new Map<string, Sidecar>();
+  /** The result check running or done per delegation: a review waits for it. */
+  private readonly checks = new Map<string, Promise<void>>();
+  /** The patch bytes the check approved, by delegation (also on disk, for after a reload). */
+  private readonly reviewBytes = new Map<string, Buffer>();
   private readonly _onDidChange = this._register(new vscode.EventEmitter<string>());
   readonly onDidChange = this._onDidChange.event;
   private readonly _onDidSettle = this._register(new vscode.EventEmitter<{ id: string; decision: OutcomeDecision }>());
@@ -93,6 +104,10 @@ export class DelegationService extends Disposable {
 
   private sidecarFile(id: string): string {
     return join(this.dir, `${id}.baton.json`);
+  }
+
+  private reviewPatchFile(id: string): string {
+    return join(this.dir, `${id}.review.patch`);
   }
 
   private loadSidecar(id: string): Sidecar | undefined {
@@ -196,9 +211,39 @@ export class DelegationService extends Disposable {
     return this.manager?.view(id);
   }
 
-  patchText(id: string): string | undefined {
-    const p = this.manager?.get(id)?.patch();
-    return p?.text;
+  /**
+   * The patch to review and apply: exactly the bytes the result check approved (for a verified result,
+   * the signed artifact), never the journal's live view, which later events could change. Waits for a
+   * check still running; refuses a result that did not verify. A copy, so no holder can change another's.
+   */
+  async reviewPatch(id: string): Promise<Buffer | undefined> {
+    await (this.checks.get(id) ?? this.check(id));
+    const side = this.loadSidecar(id);
+    if (!side?.signature) throw new Error(vscode.l10n.t('Baton could not check this result, so it will not review it. See the Baton log.'));
+    if (side.signature.status === 'invalid') {
+      throw new Error(vscode.l10n.t('The result did not verify, so Baton will not review or apply it: {0}', side.signature.detail));
+    }
+    const bytes = this.approvedBytes(id, side);
+    return bytes && Buffer.from(bytes);
+  }
+
+  /** The approved patch bytes, checked against the digest recorded when they were approved. */
+  private approvedBytes(id: string, side: Sidecar | undefined): Buffer | undefined {
+    if (!side?.patch || side.signature?.status === 'invalid') return undefined;
+    let bytes = this.reviewBytes.get(id);
+    if (!bytes) {
+      try {
+        bytes = readFileSync(this.reviewPatchFile(id));
+      } catch {
+        throw new Error(vscode.l10n.t('The checked patch of this delegation is missing from {0}.', this.dir));
+      }
+      this.reviewBytes.set(id, bytes);
+    }
+    if (sha256(bytes) !== side.patch.sha256) {
+      this.reviewBytes.delete(id);
+      throw new Error(vscode.l10n.t('The checked patch of this delegation changed on disk since it was checked; Baton will not review it.'));
+    }
+    return bytes;
   }
 
   reply(id: string, text: string): Promise<void> {
@@ -266,16 +311,47 @@ export class DelegationService extends Disposable {
     return this.store.readAudit();
   }
 
-  /** Verifies the signed result envelope (when the agent sends one) against the keys pinned for its origin. */
   private async settled(id: string, decision: OutcomeDecision): Promise<void> {
+    await this.check(id);
+    this._onDidSettle.fire({ id, decision });
+    this._onDidChange.fire(id);
+  }
+
+  /** Runs the result check (one at a time per delegation); a review waits for the latest. */
+  private check(id: string): Promise<void> {
+    const previous = this.checks.get(id) ?? Promise.resolve();
+    const run = previous.then(() => this.checkNow(id));
+    this.checks.set(id, run);
+    return run;
+  }
+
+  /**
+   * Checks the result against the keys held for the agent's origin (src/node/resultCheck.ts) and keeps
+   * the patch it approves: the bytes checked, written once, with their digest in the sidecar.
+   */
+  private async checkNow(id: string): Promise<void> {
     try {
       // The final artifacts come from GetTask after the outcome: wait for that before checking them.
       await this.manager?.idle(id);
       const loaded = await this.store.load(id);
-      const final = [...loaded.entries].reverse().find((e) => e.kind === 'snapshot');
-      const task = final?.kind === 'snapshot' ? final.task : undefined;
+      const journal = DelegationJournal.fromEntries(loaded.entries);
+      const final = finalTaskOf(loaded.entries);
       const side = this.loadSidecar(id) ?? { folder: '' };
-      const executor = task?.metadata?.[META.executor];
+      const entry = this.agents.find(journal.request.agent.id);
+      const card = entry?.approval ? normalizeCard(entry.approval.card.raw) : undefined;
+      const pinned = entry ? pinnedKeysFor(this.agents.registry, entry.origin) : [];
+      const r = await checkResult({
+        journal,
+        final,
+        keys: card ? await resultKeys(pinned, card) : pinned,
+        signaturesPromised: card ? signedResultsOf(card).promised : pinned.length > 0,
+        signer: new URL(journal.request.agent.endpoint).origin,
+      });
+      side.signature = { status: r.status, detail: r.detail };
+      // Next to a verified result, who ran it is what the agent signed, not the task's metadata.
+      const executor = r.status === 'verified' ? r.executor : final?.metadata?.[META.executor];
+      side.executor = undefined;
+      side.confined = undefined;
       if (executor && typeof executor === 'object') {
         const x = executor as { id?: unknown; kind?: unknown; confined?: unknown; detail?: unknown };
         side.executor = `${String(x.id ?? '?')} (${String(x.kind ?? 'agent')})`;
@@ -283,25 +359,20 @@ export class DelegationService extends Disposable {
         side.executorDetail = typeof x.detail === 'string' ? x.detail.slice(0, 500) : undefined;
         side.confined = typeof x.confined === 'boolean' ? x.confined : undefined;
       }
-      const jws = task?.metadata?.[META.envelope];
-      if (typeof jws !== 'string' || !task) {
-        side.signature = { status: 'unsigned', detail: vscode.l10n.t('the agent sent no signed result') };
+      this.reviewBytes.delete(id);
+      if (r.status !== 'invalid' && r.patch) {
+        writeFileSync(this.reviewPatchFile(id), r.patch.bytes, { mode: 0o600 });
+        side.patch = { artifactId: r.patch.artifactId, sha256: r.patch.sha256 };
+        this.reviewBytes.set(id, r.patch.bytes);
       } else {
-        const entry = this.agents.find(loaded.entries[0]?.kind === 'request' ? loaded.entries[0].request.agent.id : '');
-        const origin = entry ? new URL(entry.approval?.endpoint.url ?? entry.cardUrl).origin : '';
-        const keys = entry ? pinnedKeysFor(this.agents.registry, entry.origin) : [];
-        const fromCard = keys.length ? keys : [];
-        const r = await verifyResultEnvelope(jws, { keys: fromCard, taskId: task.id, artifacts: task.artifacts.map((a) => Artifact.toJSON(a) as unknown as ArtifactLike) });
-        side.signature = r.ok
-          ? { status: 'verified', detail: vscode.l10n.t('signed by {0}’s key {1}', origin, r.key.kid.slice(0, 12)) }
-          : { status: fromCard.length ? 'invalid' : 'unsigned', detail: fromCard.length ? r.message : vscode.l10n.t('signed, but no key is pinned for {0} to check it with', origin) };
+        side.patch = undefined;
+        rmSync(this.reviewPatchFile(id), { force: true });
       }
+      if (r.status === 'invalid') this.log.warn(`delegation ${id}: the result did not verify (${r.failure}): ${r.detail}`);
       this.saveSidecar(id, side);
     } catch (e) {
       this.log.warn(`delegation ${id}: could not check the result signature: ${e instanceof Error ? e.message : String(e)}`);
     }
-    this._onDidSettle.fire({ id, decision });
-    this._onDidChange.fire(id);
   }
 
   /** The panel's view of a delegation. */
@@ -309,11 +380,12 @@ export class DelegationService extends Disposable {
     const v = this.journalView(id);
     if (!v) return undefined;
     const side = this.loadSidecar(id);
-    const patch = this.patchText(id);
     let patchStats: PanelView['patch'];
-    if (patch && v.outcome) {
+    if (v.outcome) {
       try {
-        const parsed = parsePatchText(patch);
+        const bytes = this.approvedBytes(id, side);
+        if (!bytes) throw new Error('no approved patch');
+        const parsed = parsePatchText(bytes.toString('utf8'));
         patchStats = { files: parsed.files.length, additions: parsed.files.reduce((n, f) => n + f.added, 0), deletions: parsed.files.reduce((n, f) => n + f.removed, 0) };
       } catch {
         patchStats = undefined;

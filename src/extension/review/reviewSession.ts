@@ -42,6 +42,8 @@ export class ReviewSession extends Disposable {
     private readonly base: DriftBase | undefined,
     private readonly docs: ReviewDocumentProvider,
     private readonly record: (r: ReviewRecord) => void,
+    /** Runs before anything is written; throws to refuse (the delegation's result no longer checks out). */
+    private readonly beforeApply: () => Promise<void> = () => Promise.resolve(),
   ) {
     super();
     this._register(docs.register(id, (kind, path) => this.content(kind, path)));
@@ -162,6 +164,7 @@ export class ReviewSession extends Disposable {
     const dirty = this.dirtyPaths();
     const blocked = this.patchFiles.filter((f) => selectedIds.has(f.id)).flatMap((f) => this.pathsOf(f)).filter((p) => dirty.has(p));
     if (blocked.length) throw new Error(vscode.l10n.t('Save or revert your unsaved changes first: {0}.', blocked.join(', ')));
+    await this.beforeApply();
     const outcome = await applyReviewed(review, { selection, threeWay });
     if (outcome.kind === 'applied') {
       this.applied = outcome.applied;

@@ -16,7 +16,7 @@
  * records what happened.
  */
 import { randomUUID } from 'node:crypto';
-import type { Message, StreamResponse, Task } from '@a2a-js/sdk';
+import type { Message, SendMessageRequest, StreamResponse, Task } from '@a2a-js/sdk';
 import { TaskState, taskStateToJSON } from '@a2a-js/sdk';
 import type { RequestOptions } from '@a2a-js/sdk/client';
 import { A2AError } from '@a2a-js/sdk/errors';
@@ -68,6 +68,19 @@ const DEFAULT_RECONNECT: ReconnectPolicy = { initialDelayMs: 250, maxDelayMs: 10
 const NOT_DELIVERED_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ERR_INVALID_URL']);
 
 type Drive = { readonly kind: 'send' } | { readonly kind: 'reply'; readonly message: Message } | { readonly kind: 'reconcile' };
+
+/**
+ * The request the runner sends for a message: streaming, or with `returnImmediately` when it follows
+ * by polling. A signed result binds the digest of one of these (src/node/resultCheck.ts).
+ */
+export function sendMessageParams(message: Message, returnImmediately = false): SendMessageRequest {
+  return {
+    tenant: '',
+    message,
+    configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately },
+    metadata: undefined,
+  };
+}
 
 function errorText(e: unknown): string {
   if (e instanceof Error) {
@@ -503,13 +516,8 @@ export class DelegationRunner {
     }
   }
 
-  private sendParams(message: Message, returnImmediately = false): Parameters<AgentConnection['client']['sendMessage']>[0] {
-    return {
-      tenant: '',
-      message,
-      configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately },
-      metadata: undefined,
-    };
+  private sendParams(message: Message, returnImmediately = false): SendMessageRequest {
+    return sendMessageParams(message, returnImmediately);
   }
 
   /** The signal of a stream to follow: the run's, plus a stop of its own for when it goes silent. */

@@ -159,7 +159,7 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     await driver('click', '#reject');
     await waitFor('the rejection', () => (session.view().state === 'rejected' ? true : undefined));
     assert.deepEqual(hashTree(workspaceRoot()), original);
-    assert.ok(api.delegations.patchText(id));
+    assert.ok(await api.delegations.reviewPatch(id));
     await vscode.commands.executeCommand('workbench.view.extension.baton');
     await driver('screenshot', 'delegations-view');
   });

@@ -33,7 +33,7 @@ describe('Baton after a workbench reload', () => {
     assert.ok(v.timeline.length > seen, `the timeline did not grow after the reload (${seen} → ${v.timeline.length})`);
     const texts = v.timeline.map((e) => JSON.stringify(e));
     assert.equal(new Set(texts).size, texts.length, 'an event was recorded twice');
-    assert.ok(api.delegations.patchText(id)?.includes('second draft'), 'the final patch lacks the work done after the reload');
+    assert.ok((await api.delegations.reviewPatch(id))?.toString('utf8').includes('second draft'), 'the final patch lacks the work done after the reload');
     await vscode.commands.executeCommand('baton.openDelegation', id);
     await driver('expectText', 'Completed');
     await driver('screenshot', 'reattached-completed');

