@@ -39,11 +39,6 @@ export function hunkApplied(f: PatchFile, hunkId: string, parts: AppliedParts): 
   return parts.files.has(f.id) || parts.hunks.has(hunkId);
 }
 
-/** Whether anything of the patch is not applied yet (refused files count: the user may still allow them). */
-export function anythingLeft(patch: ParsedPatch, parts: AppliedParts): boolean {
-  return patch.files.some((f) => !parts.files.has(f.id));
-}
-
 /**
  * A selection without what is already applied: applied files drop out, and a partly applied file
  * chosen whole becomes its hunks that are left.

@@ -6,6 +6,6 @@ export { changedPackageScripts, classifyPatch, classifyPath, defaultSelection, f
 export type { ClassifyOptions, RiskItem, RiskKind, RiskReport, RiskSeverity } from './patchRisk';
 export { NOTHING_APPLIED, PatchSelectionError, buildSubPatch, continuationFile, fileText, remainingHunks, renderSubPatch, resolveSelection } from './subPatch';
 export type { AppliedParts, PatchPart, SelectedFile, SubPatch } from './subPatch';
-export { anythingLeft, appliedParts, fileApplyState, hunkApplied, isEmptySelection, remainingOf, remainingOffered } from './appliedParts';
+export { appliedParts, fileApplyState, hunkApplied, isEmptySelection, remainingOf, remainingOffered } from './appliedParts';
 export type { AppliedFileRef, ApplyState } from './appliedParts';
 export { applyHunks } from './patchText';

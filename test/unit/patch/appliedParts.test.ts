@@ -1,7 +1,7 @@
 // What a review has applied so far, and what a selection means once some of it is in the tree.
 import * as assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { appliedParts, anythingLeft, fileApplyState, remainingOf, remainingOffered } from '../../../src/core/patch/appliedParts';
+import { appliedParts, fileApplyState, isEmptySelection, remainingOf, remainingOffered } from '../../../src/core/patch/appliedParts';
 import { parsePatchText } from '../../../src/core/patch/patchParser';
 import { classifyPatch } from '../../../src/core/patch/patchRisk';
 import { applyHunks } from '../../../src/core/patch/patchText';
@@ -34,8 +34,10 @@ describe('applied parts', () => {
     assert.deepEqual([...one.files], ['g.txt']);
     const all = appliedParts(patch, [[{ fileId: 'f.txt', whole: false, hunkIds: ['f.txt#2'] }], [{ fileId: 'f.txt', whole: false, hunkIds: ['f.txt#1', 'f.txt#3'] }]]);
     assert.equal(fileApplyState(f, all), 'all');
-    assert.equal(anythingLeft(patch, all), true);
-    assert.equal(anythingLeft(patch, appliedParts(patch, [patch.files.map((x) => ({ fileId: x.id, whole: true, hunkIds: [] }))])), false);
+    assert.equal(isEmptySelection(remainingOffered(patch, risks, [], all)), false);
+    // Everything offered applied: the refused workflow is not offered, so nothing is left.
+    const offered = appliedParts(patch, [patch.files.filter((x) => !risks.refusedFiles.has(x.id)).map((x) => ({ fileId: x.id, whole: true, hunkIds: [] }))]);
+    assert.equal(isEmptySelection(remainingOffered(patch, risks, [], offered)), true);
   });
 
   it('a selection loses what is applied; a partly applied file chosen whole becomes its hunks that are left', () => {
