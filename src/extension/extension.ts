@@ -9,7 +9,7 @@ import { collectContext, summarizeContext } from './delegate/context';
 import { DelegationService } from './delegate/delegationService';
 import { isDelegateArgs, runStartFlow, type AgentChoice, type DelegateArgs } from './delegate/startFlow';
 import { GatewaySupervisor } from './gateway/gatewaySupervisor';
-import { ReviewDocumentProvider, REVIEW_SCHEME } from './review/reviewDocuments';
+import { ReviewDocumentProvider, reviewOf, REVIEW_SCHEME } from './review/reviewDocuments';
 import { ReviewSession, type ReviewRecord } from './review/reviewSession';
 import { DelegationPanelManager, type DelegationPanel, type DelegationRequestMethod, type PanelSubject } from './panel/delegationPanel';
 import { BatonStorage } from './storage';
@@ -138,7 +138,7 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
           .recordReview(id, { action: r.kind, files, overrides: rec?.overrides ?? [], digests: rec?.digests ?? [] }, text)
           .catch((e: unknown) => log.error(`review ${id}: could not record it in the journal: ${errorMessage(e)}`));
       };
-      session = new ReviewSession(id, folder, { bytes: patch }, side?.base, reviewDocs, recordReview, stillChecked);
+      session = new ReviewSession(id, folder, { bytes: patch }, side?.base, reviewDocs, recordReview, stillChecked, service.journalView(id)?.agent.name);
       reviews.set(id, session);
       const s = session;
       s.onDidChange(() => panels.update({ delegationId: id }));
@@ -159,7 +159,7 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     if (!subject.agentCardUrl) throw new Error(vscode.l10n.t('This panel reviews no agent.'));
     return subject.agentCardUrl;
   };
-  const reviewOf = (subject: PanelSubject): ReviewSession => {
+  const sessionOf = (subject: PanelSubject): ReviewSession => {
     const session = reviews.get(delegationOf(subject));
     if (!session) throw new Error(vscode.l10n.t('Open the review first (Review Changes).'));
     return session;
@@ -202,30 +202,34 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
       return { opened: true };
     },
     reviewSelect: async (subject, p) => {
-      reviewOf(subject).select(p.fileId, p.hunkId, p.selected);
+      sessionOf(subject).select(p.fileId, p.hunkId, p.selected);
+      return { ok: true };
+    },
+    reviewSelectAll: async (subject, p) => {
+      sessionOf(subject).selectAll(p.selected);
       return { ok: true };
     },
     reviewOverride: async (subject, p) => {
-      reviewOf(subject).override(p.riskId, p.allow);
+      sessionOf(subject).override(p.riskId, p.allow);
       return { ok: true };
     },
     reviewApply: async (subject, p) => {
       requireTrustOrThrow(vscode.l10n.t('Applying a patch'));
-      return { applied: await reviewOf(subject).apply(p.threeWay) };
+      return { applied: await sessionOf(subject).apply(p.threeWay) };
     },
     reviewReject: async (subject) => {
-      reviewOf(subject).reject();
+      sessionOf(subject).reject();
       return { ok: true };
     },
-    reviewUndo: async (subject) => ({ restored: reviewOf(subject).undo() }),
+    reviewUndo: async (subject) => ({ restored: sessionOf(subject).undo() }),
     reviewMerge: async (subject, p) => {
-      const session = reviewOf(subject);
+      const session = sessionOf(subject);
       if (p.action === 'finish') session.finishMerge();
       else await session.abortMerge();
       return { ok: true };
     },
     reviewOpen: async (subject, p) => {
-      await reviewOf(subject).open(p.fileId);
+      await sessionOf(subject).open(p.fileId);
       return { ok: true };
     },
   };
@@ -433,6 +437,22 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
         void vscode.window.showErrorMessage(errorMessage(e));
       }
     }),
+    // The review editors' title actions: the editor's URI says which review (and which file) they act on.
+    vscode.commands.registerCommand('baton.applyAllChanges', (uri?: unknown) => fromReviewEditor(uri, false, async (session) => {
+      if (!requireTrust(vscode.l10n.t('Applying a patch'))) return;
+      await session.applyAll();
+      void vscode.window.showInformationMessage(session.view().message ?? vscode.l10n.t('Applied.'));
+    })),
+    vscode.commands.registerCommand('baton.applyFileChanges', (uri?: unknown) => fromReviewEditor(uri, true, async (session, fileId) => {
+      if (!requireTrust(vscode.l10n.t('Applying a patch')) || !fileId) return;
+      await session.applyFile(fileId);
+      void vscode.window.showInformationMessage(session.view().message ?? vscode.l10n.t('Applied.'));
+    })),
+    vscode.commands.registerCommand('baton.rejectChanges', (uri?: unknown) => fromReviewEditor(uri, false, async (session) => {
+      const reject = vscode.l10n.t('Reject');
+      const pick = await vscode.window.showWarningMessage(vscode.l10n.t('Reject the agent’s changes? Nothing is written; the patch stays in the delegation’s journal.'), { modal: true }, reject);
+      if (pick === reject) session.reject();
+    })),
     vscode.commands.registerCommand('baton.showAuditLog', async () => {
       // A read-only report (newest first, agent text inert); the raw JSON Lines stay the record.
       const doc = await vscode.workspace.openTextDocument(AUDIT_URI);
@@ -460,6 +480,51 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
       { providedCodeActionKinds: [vscode.CodeActionKind.QuickFix] },
     ),
   );
+
+  /**
+   * Runs a review action for the review an editor shows (its URI, as the title bar passes it); from the
+   * palette, asks which open review (and which file).
+   */
+  async function fromReviewEditor(arg: unknown, needsFile: boolean, run: (session: ReviewSession, fileId: string | undefined) => Promise<void>): Promise<void> {
+    try {
+      const target = arg instanceof vscode.Uri ? reviewOf(arg) : undefined;
+      if (arg instanceof vscode.Uri && !target) throw new Error(vscode.l10n.t('This editor shows no Baton review.'));
+      const session = target ? reviews.get(target.review) : await pickReview();
+      if (!session) {
+        if (target) throw new Error(vscode.l10n.t('This review is closed. Open it again with Review Changes in the delegation panel.'));
+        return;
+      }
+      let fileId = target?.file !== undefined ? session.fileIdOf(target.file) : undefined;
+      if (target?.file !== undefined && !fileId) throw new Error(vscode.l10n.t('{0} is not in this review.', target.file));
+      if (needsFile && !fileId) fileId = await pickReviewFile(session);
+      if (needsFile && !fileId) return;
+      await run(session, fileId);
+    } catch (e) {
+      void vscode.window.showErrorMessage(errorMessage(e));
+    }
+  }
+
+  async function pickReview(): Promise<ReviewSession | undefined> {
+    const open = [...reviews.values()].filter((r) => r.view().state === 'ready');
+    if (!open.length) {
+      void vscode.window.showInformationMessage(vscode.l10n.t('No review is open. Use Review Changes in a delegation’s panel first.'));
+      return undefined;
+    }
+    const items = open.map((r) => ({ label: service.journalView(r.id)?.title ?? r.id, description: service.journalView(r.id)?.agent.name, session: r }));
+    return (await vscode.window.showQuickPick(items, { placeHolder: vscode.l10n.t('Which delegation’s changes?') }))?.session;
+  }
+
+  async function pickReviewFile(session: ReviewSession): Promise<string | undefined> {
+    const items = session
+      .view()
+      .files.filter((f) => f.applied !== 'all')
+      .map((f) => ({ label: f.path, description: f.status, fileId: f.id }));
+    if (!items.length) {
+      void vscode.window.showInformationMessage(vscode.l10n.t('Every file of this review is applied.'));
+      return undefined;
+    }
+    return (await vscode.window.showQuickPick(items, { placeHolder: vscode.l10n.t('Apply which file?') }))?.fileId;
+  }
 
   async function delegate(source: Parameters<typeof collectContext>[0], args: DelegateArgs): Promise<string | undefined> {
     if (!requireTrust(vscode.l10n.t('Delegating'))) return undefined;

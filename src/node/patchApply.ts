@@ -22,8 +22,8 @@ import type { ParsedPatch, PatchFile, PatchFileStatus, PatchSelection } from '..
 import { gitQuotePath } from '../core/patch/patchParser';
 import type { RiskReport } from '../core/patch/patchRisk';
 import { classifyPatch, defaultSelection } from '../core/patch/patchRisk';
-import type { SelectedFile, SubPatch } from '../core/patch/subPatch';
-import { buildSubPatch } from '../core/patch/subPatch';
+import type { AppliedParts, SelectedFile, SubPatch } from '../core/patch/subPatch';
+import { buildSubPatch, NOTHING_APPLIED } from '../core/patch/subPatch';
 import { git, runGit, spawnGit } from './git';
 import type { DriftBase, DriftReport } from './patchDrift';
 import { detectDrift, repositoryTopLevel } from './patchDrift';
@@ -133,6 +133,11 @@ export interface ApplyOptions {
   readonly selection: PatchSelection;
   /** Only when the user chose it after a failed check. */
   readonly threeWay?: boolean;
+  /**
+   * What earlier applies of this review wrote: left out of this one, and the rest is checked with
+   * `git apply --check` against the tree as it is now before anything is written.
+   */
+  readonly applied?: AppliedParts;
   readonly signal?: AbortSignal;
 }
 
@@ -292,10 +297,12 @@ const DISAGREE = "git reads this patch differently from Baton's parser; it will 
  * `git apply --check` with per-file results. The fast path (one git run, numstat on stdout) answers
  * when everything applies; when something does not, a verbose run attributes each error to its file.
  */
-async function gitCheck(root: string, files: readonly PatchFile[], input: { path: string } | { sub: SubPatch; source: PatchSource }, signal?: AbortSignal, first?: Promise<GitRun>): Promise<PatchCheck> {
+async function gitCheck(root: string, items: readonly (PatchFile | SelectedFile)[], input: { path: string } | { sub: SubPatch; source: PatchSource }, signal?: AbortSignal, first?: Promise<GitRun>): Promise<PatchCheck> {
   const r = await (first ?? runApply(root, ['--check', ...NUMSTAT], input, undefined, signal));
+  const files = items.map((i) => ('file' in i ? i.file : i));
   if (r.exitCode === 0) {
-    const consistent = numstatAgrees(files, r.stdout);
+    // A file cut to some hunks has their line counts, not the whole file's.
+    const consistent = numstatAgrees(items, r.stdout);
     return {
       ok: consistent,
       files: files.map((f) => ({ fileId: f.id, path: f.newPath ?? f.oldPath ?? '', ok: consistent, errors: [] })),
@@ -463,12 +470,20 @@ function failed(message: string, files: readonly FileCheck[], snapshot: Snapshot
  */
 export async function applyReviewed(review: PatchReview, opts: ApplyOptions): Promise<ApplyOutcome> {
   if (!review.check.consistent) throw new PatchApplyError(review.check.errors.join('; '), 'inconsistent');
-  const sub = buildSubPatch(review.patch, review.risks, opts.selection);
+  const applied = opts.applied ?? NOTHING_APPLIED;
+  const continuing = applied.files.size > 0 || applied.hunks.size > 0;
+  const sub = buildSubPatch(review.patch, review.risks, opts.selection, applied);
   const overrides = opts.selection.overrides ?? [];
   const { root } = review.target;
+  const threeWay = opts.threeWay === true;
+  if (continuing && review.target.kind === 'git' && !threeWay) {
+    // The review's check was against the tree before the first apply: check the rest against the tree as it is now.
+    const pre = await gitCheck(root, sub.files, { sub, source: review.source }, opts.signal);
+    if (!pre.consistent) throw new PatchApplyError(pre.errors.join('; ') || DISAGREE, 'inconsistent');
+    if (!pre.ok) return failed(`The rest of the patch does not apply to your current tree; your files are unchanged. ${[...pre.errors, ...pre.files.flatMap((f) => f.errors.map((e) => `${f.path}: ${e}`))].join('; ')}`, pre.files, undefined);
+  }
   const snapshot = takeSnapshot(root, touchedPaths(sub.files));
   if (review.target.kind === 'folder') return applyPlain(review, sub, snapshot, overrides);
-  const threeWay = opts.threeWay === true;
   let tmp: string | undefined;
   try {
     const env: Record<string, string> = {};
@@ -617,6 +632,22 @@ export function undoApply(applied: AppliedPatch): string[] {
     throw new PatchApplyError(`Undo would discard edits made since the apply, in: ${edited.join(', ')}. Revert those edits first or undo by hand.`, 'edited-since', edited);
   }
   return restoreSnapshot(applied.snapshot);
+}
+
+/**
+ * Undoes several applies of one review, newest first, as one step: refuses (naming the files) when
+ * any touched file changed after the apply that last wrote it, before restoring anything.
+ */
+export function undoApplies(applies: readonly AppliedPatch[]): string[] {
+  const last = new Map<string, { root: string; after: string | null }>();
+  for (const a of applies) for (const d of a.record.digests) last.set(d.path, { root: a.snapshot.root, after: d.after });
+  const edited = [...last].filter(([path, { root, after }]) => currentDigest(root, path) !== after).map(([path]) => path);
+  if (edited.length) {
+    throw new PatchApplyError(`Undo would discard edits made since the apply, in: ${edited.join(', ')}. Revert those edits first or undo by hand.`, 'edited-since', edited);
+  }
+  const restored = new Set<string>();
+  for (const a of [...applies].reverse()) for (const p of restoreSnapshot(a.snapshot)) restored.add(p);
+  return [...restored];
 }
 
 /** Paths whose current state differs from before the apply (e.g. to confirm an undo). */

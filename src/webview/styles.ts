@@ -83,6 +83,9 @@ export const reviewStyles = `
 .status-letter.modified { color: var(--vscode-gitDecoration-modifiedResourceForeground); }
 .status-letter.renamed { color: var(--vscode-gitDecoration-renamedResourceForeground); }
 .chip.bad { background: var(--vscode-inputValidation-errorBackground); color: var(--vscode-foreground); border: 1px solid var(--vscode-inputValidation-errorBorder); }
+.chip.ok { background: transparent; color: var(--vscode-testing-iconPassed, #388a34); border: 1px solid var(--vscode-testing-iconPassed, #388a34); }
+.file.applied .path, .hunks li.applied code { opacity: 0.75; }
+.select-bar { display: flex; gap: 8px; align-items: center; margin: 8px 0 0; }
 .risks, .hunks { list-style: none; margin: 4px 0 0 30px; padding: 0; }
 .risk { display: flex; gap: 6px; align-items: center; padding: 2px 0; }
 .risk.refuse:not(.allowed) { color: var(--vscode-errorForeground); }

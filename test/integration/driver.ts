@@ -20,7 +20,7 @@ import { format, parseArgs } from 'node:util';
 import { chromium, type Browser, type Frame, type Page } from 'playwright-core';
 
 /** Answers a test's driver request. Written whole then renamed: the test polls for the file and must never read half of it. */
-function writeAck(ack: string, answer: { ok: boolean; error?: string }): void {
+function writeAck(ack: string, answer: { ok: boolean; error?: string; result?: unknown }): void {
   writeFileSync(`${ack}.tmp`, JSON.stringify(answer));
   renameSync(`${ack}.tmp`, ack);
 }
@@ -165,6 +165,7 @@ async function screenshot(page: Page, name: string): Promise<string> {
 
 async function act(page: Page, req: { id: string; pid: number; command: string; args: string[] }): Promise<void> {
   const ack = join(control, `ack-${req.pid}-${req.id}.json`);
+  let result: unknown;
   try {
     switch (req.command) {
       case 'click': {
@@ -190,6 +191,14 @@ async function act(page: Page, req: { id: string; pid: number; command: string; 
         await textOnScreen(page, req.args[0], 20_000);
         log(`saw ${JSON.stringify(req.args[0])}`);
         break;
+      case 'read': {
+        // What the workbench shows: an attribute (e.g. aria-label) or the text of every match, once one is there.
+        const [selector, attribute] = req.args;
+        const frame = await findInFrames(page, selector, 20_000);
+        result = await frame.$$eval(selector, (els, attr) => els.map((e) => (attr ? (e.getAttribute(attr) ?? '') : ((e as unknown as { innerText?: string }).innerText ?? ''))), attribute);
+        log(`read ${selector}${attribute ? ` [${attribute}]` : ''}: ${JSON.stringify(result)}`);
+        break;
+      }
       case 'windowFocus': {
         // Headless Chromium keeps the page focused, so the user leaving the window and coming back is
         // played through what VS Code reads: document.hasFocus() and the window's focus and blur events.
@@ -210,7 +219,7 @@ async function act(page: Page, req: { id: string; pid: number; command: string; 
       default:
         throw new Error(`unknown driver command ${req.command}`);
     }
-    writeAck(ack, { ok: true });
+    writeAck(ack, { ok: true, result });
   } catch (e) {
     const error = e instanceof Error ? e.message : String(e);
     log(`driver ${req.command} failed: ${error}`);

@@ -13,6 +13,10 @@ describe('panel protocol: messages from the webview are validated', () => {
       ok: true,
       value: { type: 'request', id: 4, method: 'runCommand', params: { command: 'baton.delegate' } },
     });
+    assert.deepEqual(parseWebviewMessage({ type: 'request', id: 5, method: 'reviewSelectAll', params: { selected: false } }), {
+      ok: true,
+      value: { type: 'request', id: 5, method: 'reviewSelectAll', params: { selected: false } },
+    });
   });
 
   const refused: [string, unknown][] = [
@@ -29,6 +33,8 @@ describe('panel protocol: messages from the webview are validated', () => {
     ['refresh with params', { type: 'request', id: 1, method: 'refresh', params: { x: 1 } }],
     ['a command outside the allow-list', { type: 'request', id: 1, method: 'runCommand', params: { command: 'workbench.action.terminal.new' } }],
     ['a command with extra params', { type: 'request', id: 1, method: 'runCommand', params: { command: 'baton.delegate', args: ['x'] } }],
+    ['select-all without a boolean', { type: 'request', id: 1, method: 'reviewSelectAll', params: { selected: 'yes' } }],
+    ['select-all with extra params', { type: 'request', id: 1, method: 'reviewSelectAll', params: { selected: true, files: ['a'] } }],
     ['a prototype-polluting key', JSON.parse('{"type":"request","id":1,"method":"refresh","params":{"__proto__":{"x":1}}}')],
   ];
   for (const [name, raw] of refused) {

@@ -5,6 +5,7 @@
  * the new-side line numbers recomputed.
  */
 import type { ByteRange, ParsedPatch, PatchFile, PatchHunk, PatchSelection } from './patchModel';
+import { gitQuotePath } from './patchParser';
 import type { RiskItem, RiskReport } from './patchRisk';
 import { unresolvedRefusals } from './patchRisk';
 
@@ -103,9 +104,66 @@ export function fileText(f: PatchFile, hunks: readonly PatchHunk[]): string {
   return text;
 }
 
-/** Builds the patch for a selection (see resolveSelection for what it refuses). */
-export function buildSubPatch(patch: ParsedPatch, report: RiskReport, selection: PatchSelection): SubPatch {
-  const files = resolveSelection(patch, report, selection);
+/** What earlier applies of the same review already wrote to the tree. */
+export interface AppliedParts {
+  /** File ids applied whole (or hunk by hunk until none was left). */
+  readonly files: ReadonlySet<string>;
+  /** Hunk ids applied on their own. */
+  readonly hunks: ReadonlySet<string>;
+}
+
+export const NOTHING_APPLIED: AppliedParts = { files: new Set(), hunks: new Set() };
+
+/**
+ * The hunks of a file not applied yet, numbered against the file as it is now: each one's old side
+ * moves by what the applied hunks before it added or removed. Hunks of one diff never share context
+ * lines, so an applied hunk leaves the others' context as it was.
+ */
+export function remainingHunks(f: PatchFile, applied: ReadonlySet<string>): PatchHunk[] {
+  let shift = 0;
+  const out: PatchHunk[] = [];
+  for (const h of f.hunks) {
+    if (applied.has(h.id)) shift += h.added - h.removed;
+    else out.push(shift === 0 ? h : { ...h, oldStart: h.oldStart + shift });
+  }
+  return out;
+}
+
+/**
+ * A file some of whose hunks are already applied, as the plain modification of its new path that is
+ * left: its rename, mode change and blob ids went in with the first hunks.
+ */
+export function continuationFile(f: PatchFile): PatchFile {
+  const path = f.newPath ?? f.oldPath ?? f.id;
+  const a = gitQuotePath(`a/${path}`);
+  const b = gitQuotePath(`b/${path}`);
+  return { ...f, status: 'modified', oldPath: path, newPath: path, oldMode: undefined, newMode: undefined, oldBlob: undefined, newBlob: undefined, headerText: `diff --git ${a} ${b}\n--- ${a}\n+++ ${b}\n`, bytes: undefined };
+}
+
+/** Takes out of a resolved selection what is already applied; partly applied files continue from where they are. */
+function withoutApplied(files: readonly SelectedFile[], applied: AppliedParts): SelectedFile[] {
+  const out: SelectedFile[] = [];
+  for (const s of files) {
+    if (applied.files.has(s.file.id)) continue;
+    if (!s.file.hunks.some((h) => applied.hunks.has(h.id))) {
+      out.push(s);
+      continue;
+    }
+    const chosen = new Set(s.hunks.map((h) => h.id));
+    const hunks = remainingHunks(s.file, applied.hunks).filter((h) => chosen.has(h.id));
+    if (hunks.length) out.push({ file: continuationFile(s.file), hunks, whole: false });
+  }
+  if (out.length === 0) throw new PatchSelectionError('Everything selected is already applied.', []);
+  return out;
+}
+
+/**
+ * Builds the patch for a selection (see resolveSelection for what it refuses). With `applied`, the
+ * parts earlier applies wrote are left out and the rest is numbered against the tree as it is now.
+ */
+export function buildSubPatch(patch: ParsedPatch, report: RiskReport, selection: PatchSelection, applied: AppliedParts = NOTHING_APPLIED): SubPatch {
+  const resolved = resolveSelection(patch, report, selection);
+  const files = applied.files.size || applied.hunks.size ? withoutApplied(resolved, applied) : resolved;
   const parts: PatchPart[] = [];
   for (const s of files) {
     if (s.whole && s.file.bytes) {

@@ -42,13 +42,15 @@ export interface PanelRequests {
   provideToken: { params: NoParams; result: { stored: boolean } };
   /** Choose a whole file, or one hunk of it, for applying (`selected: false` leaves it out). */
   reviewSelect: { params: { fileId: string; hunkId?: string; selected: boolean }; result: { ok: true } };
+  /** Select every file that can still be applied (`selected: false`: none). */
+  reviewSelectAll: { params: { selected: boolean }; result: { ok: true } };
   /** Allow (or refuse again) one refused risk item. */
   reviewOverride: { params: { riskId: string; allow: boolean }; result: { ok: true } };
-  /** Apply what is selected, as one atomic step; `threeWay` only after the user chose it. */
+  /** Apply what is selected and not applied yet, as one atomic step; `threeWay` only after the user chose it. */
   reviewApply: { params: { threeWay: boolean }; result: { applied: boolean } };
   /** Discard the patch (it stays in the journal for audit). */
   reviewReject: { params: NoParams; result: { ok: true } };
-  /** Restore the files the last apply touched. */
+  /** Restore the files every apply of this review touched. */
   reviewUndo: { params: NoParams; result: { restored: number } };
   /** Approve the reviewed card: pins its digest and the chosen endpoint. */
   approveAgent: { params: { digest: string; endpointUrl?: string; acknowledgeOffOrigin: boolean }; result: { approved: boolean; message?: string } };
@@ -73,6 +75,8 @@ export interface ReviewHunkView {
   readonly added: number;
   readonly removed: number;
   readonly selected: boolean;
+  /** Written to the tree by an earlier apply of this review. */
+  readonly applied: boolean;
 }
 
 export interface ReviewFileView {
@@ -89,6 +93,8 @@ export interface ReviewFileView {
   readonly risks: readonly ReviewRiskView[];
   /** 'all' = the whole file, 'some' = some hunks, 'none' = left out (refused files start as 'none'). */
   readonly selection: 'all' | 'some' | 'none';
+  /** How much of the file earlier applies of this review wrote. */
+  readonly applied: 'all' | 'some' | 'none';
   readonly hunks: readonly ReviewHunkView[];
   /** The user has unsaved changes to this file in an editor: applying is blocked until saved or reverted. */
   readonly dirty: boolean;
@@ -104,7 +110,7 @@ export interface ReviewView {
   readonly drift?: { readonly headMoved: boolean; readonly changedFiles: readonly string[] };
   readonly files: readonly ReviewFileView[];
   readonly conflicts?: readonly string[];
-  /** What the last apply wrote, when it can still be undone. */
+  /** What the applies so far wrote, when it can still be undone. */
   readonly applied?: { readonly at: string; readonly files: readonly string[]; readonly undoable: boolean };
 }
 
@@ -306,6 +312,9 @@ export function parseWebviewMessage(raw: unknown): ParseResult<WebviewToHostMess
         case 'reviewOverride':
           if (!hasOnlyKeys(params, ['riskId', 'allow']) || !isId(params.riskId) || typeof params.allow !== 'boolean') return { ok: false, error: 'reviewOverride: needs riskId and allow' };
           return { ok: true, value: { type: 'request', id, method, params: { riskId: params.riskId, allow: params.allow } } };
+        case 'reviewSelectAll':
+          if (!hasOnlyKeys(params, ['selected']) || typeof params.selected !== 'boolean') return { ok: false, error: 'reviewSelectAll: needs selected' };
+          return { ok: true, value: { type: 'request', id, method, params: { selected: params.selected } } };
         case 'reviewApply':
           if (!hasOnlyKeys(params, ['threeWay']) || typeof params.threeWay !== 'boolean') return { ok: false, error: 'reviewApply: needs threeWay' };
           return { ok: true, value: { type: 'request', id, method, params: { threeWay: params.threeWay } } };

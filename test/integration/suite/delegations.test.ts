@@ -3,14 +3,23 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { AgentEntry } from '../../../src/core/agentRegistry';
+import { reviewDocQuery } from '../../../src/core/review/reviewUri';
 import type { BatonApi } from '../../../src/extension/extension';
-import { activateBaton, driver, hashTree, waitFor } from './util';
+import { activateBaton, driver, hashTree, readOnScreen, sleep, waitFor } from './util';
 
 function workspaceRoot(): string {
   const f = vscode.workspace.workspaceFolders?.[0];
   if (!f) throw new Error('no workspace folder');
   return f.uri.fsPath;
 }
+
+/** A review document: the file's own path, the review and the side in the query. */
+function reviewDoc(id: string, kind: 'ours' | 'theirs', file: string): vscode.Uri {
+  return vscode.Uri.file(join(workspaceRoot(), file)).with({ scheme: 'baton-review', query: reviewDocQuery({ review: id, kind, file }) });
+}
+
+/** The title bar actions of the active editor, as the workbench shows them. */
+const TITLE_ACTIONS = '.editor-group-container.active .editor-actions a.action-label';
 
 
 async function settle(api: BatonApi, id: string, timeoutMs = 90_000) {
@@ -59,7 +68,24 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     assert.ok(paths.includes('src/cart.js') && paths.includes('src/styles.css'), paths.join(', '));
     assert.equal(session.view().checkOk, true);
     const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs);
-    assert.ok(tabs.some((t) => t.label.startsWith('Baton: changes')), tabs.map((t) => t.label).join(' | '));
+    // Says once what it is: who made the changes, and (VS Code adds it) how many files.
+    const tab = tabs.find((t) => t.label.startsWith('Baton: Formatter'));
+    assert.ok(tab, tabs.map((t) => t.label).join(' | '));
+    assert.equal(tab.label.match(/files?\)/g)?.length, 1, tab.label);
+    // The title bar has the review's actions, with their icons.
+    const actions = await waitFor('the review actions in the title bar', async () => {
+      const labels = await readOnScreen(TITLE_ACTIONS, 'aria-label');
+      return labels.includes('Apply All') && labels.includes('Reject') ? labels : undefined;
+    });
+    assert.ok(!actions.includes('Apply This File'), `the changes editor shows no single file: ${actions.join(', ')}`);
+    const icons = await readOnScreen(`${TITLE_ACTIONS}[aria-label="Apply All"]`, 'class');
+    assert.match(icons[0] ?? '', /codicon-check-all/);
+    // Each entry reads as the change it is: modified files carry no rename mark, the list has no review ids.
+    const names = await readOnScreen('.multiDiffEntry .file-path .title.modified');
+    const marks = await readOnScreen('.multiDiffEntry .file-path .status');
+    assert.ok(names.length > 0, 'no entries on screen');
+    assert.ok(names.every((n) => !n.includes(id) && !n.includes('/after')), names.join(' | '));
+    assert.ok(!marks.some((m) => m.trim() === 'R'), `files marked as renamed: ${marks.join(', ')}`);
     await driver('screenshot', 'changes-editor');
   });
 
@@ -76,6 +102,36 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     await driver('screenshot', 'file-diff');
   });
 
+  it('Apply This File in a file’s diff editor writes exactly that file; the rest can still be applied', async () => {
+    const session = api.review(id);
+    assert.ok(session);
+    await session.open('src/styles.css');
+    await waitFor('the diff of src/styles.css', () => {
+      const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+      return input instanceof vscode.TabInputTextDiff && input.modified.scheme === 'baton-review' && input.modified.fsPath === join(workspaceRoot(), 'src/styles.css') ? true : undefined;
+    });
+    const actions = await waitFor('the file actions in the title bar', async () => {
+      const labels = await readOnScreen(TITLE_ACTIONS, 'aria-label');
+      return labels.includes('Apply This File') ? labels : undefined;
+    });
+    assert.ok(actions.includes('Apply All') && actions.includes('Reject'), actions.join(', '));
+    await driver('screenshot', 'file-diff-actions');
+    await driver('click', `${TITLE_ACTIONS}[aria-label="Apply This File"]`);
+    await waitFor('the apply', () => (session.view().applied ? true : undefined));
+    const now = hashTree(workspaceRoot());
+    assert.deepEqual(Object.keys(now).filter((k) => now[k] !== original[k]), ['src/styles.css']);
+    const view = session.view();
+    assert.equal(view.state, 'ready', 'the other files can still be applied');
+    assert.deepEqual(view.files.filter((f) => f.applied !== 'none').map((f) => f.path), ['src/styles.css']);
+    await vscode.commands.executeCommand('baton.openDelegation', id);
+    await driver('expectText', 'left to apply');
+    await sleep(500);
+    await driver('screenshot', 'review-partly-applied');
+    await driver('click', '#undo');
+    await waitFor('the undo', () => (session.view().applied === undefined && session.view().state === 'ready' ? true : undefined));
+    assert.deepEqual(hashTree(workspaceRoot()), original);
+  });
+
   it('applies one file (per file) from the panel, writing exactly that file; undo restores it byte-for-byte', async () => {
     const session = api.review(id);
     assert.ok(session);
@@ -84,7 +140,9 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     await driver('expectText', 'Apply Selected (1)');
     await driver('screenshot', 'review-one-file');
     await driver('click', '#apply');
-    await waitFor('the apply', () => (session.view().state === 'applied' ? true : undefined));
+    // The others stay open for applying: the review is still ready, with what was applied marked.
+    await waitFor('the apply', () => (session.view().applied ? true : undefined));
+    assert.equal(session.view().state, 'ready');
     const now = hashTree(workspaceRoot());
     const changed = Object.keys(now).filter((k) => now[k] !== original[k]);
     assert.deepEqual(changed, ['src/styles.css']);
@@ -98,7 +156,8 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     assert.deepEqual(audit[0].review?.files.map((f) => f.path), ['src/styles.css']);
     assert.ok(audit[0].review?.digests.every((d) => d.before !== d.after));
     await driver('click', '#undo');
-    await waitFor('the undo', () => (session.view().state === 'ready' ? true : undefined));
+    // Still ready after a partial apply: the undo is done when nothing is applied and the review is checked again.
+    await waitFor('the undo', () => (session.view().applied === undefined && session.view().state === 'ready' ? true : undefined));
     assert.deepEqual(hashTree(workspaceRoot()), original);
   });
 
@@ -139,9 +198,9 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     assert.deepEqual(session.view().conflicts, ['src/cart.js']);
     const tab = await waitFor('the merge editor', () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => typeof t.input === 'object' && t.input !== null && 'base' in t.input && 'input1' in t.input && 'result' in t.input));
     assert.ok(tab);
-    const base = await vscode.workspace.openTextDocument(vscode.Uri.from({ scheme: 'baton-review', path: `/${id}/ours/src/cart.js` }));
+    const base = await vscode.workspace.openTextDocument(reviewDoc(id, 'ours', 'src/cart.js'));
     assert.match(base.getText(), /changed by the user/);
-    const theirs = await vscode.workspace.openTextDocument(vscode.Uri.from({ scheme: 'baton-review', path: `/${id}/theirs/src/cart.js` }));
+    const theirs = await vscode.workspace.openTextDocument(reviewDoc(id, 'theirs', 'src/cart.js'));
     assert.match(theirs.getText(), /const TAX_RATE = 0\.2;|var TAX_RATE = 0\.2;/);
     await new Promise((r) => setTimeout(r, 1500)); // let the merge editor render before the screenshot
     await driver('screenshot', 'merge-editor');

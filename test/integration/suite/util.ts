@@ -14,14 +14,21 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
  * an element of a webview, wait for text on screen, take a screenshot. The request goes out as a log
  * line; the driver answers by writing ack-<id>.json into $BATON_TEST_CONTROL, which this waits for.
  */
-export async function driver(command: 'click' | 'screenshot' | 'expectText' | 'type' | 'press' | 'reload' | 'windowFocus', ...args: string[]): Promise<void> {
+export async function driver(command: 'click' | 'screenshot' | 'expectText' | 'type' | 'press' | 'reload' | 'windowFocus' | 'read', ...args: string[]): Promise<unknown> {
   const dir = process.env.BATON_TEST_CONTROL;
   if (!dir) throw new Error('BATON_TEST_CONTROL is not set');
   const id = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
   console.log(`BATON:DRIVER ${JSON.stringify({ id, pid: process.pid, command, args })}`);
   const file = join(dir, `ack-${process.pid}-${id}.json`);
-  const ack = await waitFor(`the driver to ${command} ${args.join(' ')}`, () => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { ok: boolean; error?: string }) : undefined), 45_000);
+  const ack = await waitFor(`the driver to ${command} ${args.join(' ')}`, () => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { ok: boolean; error?: string; result?: unknown }) : undefined), 45_000);
   if (!ack.ok) throw new Error(`driver could not ${command} ${args.join(' ')}: ${ack.error ?? 'no reason given'}`);
+  return ack.result;
+}
+
+/** The attribute (or, without one, the text) of every element on screen matching a selector, as the driver reads them. */
+export async function readOnScreen(selector: string, attribute?: string): Promise<string[]> {
+  const r = await driver('read', selector, ...(attribute ? [attribute] : []));
+  return Array.isArray(r) ? r.map(String) : [];
 }
 
 export async function activateBaton(): Promise<BatonApi> {

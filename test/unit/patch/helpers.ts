@@ -48,8 +48,8 @@ export function makePatch(root: string, edit: (root: string) => void): string {
   return patch;
 }
 
-/** sha256 of every file under root (path, type, mode, bytes), `.git` excluded except its index and HEAD. */
-export function treeHash(root: string): string {
+/** sha256 of every file under root (path, type, mode, bytes), `.git` excluded except its index and HEAD (unless `files` only: to compare two repositories). */
+export function treeHash(root: string, only?: 'files'): string {
   const h = createHash('sha256');
   const walk = (rel: string): void => {
     const abs = join(root, rel);
@@ -69,6 +69,7 @@ export function treeHash(root: string): string {
     }
   };
   walk('');
+  if (only === 'files') return h.digest('hex');
   for (const g of ['.git/index', '.git/HEAD']) {
     try {
       h.update(readFileSync(join(root, g)));

@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import type { DelegationView, PanelSnapshot } from '../../../src/core/protocol/panelProtocol';
+import type { DelegationView, PanelSnapshot, ReviewFileView } from '../../../src/core/protocol/panelProtocol';
 
 const repo = resolve(__dirname, '../../..');
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -160,12 +160,12 @@ describe('delegation panel in a real browser', { skip }, () => {
       checkOk: true,
       drift: { headMoved: false, changedFiles: ['src/app.js'] },
       files: [
-        { id: 'src/app.js', path: 'src/app.js', status: 'modified', added: 7, removed: 5, binary: false, applies: true, checkErrors: [], risks: [], selection: 'all', dirty: false,
-          hunks: [ { id: 'src/app.js#1', header: '@@ -1,4 +1,4 @@', added: 3, removed: 2, selected: true }, { id: 'src/app.js#2', header: '@@ -20,6 +20,8 @@ function main()', added: 4, removed: 3, selected: true } ] },
-        { id: 'README.md', path: 'README.md', status: 'added', added: 12, removed: 0, binary: false, applies: true, checkErrors: [], risks: [], selection: 'all', dirty: false, hunks: [{ id: 'README.md#1', header: '@@ -0,0 +1,12 @@', added: 12, removed: 0, selected: true }] },
-        { id: '.github/workflows/ci.yml', path: '.github/workflows/ci.yml', status: 'modified', added: 2, removed: 0, binary: false, applies: true, checkErrors: [], selection: 'none', dirty: false, hunks: [],
+        { id: 'src/app.js', path: 'src/app.js', status: 'modified', added: 7, removed: 5, binary: false, applies: true, checkErrors: [], risks: [], selection: 'all', dirty: false, applied: 'none',
+          hunks: [ { id: 'src/app.js#1', header: '@@ -1,4 +1,4 @@', added: 3, removed: 2, selected: true, applied: false }, { id: 'src/app.js#2', header: '@@ -20,6 +20,8 @@ function main()', added: 4, removed: 3, selected: true, applied: false } ] },
+        { id: 'README.md', path: 'README.md', status: 'added', added: 12, removed: 0, binary: false, applies: true, checkErrors: [], risks: [], selection: 'all', dirty: false, applied: 'none', hunks: [{ id: 'README.md#1', header: '@@ -0,0 +1,12 @@', added: 12, removed: 0, selected: true, applied: false }] },
+        { id: '.github/workflows/ci.yml', path: '.github/workflows/ci.yml', status: 'modified', added: 2, removed: 0, binary: false, applies: true, checkErrors: [], selection: 'none', dirty: false, applied: 'none', hunks: [],
           risks: [{ id: '.github/workflows/ci.yml:sensitive-file', kind: 'sensitive-file', severity: 'refuse', reason: 'CI workflows run with repository secrets: a change here runs code on the next push.', allowed: false }] },
-        { id: 'package.json', path: 'package.json', status: 'modified', added: 1, removed: 1, binary: false, applies: true, checkErrors: [], selection: 'all', dirty: false, hunks: [],
+        { id: 'package.json', path: 'package.json', status: 'modified', added: 1, removed: 1, binary: false, applies: true, checkErrors: [], selection: 'all', dirty: false, applied: 'none', hunks: [],
           risks: [{ id: 'package.json:package-scripts', kind: 'package-scripts', severity: 'flag', reason: 'Changes package.json scripts (postinstall): they run on the next npm install.', allowed: false }] },
       ],
     };
@@ -183,6 +183,51 @@ describe('delegation panel in a real browser', { skip }, () => {
     assert.ok(msgs.some((m) => m.method === 'reviewOverride' && m.params?.riskId === '.github/workflows/ci.yml:sensitive-file' && m.params.allow === true), JSON.stringify(methods));
     assert.ok(msgs.some((m) => m.method === 'reviewSelect' && m.params?.hunkId === 'src/app.js#2' && m.params.selected === false), JSON.stringify(msgs.filter((m) => m.method === 'reviewSelect')));
     assert.ok(methods.includes('reviewApply') && methods.includes('reviewReject'), JSON.stringify(methods));
+    await page.close();
+  });
+
+  it('after a partial apply: applied files and hunks are marked, the rest can still be selected and applied, and undone', async () => {
+    const file = (id: string, over: Partial<ReviewFileView>): ReviewFileView => ({ id, path: id, status: 'modified', added: 2, removed: 1, binary: false, applies: true, checkErrors: [], risks: [], selection: 'none', dirty: false, applied: 'none', hunks: [], ...over });
+    const review: NonNullable<DelegationView['review']> = {
+      state: 'ready',
+      target: 'git',
+      checkOk: true,
+      message: 'Applied 2 file(s).',
+      files: [
+        file('src/styles.css', { applied: 'all' }),
+        file('src/pricing.js', { applied: 'some', hunks: [{ id: 'src/pricing.js#1', header: '@@ -1,3 +1,3 @@', added: 1, removed: 1, selected: false, applied: true }, { id: 'src/pricing.js#2', header: '@@ -9,4 +9,4 @@ function describePrice', added: 1, removed: 1, selected: false, applied: false }] }),
+        file('src/cart.js', {}),
+        file('README.md', { status: 'added', added: 3, removed: 0 }),
+      ],
+      applied: { at: new Date().toISOString(), files: ['src/styles.css', 'src/pricing.js'], undoable: true },
+    };
+    const page = await open(snapshot(delegation({ state: 'completed', terminal: true, endedAt: new Date().toISOString(), patch: { files: 4, additions: 9, deletions: 3 }, review })));
+    assert.equal(await page.getAttribute('[data-file="src/styles.css"]', 'data-applied'), 'all');
+    assert.match(await page.innerText('[data-file="src/styles.css"]'), /applied/);
+    assert.match(await page.innerText('[data-file="src/pricing.js"]'), /partly applied/);
+    assert.equal(await page.locator('[data-select-file="src/styles.css"][disabled]').count(), 1);
+    assert.equal(await page.locator('[data-select-hunk="src/pricing.js#1"][disabled]').count(), 1);
+    assert.equal(await page.locator('[data-select-hunk="src/pricing.js#2"][disabled]').count(), 0);
+    assert.equal(await page.locator('[data-select-file="src/cart.js"][disabled]').count(), 0);
+    assert.match(await page.innerText('#remaining'), /3 of 4 files left to apply/);
+    assert.ok(await page.isVisible('#undo'));
+    assert.equal(await page.locator('#select-none[disabled]').count(), 1, 'nothing is selected: Select None is off');
+    await page.screenshot({ path: join(shots, 'review-partly-applied.png'), fullPage: true });
+    await page.click('#select-all');
+    await page.click('[data-select-hunk="src/pricing.js#2"]');
+    const msgs = (await posted(page)) as { method?: string; params?: Record<string, unknown> }[];
+    assert.ok(msgs.some((m) => m.method === 'reviewSelectAll' && m.params?.selected === true), JSON.stringify(msgs));
+    assert.ok(msgs.some((m) => m.method === 'reviewSelect' && m.params?.hunkId === 'src/pricing.js#2' && m.params.selected === true), JSON.stringify(msgs));
+    // With everything left selected, Apply names how many and Select None clears it.
+    const selected = { ...review, files: review.files.map((f) => (f.applied === 'all' ? f : { ...f, selection: f.applied === 'some' ? ('some' as const) : ('all' as const) })) };
+    await page.evaluate((s) => (globalThis as unknown as { postMessage: (m: unknown, o: string) => void }).postMessage({ type: 'snapshot', snapshot: s }, '*'), snapshot(delegation({ state: 'completed', terminal: true, review: selected })));
+    await page.waitForSelector('#apply:not([disabled])');
+    assert.match(await page.innerText('#apply'), /Apply Selected \(3\)/);
+    await page.click('#select-none');
+    await page.click('#apply');
+    const after = ((await posted(page)) as { method?: string; params?: Record<string, unknown> }[]).filter((m) => m.method);
+    assert.ok(after.some((m) => m.method === 'reviewSelectAll' && m.params?.selected === false), JSON.stringify(after));
+    assert.ok(after.some((m) => m.method === 'reviewApply'), JSON.stringify(after));
     await page.close();
   });
 
