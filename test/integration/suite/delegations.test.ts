@@ -136,6 +136,9 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     const session = api.review(id);
     assert.ok(session);
     for (const f of session.view().files) if (f.path !== 'src/styles.css') session.select(f.id, undefined, false);
+    // The title-bar apply above wrote its own audit line: this apply must add exactly one more.
+    const appliedLines = async () => (await api.delegations.readAudit()).filter((l) => l.requestId === id && l.review?.action === 'applied');
+    const auditBefore = (await appliedLines()).length;
     await vscode.commands.executeCommand('baton.openDelegation', id);
     await driver('expectText', 'Apply Selected (1)');
     await driver('screenshot', 'review-one-file');
@@ -149,8 +152,8 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     // What was applied is in the delegation's journal and in the audit log, with digests.
     await waitFor('the journal notice', () => api.delegations.journalView(id)?.timeline.some((e) => e.kind === 'notice' && e.text.includes('You applied 1 file(s): src/styles.css')) || undefined);
     const audit = await waitFor('the audit line', async () => {
-      const lines = (await api.delegations.readAudit()).filter((l) => l.requestId === id && l.review?.action === 'applied');
-      return lines.length ? lines : undefined;
+      const lines = await appliedLines();
+      return lines.length > auditBefore ? lines.slice(auditBefore) : undefined;
     });
     assert.equal(audit.length, 1);
     assert.deepEqual(audit[0].review?.files.map((f) => f.path), ['src/styles.css']);

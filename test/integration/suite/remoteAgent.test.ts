@@ -121,7 +121,8 @@ describe('Delegations to a separate SDK agent on loopback', () => {
     await waitFor('VS Code to see the window focused again', () => vscode.window.state.focused, 5000);
     const v = await waitFor('completion after coming back', () => (api.delegations.journalView(id)?.outcome === 'completed' ? api.delegations.journalView(id) : undefined), 30_000);
     assert.equal(v?.taskId, taskId, 'the same task went on');
-    assert.ok(v?.actions.reviewChanges);
+    // The final artifacts come with the GetTask that follows the outcome: Review Changes is offered once they are in.
+    assert.ok(await waitFor('Review Changes to be offered', () => api.delegations.journalView(id)?.actions.reviewChanges || undefined, 15_000));
     await driver('expectText', 'Added notes after sign-in');
     await driver('screenshot', 'auth-required-went-on');
   });
