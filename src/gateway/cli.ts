@@ -119,6 +119,13 @@ async function main(argv: string[]): Promise<number> {
       ...(limits?.cancelGraceSeconds ? { cancelGraceMs: limits.cancelGraceSeconds * 1000 } : {}),
     },
     ...(limits?.maxBodyBytes ? { maxBodyBytes: limits.maxBodyBytes } : {}),
+    requestLimits: {
+      ...(limits?.headersTimeoutSeconds ? { headersTimeoutMs: limits.headersTimeoutSeconds * 1000 } : {}),
+      ...(limits?.bodyIdleSeconds ? { idleMs: limits.bodyIdleSeconds * 1000 } : {}),
+      ...(limits?.bodyTimeoutSeconds ? { totalMs: limits.bodyTimeoutSeconds * 1000 } : {}),
+      ...(limits?.maxJsonDepth ? { maxDepth: limits.maxJsonDepth } : {}),
+      ...(limits?.maxJsonMembers ? { maxMembers: limits.maxJsonMembers } : {}),
+    },
   });
   const info = { url: gw.url, tokenFile: gw.tokenFile, pid: process.pid, agents: gw.agents.map((a) => a.id) };
   const infoFile = join(stateDir, 'gateway.json');
