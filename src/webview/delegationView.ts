@@ -65,7 +65,7 @@ function capabilityChips(c: DelegationView['capabilities']): TemplateResult {
  */
 function agentText(text: string, markdown: boolean, fullChars: number | undefined, cls: string, openFull: (() => void) | undefined): TemplateResult {
   const r = renderAgentText(text, markdown, fullChars);
-  const body = r.kind === 'html' ? html`<div class="md ${cls}">${unsafeHTML(r.html)}</div>` : html`<div class="text ${cls}">${r.text}</div>`;
+  const body = r.kind === 'html' ? html`<div class="md ${cls}">${unsafeHTML(r.html)}</div>` : html`<div class="text ${cls} ${r.pending ? 'render-pending' : ''}">${r.text}</div>`;
   const note = r.notes.length
     ? html`<div class="render-note muted">${r.notes.join(' ')}${r.shortened && openFull
       ? html` <a href="#" class="open-full" @click=${(ev: Event) => { ev.preventDefault(); openFull(); }}>Open the full text in an editor</a>`

@@ -19,6 +19,7 @@ import {
 import { boundDelegationView, oneLine } from '../core/protocol/panelLimits';
 import { agentReviewTemplate } from './agentReviewView';
 import { delegationTemplate } from './delegationView';
+import { startRenderFrame } from './markdown';
 import { agentStyles, delegationStyles, panelStyles, reviewStyles } from './styles';
 import { vscodeApi } from './vscodeApi';
 
@@ -152,16 +153,26 @@ function view() {
 const root = document.getElementById('app');
 /** Lit renders into this; replaced by a fresh one if a render ever throws half-way through. */
 let canvas: HTMLElement | undefined;
+let redrawQueued = false;
 function draw(): void {
   if (!root) return;
   root.classList.toggle('compact', !uiState.timelineExpanded);
   if (!canvas) root.append((canvas = document.createElement('div')));
+  const deferred = startRenderFrame();
   try {
     render(view(), canvas);
   } catch (e) {
     canvas.remove();
     root.append((canvas = document.createElement('div')));
     render(fallbackView(snapshot?.delegation, e), canvas);
+  }
+  // Entries past this frame's rendering budget show as plain text for now: render more next frame.
+  if (deferred() && !redrawQueued) {
+    redrawQueued = true;
+    setTimeout(() => {
+      redrawQueued = false;
+      draw();
+    }, 16);
   }
 }
 

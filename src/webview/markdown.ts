@@ -102,13 +102,33 @@ function render(text: string, markdown: boolean, fullChars: number | undefined):
 const cache = new Map<string, { readonly markdown: boolean; readonly fullChars: number | undefined; readonly out: RenderedText }>();
 const CACHE_ENTRIES = PANEL_LIMITS.timelineEntries + 16;
 
-export function renderAgentText(text: unknown, markdown: boolean, fullChars?: number): RenderedText {
+/**
+ * Rendering time is shared per frame: once a frame has spent `PANEL_LIMITS.renderBudgetMs`, the
+ * remaining uncached entries show as plain text (`pending`) and the caller draws again on the next
+ * frame, so hundreds of expensive entries fill in progressively instead of freezing the first paint.
+ */
+let frameEnds = Number.POSITIVE_INFINITY;
+let deferred = false;
+
+/** Starts a frame's budget; the returned function tells whether some entry was left for a later frame. */
+export function startRenderFrame(budgetMs: number = PANEL_LIMITS.renderBudgetMs): () => boolean {
+  frameEnds = performance.now() + budgetMs;
+  deferred = false;
+  return () => deferred;
+}
+
+export function renderAgentText(text: unknown, markdown: boolean, fullChars?: number): RenderedText & { readonly pending?: boolean } {
   if (typeof text !== 'string') return { kind: 'plain', text: '', notes: ['This entry could not be shown: it has no text.'], shortened: false };
   const hit = cache.get(text);
   if (hit && hit.markdown === markdown && hit.fullChars === fullChars) {
     cache.delete(text);
     cache.set(text, hit);
     return hit.out;
+  }
+  if (markdown && performance.now() > frameEnds) {
+    deferred = true;
+    const cut = shorten(text, PANEL_LIMITS.markdownChars);
+    return { kind: 'plain', text: cut.text, notes: [], shortened: false, pending: true };
   }
   const out = render(text, markdown, fullChars);
   cache.set(text, { markdown, fullChars, out });

@@ -15,8 +15,14 @@ export const PANEL_LIMITS = {
   snapshotChars: 2_000_000,
   /** Characters of a title or another one-line field. */
   lineChars: 500,
-  /** Characters of one entry the panel renders as markdown; the rest of it is not shown. */
-  markdownChars: 20_000,
+  /**
+   * Characters of one entry the panel renders as markdown; the rest of it is not shown. The parser's
+   * emphasis matching is superlinear on hostile text (`_a_b_a_b…`): 10,000 characters cost at most a
+   * few hundred milliseconds, once (renders are cached).
+   */
+  markdownChars: 10_000,
+  /** Milliseconds of markdown rendering per frame; entries past it show as plain text until the next frame. */
+  renderBudgetMs: 100,
   /**
    * Levels of markdown nesting (block quotes, lists, emphasis, brackets) the panel renders; deeper
    * text is shown as plain text. The markdown parser recurses per level and overflows the stack

@@ -63,6 +63,8 @@ async function open(snap: PanelSnapshot): Promise<Page> {
   await page.waitForFunction(() => (globalThis as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'ready'));
   await page.evaluate((s) => (globalThis as unknown as { postMessage: (m: unknown, o: string) => void }).postMessage({ type: 'snapshot', snapshot: s }, '*'), snap);
   await page.waitForSelector('#state, .empty');
+  // Expensive entries are rendered over several frames: wait until every one is.
+  await page.waitForFunction(() => !(globalThis as unknown as { document: { querySelector(s: string): unknown } }).document.querySelector('.render-pending'));
   return page;
 }
 
@@ -261,6 +263,26 @@ describe('delegation panel in a real browser', { skip }, () => {
     assert.match(await page.innerText('#timeline-omitted'), new RegExp(`${(5000 - shown).toLocaleString('en-US')} earlier entries are not shown`));
     assert.match(await page.locator('#timeline > li.entry').last().innerText(), /entry 5000/);
     assert.equal(await page.locator('#cancel').count(), 1);
+    await page.close();
+  });
+
+  it('paints the state and Cancel at once when a hundred and more entries are expensive to render, then renders them all', async () => {
+    // Superlinear for the markdown parser, yet shallow: each entry costs it tens to hundreds of milliseconds.
+    const costly = (i: number) => `${i} ${'_a_b'.repeat(2_500)}`;
+    const timeline = Array.from({ length: 150 }, (_, i) => ({ seq: i + 1, at: at(), kind: 'message' as const, markdown: true, text: costly(i) }));
+    const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
+    await page.goto(`${base}/index.html`);
+    await page.waitForFunction(() => (globalThis as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'ready'));
+    const started = Date.now();
+    await page.evaluate((s) => (globalThis as unknown as { postMessage: (m: unknown, o: string) => void }).postMessage({ type: 'snapshot', snapshot: s }, '*'), snapshot(delegation({ timeline })));
+    await page.waitForSelector('#cancel', { timeout: 10_000 });
+    const painted = Date.now() - started;
+    assert.ok(painted < 5_000, `the first paint took ${painted} ms`);
+    assert.equal(await page.locator('#timeline > li').count(), 150);
+    await page.click('#cancel');
+    assert.ok(((await posted(page)) as { method?: string }[]).some((m) => m.method === 'cancel'));
+    await page.waitForFunction(() => !(globalThis as unknown as { document: { querySelector(s: string): unknown } }).document.querySelector('.render-pending'), undefined, { timeout: 240_000 });
+    assert.equal(await page.locator('#timeline .md').count(), 150);
     await page.close();
   });
 
