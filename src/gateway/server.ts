@@ -173,6 +173,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  // A request answered before its body was read (a wrong token, an unknown agent, a refused body) is
+  // not kept open while the client goes on sending: the connection closes once the answer is out.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    res.once('finish', () => {
+      if (!req.complete) req.socket.destroySoon();
+    });
+    next();
+  });
   const requestLimits: RequestLimits = { ...DEFAULT_REQUEST_LIMITS, ...(opts.maxBodyBytes ? { maxBytes: opts.maxBodyBytes } : {}), ...(opts.requestLimits ?? {}) };
   const cardCache = new Map<string, Promise<AgentCard>>();
   const cardOf = (id: string): Promise<AgentCard> => {

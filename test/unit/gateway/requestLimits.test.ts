@@ -104,6 +104,20 @@ describe('gateway: per-request time limits, also for authenticated clients', () 
     assert.match((bodyOf(r.text) as { error: { message: string } }).error.message, /headers must arrive within 0\.6 s/);
   });
 
+  it('closes the connection of a request refused before its body was read (a wrong token) instead of reading the body on', async () => {
+    const s = await rawConnection(gw.url);
+    const reading = readAll(s, 10_000);
+    s.write(`${head('/a2a/echo', 1000).replace(gw.token, 'not-the-token')}{"jsonrpc":`);
+    const drip = setInterval(() => s.writable && s.write(' '), 100);
+    try {
+      const r = await reading;
+      assert.match(r.text, /^HTTP\/1\.1 401 /);
+      assert.ok(r.closed && r.at < 1_000, `closed after ${r.at} ms`);
+    } finally {
+      clearInterval(drip);
+    }
+  });
+
   it('still serves a normal request completely', async () => {
     const res = await fetch(`${gw.url}/a2a/echo`, {
       method: 'POST',
