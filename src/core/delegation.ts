@@ -372,6 +372,16 @@ function stateName(s: TaskState): string {
   }
 }
 
+/** The first `max` characters of chunked text, without joining it all (a view is built per snapshot). */
+function previewOf(chunks: readonly string[], max: number): string {
+  let out = '';
+  for (const c of chunks) {
+    if (out.length >= max) break;
+    out += c.length > max - out.length ? c.slice(0, max - out.length) : c;
+  }
+  return out;
+}
+
 function iso(ms: number): string {
   return new Date(ms).toISOString();
 }
@@ -801,7 +811,6 @@ export class DelegationJournal {
     const state = this.state();
     const ended = this._endedAt;
     const artifacts: ArtifactView[] = [...this._artifacts.values()].map((a) => {
-      const text = a.textChunks.length === 1 ? a.textChunks[0] : a.textChunks.join('');
       return {
         artifactId: a.artifactId,
         name: a.name,
@@ -809,7 +818,7 @@ export class DelegationJournal {
         filename: a.filename,
         size: a.size,
         final: a.final,
-        preview: text.length > this._previewChars ? text.slice(0, this._previewChars) : text,
+        preview: previewOf(a.textChunks, this._previewChars),
         isPatch: a.name === PATCH_ARTIFACT.name || a.filename === PATCH_ARTIFACT.name,
       };
     });

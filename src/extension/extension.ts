@@ -228,6 +228,13 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
       else await session.abortMerge();
       return { ok: true };
     },
+    showFullText: async (subject, p) => {
+      const text = service.fullText(delegationOf(subject), p.seq);
+      if (text === undefined) throw new Error(vscode.l10n.t('Baton no longer keeps that text in memory; the delegation\'s journal still has it.'));
+      // A plain-text editor: the agent's text is read, never rendered or run.
+      await vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ content: text, language: 'plaintext' }), { preview: true });
+      return { opened: true };
+    },
     reviewOpen: async (subject, p) => {
       await sessionOf(subject).open(p.fileId);
       return { ok: true };

@@ -123,6 +123,13 @@ async function main(argv: string[]): Promise<number> {
       ...(limits?.cancelGraceSeconds ? { cancelGraceMs: limits.cancelGraceSeconds * 1000 } : {}),
     },
     ...(limits?.maxBodyBytes ? { maxBodyBytes: limits.maxBodyBytes } : {}),
+    requestLimits: {
+      ...(limits?.headersTimeoutSeconds ? { headersTimeoutMs: limits.headersTimeoutSeconds * 1000 } : {}),
+      ...(limits?.bodyIdleSeconds ? { idleMs: limits.bodyIdleSeconds * 1000 } : {}),
+      ...(limits?.bodyTimeoutSeconds ? { totalMs: limits.bodyTimeoutSeconds * 1000 } : {}),
+      ...(limits?.maxJsonDepth ? { maxDepth: limits.maxJsonDepth } : {}),
+      ...(limits?.maxJsonMembers ? { maxMembers: limits.maxJsonMembers } : {}),
+    },
   });
   // Which coding CLIs were looked for and where they were found, so a client can say what is missing.
   const codingClis = HARNESSES.map((h) => ({ id: h.id, name: h.name, binaries: h.binaries, found: localAgents.some((a) => a.id === h.id) }));

@@ -63,6 +63,12 @@ export interface GatewayConfig {
     readonly maxDeadlineSeconds?: number;
     readonly cancelGraceSeconds?: number;
     readonly maxBodyBytes?: number;
+    /** Per-request limits (docs/gateway.md "Request limits"). */
+    readonly headersTimeoutSeconds?: number;
+    readonly bodyIdleSeconds?: number;
+    readonly bodyTimeoutSeconds?: number;
+    readonly maxJsonDepth?: number;
+    readonly maxJsonMembers?: number;
   };
 }
 
@@ -315,12 +321,18 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
   const limits: { -readonly [K in keyof GatewayConfig['limits']]: GatewayConfig['limits'][K] } = {};
   if (top.limits !== undefined) {
     const l = r.obj(top.limits, 'limits');
-    r.known(l, 'limits', ['capabilities', 'defaultDeadlineSeconds', 'maxDeadlineSeconds', 'cancelGraceSeconds', 'maxBodyBytes']);
+    r.known(l, 'limits', ['capabilities', 'defaultDeadlineSeconds', 'maxDeadlineSeconds', 'cancelGraceSeconds', 'maxBodyBytes', 'headersTimeoutSeconds', 'bodyIdleSeconds', 'bodyTimeoutSeconds', 'maxJsonDepth', 'maxJsonMembers']);
     if (l.capabilities !== undefined) limits.capabilities = readCaps(r, l.capabilities, 'limits.capabilities');
     limits.defaultDeadlineSeconds = r.num(l, 'defaultDeadlineSeconds', 'limits', 1, 7 * 24 * 3600);
     limits.maxDeadlineSeconds = r.num(l, 'maxDeadlineSeconds', 'limits', 1, 7 * 24 * 3600);
     limits.cancelGraceSeconds = r.num(l, 'cancelGraceSeconds', 'limits', 1, 600);
     limits.maxBodyBytes = r.num(l, 'maxBodyBytes', 'limits', 1024, 256 * 1024 * 1024);
+    limits.headersTimeoutSeconds = r.num(l, 'headersTimeoutSeconds', 'limits', 1, 600);
+    limits.bodyIdleSeconds = r.num(l, 'bodyIdleSeconds', 'limits', 1, 600);
+    limits.bodyTimeoutSeconds = r.num(l, 'bodyTimeoutSeconds', 'limits', 1, 3600);
+    // Below 16 levels ordinary A2A requests no longer fit; far above 1000 JSON.stringify overflows its stack.
+    limits.maxJsonDepth = r.num(l, 'maxJsonDepth', 'limits', 16, 1000);
+    limits.maxJsonMembers = r.num(l, 'maxJsonMembers', 'limits', 100, 10_000_000);
   }
 
   return {

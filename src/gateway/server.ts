@@ -5,7 +5,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, realpathSync } from 'node:fs';
+import { createServer } from 'node:http';
 import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +26,8 @@ import type { RemoteAgentConfig, StoreConfig, TokenConfig } from './config';
 import { isLoopbackHost, sha256HexOf } from './config';
 import type { EnvelopeSigner, GatewayContext, GatewayLimits } from './gatewayContext';
 import { a2aRouter } from './http/a2aRoutes';
+import { DEFAULT_BODY_LIMITS } from './http/jsonBody';
+import type { BodyLimits } from './http/jsonBody';
 import { HEARTBEAT_MS, isInstanceAlive } from './instanceLiveness';
 import { LocalTaskRunner } from './localTaskRunner';
 import { ProxyTaskRunner } from './proxyTaskRunner';
@@ -55,7 +59,10 @@ export interface GatewayOptions {
   readonly store?: StoreConfig;
   readonly sqliteDriver?: 'auto' | 'node:sqlite' | 'better-sqlite3';
   readonly limits?: Partial<GatewayLimits>;
+  /** Same as `requestLimits.maxBytes`. */
   readonly maxBodyBytes?: number;
+  /** Per-request limits for every client, authenticated or not (defaults: DEFAULT_REQUEST_LIMITS). */
+  readonly requestLimits?: Partial<RequestLimits>;
   /**
    * Hosts push-notification webhooks may use although their addresses are private (http allowed for
    * them too): `name`, `.domain` or `host:port`, as baton.privateHosts. Default none: public https only.
@@ -79,6 +86,14 @@ export interface RunningGateway {
   readonly agents: readonly IndexedAgent[];
   close(): Promise<void>;
 }
+
+/** What one request may cost: its headers' time, and its body's size, shape and time (jsonBody.ts). */
+export interface RequestLimits extends BodyLimits {
+  /** Longest time for a request's headers to arrive. */
+  readonly headersTimeoutMs: number;
+}
+
+export const DEFAULT_REQUEST_LIMITS: RequestLimits = { ...DEFAULT_BODY_LIMITS, headersTimeoutMs: 30_000 };
 
 const DEFAULT_LIMITS: GatewayLimits = {
   capabilities: { write: true, shell: false, network: false } satisfies Capabilities,
@@ -163,7 +178,15 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  const maxBodyBytes = opts.maxBodyBytes ?? 8 * 1024 * 1024;
+  // A request answered before its body was read (a wrong token, an unknown agent, a refused body) is
+  // not kept open while the client goes on sending: the connection closes once the answer is out.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    res.once('finish', () => {
+      if (!req.complete) req.socket.destroySoon();
+    });
+    next();
+  });
+  const requestLimits: RequestLimits = { ...DEFAULT_REQUEST_LIMITS, ...(opts.maxBodyBytes ? { maxBytes: opts.maxBodyBytes } : {}), ...(opts.requestLimits ?? {}) };
   const cardCache = new Map<string, Promise<AgentCard>>();
   const cardOf = (id: string): Promise<AgentCard> => {
     let c = cardCache.get(id);
@@ -206,7 +229,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         if (cardCache.get(id) === pending) resolved = c;
         next();
       }, next);
-    }, a2aRouter({ handler, maxBodyBytes, log }));
+    }, a2aRouter({ handler, bodyLimits: requestLimits, log }));
   }
   // An unknown agent is a 404 for everyone: the index that names the agents is public anyway, and a 401
   // here would send a caller who mistyped the name off to look for a token.
@@ -227,12 +250,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   });
 
   const host = opts.host ?? '127.0.0.1';
-  const server: Server = await new Promise((resolve, reject) => {
-    const s = app.listen(opts.port ?? 0, host, () => resolve(s));
-    s.once('error', reject);
+  const server = httpServer(app, requestLimits);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
-  server.headersTimeout = 30_000;
-  server.requestTimeout = 0; // streams are long-lived; idle sockets are closed by keepAliveTimeout
   const port = (server.address() as AddressInfo).port;
   const hostForUrl = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
   baseUrl = (opts.publicUrl ?? `http://${hostForUrl}:${port}`).replace(/\/+$/, '');
@@ -261,6 +286,33 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       await store.close();
     },
   };
+}
+
+/**
+ * The HTTP server, with time limits for every request whoever sends it. Node's own timers cover what
+ * no route sees: headers that never finish, and (as a backstop, a little after the body limit) a
+ * request whose body nobody reads, such as one refused before its body was wanted. They only run
+ * while a request is being received; a long-lived response stream is not affected. Their answer is
+ * a 408 that names the limit, instead of Node's bare one.
+ */
+function httpServer(app: express.Express, limits: RequestLimits): Server {
+  const headersTimeout = limits.headersTimeoutMs;
+  const requestTimeout = headersTimeout + limits.totalMs + 5_000;
+  const server = createServer({ headersTimeout, requestTimeout, connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersTimeout / 4))) }, app);
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    if (socket.writable && socket.bytesWritten === 0) {
+      const [status, message] =
+        err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? ['408 Request Timeout', `the request did not arrive in time: its headers must arrive within ${headersTimeout / 1000} s and the whole request within ${requestTimeout / 1000} s (the gateway's limits)`]
+          : err.code === 'HPE_HEADER_OVERFLOW'
+            ? ['431 Request Header Fields Too Large', 'the request headers are too large']
+            : ['400 Bad Request', 'the request is not valid HTTP'];
+      const body = JSON.stringify({ error: { code: Number(status.slice(0, 3)), status: status.slice(4).toUpperCase().replace(/ /g, '_'), message } });
+      socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    }
+    socket.destroySoon();
+  });
+  return server;
 }
 
 /**

@@ -11,13 +11,14 @@
  *   result digest, the executor and the effective capabilities. A tampered artifact fails verification
  *   and the result names it.
  */
+import { createHash } from 'node:crypto';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import * as jose from 'jose';
 import { cardSigningPayload } from '../core/agentCard';
 import type { CardSignature } from '../core/agentCard';
 import type { CardSignatureCheck, VerifiedKey } from '../core/agentRegistry';
-import { jcsDigest, canonicalize } from '../core/jcs';
+import { canonicalize } from '../core/jcs';
 
 /** The only algorithms Baton accepts: no `none`, no HMAC (a public key must never serve as an HMAC secret). */
 export const ALLOWED_ALGS = ['EdDSA', 'ES256'] as const;
@@ -288,6 +289,15 @@ export interface ArtifactLike {
   readonly artifactId: string;
   readonly name?: string;
   readonly parts: readonly unknown[];
+}
+
+/**
+ * `jcsDigest` (src/core/jcs.ts) with Node's native SHA-256: the same value, but the portable one in
+ * core takes most of a second for a request of a few MiB, and the gateway digests every request on
+ * its event loop.
+ */
+function jcsDigest(value: unknown): string {
+  return `sha256:${createHash('sha256').update(canonicalize(value), 'utf8').digest('hex')}`;
 }
 
 /**

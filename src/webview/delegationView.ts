@@ -1,7 +1,8 @@
 import { html, nothing, type TemplateResult } from 'lit';
 import { unsafeHTML } from 'lit/directives/unsafe-html.js';
+import { PANEL_LIMITS } from '../core/protocol/panelLimits';
 import type { DelegationState, DelegationView, TimelineEntry } from '../core/protocol/panelProtocol';
-import { renderAgentMarkdown } from './markdown';
+import { renderAgentText } from './markdown';
 import { reviewTemplate, type ReviewActions } from './reviewView';
 
 export interface DelegationActions extends ReviewActions {
@@ -10,6 +11,8 @@ export interface DelegationActions extends ReviewActions {
   review(): void;
   checkAgain(): void;
   provideToken(): void;
+  /** Open the full text of a shortened timeline entry (by seq) or of the agent's question (no seq). */
+  showFullText(seq?: number): void;
   readonly busy: boolean;
 }
 
@@ -71,13 +74,46 @@ function executionChip(d: DelegationView): TemplateResult | typeof nothing {
   return nothing;
 }
 
-function entry(e: TimelineEntry): TemplateResult {
-  const body = e.markdown ? html`<div class="md">${unsafeHTML(renderAgentMarkdown(e.text))}</div>` : html`<div class="text">${e.text}</div>`;
-  return html`<li class="entry ${e.kind}" data-seq=${e.seq}>
-    <vscode-icon name=${ENTRY_ICON[e.kind]}></vscode-icon>
-    <time datetime=${e.at} title=${e.at}>${new Date(e.at).toLocaleTimeString()}</time>
-    ${body}
-  </li>`;
+/**
+ * Agent text, rendered on its own: markdown when it can be, plain text with a note when it cannot,
+ * and a way to the full text when it was shortened.
+ */
+function agentText(text: string, markdown: boolean, fullChars: number | undefined, cls: string, openFull: (() => void) | undefined): TemplateResult {
+  const r = renderAgentText(text, markdown, fullChars);
+  const body = r.kind === 'html' ? html`<div class="md ${cls}">${unsafeHTML(r.html)}</div>` : html`<div class="text ${cls} ${r.pending ? 'render-pending' : ''}">${r.text}</div>`;
+  const note = r.notes.length
+    ? html`<div class="render-note muted">${r.notes.join(' ')}${r.shortened && openFull
+      ? html` <a href="#" class="open-full" @click=${(ev: Event) => { ev.preventDefault(); openFull(); }}>Open the full text in an editor</a>`
+      : nothing}</div>`
+    : nothing;
+  return html`${body}${note}`;
+}
+
+function timeOf(at: unknown): string {
+  const t = typeof at === 'string' ? new Date(at) : undefined;
+  return t && !Number.isNaN(t.getTime()) ? t.toLocaleTimeString() : '';
+}
+
+/** One timeline entry. Whatever goes wrong with it stays in its own row: the rest of the panel renders. */
+function entry(e: TimelineEntry, a: DelegationActions): TemplateResult {
+  try {
+    return html`<li class="entry ${e.kind}" data-seq=${e.seq}>
+      <vscode-icon name=${ENTRY_ICON[e.kind] ?? 'info'}></vscode-icon>
+      <time datetime=${e.at} title=${e.at}>${timeOf(e.at)}</time>
+      <div class="body">${agentText(e.text, e.markdown === true, e.fullChars, '', () => a.showFullText(e.seq))}</div>
+    </li>`;
+  } catch (err) {
+    return html`<li class="entry error"><vscode-icon name="warning"></vscode-icon><time></time>
+      <div class="render-note muted">This entry could not be shown (${err instanceof Error ? err.message.slice(0, 200) : 'unknown error'}).</div></li>`;
+  }
+}
+
+function timeline(d: DelegationView, a: DelegationActions): TemplateResult {
+  const shown = d.timeline.length > PANEL_LIMITS.timelineEntries ? d.timeline.slice(-PANEL_LIMITS.timelineEntries) : d.timeline;
+  const omitted = (d.timelineOmitted ?? 0) + d.timeline.length - shown.length;
+  return html`<h2>Timeline <span class="muted">(${omitted + shown.length})</span></h2>
+    ${omitted > 0 ? html`<p class="muted" id="timeline-omitted">${omitted.toLocaleString('en-US')} earlier entries are not shown (the delegation's journal keeps them).</p>` : nothing}
+    <ol class="timeline" id="timeline">${shown.map((e) => entry(e, a))}</ol>`;
 }
 
 function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult | typeof nothing {
@@ -113,7 +149,7 @@ function replyBox(d: DelegationView, a: DelegationActions): TemplateResult | typ
   };
   return html`<section class="reply">
     <h3><vscode-icon name="comment-discussion"></vscode-icon> The agent asks</h3>
-    ${d.question ? html`<div class="md question">${unsafeHTML(renderAgentMarkdown(d.question))}</div>` : nothing}
+    ${d.question ? agentText(d.question, true, d.questionChars, 'question', () => a.showFullText()) : nothing}
     <vscode-textarea id="reply-text" rows="3" placeholder="Your answer…" resize="vertical"
       @keydown=${(e: KeyboardEvent) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) send(); }}></vscode-textarea>
     <div class="actions"><vscode-button id="send-reply" icon="send" ?disabled=${a.busy} @click=${send}>Send Reply</vscode-button>
@@ -151,8 +187,7 @@ export function delegationTemplate(d: DelegationView, a: DelegationActions, now:
     </div>
     ${d.review ? reviewTemplate(d.review, a) : nothing}
     <vscode-divider></vscode-divider>
-    <h2>Timeline <span class="muted">(${d.timeline.length})</span></h2>
-    <ol class="timeline" id="timeline">${d.timeline.map(entry)}</ol>
+    ${timeline(d, a)}
     ${d.artifacts.length ? html`<h2>Artifacts</h2><ul class="artifacts">${d.artifacts.map((x) => html`<li><vscode-icon name=${x.isPatch ? 'diff' : 'file'}></vscode-icon> ${x.name} <span class="muted">${x.mediaType ?? ''} · ${x.bytes.toLocaleString()} bytes${x.digest ? html` · <code title=${x.digest}>${x.digest.slice(0, 19)}…</code>` : nothing}</span></li>`)}</ul>` : nothing}
   `;
 }

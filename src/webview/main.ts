@@ -14,9 +14,12 @@ import {
   type PanelRequests,
   type PanelSnapshot,
   type PanelUiState,
+  type DelegationView,
 } from '../core/protocol/panelProtocol';
+import { boundDelegationView, oneLine } from '../core/protocol/panelLimits';
 import { agentReviewTemplate } from './agentReviewView';
 import { delegationTemplate } from './delegationView';
+import { startRenderFrame } from './markdown';
 import { agentStyles, delegationStyles, panelStyles, reviewStyles } from './styles';
 import { vscodeApi } from './vscodeApi';
 
@@ -44,7 +47,7 @@ async function run<M extends PanelRequestMethod>(method: M, params: PanelRequest
   draw();
   try {
     const result = await request(method, params);
-    if (method === 'refresh') snapshot = result as PanelSnapshot;
+    if (method === 'refresh') snapshot = bounded(result as PanelSnapshot);
     if (method === 'reply') {
       const box = document.getElementById('reply-text') as (HTMLElement & { value: string }) | null;
       if (box) box.value = '';
@@ -75,12 +78,35 @@ const actions = {
   review: () => void run('reviewChanges', {}),
   checkAgain: () => void run('checkAgain', {}),
   provideToken: () => void run('provideToken', {}),
+  showFullText: (seq?: number) => void run('showFullText', seq === undefined ? {} : { seq }),
   send: <M extends PanelRequestMethod>(method: M, params: PanelRequests[M]['params']) => void run(method, params),
   redraw: () => draw(),
   get busy() {
     return busy !== undefined;
   },
 };
+
+/**
+ * The delegation, or when its template cannot be built at all, what the user needs to act on it: the
+ * state, Cancel and the reason it is not shown. Entries fail on their own (delegationView.ts); this
+ * is the last line, so no snapshot leaves the panel at "Connecting…".
+ */
+function delegationOrFallback(d: DelegationView) {
+  try {
+    return delegationTemplate(d, actions, Date.now());
+  } catch (e) {
+    return fallbackView(d, e);
+  }
+}
+
+function fallbackView(d: DelegationView | undefined, e: unknown) {
+  const why = e instanceof Error ? e.message.slice(0, 300) : 'unknown error';
+  return html`<header class="header"><vscode-icon name="rocket" size="20"></vscode-icon>
+      <div class="title"><h1>${oneLine(typeof d?.title === 'string' ? d.title : 'Delegation')}</h1></div><span class="spacer"></span>
+      <span class="state" id="state" data-state=${String(d?.state ?? 'unknown')}>${String(d?.state ?? 'unknown')}</span></header>
+    <div class="banner warn" role="alert"><vscode-icon name="warning"></vscode-icon><div>Part of this delegation could not be shown (${why}). Its journal keeps everything; the Delegations view and the audit log show it.</div></div>
+    <div class="actions toolbar"><span class="spacer"></span>${d && !d.terminal ? html`<vscode-button id="cancel" secondary icon="debug-stop" ?disabled=${busy !== undefined} @click=${() => actions.cancel()}>Cancel</vscode-button>` : nothing}</div>`;
+}
 
 function view() {
   if (!snapshot) return html`<p class="muted">Connecting to Baton…</p>`;
@@ -89,7 +115,7 @@ function view() {
     return html`${agentReviewTemplate(s.agentReview, actions, s.trusted)}${lastError ? html`<p class="error" role="alert">${lastError}</p>` : nothing}`;
   }
   if (s.delegation) {
-    return html`${delegationTemplate(s.delegation, actions, Date.now())}${lastError ? html`<p class="error" role="alert">${lastError}</p>` : nothing}`;
+    return html`${delegationOrFallback(s.delegation)}${lastError ? html`<p class="error" role="alert">${lastError}</p>` : nothing}`;
   }
   return html`
     <header class="header">
@@ -125,17 +151,46 @@ function view() {
 }
 
 const root = document.getElementById('app');
+/** Lit renders into this; replaced by a fresh one if a render ever throws half-way through. */
+let canvas: HTMLElement | undefined;
+let redrawQueued = false;
 function draw(): void {
   if (!root) return;
   root.classList.toggle('compact', !uiState.timelineExpanded);
-  render(view(), root);
+  if (!canvas) root.append((canvas = document.createElement('div')));
+  const deferred = startRenderFrame();
+  try {
+    render(view(), canvas);
+  } catch (e) {
+    canvas.remove();
+    root.append((canvas = document.createElement('div')));
+    render(fallbackView(snapshot?.delegation, e), canvas);
+  }
+  // Entries past this frame's rendering budget show as plain text for now: render more next frame.
+  if (deferred() && !redrawQueued) {
+    redrawQueued = true;
+    setTimeout(() => {
+      redrawQueued = false;
+      draw();
+    }, 16);
+  }
+}
+
+/** A snapshot within the panel's bounds, whatever the host sent (see panelLimits.ts). */
+function bounded(s: PanelSnapshot): PanelSnapshot {
+  if (!s.delegation) return s;
+  try {
+    return { ...s, delegation: boundDelegationView(s.delegation) };
+  } catch {
+    return s;
+  }
 }
 
 window.addEventListener('message', (event: MessageEvent<HostToWebviewMessage>) => {
   const message = event.data;
   switch (message.type) {
     case 'snapshot':
-      snapshot = message.snapshot;
+      snapshot = bounded(message.snapshot);
       if (snapshot.delegation && uiState.delegationId !== snapshot.delegation.id) setUi({ delegationId: snapshot.delegation.id });
       if (snapshot.agentReview && uiState.agentCardUrl !== snapshot.agentReview.cardUrl) setUi({ agentCardUrl: snapshot.agentReview.cardUrl });
       draw();

@@ -50,10 +50,13 @@ export const delegationStyles = `
 .del { color: var(--vscode-gitDecoration-deletedResourceForeground); }
 h2 { font-size: 1em; font-weight: 600; margin: 14px 0 6px; }
 .timeline { list-style: none; padding: 0; margin: 0; }
-.entry { display: grid; grid-template-columns: 20px 80px 1fr; gap: 8px; padding: 5px 0; border-bottom: 1px solid var(--vscode-editorWidget-border, transparent); align-items: start; }
+.entry { display: grid; grid-template-columns: 20px 80px minmax(0, 1fr); gap: 8px; padding: 5px 0; border-bottom: 1px solid var(--vscode-editorWidget-border, transparent); align-items: start; }
 .entry time { color: var(--vscode-descriptionForeground); font-variant-numeric: tabular-nums; }
 .entry.error .text { color: var(--vscode-errorForeground); }
 .entry .md > :first-child { margin-top: 0; } .entry .md > :last-child { margin-bottom: 0; }
+.entry .text, .reply .text { white-space: pre-wrap; }
+.md, .text { overflow-wrap: anywhere; max-height: 60vh; overflow: auto; }
+.render-note { font-size: 0.9em; font-style: italic; margin-top: 2px; }
 .md pre { background: var(--vscode-textCodeBlock-background); padding: 8px; overflow: auto; }
 .md code { font-family: var(--vscode-editor-font-family); }
 .reply { margin: 12px 0; padding: 10px 12px; border: 1px solid var(--vscode-focusBorder); border-radius: 4px; }

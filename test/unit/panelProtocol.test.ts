@@ -17,6 +17,8 @@ describe('panel protocol: messages from the webview are validated', () => {
       ok: true,
       value: { type: 'request', id: 5, method: 'reviewSelectAll', params: { selected: false } },
     });
+    assert.deepEqual(parseWebviewMessage({ type: 'request', id: 5, method: 'showFullText', params: { seq: 7 } }), { ok: true, value: { type: 'request', id: 5, method: 'showFullText', params: { seq: 7 } } });
+    assert.deepEqual(parseWebviewMessage({ type: 'request', id: 6, method: 'showFullText', params: {} }), { ok: true, value: { type: 'request', id: 6, method: 'showFullText', params: {} } });
   });
 
   const refused: [string, unknown][] = [
@@ -31,6 +33,9 @@ describe('panel protocol: messages from the webview are validated', () => {
     ['an unknown method', { type: 'request', id: 1, method: 'applyPatch', params: {} }],
     ['params that are not an object', { type: 'request', id: 1, method: 'refresh', params: [] }],
     ['refresh with params', { type: 'request', id: 1, method: 'refresh', params: { x: 1 } }],
+    ['showFullText with a fractional seq', { type: 'request', id: 1, method: 'showFullText', params: { seq: 1.5 } }],
+    ['showFullText with a string seq', { type: 'request', id: 1, method: 'showFullText', params: { seq: '1' } }],
+    ['showFullText with extra params', { type: 'request', id: 1, method: 'showFullText', params: { seq: 1, path: '/etc/passwd' } }],
     ['a command outside the allow-list', { type: 'request', id: 1, method: 'runCommand', params: { command: 'workbench.action.terminal.new' } }],
     ['a command with extra params', { type: 'request', id: 1, method: 'runCommand', params: { command: 'baton.delegate', args: ['x'] } }],
     ['select-all without a boolean', { type: 'request', id: 1, method: 'reviewSelectAll', params: { selected: 'yes' } }],

@@ -57,6 +57,11 @@ export interface PanelRequests {
   rejectAgent: { params: NoParams; result: { ok: true } };
   /** After a 3-way apply with conflicts: finish (every conflict resolved) or abort (restore the files). */
   reviewMerge: { params: { action: 'finish' | 'abort' }; result: { ok: true } };
+  /**
+   * Open the full text of a timeline entry the panel shows shortened (by `seq`), or of the agent's
+   * question (no `seq`), in a plain-text editor: nothing of it is rendered.
+   */
+  showFullText: { params: { seq?: number }; result: { opened: true } };
   /** Open one file's diff (or the changes editor for all files when no file is given). */
   reviewOpen: { params: { fileId?: string }; result: { ok: true } };
 }
@@ -143,6 +148,8 @@ export interface TimelineEntry {
   readonly text: string;
   readonly markdown?: boolean;
   readonly state?: DelegationState;
+  /** The text's length before it was shortened for the panel (see panelLimits.ts); absent when it was not. */
+  readonly fullChars?: number;
 }
 
 export interface ArtifactView {
@@ -175,7 +182,11 @@ export interface DelegationView {
   readonly reason?: string;
   /** The question the agent asked when `input-required`. */
   readonly question?: string;
+  /** The question's length before it was shortened for the panel; absent when it was not. */
+  readonly questionChars?: number;
   readonly timeline: readonly TimelineEntry[];
+  /** Earlier timeline entries not in `timeline` (the journal has them). */
+  readonly timelineOmitted?: number;
   readonly artifacts: readonly ArtifactView[];
   readonly patch?: { readonly files: number; readonly additions: number; readonly deletions: number };
   readonly signature?: { readonly status: 'verified' | 'invalid' | 'unsigned'; readonly detail: string };
@@ -329,6 +340,11 @@ export function parseWebviewMessage(raw: unknown): ParseResult<WebviewToHostMess
         case 'reviewOpen':
           if (!hasOnlyKeys(params, ['fileId']) || (params.fileId !== undefined && !isId(params.fileId))) return { ok: false, error: 'reviewOpen: fileId must be a string' };
           return { ok: true, value: { type: 'request', id, method, params: params.fileId === undefined ? {} : { fileId: params.fileId } } };
+        case 'showFullText':
+          if (!hasOnlyKeys(params, ['seq']) || (params.seq !== undefined && (typeof params.seq !== 'number' || !Number.isInteger(params.seq) || params.seq < 0))) {
+            return { ok: false, error: 'showFullText: seq must be a non-negative integer' };
+          }
+          return { ok: true, value: { type: 'request', id, method, params: params.seq === undefined ? {} : { seq: params.seq } } };
         case 'reply':
           if (!hasOnlyKeys(params, ['text']) || typeof params.text !== 'string') return { ok: false, error: 'reply: text must be a string' };
           if (params.text.trim().length === 0) return { ok: false, error: 'reply: the reply is empty' };

@@ -8,6 +8,7 @@ import { META } from '../../core/batonProfile';
 import { DelegationJournal, isFinalOutcome, type DelegationRequest, type OutcomeDecision } from '../../core/delegation';
 import { buildDelegationMessage } from '../../core/delegation/context';
 import { parsePatchText } from '../../core/patch';
+import { boundDelegationView, PANEL_LIMITS } from '../../core/protocol/panelLimits';
 import type { DelegationState as PanelState, DelegationView as PanelView, TimelineEntry as PanelEntry } from '../../core/protocol/panelProtocol';
 import type { DelegationView as JournalView } from '../../core/protocol/delegationView';
 import { connectAgent, normalizeCard, scopedGetToken } from '../../node/a2a/clientFactory';
@@ -391,7 +392,8 @@ export class DelegationService extends Disposable {
         patchStats = undefined;
       }
     }
-    return {
+    const first = Math.max(0, v.timeline.length - PANEL_LIMITS.timelineEntries);
+    return boundDelegationView({
       id: v.requestId,
       title: v.title,
       agent: { name: v.agent.name, endpoint: v.agent.endpoint },
@@ -407,25 +409,43 @@ export class DelegationService extends Disposable {
       confined: side?.confined,
       reason: v.outcomeReason,
       question: v.prompt,
-      timeline: v.timeline.map((e, i): PanelEntry => {
-        const seq = i + 1 + v.timelineOmitted;
-        switch (e.kind) {
-          case 'status':
-            return { seq, at: e.at, kind: 'status', text: e.text ? `**${e.state}** — ${e.text}` : e.state, markdown: true };
-          case 'step':
-            return { seq, at: e.at, kind: 'step', text: e.text, markdown: true };
-          case 'artifact':
-            return { seq, at: e.at, kind: 'artifact', text: `${e.name} · ${e.size.toLocaleString()} characters${e.chunks > 1 ? ` in ${e.chunks} chunks` : ''}${e.complete ? '' : ' (streaming…)'}` };
-          case 'message':
-            return { seq, at: e.at, kind: 'message', text: e.role === 'user' ? `You: ${e.text}` : e.text, markdown: e.role === 'agent' };
-          case 'notice':
-            return { seq, at: e.at, kind: e.level === 'error' ? 'error' : 'note', text: e.text };
-        }
-      }),
+      // Only what the panel can show is mapped; the bounds also apply to each entry's text.
+      timeline: v.timeline.slice(first).map((e, i) => panelEntry(e, first + i + 1 + v.timelineOmitted)),
+      timelineOmitted: v.timelineOmitted + first,
       artifacts: v.artifacts.map((a) => ({ name: a.name || a.filename, mediaType: a.mediaType, bytes: a.size, isPatch: a.isPatch })),
       patch: patchStats,
       signature: side?.signature,
       cancelConfirmed: v.cancelConfirmed,
-    };
+    });
+  }
+
+  /**
+   * The whole text of one timeline entry (by the `seq` the panel shows), or of the agent's question,
+   * for reading in an editor when the panel shows it shortened. Undefined once the journal no longer
+   * keeps that entry in memory.
+   */
+  fullText(id: string, seq?: number): string | undefined {
+    const v = this.journalView(id);
+    if (!v) return undefined;
+    if (seq === undefined) return v.prompt;
+    const e = v.timeline[seq - 1 - v.timelineOmitted];
+    return e ? panelEntry(e, seq).text : undefined;
   }
 }
+
+/** One journal timeline entry as the panel shows it (before the panel's bounds are applied). */
+function panelEntry(e: JournalView['timeline'][number], seq: number): PanelEntry {
+  switch (e.kind) {
+    case 'status':
+      return { seq, at: e.at, kind: 'status', text: e.text ? `**${e.state}** — ${e.text}` : e.state, markdown: true };
+    case 'step':
+      return { seq, at: e.at, kind: 'step', text: e.text, markdown: true };
+    case 'artifact':
+      return { seq, at: e.at, kind: 'artifact', text: `${e.name} · ${e.size.toLocaleString()} characters${e.chunks > 1 ? ` in ${e.chunks} chunks` : ''}${e.complete ? '' : ' (streaming…)'}` };
+    case 'message':
+      return { seq, at: e.at, kind: 'message', text: e.role === 'user' ? `You: ${e.text}` : e.text, markdown: e.role === 'agent' };
+    case 'notice':
+      return { seq, at: e.at, kind: e.level === 'error' ? 'error' : 'note', text: e.text };
+  }
+}
+

@@ -17,7 +17,7 @@ import { META, REPLAY_EXTENSION_URI } from '../../core/batonProfile';
 import type { EventRow } from '../store/gatewayStore';
 import type { GatewayRequestHandler } from '../requestHandler';
 import { GatewayUser, parseCursor, setCursor, setSignal } from '../requestContext';
-import type { BodyError} from './jsonBody';
+import type { BodyError, BodyLimits } from './jsonBody';
 import { jsonBody } from './jsonBody';
 import { writeSse } from './sseWriter';
 import type { SseItem } from './sseWriter';
@@ -106,7 +106,7 @@ function idOf(body: unknown): JsonRpcId {
 
 export interface A2aRouteOptions {
   readonly handler: GatewayRequestHandler;
-  readonly maxBodyBytes: number;
+  readonly bodyLimits: BodyLimits;
   readonly log: (line: string) => void;
 }
 
@@ -178,13 +178,13 @@ export function a2aRouter(o: A2aRouteOptions): Router {
     }
   };
 
-  router.post('/', ...jsonBody(o.maxBodyBytes, (err, _req, res) => void res.status(err.kind === 'too-large' ? 413 : 200).json(bodyErrorToRpc(err))), (req, res) => {
+  router.post('/', ...jsonBody(o.bodyLimits, (err, _req, res) => void res.status(err.kind === 'too-large' ? 413 : err.kind === 'timeout' ? 408 : 200).json(bodyErrorToRpc(err))), (req, res) => {
     void jsonRpc(req, res);
   });
 
   // HTTP+JSON: the same body checks, errors in the REST shape.
-  const restBody = jsonBody(o.maxBodyBytes, (err, _req, res) => {
-    const status = err.kind === 'too-large' ? 413 : err.kind === 'content-type' ? 415 : 400;
+  const restBody = jsonBody(o.bodyLimits, (err, _req, res) => {
+    const status = err.kind === 'too-large' ? 413 : err.kind === 'timeout' ? 408 : err.kind === 'content-type' ? 415 : 400;
     res.status(status).json(toRestErrorBody(new RequestMalformedError(err.message), status));
   });
   router.use(...restBody);

@@ -14,7 +14,7 @@ describe('gateway config', () => {
         tokens: [{ principal: 'ci', tokenEnv: 'CI_TOKEN' }],
         localAgents: ['formatter'],
         agents: { reviewer: { url: 'https://r.example/a2a/', protocolVersion: '0.3', auth: { bearerEnv: 'R' } } },
-        limits: { cancelGraceSeconds: 3 },
+        limits: { cancelGraceSeconds: 3, headersTimeoutSeconds: 20, bodyIdleSeconds: 5, bodyTimeoutSeconds: 30, maxJsonDepth: 32, maxJsonMembers: 5000 },
       },
       { PG: 'postgres://u@h/db', CI_TOKEN: 'a-long-enough-ci-token', R: 'remote-secret' },
     );
@@ -24,6 +24,8 @@ describe('gateway config', () => {
     assert.deepEqual(c.remoteAgents[0].auth, { kind: 'bearer', token: 'remote-secret' });
     assert.equal(c.remoteAgents[0].protocolVersion, '0.3');
     assert.deepEqual(c.localAgents, ['formatter']);
+    const { headersTimeoutSeconds, bodyIdleSeconds, bodyTimeoutSeconds, maxJsonDepth, maxJsonMembers } = c.limits;
+    assert.deepEqual({ headersTimeoutSeconds, bodyIdleSeconds, bodyTimeoutSeconds, maxJsonDepth, maxJsonMembers }, { headersTimeoutSeconds: 20, bodyIdleSeconds: 5, bodyTimeoutSeconds: 30, maxJsonDepth: 32, maxJsonMembers: 5000 });
   });
 
   it('names the file, the field and what to do', () => {
@@ -42,6 +44,8 @@ describe('gateway config', () => {
       [{ store: { kind: 'mysql' } }, /store\.kind: must be "sqlite" or "postgres"/],
       [{ store: { kind: 'postgres', url: 'http://x' } }, /store\.url: must be a postgres:\/\/ connection string/],
       [{ limits: { capabilities: { write: 'yes' } } }, /limits\.capabilities\.write: must be true or false/],
+      [{ limits: { maxJsonDepth: 4 } }, /limits\.maxJsonDepth: must be a whole number from 16 to 1000/],
+      [{ limits: { bodyIdleSeconds: 0 } }, /limits\.bodyIdleSeconds: must be a whole number from 1 to 600/],
     ];
     for (const [input, message] of cases) {
       assert.throws(() => parse(input), (e: unknown) => e instanceof ConfigError && message.test(e.message), JSON.stringify(input));

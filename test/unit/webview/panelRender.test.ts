@@ -63,6 +63,8 @@ async function open(snap: PanelSnapshot): Promise<Page> {
   await page.waitForFunction(() => (globalThis as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'ready'));
   await page.evaluate((s) => (globalThis as unknown as { postMessage: (m: unknown, o: string) => void }).postMessage({ type: 'snapshot', snapshot: s }, '*'), snap);
   await page.waitForSelector('#state, .empty');
+  // Expensive entries are rendered over several frames: wait until every one is.
+  await page.waitForFunction(() => !(globalThis as unknown as { document: { querySelector(s: string): unknown } }).document.querySelector('.render-pending'));
   return page;
 }
 
@@ -237,6 +239,131 @@ describe('delegation panel in a real browser', { skip }, () => {
     await page.click('#check-again');
     const methods = ((await posted(page)) as { method?: string }[]).map((m) => m.method).filter(Boolean);
     assert.ok(methods.includes('provideToken') && methods.includes('checkAgain'), JSON.stringify(methods));
+    await page.close();
+  });
+
+  // Hostile agent text: every kind of deep nesting, huge lines, thousands of entries. The panel must
+  // render (state, Cancel, timeline), show what it cannot render as plain text with a note, and say
+  // where it shortened text.
+  const at = () => new Date().toISOString();
+  const NESTED: [string, string][] = [
+    ['blockquotes', `${'>'.repeat(5000)} deep`],
+    ['spaced blockquotes', `${'> '.repeat(5000)}deep`],
+    ['list markers on one line', `${'- '.repeat(3000)}deep`],
+    ['ordered list markers', `${'1. '.repeat(3000)}deep`],
+    ['indented lists', Array.from({ length: 400 }, (_, i) => `${' '.repeat(i * 2)}- level ${i}`).join('\n')],
+    ['strong emphasis', `${'**'.repeat(3000)}deep${'**'.repeat(3000)}`],
+    ['emphasis and brackets', `${'*['.repeat(3000)}deep${']*'.repeat(3000)}`],
+    ['quotes inside lists', `${'> - '.repeat(3000)}deep`],
+    ['raw HTML', `${'<blockquote>'.repeat(3000)}deep`],
+  ];
+
+  it('renders every kind of deeply nested agent text as plain text with a note, and the panel stays usable', async () => {
+    const timeline = [
+      { seq: 1, at: at(), kind: 'message' as const, markdown: true, text: 'Before: **bold** stays markdown' },
+      ...NESTED.map(([, text], i) => ({ seq: i + 2, at: at(), kind: 'message' as const, markdown: true, text })),
+      { seq: NESTED.length + 2, at: at(), kind: 'step' as const, markdown: true, text: 'After: `code` stays markdown' },
+    ];
+    const page = await open(snapshot(delegation({ timeline })));
+    assert.equal(await page.locator('#timeline > li').count(), NESTED.length + 2);
+    assert.equal(await page.locator('#timeline > li').first().locator('strong').innerText(), 'bold');
+    assert.equal(await page.locator('#timeline > li').last().locator('code').innerText(), 'code');
+    const notes = await page.locator('#timeline .render-note').allInnerTexts();
+    assert.equal(notes.length, NESTED.length, notes.join('\n'));
+    for (const [i, [what]] of NESTED.entries()) assert.match(notes[i], /shown as plain text: too deeply nested/i, what);
+    const deepest = await page.$eval('#timeline', (el) => {
+      let max = 0;
+      const stack: Array<[typeof el, number]> = [[el, 0]];
+      for (let top = stack.pop(); top; top = stack.pop()) {
+        max = Math.max(max, top[1]);
+        for (const c of Array.from(top[0].children)) stack.push([c, top[1] + 1]);
+      }
+      return max;
+    });
+    assert.ok(deepest < 40, `the timeline's DOM is ${deepest} levels deep`);
+    await page.screenshot({ path: join(shots, 'hostile-nesting.png') });
+    await page.click('#cancel');
+    assert.ok(((await posted(page)) as { method?: string }[]).some((m) => m.method === 'cancel'));
+    await page.close();
+  });
+
+  it('shortens huge agent text, says where, and keeps the panel responsive', async () => {
+    const huge = 'a'.repeat(5 * 1024 * 1024);
+    const timeline = [
+      { seq: 1, at: at(), kind: 'message' as const, markdown: true, text: huge },
+      { seq: 2, at: at(), kind: 'message' as const, markdown: true, text: `${'*x* '.repeat(300_000)}` },
+      { seq: 3, at: at(), kind: 'note' as const, text: 'b'.repeat(3 * 1024 * 1024) },
+      { seq: 4, at: at(), kind: 'step' as const, markdown: true, text: 'still **here**' },
+    ];
+    const page = await open(snapshot(delegation({ timeline, title: 't'.repeat(1024 * 1024), reason: 'r'.repeat(1024 * 1024) })));
+    assert.equal(await page.locator('#timeline > li').count(), 4);
+    const notes = await page.locator('#timeline .render-note').allInnerTexts();
+    assert.equal(notes.length, 3, notes.join('\n'));
+    assert.match(notes[0], /Shortened: showing the first [\d,]+ of 5,242,880 characters/);
+    assert.match(notes[2], /Shortened: showing the first [\d,]+ of 3,145,728 characters/);
+    const lengths = await page.$$eval('#timeline > li', (lis) => lis.map((li) => (li.textContent ?? '').length));
+    assert.ok(lengths.every((n) => n < 120_000), JSON.stringify(lengths));
+    assert.ok(((await page.textContent('header h1')) ?? '').length < 2000);
+    assert.equal(await page.locator('#timeline > li').last().locator('strong').innerText(), 'here');
+    // Responsive: the elapsed counter keeps ticking (a redraw each second does not re-render the markdown).
+    const t0 = Date.now();
+    assert.ok((await page.evaluate(() => new Promise<number>((r) => { const s = performance.now(); setTimeout(() => r(performance.now() - s), 0); }))) < 1000);
+    assert.ok(Date.now() - t0 < 5000);
+    await page.screenshot({ path: join(shots, 'hostile-huge.png') });
+    // The full text is offered another way: the host opens it in a plain-text editor.
+    await page.locator('#timeline > li').first().locator('.open-full').click();
+    assert.ok(((await posted(page)) as { method?: string; params?: { seq?: number } }[]).some((m) => m.method === 'showFullText' && m.params?.seq === 1));
+    await page.close();
+  });
+
+  it('shows the latest entries of a very long timeline and says how many earlier ones are not shown', async () => {
+    const timeline = Array.from({ length: 5000 }, (_, i) => ({ seq: i + 1, at: at(), kind: 'message' as const, markdown: true, text: `entry **${i + 1}** ${'> '.repeat(i % 7)}quoted` }));
+    const page = await open(snapshot(delegation({ timeline })));
+    const shown = await page.locator('#timeline > li.entry').count();
+    assert.ok(shown > 0 && shown <= 500, `${shown} entries shown`);
+    assert.match(await page.innerText('#timeline-omitted'), new RegExp(`${(5000 - shown).toLocaleString('en-US')} earlier entries are not shown`));
+    assert.match(await page.locator('#timeline > li.entry').last().innerText(), /entry 5000/);
+    assert.equal(await page.locator('#cancel').count(), 1);
+    await page.close();
+  });
+
+  it('paints the state and Cancel at once when a hundred and more entries are expensive to render, then renders them all', async () => {
+    // Superlinear for the markdown parser, yet shallow: each entry costs it tens to hundreds of milliseconds.
+    const costly = (i: number) => `${i} ${'_a_b'.repeat(2_500)}`;
+    const timeline = Array.from({ length: 150 }, (_, i) => ({ seq: i + 1, at: at(), kind: 'message' as const, markdown: true, text: costly(i) }));
+    const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
+    await page.goto(`${base}/index.html`);
+    await page.waitForFunction(() => (globalThis as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'ready'));
+    const started = Date.now();
+    await page.evaluate((s) => (globalThis as unknown as { postMessage: (m: unknown, o: string) => void }).postMessage({ type: 'snapshot', snapshot: s }, '*'), snapshot(delegation({ timeline })));
+    await page.waitForSelector('#cancel', { timeout: 10_000 });
+    const painted = Date.now() - started;
+    assert.ok(painted < 5_000, `the first paint took ${painted} ms`);
+    assert.equal(await page.locator('#timeline > li').count(), 150);
+    await page.click('#cancel');
+    assert.ok(((await posted(page)) as { method?: string }[]).some((m) => m.method === 'cancel'));
+    await page.waitForFunction(() => !(globalThis as unknown as { document: { querySelector(s: string): unknown } }).document.querySelector('.render-pending'), undefined, { timeout: 240_000 });
+    assert.equal(await page.locator('#timeline .md').count(), 150);
+    await page.close();
+  });
+
+  it('renders the rest of the panel when one entry cannot be rendered at all, and a hostile question still gets a reply box', async () => {
+    const broken = { seq: 2, at: 'not a time', kind: 'message' as const, markdown: true, text: null as unknown as string };
+    const timeline = [
+      { seq: 1, at: at(), kind: 'step' as const, markdown: true, text: 'first **ok**' },
+      broken,
+      { seq: 3, at: at(), kind: 'message' as const, markdown: true, text: `mixed ${'> 1. **['.repeat(2000)} and ${'x'.repeat(200_000)}` },
+      { seq: 4, at: at(), kind: 'step' as const, markdown: true, text: 'last **ok**' },
+    ];
+    const page = await open(snapshot(delegation({ state: 'input-required', timeline, question: `${'- > '.repeat(4000)}which one?` })));
+    assert.equal(await page.getAttribute('#state', 'data-state'), 'input-required');
+    assert.equal(await page.locator('#timeline > li').count(), 4);
+    assert.match(await page.innerText('#timeline'), /first ok[\s\S]*could not be shown[\s\S]*last ok/);
+    assert.match(await page.innerText('.reply'), /shown as plain text: too deeply nested/i);
+    await page.locator('#reply-text').click();
+    await page.keyboard.type('the first');
+    await page.click('#send-reply');
+    assert.ok(((await posted(page)) as { method?: string; params?: { text?: string } }[]).some((m) => m.method === 'reply' && m.params?.text === 'the first'));
     await page.close();
   });
 
