@@ -46,7 +46,8 @@ trap cleanup EXIT INT TERM
 
 if [ -f dist/gateway.js ]; then
   echo "starting baton-gateway (built-in agents) for $demo/sample-repo"
-  node dist/gateway.js --root "$demo/sample-repo" --state "$demo/gateway" >"$demo/gateway.log" 2>&1 &
+  # The refactoring agent waits between its steps so they can be watched (and canceled) on this small repository.
+  node dist/gateway.js --root "$demo/sample-repo" --state "$demo/gateway" --agent-pace-ms 700 >"$demo/gateway.log" 2>&1 &
   pids+=($!)
 fi
 
