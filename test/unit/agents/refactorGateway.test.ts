@@ -4,8 +4,9 @@
  * taskId and contextId, as the panel and `baton reply` send it) continues it to a patch that applies
  * with `git apply --check`; and a paced run is canceled while it streams.
  */
-import { cpSync } from 'node:fs';
+import { cpSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { TaskState } from '@a2a-js/sdk';
@@ -13,6 +14,7 @@ import type { Message, StreamResponse, Task } from '@a2a-js/sdk';
 import { META } from '../../../src/core/batonProfile';
 import { buildReplyMessage } from '../../../src/core/delegation/context';
 import { discoverLocalAgents } from '../../../src/gateway/agents/discover';
+import { batonMain } from '../../../src/gateway/batonCli';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { WorkspaceManager } from '../../../src/gateway/workspace/workspaceManager';
@@ -21,6 +23,13 @@ import { applyCheck, sh, tempSpace } from '../workspace/repoFixtures';
 import type { TempSpace } from '../workspace/repoFixtures';
 
 const SAMPLE = resolve(__dirname, '../../../samples/demo-repo');
+
+function capture(): { stream: PassThrough; text: () => string } {
+  const stream = new PassThrough();
+  let buf = '';
+  stream.on('data', (d: Buffer) => (buf += d.toString()));
+  return { stream, text: () => buf };
+}
 
 function status(ev: StreamResponse): { state?: TaskState; text: string } | undefined {
   if (ev.payload?.$case !== 'statusUpdate') return undefined;
@@ -109,6 +118,24 @@ describe('refactor agent through the gateway (SDK client)', () => {
     assert.match(tidy, /-import \{ formatMoney, sum \} from '\.\/format';/);
     assert.doesNotMatch(tidy, /^\+.*\bsum\b/m);
     assert.ok(applyCheck(repo, tidy).ok);
+  });
+
+  it('through `baton delegate` and `baton reply` (the client the panel uses): the question, then the reply by file, then the patch', async () => {
+    using journals = tempDir('baton-refactor-cli-');
+    const env = { BATON_GATEWAY: gw.url, BATON_TOKEN: gw.token, BATON_CLI_DIR: journals.path, BATON_STATE_DIR: join(state.path, 'a') };
+    const asked = capture();
+    assert.equal(await batonMain(['delegate', 'refactor', 'rename lineTotal to itemTotal', '--repo', repo], asked.stream, env), 15, asked.text());
+    assert.match(asked.text(), /the agent asks: "lineTotal" is declared in 2 places/);
+    const id = /answer with: baton reply (\S+) /.exec(asked.text())?.[1] ?? '';
+    assert.ok(id, asked.text());
+    const patchFile = join(journals.path, 'changes.patch');
+    const replied = capture();
+    assert.equal(await batonMain(['reply', id, 'the one in src/cart.js', '--out', patchFile], replied.stream, env), 0, replied.text());
+    assert.match(replied.text(), /^completed/m);
+    const patch = readFileSync(patchFile, 'utf8');
+    assert.deepEqual([...patch.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1]), ['src/cart.js']);
+    assert.match(patch, /^\+function itemTotal\(item\)\{$/m);
+    assert.ok(applyCheck(repo, patch).ok);
   });
 
   it('cancel while a paced run streams: canceled, no patch', async () => {
