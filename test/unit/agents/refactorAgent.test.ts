@@ -5,12 +5,13 @@
  * Every patch is checked with `git apply --check` on the original repository.
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { build } from 'esbuild';
 import type { LocalRunEvent, LocalRunRequest, LocalRunResult } from '../../../src/gateway/agents/localAgent';
+import { ProjectService } from '../../../src/gateway/agents/refactor/languageService';
 import { createRefactorAgent } from '../../../src/gateway/agents/refactorAgent';
 import { WorkspaceManager } from '../../../src/gateway/workspace/workspaceManager';
 import { applyCheck, applyToCopy, fingerprint, makeRepo, tempSpace } from '../workspace/repoFixtures';
@@ -252,3 +253,23 @@ describe('refactor agent', () => {
 function readdirNames(dir: string): string[] {
   return readdirSync(dir).filter((n) => !n.startsWith('.'));
 }
+
+describe('refactor agent: the language service reads nothing outside the workspace', () => {
+  it('a module reached through a symbolic link to a file outside is not read', () => {
+    const space = tempSpace('baton-refactor-link-');
+    try {
+      const outside = join(space.base, 'outside');
+      mkdirSync(outside);
+      writeFileSync(join(outside, 'secret.ts'), 'export function leak(): string {\n  return "secret";\n}\n');
+      const files = { 'src/use.ts': "import { leak } from './secret';\nexport const x = leak();\n" };
+      const linked = makeRepo(space.base, 'linked', files);
+      symlinkSync(join(outside, 'secret.ts'), join(linked, 'src/secret.ts'));
+      const copied = makeRepo(space.base, 'copied', { ...files, 'src/secret.ts': readFileSync(join(outside, 'secret.ts'), 'utf8') });
+      const viaLink = new ProjectService(linked, ['src/use.ts']).warmUp();
+      const viaCopy = new ProjectService(copied, ['src/use.ts']).warmUp();
+      assert.equal(viaLink, viaCopy - 1, 'the linked file is not part of the program');
+    } finally {
+      space.dispose();
+    }
+  });
+});

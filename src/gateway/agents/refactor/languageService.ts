@@ -9,7 +9,7 @@
  * the compiler options are fixed here, with `allowJs` so JavaScript is a first-class part of the
  * project.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, isAbsolute, join, posix, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';
 
@@ -92,11 +92,12 @@ export class ProjectService {
   private readonly libs: string;
 
   /** `root`: the workspace; `files`: the project's repository-relative JS/TS files. */
-  constructor(
-    private readonly root: string,
-    files: readonly string[],
-  ) {
-    this.libs = libDir();
+  private readonly root: string;
+
+  constructor(root: string, files: readonly string[]) {
+    // Real paths, so a symbolic link in the repository cannot make the service read a file outside it.
+    this.root = realpathSync(root);
+    this.libs = realpathSync(libDir());
     for (const f of files) {
       this.texts.set(this.abs(f), readFileSync(join(root, f), 'utf8'));
       this.versions.set(this.abs(f), 1);
@@ -105,7 +106,17 @@ export class ProjectService {
       const r = relative(dir, p);
       return r === '' || (r.split(sep)[0] !== '..' && !isAbsolute(r));
     };
-    const inside = (p: string): boolean => within(this.root, p) || within(this.libs, p);
+    const real = (p: string): string => {
+      try {
+        return realpathSync(p);
+      } catch {
+        return p;
+      }
+    };
+    const inside = (p: string): boolean => {
+      const r = real(p);
+      return within(this.root, r) || within(this.libs, r);
+    };
     const read = (p: string): string | undefined => {
       const mem = this.texts.get(p);
       if (mem !== undefined) return mem;
