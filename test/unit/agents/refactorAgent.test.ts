@@ -207,6 +207,30 @@ describe('refactor agent', () => {
     assert.deepEqual(readdirNames(space.root), [], 'no workspace left');
   });
 
+  it('cancel while the language service is busy loading the project: the thread is ended at once, not waited for', async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 200; i++) files[`src/m${i}.ts`] = `import { f${(i + 1) % 200} } from './m${(i + 1) % 200}';\nexport function f${i}(n: number): number {\n  return n > 0 ? f${(i + 1) % 200}(n - 1) : ${i};\n}\n`;
+    const repo = makeRepo(space.base, 'cancel-busy', files);
+    const abort = new AbortController();
+    let abortedAt = 0;
+    const { result, steps } = await run(repo, 'fix all', {
+      signal: abort.signal,
+      onEvent: (e) => {
+        // The load (a new thread reading TypeScript, then 200 files) is under way a moment later.
+        if (e.kind === 'step' && e.text.startsWith('Loading the project')) {
+          setTimeout(() => {
+            abortedAt = Date.now();
+            abort.abort();
+          }, 300);
+        }
+      },
+    });
+    assert.equal(result.outcome, 'canceled');
+    assert.ok(abortedAt > 0);
+    assert.ok(Date.now() - abortedAt < 1_500, `${Date.now() - abortedAt} ms from cancel to the result`);
+    assert.ok(!steps.some((s) => s.startsWith('TypeScript language service ready')), 'the load never finished');
+  });
+
   it('the deadline passes while it waits for a reply: expired, no patch', async () => {
     const repo = makeRepo(space.base, 'deadline', AMBIGUOUS);
     let asked = false;
