@@ -14,6 +14,7 @@ export function lineTotal(line: InvoiceLine): number {
 }
 
 export function invoiceTotal(lines: InvoiceLine[], currency: string): string {
-  const money: Money = { amount: lines.reduce((total, line) => total + lineTotal(line), 0), currency };
+  const amount = lines.reduce((total, line) => total + lineTotal(line), 0);
+  const money: Money = { amount, currency };
   return formatMoney(money);
 }
