@@ -412,10 +412,12 @@ export class LocalTaskRunner implements TaskRunner {
     if (claim.kind === 'existing') return { taskId: row.id };
     const waiting = rt.waiting;
     if (!waiting || rt.settled) {
-      // Canceled or expired while the claim was written.
+      // Answered by another reply, canceled or expired while the claim was written.
       await this.ctx.store.releaseRequest(principal, this.agent.id, msg.messageId).catch(() => undefined);
-      throw new UnsupportedOperationError(`task ${row.id} stopped waiting for a reply before this one arrived`);
+      throw new UnsupportedOperationError(`task ${row.id} is no longer waiting for a reply (another reply was taken, or it was canceled or expired meanwhile)`);
     }
+    // Taken now, so a second reply arriving while this one is committed cannot answer too.
+    rt.waiting = undefined;
     rt.writer.recordMessage({ ...msg, taskId: row.id, contextId: row.contextId, role: Role.ROLE_USER });
     this.addEvent(rt.writer, statusEvent(row.id, row.contextId, TaskState.TASK_STATE_WORKING, 'reply received; continuing'));
     try {

@@ -96,6 +96,18 @@ describe('gateway: a local agent asks, the caller replies on the same task', () 
     await busy.cancelTask({ tenant: '', id: w.id, metadata: undefined });
   });
 
+  it('two replies at once: one is taken, the other is refused, and the history has one reply', async () => {
+    const c = await client();
+    const t = await c.sendMessage(sendRequest(userMessage('race')));
+    assert.ok('id' in t && t.status?.state === TaskState.TASK_STATE_INPUT_REQUIRED);
+    const results = await Promise.allSettled(['a', 'b'].map((x) => c.sendMessage(sendRequest(buildReplyMessage(`race-${x}`, t.id, t.contextId, x)))));
+    assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1, JSON.stringify(results.map((r) => (r.status === 'rejected' ? String(r.reason) : 'ok'))));
+    const refused = results.find((r) => r.status === 'rejected');
+    assert.match(String(refused?.status === 'rejected' ? refused.reason : ''), /no longer waiting for a reply|is working and has not asked anything/);
+    const done = await c.getTask({ tenant: '', id: t.id });
+    assert.equal(done.history.filter((m) => m.messageId.startsWith('race-')).length, 1);
+  });
+
   it('cancel while it waits: canceled at once', async () => {
     const c = await client();
     const t = await c.sendMessage(sendRequest(userMessage('cancel me')));
