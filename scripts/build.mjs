@@ -2,7 +2,7 @@
 // the gateway (a Node program), and the integration suite that runs inside VS Code's extension host.
 // Type-checking is separate (`npm run typecheck`). Prints each bundle's size at the end.
 import * as esbuild from 'esbuild';
-import { cpSync, mkdirSync, statSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, statSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -68,6 +68,16 @@ const targets = {
     target: 'node20',
     external: ['better-sqlite3'],
   },
+  gatewayRefactor: {
+    ...common,
+    // The refactoring agent's language-service thread, with the TypeScript compiler (several MB):
+    // started on the agent's first run (src/gateway/agents/refactor/workerClient.ts), never at startup.
+    entryPoints: ['src/gateway/agents/refactor/refactorWorker.ts'],
+    outfile: 'dist/gateway-refactor.js',
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+  },
   gateway: {
     ...common,
     entryPoints: ['src/gateway/cli.ts'],
@@ -103,6 +113,12 @@ function copyAssets() {
   for (const f of ['codicon.css', 'codicon.ttf']) {
     cpSync(join(root, 'node_modules/@vscode/codicons/dist', f), join(root, 'dist/webview', f));
   }
+  // The standard library declarations the refactoring agent's language service reads (dist/ts-lib).
+  const tsLib = join(root, 'node_modules/typescript/lib');
+  mkdirSync(join(root, 'dist/ts-lib'), { recursive: true });
+  for (const f of readdirSync(tsLib)) {
+    if (/^lib\..*\.d\.ts$/.test(f)) cpSync(join(tsLib, f), join(root, 'dist/ts-lib', f));
+  }
 }
 
 const kb = (f) => (statSync(join(root, f)).size / 1024).toFixed(1) + ' KB';
@@ -123,5 +139,5 @@ if (watch) {
   console.log(`bundles${minify ? ' (minified)' : ''}:`);
   console.log(`  extension  dist/extension.js      ${kb('dist/extension.js')}  (+ dist/net.js ${kb('dist/net.js')}, loaded on first fetch)`);
   console.log(`  webview    dist/webview/panel.js  ${kb('dist/webview/panel.js')}`);
-  console.log(`  gateway    dist/gateway.js        ${kb('dist/gateway.js')}`);
+  console.log(`  gateway    dist/gateway.js        ${kb('dist/gateway.js')}  (+ dist/gateway-refactor.js ${kb('dist/gateway-refactor.js')}, the refactoring agent's thread, started on first use)`);
 }

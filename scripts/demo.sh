@@ -43,7 +43,8 @@ trap cleanup EXIT INT TERM
 # Your local gateway: the one Baton would start itself (its agents need no review). It runs every
 # built-in agent but the lint fixer, which the team gateway below offers instead.
 echo "starting baton-gateway (built-in agents) for $demo/sample-repo"
-node dist/gateway.js --root "$demo/sample-repo" --state "$demo/gateway" --no-agent lint-fix >"$demo/gateway.log" 2>&1 &
+# The refactoring agent waits between its steps so they can be watched (and canceled) on this small repository.
+node dist/gateway.js --root "$demo/sample-repo" --state "$demo/gateway" --no-agent lint-fix --agent-pace-ms 700 >"$demo/gateway.log" 2>&1 &
 pids+=($!)
 
 # A second, separate A2A server standing for a team's gateway: Baton finds its agent through the
@@ -93,7 +94,8 @@ Baton is running in VS Code: $url
 
   In the Baton view: the Agents view lists the local gateway's agents (approved) and the team
   gateway's Lint fixer (pending: click it to review and approve). Then Baton: Delegate… from the
-  command palette, e.g. to "Refactor (TypeScript)": rename total to subtotal — it asks which one.
+  command palette, e.g. to "Refactor (TypeScript)": rename lineTotal to itemTotal — two files declare a
+  lineTotal, so it asks which one; or "Format the files under src/" to the Formatter.
 
   The command line talks to the same local gateway:
     BATON_STATE_DIR=$demo/gateway node dist/baton.js agents

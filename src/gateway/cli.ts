@@ -1,7 +1,7 @@
 /**
  * `baton-gateway`: the A2A server that fronts Baton's local agents and proxies remote ones.
  *
- *   baton-gateway [--config FILE] [--state DIR] [--host H] [--port N] [--root DIR]… [--no-local-agents]
+ *   baton-gateway [--config FILE] [--state DIR] [--host H] [--port N] [--root DIR]… [--no-local-agents] [--agent-pace-ms N]
  *
  * Prints one JSON line on stdout when it is listening (`{"url", "tokenFile", "pid", "agents"}`) so a
  * supervisor can wait for it, and writes the same to <state>/gateway.json for the `baton` command line.
@@ -30,6 +30,8 @@ const USAGE = `usage: baton-gateway [options]
   --cli ID=PATH        use this executable for a coding CLI (claude, codex, gemini, copilot, opencode); repeatable
   --no-local-agents    serve only the configured remote agents
   --no-agent ID        serve every local agent but this one (repeatable)
+  --agent-pace-ms N    the refactoring agent waits N ms between its steps, so they can be watched and
+                       canceled on a small repository (default 0; the demo uses it)
   --version, --help
 `;
 
@@ -50,6 +52,7 @@ async function main(argv: string[]): Promise<number> {
         'no-local-agents': { type: 'boolean' },
         'no-agent': { type: 'string', multiple: true },
         cli: { type: 'string', multiple: true },
+        'agent-pace-ms': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -78,6 +81,11 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write('baton-gateway: --port must be a number from 0 to 65535\n');
     return 2;
   }
+  const pace = typeof values['agent-pace-ms'] === 'string' ? Number(values['agent-pace-ms']) : 0;
+  if (!Number.isInteger(pace) || pace < 0 || pace > 60_000) {
+    process.stderr.write('baton-gateway: --agent-pace-ms must be a whole number of milliseconds from 0 to 60000\n');
+    return 2;
+  }
   const stateDir = resolve(typeof values.state === 'string' ? values.state : defaultStateDir());
   const roots = [...(config?.roots ?? []), ...((values.root as string[] | undefined) ?? []).map((r) => resolve(r))];
 
@@ -94,7 +102,7 @@ async function main(argv: string[]): Promise<number> {
       }
       cliPaths[id] = resolve(spec.slice(eq + 1));
     }
-    const found = await discoverLocalAgents({ workspaceRoot: join(stateDir, 'ws'), cliPaths });
+    const found = await discoverLocalAgents({ workspaceRoot: join(stateDir, 'ws'), cliPaths, agentPaceMs: pace });
     const without = new Set((values['no-agent'] as string[] | undefined) ?? []);
     localAgents = (wanted === true ? found : found.filter((a) => wanted.includes(a.id))).filter((a) => !without.has(a.id));
     if (Array.isArray(wanted)) {

@@ -4,7 +4,7 @@
  * sees them, an in-process hub that wakes subscribers after each commit, and the subscriber loop that
  * replays from the store and then follows live events without losing or repeating one.
  */
-import { StreamResponse, Task, TaskState, taskStateFromJSON } from '@a2a-js/sdk';
+import { Message, StreamResponse, Task, TaskState, taskStateFromJSON } from '@a2a-js/sdk';
 import { META } from '../core/batonProfile';
 import type { EventRow, GatewayStore, TaskRow } from './store/gatewayStore';
 import { endsTurn } from './taskStates';
@@ -303,6 +303,15 @@ export class TaskWriter {
       this.queued = deferred();
       if (!this.inFlight) setImmediate(() => void this.flush());
     }
+  }
+
+  /**
+   * Adds a message the caller sent (a reply to input-required) to the task's history. It is not an
+   * event (a client following the stream sent it, and a message event would read as the agent's
+   * answer): it reaches the stored snapshot with the next commit, which the caller then awaits.
+   */
+  recordMessage(message: Message): void {
+    this.wire.history = [...(Array.isArray(this.wire.history) ? this.wire.history : []), Message.toJSON(message)];
   }
 
   private held = 0;

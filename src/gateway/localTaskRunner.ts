@@ -2,6 +2,8 @@
  * Runs a `LocalAgent` (built-in agents, headless coding CLIs) as A2A tasks: one task per first
  * message, events numbered and committed before anyone sees them, a deadline, a cancel that answers
  * within `cancelGraceMs` whatever the agent does, and a signed envelope on every terminal result.
+ * An agent that asks (`request.ask`) puts its task in input-required; the reply is a follow-up
+ * message on the same task, which this process hands to the waiting run.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { realpathSync } from 'node:fs';
@@ -20,6 +22,7 @@ import type { GatewayContext } from './gatewayContext';
 import { envelopeBody, sentRequestDigest } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
 import type { StartedTask, TaskRunner } from './taskRunner';
+import { isInstanceAlive } from './instanceLiveness';
 import { isTerminal } from './taskStates';
 
 /** Artifact events stay well under the SDK client's 4 MiB SSE event limit. */
@@ -142,7 +145,15 @@ interface Running {
   /** What the caller can recompute for the envelope (the whole SendMessageRequest as sent). */
   readonly sentDigest: string;
   readonly capabilities: Capabilities;
+  /** The question the run waits on (input-required), with how to hand it the answer. */
+  waiting: { readonly question: string; answer(text: string): void } | undefined;
+  /** The gateway stopped while the run waited for a reply (its outcome is then known: nothing was done). */
+  stoppedWaiting: boolean;
 }
+
+/** Why a task that waited for a reply cannot go on after its process ended, and what to do. */
+const LOST_QUESTION =
+  'the gateway stopped while this task waited for your reply, so the question can no longer be answered (the agent kept its work in memory); nothing was changed in your repository: start a new task';
 
 export class LocalTaskRunner implements TaskRunner {
   readonly kind = 'local' as const;
@@ -218,7 +229,7 @@ export class LocalTaskRunner implements TaskRunner {
     const abort = new AbortController();
     let resolveDone!: () => void;
     const done = new Promise<void>((res) => (resolveDone = res));
-    const rt: Running = { writer, abort, done, settled: false, canceled: false, stopping: false, expired: false, patchEmitted: false, confined: false, requestDigest: r.digest, sentDigest: r.sentDigest, capabilities: r.capabilities };
+    const rt: Running = { writer, abort, done, settled: false, canceled: false, stopping: false, expired: false, patchEmitted: false, confined: false, requestDigest: r.digest, sentDigest: r.sentDigest, capabilities: r.capabilities, waiting: undefined, stoppedWaiting: false };
     this.running.set(writer.taskId, rt);
     const { taskId } = writer;
     const contextId = writer.contextId;
@@ -247,6 +258,27 @@ export class LocalTaskRunner implements TaskRunner {
           break;
       }
     };
+    const ask = (question: string): Promise<string> => {
+      if (rt.settled || abort.signal.aborted) return Promise.reject(new Error('the run was stopped before it could ask'));
+      if (rt.waiting) return Promise.reject(new Error('the agent asked again before its first question was answered'));
+      return new Promise<string>((resolve, reject) => {
+        // Cancel, the deadline and a shutdown abort the signal: the question goes unanswered.
+        const onAbort = (): void => {
+          rt.waiting = undefined;
+          reject(abort.signal.reason instanceof Error ? abort.signal.reason : new Error('stopped while waiting for a reply'));
+        };
+        abort.signal.addEventListener('abort', onAbort, { once: true });
+        rt.waiting = {
+          question,
+          answer: (text) => {
+            abort.signal.removeEventListener('abort', onAbort);
+            rt.waiting = undefined;
+            resolve(text);
+          },
+        };
+        push(statusEvent(taskId, contextId, TaskState.TASK_STATE_INPUT_REQUIRED, question));
+      });
+    };
     const timer = setTimeout(() => {
       rt.expired = true;
       abort.abort(new Error('deadline passed'));
@@ -259,7 +291,7 @@ export class LocalTaskRunner implements TaskRunner {
       let result: LocalRunResult;
       try {
         result = await this.agent.run(
-          { taskId, ...(r.repoPath ? { repoPath: r.repoPath } : {}), prompt: r.prompt, files: r.files, capabilities: r.capabilities, deadline: r.deadline, signal: abort.signal },
+          { taskId, ...(r.repoPath ? { repoPath: r.repoPath } : {}), prompt: r.prompt, files: r.files, capabilities: r.capabilities, deadline: r.deadline, signal: abort.signal, ask },
           emit,
         );
       } catch (e) {
@@ -326,7 +358,10 @@ export class LocalTaskRunner implements TaskRunner {
     }
     rt.settled = true;
     let outcome: string = result.outcome;
-    if (rt.stopping && outcome !== 'completed') outcome = 'unknown';
+    if (rt.stoppedWaiting && outcome !== 'completed') {
+      outcome = 'failed';
+      result = { ...result, reason: LOST_QUESTION };
+    } else if (rt.stopping && outcome !== 'completed') outcome = 'unknown';
     else if (rt.expired && outcome !== 'completed') outcome = 'expired';
     else if (rt.canceled && outcome !== 'completed') outcome = 'canceled';
     const state =
@@ -354,11 +389,54 @@ export class LocalTaskRunner implements TaskRunner {
     return event;
   }
 
-  continueTask(row: TaskRow): Promise<StartedTask> {
-    if (isTerminal(row.state)) {
-      return Promise.reject(new UnsupportedOperationError(`task ${row.id} has ended; local agents take one message per task: start a new task`));
+  /**
+   * A reply to a task that waits for one (input-required): recorded in its history, the task working
+   * again (committed before this returns, so the caller's stream follows from there), and the text
+   * handed to the waiting run. A retry of a reply already taken finds the task as it is.
+   */
+  async continueTask(row: TaskRow, params: SendMessageRequest, principal: string): Promise<StartedTask> {
+    const msg = params.message;
+    if (!msg?.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
+    if (msg.contextId && msg.contextId !== row.contextId) {
+      throw new RequestMalformedError(`message.contextId ${msg.contextId} is not the context of task ${row.id}; send the reply with contextId ${row.contextId}`);
     }
-    return Promise.reject(new UnsupportedOperationError(`task ${row.id} is still running; local agents do not take follow-up messages`));
+    const rt = this.running.get(row.id);
+    if (!rt?.waiting) {
+      const taken = await this.ctx.store.findRequest(principal, this.agent.id, msg.messageId);
+      if (taken?.taskId === row.id) return { taskId: row.id };
+      if (isTerminal(row.state)) throw new UnsupportedOperationError(`task ${row.id} has ended; start a new task`);
+      if (!rt) return this.noRunFor(row);
+      throw new UnsupportedOperationError(`task ${row.id} is working and has not asked anything; reply when it is input-required`);
+    }
+    const claim = await this.ctx.store.claimRequest(principal, this.agent.id, msg.messageId, requestDigest(params), row.id);
+    if (claim.kind === 'conflict') throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);
+    if (claim.kind === 'existing') return { taskId: row.id };
+    const waiting = rt.waiting;
+    if (!waiting || rt.settled) {
+      // Answered by another reply, canceled or expired while the claim was written.
+      await this.ctx.store.releaseRequest(principal, this.agent.id, msg.messageId).catch(() => undefined);
+      throw new UnsupportedOperationError(`task ${row.id} is no longer waiting for a reply (another reply was taken, or it was canceled or expired meanwhile)`);
+    }
+    // Taken now, so a second reply arriving while this one is committed cannot answer too.
+    rt.waiting = undefined;
+    rt.writer.recordMessage({ ...msg, taskId: row.id, contextId: row.contextId, role: Role.ROLE_USER });
+    this.addEvent(rt.writer, statusEvent(row.id, row.contextId, TaskState.TASK_STATE_WORKING, 'reply received; continuing'));
+    try {
+      await rt.writer.committed();
+    } catch (e) {
+      this.ctx.log(`task ${row.id}: recording the reply failed: ${(e as Error).message}`);
+    }
+    waiting.answer(promptOf(msg.parts));
+    return { taskId: row.id };
+  }
+
+  /** A reply to a task no run here waits on: another live instance runs it, or its process ended. */
+  private async noRunFor(row: TaskRow): Promise<StartedTask> {
+    if (row.owner && row.owner !== this.ctx.instanceId && isInstanceAlive((await this.ctx.store.instances()).get(row.owner))) {
+      throw new UnsupportedOperationError(`task ${row.id} runs on another instance of this gateway (${row.owner}), which holds its question; send the reply through that instance`);
+    }
+    await this.recoverOrphan(row);
+    throw new UnsupportedOperationError(`task ${row.id} cannot take a reply: ${row.state === TaskState.TASK_STATE_INPUT_REQUIRED ? LOST_QUESTION : 'the gateway stopped while the agent was running; check the repository before retrying'}`);
   }
 
   async cancel(row: TaskRow): Promise<void> {
@@ -383,6 +461,11 @@ export class LocalTaskRunner implements TaskRunner {
   async recoverOrphan(row: TaskRow): Promise<void> {
     const writer = TaskWriter.forRow(this.ctx.store, this.ctx.hub, row);
     writer.setOwner(null);
+    if (row.state === TaskState.TASK_STATE_INPUT_REQUIRED) {
+      // It only waited: the run's work was in memory and in its throwaway workspace, never in the repository.
+      await writer.push(statusEvent(row.id, row.contextId, TaskState.TASK_STATE_FAILED, LOST_QUESTION, { [META.outcome]: 'failed' }));
+      return;
+    }
     await writer.push(
       statusEvent(row.id, row.contextId, TaskState.TASK_STATE_FAILED, 'unknown outcome: the gateway stopped while the agent was running; check the repository before retrying', {
         [META.outcome]: 'unknown',
@@ -394,6 +477,7 @@ export class LocalTaskRunner implements TaskRunner {
     const all = [...this.running.values()];
     for (const rt of all) {
       rt.stopping = true;
+      rt.stoppedWaiting = rt.waiting !== undefined;
       rt.abort.abort(new Error('gateway shutting down'));
     }
     await Promise.race([Promise.all(all.map((r) => r.done)), new Promise((r) => setTimeout(r, this.ctx.limits.cancelGraceMs))]);

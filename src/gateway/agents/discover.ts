@@ -10,6 +10,7 @@ import { createFormatterAgent } from './formatterAgent';
 import { createHeadlessAgent } from './headlessAgent';
 import type { LocalAgent } from './localAgent';
 import { createLintFixAgent } from './lintFixAgent';
+import { createRefactorAgent } from './refactorAgent';
 
 export interface DiscoverOptions {
   /** Workspace root (default ~/.baton/ws); ignored when `manager` is given. */
@@ -19,8 +20,13 @@ export interface DiscoverOptions {
   readonly cliPaths?: Partial<Record<HarnessId, string>>;
   /** PATH to search for CLIs (default process.env.PATH). */
   readonly pathVar?: string;
-  /** Include the formatter and lint-fix agents (default true). */
+  /** Include the built-in agents: formatter, lint-fix, refactor (default true). */
   readonly builtins?: boolean;
+  /**
+   * Milliseconds the refactoring agent waits between its steps (default 0: none), so a person can
+   * follow the steps and cancel on a small repository (the demo turns it on).
+   */
+  readonly agentPaceMs?: number;
   /** Include detected CLIs (default true). */
   readonly clis?: boolean;
   readonly confine?: ConfineOptions;
@@ -32,7 +38,7 @@ export interface DiscoverOptions {
 export async function discoverLocalAgents(opts: DiscoverOptions = {}): Promise<LocalAgent[]> {
   const manager = opts.manager ?? new WorkspaceManager({ root: opts.workspaceRoot, userHome: opts.realHome });
   const agents: LocalAgent[] = [];
-  if (opts.builtins !== false) agents.push(createFormatterAgent({ manager }), createLintFixAgent({ manager }));
+  if (opts.builtins !== false) agents.push(createFormatterAgent({ manager }), createLintFixAgent({ manager }), createRefactorAgent({ manager, paceMs: opts.agentPaceMs }));
   if (opts.clis !== false) {
     for (const detected of detectHarnesses({ paths: opts.cliPaths, pathVar: opts.pathVar })) {
       agents.push(createHeadlessAgent(detected, { manager, confine: opts.confine, maxOutputBytes: opts.maxOutputBytes, env: opts.env, realHome: opts.realHome }));

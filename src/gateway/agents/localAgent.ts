@@ -36,6 +36,14 @@ export interface LocalRunRequest {
   readonly deadline: number;
   /** Aborted when the caller cancels. */
   readonly signal: AbortSignal;
+  /**
+   * Asks the user a question and waits for the answer. The task goes to `input-required` with the
+   * question as its status message; the reply (a follow-up message on the same task, from the panel or
+   * `baton reply`) resolves this with its text and the task is working again. The deadline and cancel
+   * keep applying while it waits: then `signal` is aborted and this rejects. Absent where nobody can
+   * answer (a run outside the gateway); an agent then says what it would have asked, and fails.
+   */
+  readonly ask?: (question: string) => Promise<string>;
 }
 
 export type LocalRunEvent =

@@ -49,11 +49,11 @@ describe('built-in agents', () => {
 
   it('discovers the built-ins and the CLIs on PATH as LocalAgents', async () => {
     const all = await discoverLocalAgents({ manager, pathVar: STANDIN });
-    assert.deepEqual(all.map((a) => a.id), ['formatter', 'lint-fix', 'claude', 'codex', 'gemini', 'copilot', 'opencode']);
-    assert.deepEqual(all.map((a) => a.kind), ['builtin', 'builtin', 'headless', 'headless', 'headless', 'headless', 'headless']);
+    assert.deepEqual(all.map((a) => a.id), ['formatter', 'lint-fix', 'refactor', 'claude', 'codex', 'gemini', 'copilot', 'opencode']);
+    assert.deepEqual(all.map((a) => a.kind), ['builtin', 'builtin', 'builtin', 'headless', 'headless', 'headless', 'headless', 'headless']);
     for (const a of all) assert.ok(a.skills.length && a.name && a.description);
     const none = await discoverLocalAgents({ manager, pathVar: join(space.base, 'empty-path') });
-    assert.deepEqual(none.map((a) => a.id), ['formatter', 'lint-fix']);
+    assert.deepEqual(none.map((a) => a.id), ['formatter', 'lint-fix', 'refactor']);
   });
 
   it('formatter: Prettier over the whole sample repo with its .prettierrc; the patch applies and the result is formatted', async () => {

@@ -25,6 +25,8 @@ export interface ScriptedAgentOptions {
   readonly waitForCancel?: boolean;
   /** Delay between steps, ms. */
   readonly stepDelayMs?: number;
+  /** Asks this first (input-required) and puts the answer in its summary. */
+  readonly ask?: string;
 }
 
 /** A LocalAgent that emits `steps` step events and returns a patch, as the built-in agents do. */
@@ -42,6 +44,15 @@ export function scriptedAgent(o: ScriptedAgentOptions = {}): LocalAgent & { read
       requests.push(req);
       emit({ kind: 'started', workspace: '/tmp/ws', confined: false });
       if (o.hang) await new Promise(() => undefined);
+      let answer = '';
+      if (o.ask) {
+        if (!req.ask) return { outcome: 'failed', reason: 'nobody to ask', patch: '' };
+        try {
+          answer = await req.ask(o.ask);
+        } catch (e) {
+          return { outcome: req.signal.aborted && Date.now() < req.deadline ? 'canceled' : 'expired', reason: `not answered: ${(e as Error).message}`, patch: '' };
+        }
+      }
       if (o.waitForCancel) {
         await new Promise<void>((r) => (req.signal.aborted ? r() : req.signal.addEventListener('abort', () => r())));
         return { outcome: 'canceled', reason: 'canceled by request', patch: '' };
@@ -51,7 +62,7 @@ export function scriptedAgent(o: ScriptedAgentOptions = {}): LocalAgent & { read
         if (o.stepDelayMs) await new Promise((r) => setTimeout(r, o.stepDelayMs));
       }
       const patch = o.patch ?? 'diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n';
-      return { outcome: 'completed', patch, summary: `did: ${req.prompt}` };
+      return { outcome: 'completed', patch, summary: `did: ${req.prompt}${o.ask ? `; answer: ${answer}` : ''}` };
     },
   };
 }
