@@ -278,7 +278,9 @@ async function finish(manager: DelegationManager, view: DelegationView, out: Nod
   const signature = { status: check.status, detail: check.detail, ...(check.status === 'invalid' ? { failure: check.failure } : {}) };
   if (json) line(out, terminalJson({ requestId: view.requestId, taskId: view.taskId, outcome, reason: view.outcomeReason, patch: saved, signature }));
   else {
-    line(out, `${outcome}${view.outcomeReason ? `: ${block(view.outcomeReason)}` : ''}`);
+    // A question is printed once, below, as what the agent asks.
+    const asked = outcome === 'input-required' && view.prompt !== undefined && view.outcomeReason === view.prompt;
+    line(out, `${outcome}${view.outcomeReason && !asked ? `: ${block(view.outcomeReason)}` : ''}`);
     if (check.status !== 'unsigned' || view.outcome === 'completed') line(out, signatureLine(check, env));
     if (saved) line(out, `changes.patch saved to ${t(saved)}\nreview it, then apply it from the repository's top folder with: git apply ${t(saved)}`);
     if (outcome === 'input-required') line(out, `the agent asks: ${view.prompt ? block(view.prompt) : '(no question)'}\nanswer with: baton reply ${view.requestId} "<text>"`);
