@@ -74,12 +74,18 @@ export function taskTextOf(parts: readonly Part[]): string {
   return out.join('\n\n');
 }
 
-/** The paths of the selection and file parts (Baton's context profile), as the parts name them. */
+/** The paths the context parts (Baton's profile) are about: selections, files, and the files of diagnostics. */
 export function contextPathsOf(parts: readonly Part[]): string[] {
   const out: string[] = [];
   for (const p of parts) {
     const kind: unknown = p.metadata?.[META.context];
     if ((kind === 'selection' || kind === 'file') && p.filename) out.push(p.filename);
+    if (kind === 'diagnostics' && p.content?.$case === 'data' && Array.isArray(p.content.value)) {
+      for (const d of p.content.value as unknown[]) {
+        const path: unknown = d && typeof d === 'object' ? (d as { path?: unknown }).path : undefined;
+        if (typeof path === 'string' && path) out.push(path);
+      }
+    }
   }
-  return out;
+  return [...new Set(out)];
 }

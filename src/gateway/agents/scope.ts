@@ -363,13 +363,17 @@ interface Token {
 const TOKEN = /"([^"\n]+)"(?=$|[\s,.;:!?)\]}])|'([^'\n]+)'(?=$|[\s,.;:!?)\]}])|`([^`\n]+)`|\u201c([^\u201d\n]+)\u201d|\u2018([^\u2019\n]+)\u2019|\S+/g;
 
 function tokenize(task: string): Token[] {
+  const text = task.replace(/\u2019(?=[a-z])/gi, "'");
+  const re = new RegExp(TOKEN.source, 'g');
   const out: Token[] = [];
-  for (const m of task.replace(/\u2019(?=[a-z])/gi, "'").matchAll(TOKEN)) {
+  for (let m = re.exec(text); m; m = re.exec(text)) {
     const quoted = m.slice(1).find((g) => g !== undefined);
     const raw = m[0];
-    const after = task.slice((m.index ?? 0) + raw.length, (m.index ?? 0) + raw.length + 1);
     if (quoted !== undefined) {
-      out.push({ text: quoted.trim(), quoted: true, endsClause: /[.;!?]/.test(after), endsWithComma: after === ',' });
+      // Punctuation right after the closing quote belongs to it ("'a.js'." ends a sentence; it is not a path ".").
+      const tail = /^[,.;:!?)\]}]*/.exec(text.slice(re.lastIndex))?.[0] ?? '';
+      re.lastIndex += tail.length;
+      out.push({ text: quoted.trim(), quoted: true, endsClause: /[.;!?]/.test(tail), endsWithComma: tail.startsWith(',') });
       continue;
     }
     const endsClause = /[.;!?][)"'\]]*$/.test(raw) && raw !== '.' && !/\.\.$/.test(raw);
