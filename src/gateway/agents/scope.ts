@@ -109,9 +109,7 @@ function contextScope(input: ScopeInput, names: readonly NamedPath[]): Scope {
   if (alsoNamed.length) notes.push(`The task also names ${list(alsoNamed)}; the files sent as context decide the scope.`);
   const what = folders === 0 ? plural(listed.length, 'file') : folders === listed.length ? plural(listed.length, 'folder') : `${listed.length} files and folders`;
   const label = `the ${what} sent as context (${list(listed)})`;
-  const failure = files.size
-    ? undefined
-    : `None of the ${what} sent as context can be worked on: ${skipped.join('; ')}. Send files of a type this agent supports, or name them in the task.`;
+  const failure = files.size ? undefined : `Nothing to work on in ${label}: ${skipped.join('; ')}. Send files of a type this agent supports, or name them in the task.`;
   return { source: 'context', label, files: [...files], skipped, notes, failure };
 }
 
@@ -337,7 +335,8 @@ export function globToRegExp(glob: string): RegExp {
 
 /** Words after which a bare word is a place: "in src", "under config", "format src", "except docs". */
 const LEADS = new Set([
-  'in', 'inside', 'into', 'under', 'within', 'from', 'of', 'at', 'on', 'across', 'throughout', 'below', 'beneath', 'to', 'only',
+  // Not "to", "of", "on", "at": "according to the docs", "on top of the tests" do not name folders.
+  'in', 'inside', 'into', 'under', 'within', 'from', 'across', 'throughout', 'below', 'beneath', 'only',
   'format', 'reformat', 'prettify', 'lint', 'fix', 'clean', 'tidy', 'check', 'touch', 'process',
 ]);
 /** Words that start a list of things to leave out, until the end of the sentence. */
@@ -355,6 +354,8 @@ interface Token {
   /** The word or path with surrounding punctuation removed. */
   readonly text: string;
   readonly quoted: boolean;
+  /** Written as a mention (`@src/a.ts`), which is also how npm scopes are written (`@types/node`). */
+  readonly mention?: boolean;
   /** It ends a sentence or clause (. ; ! ?). */
   readonly endsClause: boolean;
   readonly endsWithComma: boolean;
@@ -378,7 +379,7 @@ function tokenize(task: string): Token[] {
     }
     const endsClause = /[.;!?][)"'\]]*$/.test(raw) && raw !== '.' && !/\.\.$/.test(raw);
     const endsWithComma = /,[)"'\]]*$/.test(raw);
-    out.push({ text: raw === '.' || raw === './' ? '.' : strip(raw), quoted: false, endsClause, endsWithComma });
+    out.push({ text: raw === '.' || raw === './' ? '.' : strip(raw), quoted: false, mention: /^[("'`[{<]*@/.test(raw), endsClause, endsWithComma });
   }
   return out;
 }
@@ -400,7 +401,11 @@ function kindOf(t: Token): Kind {
   if (!s || /^[a-z][a-z0-9+.-]*:\/\//i.test(s) || /^(mailto|https?):/i.test(s)) return undefined;
   if (/[*?[\]{}]/.test(s) && /[\w.*]/.test(s)) return 'glob';
   if (s === '.') return 'path';
-  if (/[\\/]/.test(s)) return SLASH_WORDS.has(s.toLowerCase()) || /^[\d/.\\-]+$/.test(s) ? undefined : 'path';
+  if (/[\\/]/.test(s)) {
+    if (SLASH_WORDS.has(s.toLowerCase()) || /^[\d/.\\-]+$/.test(s)) return undefined;
+    // "github.com/org/repo" and "@types/node" are usually not files of this repository.
+    return t.mention || NOT_SURELY_A_FILE.test(s.split(/[\\/]/)[0]) ? 'weak-path' : 'path';
+  }
   if (/^\.[\w][\w.-]*$/.test(s)) return 'path';
   if (/^[\w@+~-][\w.@+~-]*\.[A-Za-z][\w-]{0,9}$/.test(s)) {
     if (ABBREVIATION.test(s.replace(/\.$/, ''))) return undefined;

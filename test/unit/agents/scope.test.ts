@@ -64,9 +64,12 @@ describe('scope of a built-in agent: the pure resolution', () => {
     { task: 'Format the whole repository', files: EVERYTHING_PRETTIER, source: 'repository', label: 'the whole repository (no files were sent and the task names none)' },
     { task: 'Fix the lint problems in the resource loader', files: EVERYTHING_PRETTIER.filter(eslint), supports: eslint, source: 'repository' },
     { task: 'Format the source code of the project', files: EVERYTHING_PRETTIER, source: 'repository' },
+    { task: 'Format everything according to the docs, on top of the test changes', files: EVERYTHING_PRETTIER, source: 'repository' },
     { task: 'Fix lint in this Node.js project, e.g. unused vars', files: EVERYTHING_PRETTIER.filter(eslint), supports: eslint, source: 'repository' },
     { task: 'Format and/or lint, as https://prettier.io/docs/options says', files: EVERYTHING_PRETTIER, source: 'repository' },
     { task: 'Format **everything** (v1.2)', files: EVERYTHING_PRETTIER, source: 'repository' },
+    { task: 'Fix lint after the @typescript-eslint/parser upgrade, like github.com/prettier/prettier does', files: EVERYTHING_PRETTIER.filter(eslint), supports: eslint, source: 'repository' },
+    { task: 'Format @src/cart.js', files: ['src/cart.js'] },
     { task: '', files: EVERYTHING_PRETTIER, source: 'repository' },
   ];
   for (const c of cases) {
@@ -148,7 +151,8 @@ describe('scope of a built-in agent: the pure resolution', () => {
     const s = scope('Fix these', { context: ['README.md', 'nowhere/', '../x.js'], supports: eslint });
     assert.deepEqual(s.files, []);
     assert.deepEqual(s.skipped, ['README.md (not a supported file type)', 'nowhere/ (no such folder)', '../x.js (not a path inside the repository)']);
-    assert.match(s.failure ?? '', /^None of the 3 files and folders sent as context can be worked on: README\.md \(not a supported file type\); nowhere\/ \(no such folder\)/);
+    assert.match(s.failure ?? '', /^Nothing to work on in the 3 files and folders sent as context \(README\.md, nowhere\/ and \.\.\/x\.js\): README\.md \(not a supported file type\); nowhere\/ \(no such folder\)/);
+    assert.match(scope('', { context: ['bin/tool.exe'] }).failure ?? '', /^Nothing to work on in the file sent as context \(bin\/tool\.exe\): bin\/tool\.exe \(not a supported file type\)\. /);
   });
 
   it('reads names from the text only where they stand for paths', () => {
