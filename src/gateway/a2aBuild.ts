@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { Role } from '@a2a-js/sdk';
 import type { Artifact, Message, Part, StreamResponse, TaskState } from '@a2a-js/sdk';
+import { META } from '../core/batonProfile';
 
 export function textPart(text: string, mediaType = '', filename = ''): Part {
   return { content: { $case: 'text', value: text }, metadata: undefined, filename, mediaType };
@@ -62,4 +63,29 @@ export function promptOf(parts: readonly Part[]): string {
     else out.push(`(${p.filename || 'attachment'}, ${c.value.length} bytes, ${p.mediaType || 'binary'})`);
   }
   return out.join('\n\n');
+}
+
+/** The task text alone: the text parts that are not context (a selection's or a file's text names paths of its own). */
+export function taskTextOf(parts: readonly Part[]): string {
+  const out: string[] = [];
+  for (const p of parts) {
+    if (p.content?.$case === 'text' && p.metadata?.[META.context] === undefined) out.push(p.content.value);
+  }
+  return out.join('\n\n');
+}
+
+/** The paths the context parts (Baton's profile) are about: selections, files, and the files of diagnostics. */
+export function contextPathsOf(parts: readonly Part[]): string[] {
+  const out: string[] = [];
+  for (const p of parts) {
+    const kind: unknown = p.metadata?.[META.context];
+    if ((kind === 'selection' || kind === 'file') && p.filename) out.push(p.filename);
+    if (kind === 'diagnostics' && p.content?.$case === 'data' && Array.isArray(p.content.value)) {
+      for (const d of p.content.value as unknown[]) {
+        const path: unknown = d && typeof d === 'object' ? (d as { path?: unknown }).path : undefined;
+        if (typeof path === 'string' && path) out.push(path);
+      }
+    }
+  }
+  return [...new Set(out)];
 }

@@ -9,14 +9,14 @@ import { createHash, randomUUID } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { isAbsolute, relative, sep } from 'node:path';
 import { Message, Role, StreamResponse, TaskState } from '@a2a-js/sdk';
-import type { AgentCard, SendMessageRequest, Task } from '@a2a-js/sdk';
+import type { AgentCard, Part, SendMessageRequest, Task } from '@a2a-js/sdk';
 import { RequestMalformedError, TaskNotCancelableError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { META, PATCH_ARTIFACT } from '../core/batonProfile';
 import { baseAgentCard } from './cards';
 import { canonicalize } from '../core/jcs';
 import type { Capabilities, LocalAgent, LocalRunEvent, LocalRunResult } from './agents/localAgent';
 import { READ_ONLY } from './agents/localAgent';
-import { artifactEvent, chunkText, promptOf, statusEvent, textPart } from './a2aBuild';
+import { artifactEvent, chunkText, contextPathsOf, promptOf, statusEvent, taskTextOf, textPart } from './a2aBuild';
 import { TaskWriter } from './eventLog';
 import type { GatewayContext } from './gatewayContext';
 import { envelopeBody, sentRequestDigest } from './resultEnvelope';
@@ -111,13 +111,22 @@ export function resolveRepository(raw: unknown, roots: readonly string[]): strin
   );
 }
 
-function readFiles(v: unknown): string[] {
-  if (v === undefined || v === null) return [];
-  if (!Array.isArray(v) || v.some((f) => typeof f !== 'string')) throw new RequestMalformedError(`metadata "${META.files}" must be a list of repository-relative paths`);
-  for (const f of v as string[]) {
-    if (isAbsolute(f) || f.split(/[\\/]/).includes('..')) throw new RequestMalformedError(`file ${JSON.stringify(f)} in "${META.files}" must be relative to the repository, without ".."`);
+/** The files sent as context: the `baton/files` metadata, then the paths of selection and file parts it does not list. */
+function readFiles(v: unknown, parts: readonly Part[]): string[] {
+  if (v !== undefined && v !== null && (!Array.isArray(v) || v.some((f) => typeof f !== 'string'))) {
+    throw new RequestMalformedError(`metadata "${META.files}" must be a list of repository-relative paths`);
   }
-  return v as string[];
+  const listed = Array.isArray(v) ? (v as string[]) : [];
+  for (const f of listed) checkRelative(f, `in "${META.files}"`);
+  const fromParts = contextPathsOf(parts).filter((f) => !listed.includes(f));
+  for (const f of fromParts) checkRelative(f, `of a "${META.context}" part`);
+  return [...new Set([...listed, ...fromParts])];
+}
+
+function checkRelative(f: string, where: string): void {
+  if (isAbsolute(f) || /^[A-Za-z]:/.test(f) || f.split(/[\\/]/).includes('..')) {
+    throw new RequestMalformedError(`file ${JSON.stringify(f)} ${where} must be relative to the repository, without ".."`);
+  }
 }
 
 function readDeadline(v: unknown, limits: GatewayContext['limits']): number {
@@ -174,7 +183,7 @@ export class LocalTaskRunner implements TaskRunner {
     if (!msg.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
     const md: Record<string, unknown> = { ...(params.metadata ?? {}), ...(msg.metadata ?? {}) };
     const repoPath = resolveRepository(md[META.repository], this.ctx.roots);
-    const files = readFiles(md[META.files]);
+    const files = readFiles(md[META.files], msg.parts);
     const requested = readCapabilities(md[META.capabilities]);
     const deadline = readDeadline(md[META.deadline], this.ctx.limits);
     const capabilities = intersect(requested, this.agent.maxCapabilities, this.ctx.limits.capabilities);
@@ -218,13 +227,13 @@ export class LocalTaskRunner implements TaskRunner {
       throw e;
     }
     const prompt = promptOf(msg.parts);
-    this.launch(writer, { repoPath, prompt, files, capabilities, deadline, digest, sentDigest: sentRequestDigest(params) });
+    this.launch(writer, { repoPath, prompt, task: taskTextOf(msg.parts), files, capabilities, deadline, digest, sentDigest: sentRequestDigest(params) });
     return { taskId };
   }
 
   private launch(
     writer: TaskWriter,
-    r: { repoPath: string | undefined; prompt: string; files: string[]; capabilities: Capabilities; deadline: number; digest: string; sentDigest: string },
+    r: { repoPath: string | undefined; prompt: string; task: string; files: string[]; capabilities: Capabilities; deadline: number; digest: string; sentDigest: string },
   ): void {
     const abort = new AbortController();
     let resolveDone!: () => void;
@@ -291,7 +300,7 @@ export class LocalTaskRunner implements TaskRunner {
       let result: LocalRunResult;
       try {
         result = await this.agent.run(
-          { taskId, ...(r.repoPath ? { repoPath: r.repoPath } : {}), prompt: r.prompt, files: r.files, capabilities: r.capabilities, deadline: r.deadline, signal: abort.signal, ask },
+          { taskId, ...(r.repoPath ? { repoPath: r.repoPath } : {}), prompt: r.prompt, task: r.task, files: r.files, capabilities: r.capabilities, deadline: r.deadline, signal: abort.signal, ask },
           emit,
         );
       } catch (e) {

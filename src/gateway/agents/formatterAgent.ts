@@ -17,7 +17,7 @@ import * as postcss from 'prettier/plugins/postcss';
 import * as typescript from 'prettier/plugins/typescript';
 import * as yaml from 'prettier/plugins/yaml';
 import type { Workspace, WorkspaceManager } from '../workspace/workspaceManager';
-import { interrupted, readWorkspaceFile, targetFiles, writeWorkspaceFile } from './builtinFiles';
+import { announceScope, interrupted, readWorkspaceFile, targetFiles, writeWorkspaceFile } from './builtinFiles';
 import type { LocalAgent, LocalRunEvent, LocalRunRequest } from './localAgent';
 import { runInWorkspace } from './workspaceRun';
 
@@ -52,9 +52,10 @@ export function createFormatterAgent(opts: { readonly manager: WorkspaceManager 
       {
         id: 'format',
         name: 'Format files',
-        description: 'Prettier over the named files, or over every supported file (JS, TS, JSON, CSS, Markdown, YAML, HTML) when none are named.',
+        description:
+          'Prettier over JS, TS, JSON, CSS, Markdown, YAML and HTML files. Scope: the files and folders sent as context; else the paths and globs the task names ("src/", "src/**/*.ts", "*.css", "except config/"); else the whole repository. The first step says which; a named path that matches nothing is said, and the run fails if none matches.',
         tags: ['format', 'prettier', 'patch'],
-        examples: ['Format src/app.ts', 'Format the whole repository'],
+        examples: ['Format the files under src/', 'Format src/**/*.ts except src/generated/', 'Format the whole repository'],
       },
     ],
     run: (request, emit) => runFormatter(opts.manager, request, emit),
@@ -68,8 +69,10 @@ async function runFormatter(manager: WorkspaceManager, request: LocalRunRequest,
     work: async (ws) => {
       const { extensions, filenames } = await supported();
       const supports = (p: string) => filenames.has(posix.basename(p)) || extensions.has(posix.extname(p).toLowerCase());
-      const { files, skipped } = await targetFiles(ws, { requested: request.files, supports, ignoreFile: '.prettierignore' });
-      for (const s of skipped) emit({ kind: 'step', text: `Skipped ${s}` });
+      const target = await targetFiles(ws, { requested: request.files, task: request.task ?? request.prompt, roots: request.repoPath ? [request.repoPath] : [], supports, ignoreFile: '.prettierignore' });
+      const { files, skipped } = target;
+      announceScope(target, emit);
+      if (target.failure) return { outcome: 'failed', reason: target.failure };
       const configs = new ConfigFinder(ws, emit);
       let changed = 0;
       let failed = 0;

@@ -13,7 +13,7 @@ import * as tsParser from '@typescript-eslint/parser';
 import { existsSync } from 'node:fs';
 import { join, posix } from 'node:path';
 import type { WorkspaceManager } from '../workspace/workspaceManager';
-import { interrupted, readWorkspaceFile, targetFiles, writeWorkspaceFile } from './builtinFiles';
+import { announceScope, interrupted, readWorkspaceFile, targetFiles, writeWorkspaceFile } from './builtinFiles';
 import type { LocalAgent, LocalRunEvent, LocalRunRequest } from './localAgent';
 import { runInWorkspace } from './workspaceRun';
 
@@ -97,9 +97,10 @@ export function createLintFixAgent(opts: { readonly manager: WorkspaceManager })
       {
         id: 'lint-fix',
         name: 'Fix lint problems',
-        description: 'ESLint autofixes over the named files, or every JS/TS file when none are named.',
+        description:
+          'ESLint autofixes over JS and TS files. Scope: the files and folders sent as context; else the paths and globs the task names ("src/", "in src/cart.js", "src/**/*.ts", "except test/"); else every JS/TS file of the repository. The first step says which; a named path that matches nothing is said, and the run fails if none matches.',
         tags: ['lint', 'eslint', 'fix', 'patch'],
-        examples: ['Fix lint problems in src/', 'Apply lint fixes to src/utils.js'],
+        examples: ['Fix the lint problems in src/cart.js', 'Fix lint problems under src/ except src/vendor/', 'Fix lint problems in the whole repository'],
       },
     ],
     run: (request, emit) => runLintFix(opts.manager, request, emit),
@@ -111,14 +112,16 @@ async function runLintFix(manager: WorkspaceManager, request: LocalRunRequest, e
     manager,
     describe: async () => ({ confined: false, detail: BUILTIN_DETAIL }),
     work: async (ws) => {
-      const own = ESLINT_CONFIGS.find((f) => existsSync(join(ws.dir, f)));
-      if (own) emit({ kind: 'step', text: `${own} was not loaded: Baton never runs repository code. Built-in safe fixes were applied instead.` });
       const supports = (p: string) => {
         const ext = posix.extname(p).toLowerCase();
         return JS.has(ext) || TS.has(ext);
       };
-      const { files, skipped } = await targetFiles(ws, { requested: request.files, supports, ignoreFile: '.eslintignore' });
-      for (const s of skipped) emit({ kind: 'step', text: `Skipped ${s}` });
+      const target = await targetFiles(ws, { requested: request.files, task: request.task ?? request.prompt, roots: request.repoPath ? [request.repoPath] : [], supports, ignoreFile: '.eslintignore' });
+      const { files } = target;
+      announceScope(target, emit);
+      if (target.failure) return { outcome: 'failed', reason: target.failure };
+      const own = ESLINT_CONFIGS.find((f) => existsSync(join(ws.dir, f)));
+      if (own) emit({ kind: 'step', text: `${own} was not loaded: Baton never runs repository code. Built-in safe fixes were applied instead.` });
       const linter = new Linter({ configType: 'flat' });
       const totals: Record<string, number> = {};
       let changedFiles = 0;

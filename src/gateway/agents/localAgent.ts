@@ -24,7 +24,15 @@ export interface LocalRunRequest {
   readonly repoPath?: string;
   /** The task as the user wrote it, plus any context parts rendered as text. */
   readonly prompt: string;
-  /** Repository-relative files the request names (explicit context). */
+  /**
+   * The task as the user wrote it, without the context parts (whose text may name any path): what
+   * built-in agents read the scope from. Defaults to `prompt`.
+   */
+  readonly task?: string;
+  /**
+   * Repository-relative files the request names as context (its `baton/files` metadata and its
+   * selection and file parts); a folder ends with `/`.
+   */
   readonly files: readonly string[];
   /**
    * Repository-relative files open in the caller's editor with unsaved edits. The copy has them as

@@ -38,10 +38,10 @@ describe('built-in agents', () => {
     sh(dir, 'commit', '-q', '-m', 'demo');
     return dir;
   };
-  const run = async (agent: LocalAgent, repo: string, files: string[] = []) => {
+  const run = async (agent: LocalAgent, repo: string, files: string[] = [], prompt = 'go') => {
     const events: LocalRunEvent[] = [];
     const result = await agent.run(
-      { taskId: `b-${++n}`, repoPath: repo, prompt: 'go', files, capabilities: { write: false, shell: false, network: false }, deadline: Date.now() + 60_000, signal: new AbortController().signal },
+      { taskId: `b-${++n}`, repoPath: repo, prompt, files, capabilities: { write: false, shell: false, network: false }, deadline: Date.now() + 60_000, signal: new AbortController().signal },
       (e) => events.push(e),
     );
     return { result, events };
@@ -89,6 +89,88 @@ describe('built-in agents', () => {
     assert.equal(skipped.length, 5, skipped.join('\n'));
     assert.ok(skipped.some((s) => /src\/link\.js \(a symbolic link\)/.test(s)));
     assert.ok(applyCheck(repo, result.patch).ok);
+  });
+
+  const touched = (patch: string) => [...patch.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1]).sort();
+  const steps = (events: LocalRunEvent[]) => events.flatMap((e) => (e.kind === 'step' ? [e.text] : []));
+
+  it('formatter: "Format the files under src/" formats src/ only, and the first step says so', async () => {
+    const repo = demoRepo('scope-format-src');
+    const { result, events } = await run(formatter, repo, [], 'Format the files under src/');
+    assert.equal(result.outcome, 'completed', result.reason);
+    assert.deepEqual(touched(result.patch), ['src/cart.js', 'src/format.ts', 'src/pricing.js', 'src/styles.css']);
+    assert.equal(steps(events)[0], 'Scope: src/ (named in the task): 4 files');
+    assert.ok(applyCheck(repo, result.patch).ok);
+  });
+
+  it('formatter: globs, Windows paths and quoted names in the task; what matches nothing is said', async () => {
+    const repo = demoRepo('scope-format-glob');
+    const { result, events } = await run(formatter, repo, [], 'Format src/**/*.ts, "config\\settings.json" and src/missing.css');
+    assert.equal(result.outcome, 'completed', result.reason);
+    assert.deepEqual(touched(result.patch), ['config/settings.json', 'src/format.ts']);
+    assert.equal(steps(events)[0], 'Scope: src/**/*.ts and config\\settings.json (named in the task): 2 files');
+    assert.ok(steps(events).includes('Nothing in the repository matches src/missing.css (named in the task); it was left out.'));
+  });
+
+  it('formatter: a task whose every path matches nothing fails with the names and what exists, and changes nothing', async () => {
+    const repo = demoRepo('scope-format-missing');
+    const { result } = await run(formatter, repo, [], 'Format the files under lib/ and app.ts');
+    assert.equal(result.outcome, 'failed');
+    assert.equal(result.patch, '');
+    assert.match(result.reason ?? '', /Nothing in the repository matches lib\/ and app\.ts/);
+    assert.match(result.reason ?? '', /The repository has: \.gitignore, \.prettierrc, README\.md, config\/, package\.json, src\//);
+  });
+
+  it('formatter: a folder sent as context is the scope, whatever the task names', async () => {
+    const repo = demoRepo('scope-format-context');
+    const { result, events } = await run(formatter, repo, ['config/', 'README.md'], 'Format src/cart.js');
+    assert.equal(result.outcome, 'completed', result.reason);
+    assert.deepEqual(touched(result.patch), ['README.md', 'config/settings.json']);
+    assert.equal(steps(events)[0], 'Scope: the 2 files and folders sent as context (config/ and README.md): 2 files');
+    assert.ok(steps(events).includes('The task also names src/cart.js; the files sent as context decide the scope.'));
+  });
+
+  it('formatter: with no files sent and none named, the whole repository, said first', async () => {
+    const repo = demoRepo('scope-format-all');
+    const { result, events } = await run(formatter, repo, [], 'Format the whole repository');
+    assert.equal(result.outcome, 'completed', result.reason);
+    assert.deepEqual(touched(result.patch), ['README.md', 'config/settings.json', 'package.json', 'src/cart.js', 'src/format.ts', 'src/pricing.js', 'src/styles.css']);
+    assert.equal(steps(events)[0], 'Scope: the whole repository (no files were sent and the task names none): 8 files');
+  });
+
+  it('lint-fix: "Fix the lint problems in src/cart.js" fixes src/cart.js only', async () => {
+    const repo = demoRepo('scope-lint-file');
+    const { result, events } = await run(lintFix, repo, [], 'Fix the lint problems in src/cart.js');
+    assert.equal(result.outcome, 'completed', result.reason);
+    assert.deepEqual(touched(result.patch), ['src/cart.js']);
+    assert.equal(steps(events)[0], 'Scope: src/cart.js (named in the task): 1 file');
+    assert.match(result.summary ?? '', /^ESLint fixed 1 of 1 file/);
+  });
+
+  it('lint-fix: a file sent as context is the scope; no scope means every JS/TS file; a non-JS name fails', async () => {
+    const repo = demoRepo('scope-lint-context');
+    const ctx = await run(lintFix, repo, ['src/format.ts'], 'Fix the lint problems in src/cart.js');
+    assert.equal(ctx.result.outcome, 'completed', ctx.result.reason);
+    assert.deepEqual(touched(ctx.result.patch), ['src/format.ts']);
+    assert.equal(steps(ctx.events)[0], 'Scope: the file sent as context (src/format.ts): 1 file');
+    const all = await run(lintFix, repo, [], 'Fix all lint problems');
+    assert.deepEqual(touched(all.result.patch), ['src/cart.js', 'src/format.ts']);
+    assert.equal(steps(all.events)[0], 'Scope: the whole repository (no files were sent and the task names none): 3 files');
+    const css = await run(lintFix, repo, [], 'Fix the lint problems in src/styles.css');
+    assert.equal(css.result.outcome, 'failed');
+    assert.match(css.result.reason ?? '', /src\/styles\.css \(not a supported file type\)/);
+  });
+
+  it('lint-fix: a symlink that leads out of the repository is never followed, whichever way it is named', async () => {
+    const repo = demoRepo('scope-lint-link');
+    symlinkSync('/etc', join(repo, 'src/etc'));
+    sh(repo, 'add', '-A');
+    sh(repo, 'commit', '-qm', 'link');
+    for (const [files, prompt] of [[[], 'Fix lint in src/etc/'], [['src/etc/'], 'go'], [['src/etc/passwd.js'], 'go'], [[], 'Fix lint in src/etc']] as const) {
+      const { result } = await run(lintFix, repo, [...files], prompt);
+      assert.equal(result.outcome, 'failed', `${prompt} ${files.join(',')}`);
+      assert.equal(result.patch, '');
+    }
   });
 
   it('formatter: never loads a JavaScript Prettier config (repository code), says so, honours .prettierignore', async () => {
