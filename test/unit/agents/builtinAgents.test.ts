@@ -99,7 +99,7 @@ describe('built-in agents', () => {
     const { result, events } = await run(formatter, repo, [], 'Format the files under src/');
     assert.equal(result.outcome, 'completed', result.reason);
     assert.deepEqual(touched(result.patch), ['src/cart.js', 'src/format.ts', 'src/pricing.js', 'src/styles.css']);
-    assert.equal(steps(events)[0], 'Scope: src/ (named in the task): 4 files');
+    assert.equal(steps(events)[0], 'Scope: src/ (named in the task): 5 files');
     assert.ok(applyCheck(repo, result.patch).ok);
   });
 
@@ -108,7 +108,7 @@ describe('built-in agents', () => {
     const { result, events } = await run(formatter, repo, [], 'Format src/**/*.ts, "config\\settings.json" and src/missing.css');
     assert.equal(result.outcome, 'completed', result.reason);
     assert.deepEqual(touched(result.patch), ['config/settings.json', 'src/format.ts']);
-    assert.equal(steps(events)[0], 'Scope: src/**/*.ts and config\\settings.json (named in the task): 2 files');
+    assert.equal(steps(events)[0], 'Scope: src/**/*.ts and config\\settings.json (named in the task): 3 files');
     assert.ok(steps(events).includes('Nothing in the repository matches src/missing.css (named in the task); it was left out.'));
   });
 
@@ -135,7 +135,7 @@ describe('built-in agents', () => {
     const { result, events } = await run(formatter, repo, [], 'Format the whole repository');
     assert.equal(result.outcome, 'completed', result.reason);
     assert.deepEqual(touched(result.patch), ['README.md', 'config/settings.json', 'package.json', 'src/cart.js', 'src/format.ts', 'src/pricing.js', 'src/styles.css']);
-    assert.equal(steps(events)[0], 'Scope: the whole repository (no files were sent and the task names none): 8 files');
+    assert.equal(steps(events)[0], 'Scope: the whole repository (no files were sent and the task names none): 9 files');
   });
 
   it('lint-fix: "Fix the lint problems in src/cart.js" fixes src/cart.js only', async () => {
@@ -155,7 +155,7 @@ describe('built-in agents', () => {
     assert.equal(steps(ctx.events)[0], 'Scope: the file sent as context (src/format.ts): 1 file');
     const all = await run(lintFix, repo, [], 'Fix all lint problems');
     assert.deepEqual(touched(all.result.patch), ['src/cart.js', 'src/format.ts']);
-    assert.equal(steps(all.events)[0], 'Scope: the whole repository (no files were sent and the task names none): 3 files');
+    assert.equal(steps(all.events)[0], 'Scope: the whole repository (no files were sent and the task names none): 4 files');
     const css = await run(lintFix, repo, [], 'Fix the lint problems in src/styles.css');
     assert.equal(css.result.outcome, 'failed');
     assert.match(css.result.reason ?? '', /src\/styles\.css \(not a supported file type\)/);

@@ -59,7 +59,7 @@ describe('gateway: the built-in agents honour the scope of the request, through 
     assert.equal(r.state, TaskState.TASK_STATE_COMPLETED, r.final);
     assert.deepEqual(r.touched, ['src/cart.js', 'src/format.ts', 'src/pricing.js', 'src/styles.css']);
     // accepted, then the agent's 'started' detail, then its first step.
-    assert.equal(r.steps[2], 'Scope: src/ (named in the task): 4 files');
+    assert.equal(r.steps[2], 'Scope: src/ (named in the task): 5 files');
   });
 
   it('a folder and a selection sent as context by the extension\'s own message builder decide the scope; their text names nothing', async () => {
