@@ -51,7 +51,7 @@ const phases: PhaseSpec[] =
     : mode === 'restricted'
       ? [{ name: 'restricted', files: ['restricted.test.js'] }]
       : [
-        { name: 'smoke', files: ['smoke.test.js', 'agents.test.js', 'delegations.test.js', 'palette.test.js', 'remoteAgent.test.js', 'reload.test.js'], reloadAfter: true },
+        { name: 'smoke', files: ['smoke.test.js', 'agents.test.js', 'delegations.test.js', 'palette.test.js', 'remoteAgent.test.js', 'newcomer.test.js', 'reload.test.js'], reloadAfter: true },
         { name: 'restore', files: ['restore.test.js'] },
       ];
 

@@ -55,7 +55,7 @@ async function startGateway(args: string[], detached: boolean): Promise<{ child:
 /** Runs a palette command the way a person does: F1, its title, Enter. */
 async function palette(title: string): Promise<void> {
   await driver('press', 'F1');
-  await driver('expectText', 'Type the name of a command');
+  await driver('expectText', 'Baton: Add Agent'); // the palette lists the commands
   await driver('type', title);
   await sleep(400);
   await driver('press', 'Enter');
@@ -77,7 +77,9 @@ async function newestDelegation(api: BatonApi, after: ReadonlySet<string>): Prom
   return waitFor('the new delegation', () => api.delegations.list().find((v) => !after.has(v.requestId))?.requestId, 30_000);
 }
 
-describe('A newcomer’s first ten minutes, through the UI', () => {
+describe('A newcomer’s first ten minutes, through the UI', function () {
+  // Paced like the demo, each delegation takes several seconds on purpose.
+  this.timeout(180_000);
   let api: BatonApi;
   let team: ChildProcess | undefined;
   let teamUrl = '';
@@ -110,6 +112,7 @@ describe('A newcomer’s first ten minutes, through the UI', () => {
     assert.ok(api.gateway.status.kind === 'running' && api.gateway.status.reused, 'Baton reused the running gateway');
     await vscode.commands.executeCommand('workbench.view.extension.baton');
     await driver('expectText', 'coding CLIs not found');
+    await driver('expectText', 'Refactor (TypeScript)');
     await driver('screenshot', 'newcomer-agents-view');
   });
 
@@ -151,6 +154,7 @@ describe('A newcomer’s first ten minutes, through the UI', () => {
       const v = api.delegations.journalView(id);
       return v && v.state === 'working' && v.timeline.filter((e) => e.kind === 'step' || e.kind === 'status').length >= 2 ? true : undefined;
     }, 60_000);
+    await driver('expectText', 'Loading the project');
     await driver('screenshot', 'newcomer-streaming');
     await waitFor('the question', () => (api.delegations.journalView(id)?.state === 'input-required' ? true : undefined), 90_000);
     await driver('expectText', 'The agent asks');
@@ -177,7 +181,9 @@ describe('A newcomer’s first ten minutes, through the UI', () => {
     assert.ok(refactor);
     void vscode.commands.executeCommand('baton.delegate', { agentId: refactor.cardUrl, task: 'Organise imports and fix all', confirm: false });
     const id = await newestDelegation(api, before);
+    // Mid-stream: the scope is said and the next step is on its way (paced) when the user cancels.
     await waitFor('it to be working', () => (api.delegations.journalView(id)?.state === 'working' ? true : undefined), 60_000);
+    await driver('expectText', 'Scope: the whole repository');
     await driver('expectText', 'Working');
     await driver('click', '#cancel');
     const v = await settled(api, id, 60_000);
