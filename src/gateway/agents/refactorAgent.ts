@@ -15,9 +15,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { posix } from 'node:path';
 import type { Workspace, WorkspaceManager } from '../workspace/workspaceManager';
 import { interrupted, targetFiles, writeWorkspaceFile } from './builtinFiles';
+import type { TargetFiles } from './builtinFiles';
 import type { LocalAgent, LocalRunEvent, LocalRunRequest, LocalRunResult } from './localAgent';
 import type { Candidate, FileEdit } from './refactor/languageService';
-import { ambiguityQuestion, matchesPath, parseRefactorRequest, pickCandidate } from './refactor/refactorRequest';
+import { ambiguityQuestion, parseRefactorRequest, pickCandidate, scopeText } from './refactor/refactorRequest';
 import type { RefactorOp, RefactorRequest } from './refactor/refactorRequest';
 import { LanguageServiceThread } from './refactor/workerClient';
 import type { AgentWork } from './workspaceRun';
@@ -73,7 +74,9 @@ export function createRefactorAgent(opts: RefactorAgentOptions): LocalAgent {
 }
 
 async function runRefactor(opts: RefactorAgentOptions, request: LocalRunRequest, emit: (e: LocalRunEvent) => void): Promise<LocalRunResult> {
-  const parsed = parseRefactorRequest(request.prompt);
+  // The task as the user wrote it: the text of the context parts is neither an operation nor a scope.
+  const task = request.task ?? request.prompt;
+  const parsed = parseRefactorRequest(task);
   if ('error' in parsed) return { outcome: 'failed', reason: parsed.error, patch: '' };
   let thread: LanguageServiceThread | undefined;
   // Cancel and the deadline end the thread at once, whatever it is doing.
@@ -89,7 +92,7 @@ async function runRefactor(opts: RefactorAgentOptions, request: LocalRunRequest,
         if (request.signal.aborted) return stopped(request);
         const job = new Job(ws, request, emit, thread, opts.paceMs ?? 0);
         try {
-          return await job.run(parsed);
+          return await job.run(parsed, scopeText(task));
         } catch (e) {
           if (interrupted(request.deadline, request.signal)) return stopped(request);
           throw e;
@@ -122,23 +125,28 @@ class Job {
     private readonly paceMs: number,
   ) {}
 
-  async run(parsed: RefactorRequest): Promise<AgentWork> {
+  async run(parsed: RefactorRequest, scopeText: string): Promise<AgentWork> {
     try {
-      return await this.work(parsed);
+      return await this.work(parsed, scopeText);
     } catch (e) {
       if (e instanceof Stop) return stopped(this.request);
       throw e;
     }
   }
 
-  private async work(parsed: RefactorRequest): Promise<AgentWork> {
+  private async work(parsed: RefactorRequest, scopeText: string): Promise<AgentWork> {
     const supports = (p: string): boolean => JS_TS.has(posix.extname(p).toLowerCase());
+    // The project is every JS/TS file (references reach beyond the scope); the scope is what is worked on.
     const all = (await targetFiles(this.ws, { requested: [], supports })).files;
-    const scope = await this.scope(parsed, all, supports);
-    if ('error' in scope) return { outcome: 'failed', reason: scope.error };
+    const target = await targetFiles(this.ws, { requested: this.request.files, task: scopeText, roots: this.request.repoPath ? [this.request.repoPath] : [], supports });
     const pacing = this.paceMs > 0 ? ` Pacing is on: ${this.paceMs} ms between steps (the gateway's --agent-pace-ms), so the steps can be followed.` : '';
-    await this.step(`${describeOps(parsed.ops)}. Scope: ${scope.said}.${pacing}`);
+    await this.step(`${describeOps(parsed.ops)}. ${target.scope}.${pacing}`);
+    // What announceScope says for the other agents, as paced steps.
+    for (const note of target.notes) await this.step(note);
+    for (const s of target.skipped) await this.step(`Skipped ${s}`);
+    if (target.failure) return { outcome: 'failed', reason: target.failure };
     if (!all.length) return { outcome: 'completed', exitCode: 0, summary: 'The repository has no JavaScript or TypeScript files: nothing to do.' };
+    const scope = { files: target.files, narrowed: narrows(target, all) };
 
     await this.step(`Loading the project: ${all.length} JavaScript/TypeScript file(s) found, ${scope.files.length} in scope.`);
     const started = Date.now();
@@ -152,23 +160,6 @@ class Job {
       summaries.push(s);
     }
     return { outcome: 'completed', exitCode: 0, summary: `${summaries.join(' ')}${this.changed.size ? '' : ' Nothing needed changing.'}` };
-  }
-
-  /** The request's files, else the paths the task names, else the whole repository. */
-  private async scope(parsed: RefactorRequest, all: readonly string[], supports: (p: string) => boolean): Promise<{ files: readonly string[]; said: string; narrowed: boolean } | { error: string }> {
-    if (this.request.files.length) {
-      const { files, skipped } = await targetFiles(this.ws, { requested: this.request.files, supports });
-      for (const s of skipped) this.emit({ kind: 'step', text: `Skipped ${s}` });
-      if (!files.length) return { error: `None of the files the request names is a JavaScript or TypeScript file in the repository (${this.request.files.join(', ')}).` };
-      return { files, said: `the ${files.length} file(s) the request names (${list(files)})`, narrowed: true };
-    }
-    if (parsed.paths.length) {
-      const files = all.filter((f) => parsed.paths.some((p) => matchesPath(f, p)));
-      const unmatched = parsed.paths.filter((p) => !all.some((f) => matchesPath(f, p)));
-      if (unmatched.length) return { error: `${unmatched.join(', ')} ${unmatched.length > 1 ? 'match' : 'matches'} no JavaScript or TypeScript file in the repository. Name files or folders that exist (or none, for the whole repository).` };
-      return { files, said: `the paths the task names (${parsed.paths.join(', ')}): ${files.length} file(s)`, narrowed: true };
-    }
-    return { files: [...all], said: `the whole repository (${all.length} JavaScript/TypeScript file(s))`, narrowed: false };
   }
 
   private async rename(op: Extract<RefactorOp, { kind: 'rename' }>, scope: { files: readonly string[]; narrowed: boolean }): Promise<string | AgentWork> {
@@ -307,6 +298,14 @@ class Job {
       throw e;
     }
   }
+}
+
+/**
+ * Whether the scope is less than the whole project, so a rename looks for declarations in it only:
+ * files sent or named, or the whole repository but for what the task leaves out.
+ */
+function narrows(target: TargetFiles, project: readonly string[]): boolean {
+  return target.source !== 'repository' || target.files.length < project.length;
 }
 
 function describeOps(ops: readonly RefactorOp[]): string {

@@ -78,7 +78,7 @@ describe('refactor agent', () => {
     assert.equal(readFileSync(join(out, 'src/cart.ts'), 'utf8'), SHOP['src/cart.ts'].replaceAll('calculateTotal', 'computeTotal'));
     assert.equal(readFileSync(join(out, 'src/checkout.js'), 'utf8'), SHOP['src/checkout.js'].replaceAll('calculateTotal', 'computeTotal'));
     assert.equal(readFileSync(join(out, 'README.md'), 'utf8'), SHOP['README.md']);
-    assert.match(steps[0], /^Rename "calculateTotal" to "computeTotal"\. Scope: the whole repository \(3 JavaScript\/TypeScript file\(s\)\)\.$/);
+    assert.match(steps[0], /^Rename "calculateTotal" to "computeTotal"\. Scope: the whole repository \(no files were sent and the task names none\): 3 files\.$/);
     assert.ok(steps.includes('Loading the project: 3 JavaScript/TypeScript file(s) found, 3 in scope.'), steps.join('\n'));
     assert.ok(steps.includes('Renamed in src/cart.ts (2 places).'), steps.join('\n'));
     assert.match(result.summary ?? '', /Renamed "calculateTotal" to "computeTotal": 5 place\(s\) in 3 file\(s\)/);
@@ -126,7 +126,7 @@ describe('refactor agent', () => {
     const scoped = await run(repo, 'rename `Cart` to `Basket` in src/cart.js', { ask: async (q) => (asked.push(q), '1') });
     assert.equal(scoped.result.outcome, 'completed', scoped.result.reason);
     assert.equal(asked.length, 0);
-    assert.match(scoped.steps[0], /Scope: the paths the task names \(src\/cart\.js\): 1 file\(s\)\./);
+    assert.match(scoped.steps[0], /Scope: src\/cart\.js \(named in the task\): 1 file\./);
     assert.deepEqual(changedFiles(scoped.result.patch), ['src/cart.js']);
     assert.ok(applyCheck(repo, scoped.result.patch).ok);
     const byLine = await run(repo, 'rename Cart to Basket', { ask: async () => 'src/cart.js:1' });
@@ -146,7 +146,7 @@ describe('refactor agent', () => {
     });
     const { result, steps } = await run(repo, 'organise imports and fix all', { files: ['src/use.ts'] });
     assert.equal(result.outcome, 'completed', result.reason);
-    assert.match(steps[0], /^Fix all \(safe combined code fixes\), then Organise imports\. Scope: the 1 file\(s\) the request names \(src\/use\.ts\)\.$/);
+    assert.match(steps[0], /^Fix all \(safe combined code fixes\), then Organise imports\. Scope: the file sent as context \(src\/use\.ts\): 1 file\.$/);
     assert.deepEqual(changedFiles(result.patch), ['src/use.ts'], 'only the file in scope');
     assert.ok(applyCheck(repo, result.patch).ok);
     const out = applyToCopy(repo, result.patch, join(space.base, 'tidy-applied'));
@@ -171,13 +171,49 @@ describe('refactor agent', () => {
     assert.equal(readFileSync(join(out, 'a.js'), 'utf8'), "import { helper } from './b';\n\nexport function run(x) {\n  return helper(x);\n}\n");
   });
 
+  it('the scope is chosen as for the other built-in agents: a bare folder name, what the task leaves out, the task without the text of the context parts', async () => {
+    const unused = (name: string) => `export function ${name}(x: number): number {\n  const tmp = 1;\n  return x;\n}\n`;
+    const repo = makeRepo(space.base, 'shared-scope', { 'src/a.ts': unused('a'), 'src/legacy/b.ts': unused('b'), 'tools/c.ts': unused('c') });
+    const bare = await run(repo, 'fix all in src');
+    assert.equal(bare.result.outcome, 'completed', bare.result.reason);
+    assert.equal(bare.steps[0], 'Fix all (safe combined code fixes). Scope: src/ (named in the task): 2 files.');
+    assert.deepEqual(changedFiles(bare.result.patch), ['src/a.ts', 'src/legacy/b.ts']);
+    const except = await run(repo, 'fix all in src/ except src/legacy/');
+    assert.equal(except.steps[0], 'Fix all (safe combined code fixes). Scope: src/ except src/legacy/ (named in the task): 1 file.');
+    assert.deepEqual(changedFiles(except.result.patch), ['src/a.ts']);
+    // The text of the context parts (here a file's contents) names no scope: the task alone is read.
+    const events: LocalRunEvent[] = [];
+    const withContext = await createRefactorAgent({ manager }).run(
+      { taskId: `r-${++n}`, repoPath: repo, prompt: 'fix all\n\nSee tools/c.ts for how it is used.', task: 'fix all', files: [], capabilities: { write: true, shell: false, network: false }, deadline: Date.now() + 120_000, signal: new AbortController().signal },
+      (e) => events.push(e),
+    );
+    assert.equal(withContext.outcome, 'completed', withContext.reason);
+    assert.deepEqual(changedFiles(withContext.patch), ['src/a.ts', 'src/legacy/b.ts', 'tools/c.ts']);
+    const outside = await run(repo, 'fix all in ../elsewhere/');
+    assert.equal(outside.result.outcome, 'failed');
+    assert.match(outside.result.reason ?? '', /Nothing in the repository matches \.\.\/elsewhere\//);
+    assert.ok(outside.steps.some((t) => /\.\.\/elsewhere\/ \(named in the task\): it is not a path inside the repository/.test(t)), outside.steps.join('\n'));
+  });
+
+  it('the names of a rename are not read as paths: renaming `lib` does not mean the lib/ folder', async () => {
+    const repo = makeRepo(space.base, 'rename-folder-name', {
+      'src/config.ts': 'export const lib = 1;\n',
+      'src/use.ts': "import { lib } from './config';\nexport const twice = lib * 2;\n",
+      'lib/other.ts': 'export const other = 2;\n',
+    });
+    const { result, steps } = await run(repo, 'rename `lib` to `library`');
+    assert.equal(result.outcome, 'completed', result.reason);
+    assert.match(steps[0], /Scope: the whole repository/);
+    assert.deepEqual(changedFiles(result.patch), ['src/config.ts', 'src/use.ts']);
+  });
+
   it('a task it does not understand fails with what it can do; a path that matches nothing fails naming it', async () => {
     const repo = makeRepo(space.base, 'help', SHOP);
     const vague = await run(repo, 'make the code nicer');
     assert.equal(vague.result.outcome, 'failed');
     assert.match(vague.result.reason ?? '', /not one the refactoring agent understands[\s\S]*rename calculateTotal to computeTotal[\s\S]*organise imports[\s\S]*fix all/);
     const nowhere = await run(repo, 'organise imports in lib/');
-    assert.match(nowhere.result.reason ?? '', /lib\/ matches no JavaScript or TypeScript file in the repository/);
+    assert.match(nowhere.result.reason ?? '', /Nothing in the repository matches lib\/, the path the task names\. The repository has: README\.md, src\/\./);
   });
 
   it('pacing: the first step says so, and the run takes at least the steps times the pace', async () => {

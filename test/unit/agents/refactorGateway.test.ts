@@ -84,7 +84,7 @@ describe('refactor agent through the gateway (SDK client)', () => {
     assert.ok(task);
     const steps = first.map(status).filter((s) => s !== undefined);
     const texts = steps.map((s) => s.text);
-    assert.ok(texts.includes('Rename "lineTotal" to "itemTotal". Scope: the whole repository (4 JavaScript/TypeScript file(s)).'), texts.join('\n'));
+    assert.ok(texts.includes('Rename "lineTotal" to "itemTotal". Scope: the whole repository (no files were sent and the task names none): 4 files.'), texts.join('\n'));
     assert.ok(texts.includes('Loading the project: 4 JavaScript/TypeScript file(s) found, 4 in scope.'), texts.join('\n'));
     const asked = steps[steps.length - 1];
     assert.equal(asked.state, TaskState.TASK_STATE_INPUT_REQUIRED);

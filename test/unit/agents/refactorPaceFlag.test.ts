@@ -51,7 +51,7 @@ describe('baton-gateway --agent-pace-ms', () => {
         if (c?.$case === 'text') texts.push(c.value);
       }
       const first = texts.find((t) => t.startsWith('Organise imports'));
-      assert.match(first ?? '', /Scope: the whole repository \(1 JavaScript\/TypeScript file\(s\)\)\. Pacing is on: 250 ms between steps/);
+      assert.match(first ?? '', /Scope: the whole repository \(no files were sent and the task names none\): 1 file\. Pacing is on: 250 ms between steps/);
       const steps = texts.indexOf(first ?? '') >= 0 ? texts.length - texts.indexOf(first ?? '') - 1 : 0;
       assert.ok(Date.now() - t0 >= steps * 250, `${Date.now() - t0} ms for ${steps} paced steps`);
     } finally {

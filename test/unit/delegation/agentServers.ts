@@ -387,10 +387,7 @@ export async function startAgentServer(o: AgentServerOptions): Promise<AgentServ
     }
     next();
   });
-  const server: Server = await new Promise((resolve) => {
-    const s = app.listen(o.port ?? 0, '127.0.0.1', () => resolve(s));
-  });
-  const port = (server.address() as AddressInfo).port;
+  const { port, close } = await listenOnLoopback(app, o.port);
   const base = o.cardBase?.(port) ?? `http://127.0.0.1:${port}`;
   const version = o.legacy ? '0.3' : '1.0';
   const cardJson = {
@@ -427,11 +424,6 @@ export async function startAgentServer(o: AgentServerOptions): Promise<AgentServ
   }
   app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
   app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
-  const sockets = new Set<Socket>();
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
   return {
     base,
     port,
@@ -443,6 +435,25 @@ export async function startAgentServer(o: AgentServerOptions): Promise<AgentServ
     replay,
     seenAuth,
     requests,
+    close,
+  };
+}
+
+/**
+ * Serves `app` on 127.0.0.1 (`port`, or a free one). `close` ends the connections still open (a stream
+ * a test left running, a keep-alive socket) instead of waiting for them.
+ */
+export async function listenOnLoopback(app: express.Express, port = 0): Promise<{ readonly port: number; close(): Promise<void> }> {
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(port, '127.0.0.1', () => resolve(s));
+  });
+  const sockets = new Set<Socket>();
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

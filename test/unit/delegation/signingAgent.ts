@@ -7,8 +7,6 @@
  * the signed claims, the key, or the task GetTask returns, independently of each other.
  */
 import { randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import express from 'express';
 import { Role, TaskState } from '@a2a-js/sdk';
 import type { AgentCard, Artifact, Message, SendMessageRequest, StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
@@ -21,6 +19,7 @@ import { normalizeCard } from '../../../src/node/a2a/clientFactory';
 import type { PinnedEndpoint } from '../../../src/node/a2a/clientFactory';
 import { generateSigningKey, signResultEnvelope } from '../../../src/node/signing';
 import type { SigningKey } from '../../../src/node/signing';
+import { listenOnLoopback } from './agentServers';
 
 export const PATCH_CHUNKS = ['diff --git a/x b/x\n--- a/x\n+++ b/x\n', '@@ -1 +1 @@\n-a\n+b\n'] as const;
 export const SIGNED_PATCH = PATCH_CHUNKS.join('');
@@ -183,10 +182,8 @@ export interface SigningAgent {
 export async function startSigningAgent(scenarios: ReadonlyMap<string, Tamper>, opts: { key?: SigningKey; promise?: boolean; port?: number } = {}): Promise<SigningAgent> {
   const key = opts.key ?? (await generateSigningKey());
   const app = express();
-  const server: Server = await new Promise((resolve) => {
-    const s = app.listen(opts.port ?? 0, '127.0.0.1', () => resolve(s));
-  });
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const { port, close } = await listenOnLoopback(app, opts.port);
+  const base = `http://127.0.0.1:${port}`;
   const card = normalizeCard({
     name: 'Signing test agent',
     description: 'Signs its results, and tampers with them on request',
@@ -206,21 +203,12 @@ export async function startSigningAgent(scenarios: ReadonlyMap<string, Tamper>, 
   app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: requestHandler }));
   app.use('/a2a/jsonrpc/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: requestHandler }));
   app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
-  const sockets = new Set<Socket>();
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
   return {
     base,
     cardUrl: `${base}/.well-known/agent-card.json`,
     card,
     jsonRpc: { url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
     key,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
+    close,
   };
 }

@@ -6,28 +6,12 @@ import * as assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { proxyCheckText } from '../../../src/core/proxyCheck';
-import { fetchAgentCard, safeFetch, SafeFetchError } from '../../../src/node/safeFetch';
-import type { Resolver, SafeFetchErrorCode, SafeFetchOptions } from '../../../src/node/safeFetch';
+import { fetchAgentCard, safeFetch } from '../../../src/node/safeFetch';
+import type { Resolver, SafeFetchOptions } from '../../../src/node/safeFetch';
 import { v1Card } from '../cards/fixtures';
 import type { Running, TestPki } from './testServers';
 import { makeTestPki, startConnectProxy, startHttps } from './testServers';
-
-async function refused(p: Promise<unknown>, code: SafeFetchErrorCode, message?: RegExp): Promise<SafeFetchError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof SafeFetchError, `expected SafeFetchError, got ${String(e)}`);
-    assert.equal(e.code, code, e.message);
-    if (message) assert.match(e.message, message);
-    return e;
-  }
-  assert.fail(`expected ${code}, but the fetch went through`);
-}
-
-const answers =
-  (...addresses: string[]): Resolver =>
-  async () =>
-    addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+import { refused, resolvesTo, unresolvable } from './helpers';
 
 let pki: TestPki;
 let server: Running;
@@ -57,15 +41,15 @@ describe('card fetch through http.proxy: names are checked before the proxy gets
   const refusedNames: [string, string, Resolver | undefined][] = [
     ['localhost (system resolver)', 'localhost', undefined],
     ['LOCALHOST. spelled with a trailing dot (system resolver)', 'LOCALHOST.', undefined],
-    ['a name resolving to 127.0.0.1', 'agents.test', answers('127.0.0.1')],
-    ['a name resolving to ::1', 'agents.test', answers('::1')],
-    ['a name resolving to a private address', 'agents.test', answers('10.0.0.5')],
-    ['a name resolving to the metadata address', 'agents.test', answers('169.254.169.254')],
-    ['a name resolving to CGNAT space', 'agents.test', answers('100.64.0.1')],
-    ['a name resolving to 0.0.0.0', 'agents.test', answers('0.0.0.0')],
-    ['a name resolving to ::ffff:127.0.0.1', 'agents.test', answers('::ffff:127.0.0.1')],
-    ['a name resolving to a unique-local IPv6 address', 'agents.test', answers('fd00::1')],
-    ['a name with one public and one private answer', 'agents.test', answers('93.184.215.14', '192.168.1.10')],
+    ['a name resolving to 127.0.0.1', 'agents.test', resolvesTo('127.0.0.1')],
+    ['a name resolving to ::1', 'agents.test', resolvesTo('::1')],
+    ['a name resolving to a private address', 'agents.test', resolvesTo('10.0.0.5')],
+    ['a name resolving to the metadata address', 'agents.test', resolvesTo('169.254.169.254')],
+    ['a name resolving to CGNAT space', 'agents.test', resolvesTo('100.64.0.1')],
+    ['a name resolving to 0.0.0.0', 'agents.test', resolvesTo('0.0.0.0')],
+    ['a name resolving to ::ffff:127.0.0.1', 'agents.test', resolvesTo('::ffff:127.0.0.1')],
+    ['a name resolving to a unique-local IPv6 address', 'agents.test', resolvesTo('fd00::1')],
+    ['a name with one public and one private answer', 'agents.test', resolvesTo('93.184.215.14', '192.168.1.10')],
   ];
   for (const [what, host, resolve] of refusedNames) {
     it(`refuses ${what}, and the proxy sees nothing`, async () => {
@@ -79,12 +63,10 @@ describe('card fetch through http.proxy: names are checked before the proxy gets
   }
 
   it('refuses a name it cannot resolve itself, and says what the user can do', async () => {
-    const nxdomain: Resolver = async () => {
-      throw Object.assign(new Error('getaddrinfo ENOTFOUND agents.test'), { code: 'ENOTFOUND' });
-    };
+    const nxdomain = unresolvable('agents.test');
     const tunnels = proxy.tunnels.length;
     await refused(fetchAgentCard(`https://agents.test:${server.port}/card.json`, viaProxy({ resolve: nxdomain })), 'dns', /before handing a fetch to your proxy.*baton\.privateHosts/s);
-    await refused(fetchAgentCard(`https://agents.test:${server.port}/card.json`, viaProxy({ resolve: answers() })), 'dns');
+    await refused(fetchAgentCard(`https://agents.test:${server.port}/card.json`, viaProxy({ resolve: resolvesTo() })), 'dns');
     assert.equal(proxy.tunnels.length, tunnels);
   });
 
@@ -99,7 +81,7 @@ describe('card fetch through http.proxy: names are checked before the proxy gets
 
   it('a name resolving to public addresses goes through the proxy (by name), and the result says what was checked', async () => {
     const tunnels = proxy.tunnels.length;
-    const r = await fetchAgentCard(`https://agents.test:${server.port}/card.json`, viaProxy({ resolve: answers('93.184.215.14', '2606:4700:4700::1111') }));
+    const r = await fetchAgentCard(`https://agents.test:${server.port}/card.json`, viaProxy({ resolve: resolvesTo('93.184.215.14', '2606:4700:4700::1111') }));
     assert.ok(!r.notModified);
     assert.equal(r.pinning, 'proxy');
     assert.deepEqual(r.proxied, { proxy: `${proxyUrl}/`, host: 'agents.test', checked: 'public', addresses: ['93.184.215.14', '2606:4700:4700::1111'] });
@@ -119,9 +101,9 @@ describe('card fetch through http.proxy: names are checked before the proxy gets
 
   it('the proxy’s credentials never show in what is reported', async () => {
     const withCredentials = `http://user:s3cret@127.0.0.1:${proxy.port}`;
-    const e = await refused(safeFetch(`https://agents.test:${server.port}/`, viaProxy({ proxy: withCredentials, resolve: answers('10.0.0.5') })), 'blocked-address');
+    const e = await refused(safeFetch(`https://agents.test:${server.port}/`, viaProxy({ proxy: withCredentials, resolve: resolvesTo('10.0.0.5') })), 'blocked-address');
     assert.doesNotMatch(e.message, /s3cret/);
-    const r = await safeFetch(`https://agents.test:${server.port}/`, viaProxy({ proxy: withCredentials, resolve: answers('93.184.215.14') }));
+    const r = await safeFetch(`https://agents.test:${server.port}/`, viaProxy({ proxy: withCredentials, resolve: resolvesTo('93.184.215.14') }));
     assert.equal(r.proxied?.proxy, `http://127.0.0.1:${proxy.port}/`);
   });
 

@@ -2,26 +2,15 @@ import * as assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { checkAddress, fetchAgentCard, cardUrlFor, pinningStatus, safeFetch, SafeFetchError } from '../../../src/node/safeFetch';
-import type { Resolver, SafeFetchErrorCode, SafeFetchOptions } from '../../../src/node/safeFetch';
+import { checkAddress, fetchAgentCard, cardUrlFor, pinningStatus, safeFetch } from '../../../src/node/safeFetch';
+import type { Resolver, SafeFetchOptions } from '../../../src/node/safeFetch';
 import { offOriginInterfaces } from '../../../src/core/agentCard';
 import { v1Card } from '../cards/fixtures';
 import type { Canary, Running, TestPki } from './testServers';
 import { makeTestPki, startCanary, startConnectProxy, startHttp, startHttps } from './testServers';
+import { refused, resolvesTo, unresolvable } from './helpers';
 
-const loopback: Resolver = async () => [{ address: '127.0.0.1', family: 4 }];
-
-async function refused(p: Promise<unknown>, code: SafeFetchErrorCode, message?: RegExp): Promise<SafeFetchError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof SafeFetchError, `expected SafeFetchError, got ${String(e)}`);
-    assert.equal(e.code, code, e.message);
-    if (message) assert.match(e.message, message);
-    return e;
-  }
-  assert.fail(`expected ${code}, but the fetch succeeded`);
-}
+const loopback = resolvesTo('127.0.0.1');
 
 let pki: TestPki;
 let server: Running;
@@ -177,9 +166,7 @@ describe('safe fetch: bad answers give clear errors', () => {
     const port = closed.port;
     await closed.close();
     await refused(fetchAgentCard(`https://localhost:${port}/card.json`, allowed()), 'connect', /Could not connect/);
-    const nxdomain: Resolver = async () => {
-      throw Object.assign(new Error('getaddrinfo ENOTFOUND nowhere.test'), { code: 'ENOTFOUND' });
-    };
+    const nxdomain = unresolvable('nowhere.test');
     await refused(fetchAgentCard('https://nowhere.test/card.json', { resolve: nxdomain }), 'dns', /could not be resolved/);
     await refused(fetchAgentCard(`${base}/card.json`, { allowPrivateHosts: ['localhost'], resolve: loopback }), 'tls', /certificate/);
   });
@@ -218,7 +205,7 @@ describe('safe fetch: address rules (a canary counts connections: zero for every
 
   it('the canary does count a connection that passes the checks (positive control)', async () => {
     const before = canary.connections();
-    const publicName: Resolver = async () => [{ address: '93.184.215.14', family: 4 }];
+    const publicName = resolvesTo('93.184.215.14');
     await refused(safeFetch(`https://public.test:${canary.port}/`, guarded({ resolve: publicName })), 'connect');
     assert.equal(canary.connections(), before + 1);
   });
@@ -258,10 +245,10 @@ describe('safe fetch: address rules (a canary counts connections: zero for every
   }
 
   const names: [string, Resolver][] = [
-    ['a name resolving to 127.0.0.1', async () => [{ address: '127.0.0.1', family: 4 }]],
-    ['a name resolving to the metadata address', async () => [{ address: '169.254.169.254', family: 4 }]],
-    ['a name resolving to ::ffff:10.0.0.1', async () => [{ address: '::ffff:10.0.0.1', family: 6 }]],
-    ['a name with one public and one private answer', async () => [{ address: '93.184.215.14', family: 4 }, { address: '10.1.2.3', family: 4 }]],
+    ['a name resolving to 127.0.0.1', resolvesTo('127.0.0.1')],
+    ['a name resolving to the metadata address', resolvesTo('169.254.169.254')],
+    ['a name resolving to ::ffff:10.0.0.1', resolvesTo('::ffff:10.0.0.1')],
+    ['a name with one public and one private answer', resolvesTo('93.184.215.14', '10.1.2.3')],
   ];
   for (const [what, resolve] of names) {
     it(`refuses ${what}`, async () => {

@@ -1,26 +1,17 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { TaskState } from '@a2a-js/sdk';
 import { ConfigError, parseGatewayConfig, sha256HexOf } from '../../../src/gateway/config';
-import { startGateway, type RunningGateway } from '../../../src/gateway/server';
-import { scriptedAgent, sendRequest, tempDir, userMessage } from './helpers';
+import { startGateway } from '../../../src/gateway/server';
+import { rpcPost, scriptedAgent, sendRequest, suiteGateway, tempDir, userMessage } from './helpers';
 
-const rpc = (url: string, headers: Record<string, string> = {}) =>
-  fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', ...headers }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'nope' } }) });
+const rpc = (url: string, headers: Record<string, string> = {}) => rpcPost(url, { method: 'GetTask', params: { id: 'nope' } }, headers);
 
 describe('gateway: a loopback gateway that serves requests without a token (the demo\'s team gateway)', () => {
-  const dir = tempDir();
-  let gw: RunningGateway;
   const token = `team-${randomUUID()}`;
-  before(async () => {
-    gw = await startGateway({ stateDir: dir.path, localAgents: [scriptedAgent({ steps: 2 })], tokens: [{ principal: 'alice', sha256: sha256HexOf(token) }], anonymousPrincipal: 'demo', log: () => undefined });
-  });
-  after(async () => {
-    await gw.close();
-    dir[Symbol.dispose]();
-  });
+  const gw = suiteGateway({ localAgents: [scriptedAgent({ steps: 2 })], tokens: [{ principal: 'alice', sha256: sha256HexOf(token) }], anonymousPrincipal: 'demo' });
 
   it('an SDK client with no token delegates and completes; the card requires no token but still offers one', async () => {
     const card = (await (await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json()) as { securitySchemes: Record<string, unknown>; securityRequirements?: unknown[] };
@@ -45,11 +36,7 @@ describe('gateway: a loopback gateway that serves requests without a token (the 
     const id = 'id' in sent ? sent.id : '';
     assert.ok(id);
     const call = async (taskId: string, headers: Record<string, string>): Promise<unknown> => {
-      const res = await fetch(`${gw.url}/a2a/echo`, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', ...headers },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: taskId } }),
-      });
+      const res = await rpcPost(`${gw.url}/a2a/echo`, { id: 2, method: 'GetTask', params: { id: taskId } }, headers);
       const j = (await res.json()) as { error?: { code?: number; message: string }; result?: { id: string } };
       return { status: res.status, code: j.error?.code, message: j.error?.message.replace(taskId, '<id>'), found: j.result?.id === taskId };
     };
@@ -71,15 +58,7 @@ describe('gateway: a loopback gateway that serves requests without a token (the 
 });
 
 describe('gateway: an unknown agent is a 404 that names the agents, with or without a token', () => {
-  const dir = tempDir();
-  let gw: RunningGateway;
-  before(async () => {
-    gw = await startGateway({ stateDir: dir.path, localAgents: [scriptedAgent()], log: () => undefined });
-  });
-  after(async () => {
-    await gw.close();
-    dir[Symbol.dispose]();
-  });
+  const gw = suiteGateway();
 
   it('answers 404 "unknown agent" (not 401) for a mistyped agent name', async () => {
     for (const headers of [{}, { Authorization: 'Bearer wrong' }, { Authorization: `Bearer ${gw.token}` }] as Record<string, string>[]) {

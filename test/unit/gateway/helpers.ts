@@ -1,14 +1,17 @@
-/** Shared pieces for the gateway tests: temp folders, tiny local agents, SDK clients with a token. */
+/** Shared pieces for the gateway tests: temp folders, tiny local agents, a gateway per describe block, SDK clients with a token, raw JSON-RPC calls. */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { Role } from '@a2a-js/sdk';
 import type { Message, SendMessageRequest, StreamResponse } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { Client } from '@a2a-js/sdk/client';
 import { REPLAY_EXTENSION_URI } from '../../../src/core/batonProfile';
 import type { LocalAgent, LocalRunEvent, LocalRunRequest, LocalRunResult } from '../../../src/gateway/agents/localAgent';
+import { startGateway } from '../../../src/gateway/server';
+import type { GatewayOptions, RunningGateway } from '../../../src/gateway/server';
 
 export function tempDir(prefix = 'baton-gw-'): { path: string; [Symbol.dispose](): void } {
   const path = mkdtempSync(join(tmpdir(), prefix));
@@ -65,6 +68,61 @@ export function scriptedAgent(o: ScriptedAgentOptions = {}): LocalAgent & { read
       return { outcome: 'completed', patch, summary: `did: ${req.prompt}${o.ask ? `; answer: ${answer}` : ''}` };
     },
   };
+}
+
+/**
+ * A gateway for the tests of the describe block it is called in: started before them (serving the
+ * scripted agent unless `opts` says otherwise), closed and its state folder removed after them. Its
+ * fields are read inside the tests, once it has started.
+ */
+export function suiteGateway(opts: Partial<Omit<GatewayOptions, 'stateDir'>> = {}): RunningGateway & { readonly stateDir: string } {
+  const dir = tempDir();
+  let running: RunningGateway | undefined;
+  const started = (): RunningGateway => {
+    if (!running) throw new Error('The gateway starts before the tests: read it inside a test or hook, not in the describe block.');
+    return running;
+  };
+  before(async () => {
+    running = await startGateway({ stateDir: dir.path, localAgents: [scriptedAgent()], log: () => undefined, ...opts });
+  });
+  after(async () => {
+    await running?.close();
+    dir[Symbol.dispose]();
+  });
+  return {
+    stateDir: dir.path,
+    get url() {
+      return started().url;
+    },
+    get token() {
+      return started().token;
+    },
+    get tokenFile() {
+      return started().tokenFile;
+    },
+    get port() {
+      return started().port;
+    },
+    get store() {
+      return started().store;
+    },
+    get instanceId() {
+      return started().instanceId;
+    },
+    get agents() {
+      return started().agents;
+    },
+    close: () => started().close(),
+  };
+}
+
+/**
+ * A JSON-RPC POST to a gateway route as A2A 1.0, for what the SDK's client would never send (no token,
+ * a wrong one, a hostile body): `body` is sent as written when it is a string.
+ */
+export function rpcPost(url: string, body: string | { readonly method: string; readonly params: unknown; readonly id?: number }, headers: Record<string, string> = {}): Promise<Response> {
+  const text = typeof body === 'string' ? body : JSON.stringify({ jsonrpc: '2.0', id: body.id ?? 1, method: body.method, params: body.params });
+  return fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', ...headers }, body: text });
 }
 
 /** A fetch with the bearer token and, when `extensions` are given, the `A2A-Extensions` header on every call. */

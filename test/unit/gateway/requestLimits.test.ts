@@ -4,9 +4,8 @@
 import * as assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { after, before, describe, it } from 'node:test';
-import { startGateway, type RunningGateway } from '../../../src/gateway/server';
-import { bounded, scriptedAgent, tempDir } from './helpers';
+import { describe, it } from 'node:test';
+import { bounded, rpcPost, suiteGateway } from './helpers';
 
 /** Everything the server sends on a raw connection until it closes it (or `ms` pass). */
 function readAll(socket: Socket, ms: number): Promise<{ text: string; closed: boolean; at: number }> {
@@ -34,20 +33,7 @@ function rawConnection(url: string): Promise<Socket> {
 const bodyOf = (response: string): unknown => JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4));
 
 describe('gateway: per-request time limits, also for authenticated clients', () => {
-  const dir = tempDir();
-  let gw: RunningGateway;
-  before(async () => {
-    gw = await startGateway({
-      stateDir: dir.path,
-      localAgents: [scriptedAgent()],
-      requestLimits: { headersTimeoutMs: 600, idleMs: 400, totalMs: 1_500 },
-      log: () => undefined,
-    });
-  });
-  after(async () => {
-    await gw.close();
-    dir[Symbol.dispose]();
-  });
+  const gw = suiteGateway({ requestLimits: { headersTimeoutMs: 600, idleMs: 400, totalMs: 1_500 } });
 
   /** A second client: the public card, timed. */
   const otherClient = async (): Promise<number> => {
@@ -119,33 +105,15 @@ describe('gateway: per-request time limits, also for authenticated clients', () 
   });
 
   it('still serves a normal request completely', async () => {
-    const res = await fetch(`${gw.url}/a2a/echo`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${gw.token}`, 'A2A-Version': '1.0' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'no-such-task' } }),
-    });
+    const res = await rpcPost(`${gw.url}/a2a/echo`, { method: 'GetTask', params: { id: 'no-such-task' } }, { Authorization: `Bearer ${gw.token}` });
     const j = (await res.json()) as { error?: { message: string } };
     assert.match(j.error?.message ?? '', /not found/i);
   });
 });
 
 describe('gateway: work per request is bounded and other clients keep being served', () => {
-  const dir = tempDir();
-  let gw: RunningGateway;
-  before(async () => {
-    gw = await startGateway({ stateDir: dir.path, localAgents: [scriptedAgent()], log: () => undefined });
-  });
-  after(async () => {
-    await gw.close();
-    dir[Symbol.dispose]();
-  });
-
-  const post = (body: string) =>
-    fetch(`${gw.url}/a2a/echo`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${gw.token}`, 'A2A-Version': '1.0' },
-      body,
-    });
+  const gw = suiteGateway();
+  const post = (body: string) => rpcPost(`${gw.url}/a2a/echo`, body, { Authorization: `Bearer ${gw.token}` });
 
   it('refuses a 3.8 MiB body with hundreds of thousands of members before parsing it, without stalling the event loop', async () => {
     const members = Array.from({ length: 300_000 }, (_, i) => `"k${i}":${i}`).join(',');

@@ -1,28 +1,18 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Artifact, SendMessageRequest, TaskStatus } from '@a2a-js/sdk';
-import { startGateway } from '../../../src/gateway/server';
-import type { RunningGateway } from '../../../src/gateway/server';
 import { requestDigest, toVerifiedKey, verifyAgentCard, verifyResultEnvelope } from '../../../src/node/signing';
 import type { PublicJwk } from '../../../src/node/signing';
-import { clientFor, scriptedAgent, sendRequest, tempDir, userMessage } from './helpers';
+import { clientFor, sendRequest, suiteGateway, userMessage } from './helpers';
 
 describe('gateway: keys, signed cards and signed results', () => {
-  const dir = tempDir();
-  let gw: RunningGateway;
-  before(async () => {
-    gw = await startGateway({ stateDir: dir.path, localAgents: [scriptedAgent()], log: () => undefined });
-  });
-  after(async () => {
-    await gw.close();
-    dir[Symbol.dispose]();
-  });
+  const gw = suiteGateway();
 
   it('creates its key and token 0600 in a 0700 state folder', () => {
-    assert.equal(statSync(dir.path).mode & 0o777, 0o700);
-    assert.equal(statSync(join(dir.path, 'gateway-key.jwk')).mode & 0o777, 0o600);
+    assert.equal(statSync(gw.stateDir).mode & 0o777, 0o700);
+    assert.equal(statSync(join(gw.stateDir, 'gateway-key.jwk')).mode & 0o777, 0o600);
     assert.equal(statSync(gw.tokenFile).mode & 0o777, 0o600);
   });
 

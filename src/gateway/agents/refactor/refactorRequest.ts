@@ -1,22 +1,24 @@
 /**
  * What the refactoring agent is asked, read from the task's text with a small grammar: a rename
  * ("rename calculateTotal to computeTotal [in src/cart.js]"), "organise imports", "fix all", or the
- * last two together; paths and globs named in the text narrow the scope. Anything else is refused
- * with what it can do, so a request is never guessed at. Pure: no I/O.
+ * last two together. Which part of the text can name the scope is the grammar's to say (for a
+ * rename, what follows the new name, so the names themselves are never read as paths); the files
+ * are then chosen as for every built-in agent, by `resolveScope` in ../scope.ts. Anything else is
+ * refused with what it can do, so a request is never guessed at. Pure: no I/O.
  */
-import { posix } from 'node:path';
 import type { Candidate } from './languageService';
+import { globToRegExp, namedPaths, repoRelative } from '../scope';
 
 export type RefactorOp = { readonly kind: 'rename'; readonly from: string; readonly to: string } | { readonly kind: 'organize-imports' } | { readonly kind: 'fix-all' };
 
 export interface RefactorRequest {
   readonly ops: readonly RefactorOp[];
-  /** Repository paths, folders or globs the text names (empty: none named). */
+  /** The paths, folders and globs its scope text names, as written (empty: none named). */
   readonly paths: readonly string[];
 }
 
 export const HELP = [
-  'The refactoring agent does one of these (in the files you name, or the paths in the task, or the whole repository):',
+  'The refactoring agent does one of these (in the files sent as context, else the paths the task names, else the whole repository):',
   '- rename a symbol everywhere it is used: "rename calculateTotal to computeTotal", "rename `Cart` to `Basket` in src/cart.js"',
   '- organise imports: "organise imports in src/"',
   '- fix all: apply the TypeScript language service\'s safe combined fixes (unused declarations and imports, missing await, unreachable code, …): "fix all in src/**/*.ts"',
@@ -34,17 +36,15 @@ const FIX_ALL = /\bfix[\s-]*all\b|\bapply\s+(?:all\s+)?(?:the\s+)?(?:safe\s+)?(?
 const RESERVED = new Set(
   'break case catch class const continue debugger default delete do else enum export extends false finally for function if import in instanceof new null return super switch this throw true try typeof var void while with yield let static implements interface package private protected public await'.split(' '),
 );
-/** Words of a scope that name the whole repository (no narrowing). */
-const WHOLE = /\b(the\s+)?(whole|entire|all\s+of\s+the)\s+(repo|repository|project|codebase)\b|\beverywhere\b/i;
 
 export function parseRefactorRequest(text: string): RefactorRequest | { readonly error: string } {
   const t = text.trim();
   const rename = RENAME.exec(t);
   if (rename?.groups) {
-    const { from, to, rest } = rename.groups;
+    const { from, to } = rename.groups;
     if (RESERVED.has(to)) return { error: `"${to}" is a reserved word in JavaScript and cannot be a name; choose another.` };
     if (from === to) return { error: `"${from}" already has that name.` };
-    return { ops: [{ kind: 'rename', from, to }], paths: pathsIn(rest ?? '') };
+    return { ops: [{ kind: 'rename', from, to }], paths: pathsIn(scopeText(t)) };
   }
   const ops: RefactorOp[] = [];
   // Fixes first: they drop unused imports, which organising then sorts around.
@@ -57,39 +57,26 @@ export function parseRefactorRequest(text: string): RefactorRequest | { readonly
   return { ops, paths: pathsIn(t) };
 }
 
-/** Paths, folders and globs in the text: words with a slash, a JS/TS extension or a `*`. */
+/**
+ * The part of the task that can name the scope: for a rename, what follows the new name ("in
+ * src/cart.js"), so that `rename \`utils\` to \`helpers\`` never means the utils/ folder; otherwise
+ * the whole text.
+ */
+export function scopeText(text: string): string {
+  return RENAME.exec(text.trim())?.groups?.rest ?? text;
+}
+
+/** The paths, folders and globs the text surely names, as the shared scope reads them (`./` dropped). */
 export function pathsIn(text: string): string[] {
-  if (WHOLE.test(text)) return [];
-  const out: string[] = [];
-  for (const raw of text.split(/[\s,;]+/)) {
-    const w = raw.replace(/^[`'"(]+|[`'")]+$/g, '').replace(/[.:!?]+$/, '');
-    if (!w || /^[a-z]+:\/\//i.test(w)) continue;
-    if (w.includes('/') || w.includes('*') || /\.(?:[cm]?[jt]sx?)$/i.test(w)) out.push(w.replace(/^\.\//, ''));
-  }
-  return [...new Set(out)];
+  const names = namedPaths(text, [], () => false).filter((n) => !n.exclude);
+  return [...new Set(names.map((n) => n.text.replace(/^(\.\/)+/, '')))];
 }
 
-/** Whether `file` (repository-relative) is named by a path, folder or glob of the scope. */
+/** Whether `file` (repository-relative) is named by a path, folder or glob, matched as the shared scope matches them. */
 export function matchesPath(file: string, spec: string): boolean {
-  const s = posix.normalize(spec).replace(/\/+$/, '');
-  if (s === '.' || s === '') return true;
-  if (!/[*?[]/.test(s)) return file === s || file.startsWith(`${s}/`);
-  return globToRegExp(s).test(file);
-}
-
-function globToRegExp(glob: string): RegExp {
-  let re = '';
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i];
-    if (c === '*' && glob[i + 1] === '*') {
-      // `**/` matches no folder too.
-      re += glob[i + 2] === '/' ? '(?:.*/)?' : '.*';
-      i += glob[i + 2] === '/' ? 2 : 1;
-    } else if (c === '*') re += '[^/]*';
-    else if (c === '?') re += '[^/]';
-    else re += c.replace(/[.+^${}()|[\]\\]/g, '\\$&');
-  }
-  return new RegExp(`^${re}(?:/.*)?$`);
+  if (/[*?[{]/.test(spec)) return globToRegExp(spec.replace(/^(\.\/)+/, '')).test(file);
+  const p = repoRelative(spec);
+  return p !== undefined && (p === '' || file === p || file.startsWith(`${p}/`));
 }
 
 /** The question asked when a name has several declarations: numbered, with file:line and kind. */
