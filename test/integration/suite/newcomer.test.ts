@@ -164,7 +164,11 @@ describe('A newcomer’s first ten minutes, through the UI', function () {
     await driver('click', '#reply-text');
     await driver('type', 'the one in src/cart.js');
     await driver('click', '#send-reply');
-    const v = await settled(api, id);
+    // Until the reply is taken the delegation still reads input-required: wait for the turn after it.
+    const v = await waitFor('the task to end after the answer', () => {
+      const x = api.delegations.journalView(id);
+      return x?.outcome && x.outcome !== 'unknown' && x.outcome !== 'input-required' ? x : undefined;
+    }, 90_000);
     assert.equal(v.outcome, 'completed', v.outcomeReason);
     assert.equal(v.taskId, taskId, 'the answer continued the same task');
     await driver('expectText', 'Review Changes');
