@@ -5,11 +5,10 @@
  * through its own event log, so callers get seq numbers, replay and a signed envelope as with local
  * agents. A relay that breaks reconnects (GetTask, then SubscribeToTask); after a restart it re-attaches.
  */
-import { randomUUID } from 'node:crypto';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { Artifact, StreamResponse, TaskState, TaskStatus, taskStateToJSON } from '@a2a-js/sdk';
-import type { AgentCard, Message, SendMessageRequest, Task } from '@a2a-js/sdk';
+import type { AgentCard, SendMessageRequest, Task } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { Client } from '@a2a-js/sdk/client';
 import { RequestMalformedError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
@@ -26,7 +25,7 @@ import type { GatewayContext } from './gatewayContext';
 import { requestDigest, waitForBinding, waitForTask } from './localTaskRunner';
 import { envelopeBody, sentRequestDigest } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
-import type { StartedTask, TaskRunner } from './taskRunner';
+import type { DirectReply, StartedTask, TaskRunner } from './taskRunner';
 import { endsTurn, isTerminal } from './taskStates';
 
 const RECONNECT_ATTEMPTS = 6;
@@ -153,7 +152,7 @@ export class ProxyTaskRunner implements TaskRunner {
     return { ...params, tenant: '', message: { ...msg, metadata: { ...(msg.metadata ?? {}), [META.chain]: [...ProxyTaskRunner.chainOf(params), this.hop] } } };
   }
 
-  async start(params: SendMessageRequest, principal: string): Promise<StartedTask> {
+  async start(params: SendMessageRequest, principal: string): Promise<StartedTask | DirectReply> {
     const msg = params.message;
     if (!msg?.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
     this.refuseLoop(params);
@@ -162,38 +161,41 @@ export class ProxyTaskRunner implements TaskRunner {
     if (claim.kind === 'conflict') throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);
     if (claim.kind === 'existing') return { taskId: await waitForTask(this.ctx, this.cfg.id, claim.taskId ?? (await waitForBinding(this.ctx, principal, this.cfg.id, msg.messageId))) };
     try {
-      const taskId = await this.open(params, principal);
-      await this.ctx.store.bindRequest(principal, this.cfg.id, msg.messageId, taskId);
-      return { taskId };
+      const opened = await this.open(params, principal);
+      if (typeof opened !== 'string') {
+        // No task was made, so there is nothing a retry could find again: it is forwarded again.
+        await this.ctx.store.releaseRequest(principal, this.cfg.id, msg.messageId);
+        return opened;
+      }
+      await this.ctx.store.bindRequest(principal, this.cfg.id, msg.messageId, opened);
+      return { taskId: opened };
     } catch (e) {
       await this.ctx.store.releaseRequest(principal, this.cfg.id, msg.messageId);
       throw e;
     }
   }
 
-  /** Sends the first message; records the task from the remote's first event; relays the rest. */
-  private async open(params: SendMessageRequest, principal: string): Promise<string> {
+  /**
+   * Sends the first message; records the task from the remote's first event and relays the rest, or
+   * (the remote answered with a Message) hands that answer back as it came.
+   */
+  private async open(params: SendMessageRequest, principal: string): Promise<string | DirectReply> {
     const abort = new AbortController();
     const stream = await this.openStream({ kind: 'send', params: this.forwardParams(params) }, abort.signal);
     const firstBatch = await stream.next();
-    const firstWire = firstBatch.done ? undefined : firstBatch.value[0]?.ev;
+    const first = firstBatch.done ? undefined : firstBatch.value[0];
+    const firstWire = first?.ev;
     const rest = firstBatch.done ? [] : firstBatch.value.slice(1);
     const p = firstWire ? StreamResponse.fromJSON(firstWire).payload : undefined;
     if (!firstWire || !p) throw new RequestMalformedError(`the remote agent ${this.cfg.id} answered with an empty stream`);
+    if (p.$case === 'message') {
+      // A2A: a Message answer ends the exchange; the stream has nothing after it.
+      void stream.return(undefined);
+      return { reply: p.value, body: first?.raw ?? JSON.stringify(firstWire) };
+    }
     let task: Task;
     if (p.$case === 'task') task = p.value;
-    else if (p.$case === 'message') {
-      // A stateless reply: recorded as a completed task so it is replayable and owned like any other.
-      const m: Message = p.value;
-      task = {
-        id: m.taskId || `msg-${randomUUID()}`,
-        contextId: m.contextId || params.message?.contextId || randomUUID(),
-        status: { state: TaskState.TASK_STATE_COMPLETED, message: m, timestamp: new Date().toISOString() },
-        artifacts: [],
-        history: params.message ? [params.message] : [],
-        metadata: undefined,
-      };
-    } else {
+    else {
       const v = p.value;
       task = { id: v.taskId, contextId: v.contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: params.message ? [params.message] : [], metadata: undefined };
     }

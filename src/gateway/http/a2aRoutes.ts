@@ -76,7 +76,8 @@ function seqOfEnvelope(env: unknown): number | undefined {
 
 async function* rowsToItems(batches: AsyncGenerator<readonly EventRow[], void, undefined>, wrap: (body: string) => string): AsyncGenerator<readonly SseItem[], void, undefined> {
   try {
-    for await (const rows of batches) yield rows.map((r) => ({ id: r.seq, data: wrap(r.body) }));
+    // seq 0: an event outside any task (a direct Message answer), which has no place to resume from.
+    for await (const rows of batches) yield rows.map((r) => (r.seq > 0 ? { id: r.seq, data: wrap(r.body) } : { data: wrap(r.body) }));
   } finally {
     await batches.return();
   }

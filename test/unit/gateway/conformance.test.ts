@@ -1,0 +1,86 @@
+/**
+ * A2A conformance of the gateway's routes: through the proxy route (remote = the SDK's own agent, 1.0
+ * and 0.3) the caller gets what the agent answered, and the gateway's own rules follow the spec.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { TaskState } from '@a2a-js/sdk';
+import type { StreamResponse, Task } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
+import { startGateway } from '../../../src/gateway/server';
+import type { RunningGateway } from '../../../src/gateway/server';
+import { bounded, clientFor, collect, sendRequest, tempDir, userMessage } from './helpers';
+import { startRemote } from './remoteAgent';
+
+const REMOTE_TOKEN = 'remote-secret-token-0123456789';
+
+function stateOf(ev: StreamResponse | undefined): TaskState | undefined {
+  const p = ev?.payload;
+  if (p?.$case === 'statusUpdate') return p.value.status?.state;
+  if (p?.$case === 'task') return p.value.status?.state;
+  return undefined;
+}
+
+function taskOf(r: unknown): Task {
+  assert.ok(r && typeof r === 'object' && 'status' in r, `expected a task, got ${JSON.stringify(r)}`);
+  return r as Task;
+}
+
+for (const legacy of [false, true]) {
+  describe(`gateway conformance: through the proxy route to a ${legacy ? '0.3' : '1.0'} SDK agent`, () => {
+    const dir = tempDir();
+    let gw: RunningGateway;
+    let remote: Awaited<ReturnType<typeof startRemote>>;
+    let client: Client;
+    before(async () => {
+      remote = await startRemote(2, REMOTE_TOKEN, legacy);
+      gw = await startGateway({
+        stateDir: dir.path,
+        remoteAgents: [{ id: 'remote', name: 'Remote', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC', protocolVersion: legacy ? '0.3' : '1.0', auth: { kind: 'bearer', token: REMOTE_TOKEN }, skills: [] }],
+        limits: { cancelGraceMs: 2000 },
+        log: () => undefined,
+      });
+      // A plain A2A client (no replay profile), as a conformance suite is.
+      client = await clientFor(`${gw.url}/a2a/remote/.well-known/agent-card.json`, gw.token, { replay: false });
+    });
+    after(async () => {
+      await gw.close();
+      await remote.close();
+      dir[Symbol.dispose]();
+    });
+
+    it('a remote that answers with a Message: SendMessage returns that Message, not a task', async () => {
+      const answer = await client.sendMessage(sendRequest(userMessage('reply')));
+      assert.ok(!('status' in answer), `got a task: ${JSON.stringify(answer)}`);
+      assert.equal(answer.parts[0]?.content?.value, 'hello back');
+    });
+
+    it('a remote that answers with a Message: the stream is that one Message', async () => {
+      const events = await collect(client.sendMessageStream(sendRequest(userMessage('reply'))));
+      assert.deepEqual(events.map((e) => e.payload?.$case), ['message']);
+      const p = events[0]?.payload;
+      assert.equal(p?.$case === 'message' ? p.value.parts[0]?.content?.value : undefined, 'hello back');
+    });
+
+    it('SubscribeToTask outlives input-required and ends at the terminal state (A2A §3.1.6)', async () => {
+      const asked = taskOf(await client.sendMessage(sendRequest(userMessage('ask'))));
+      assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+      const events: StreamResponse[] = [];
+      let firstSeen!: () => void;
+      const gotFirst = new Promise<void>((r) => (firstSeen = r));
+      const subscribed = (async () => {
+        for await (const ev of client.resubscribeTask({ tenant: '', id: asked.id })) {
+          events.push(ev);
+          firstSeen();
+        }
+      })();
+      await bounded(gotFirst, 'the first event of the subscription');
+      const answer = { ...userMessage('a.ts'), taskId: asked.id, contextId: asked.contextId };
+      const done = taskOf(await client.sendMessage(sendRequest(answer)));
+      assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
+      await bounded(subscribed, 'the subscription to end');
+      assert.equal(events[0]?.payload?.$case, 'task', 'the first event is the task');
+      assert.equal(stateOf(events[events.length - 1]), TaskState.TASK_STATE_COMPLETED, `ended at ${String(stateOf(events[events.length - 1]))}`);
+    });
+  });
+}
