@@ -243,7 +243,13 @@ export class ProxyTaskRunner implements TaskRunner {
     const abort = new AbortController();
     const stream = await this.openStream({ kind: 'send', params: this.forwardParams(params) }, abort.signal);
     writer.setOwner(this.ctx.instanceId);
-    this.startRelay(writer, stream, abort);
+    // The new turn's first event is recorded before this returns: a stream of the follow-up starts
+    // after the previous turn's last event, and would otherwise find that turn's end and close empty.
+    const firstBatch = await stream.next();
+    const pending = firstBatch.done ? [] : firstBatch.value;
+    const head = pending[0];
+    if (head) await (this.ingest(writer, head.ev, head.raw) ?? writer.committed());
+    this.startRelay(writer, stream, abort, pending.slice(1));
     return { taskId: row.id };
   }
 

@@ -82,5 +82,16 @@ for (const legacy of [false, true]) {
       assert.equal(events[0]?.payload?.$case, 'task', 'the first event is the task');
       assert.equal(stateOf(events[events.length - 1]), TaskState.TASK_STATE_COMPLETED, `ended at ${String(stateOf(events[events.length - 1]))}`);
     });
+
+    it('a follow-up message (the answer to input-required) streams the new turn', async () => {
+      const asked = taskOf(await client.sendMessage(sendRequest(userMessage('ask'))));
+      assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+      const answer = { ...userMessage('b.ts'), taskId: asked.id, contextId: asked.contextId };
+      const events = await bounded(collect(client.sendMessageStream(sendRequest(answer))), 'the follow-up stream');
+      assert.ok(events.length >= 2, `got ${events.length} events`);
+      assert.equal(stateOf(events[events.length - 1]), TaskState.TASK_STATE_COMPLETED);
+      const said = events.find((e) => e.payload?.$case === 'statusUpdate' && e.payload.value.status?.message?.parts[0]?.content?.value === 'got b.ts');
+      assert.ok(said, 'the remote saw the answer and its reply came through');
+    });
   });
 }
