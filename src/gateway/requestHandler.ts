@@ -271,6 +271,8 @@ export class GatewayRequestHandler implements A2ARequestHandler {
 
   private requirePush(): PushNotifier {
     if (!this.push) throw new PushNotificationNotSupportedError('push notifications are not enabled on this gateway');
+    // A route whose card does not offer push (a remote that declares none) refuses it, as its card says.
+    if (!this.card().capabilities?.pushNotifications) throw new PushNotificationNotSupportedError(`the agent ${this.agentId} does not support push notifications (its card says so); follow the task with SubscribeToTask or GetTask`);
     return this.push;
   }
 

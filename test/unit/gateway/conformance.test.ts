@@ -21,6 +21,27 @@ function stateOf(ev: StreamResponse | undefined): TaskState | undefined {
   return undefined;
 }
 
+async function rpc(gw: RunningGateway, agent: string, method: string, params: Record<string, unknown>): Promise<{ result?: unknown; error?: { code: number; message: string } }> {
+  const res = await fetch(`${gw.url}/a2a/${agent}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${gw.token}`, 'A2A-Version': '1.0' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  return (await res.json()) as { result?: unknown; error?: { code: number; message: string } };
+}
+
+/** Waits until the route's card shows what the remote's own card says (it is read in the background). */
+async function cardSettles(gw: RunningGateway, agent: string, ok: (card: { capabilities?: { pushNotifications?: boolean } }) => boolean): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    const res = await fetch(`${gw.url}/a2a/${agent}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } });
+    if (ok((await res.json()) as { capabilities?: { pushNotifications?: boolean } })) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.fail(`the card of ${agent} did not settle`);
+}
+
+const PUSH_NOT_SUPPORTED = -32003;
+
 function taskOf(r: unknown): Task {
   assert.ok(r && typeof r === 'object' && 'status' in r, `expected a task, got ${JSON.stringify(r)}`);
   return r as Task;
@@ -33,7 +54,7 @@ for (const legacy of [false, true]) {
     let remote: Awaited<ReturnType<typeof startRemote>>;
     let client: Client;
     before(async () => {
-      remote = await startRemote(2, REMOTE_TOKEN, legacy);
+      remote = await startRemote(2, REMOTE_TOKEN, legacy, { serveCard: true });
       gw = await startGateway({
         stateDir: dir.path,
         remoteAgents: [{ id: 'remote', name: 'Remote', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC', protocolVersion: legacy ? '0.3' : '1.0', auth: { kind: 'bearer', token: REMOTE_TOKEN }, skills: [] }],
@@ -81,6 +102,27 @@ for (const legacy of [false, true]) {
       await bounded(subscribed, 'the subscription to end');
       assert.equal(events[0]?.payload?.$case, 'task', 'the first event is the task');
       assert.equal(stateOf(events[events.length - 1]), TaskState.TASK_STATE_COMPLETED, `ended at ${String(stateOf(events[events.length - 1]))}`);
+    });
+
+    it("push-config calls answer PushNotificationNotSupported when the route's card offers no push, and nothing is created", async () => {
+      await cardSettles(gw, 'remote', (c) => c.capabilities?.pushNotifications === false);
+      const asked = taskOf(await client.sendMessage(sendRequest(userMessage('ask'))));
+      const url = 'http://127.0.0.1:9/hook';
+      const calls: Array<[string, Record<string, unknown>]> = [
+        ['CreateTaskPushNotificationConfig', { taskId: asked.id, url, token: 't' }],
+        ['GetTaskPushNotificationConfig', { taskId: asked.id, id: 'c1' }],
+        ['ListTaskPushNotificationConfigs', { taskId: asked.id }],
+        ['DeleteTaskPushNotificationConfig', { taskId: asked.id, id: 'c1' }],
+        ['GetTaskPushNotificationConfig', { taskId: 'no-such-task', id: 'c1' }],
+      ];
+      for (const [method, params] of calls) {
+        const out = await rpc(gw, 'remote', method, params);
+        assert.equal(out.error?.code, PUSH_NOT_SUPPORTED, `${method}: ${JSON.stringify(out)}`);
+      }
+      // A send that asks for push is refused too, before anything runs.
+      const withPush = { ...sendRequest(userMessage('go')), configuration: { acceptedOutputModes: [], returnImmediately: false, taskPushNotificationConfig: { tenant: '', id: '', taskId: '', url, token: '', authentication: undefined } } };
+      await assert.rejects(client.sendMessage(withPush), /push/i);
+      assert.deepEqual(await gw.store.listPushConfigs('remote', asked.id), []);
     });
 
     it('a follow-up message (the answer to input-required) streams the new turn', async () => {

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
-import { jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
+import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import { Role, TaskState } from '@a2a-js/sdk';
 import type { AgentCard, Message, Part, Task } from '@a2a-js/sdk';
 
@@ -107,7 +107,7 @@ export class CountingExecutor implements AgentExecutor {
   }
 }
 
-export async function startRemote(n: number, requiredToken: string, legacy: boolean): Promise<{ url: string; seenAuth: string[]; executor: CountingExecutor; close(): Promise<void> }> {
+export async function startRemote(n: number, requiredToken: string, legacy: boolean, opts: { serveCard?: boolean } = {}): Promise<{ url: string; seenAuth: string[]; executor: CountingExecutor; close(): Promise<void> }> {
   const seenAuth: string[] = [];
   const app = express();
   let url = '';
@@ -129,6 +129,8 @@ export async function startRemote(n: number, requiredToken: string, legacy: bool
     if (req.header('authorization') !== `Bearer ${requiredToken}`) return void res.status(401).json({ error: 'no' });
     next();
   });
+  // Its card at the origin (behind the same bearer check); a 0.3 caller gets the card's 0.3 form.
+  if (opts.serveCard) app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: () => Promise.resolve(card()), legacyCompat: { enabled: legacy } }));
   app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }), ...(legacy ? { legacyCompat: { enabled: true } } : {}) }));
   app.use('/rest', restHandler({ requestHandler: handler, userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }) }));
   const server: Server = await new Promise((r) => {
