@@ -264,13 +264,31 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
 }
 
 /**
- * A public card: 0.3 clients (no A2A-Version header) get the SDK's 0.3 form; everyone else the 1.0
+ * Which form of the card a request gets. A2A-Version (header, or the query parameter A2A allows
+ * instead) decides: 0.3 gets the 0.3 form, anything else 1.0. Without it, A2A says a *request* is
+ * 0.3, but the card is fetched before any version is chosen and the well-known URI must return an
+ * A2A 1.0 AgentCard (§14.3), which 1.0 clients and conformance suites fetch bare. The 0.3 SDK clients
+ * fetch it with `Accept: application/json` and no version: that, and only that, gets the 0.3 form.
+ */
+export function wantsLegacyCard(version: string | undefined, accept: string | undefined): boolean {
+  if (version) return version.trim().startsWith('0.');
+  return (accept ?? '').split(',').map((t) => t.split(';')[0]?.trim().toLowerCase()).includes('application/json');
+}
+
+/**
+ * A public card: the SDK's 0.3 form for 0.3 clients (see `wantsLegacyCard`); everyone else the 1.0
  * wire JSON (`AgentCard.toJSON`) — the exact form the card signature covers. (The SDK's own
  * agentCardHandler serialises the in-memory object, whose security schemes are not wire JSON.)
  */
 function cardRoute(provider: () => Promise<AgentCard>): express.Router {
   const router = express.Router();
-  router.use(legacyAgentCardRouter({ agentCardProvider: provider, cache: { maxAge: 60 } }));
+  const legacy = legacyAgentCardRouter({ agentCardProvider: provider, cache: { maxAge: 60 } });
+  router.use((req: Request, res: Response, next: NextFunction) => {
+    const q = req.query['A2A-Version'];
+    res.append('Vary', 'Accept');
+    if (wantsLegacyCard(req.header('A2A-Version') ?? (typeof q === 'string' ? q : undefined), req.header('accept'))) return legacy(req, res, next);
+    next();
+  });
   router.get('/', (_req: Request, res: Response, next: NextFunction) => {
     provider().then((card) => {
       res.setHeader('Cache-Control', 'public, max-age=60');

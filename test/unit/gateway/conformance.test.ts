@@ -9,7 +9,7 @@ import type { StreamResponse, Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
-import { bounded, clientFor, collect, sendRequest, tempDir, userMessage } from './helpers';
+import { bounded, clientFor, collect, scriptedAgent, sendRequest, tempDir, userMessage } from './helpers';
 import { startRemote } from './remoteAgent';
 
 const REMOTE_TOKEN = 'remote-secret-token-0123456789';
@@ -137,3 +137,61 @@ for (const legacy of [false, true]) {
     });
   });
 }
+
+/** The fields of an A2A 1.0 AgentCard (its JSON schema allows no others). */
+const CARD_1_0_FIELDS = new Set(['capabilities', 'defaultInputModes', 'defaultOutputModes', 'description', 'documentationUrl', 'iconUrl', 'name', 'provider', 'securityRequirements', 'securitySchemes', 'signatures', 'skills', 'supportedInterfaces', 'version']);
+
+describe('gateway conformance: which card form a request gets', () => {
+  const dir = tempDir();
+  let gw: RunningGateway;
+  before(async () => {
+    gw = await startGateway({ stateDir: dir.path, localAgents: [scriptedAgent()], log: () => undefined });
+  });
+  after(async () => {
+    await gw.close();
+    dir[Symbol.dispose]();
+  });
+
+  const read = async (path: string, headers: Record<string, string>): Promise<{ card: Record<string, unknown>; vary: string }> => {
+    const res = await fetch(`${gw.url}${path}`, { headers });
+    assert.equal(res.status, 200);
+    return { card: (await res.json()) as Record<string, unknown>, vary: res.headers.get('vary') ?? '' };
+  };
+  const is10 = (card: Record<string, unknown>, what: string): void => {
+    assert.ok(Array.isArray(card.supportedInterfaces), `${what}: no supportedInterfaces`);
+    assert.deepEqual(Object.keys(card).filter((k) => !CARD_1_0_FIELDS.has(k)), [], `${what}: fields a 1.0 card does not have`);
+  };
+  const is03 = (card: Record<string, unknown>, what: string): void => {
+    assert.equal(card.protocolVersion, '0.3', what);
+    assert.equal(typeof card.url, 'string', what);
+  };
+
+  it("the gateway's own card: a bare fetch gets the 1.0 form (it names no interfaces: it is an index)", async () => {
+    const { card } = await read('/.well-known/agent-card.json', {});
+    assert.deepEqual(Object.keys(card).filter((k) => !CARD_1_0_FIELDS.has(k)), []);
+  });
+
+  for (const path of ['/a2a/echo/.well-known/agent-card.json']) {
+    it(`${path}: a bare fetch (a 1.0 client, a conformance suite) gets a valid 1.0 card`, async () => {
+      is10((await read(path, {})).card, 'no headers');
+      is10((await read(path, { accept: '*/*' })).card, 'Accept: */*');
+      is10((await read(path, { accept: 'application/json', 'A2A-Version': '1.0' })).card, 'A2A-Version 1.0');
+    });
+
+    it(`${path}: a 0.3 client (Accept: application/json and no version, or version 0.3) gets the 0.3 form`, async () => {
+      const legacy = await read(path, { accept: 'application/json' });
+      is03(legacy.card, 'Accept: application/json');
+      assert.match(legacy.vary, /Accept/);
+      is03((await read(path, { 'A2A-Version': '0.3' })).card, 'A2A-Version 0.3');
+      is03((await read(`${path}?A2A-Version=0.3`, {})).card, 'the A2A-Version query parameter');
+    });
+  }
+
+  it('a 0.3 SDK client and a 1.0 one both complete a task on the route', async () => {
+    for (const legacy of [true, false]) {
+      const client = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token, { legacy, replay: false });
+      const t = taskOf(await client.sendMessage(sendRequest(userMessage(`hi ${String(legacy)}`))));
+      assert.equal(t.status?.state, TaskState.TASK_STATE_COMPLETED, `legacy ${String(legacy)}`);
+    }
+  });
+});
