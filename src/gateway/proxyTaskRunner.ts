@@ -22,7 +22,7 @@ import { remoteAuthHeaders } from './remoteCard';
 import { remoteStreamBatches } from './remoteStream';
 import type { RemoteCall, RemoteEndpoint, RemoteEvent } from './remoteStream';
 import type { GatewayContext } from './gatewayContext';
-import { requestDigest, waitForBinding, waitForTask } from './localTaskRunner';
+import { requestDigest, requestKey, waitForBinding, waitForTask } from './localTaskRunner';
 import { envelopeBody, sentRequestDigest } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
 import type { DirectReply, StartedTask, TaskRunner } from './taskRunner';
@@ -157,20 +157,21 @@ export class ProxyTaskRunner implements TaskRunner {
     if (!msg?.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
     this.refuseLoop(params);
     const digest = requestDigest(params);
-    const claim = await this.ctx.store.claimRequest(principal, this.cfg.id, msg.messageId, digest, null);
+    const key = requestKey(params, digest);
+    const claim = await this.ctx.store.claimRequest(principal, this.cfg.id, key, digest, null);
     if (claim.kind === 'conflict') throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);
-    if (claim.kind === 'existing') return { taskId: await waitForTask(this.ctx, this.cfg.id, claim.taskId ?? (await waitForBinding(this.ctx, principal, this.cfg.id, msg.messageId))) };
+    if (claim.kind === 'existing') return { taskId: await waitForTask(this.ctx, this.cfg.id, claim.taskId ?? (await waitForBinding(this.ctx, principal, this.cfg.id, key))) };
     try {
       const opened = await this.open(params, principal);
       if (typeof opened !== 'string') {
         // No task was made, so there is nothing a retry could find again: it is forwarded again.
-        await this.ctx.store.releaseRequest(principal, this.cfg.id, msg.messageId);
+        await this.ctx.store.releaseRequest(principal, this.cfg.id, key);
         return opened;
       }
-      await this.ctx.store.bindRequest(principal, this.cfg.id, msg.messageId, opened);
+      await this.ctx.store.bindRequest(principal, this.cfg.id, key, opened);
       return { taskId: opened };
     } catch (e) {
-      await this.ctx.store.releaseRequest(principal, this.cfg.id, msg.messageId);
+      await this.ctx.store.releaseRequest(principal, this.cfg.id, key);
       throw e;
     }
   }
@@ -225,12 +226,15 @@ export class ProxyTaskRunner implements TaskRunner {
   }
 
   async continueTask(row: TaskRow, params: SendMessageRequest, principal: string): Promise<StartedTask> {
-    if (isTerminal(row.state)) throw new RequestMalformedError(`task ${row.id} has ended; start a new task`);
     const msg = params.message;
     if (!msg?.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
     this.refuseLoop(params);
     const digest = requestDigest(params);
-    const claim = await this.ctx.store.claimRequest(principal, this.cfg.id, msg.messageId, digest, row.id);
+    const key = requestKey(params, digest);
+    // A follow-up sent again finds the task it continued, even when that turn has ended the task since.
+    if ((await this.ctx.store.findRequest(principal, this.cfg.id, key))?.taskId === row.id) return { taskId: row.id };
+    if (isTerminal(row.state)) throw new RequestMalformedError(`task ${row.id} has ended; start a new task`);
+    const claim = await this.ctx.store.claimRequest(principal, this.cfg.id, key, digest, row.id);
     if (claim.kind === 'conflict') throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);
     if (claim.kind === 'existing') return { taskId: row.id };
     const current = this.relays.get(row.id);

@@ -125,6 +125,20 @@ for (const legacy of [false, true]) {
       assert.deepEqual(await gw.store.listPushConfigs('remote', asked.id), []);
     });
 
+    it('messageId: a follow-up may reuse the messageId of the send that made the task; a retried follow-up is not forwarded twice', async () => {
+      const first = userMessage('ask');
+      const asked = taskOf(await client.sendMessage(sendRequest(first)));
+      assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+      const answer = { ...userMessage('c.ts', undefined, first.messageId), taskId: asked.id, contextId: asked.contextId };
+      const done = taskOf(await client.sendMessage(sendRequest(answer)));
+      assert.equal(done.id, asked.id);
+      assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
+      // The same follow-up again is the one already sent: the task as it is, nothing forwarded.
+      const again = taskOf(await client.sendMessage(sendRequest(structuredClone(answer))));
+      assert.equal(again.id, asked.id);
+      assert.equal(again.status?.state, TaskState.TASK_STATE_COMPLETED);
+    });
+
     it('a follow-up message (the answer to input-required) streams the new turn', async () => {
       const asked = taskOf(await client.sendMessage(sendRequest(userMessage('ask'))));
       assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
@@ -186,6 +200,19 @@ describe('gateway conformance: which card form a request gets', () => {
       is03((await read(`${path}?A2A-Version=0.3`, {})).card, 'the A2A-Version query parameter');
     });
   }
+
+  it('messageId: the same message again is the same task; another message under the same messageId is a new task', async () => {
+    const client = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token, { replay: false });
+    const a = userMessage('first body');
+    const t1 = taskOf(await client.sendMessage(sendRequest(a)));
+    const retried = taskOf(await client.sendMessage(sendRequest(structuredClone(a))));
+    assert.equal(retried.id, t1.id, 'a retried send makes no second task');
+    const b = userMessage('second body', undefined, a.messageId);
+    const t2 = taskOf(await client.sendMessage(sendRequest(b)));
+    assert.notEqual(t2.id, t1.id, 'never answered with the first task');
+    assert.equal(t2.history[0]?.parts[0]?.content?.value, 'second body');
+    assert.equal(t2.status?.state, TaskState.TASK_STATE_COMPLETED);
+  });
 
   it('a 0.3 SDK client and a 1.0 one both complete a task on the route', async () => {
     for (const legacy of [true, false]) {
