@@ -262,6 +262,11 @@ export class TaskWriter {
     return this.stateNow;
   }
 
+  /** Takes a task's history as the remote reports it (folded into the next commit's snapshot). */
+  adoptHistory(history: unknown): void {
+    if (Array.isArray(history)) this.wire.history = history;
+  }
+
   /** Resolves once everything added so far is committed; rejects if a commit failed. */
   committed(): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);

@@ -7,8 +7,8 @@
  */
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import { Artifact, StreamResponse, TaskState, TaskStatus, taskStateToJSON } from '@a2a-js/sdk';
-import type { AgentCard, SendMessageRequest, Task } from '@a2a-js/sdk';
+import { Artifact, StreamResponse, Task, TaskState, TaskStatus, taskStateToJSON } from '@a2a-js/sdk';
+import type { AgentCard, SendMessageRequest } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { Client } from '@a2a-js/sdk/client';
 import { RequestMalformedError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
@@ -249,11 +249,20 @@ export class ProxyTaskRunner implements TaskRunner {
     writer.setOwner(this.ctx.instanceId);
     // The new turn's first event is recorded before this returns: a stream of the follow-up starts
     // after the previous turn's last event, and would otherwise find that turn's end and close empty.
-    const firstBatch = await stream.next();
-    const pending = firstBatch.done ? [] : firstBatch.value;
-    const head = pending[0];
-    if (head) await (this.ingest(writer, head.ev, head.raw) ?? writer.committed());
-    this.startRelay(writer, stream, abort, pending.slice(1));
+    // (A first event that changes nothing, the task as it was, does not count.)
+    const before = writer.lastSeq;
+    let pending: readonly RemoteEvent[] = [];
+    while (writer.lastSeq === before) {
+      const batch = await stream.next();
+      if (batch.done) break;
+      let i = 0;
+      while (i < batch.value.length && writer.lastSeq === before) {
+        const { ev, raw } = batch.value[i++];
+        await (this.ingest(writer, ev, raw) ?? writer.committed());
+      }
+      pending = batch.value.slice(i);
+    }
+    this.startRelay(writer, stream, abort, pending);
     return { taskId: row.id };
   }
 
@@ -275,6 +284,7 @@ export class ProxyTaskRunner implements TaskRunner {
     if (!kind) return undefined;
     const tid = wireTaskId(ev, kind);
     if (tid && tid !== writer.taskId) return undefined;
+    if (kind === 'task') return this.ingestSnapshot(writer, ev);
     const state = wireEventState(ev, kind);
     if (kind === 'statusUpdate' && isTerminal(state) && this.ctx.signEnvelope) return this.ingestSigned(writer, ev, state, this.ctx.signEnvelope);
     return this.commit(writer, ev, state, kind, raw);
@@ -374,9 +384,10 @@ export class ProxyTaskRunner implements TaskRunner {
    * with the signed envelope over those artifacts). A status alone would leave the store without the
    * artifacts made meanwhile; the status comes last so a follower's stream ends on it.
    */
-  private async catchUp(writer: TaskWriter, t: Task): Promise<void> {
+  private async catchUp(writer: TaskWriter, t: Task, onlyChanges = false): Promise<void> {
+    const current = writer.task;
     const known = new Map<string, string>();
-    for (const a of writer.task.artifacts) known.set(a.artifactId, JSON.stringify(Artifact.toJSON(a)));
+    for (const a of current.artifacts) known.set(a.artifactId, JSON.stringify(Artifact.toJSON(a)));
     for (const a of t.artifacts) {
       if (known.get(a.artifactId) === JSON.stringify(Artifact.toJSON(a))) continue;
       const update = StreamResponse.toJSON({
@@ -384,7 +395,20 @@ export class ProxyTaskRunner implements TaskRunner {
       }) as Json;
       await this.ingest(writer, update);
     }
+    const same = (x: Task['status']): string => JSON.stringify(x ? TaskStatus.toJSON(x) : null);
+    if (onlyChanges && same(current.status) === same(t.status)) return writer.committed();
     await (this.ingest(writer, this.statusWire(t.id, t.contextId, t.status)) ?? writer.committed());
+  }
+
+  /**
+   * A full task after the first event: some agents report progress, and their end, as snapshots. It is
+   * recorded as the updates it implies (each new or changed artifact, then the status when it changed),
+   * so a client sees progress as A2A 1.0 update events and a final status is signed like any other.
+   */
+  private ingestSnapshot(writer: TaskWriter, ev: WireEvent): Promise<void> {
+    const t = Task.fromJSON(ev.task);
+    writer.adoptHistory((ev.task as Json).history);
+    return this.catchUp(writer, { ...t, id: writer.taskId, contextId: t.contextId || writer.contextId }, true);
   }
 
   ensureLive(row: TaskRow): Promise<void> | undefined {

@@ -11,6 +11,8 @@ import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { bounded, clientFor, collect, scriptedAgent, sendRequest, tempDir, userMessage } from './helpers';
 import { startRemote } from './remoteAgent';
+import { startForeignAgent } from './foreignAgent';
+import type { ForeignAgent } from './foreignAgent';
 
 const REMOTE_TOKEN = 'remote-secret-token-0123456789';
 
@@ -221,4 +223,47 @@ describe('gateway conformance: which card form a request gets', () => {
       assert.equal(t.status?.state, TaskState.TASK_STATE_COMPLETED, `legacy ${String(legacy)}`);
     }
   });
+});
+
+describe('gateway conformance: through the proxy route to a foreign 0.3 agent (no SDK)', () => {
+  const dir = tempDir();
+  let gw: RunningGateway;
+  let remote: ForeignAgent;
+  let client: Client;
+  const logs: string[] = [];
+  before(async () => {
+    remote = await startForeignAgent();
+    gw = await startGateway({
+      stateDir: dir.path,
+      remoteAgents: [{ id: 'foreign', name: 'Foreign', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC', protocolVersion: '0.3', auth: { kind: 'none' }, skills: [] }],
+      limits: { cancelGraceMs: 1000 },
+      log: (l) => logs.push(l),
+    });
+    client = await clientFor(`${gw.url}/a2a/foreign/.well-known/agent-card.json`, gw.token, { replay: false });
+  });
+  after(async () => {
+    await gw.close();
+    await remote.close();
+    dir[Symbol.dispose]();
+  });
+
+  it('a remote that reports progress, and its end, as full task snapshots: progress arrives as status updates and the end is signed', async () => {
+      const events = await bounded(collect(client.sendMessageStream(sendRequest(userMessage('snapshots')))), 'the snapshot stream');
+      assert.equal(events[0]?.payload?.$case, 'task');
+      const progress = events.flatMap((e) => (e.payload?.$case === 'statusUpdate' && e.payload.value.status?.state === TaskState.TASK_STATE_WORKING ? [String(e.payload.value.status.message?.parts[0]?.content?.value)] : []));
+      assert.deepEqual(progress, ['reading', 'writing']);
+      assert.ok(events.slice(1).every((e) => e.payload?.$case !== 'task'), 'after the first event, updates only (A2A 1.0)');
+      const made = events.find((e) => e.payload?.$case === 'artifactUpdate');
+      assert.equal(made?.payload?.$case === 'artifactUpdate' ? made.payload.value.artifact?.name : undefined, 'changes.patch');
+      const end = events[events.length - 1];
+      assert.equal(end?.payload?.$case, 'statusUpdate');
+      assert.equal(stateOf(end), TaskState.TASK_STATE_COMPLETED);
+      assert.equal(typeof (end?.payload?.value as { metadata?: Record<string, unknown> }).metadata?.['baton/resultEnvelope'], 'string', 'the result is signed');
+      const id = events[0]?.payload?.$case === 'task' ? events[0].payload.value.id : '';
+      const task = await client.getTask({ tenant: '', id });
+      assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
+      assert.equal(typeof task.metadata?.['baton/resultEnvelope'], 'string');
+      assert.match(String(task.artifacts[0]?.parts[0]?.content?.value), /^diff --git a\/f/);
+    });
+
 });

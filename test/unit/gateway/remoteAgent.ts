@@ -10,7 +10,7 @@ import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sd
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import { Role, TaskState } from '@a2a-js/sdk';
-import type { AgentCard, Message, Part, Task } from '@a2a-js/sdk';
+import type { AgentCard, Message, Part } from '@a2a-js/sdk';
 
 function textPart(value: string): Part {
   return { content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: 'text/plain' };
@@ -43,19 +43,10 @@ export class CountingExecutor implements AgentExecutor {
     }
     if (ctx.task) {
       // A follow-up to an "ask" task: the answer finishes it.
-      bus.publish(AgentEvent.task({ ...ctx.task, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: undefined } }));
+      // First the task as it stands (still input-required), as SDK agents do.
+      bus.publish(AgentEvent.task(ctx.task));
       bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: agentMessage(`got ${text}`, taskId, contextId), timestamp: undefined }, metadata: undefined }));
       bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
-      bus.finished();
-      return;
-    }
-    if (text === 'snapshots') {
-      // Progress as full task snapshots, and the end as a full Task too (as some foreign agents do).
-      const snap = (state: TaskState, note: string, artifacts: Task['artifacts'] = []): Task => ({ id: taskId, contextId, status: { state, message: agentMessage(note, taskId, contextId), timestamp: undefined }, artifacts, history: [ctx.userMessage], metadata: undefined });
-      bus.publish(AgentEvent.task(snap(TaskState.TASK_STATE_SUBMITTED, 'queued')));
-      bus.publish(AgentEvent.task(snap(TaskState.TASK_STATE_WORKING, 'reading')));
-      bus.publish(AgentEvent.task(snap(TaskState.TASK_STATE_WORKING, 'writing')));
-      bus.publish(AgentEvent.task(snap(TaskState.TASK_STATE_COMPLETED, 'done', [{ artifactId: 'p', name: 'changes.patch', description: '', parts: [{ ...textPart('diff --git a/s b/s\n'), filename: 'changes.patch', mediaType: 'text/x-diff' }], metadata: undefined, extensions: [] }])));
       bus.finished();
       return;
     }
