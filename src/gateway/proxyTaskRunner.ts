@@ -19,6 +19,7 @@ import type { RemoteAgentConfig } from './config';
 import { TaskWriter, wireEventState, wireKind, wireTaskId } from './eventLog';
 import type { Json, WireEvent, WireKind } from './eventLog';
 import { remoteAuthHeaders } from './remoteCard';
+import type { RemoteCardFacts } from './remoteCard';
 import { remoteStreamBatches } from './remoteStream';
 import type { RemoteCall, RemoteEndpoint, RemoteEvent } from './remoteStream';
 import type { GatewayContext } from './gatewayContext';
@@ -31,6 +32,7 @@ import { endsTurn, isTerminal } from './taskStates';
 const RECONNECT_ATTEMPTS = 6;
 /** The longest delegation chain a proxy forwards (each gateway hop adds one entry). */
 const MAX_CHAIN = 16;
+type RemoteVersion = '1.0' | '0.3';
 const REMOTE_CALL_MS = 15_000;
 
 /** Events from the remote, in the batches they arrived in. */
@@ -60,22 +62,59 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 export class ProxyTaskRunner implements TaskRunner {
   readonly kind = 'proxy' as const;
-  private client: Promise<Client> | undefined;
+  private client: { readonly version: RemoteVersion; readonly client: Promise<Client> } | undefined;
   private readonly relays = new Map<string, Relay>();
   /** Envelope request digests of the tasks this process started (a re-attached relay signs null). */
   private readonly sentDigests = new Map<string, string>();
   private closed = false;
   /** 1.0 remotes are read as wire JSON (remoteStream.ts); 0.3 ones through the SDK's client. */
-  private readonly endpoint: RemoteEndpoint | undefined;
+  private readonly endpoint: RemoteEndpoint;
+  /** The config/card disagreement last logged (logged again only when it changes). */
+  private saidMismatch = '';
 
   constructor(
     private readonly ctx: GatewayContext,
     private readonly cfg: RemoteAgentConfig,
+    /** What the remote's own card says, once it has been read. */
+    private readonly cardFacts: () => RemoteCardFacts | undefined = () => undefined,
   ) {
-    this.endpoint =
-      cfg.protocolVersion === '1.0'
-        ? { url: cfg.url, binding: cfg.protocolBinding, headers: () => this.remoteHeaders(), agents: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) } }
-        : undefined;
+    this.endpoint = { url: cfg.url, binding: cfg.protocolBinding, headers: () => this.remoteHeaders(), agents: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) } };
+  }
+
+  /** The versions the remote's card offers for the configured binding (empty: not read, or none). */
+  private cardVersions(): string[] {
+    return [...new Set((this.cardFacts()?.interfaces ?? []).filter((i) => i.binding === this.cfg.protocolBinding).map((i) => i.version))];
+  }
+
+  /**
+   * The A2A version spoken to the remote: the config's when it names one, else what the remote's card
+   * offers (1.0 when it offers it or has not been read yet).
+   */
+  private version(): RemoteVersion {
+    const offered = this.cardVersions();
+    if (this.cfg.protocolVersion) {
+      const hint = this.versionHint();
+      if (hint && hint !== this.saidMismatch) this.ctx.log(`remote agent ${this.cfg.id}: ${hint}`);
+      this.saidMismatch = hint;
+      return this.cfg.protocolVersion;
+    }
+    return offered.length && !offered.includes('1.0') && offered.includes('0.3') ? '0.3' : '1.0';
+  }
+
+  /** Says so when the configured version is one the remote's card does not offer ('' when they agree). */
+  private versionHint(): string {
+    const offered = this.cardVersions();
+    const want = this.cfg.protocolVersion;
+    if (!want || !offered.length || offered.includes(want)) return '';
+    return `the config says protocolVersion ${want}, but its card offers A2A ${offered.join(', ')} over ${this.cfg.protocolBinding}; set "protocolVersion": "${offered.includes('0.3') ? '0.3' : offered[0]}" (or leave it out to follow the card)`;
+  }
+
+  /** An error from the remote, with the version mismatch that likely caused it when there is one. */
+  private withHint(e: unknown): unknown {
+    const hint = this.versionHint();
+    if (!hint || !(e instanceof Error) || e.message.includes(hint)) return e;
+    e.message = `${e.message} (${hint})`;
+    return e;
   }
 
   private remoteHeaders(): Record<string, string> {
@@ -84,7 +123,7 @@ export class ProxyTaskRunner implements TaskRunner {
 
   /** A streaming call to the remote, as wire events. */
   private async openStream(call: RemoteCall, signal: AbortSignal): Promise<WireStream> {
-    if (this.endpoint) return remoteStreamBatches(this.endpoint, call, signal);
+    if (this.version() === '1.0') return remoteStreamBatches(this.endpoint, call, signal);
     const client = await this.getClient();
     return asWire(call.kind === 'send' ? client.sendMessageStream(this.forwardParams(call.params), { signal }) : client.resubscribeTask({ tenant: '', id: call.taskId }, { signal }));
   }
@@ -102,20 +141,25 @@ export class ProxyTaskRunner implements TaskRunner {
   };
 
   private getClient(): Promise<Client> {
-    this.client ??= (async () => {
-      const legacyCompat = { enabled: this.cfg.protocolVersion === '0.3' };
+    const version = this.version();
+    if (this.client?.version === version) return this.client.client;
+    const client = (async () => {
+      const legacyCompat = { enabled: version === '0.3' };
       const factory = new ClientFactory({
         transports: [new JsonRpcTransportFactory({ fetchImpl: this.remoteFetch, legacyCompat }), new RestTransportFactory({ fetchImpl: this.remoteFetch, legacyCompat })],
       });
       // A card made from the pinned endpoint: the client goes nowhere else.
       const card: AgentCard = {
         ...this.baseCard(),
-        supportedInterfaces: [{ url: this.cfg.url, protocolBinding: this.cfg.protocolBinding, tenant: '', protocolVersion: this.cfg.protocolVersion }],
+        supportedInterfaces: [{ url: this.cfg.url, protocolBinding: this.cfg.protocolBinding, tenant: '', protocolVersion: version }],
       };
       return factory.createFromAgentCard(card);
     })();
-    this.client.catch(() => (this.client = undefined));
-    return this.client;
+    this.client = { version, client };
+    client.catch(() => {
+      if (this.client?.client === client) this.client = undefined;
+    });
+    return client;
   }
 
   /** This hop in a delegation chain: which gateway forwarded it, through which of its agents. */
@@ -172,7 +216,7 @@ export class ProxyTaskRunner implements TaskRunner {
       return { taskId: opened };
     } catch (e) {
       await this.ctx.store.releaseRequest(principal, this.cfg.id, key);
-      throw e;
+      throw this.withHint(e);
     }
   }
 

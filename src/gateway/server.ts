@@ -150,7 +150,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   for (const r of opts.remoteAgents ?? []) {
     if (runners.has(r.id)) throw new Error(`agent id ${r.id} is used by a local agent and a configured remote agent; rename the remote one in the config`);
     const watcher = new RemoteCardWatcher(r, { refreshMs: opts.remoteCardRefreshMs, log, onChange: () => invalidateCard(r.id) });
-    runners.set(r.id, { runner: new ProxyTaskRunner(ctx, r), indexed: { id: r.id, name: r.name, description: r.description, kind: 'remote' }, watcher });
+    runners.set(r.id, { runner: new ProxyTaskRunner(ctx, r, () => watcher.facts), indexed: { id: r.id, name: r.name, description: r.description, kind: 'remote' }, watcher });
   }
 
   await recoverOrphans(store, instanceId, runners, log);

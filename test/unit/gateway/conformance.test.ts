@@ -267,3 +267,45 @@ describe('gateway conformance: through the proxy route to a foreign 0.3 agent (n
     });
 
 });
+
+describe("gateway: a remote's protocol version comes from its card unless the config names one", () => {
+  const dir = tempDir();
+  let gw: RunningGateway;
+  let remote: ForeignAgent;
+  const logs: string[] = [];
+  before(async () => {
+    remote = await startForeignAgent();
+    const base = { name: 'Foreign', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC' as const, auth: { kind: 'none' as const }, skills: [] };
+    gw = await startGateway({
+      stateDir: dir.path,
+      remoteAgents: [
+        { id: 'follows-card', ...base },
+        { id: 'says-1-0', ...base, protocolVersion: '1.0' },
+      ],
+      log: (l) => logs.push(l),
+    });
+  });
+  after(async () => {
+    await gw.close();
+    await remote.close();
+    dir[Symbol.dispose]();
+  });
+
+  /** The remote's card has been read once the route card lists its skill. */
+  const cardRead = (agent: string): Promise<void> => cardSettles(gw, agent, (c) => JSON.stringify(c).includes('"id":"x"'));
+
+  it('no protocolVersion in the config: a remote whose card says 0.3 is spoken to in 0.3', async () => {
+    await cardRead('follows-card');
+    const client = await clientFor(`${gw.url}/a2a/follows-card/.well-known/agent-card.json`, gw.token, { replay: false });
+    const events = await bounded(collect(client.sendMessageStream(sendRequest(userMessage('snapshots')))), 'the stream');
+    assert.equal(stateOf(events[events.length - 1]), TaskState.TASK_STATE_COMPLETED);
+    assert.ok(remote.calls.includes('message/stream'));
+  });
+
+  it('a config that says 1.0 to a 0.3 remote: the config is followed, and the error and the log say what the card says', async () => {
+    await cardRead('says-1-0');
+    const client = await clientFor(`${gw.url}/a2a/says-1-0/.well-known/agent-card.json`, gw.token, { replay: false });
+    await assert.rejects(client.sendMessage(sendRequest(userMessage('snapshots'))), /protocolVersion 1\.0, but its card offers A2A 0\.3/);
+    assert.ok(logs.some((l) => l.includes('says-1-0') && l.includes('its card offers A2A 0.3')), logs.join('\n'));
+  });
+});
