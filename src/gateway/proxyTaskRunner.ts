@@ -20,7 +20,7 @@ import { TaskWriter, wireEventState, wireKind, wireTaskId } from './eventLog';
 import type { Json, WireEvent, WireKind } from './eventLog';
 import { remoteAuthHeaders } from './remoteCard';
 import type { RemoteCardFacts } from './remoteCard';
-import { remoteStreamBatches } from './remoteStream';
+import { remoteStreamBatches, UnreadableEventError } from './remoteStream';
 import type { RemoteCall, RemoteEndpoint, RemoteEvent } from './remoteStream';
 import type { GatewayContext } from './gatewayContext';
 import { requestDigest, requestKey, waitForBinding, waitForTask } from './localTaskRunner';
@@ -40,6 +40,57 @@ type WireStream = AsyncGenerator<readonly RemoteEvent[], void, undefined>;
 
 async function* asWire(stream: AsyncGenerator<StreamResponse, void, undefined>): WireStream {
   for await (const r of stream) yield [{ ev: StreamResponse.toJSON(r) as Json, raw: undefined }];
+}
+
+function isJsonObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The messageId of a JSON-RPC (or HTTP+JSON) send's body, if it is one. */
+function sentMessageId(body: unknown): string | undefined {
+  if (typeof body !== 'string' || !body.includes('messageId')) return undefined;
+  try {
+    const b = JSON.parse(body) as unknown;
+    const params = isJsonObject(b) && isJsonObject(b.params) ? b.params : b;
+    const id = isJsonObject(params) && isJsonObject(params.message) ? params.message.messageId : undefined;
+    return typeof id === 'string' && id ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The first `data:` of an SSE body (at most 64 KiB of it), then the body is let go. */
+async function firstSseData(body: ReadableStream<Uint8Array>): Promise<string | undefined> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  try {
+    while (text.length < 65_536) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      const end = text.indexOf('\n\n');
+      if (end >= 0) {
+        text = text.slice(0, end);
+        break;
+      }
+    }
+  } catch {
+    return undefined;
+  } finally {
+    void reader.cancel().catch(() => undefined);
+  }
+  const data = text.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart());
+  return data.length ? data.join('\n') : undefined;
+}
+
+/** A task id in an event the gateway could not read: its `taskId`, `task.id`, or (a task) `id`. */
+function taskIdIn(v: unknown): string | undefined {
+  if (!isJsonObject(v)) return undefined;
+  for (const c of [v.taskId, isJsonObject(v.task) ? v.task.id : undefined, isJsonObject(v.statusUpdate) ? v.statusUpdate.taskId : undefined, v.id]) {
+    if (typeof c === 'string' && c) return c;
+  }
+  return undefined;
 }
 
 interface Relay {
@@ -133,12 +184,52 @@ export class ProxyTaskRunner implements TaskRunner {
   }
 
   /** The remote's credentials are added here and only here; nothing from the caller's request is. */
-  private remoteFetch: typeof fetch = (input, init) => {
+  private remoteFetch: typeof fetch = async (input, init) => {
     const headers = new Headers(init?.headers);
     for (const [k, v] of Object.entries(this.remoteHeaders())) headers.set(k, v);
     // A redirect would carry the credentials to a URL the operator never pinned.
-    return fetch(input, { ...init, headers, redirect: 'error' });
+    const res = await fetch(input, { ...init, headers, redirect: 'error' });
+    const messageId = sentMessageId(init?.body);
+    if (!messageId || !res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) return res;
+    // The first event's text, kept aside: when the SDK cannot read it, it still names the remote's task.
+    const [forClient, aside] = res.body.tee();
+    this.firstEvents.set(messageId, firstSseData(aside));
+    return new Response(forClient, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
+
+  /** The first SSE data of each streaming send in progress, by messageId (0.3 remotes, see remoteFetch). */
+  private readonly firstEvents = new Map<string, Promise<string | undefined>>();
+
+  /**
+   * The remote's first event could not be read, but the remote may have started a task: when what it
+   * sent names one, it is canceled there (nobody could follow it); the error says which happened.
+   */
+  private async unreadableFirst(e: unknown, params: SendMessageRequest): Promise<unknown> {
+    // An A2A error is the remote's answer, relayed as it is; no event at all (a refused connection) is no task.
+    if (!(e instanceof Error) || typeof (e as { code?: unknown }).code === 'number') return this.withHint(e);
+    const sent = params.message?.messageId ?? '';
+    const aside = this.firstEvents.get(sent);
+    let value: unknown = e instanceof UnreadableEventError ? e.value : undefined;
+    if (value === undefined && aside) {
+      try {
+        const env = JSON.parse((await aside) ?? 'null') as unknown;
+        value = isJsonObject(env) && 'result' in env ? env.result : env;
+      } catch {
+        value = undefined;
+      }
+    }
+    if (value === undefined) return this.withHint(e);
+    const why = `the remote agent ${this.cfg.id} answered with a first event the gateway cannot read (${(e as Error).message})`;
+    const taskId = taskIdIn(value);
+    if (!taskId) return new Error(`${why}; it named no task, so if it started one, check the remote agent`);
+    try {
+      const client = await this.getClient();
+      await client.cancelTask({ tenant: '', id: taskId, metadata: undefined }, { signal: AbortSignal.timeout(this.ctx.limits.cancelGraceMs) });
+      return new Error(`${why}; its task ${taskId} there was canceled, since nobody could follow it: send the request again`);
+    } catch (c) {
+      return new Error(`${why}; canceling its task ${taskId} there failed (${(c as Error).message}): check it on the remote agent`);
+    }
+  }
 
   private getClient(): Promise<Client> {
     const version = this.version();
@@ -227,7 +318,15 @@ export class ProxyTaskRunner implements TaskRunner {
   private async open(params: SendMessageRequest, principal: string): Promise<string | DirectReply> {
     const abort = new AbortController();
     const stream = await this.openStream({ kind: 'send', params: this.forwardParams(params) }, abort.signal);
-    const firstBatch = await stream.next();
+    let firstBatch: IteratorResult<readonly RemoteEvent[], void>;
+    try {
+      firstBatch = await stream.next();
+    } catch (e) {
+      abort.abort();
+      throw await this.unreadableFirst(e, params);
+    } finally {
+      this.firstEvents.delete(params.message?.messageId ?? '');
+    }
     const first = firstBatch.done ? undefined : firstBatch.value[0];
     const firstWire = first?.ev;
     const rest = firstBatch.done ? [] : firstBatch.value.slice(1);
@@ -296,6 +395,7 @@ export class ProxyTaskRunner implements TaskRunner {
     // (A first event that changes nothing, the task as it was, does not count.)
     const before = writer.lastSeq;
     let pending: readonly RemoteEvent[] = [];
+    this.firstEvents.delete(msg.messageId);
     while (writer.lastSeq === before) {
       const batch = await stream.next();
       if (batch.done) break;

@@ -309,3 +309,32 @@ describe("gateway: a remote's protocol version comes from its card unless the co
     assert.ok(logs.some((l) => l.includes('says-1-0') && l.includes('its card offers A2A 0.3')), logs.join('\n'));
   });
 });
+
+for (const version of ['0.3', '1.0'] as const) {
+  describe(`gateway proxy: a ${version} remote whose first event cannot be read`, () => {
+    const dir = tempDir();
+    let gw: RunningGateway;
+    let remote: ForeignAgent;
+    before(async () => {
+      remote = await startForeignAgent();
+      gw = await startGateway({
+        stateDir: dir.path,
+        remoteAgents: [{ id: 'foreign', name: 'Foreign', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC', protocolVersion: version, auth: { kind: 'none' }, skills: [] }],
+        limits: { cancelGraceMs: 2000 },
+        log: () => undefined,
+      });
+    });
+    after(async () => {
+      await gw.close();
+      await remote.close();
+      dir[Symbol.dispose]();
+    });
+
+    it('cancels the task that event names on the remote, and the error says so', async () => {
+      const client = await clientFor(`${gw.url}/a2a/foreign/.well-known/agent-card.json`, gw.token, { replay: false });
+      await assert.rejects(client.sendMessage(sendRequest(userMessage('broken'))), /first event the gateway cannot read .*its task foreign-1 there was canceled/);
+      assert.equal(remote.tasks.get('foreign-1')?.state, 'canceled', 'not left running unfollowed');
+      assert.deepEqual((await client.listTasks({ tenant: '', contextId: '', status: 0, pageToken: '', statusTimestampAfter: undefined, pageSize: 10 })).tasks, [], 'no task recorded here');
+    });
+  });
+}

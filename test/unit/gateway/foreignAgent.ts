@@ -65,16 +65,18 @@ export async function startForeignAgent(opts: { cardVersion?: string } = {}): Pr
     calls.push(method);
     const reply = (result: unknown): void => void res.json({ jsonrpc: '2.0', id, result });
     const params = body.params ?? {};
-    if (method === 'tasks/get' || method === 'tasks/cancel') {
+    // A2A 1.0 method names too (for the "broken" case only: its tasks answer in 1.0 JSON).
+    if (method === 'tasks/get' || method === 'tasks/cancel' || method === 'GetTask' || method === 'CancelTask') {
       const t = tasks.get(String(params.id));
       if (!t) return void res.json({ jsonrpc: '2.0', id, error: { code: -32001, message: 'Task not found' } });
-      if (method === 'tasks/cancel') {
+      if (method.toLowerCase().includes('cancel')) {
         t.state = 'canceled';
         t.note = 'canceled';
       }
+      if (method === 'GetTask' || method === 'CancelTask') return reply({ id: t.id, contextId: t.contextId, status: { state: `TASK_STATE_${t.state.toUpperCase()}` } });
       return reply(taskJson(t));
     }
-    if (method !== 'message/stream') return void res.json({ jsonrpc: '2.0', id, error: { code: -32601, message: `not here: ${method}` } });
+    if (method !== 'message/stream' && method !== 'SendStreamingMessage') return void res.json({ jsonrpc: '2.0', id, error: { code: -32601, message: `not here: ${method}` } });
     const msg = (params.message ?? {}) as Json;
     const text = String(((msg.parts as Json[] | undefined)?.[0] ?? {}).text ?? '');
     const t: ForeignTask = { id: `foreign-${++n}`, contextId: `ctx-${n}`, state: 'submitted', note: 'queued', artifacts: [], history: [{ ...msg, kind: 'message' }] };
