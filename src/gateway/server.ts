@@ -227,9 +227,18 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   });
 
   const host = opts.host ?? '127.0.0.1';
-  const server: Server = await new Promise((resolve, reject) => {
-    const s = app.listen(opts.port ?? 0, host, () => resolve(s));
+  const server: Server = await new Promise<Server>((resolve, reject) => {
+    // Express 5 hands a listen error (a port in use) to this callback, not only to 'error'.
+    const s = app.listen(opts.port ?? 0, host, (err?: Error) => (err ? reject(err) : resolve(s)));
     s.once('error', reject);
+  }).catch(async (e: unknown) => {
+    // Nothing is served: let go of what was opened, so the process can exit with the reason.
+    closed = true;
+    clearInterval(heartbeat);
+    await Promise.all([...runners.values()].map((r) => r.runner.close()));
+    await push.close();
+    await store.close();
+    throw listenError(e, host, opts.port ?? 0);
   });
   server.headersTimeout = 30_000;
   server.requestTimeout = 0; // streams are long-lived; idle sockets are closed by keepAliveTimeout
@@ -261,6 +270,15 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       await store.close();
     },
   };
+}
+
+/** Why the gateway could not listen, and what to do about it. */
+function listenError(e: unknown, host: string, port: number): Error {
+  const code = (e as { code?: unknown }).code;
+  if (code === 'EADDRINUSE') return new Error(`${host}:${port} is already in use; stop what listens there or choose another port (--port, "port"; 0 picks a free one)`);
+  if (code === 'EACCES') return new Error(`not allowed to listen on ${host}:${port}; choose a port above 1023 (--port, "port")`);
+  if (code === 'EADDRNOTAVAIL') return new Error(`${host} is not an address of this machine; fix --host / "host"`);
+  return new Error(`cannot listen on ${host}:${port}: ${(e as Error).message ?? String(e)}`);
 }
 
 /**
