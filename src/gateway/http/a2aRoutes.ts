@@ -189,6 +189,13 @@ export function a2aRouter(o: A2aRouteOptions): Router {
     res.status(status).json(toRestErrorBody(new RequestMalformedError(err.message), status));
   });
   router.use(...restBody);
+  // A2A §11.1: the HTTP+JSON binding answers with Content-Type application/json (the SDK's handler says application/a2a+json).
+  router.use((_req: Request, res: Response, next: NextFunction) => {
+    const setHeader = res.setHeader.bind(res);
+    res.setHeader = (name: string, value: number | string | readonly string[]) =>
+      setHeader(name, name.toLowerCase() === 'content-type' && typeof value === 'string' ? value.replace(/^application\/a2a\+json/i, 'application/json') : value);
+    next();
+  });
 
   const restStream = (open: (req: Request, context: ServerCallContext) => Promise<AsyncGenerator<readonly EventRow[], void, undefined>>) =>
     async (req: Request, res: Response, next: NextFunction): Promise<void> => {

@@ -338,3 +338,36 @@ for (const version of ['0.3', '1.0'] as const) {
     });
   });
 }
+
+describe('gateway conformance: the HTTP+JSON binding answers application/json (A2A §11.1)', () => {
+  const dir = tempDir();
+  let gw: RunningGateway;
+  before(async () => {
+    gw = await startGateway({ stateDir: dir.path, localAgents: [scriptedAgent()], log: () => undefined });
+  });
+  after(async () => {
+    await gw.close();
+    dir[Symbol.dispose]();
+  });
+
+  const call = (method: string, path: string, body?: unknown): Promise<Response> =>
+    fetch(`${gw.url}/a2a/echo${path}`, {
+      method,
+      headers: { authorization: `Bearer ${gw.token}`, 'A2A-Version': '1.0', 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+
+  it('a result and an error both come as application/json, the error in the AIP-193 shape', async () => {
+    const sent = await call('POST', '/message:send', { message: { messageId: 'ct-1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } });
+    assert.equal(sent.status, 200);
+    assert.match(sent.headers.get('content-type') ?? '', /^application\/json/);
+    assert.ok(((await sent.json()) as { task?: { id?: string } }).task?.id);
+    const missing = await call('GET', '/tasks/no-such-task');
+    assert.equal(missing.status, 404);
+    assert.match(missing.headers.get('content-type') ?? '', /^application\/json/);
+    const err = ((await missing.json()) as { error?: { code?: number; status?: string; message?: string } }).error;
+    assert.equal(err?.code, 404);
+    assert.equal(typeof err?.status, 'string');
+    assert.equal(typeof err?.message, 'string');
+  });
+});
