@@ -3,7 +3,7 @@
  * supervisor and tests. Binds 127.0.0.1 unless told otherwise; every route but the public cards needs
  * a bearer token; tasks a dead process left running are recorded as "unknown outcome" on start.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, realpathSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -307,11 +307,17 @@ function cardRoute(provider: () => Promise<AgentCard>): express.Router {
     if (wantsLegacyCard(req.header('A2A-Version') ?? (typeof q === 'string' ? q : undefined), req.header('accept'))) return legacy(req, res, next);
     next();
   });
-  router.get('/', (_req: Request, res: Response, next: NextFunction) => {
+  router.get('/', (req: Request, res: Response, next: NextFunction) => {
     provider().then((card) => {
+      const body = JSON.stringify(AgentCard.toJSON(card));
       res.setHeader('Cache-Control', 'public, max-age=60');
       res.append('Vary', 'A2A-Version');
-      res.json(AgentCard.toJSON(card));
+      // A2A §8.6: an ETag lets a client revalidate the card instead of fetching it again.
+      const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+      res.setHeader('ETag', etag);
+      const known = (req.header('if-none-match') ?? '').split(',').map((t) => t.trim().replace(/^W\//, ''));
+      if (known.includes(etag) || known.includes('*')) return void res.status(304).end();
+      res.type('application/json').send(body);
     }, next);
   });
   return router;

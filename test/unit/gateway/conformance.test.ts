@@ -216,6 +216,15 @@ describe('gateway conformance: which card form a request gets', () => {
     assert.equal(t2.status?.state, TaskState.TASK_STATE_COMPLETED);
   });
 
+  it('the 1.0 card carries an ETag, and a request with it gets 304 Not Modified (A2A §8.6)', async () => {
+    const first = await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } });
+    const etag = first.headers.get('etag');
+    assert.ok(etag, 'an ETag');
+    await first.arrayBuffer();
+    const again = await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0', 'If-None-Match': etag } });
+    assert.equal(again.status, 304);
+  });
+
   it('a 0.3 SDK client and a 1.0 one both complete a task on the route', async () => {
     for (const legacy of [true, false]) {
       const client = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token, { legacy, replay: false });
