@@ -21,7 +21,8 @@ export interface RemoteAgentConfig {
   /** The remote's pinned endpoint: requests go here and nowhere else (never to a URL a card names). */
   readonly url: string;
   readonly protocolBinding: 'JSONRPC' | 'HTTP+JSON';
-  readonly protocolVersion: '1.0' | '0.3';
+  /** The A2A version to speak; unset: the one the remote's card offers for this binding (1.0 until it is read). */
+  readonly protocolVersion?: '1.0' | '0.3';
   readonly auth: RemoteAuth;
   readonly skills: readonly SkillInfo[];
   /**
@@ -257,8 +258,8 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
       }
       const binding = r.str(o, 'protocolBinding', p) ?? 'JSONRPC';
       if (binding !== 'JSONRPC' && binding !== 'HTTP+JSON') r.fail(`${p}.protocolBinding`, 'must be "JSONRPC" or "HTTP+JSON"');
-      const version = r.str(o, 'protocolVersion', p) ?? '1.0';
-      if (version !== '1.0' && version !== '0.3') r.fail(`${p}.protocolVersion`, 'must be "1.0" or "0.3"');
+      const version = r.str(o, 'protocolVersion', p);
+      if (version !== undefined && version !== '1.0' && version !== '0.3') r.fail(`${p}.protocolVersion`, 'must be "1.0" or "0.3" (or left out: the remote\'s card says)');
       let auth: RemoteAuth = { kind: 'none' };
       if (o.auth !== undefined) {
         const a = r.obj(o.auth, `${p}.auth`);
@@ -294,7 +295,7 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
         ...(cardUrl !== undefined ? { cardUrl } : {}),
         url,
         protocolBinding: binding as RemoteAgentConfig['protocolBinding'],
-        protocolVersion: version as RemoteAgentConfig['protocolVersion'],
+        ...(version ? { protocolVersion: version as NonNullable<RemoteAgentConfig['protocolVersion']> } : {}),
         auth,
         skills,
       });

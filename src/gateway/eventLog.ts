@@ -7,7 +7,7 @@
 import { Message, StreamResponse, Task, TaskState, taskStateFromJSON } from '@a2a-js/sdk';
 import { META } from '../core/batonProfile';
 import type { EventRow, GatewayStore, TaskRow } from './store/gatewayStore';
-import { endsTurn } from './taskStates';
+import { endsTurn, isTerminal } from './taskStates';
 
 export interface AppendNotice {
   readonly rows: readonly EventRow[];
@@ -262,6 +262,11 @@ export class TaskWriter {
     return this.stateNow;
   }
 
+  /** Takes a task's history as the remote reports it (folded into the next commit's snapshot). */
+  adoptHistory(history: unknown): void {
+    if (Array.isArray(history)) this.wire.history = history;
+  }
+
   /** Resolves once everything added so far is committed; rejects if a commit failed. */
   committed(): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);
@@ -381,6 +386,8 @@ export interface FollowOptions {
   readonly signal?: AbortSignal;
   /** Stop once the task's turn has ended (terminal or interrupted) and everything up to it was delivered. */
   readonly untilTurnEnds: boolean;
+  /** With `untilTurnEnds`: stop only at a terminal state (a plain SubscribeToTask outlives input-required). */
+  readonly onlyTerminal?: boolean;
 }
 
 const PAGE = 500;
@@ -397,10 +404,11 @@ export async function* followTask(o: FollowOptions): AsyncGenerator<readonly Eve
   let needRead = true;
   let endedAt: number | undefined;
   let wake: (() => void) | undefined;
+  const ends = o.onlyTerminal ? isTerminal : endsTurn;
   const unsubscribe = o.hub.subscribe(o.agent, o.taskId, (n) => {
     if (n) {
       for (const r of n.rows) if (r.seq > cursor) buffered.push(r);
-      endedAt = endsTurn(n.state) ? n.lastSeq : undefined;
+      endedAt = ends(n.state) ? n.lastSeq : undefined;
     } else {
       needRead = true;
     }
@@ -439,7 +447,7 @@ export async function* followTask(o: FollowOptions): AsyncGenerator<readonly Eve
           needRead = true;
           continue;
         }
-        if (o.untilTurnEnds && endsTurn(row.state)) return;
+        if (o.untilTurnEnds && ends(row.state)) return;
       }
       if (buffered.length) {
         const batch = buffered;

@@ -43,6 +43,18 @@ export function requestDigest(params: SendMessageRequest): string {
 }
 
 /**
+ * The idempotency key of a request: its messageId, scoped to the task it continues (a follow-up and a
+ * new send are different requests) and to its body. So the same message sent again finds what the first
+ * made, and a different message under a reused messageId is a request of its own: never answered with
+ * the first one's task, never refused (A2A lets agents use messageId to detect duplicates; clients,
+ * conformance suites among them, reuse it for different messages).
+ */
+export function requestKey(params: SendMessageRequest, digest: string): string {
+  const msg = params.message;
+  return `${msg?.taskId ? `task:${msg.taskId}/` : ''}${msg?.messageId ?? ''}#${digest}`;
+}
+
+/**
  * A concurrent request with the same messageId (maybe on another instance) claimed the task id before
  * it created the task: wait, bounded, until the task exists.
  */
@@ -56,15 +68,15 @@ export async function waitForTask(ctx: GatewayContext, agent: string, taskId: st
 }
 
 /** Waits (bounded) for a concurrent request with the same messageId to record the task it created. */
-export async function waitForBinding(ctx: GatewayContext, principal: string, agent: string, messageId: string): Promise<string> {
+export async function waitForBinding(ctx: GatewayContext, principal: string, agent: string, key: string): Promise<string> {
   const until = Date.now() + CLAIM_WAIT_MS;
   while (Date.now() < until) {
     await new Promise((r) => setTimeout(r, 20));
-    const found = await ctx.store.findRequest(principal, agent, messageId);
+    const found = await ctx.store.findRequest(principal, agent, key);
     if (found?.taskId) return found.taskId;
     if (!found) break;
   }
-  throw new UnsupportedOperationError(`the task for messageId ${messageId} could not be created; send the request again`);
+  throw new UnsupportedOperationError(`the task for messageId ${key.replace(/#.*$/, '')} could not be created; send the request again`);
 }
 
 export function intersect(...caps: Capabilities[]): Capabilities {
@@ -195,11 +207,12 @@ export class LocalTaskRunner implements TaskRunner {
     }
 
     const taskId = randomUUID();
-    const claim = await this.ctx.store.claimRequest(principal, this.agent.id, msg.messageId, digest, taskId);
+    const key = requestKey(params, digest);
+    const claim = await this.ctx.store.claimRequest(principal, this.agent.id, key, digest, taskId);
     if (claim.kind === 'conflict') {
       throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);
     }
-    if (claim.kind === 'existing') return { taskId: await waitForTask(this.ctx, this.agent.id, claim.taskId ?? (await waitForBinding(this.ctx, principal, this.agent.id, msg.messageId))) };
+    if (claim.kind === 'existing') return { taskId: await waitForTask(this.ctx, this.agent.id, claim.taskId ?? (await waitForBinding(this.ctx, principal, this.agent.id, key))) };
 
     const contextId = msg.contextId || randomUUID();
     const userMessage: Message = { ...msg, taskId, contextId, role: Role.ROLE_USER };
@@ -223,7 +236,7 @@ export class LocalTaskRunner implements TaskRunner {
         { seq: 1, body: JSON.stringify(StreamResponse.toJSON(first)) },
       );
     } catch (e) {
-      await this.ctx.store.releaseRequest(principal, this.agent.id, msg.messageId).catch(() => undefined);
+      await this.ctx.store.releaseRequest(principal, this.agent.id, key).catch(() => undefined);
       throw e;
     }
     const prompt = promptOf(msg.parts);

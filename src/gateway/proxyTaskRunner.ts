@@ -5,11 +5,10 @@
  * through its own event log, so callers get seq numbers, replay and a signed envelope as with local
  * agents. A relay that breaks reconnects (GetTask, then SubscribeToTask); after a restart it re-attaches.
  */
-import { randomUUID } from 'node:crypto';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import { Artifact, StreamResponse, TaskState, TaskStatus, taskStateToJSON } from '@a2a-js/sdk';
-import type { AgentCard, Message, SendMessageRequest, Task } from '@a2a-js/sdk';
+import { Artifact, StreamResponse, Task, TaskState, TaskStatus, taskStateToJSON } from '@a2a-js/sdk';
+import type { AgentCard, SendMessageRequest } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { Client } from '@a2a-js/sdk/client';
 import { RequestMalformedError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
@@ -20,18 +19,20 @@ import type { RemoteAgentConfig } from './config';
 import { TaskWriter, wireEventState, wireKind, wireTaskId } from './eventLog';
 import type { Json, WireEvent, WireKind } from './eventLog';
 import { remoteAuthHeaders } from './remoteCard';
-import { remoteStreamBatches } from './remoteStream';
+import type { RemoteCardFacts } from './remoteCard';
+import { remoteStreamBatches, UnreadableEventError } from './remoteStream';
 import type { RemoteCall, RemoteEndpoint, RemoteEvent } from './remoteStream';
 import type { GatewayContext } from './gatewayContext';
-import { requestDigest, waitForBinding, waitForTask } from './localTaskRunner';
+import { requestDigest, requestKey, waitForBinding, waitForTask } from './localTaskRunner';
 import { envelopeBody, sentRequestDigest } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
-import type { StartedTask, TaskRunner } from './taskRunner';
+import type { DirectReply, StartedTask, TaskRunner } from './taskRunner';
 import { endsTurn, isTerminal } from './taskStates';
 
 const RECONNECT_ATTEMPTS = 6;
 /** The longest delegation chain a proxy forwards (each gateway hop adds one entry). */
 const MAX_CHAIN = 16;
+type RemoteVersion = '1.0' | '0.3';
 const REMOTE_CALL_MS = 15_000;
 
 /** Events from the remote, in the batches they arrived in. */
@@ -39,6 +40,57 @@ type WireStream = AsyncGenerator<readonly RemoteEvent[], void, undefined>;
 
 async function* asWire(stream: AsyncGenerator<StreamResponse, void, undefined>): WireStream {
   for await (const r of stream) yield [{ ev: StreamResponse.toJSON(r) as Json, raw: undefined }];
+}
+
+function isJsonObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The messageId of a JSON-RPC (or HTTP+JSON) send's body, if it is one. */
+function sentMessageId(body: unknown): string | undefined {
+  if (typeof body !== 'string' || !body.includes('messageId')) return undefined;
+  try {
+    const b = JSON.parse(body) as unknown;
+    const params = isJsonObject(b) && isJsonObject(b.params) ? b.params : b;
+    const id = isJsonObject(params) && isJsonObject(params.message) ? params.message.messageId : undefined;
+    return typeof id === 'string' && id ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The first `data:` of an SSE body (at most 64 KiB of it), then the body is let go. */
+async function firstSseData(body: ReadableStream<Uint8Array>): Promise<string | undefined> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  try {
+    while (text.length < 65_536) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      const end = text.indexOf('\n\n');
+      if (end >= 0) {
+        text = text.slice(0, end);
+        break;
+      }
+    }
+  } catch {
+    return undefined;
+  } finally {
+    void reader.cancel().catch(() => undefined);
+  }
+  const data = text.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart());
+  return data.length ? data.join('\n') : undefined;
+}
+
+/** A task id in an event the gateway could not read: its `taskId`, `task.id`, or (a task) `id`. */
+function taskIdIn(v: unknown): string | undefined {
+  if (!isJsonObject(v)) return undefined;
+  for (const c of [v.taskId, isJsonObject(v.task) ? v.task.id : undefined, isJsonObject(v.statusUpdate) ? v.statusUpdate.taskId : undefined, v.id]) {
+    if (typeof c === 'string' && c) return c;
+  }
+  return undefined;
 }
 
 interface Relay {
@@ -61,22 +113,59 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 export class ProxyTaskRunner implements TaskRunner {
   readonly kind = 'proxy' as const;
-  private client: Promise<Client> | undefined;
+  private client: { readonly version: RemoteVersion; readonly client: Promise<Client> } | undefined;
   private readonly relays = new Map<string, Relay>();
   /** Envelope request digests of the tasks this process started (a re-attached relay signs null). */
   private readonly sentDigests = new Map<string, string>();
   private closed = false;
   /** 1.0 remotes are read as wire JSON (remoteStream.ts); 0.3 ones through the SDK's client. */
-  private readonly endpoint: RemoteEndpoint | undefined;
+  private readonly endpoint: RemoteEndpoint;
+  /** The config/card disagreement last logged (logged again only when it changes). */
+  private saidMismatch = '';
 
   constructor(
     private readonly ctx: GatewayContext,
     private readonly cfg: RemoteAgentConfig,
+    /** What the remote's own card says, once it has been read. */
+    private readonly cardFacts: () => RemoteCardFacts | undefined = () => undefined,
   ) {
-    this.endpoint =
-      cfg.protocolVersion === '1.0'
-        ? { url: cfg.url, binding: cfg.protocolBinding, headers: () => this.remoteHeaders(), agents: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) } }
-        : undefined;
+    this.endpoint = { url: cfg.url, binding: cfg.protocolBinding, headers: () => this.remoteHeaders(), agents: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) } };
+  }
+
+  /** The versions the remote's card offers for the configured binding (empty: not read, or none). */
+  private cardVersions(): string[] {
+    return [...new Set((this.cardFacts()?.interfaces ?? []).filter((i) => i.binding === this.cfg.protocolBinding).map((i) => i.version))];
+  }
+
+  /**
+   * The A2A version spoken to the remote: the config's when it names one, else what the remote's card
+   * offers (1.0 when it offers it or has not been read yet).
+   */
+  private version(): RemoteVersion {
+    const offered = this.cardVersions();
+    if (this.cfg.protocolVersion) {
+      const hint = this.versionHint();
+      if (hint && hint !== this.saidMismatch) this.ctx.log(`remote agent ${this.cfg.id}: ${hint}`);
+      this.saidMismatch = hint;
+      return this.cfg.protocolVersion;
+    }
+    return offered.length && !offered.includes('1.0') && offered.includes('0.3') ? '0.3' : '1.0';
+  }
+
+  /** Says so when the configured version is one the remote's card does not offer ('' when they agree). */
+  private versionHint(): string {
+    const offered = this.cardVersions();
+    const want = this.cfg.protocolVersion;
+    if (!want || !offered.length || offered.includes(want)) return '';
+    return `the config says protocolVersion ${want}, but its card offers A2A ${offered.join(', ')} over ${this.cfg.protocolBinding}; set "protocolVersion": "${offered.includes('0.3') ? '0.3' : offered[0]}" (or leave it out to follow the card)`;
+  }
+
+  /** An error from the remote, with the version mismatch that likely caused it when there is one. */
+  private withHint(e: unknown): unknown {
+    const hint = this.versionHint();
+    if (!hint || !(e instanceof Error) || e.message.includes(hint)) return e;
+    e.message = `${e.message} (${hint})`;
+    return e;
   }
 
   private remoteHeaders(): Record<string, string> {
@@ -85,7 +174,7 @@ export class ProxyTaskRunner implements TaskRunner {
 
   /** A streaming call to the remote, as wire events. */
   private async openStream(call: RemoteCall, signal: AbortSignal): Promise<WireStream> {
-    if (this.endpoint) return remoteStreamBatches(this.endpoint, call, signal);
+    if (this.version() === '1.0') return remoteStreamBatches(this.endpoint, call, signal);
     const client = await this.getClient();
     return asWire(call.kind === 'send' ? client.sendMessageStream(this.forwardParams(call.params), { signal }) : client.resubscribeTask({ tenant: '', id: call.taskId }, { signal }));
   }
@@ -95,28 +184,73 @@ export class ProxyTaskRunner implements TaskRunner {
   }
 
   /** The remote's credentials are added here and only here; nothing from the caller's request is. */
-  private remoteFetch: typeof fetch = (input, init) => {
+  private remoteFetch: typeof fetch = async (input, init) => {
     const headers = new Headers(init?.headers);
     for (const [k, v] of Object.entries(this.remoteHeaders())) headers.set(k, v);
     // A redirect would carry the credentials to a URL the operator never pinned.
-    return fetch(input, { ...init, headers, redirect: 'error' });
+    const res = await fetch(input, { ...init, headers, redirect: 'error' });
+    const messageId = sentMessageId(init?.body);
+    if (!messageId || !res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) return res;
+    // The first event's text, kept aside: when the SDK cannot read it, it still names the remote's task.
+    const [forClient, aside] = res.body.tee();
+    this.firstEvents.set(messageId, firstSseData(aside));
+    return new Response(forClient, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 
+  /** The first SSE data of each streaming send in progress, by messageId (0.3 remotes, see remoteFetch). */
+  private readonly firstEvents = new Map<string, Promise<string | undefined>>();
+
+  /**
+   * The remote's first event could not be read, but the remote may have started a task: when what it
+   * sent names one, it is canceled there (nobody could follow it); the error says which happened.
+   */
+  private async unreadableFirst(e: unknown, params: SendMessageRequest): Promise<unknown> {
+    // An A2A error is the remote's answer, relayed as it is; no event at all (a refused connection) is no task.
+    if (!(e instanceof Error) || typeof (e as { code?: unknown }).code === 'number') return this.withHint(e);
+    const sent = params.message?.messageId ?? '';
+    const aside = this.firstEvents.get(sent);
+    let value: unknown = e instanceof UnreadableEventError ? e.value : undefined;
+    if (value === undefined && aside) {
+      try {
+        const env = JSON.parse((await aside) ?? 'null') as unknown;
+        value = isJsonObject(env) && 'result' in env ? env.result : env;
+      } catch {
+        value = undefined;
+      }
+    }
+    if (value === undefined) return this.withHint(e);
+    const why = `the remote agent ${this.cfg.id} answered with a first event the gateway cannot read (${(e as Error).message})`;
+    const taskId = taskIdIn(value);
+    if (!taskId) return new Error(`${why}; it named no task, so if it started one, check the remote agent`);
+    try {
+      const client = await this.getClient();
+      await client.cancelTask({ tenant: '', id: taskId, metadata: undefined }, { signal: AbortSignal.timeout(this.ctx.limits.cancelGraceMs) });
+      return new Error(`${why}; its task ${taskId} there was canceled, since nobody could follow it: send the request again`);
+    } catch (c) {
+      return new Error(`${why}; canceling its task ${taskId} there failed (${(c as Error).message}): check it on the remote agent`);
+    }
+  }
+
   private getClient(): Promise<Client> {
-    this.client ??= (async () => {
-      const legacyCompat = { enabled: this.cfg.protocolVersion === '0.3' };
+    const version = this.version();
+    if (this.client?.version === version) return this.client.client;
+    const client = (async () => {
+      const legacyCompat = { enabled: version === '0.3' };
       const factory = new ClientFactory({
         transports: [new JsonRpcTransportFactory({ fetchImpl: this.remoteFetch, legacyCompat }), new RestTransportFactory({ fetchImpl: this.remoteFetch, legacyCompat })],
       });
       // A card made from the pinned endpoint: the client goes nowhere else.
       const card: AgentCard = {
         ...this.baseCard(),
-        supportedInterfaces: [{ url: this.cfg.url, protocolBinding: this.cfg.protocolBinding, tenant: '', protocolVersion: this.cfg.protocolVersion }],
+        supportedInterfaces: [{ url: this.cfg.url, protocolBinding: this.cfg.protocolBinding, tenant: '', protocolVersion: version }],
       };
       return factory.createFromAgentCard(card);
     })();
-    this.client.catch(() => (this.client = undefined));
-    return this.client;
+    this.client = { version, client };
+    client.catch(() => {
+      if (this.client?.client === client) this.client = undefined;
+    });
+    return client;
   }
 
   /** This hop in a delegation chain: which gateway forwarded it, through which of its agents. */
@@ -153,47 +287,59 @@ export class ProxyTaskRunner implements TaskRunner {
     return { ...params, tenant: '', message: { ...msg, metadata: { ...(msg.metadata ?? {}), [META.chain]: [...ProxyTaskRunner.chainOf(params), this.hop] } } };
   }
 
-  async start(params: SendMessageRequest, principal: string): Promise<StartedTask> {
+  async start(params: SendMessageRequest, principal: string): Promise<StartedTask | DirectReply> {
     const msg = params.message;
     if (!msg?.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
     this.refuseLoop(params);
     const digest = requestDigest(params);
-    const claim = await this.ctx.store.claimRequest(principal, this.cfg.id, msg.messageId, digest, null);
+    const key = requestKey(params, digest);
+    const claim = await this.ctx.store.claimRequest(principal, this.cfg.id, key, digest, null);
     if (claim.kind === 'conflict') throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);
-    if (claim.kind === 'existing') return { taskId: await waitForTask(this.ctx, this.cfg.id, claim.taskId ?? (await waitForBinding(this.ctx, principal, this.cfg.id, msg.messageId))) };
+    if (claim.kind === 'existing') return { taskId: await waitForTask(this.ctx, this.cfg.id, claim.taskId ?? (await waitForBinding(this.ctx, principal, this.cfg.id, key))) };
     try {
-      const taskId = await this.open(params, principal);
-      await this.ctx.store.bindRequest(principal, this.cfg.id, msg.messageId, taskId);
-      return { taskId };
+      const opened = await this.open(params, principal);
+      if (typeof opened !== 'string') {
+        // No task was made, so there is nothing a retry could find again: it is forwarded again.
+        await this.ctx.store.releaseRequest(principal, this.cfg.id, key);
+        return opened;
+      }
+      await this.ctx.store.bindRequest(principal, this.cfg.id, key, opened);
+      return { taskId: opened };
     } catch (e) {
-      await this.ctx.store.releaseRequest(principal, this.cfg.id, msg.messageId);
-      throw e;
+      await this.ctx.store.releaseRequest(principal, this.cfg.id, key);
+      throw this.withHint(e);
     }
   }
 
-  /** Sends the first message; records the task from the remote's first event; relays the rest. */
-  private async open(params: SendMessageRequest, principal: string): Promise<string> {
+  /**
+   * Sends the first message; records the task from the remote's first event and relays the rest, or
+   * (the remote answered with a Message) hands that answer back as it came.
+   */
+  private async open(params: SendMessageRequest, principal: string): Promise<string | DirectReply> {
     const abort = new AbortController();
     const stream = await this.openStream({ kind: 'send', params: this.forwardParams(params) }, abort.signal);
-    const firstBatch = await stream.next();
-    const firstWire = firstBatch.done ? undefined : firstBatch.value[0]?.ev;
+    let firstBatch: IteratorResult<readonly RemoteEvent[], void>;
+    try {
+      firstBatch = await stream.next();
+    } catch (e) {
+      abort.abort();
+      throw await this.unreadableFirst(e, params);
+    } finally {
+      this.firstEvents.delete(params.message?.messageId ?? '');
+    }
+    const first = firstBatch.done ? undefined : firstBatch.value[0];
+    const firstWire = first?.ev;
     const rest = firstBatch.done ? [] : firstBatch.value.slice(1);
     const p = firstWire ? StreamResponse.fromJSON(firstWire).payload : undefined;
     if (!firstWire || !p) throw new RequestMalformedError(`the remote agent ${this.cfg.id} answered with an empty stream`);
+    if (p.$case === 'message') {
+      // A2A: a Message answer ends the exchange; the stream has nothing after it.
+      void stream.return(undefined);
+      return { reply: p.value, body: first?.raw ?? JSON.stringify(firstWire) };
+    }
     let task: Task;
     if (p.$case === 'task') task = p.value;
-    else if (p.$case === 'message') {
-      // A stateless reply: recorded as a completed task so it is replayable and owned like any other.
-      const m: Message = p.value;
-      task = {
-        id: m.taskId || `msg-${randomUUID()}`,
-        contextId: m.contextId || params.message?.contextId || randomUUID(),
-        status: { state: TaskState.TASK_STATE_COMPLETED, message: m, timestamp: new Date().toISOString() },
-        artifacts: [],
-        history: params.message ? [params.message] : [],
-        metadata: undefined,
-      };
-    } else {
+    else {
       const v = p.value;
       task = { id: v.taskId, contextId: v.contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: params.message ? [params.message] : [], metadata: undefined };
     }
@@ -223,12 +369,15 @@ export class ProxyTaskRunner implements TaskRunner {
   }
 
   async continueTask(row: TaskRow, params: SendMessageRequest, principal: string): Promise<StartedTask> {
-    if (isTerminal(row.state)) throw new RequestMalformedError(`task ${row.id} has ended; start a new task`);
     const msg = params.message;
     if (!msg?.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
     this.refuseLoop(params);
     const digest = requestDigest(params);
-    const claim = await this.ctx.store.claimRequest(principal, this.cfg.id, msg.messageId, digest, row.id);
+    const key = requestKey(params, digest);
+    // A follow-up sent again finds the task it continued, even when that turn has ended the task since.
+    if ((await this.ctx.store.findRequest(principal, this.cfg.id, key))?.taskId === row.id) return { taskId: row.id };
+    if (isTerminal(row.state)) throw new RequestMalformedError(`task ${row.id} has ended; start a new task`);
+    const claim = await this.ctx.store.claimRequest(principal, this.cfg.id, key, digest, row.id);
     if (claim.kind === 'conflict') throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);
     if (claim.kind === 'existing') return { taskId: row.id };
     const current = this.relays.get(row.id);
@@ -241,7 +390,23 @@ export class ProxyTaskRunner implements TaskRunner {
     const abort = new AbortController();
     const stream = await this.openStream({ kind: 'send', params: this.forwardParams(params) }, abort.signal);
     writer.setOwner(this.ctx.instanceId);
-    this.startRelay(writer, stream, abort);
+    // The new turn's first event is recorded before this returns: a stream of the follow-up starts
+    // after the previous turn's last event, and would otherwise find that turn's end and close empty.
+    // (A first event that changes nothing, the task as it was, does not count.)
+    const before = writer.lastSeq;
+    let pending: readonly RemoteEvent[] = [];
+    this.firstEvents.delete(msg.messageId);
+    while (writer.lastSeq === before) {
+      const batch = await stream.next();
+      if (batch.done) break;
+      let i = 0;
+      while (i < batch.value.length && writer.lastSeq === before) {
+        const { ev, raw } = batch.value[i++];
+        await (this.ingest(writer, ev, raw) ?? writer.committed());
+      }
+      pending = batch.value.slice(i);
+    }
+    this.startRelay(writer, stream, abort, pending);
     return { taskId: row.id };
   }
 
@@ -263,6 +428,7 @@ export class ProxyTaskRunner implements TaskRunner {
     if (!kind) return undefined;
     const tid = wireTaskId(ev, kind);
     if (tid && tid !== writer.taskId) return undefined;
+    if (kind === 'task') return this.ingestSnapshot(writer, ev);
     const state = wireEventState(ev, kind);
     if (kind === 'statusUpdate' && isTerminal(state) && this.ctx.signEnvelope) return this.ingestSigned(writer, ev, state, this.ctx.signEnvelope);
     return this.commit(writer, ev, state, kind, raw);
@@ -362,9 +528,10 @@ export class ProxyTaskRunner implements TaskRunner {
    * with the signed envelope over those artifacts). A status alone would leave the store without the
    * artifacts made meanwhile; the status comes last so a follower's stream ends on it.
    */
-  private async catchUp(writer: TaskWriter, t: Task): Promise<void> {
+  private async catchUp(writer: TaskWriter, t: Task, onlyChanges = false): Promise<void> {
+    const current = writer.task;
     const known = new Map<string, string>();
-    for (const a of writer.task.artifacts) known.set(a.artifactId, JSON.stringify(Artifact.toJSON(a)));
+    for (const a of current.artifacts) known.set(a.artifactId, JSON.stringify(Artifact.toJSON(a)));
     for (const a of t.artifacts) {
       if (known.get(a.artifactId) === JSON.stringify(Artifact.toJSON(a))) continue;
       const update = StreamResponse.toJSON({
@@ -372,7 +539,20 @@ export class ProxyTaskRunner implements TaskRunner {
       }) as Json;
       await this.ingest(writer, update);
     }
+    const same = (x: Task['status']): string => JSON.stringify(x ? TaskStatus.toJSON(x) : null);
+    if (onlyChanges && same(current.status) === same(t.status)) return writer.committed();
     await (this.ingest(writer, this.statusWire(t.id, t.contextId, t.status)) ?? writer.committed());
+  }
+
+  /**
+   * A full task after the first event: some agents report progress, and their end, as snapshots. It is
+   * recorded as the updates it implies (each new or changed artifact, then the status when it changed),
+   * so a client sees progress as A2A 1.0 update events and a final status is signed like any other.
+   */
+  private ingestSnapshot(writer: TaskWriter, ev: WireEvent): Promise<void> {
+    const t = Task.fromJSON(ev.task);
+    writer.adoptHistory((ev.task as Json).history);
+    return this.catchUp(writer, { ...t, id: writer.taskId, contextId: t.contextId || writer.contextId }, true);
   }
 
   ensureLive(row: TaskRow): Promise<void> | undefined {

@@ -27,6 +27,8 @@ export interface RemoteCardFacts {
   readonly defaultOutputModes: readonly string[];
   readonly streaming: boolean;
   readonly pushNotifications: boolean;
+  /** The binding and A2A version (Major.Minor) of each interface the card offers (a 0.3 card: 0.3). */
+  readonly interfaces: ReadonlyArray<{ readonly binding: string; readonly version: string }>;
 }
 
 /** The gateway-held credentials for a remote (the headers the proxy sends it); never the caller's. */
@@ -102,6 +104,7 @@ export function parseRemoteCard(raw: unknown): RemoteCardFacts {
     // Unstated is false: the gateway must not promise what the remote does not declare.
     streaming: card.capabilities?.streaming === true,
     pushNotifications: card.capabilities?.pushNotifications === true,
+    interfaces: card.supportedInterfaces.map((i) => ({ binding: i.protocolBinding, version: i.protocolVersion.split('.').slice(0, 2).join('.') })),
   };
 }
 
@@ -123,7 +126,7 @@ export async function fetchRemoteCard(cfg: RemoteAgentConfig, opts: FetchCardOpt
   for (const url of remoteCardUrls(cfg)) {
     const headers: Record<string, string> = {
       Accept: 'application/json',
-      'A2A-Version': cfg.protocolVersion,
+      'A2A-Version': cfg.protocolVersion ?? '1.0',
       ...(new URL(url).origin === pinnedOrigin ? remoteAuthHeaders(cfg.auth) : {}),
     };
     const maxBytes = opts.maxBytes ?? REMOTE_CARD_MAX_BYTES;

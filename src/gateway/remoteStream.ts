@@ -143,6 +143,16 @@ function oneLine(text: string): boolean {
  * parsed alone, so what is stored and relayed is exactly what was read and checked. Anything else is
  * parsed whole and serialised again.
  */
+/** An event the remote sent that is JSON but no A2A stream response; `value` is what it sent. */
+export class UnreadableEventError extends Error {
+  constructor(
+    message: string,
+    readonly value: unknown,
+  ) {
+    super(message);
+  }
+}
+
 async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['binding'], rpcId: number | undefined): AsyncGenerator<readonly RemoteEvent[], void, undefined> {
   res.setEncoding('utf8');
   let buf = '';
@@ -151,7 +161,7 @@ async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['bindin
   const framing = `{"jsonrpc":"2.0","id":${JSON.stringify(rpcId ?? null)},"result":`;
   const asEvent = (result: unknown, text: string | undefined, raw: string): RemoteEvent => {
     const ev = toWireEvent(result);
-    if (!ev) throw new Error(`the remote sent an event that is not an A2A stream response: ${raw.slice(0, 100)}`);
+    if (!ev) throw new UnreadableEventError(`the remote sent an event that is not an A2A stream response: ${raw.slice(0, 100)}`, result);
     return { ev, raw: text !== undefined && ev === result && oneLine(text) ? text : undefined };
   };
   const toEvent = (raw: string, type: string): RemoteEvent => {

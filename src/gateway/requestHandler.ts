@@ -38,7 +38,7 @@ import { configOf, defaultIdForUrl, newPushConfigId, validatePushConfig } from '
 import type { PushNotifier } from './pushNotifier';
 import { cursorOf, principalOf, signalOf } from './requestContext';
 import type { EventRow, TaskRow } from './store/gatewayStore';
-import type { TaskRunner } from './taskRunner';
+import type { DirectReply, TaskRunner } from './taskRunner';
 import { endsTurn, isTerminal } from './taskStates';
 
 const LIST_MAX = 100;
@@ -89,7 +89,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     return row;
   }
 
-  private async startOrContinue(params: SendMessageRequest, context: ServerCallContext): Promise<string> {
+  private async startOrContinue(params: SendMessageRequest, context: ServerCallContext): Promise<string | DirectReply> {
     const msg: Message | undefined = params.message;
     if (!msg) throw new RequestMalformedError('the request has no message');
     if (!msg.parts.length) throw new RequestMalformedError('the message has no parts');
@@ -104,7 +104,9 @@ export class GatewayRequestHandler implements A2ARequestHandler {
       const row = await this.ownTask(msg.taskId, context);
       taskId = (await this.runner.continueTask(row, params, principal)).taskId;
     } else {
-      taskId = (await this.runner.start(params, principal)).taskId;
+      const started = await this.runner.start(params, principal);
+      if ('reply' in started) return started;
+      taskId = started.taskId;
     }
     if (push && pushConfig) {
       await push.save(this.agentId, taskId, pushConfig);
@@ -115,6 +117,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
 
   async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
     const taskId = await this.startOrContinue(params, context);
+    if (typeof taskId !== 'string') return taskId.reply;
     const row0 = await this.ctx.store.getTask(this.agentId, taskId);
     if (!row0) throw notFound(taskId);
     if (!params.configuration?.returnImmediately) {
@@ -133,6 +136,13 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     const continuing = Boolean(params.message?.taskId);
     const before = continuing ? (await this.ownTask(params.message?.taskId ?? '', context)).lastSeq : 0;
     const taskId = await this.startOrContinue(params, context);
+    if (typeof taskId !== 'string') {
+      // No task, so no seq: the one event the agent answered, then the stream ends.
+      const only: EventRow = { seq: 0, body: taskId.body };
+      return (async function* () {
+        yield [only];
+      })();
+    }
     return forClient(this.follow(taskId, before, signalOf(context)), context);
   }
 
@@ -143,7 +153,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
   /**
    * Subscribe. With a cursor (the replay profile): every stored event after it, then live ones, and the
    * stream closes once a finished task has nothing left. Without: plain A2A — the current task first,
-   * then live events; a finished task is an error.
+   * then live events until the task ends (A2A: an interrupted state does not end it); a finished task is an error.
    */
   async openSubscribeStream(id: string, context: ServerCallContext): Promise<RowStream> {
     let row = await this.ownTask(id, context);
@@ -162,10 +172,11 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     }
     if (isTerminal(row.state)) throw new UnsupportedOperationError(`task ${id} has ended; get it with GetTask (or subscribe with Last-Event-ID to replay its events)`);
     const first: EventRow = { seq: row.lastSeq, body: JSON.stringify({ task: JSON.parse(row.snapshot) as unknown }) };
-    const rest = endsTurn(row.state) ? undefined : follow(row.lastSeq);
+    // A2A §3.1.6: this stream ends at a terminal state; an input-required task goes on once answered.
+    const rest = forClient(this.follow(id, row.lastSeq, signalOf(context), true), context);
     return (async function* () {
       yield [first];
-      if (rest) yield* rest;
+      yield* rest;
     })();
   }
 
@@ -244,9 +255,9 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     return this.snapshot(params.id, undefined, context);
   }
 
-  /** This agent's events of a task after `afterSeq`, until its turn ends (or `signal` fires). */
-  private follow(taskId: string, afterSeq: number, signal: AbortSignal | undefined): RowStream {
-    return followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId, afterSeq, untilTurnEnds: true, signal });
+  /** This agent's events of a task after `afterSeq`, until its turn ends (`onlyTerminal`: until it ends) or `signal` fires. */
+  private follow(taskId: string, afterSeq: number, signal: AbortSignal | undefined, onlyTerminal = false): RowStream {
+    return followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId, afterSeq, untilTurnEnds: true, onlyTerminal, signal });
   }
 
   /** Resolves once the task's turn has ended (or `signal` fires). */
@@ -260,6 +271,8 @@ export class GatewayRequestHandler implements A2ARequestHandler {
 
   private requirePush(): PushNotifier {
     if (!this.push) throw new PushNotificationNotSupportedError('push notifications are not enabled on this gateway');
+    // A route whose card does not offer push (a remote that declares none) refuses it, as its card says.
+    if (!this.card().capabilities?.pushNotifications) throw new PushNotificationNotSupportedError(`the agent ${this.agentId} does not support push notifications (its card says so); follow the task with SubscribeToTask or GetTask`);
     return this.push;
   }
 

@@ -3,7 +3,7 @@
  * supervisor and tests. Binds 127.0.0.1 unless told otherwise; every route but the public cards needs
  * a bearer token; tasks a dead process left running are recorded as "unknown outcome" on start.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, realpathSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
@@ -165,7 +165,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   for (const r of opts.remoteAgents ?? []) {
     if (runners.has(r.id)) throw new Error(`agent id ${r.id} is used by a local agent and a configured remote agent; rename the remote one in the config`);
     const watcher = new RemoteCardWatcher(r, { refreshMs: opts.remoteCardRefreshMs, log, onChange: () => invalidateCard(r.id) });
-    runners.set(r.id, { runner: new ProxyTaskRunner(ctx, r), indexed: { id: r.id, name: r.name, description: r.description, kind: 'remote' }, watcher });
+    runners.set(r.id, { runner: new ProxyTaskRunner(ctx, r, () => watcher.facts), indexed: { id: r.id, name: r.name, description: r.description, kind: 'remote' }, watcher });
   }
 
   await recoverOrphans(store, instanceId, runners, log);
@@ -257,6 +257,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       server.off('error', reject);
       resolve();
     });
+  }).catch(async (e: unknown) => {
+    // Nothing is served: let go of what was opened, so the process can exit with the reason.
+    closed = true;
+    clearInterval(heartbeat);
+    await Promise.all([...runners.values()].map((r) => r.runner.close()));
+    await push.close();
+    await store.close();
+    throw listenError(e, host, opts.port ?? 0);
   });
   const port = (server.address() as AddressInfo).port;
   const hostForUrl = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
@@ -288,6 +296,15 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
 }
 
+/** Why the gateway could not listen, and what to do about it. */
+function listenError(e: unknown, host: string, port: number): Error {
+  const code = (e as { code?: unknown }).code;
+  if (code === 'EADDRINUSE') return new Error(`${host}:${port} is already in use; stop what listens there or choose another port (--port, "port"; 0 picks a free one)`);
+  if (code === 'EACCES') return new Error(`not allowed to listen on ${host}:${port}; choose a port above 1023 (--port, "port")`);
+  if (code === 'EADDRNOTAVAIL') return new Error(`${host} is not an address of this machine; fix --host / "host"`);
+  return new Error(`cannot listen on ${host}:${port}: ${(e as Error).message ?? String(e)}`);
+}
+
 /**
  * The HTTP server, with time limits for every request whoever sends it. Node's own timers cover what
  * no route sees: headers that never finish, and (as a backstop, a little after the body limit) a
@@ -316,18 +333,42 @@ function httpServer(app: express.Express, limits: RequestLimits): Server {
 }
 
 /**
- * A public card: 0.3 clients (no A2A-Version header) get the SDK's 0.3 form; everyone else the 1.0
+ * Which form of the card a request gets. A2A-Version (header, or the query parameter A2A allows
+ * instead) decides: 0.3 gets the 0.3 form, anything else 1.0. Without it, A2A says a *request* is
+ * 0.3, but the card is fetched before any version is chosen and the well-known URI must return an
+ * A2A 1.0 AgentCard (§14.3), which 1.0 clients and conformance suites fetch bare. The 0.3 SDK clients
+ * fetch it with `Accept: application/json` and no version: that, and only that, gets the 0.3 form.
+ */
+export function wantsLegacyCard(version: string | undefined, accept: string | undefined): boolean {
+  if (version) return version.trim().startsWith('0.');
+  return (accept ?? '').split(',').map((t) => t.split(';')[0]?.trim().toLowerCase()).includes('application/json');
+}
+
+/**
+ * A public card: the SDK's 0.3 form for 0.3 clients (see `wantsLegacyCard`); everyone else the 1.0
  * wire JSON (`AgentCard.toJSON`) — the exact form the card signature covers. (The SDK's own
  * agentCardHandler serialises the in-memory object, whose security schemes are not wire JSON.)
  */
 function cardRoute(provider: () => Promise<AgentCard>): express.Router {
   const router = express.Router();
-  router.use(legacyAgentCardRouter({ agentCardProvider: provider, cache: { maxAge: 60 } }));
-  router.get('/', (_req: Request, res: Response, next: NextFunction) => {
+  const legacy = legacyAgentCardRouter({ agentCardProvider: provider, cache: { maxAge: 60 } });
+  router.use((req: Request, res: Response, next: NextFunction) => {
+    const q = req.query['A2A-Version'];
+    res.append('Vary', 'Accept');
+    if (wantsLegacyCard(req.header('A2A-Version') ?? (typeof q === 'string' ? q : undefined), req.header('accept'))) return legacy(req, res, next);
+    next();
+  });
+  router.get('/', (req: Request, res: Response, next: NextFunction) => {
     provider().then((card) => {
+      const body = JSON.stringify(AgentCard.toJSON(card));
       res.setHeader('Cache-Control', 'public, max-age=60');
       res.append('Vary', 'A2A-Version');
-      res.json(AgentCard.toJSON(card));
+      // A2A §8.6: an ETag lets a client revalidate the card instead of fetching it again.
+      const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+      res.setHeader('ETag', etag);
+      const known = (req.header('if-none-match') ?? '').split(',').map((t) => t.trim().replace(/^W\//, ''));
+      if (known.includes(etag) || known.includes('*')) return void res.status(304).end();
+      res.type('application/json').send(body);
     }, next);
   });
   return router;

@@ -3,17 +3,24 @@
  * gateway proxies. The request handler owns auth, idempotency-safe lookups, reads and replay; a runner
  * owns starting, cancelling and (after a restart) recovering the tasks it runs.
  */
-import type { AgentCard, SendMessageRequest, Task } from '@a2a-js/sdk';
+import type { AgentCard, Message, SendMessageRequest, Task } from '@a2a-js/sdk';
 import type { TaskKind, TaskRow } from './store/gatewayStore';
 
 export interface StartedTask {
   readonly taskId: string;
 }
 
+/** The agent answered with a Message, not a task (A2A allows either): relayed as it came, no task made. */
+export interface DirectReply {
+  readonly reply: Message;
+  /** The answer as one stream event, in the text it arrived in. */
+  readonly body: string;
+}
+
 export interface TaskRunner {
   readonly kind: TaskKind;
-  /** Starts a task for the principal (or finds the one this messageId already made). */
-  start(params: SendMessageRequest, principal: string): Promise<StartedTask>;
+  /** Starts a task for the principal (or finds the one this messageId already made), or relays a direct reply. */
+  start(params: SendMessageRequest, principal: string): Promise<StartedTask | DirectReply>;
   /** A follow-up message to an existing task (a reply to input-required). */
   continueTask(row: TaskRow, params: SendMessageRequest, principal: string): Promise<StartedTask>;
   /** Stops the task; resolves (within a bounded time) once its outcome is recorded. */

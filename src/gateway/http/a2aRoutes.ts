@@ -76,7 +76,8 @@ function seqOfEnvelope(env: unknown): number | undefined {
 
 async function* rowsToItems(batches: AsyncGenerator<readonly EventRow[], void, undefined>, wrap: (body: string) => string): AsyncGenerator<readonly SseItem[], void, undefined> {
   try {
-    for await (const rows of batches) yield rows.map((r) => ({ id: r.seq, data: wrap(r.body) }));
+    // seq 0: an event outside any task (a direct Message answer), which has no place to resume from.
+    for await (const rows of batches) yield rows.map((r) => (r.seq > 0 ? { id: r.seq, data: wrap(r.body) } : { data: wrap(r.body) }));
   } finally {
     await batches.return();
   }
@@ -188,6 +189,13 @@ export function a2aRouter(o: A2aRouteOptions): Router {
     res.status(status).json(toRestErrorBody(new RequestMalformedError(err.message), status));
   });
   router.use(...restBody);
+  // A2A §11.1: the HTTP+JSON binding answers with Content-Type application/json (the SDK's handler says application/a2a+json).
+  router.use((_req: Request, res: Response, next: NextFunction) => {
+    const setHeader = res.setHeader.bind(res);
+    res.setHeader = (name: string, value: number | string | readonly string[]) =>
+      setHeader(name, name.toLowerCase() === 'content-type' && typeof value === 'string' ? value.replace(/^application\/a2a\+json/i, 'application/json') : value);
+    next();
+  });
 
   const restStream = (open: (req: Request, context: ServerCallContext) => Promise<AsyncGenerator<readonly EventRow[], void, undefined>>) =>
     async (req: Request, res: Response, next: NextFunction): Promise<void> => {

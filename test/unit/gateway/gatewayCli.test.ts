@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tempDir } from './helpers';
 
 const CLI = resolve(__dirname, '../../../src/gateway/cli.ts');
@@ -44,5 +46,34 @@ describe('baton-gateway program: which agents it serves and which coding CLIs it
     assert.deepEqual(clis.map((c) => c.id), ['claude', 'codex', 'gemini', 'copilot', 'opencode']);
     assert.deepEqual(clis.filter((c) => c.found).map((c) => c.id), ['claude']);
     assert.ok(clis.every((c) => c.binaries.length > 0));
+  });
+});
+
+describe('baton-gateway program: a port in use', () => {
+  it('exits non-zero and says the port is in use and what to do', async () => {
+    using dir = tempDir();
+    const busy = createServer();
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', () => r()));
+    const port = (busy.address() as AddressInfo).port;
+    try {
+      const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--state', join(dir.path, 'state'), '--port', String(port), '--no-local-agents'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      let stdout = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      const code = await new Promise<number | null>((ok, fail) => {
+        child.on('exit', ok);
+        setTimeout(() => {
+          child.kill('SIGKILL');
+          fail(new Error(`still running after 60 s: ${stderr}`));
+        }, 60_000).unref();
+      });
+      assert.notEqual(code, 0);
+      assert.match(stderr, new RegExp(`127\\.0\\.0\\.1:${port} is already in use; stop what listens there or choose another port`));
+      assert.doesNotMatch(stderr, /Cannot read properties/);
+      assert.equal(stdout, '', 'no info line: it never listened');
+    } finally {
+      await new Promise<void>((r) => busy.close(() => r()));
+    }
   });
 });

@@ -148,8 +148,8 @@ export async function clientFor(cardUrl: string, token: string, opts: { legacy?:
     cardResolver: new (await import('@a2a-js/sdk/client')).DefaultAgentCardResolver({ fetchImpl, legacyCompat }),
   });
   if (opts.legacy) {
-    // A 0.3 client: read the card as a 0.3 client would (no A2A-Version header) and speak 0.3.
-    const res = await fetch(cardUrl);
+    // A 0.3 client: read the card as the 0.3 SDK client does (Accept: application/json, no A2A-Version) and speak 0.3.
+    const res = await fetch(cardUrl, { headers: { accept: 'application/json' } });
     const resolver = new (await import('@a2a-js/sdk/client')).DefaultAgentCardResolver({ legacyCompat });
     const card = resolver.normalizeAgentCard(await res.json());
     card.supportedInterfaces = card.supportedInterfaces.filter((i) => i.protocolVersion === '0.3');

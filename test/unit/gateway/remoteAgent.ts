@@ -2,14 +2,23 @@
  * A remote A2A agent for the gateway's proxy tests: the SDK's own server (JSON-RPC and HTTP+JSON, 1.0
  * or 0.3) behind a bearer check, running a scripted executor.
  */
+import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
-import { jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
-import { TaskState } from '@a2a-js/sdk';
-import type { AgentCard } from '@a2a-js/sdk';
+import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
+import { Role, TaskState } from '@a2a-js/sdk';
+import type { AgentCard, Message, Part } from '@a2a-js/sdk';
+
+function textPart(value: string): Part {
+  return { content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: 'text/plain' };
+}
+
+function agentMessage(text: string, taskId: string, contextId: string): Message {
+  return { messageId: randomUUID(), contextId, taskId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+}
 
 /**
  * A plain SDK agent: N status events, a patch artifact, completed; or waits to be canceled ("wait"); or
@@ -26,6 +35,21 @@ export class CountingExecutor implements AgentExecutor {
   async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const { taskId, contextId } = ctx;
     const text = ctx.userMessage.parts[0]?.content?.$case === 'text' ? ctx.userMessage.parts[0].content.value : '';
+    if (text === 'reply') {
+      // A direct answer: a Message, no task.
+      bus.publish(AgentEvent.message({ messageId: `reply-${taskId}`, contextId, taskId: '', role: Role.ROLE_AGENT, parts: [textPart('hello back')], metadata: undefined, extensions: [], referenceTaskIds: [] }));
+      bus.finished();
+      return;
+    }
+    if (ctx.task) {
+      // A follow-up to an "ask" task: the answer finishes it.
+      // First the task as it stands (still input-required), as SDK agents do.
+      bus.publish(AgentEvent.task(ctx.task));
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: agentMessage(`got ${text}`, taskId, contextId), timestamp: undefined }, metadata: undefined }));
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
+      bus.finished();
+      return;
+    }
     bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: [ctx.userMessage], metadata: undefined }));
     if (text === 'patch later') {
       // Works on after the first events; the patch and the end come later (the relay may be gone by then).
@@ -45,6 +69,11 @@ export class CountingExecutor implements AgentExecutor {
       bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'p', name: 'changes.patch', description: '', parts: [{ content: { $case: 'text', value: 'diff --git a/auth b/auth\n' }, metadata: undefined, filename: 'changes.patch', mediaType: 'text/x-diff' }], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
       while (!this.cancels.has(taskId) && !this.finishAuthTask) await new Promise((r) => setTimeout(r, 10));
       bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
+      bus.finished();
+      return;
+    }
+    if (text === 'ask') {
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_INPUT_REQUIRED, message: agentMessage('which file?', taskId, contextId), timestamp: undefined }, metadata: undefined }));
       bus.finished();
       return;
     }
@@ -69,7 +98,7 @@ export class CountingExecutor implements AgentExecutor {
   }
 }
 
-export async function startRemote(n: number, requiredToken: string, legacy: boolean): Promise<{ url: string; seenAuth: string[]; executor: CountingExecutor; close(): Promise<void> }> {
+export async function startRemote(n: number, requiredToken: string, legacy: boolean, opts: { serveCard?: boolean } = {}): Promise<{ url: string; seenAuth: string[]; executor: CountingExecutor; close(): Promise<void> }> {
   const seenAuth: string[] = [];
   const app = express();
   let url = '';
@@ -91,6 +120,8 @@ export async function startRemote(n: number, requiredToken: string, legacy: bool
     if (req.header('authorization') !== `Bearer ${requiredToken}`) return void res.status(401).json({ error: 'no' });
     next();
   });
+  // Its card at the origin (behind the same bearer check); a 0.3 caller gets the card's 0.3 form.
+  if (opts.serveCard) app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: () => Promise.resolve(card()), legacyCompat: { enabled: legacy } }));
   app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }), ...(legacy ? { legacyCompat: { enabled: true } } : {}) }));
   app.use('/rest', restHandler({ requestHandler: handler, userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }) }));
   const server: Server = await new Promise((r) => {

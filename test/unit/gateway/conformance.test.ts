@@ -1,0 +1,382 @@
+/**
+ * A2A conformance of the gateway's routes: through the proxy route (remote = the SDK's own agent, 1.0
+ * and 0.3) the caller gets what the agent answered, and the gateway's own rules follow the spec.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { TaskState } from '@a2a-js/sdk';
+import type { StreamResponse, Task } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
+import { startGateway } from '../../../src/gateway/server';
+import type { RunningGateway } from '../../../src/gateway/server';
+import { bounded, clientFor, collect, scriptedAgent, sendRequest, tempDir, userMessage } from './helpers';
+import { startRemote } from './remoteAgent';
+import { startForeignAgent } from './foreignAgent';
+import type { ForeignAgent } from './foreignAgent';
+
+const REMOTE_TOKEN = 'remote-secret-token-0123456789';
+
+function stateOf(ev: StreamResponse | undefined): TaskState | undefined {
+  const p = ev?.payload;
+  if (p?.$case === 'statusUpdate') return p.value.status?.state;
+  if (p?.$case === 'task') return p.value.status?.state;
+  return undefined;
+}
+
+async function rpc(gw: RunningGateway, agent: string, method: string, params: Record<string, unknown>): Promise<{ result?: unknown; error?: { code: number; message: string } }> {
+  const res = await fetch(`${gw.url}/a2a/${agent}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${gw.token}`, 'A2A-Version': '1.0' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  return (await res.json()) as { result?: unknown; error?: { code: number; message: string } };
+}
+
+/** Waits until the route's card shows what the remote's own card says (it is read in the background). */
+async function cardSettles(gw: RunningGateway, agent: string, ok: (card: { capabilities?: { pushNotifications?: boolean } }) => boolean): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    const res = await fetch(`${gw.url}/a2a/${agent}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } });
+    if (ok((await res.json()) as { capabilities?: { pushNotifications?: boolean } })) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.fail(`the card of ${agent} did not settle`);
+}
+
+const PUSH_NOT_SUPPORTED = -32003;
+
+function taskOf(r: unknown): Task {
+  assert.ok(r && typeof r === 'object' && 'status' in r, `expected a task, got ${JSON.stringify(r)}`);
+  return r as Task;
+}
+
+for (const legacy of [false, true]) {
+  describe(`gateway conformance: through the proxy route to a ${legacy ? '0.3' : '1.0'} SDK agent`, () => {
+    const dir = tempDir();
+    let gw: RunningGateway;
+    let remote: Awaited<ReturnType<typeof startRemote>>;
+    let client: Client;
+    before(async () => {
+      remote = await startRemote(2, REMOTE_TOKEN, legacy, { serveCard: true });
+      gw = await startGateway({
+        stateDir: dir.path,
+        remoteAgents: [{ id: 'remote', name: 'Remote', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC', protocolVersion: legacy ? '0.3' : '1.0', auth: { kind: 'bearer', token: REMOTE_TOKEN }, skills: [] }],
+        limits: { cancelGraceMs: 2000 },
+        log: () => undefined,
+      });
+      // A plain A2A client (no replay profile), as a conformance suite is.
+      client = await clientFor(`${gw.url}/a2a/remote/.well-known/agent-card.json`, gw.token, { replay: false });
+    });
+    after(async () => {
+      await gw.close();
+      await remote.close();
+      dir[Symbol.dispose]();
+    });
+
+    it('a remote that answers with a Message: SendMessage returns that Message, not a task', async () => {
+      const answer = await client.sendMessage(sendRequest(userMessage('reply')));
+      assert.ok(!('status' in answer), `got a task: ${JSON.stringify(answer)}`);
+      assert.equal(answer.parts[0]?.content?.value, 'hello back');
+    });
+
+    it('a remote that answers with a Message: the stream is that one Message', async () => {
+      const events = await collect(client.sendMessageStream(sendRequest(userMessage('reply'))));
+      assert.deepEqual(events.map((e) => e.payload?.$case), ['message']);
+      const p = events[0]?.payload;
+      assert.equal(p?.$case === 'message' ? p.value.parts[0]?.content?.value : undefined, 'hello back');
+    });
+
+    it('SubscribeToTask outlives input-required and ends at the terminal state (A2A §3.1.6)', async () => {
+      const asked = taskOf(await client.sendMessage(sendRequest(userMessage('ask'))));
+      assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+      const events: StreamResponse[] = [];
+      let firstSeen!: () => void;
+      const gotFirst = new Promise<void>((r) => (firstSeen = r));
+      const subscribed = (async () => {
+        for await (const ev of client.resubscribeTask({ tenant: '', id: asked.id })) {
+          events.push(ev);
+          firstSeen();
+        }
+      })();
+      await bounded(gotFirst, 'the first event of the subscription');
+      const answer = { ...userMessage('a.ts'), taskId: asked.id, contextId: asked.contextId };
+      const done = taskOf(await client.sendMessage(sendRequest(answer)));
+      assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
+      await bounded(subscribed, 'the subscription to end');
+      assert.equal(events[0]?.payload?.$case, 'task', 'the first event is the task');
+      assert.equal(stateOf(events[events.length - 1]), TaskState.TASK_STATE_COMPLETED, `ended at ${String(stateOf(events[events.length - 1]))}`);
+    });
+
+    it("push-config calls answer PushNotificationNotSupported when the route's card offers no push, and nothing is created", async () => {
+      await cardSettles(gw, 'remote', (c) => c.capabilities?.pushNotifications === false);
+      const asked = taskOf(await client.sendMessage(sendRequest(userMessage('ask'))));
+      const url = 'http://127.0.0.1:9/hook';
+      const calls: Array<[string, Record<string, unknown>]> = [
+        ['CreateTaskPushNotificationConfig', { taskId: asked.id, url, token: 't' }],
+        ['GetTaskPushNotificationConfig', { taskId: asked.id, id: 'c1' }],
+        ['ListTaskPushNotificationConfigs', { taskId: asked.id }],
+        ['DeleteTaskPushNotificationConfig', { taskId: asked.id, id: 'c1' }],
+        ['GetTaskPushNotificationConfig', { taskId: 'no-such-task', id: 'c1' }],
+      ];
+      for (const [method, params] of calls) {
+        const out = await rpc(gw, 'remote', method, params);
+        assert.equal(out.error?.code, PUSH_NOT_SUPPORTED, `${method}: ${JSON.stringify(out)}`);
+      }
+      // A send that asks for push is refused too, before anything runs.
+      const withPush = { ...sendRequest(userMessage('go')), configuration: { acceptedOutputModes: [], returnImmediately: false, taskPushNotificationConfig: { tenant: '', id: '', taskId: '', url, token: '', authentication: undefined } } };
+      await assert.rejects(client.sendMessage(withPush), /push/i);
+      assert.deepEqual(await gw.store.listPushConfigs('remote', asked.id), []);
+    });
+
+    it('messageId: a follow-up may reuse the messageId of the send that made the task; a retried follow-up is not forwarded twice', async () => {
+      const first = userMessage('ask');
+      const asked = taskOf(await client.sendMessage(sendRequest(first)));
+      assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+      const answer = { ...userMessage('c.ts', undefined, first.messageId), taskId: asked.id, contextId: asked.contextId };
+      const done = taskOf(await client.sendMessage(sendRequest(answer)));
+      assert.equal(done.id, asked.id);
+      assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
+      // The same follow-up again is the one already sent: the task as it is, nothing forwarded.
+      const again = taskOf(await client.sendMessage(sendRequest(structuredClone(answer))));
+      assert.equal(again.id, asked.id);
+      assert.equal(again.status?.state, TaskState.TASK_STATE_COMPLETED);
+    });
+
+    it('a follow-up message (the answer to input-required) streams the new turn', async () => {
+      const asked = taskOf(await client.sendMessage(sendRequest(userMessage('ask'))));
+      assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+      const answer = { ...userMessage('b.ts'), taskId: asked.id, contextId: asked.contextId };
+      const events = await bounded(collect(client.sendMessageStream(sendRequest(answer))), 'the follow-up stream');
+      assert.ok(events.length >= 2, `got ${events.length} events`);
+      assert.equal(stateOf(events[events.length - 1]), TaskState.TASK_STATE_COMPLETED);
+      const said = events.find((e) => e.payload?.$case === 'statusUpdate' && e.payload.value.status?.message?.parts[0]?.content?.value === 'got b.ts');
+      assert.ok(said, 'the remote saw the answer and its reply came through');
+    });
+  });
+}
+
+/** The fields of an A2A 1.0 AgentCard (its JSON schema allows no others). */
+const CARD_1_0_FIELDS = new Set(['capabilities', 'defaultInputModes', 'defaultOutputModes', 'description', 'documentationUrl', 'iconUrl', 'name', 'provider', 'securityRequirements', 'securitySchemes', 'signatures', 'skills', 'supportedInterfaces', 'version']);
+
+describe('gateway conformance: which card form a request gets', () => {
+  const dir = tempDir();
+  let gw: RunningGateway;
+  before(async () => {
+    gw = await startGateway({ stateDir: dir.path, localAgents: [scriptedAgent()], log: () => undefined });
+  });
+  after(async () => {
+    await gw.close();
+    dir[Symbol.dispose]();
+  });
+
+  const read = async (path: string, headers: Record<string, string>): Promise<{ card: Record<string, unknown>; vary: string }> => {
+    const res = await fetch(`${gw.url}${path}`, { headers });
+    assert.equal(res.status, 200);
+    return { card: (await res.json()) as Record<string, unknown>, vary: res.headers.get('vary') ?? '' };
+  };
+  const is10 = (card: Record<string, unknown>, what: string): void => {
+    assert.ok(Array.isArray(card.supportedInterfaces), `${what}: no supportedInterfaces`);
+    assert.deepEqual(Object.keys(card).filter((k) => !CARD_1_0_FIELDS.has(k)), [], `${what}: fields a 1.0 card does not have`);
+  };
+  const is03 = (card: Record<string, unknown>, what: string): void => {
+    assert.equal(card.protocolVersion, '0.3', what);
+    assert.equal(typeof card.url, 'string', what);
+  };
+
+  it("the gateway's own card: a bare fetch gets the 1.0 form (it names no interfaces: it is an index)", async () => {
+    const { card } = await read('/.well-known/agent-card.json', {});
+    assert.deepEqual(Object.keys(card).filter((k) => !CARD_1_0_FIELDS.has(k)), []);
+  });
+
+  for (const path of ['/a2a/echo/.well-known/agent-card.json']) {
+    it(`${path}: a bare fetch (a 1.0 client, a conformance suite) gets a valid 1.0 card`, async () => {
+      is10((await read(path, {})).card, 'no headers');
+      is10((await read(path, { accept: '*/*' })).card, 'Accept: */*');
+      is10((await read(path, { accept: 'application/json', 'A2A-Version': '1.0' })).card, 'A2A-Version 1.0');
+    });
+
+    it(`${path}: a 0.3 client (Accept: application/json and no version, or version 0.3) gets the 0.3 form`, async () => {
+      const legacy = await read(path, { accept: 'application/json' });
+      is03(legacy.card, 'Accept: application/json');
+      assert.match(legacy.vary, /Accept/);
+      is03((await read(path, { 'A2A-Version': '0.3' })).card, 'A2A-Version 0.3');
+      is03((await read(`${path}?A2A-Version=0.3`, {})).card, 'the A2A-Version query parameter');
+    });
+  }
+
+  it('messageId: the same message again is the same task; another message under the same messageId is a new task', async () => {
+    const client = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token, { replay: false });
+    const a = userMessage('first body');
+    const t1 = taskOf(await client.sendMessage(sendRequest(a)));
+    const retried = taskOf(await client.sendMessage(sendRequest(structuredClone(a))));
+    assert.equal(retried.id, t1.id, 'a retried send makes no second task');
+    const b = userMessage('second body', undefined, a.messageId);
+    const t2 = taskOf(await client.sendMessage(sendRequest(b)));
+    assert.notEqual(t2.id, t1.id, 'never answered with the first task');
+    assert.equal(t2.history[0]?.parts[0]?.content?.value, 'second body');
+    assert.equal(t2.status?.state, TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it('the 1.0 card carries an ETag, and a request with it gets 304 Not Modified (A2A §8.6)', async () => {
+    const first = await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } });
+    const etag = first.headers.get('etag');
+    assert.ok(etag, 'an ETag');
+    await first.arrayBuffer();
+    const again = await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0', 'If-None-Match': etag } });
+    assert.equal(again.status, 304);
+  });
+
+  it('a 0.3 SDK client and a 1.0 one both complete a task on the route', async () => {
+    for (const legacy of [true, false]) {
+      const client = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token, { legacy, replay: false });
+      const t = taskOf(await client.sendMessage(sendRequest(userMessage(`hi ${String(legacy)}`))));
+      assert.equal(t.status?.state, TaskState.TASK_STATE_COMPLETED, `legacy ${String(legacy)}`);
+    }
+  });
+});
+
+describe('gateway conformance: through the proxy route to a foreign 0.3 agent (no SDK)', () => {
+  const dir = tempDir();
+  let gw: RunningGateway;
+  let remote: ForeignAgent;
+  let client: Client;
+  const logs: string[] = [];
+  before(async () => {
+    remote = await startForeignAgent();
+    gw = await startGateway({
+      stateDir: dir.path,
+      remoteAgents: [{ id: 'foreign', name: 'Foreign', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC', protocolVersion: '0.3', auth: { kind: 'none' }, skills: [] }],
+      limits: { cancelGraceMs: 1000 },
+      log: (l) => logs.push(l),
+    });
+    client = await clientFor(`${gw.url}/a2a/foreign/.well-known/agent-card.json`, gw.token, { replay: false });
+  });
+  after(async () => {
+    await gw.close();
+    await remote.close();
+    dir[Symbol.dispose]();
+  });
+
+  it('a remote that reports progress, and its end, as full task snapshots: progress arrives as status updates and the end is signed', async () => {
+      const events = await bounded(collect(client.sendMessageStream(sendRequest(userMessage('snapshots')))), 'the snapshot stream');
+      assert.equal(events[0]?.payload?.$case, 'task');
+      const progress = events.flatMap((e) => (e.payload?.$case === 'statusUpdate' && e.payload.value.status?.state === TaskState.TASK_STATE_WORKING ? [String(e.payload.value.status.message?.parts[0]?.content?.value)] : []));
+      assert.deepEqual(progress, ['reading', 'writing']);
+      assert.ok(events.slice(1).every((e) => e.payload?.$case !== 'task'), 'after the first event, updates only (A2A 1.0)');
+      const made = events.find((e) => e.payload?.$case === 'artifactUpdate');
+      assert.equal(made?.payload?.$case === 'artifactUpdate' ? made.payload.value.artifact?.name : undefined, 'changes.patch');
+      const end = events[events.length - 1];
+      assert.equal(end?.payload?.$case, 'statusUpdate');
+      assert.equal(stateOf(end), TaskState.TASK_STATE_COMPLETED);
+      assert.equal(typeof (end?.payload?.value as { metadata?: Record<string, unknown> }).metadata?.['baton/resultEnvelope'], 'string', 'the result is signed');
+      const id = events[0]?.payload?.$case === 'task' ? events[0].payload.value.id : '';
+      const task = await client.getTask({ tenant: '', id });
+      assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
+      assert.equal(typeof task.metadata?.['baton/resultEnvelope'], 'string');
+      assert.match(String(task.artifacts[0]?.parts[0]?.content?.value), /^diff --git a\/f/);
+    });
+
+});
+
+describe("gateway: a remote's protocol version comes from its card unless the config names one", () => {
+  const dir = tempDir();
+  let gw: RunningGateway;
+  let remote: ForeignAgent;
+  const logs: string[] = [];
+  before(async () => {
+    remote = await startForeignAgent();
+    const base = { name: 'Foreign', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC' as const, auth: { kind: 'none' as const }, skills: [] };
+    gw = await startGateway({
+      stateDir: dir.path,
+      remoteAgents: [
+        { id: 'follows-card', ...base },
+        { id: 'says-1-0', ...base, protocolVersion: '1.0' },
+      ],
+      log: (l) => logs.push(l),
+    });
+  });
+  after(async () => {
+    await gw.close();
+    await remote.close();
+    dir[Symbol.dispose]();
+  });
+
+  /** The remote's card has been read once the route card lists its skill. */
+  const cardRead = (agent: string): Promise<void> => cardSettles(gw, agent, (c) => JSON.stringify(c).includes('"id":"x"'));
+
+  it('no protocolVersion in the config: a remote whose card says 0.3 is spoken to in 0.3', async () => {
+    await cardRead('follows-card');
+    const client = await clientFor(`${gw.url}/a2a/follows-card/.well-known/agent-card.json`, gw.token, { replay: false });
+    const events = await bounded(collect(client.sendMessageStream(sendRequest(userMessage('snapshots')))), 'the stream');
+    assert.equal(stateOf(events[events.length - 1]), TaskState.TASK_STATE_COMPLETED);
+    assert.ok(remote.calls.includes('message/stream'));
+  });
+
+  it('a config that says 1.0 to a 0.3 remote: the config is followed, and the error and the log say what the card says', async () => {
+    await cardRead('says-1-0');
+    const client = await clientFor(`${gw.url}/a2a/says-1-0/.well-known/agent-card.json`, gw.token, { replay: false });
+    await assert.rejects(client.sendMessage(sendRequest(userMessage('snapshots'))), /protocolVersion 1\.0, but its card offers A2A 0\.3/);
+    assert.ok(logs.some((l) => l.includes('says-1-0') && l.includes('its card offers A2A 0.3')), logs.join('\n'));
+  });
+});
+
+for (const version of ['0.3', '1.0'] as const) {
+  describe(`gateway proxy: a ${version} remote whose first event cannot be read`, () => {
+    const dir = tempDir();
+    let gw: RunningGateway;
+    let remote: ForeignAgent;
+    before(async () => {
+      remote = await startForeignAgent();
+      gw = await startGateway({
+        stateDir: dir.path,
+        remoteAgents: [{ id: 'foreign', name: 'Foreign', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC', protocolVersion: version, auth: { kind: 'none' }, skills: [] }],
+        limits: { cancelGraceMs: 2000 },
+        log: () => undefined,
+      });
+    });
+    after(async () => {
+      await gw.close();
+      await remote.close();
+      dir[Symbol.dispose]();
+    });
+
+    it('cancels the task that event names on the remote, and the error says so', async () => {
+      const client = await clientFor(`${gw.url}/a2a/foreign/.well-known/agent-card.json`, gw.token, { replay: false });
+      await assert.rejects(client.sendMessage(sendRequest(userMessage('broken'))), /first event the gateway cannot read .*its task foreign-1 there was canceled/);
+      assert.equal(remote.tasks.get('foreign-1')?.state, 'canceled', 'not left running unfollowed');
+      assert.deepEqual((await client.listTasks({ tenant: '', contextId: '', status: 0, pageToken: '', statusTimestampAfter: undefined, pageSize: 10 })).tasks, [], 'no task recorded here');
+    });
+  });
+}
+
+describe('gateway conformance: the HTTP+JSON binding answers application/json (A2A §11.1)', () => {
+  const dir = tempDir();
+  let gw: RunningGateway;
+  before(async () => {
+    gw = await startGateway({ stateDir: dir.path, localAgents: [scriptedAgent()], log: () => undefined });
+  });
+  after(async () => {
+    await gw.close();
+    dir[Symbol.dispose]();
+  });
+
+  const call = (method: string, path: string, body?: unknown): Promise<Response> =>
+    fetch(`${gw.url}/a2a/echo${path}`, {
+      method,
+      headers: { authorization: `Bearer ${gw.token}`, 'A2A-Version': '1.0', 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+
+  it('a result and an error both come as application/json, the error in the AIP-193 shape', async () => {
+    const sent = await call('POST', '/message:send', { message: { messageId: 'ct-1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } });
+    assert.equal(sent.status, 200);
+    assert.match(sent.headers.get('content-type') ?? '', /^application\/json/);
+    assert.ok(((await sent.json()) as { task?: { id?: string } }).task?.id);
+    const missing = await call('GET', '/tasks/no-such-task');
+    assert.equal(missing.status, 404);
+    assert.match(missing.headers.get('content-type') ?? '', /^application\/json/);
+    const err = ((await missing.json()) as { error?: { code?: number; status?: string; message?: string } }).error;
+    assert.equal(err?.code, 404);
+    assert.equal(typeof err?.status, 'string');
+    assert.equal(typeof err?.message, 'string');
+  });
+});
