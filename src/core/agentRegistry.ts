@@ -8,7 +8,7 @@
  *             │                                  │
  *             └─reject─▶ rejected                └─fetch fails─▶ unavailable ─fetch ok─▶ back
  *
- * What approval pins (SECURITY.md "Fetching cards"): the card's digest, the card itself, the one
+ * What approval pins (docs/security.md "Fetching agent cards (SSRF)"): the card's digest, the card itself, the one
  * endpoint Baton will call (an interface the card lists), and — first approval per origin — the keys
  * that verified the card's signature. Tokens are bound to the origin the user approved: an endpoint on
  * another origin than the card's must be acknowledged explicitly at approval, and `tokenOrigin` says

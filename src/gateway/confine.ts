@@ -3,7 +3,7 @@
  * usable: the whole filesystem read-only, the workspace the only writable place (plus a private
  * HOME and /tmp), the real HOME and other workspaces hidden, and no network unless the harness
  * needs its model API. Where bwrap is missing or cannot create namespaces, the run is unconfined
- * and the 'started' event says so (SECURITY: "A throwaway clone is not a sandbox: say so").
+ * and the 'started' event says so (docs/security.md "Workspaces and agent processes": a throwaway clone is not a sandbox, and Baton says so).
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * A2A push notifications with an SSRF-safe sender. SECURITY.md "Gateway": webhook URLs go through the
+ * A2A push notifications with an SSRF-safe sender. docs/security.md "The gateway": webhook URLs go through the
  * same rules as card fetches — the SDK's DefaultPushNotificationSender fetches any URL and follows
  * redirects, so it is not used. Every POST goes through `safeFetch` (https only unless the host is in
  * `pushAllowPrivateHosts`, public unicast addresses checked where they are dialled, no redirects, a

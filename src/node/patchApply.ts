@@ -1,5 +1,5 @@
 /**
- * Review preparation and apply for `changes.patch` (issue 7; SECURITY.md "Patches").
+ * Review preparation and apply for `changes.patch` (docs/security.md, "Patches").
  *
  * - `prepareReview` parses (streaming), classifies, checks with `git apply --check` from the
  *   repository's top level (never a subfolder: there git silently skips paths outside it) and reports

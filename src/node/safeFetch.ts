@@ -1,6 +1,6 @@
 /**
  * The one fetch Baton uses for every URL it fetches: agent cards now, push-notification URLs in the
- * gateway. SECURITY.md "Fetching cards (SSRF)" is the contract:
+ * gateway. docs/security.md "Fetching agent cards (SSRF)" is the contract:
  *
  * - https only; http only for hosts the user listed as private (`baton.privateHosts`);
  * - no credentials in the URL; redirects refused (never followed);

@@ -1,5 +1,5 @@
 /**
- * Signatures Baton makes and checks (SECURITY.md "Signatures"), over jose:
+ * Signatures Baton makes and checks (docs/security.md "Signed results"), over jose:
  *
  * - a gateway's Ed25519 key: created once, stored 0600 as a private JWK (or PKCS#8 PEM);
  * - Agent Card signatures per A2A §8.4: a JWS in flattened form with the payload detached, the payload

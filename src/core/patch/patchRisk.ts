@@ -1,6 +1,6 @@
 /**
  * Decides, before anything is offered for applying, which parts of a patch Baton refuses by default
- * (SECURITY.md "Patches"). Each finding is one item the user may override on its own; refusals name
+ * (docs/security.md "Patches"). Each finding is one item the user may override on its own; refusals name
  * the path and why. Paths are compared after folding the spellings that file systems treat alike:
  * case, Unicode compatibility forms (fullwidth `．ｇｉｔ`), characters that render as nothing
  * (zero-width, bidi controls, HFS+-ignored code points), Windows' trailing dots and spaces,

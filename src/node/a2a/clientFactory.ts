@@ -2,7 +2,7 @@
  * Builds an A2A client for one approved agent on @a2a-js/sdk's `ClientFactory`, JSON-RPC and HTTP+JSON,
  * A2A 1.0 and 0.3 (through the SDK's `legacyCompat`).
  *
- * SECURITY.md "Fetching cards": the card names where requests go, so the client only ever talks to the
+ * docs/security.md "Fetching agent cards (SSRF)": the card names where requests go, so the client only ever talks to the
  * endpoint the user approved (`PinnedEndpoint`), never to one a freshly fetched card names, and the
  * token is bound to that endpoint's origin: the fetch used by the transports refuses any other origin
  * and any redirect, and adds the credential the card's security scheme asks for (HTTP bearer or an
@@ -68,8 +68,8 @@ export interface AgentConnection {
   /** The agent declares Baton's replay profile: events carry `baton/seq`, `Last-Event-ID` replays. */
   readonly replay: boolean;
   /**
-   * Re-sending the same `messageId` returns the same task. Baton's gateway guarantees it (SECURITY.md
-   * "Gateway") and declares the replay profile; for other agents a resend could create a second task,
+   * Re-sending the same `messageId` returns the same task. Baton's gateway guarantees it (docs/security.md
+   * "The gateway") and declares the replay profile; for other agents a resend could create a second task,
    * so the runner never resends to them.
    */
   readonly idempotentSend: boolean;
