@@ -64,7 +64,8 @@ export class DelegationService extends Disposable {
   /** The result check running or done per delegation: a review waits for it. */
   private readonly checks = new Map<string, Promise<void>>();
   /** The patch bytes the check approved, by delegation (also on disk, for after a reload). */
-  private readonly reviewBytes = new Map<string, Buffer>();
+  /** The approved patch bytes per delegation, with the digest they were checked against and their statistics (computed once). */
+  private readonly reviewBytes = new Map<string, { readonly sha256: string; readonly bytes: Buffer; stats?: PanelView['patch'] }>();
   private readonly _onDidChange = this._register(new vscode.EventEmitter<string>());
   readonly onDidChange = this._onDidChange.event;
   private readonly _onDidSettle = this._register(new vscode.EventEmitter<{ id: string; decision: OutcomeDecision }>());
@@ -231,20 +232,30 @@ export class DelegationService extends Disposable {
   /** The approved patch bytes, checked against the digest recorded when they were approved. */
   private approvedBytes(id: string, side: Sidecar | undefined): Buffer | undefined {
     if (!side?.patch || side.signature?.status === 'invalid') return undefined;
-    let bytes = this.reviewBytes.get(id);
-    if (!bytes) {
-      try {
-        bytes = readFileSync(this.reviewPatchFile(id));
-      } catch {
-        throw new Error(vscode.l10n.t('The checked patch of this delegation is missing from {0}.', this.dir));
-      }
-      this.reviewBytes.set(id, bytes);
+    return this.approved(id, side.patch.sha256).bytes;
+  }
+
+  /**
+   * The approved bytes held in memory for this digest, or read from disk and checked against it. Bytes
+   * in memory were checked when they were stored: the panel asks for them on every snapshot, so they
+   * are not hashed again.
+   */
+  private approved(id: string, digest: string): { readonly sha256: string; readonly bytes: Buffer; stats?: PanelView['patch'] } {
+    const held = this.reviewBytes.get(id);
+    if (held?.sha256 === digest) return held;
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(this.reviewPatchFile(id));
+    } catch {
+      throw new Error(vscode.l10n.t('The checked patch of this delegation is missing from {0}.', this.dir));
     }
-    if (sha256(bytes) !== side.patch.sha256) {
+    if (sha256(bytes) !== digest) {
       this.reviewBytes.delete(id);
       throw new Error(vscode.l10n.t('The checked patch of this delegation changed on disk since it was checked; Baton will not review it.'));
     }
-    return bytes;
+    const entry = { sha256: digest, bytes };
+    this.reviewBytes.set(id, entry);
+    return entry;
   }
 
   reply(id: string, text: string): Promise<void> {
@@ -364,7 +375,7 @@ export class DelegationService extends Disposable {
       if (r.status !== 'invalid' && r.patch) {
         writeFileSync(this.reviewPatchFile(id), r.patch.bytes, { mode: 0o600 });
         side.patch = { artifactId: r.patch.artifactId, sha256: r.patch.sha256 };
-        this.reviewBytes.set(id, r.patch.bytes);
+        this.reviewBytes.set(id, { sha256: r.patch.sha256, bytes: r.patch.bytes });
       } else {
         side.patch = undefined;
         rmSync(this.reviewPatchFile(id), { force: true });
@@ -382,12 +393,15 @@ export class DelegationService extends Disposable {
     if (!v) return undefined;
     const side = this.loadSidecar(id);
     let patchStats: PanelView['patch'];
-    if (v.outcome) {
+    if (v.outcome && side?.patch && side.signature?.status !== 'invalid') {
       try {
-        const bytes = this.approvedBytes(id, side);
-        if (!bytes) throw new Error('no approved patch');
-        const parsed = parsePatchText(bytes.toString('utf8'));
-        patchStats = { files: parsed.files.length, additions: parsed.files.reduce((n, f) => n + f.added, 0), deletions: parsed.files.reduce((n, f) => n + f.removed, 0) };
+        // Parsed once per approved patch, not on every snapshot.
+        const held = this.approved(id, side.patch.sha256);
+        if (!held.stats) {
+          const parsed = parsePatchText(held.bytes.toString('utf8'));
+          held.stats = { files: parsed.files.length, additions: parsed.files.reduce((n, f) => n + f.added, 0), deletions: parsed.files.reduce((n, f) => n + f.removed, 0) };
+        }
+        patchStats = held.stats;
       } catch {
         patchStats = undefined;
       }
