@@ -18,12 +18,16 @@ const CHANGED_PER_FILE = 25;
 const ROUNDS = 9;
 
 function gitPlain(cwd: string, args: string[]): void {
-  execFileSync('git', ['-c', 'user.name=B', '-c', 'user.email=b@example.invalid', '-c', 'core.hooksPath=/dev/null', ...args], {
-    cwd,
-    env: { PATH: process.env.PATH ?? '', HOME: cwd, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-    maxBuffer: 1 << 30,
-  });
+  execFileSync(
+    'git',
+    ['-c', 'user.name=B', '-c', 'user.email=b@example.invalid', '-c', 'core.hooksPath=/dev/null', ...args],
+    {
+      cwd,
+      env: { PATH: process.env.PATH ?? '', HOME: cwd, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+      maxBuffer: 1 << 30,
+    },
+  );
 }
 
 function build(): { root: string; patchPath: string; dir: string } {
@@ -35,7 +39,11 @@ function build(): { root: string; patchPath: string; dir: string } {
     const out: string[] = [];
     for (let l = 0; l < LINES; l++) {
       const isChanged = changed && l % 4 === 1 && Math.floor(l / 4) < CHANGED_PER_FILE;
-      out.push(isChanged ? `    value_${f}_${l} = compute(${l}, "changed by the agent");` : `    value_${f}_${l} = compute(${l}, "original line of file ${f}");`);
+      out.push(
+        isChanged
+          ? `    value_${f}_${l} = compute(${l}, "changed by the agent");`
+          : `    value_${f}_${l} = compute(${l}, "original line of file ${f}");`,
+      );
     }
     return out.join('\n') + '\n';
   };
@@ -47,14 +55,23 @@ function build(): { root: string; patchPath: string; dir: string } {
   gitPlain(root, ['add', '-A']);
   gitPlain(root, ['commit', '-q', '-m', 'base']);
   for (let f = 0; f < FILES; f++) writeFileSync(join(root, `pkg${f % 40}`, `mod${f}.py`), content(f, true));
-  const patch = execFileSync('git', ['diff'], { cwd: root, maxBuffer: 1 << 30, env: { PATH: process.env.PATH ?? '', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' } });
+  const patch = execFileSync('git', ['diff'], {
+    cwd: root,
+    maxBuffer: 1 << 30,
+    env: { PATH: process.env.PATH ?? '', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+  });
   gitPlain(root, ['checkout', '-q', '--', '.']);
   const patchPath = join(dir, 'changes.patch');
   writeFileSync(patchPath, patch);
   return { root, patchPath, dir };
 }
 
-async function alternate(rounds: number, baseline: () => Promise<unknown> | unknown, candidate: () => Promise<unknown> | unknown, between: () => void): Promise<{ b: number; c: number }> {
+async function alternate(
+  rounds: number,
+  baseline: () => Promise<unknown> | unknown,
+  candidate: () => Promise<unknown> | unknown,
+  between: () => void,
+): Promise<{ b: number; c: number }> {
   const b: number[] = [];
   const c: number[] = [];
   for (let i = 0; i < rounds; i++) {
@@ -75,7 +92,8 @@ export async function run(): Promise<void> {
     gitPlain(root, ['apply', '--check', patchPath]);
     const warm = await prepareReview({ folder: root, source: { path: patchPath } });
     const lines = warm.patch.files.reduce((n, f) => n + f.added + f.removed, 0);
-    if (!warm.check.ok || warm.patch.files.length !== FILES) throw new Error(`bench setup: check failed ${JSON.stringify(warm.check.errors)}`);
+    if (!warm.check.ok || warm.patch.files.length !== FILES)
+      throw new Error(`bench setup: check failed ${JSON.stringify(warm.check.errors)}`);
 
     const review = await alternate(
       ROUNDS,
@@ -83,7 +101,9 @@ export async function run(): Promise<void> {
       () => prepareReview({ folder: root, source: { path: patchPath } }),
       () => undefined,
     );
-    console.log(`BENCH review ratio=${(review.c / review.b).toFixed(3)} baton_ms=${review.c.toFixed(1)} git_check_ms=${review.b.toFixed(1)} files=${FILES} changed_lines=${lines} load1=${loadavg()[0].toFixed(1)}`);
+    console.log(
+      `BENCH review ratio=${(review.c / review.b).toFixed(3)} baton_ms=${review.c.toFixed(1)} git_check_ms=${review.b.toFixed(1)} files=${FILES} changed_lines=${lines} load1=${loadavg()[0].toFixed(1)}`,
+    );
 
     const all = { files: warm.patch.files.map((f) => f.id) };
     let recordMs = 0;
@@ -108,7 +128,9 @@ export async function run(): Promise<void> {
       },
       revert,
     );
-    console.log(`BENCH apply ratio=${(apply.c / apply.b).toFixed(3)} baton_ms=${apply.c.toFixed(1)} git_apply_ms=${apply.b.toFixed(1)} record_digests_max_ms=${recordMs.toFixed(1)} files=${FILES} changed_lines=${lines} load1=${loadavg()[0].toFixed(1)}`);
+    console.log(
+      `BENCH apply ratio=${(apply.c / apply.b).toFixed(3)} baton_ms=${apply.c.toFixed(1)} git_apply_ms=${apply.b.toFixed(1)} record_digests_max_ms=${recordMs.toFixed(1)} files=${FILES} changed_lines=${lines} load1=${loadavg()[0].toFixed(1)}`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -38,7 +38,9 @@ import { startGateway } from '../src/gateway/server';
 import { compare, median } from './util';
 
 const STATUS_EVENTS = 5_000;
-const PATCH = `diff --git a/big b/big\n${'+'.repeat(79)}\n`.repeat(Math.ceil((1024 * 1024) / 104)).slice(0, 1024 * 1024);
+const PATCH = `diff --git a/big b/big\n${'+'.repeat(79)}\n`
+  .repeat(Math.ceil((1024 * 1024) / 104))
+  .slice(0, 1024 * 1024);
 const REPLAY_EVENTS = 10_000;
 const PACED_EVENTS = 300;
 const PACE_MS = 2;
@@ -51,24 +53,84 @@ function clockMs(): number {
 class StreamingExecutor implements AgentExecutor {
   async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const { taskId, contextId } = ctx;
-    bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: [ctx.userMessage], metadata: undefined }));
+    bus.publish(
+      AgentEvent.task({
+        id: taskId,
+        contextId,
+        status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined },
+        artifacts: [],
+        history: [ctx.userMessage],
+        metadata: undefined,
+      }),
+    );
     const text = ctx.userMessage.parts[0]?.content?.$case === 'text' ? ctx.userMessage.parts[0].content.value : '';
     if (text === 'paced') {
       for (let i = 0; i < PACED_EVENTS; i++) {
         await new Promise((r) => setTimeout(r, PACE_MS));
-        bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: undefined }, metadata: { i, sentAt: clockMs() } }));
+        bus.publish(
+          AgentEvent.statusUpdate({
+            taskId,
+            contextId,
+            status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: undefined },
+            metadata: { i, sentAt: clockMs() },
+          }),
+        );
       }
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId,
+          status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
+          metadata: undefined,
+        }),
+      );
       bus.finished();
       return;
     }
     for (let i = 0; i < STATUS_EVENTS; i++) {
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() }, metadata: { i } }));
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId,
+          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() },
+          metadata: { i },
+        }),
+      );
       // Yield now and then, as a real agent producing events over time does.
       if (i % 100 === 0) await new Promise((r) => setImmediate(r));
     }
-    bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'patch', name: 'changes.patch', description: '', parts: [{ content: { $case: 'text', value: PATCH }, metadata: undefined, filename: 'changes.patch', mediaType: 'text/x-diff' }], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
-    bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
+    bus.publish(
+      AgentEvent.artifactUpdate({
+        taskId,
+        contextId,
+        artifact: {
+          artifactId: 'patch',
+          name: 'changes.patch',
+          description: '',
+          parts: [
+            {
+              content: { $case: 'text', value: PATCH },
+              metadata: undefined,
+              filename: 'changes.patch',
+              mediaType: 'text/x-diff',
+            },
+          ],
+          metadata: undefined,
+          extensions: [],
+        },
+        append: false,
+        lastChunk: true,
+        metadata: undefined,
+      }),
+    );
+    bus.publish(
+      AgentEvent.statusUpdate({
+        taskId,
+        contextId,
+        status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
+        metadata: undefined,
+      }),
+    );
     bus.finished();
   }
   cancelTask(): Promise<void> {
@@ -79,19 +141,41 @@ class StreamingExecutor implements AgentExecutor {
 async function sdkServer(): Promise<{ url: string; close(): Promise<void> }> {
   let url = '';
   const card = (): AgentCard => ({
-    name: 'bench', description: 'bench', supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }], provider: undefined, version: '1',
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false }, securitySchemes: {}, securityRequirements: [],
-    defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'], skills: [], signatures: [],
+    name: 'bench',
+    description: 'bench',
+    supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+    provider: undefined,
+    version: '1',
+    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [],
+    signatures: [],
   });
   const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), new StreamingExecutor());
   Object.defineProperty(handler, 'getAgentCard', { value: () => Promise.resolve(card()) });
   const app = express();
-  app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'bench' }) }));
+  app.use(
+    '/rpc',
+    jsonRpcHandler({
+      requestHandler: handler,
+      userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'bench' }),
+    }),
+  );
   const server: Server = await new Promise((r) => {
     const s = app.listen(0, '127.0.0.1', () => r(s));
   });
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
-  return { url, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+  return {
+    url,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
 }
 
 function clientAt(url: string, token?: string): Promise<Client> {
@@ -101,9 +185,18 @@ function clientAt(url: string, token?: string): Promise<Client> {
     return fetch(input, { ...init, headers });
   };
   const card: AgentCard = {
-    name: 'x', description: '', supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }], provider: undefined, version: '1',
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false }, securitySchemes: {}, securityRequirements: [],
-    defaultInputModes: [], defaultOutputModes: [], skills: [], signatures: [],
+    name: 'x',
+    description: '',
+    supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+    provider: undefined,
+    version: '1',
+    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: [],
+    defaultOutputModes: [],
+    skills: [],
+    signatures: [],
   };
   return new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl })] }).createFromAgentCard(card);
 }
@@ -111,7 +204,16 @@ function clientAt(url: string, token?: string): Promise<Client> {
 function request(text: string): SendMessageRequest {
   return {
     tenant: '',
-    message: { messageId: randomUUID(), contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+    message: {
+      messageId: randomUUID(),
+      contextId: '',
+      taskId: '',
+      role: Role.ROLE_USER,
+      parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
+      metadata: undefined,
+      extensions: [],
+      referenceTaskIds: [],
+    },
     configuration: undefined,
     metadata: undefined,
   };
@@ -189,9 +291,16 @@ function childScript(): Promise<string> {
 }
 
 /** Starts this file as a child in `mode`; resolves with the JSON line it prints when ready. */
-async function child(mode: 'remote' | 'gateway', ...args: string[]): Promise<{ proc: ChildProcess; info: Record<string, string> }> {
+async function child(
+  mode: 'remote' | 'gateway',
+  ...args: string[]
+): Promise<{ proc: ChildProcess; info: Record<string, string> }> {
   const script = await childScript();
-  const proc = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), script, '--bench-child', mode, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(
+    process.execPath,
+    [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), script, '--bench-child', mode, ...args],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   const line = await new Promise<string>((resolve, reject) => {
     let out = '';
     const t = setTimeout(() => reject(new Error(`${mode} child did not start`)), 60_000);
@@ -217,14 +326,29 @@ async function childMain(mode: string, args: string[]): Promise<void> {
   const gw = await startGateway({
     stateDir: state,
     localAgents: [fastAgent],
-    remoteAgents: [{ id: 'remote', name: 'remote', description: '', url: args[0], protocolBinding: 'JSONRPC', protocolVersion: '1.0', auth: { kind: 'none' }, skills: [] }],
+    remoteAgents: [
+      {
+        id: 'remote',
+        name: 'remote',
+        description: '',
+        url: args[0],
+        protocolBinding: 'JSONRPC',
+        protocolVersion: '1.0',
+        auth: { kind: 'none' },
+        skills: [],
+      },
+    ],
     log: () => undefined,
   });
   process.stdout.write(`${JSON.stringify({ url: gw.url, token: gw.token })}\n`);
-  process.on('SIGTERM', () => void gw.close().finally(() => {
-    rmSync(state, { recursive: true, force: true });
-    process.exit(0);
-  }));
+  process.on(
+    'SIGTERM',
+    () =>
+      void gw.close().finally(() => {
+        rmSync(state, { recursive: true, force: true });
+        process.exit(0);
+      }),
+  );
 }
 
 /** CPU time (ms, all threads) a child process has used so far, from /proc; undefined where there is none. */
@@ -291,11 +415,16 @@ export async function run(): Promise<void> {
       if (n < REPLAY_EVENTS) throw new Error(`live stream ended after ${n} events`);
     };
     const replay = async (): Promise<void> => {
-      await drain(burst.resubscribeTask({ tenant: '', id: lastTask }, { serviceParameters: { 'Last-Event-ID': '0' } }), REPLAY_EVENTS);
+      await drain(
+        burst.resubscribeTask({ tenant: '', id: lastTask }, { serviceParameters: { 'Last-Event-ID': '0' } }),
+        REPLAY_EVENTS,
+      );
     };
     await live();
     const r = await compare(7, live, replay);
-    console.log(`BENCH replay ratio=${r.ratio.toFixed(3)} live_ms=${r.baselineMs.toFixed(1)} replay_ms=${r.candidateMs.toFixed(1)} events=${REPLAY_EVENTS}`);
+    console.log(
+      `BENCH replay ratio=${r.ratio.toFixed(3)} live_ms=${r.baselineMs.toFixed(1)} replay_ms=${r.candidateMs.toFixed(1)} events=${REPLAY_EVENTS}`,
+    );
   } finally {
     for (const c of [gw, remote]) {
       const exited = new Promise((r) => c.proc.once('exit', r));

@@ -52,7 +52,18 @@ function event(i: number): StreamResponse {
         status: {
           state: TaskState.TASK_STATE_WORKING,
           timestamp: undefined,
-          message: { messageId: `m${i}`, contextId: 'c', taskId: 't', role: Role.ROLE_AGENT, parts: [{ content: { $case: 'text', value: `step ${i}` }, filename: '', mediaType: '', metadata: undefined }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+          message: {
+            messageId: `m${i}`,
+            contextId: 'c',
+            taskId: 't',
+            role: Role.ROLE_AGENT,
+            parts: [
+              { content: { $case: 'text', value: `step ${i}` }, filename: '', mediaType: '', metadata: undefined },
+            ],
+            metadata: undefined,
+            extensions: [],
+            referenceTaskIds: [],
+          },
         },
         metadata: undefined,
       },
@@ -62,12 +73,23 @@ function event(i: number): StreamResponse {
 
 export async function run(): Promise<void> {
   const requestId = randomUUID();
-  const { message, contextDigests } = buildDelegationMessage({ requestId, task: 'bench', capabilities: READ_ONLY, chain: ['bench'] });
+  const { message, contextDigests } = buildDelegationMessage({
+    requestId,
+    task: 'bench',
+    capabilities: READ_ONLY,
+    chain: ['bench'],
+  });
   const journal = new DelegationJournal({
     requestId,
     title: 'bench',
     who: 'bench',
-    agent: { id: 'bench', name: 'Bench', endpoint: 'http://127.0.0.1:1/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+    agent: {
+      id: 'bench',
+      name: 'Bench',
+      endpoint: 'http://127.0.0.1:1/a2a',
+      protocolBinding: 'JSONRPC',
+      protocolVersion: '1.0',
+    },
     message,
     createdAt: Date.now(),
     capabilities: { requested: READ_ONLY, effective: READ_ONLY },
@@ -80,7 +102,11 @@ export async function run(): Promise<void> {
   const coalescer = new UpdateCoalescer<DelegationView>({
     produce: () => journal.view(Date.now()),
     post: (view) => webview.postMessage({ type: 'delegation', view }),
-    clock: { now: () => performance.now(), setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) },
+    clock: {
+      now: () => performance.now(),
+      setTimeout: (fn, ms) => setTimeout(fn, ms),
+      clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+    },
   });
   const heapStart = heapMb();
   const start = performance.now();
@@ -91,7 +117,14 @@ export async function run(): Promise<void> {
       const due = Math.min(EVENTS_PER_S * SECONDS, Math.floor((elapsed / 1000) * EVENTS_PER_S));
       while (pushed < due) {
         pushed++;
-        journal.apply({ kind: 'event', at: Date.now(), taskId: 't', seq: journal.nextLocalSeq(), sequenced: false, event: event(pushed) });
+        journal.apply({
+          kind: 'event',
+          at: Date.now(),
+          taskId: 't',
+          seq: journal.nextLocalSeq(),
+          sequenced: false,
+          event: event(pushed),
+        });
         coalescer.invalidate();
       }
       if (pushed >= EVENTS_PER_S * SECONDS) resolve();
@@ -104,6 +137,8 @@ export async function run(): Promise<void> {
   coalescer.dispose();
   const heapEnd = heapMb();
   const postsPerS = Math.round((webview.received / seconds) * 10) / 10;
-  console.log(`# pushed ${pushed} events in ${seconds.toFixed(2)} s (${Math.round(pushed / seconds)}/s); posts ${webview.received}; timeline shown ${webview.lastTimelineLength}`);
+  console.log(
+    `# pushed ${pushed} events in ${seconds.toFixed(2)} s (${Math.round(pushed / seconds)}/s); posts ${webview.received}; timeline shown ${webview.lastTimelineLength}`,
+  );
   console.log(`BENCH panel posts_per_s=${postsPerS} heap_mb=${heapStart}/${heapEnd}`);
 }

@@ -12,7 +12,11 @@ export async function timeMs(fn: () => Promise<unknown> | unknown): Promise<numb
 }
 
 /** Runs baseline and candidate alternately `rounds` times and returns both medians and their ratio. */
-export async function compare(rounds: number, baseline: () => Promise<unknown> | unknown, candidate: () => Promise<unknown> | unknown): Promise<{ baselineMs: number; candidateMs: number; ratio: number }> {
+export async function compare(
+  rounds: number,
+  baseline: () => Promise<unknown> | unknown,
+  candidate: () => Promise<unknown> | unknown,
+): Promise<{ baselineMs: number; candidateMs: number; ratio: number }> {
   const b: number[] = [];
   const c: number[] = [];
   for (let i = 0; i < rounds; i++) {

@@ -31,7 +31,9 @@ export async function run(): Promise<void> {
       },
       async worktree(i: number) {
         const dir = join(base, `wt-${i}`);
-        worktree.push(await timeMs(() => runGit(['worktree', 'add', '--quiet', '--detach', dir, 'HEAD'], { cwd: repo })));
+        worktree.push(
+          await timeMs(() => runGit(['worktree', 'add', '--quiet', '--detach', dir, 'HEAD'], { cwd: repo })),
+        );
         await runGit(['worktree', 'remove', '--force', dir], { cwd: repo });
       },
     };
@@ -51,7 +53,9 @@ export async function run(): Promise<void> {
     }
     const b = median(baton);
     const w = median(worktree);
-    console.log(`BENCH workspace ratio=${(b / w).toFixed(3)} baton_prep_ms=${b.toFixed(1)} worktree_add_ms=${w.toFixed(1)} files=${FILES} rounds=${ROUNDS}`);
+    console.log(
+      `BENCH workspace ratio=${(b / w).toFixed(3)} baton_prep_ms=${b.toFixed(1)} worktree_add_ms=${w.toFixed(1)} files=${FILES} rounds=${ROUNDS}`,
+    );
   } finally {
     rmSync(base, { recursive: true, force: true, maxRetries: 3 });
   }
@@ -59,19 +63,29 @@ export async function run(): Promise<void> {
 
 async function makeRepo(repo: string): Promise<void> {
   mkdirSync(repo, { recursive: true });
-  const env = { GIT_AUTHOR_NAME: 'bench', GIT_AUTHOR_EMAIL: 'bench@example.invalid', GIT_COMMITTER_NAME: 'bench', GIT_COMMITTER_EMAIL: 'bench@example.invalid' };
+  const env = {
+    GIT_AUTHOR_NAME: 'bench',
+    GIT_AUTHOR_EMAIL: 'bench@example.invalid',
+    GIT_COMMITTER_NAME: 'bench',
+    GIT_COMMITTER_EMAIL: 'bench@example.invalid',
+  };
   await runGit(['init', '--quiet', '-b', 'main'], { cwd: repo });
   const perDir = 100;
   for (let d = 0; d < FILES / perDir; d++) {
     const dir = join(repo, `pkg${d}`, 'src');
     mkdirSync(dir, { recursive: true });
-    for (let f = 0; f < perDir; f++) writeFileSync(join(dir, `file${f}.ts`), `export const value${f} = ${d * perDir + f};\n// package ${d}, file ${f}\n`);
+    for (let f = 0; f < perDir; f++)
+      writeFileSync(
+        join(dir, `file${f}.ts`),
+        `export const value${f} = ${d * perDir + f};\n// package ${d}, file ${f}\n`,
+      );
   }
   writeFileSync(join(repo, '.gitignore'), 'node_modules/\n*.log\n');
   await runGit(['add', '--all'], { cwd: repo });
   await runGit(['commit', '--quiet', '-m', 'bench'], { cwd: repo, env });
   // Uncommitted (staged and unstaged), deleted, untracked and ignored files.
-  for (let i = 0; i < 20; i++) writeFileSync(join(repo, `pkg${i}`, 'src', 'file0.ts'), `export const changed = ${i};\n`);
+  for (let i = 0; i < 20; i++)
+    writeFileSync(join(repo, `pkg${i}`, 'src', 'file0.ts'), `export const changed = ${i};\n`);
   await runGit(['add', 'pkg0', 'pkg1'], { cwd: repo });
   rmSync(join(repo, 'pkg30', 'src', 'file1.ts'));
   mkdirSync(join(repo, 'scratch'));

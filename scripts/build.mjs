@@ -137,7 +137,11 @@ if (watch) {
   copyAssets();
   await Promise.all(Object.values(targets).map((t) => esbuild.build(t)));
   console.log(`bundles${minify ? ' (minified)' : ''}:`);
-  console.log(`  extension  dist/extension.js      ${kb('dist/extension.js')}  (+ dist/net.js ${kb('dist/net.js')}, loaded on first fetch)`);
+  console.log(
+    `  extension  dist/extension.js      ${kb('dist/extension.js')}  (+ dist/net.js ${kb('dist/net.js')}, loaded on first fetch)`,
+  );
   console.log(`  webview    dist/webview/panel.js  ${kb('dist/webview/panel.js')}`);
-  console.log(`  gateway    dist/gateway.js        ${kb('dist/gateway.js')}  (+ dist/gateway-refactor.js ${kb('dist/gateway-refactor.js')}, the refactoring agent's thread, started on first use)`);
+  console.log(
+    `  gateway    dist/gateway.js        ${kb('dist/gateway.js')}  (+ dist/gateway-refactor.js ${kb('dist/gateway-refactor.js')}, the refactoring agent's thread, started on first use)`,
+  );
 }

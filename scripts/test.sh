@@ -25,6 +25,7 @@ if [ "$what" != unit ]; then
   step build npm run --silent build
   step typecheck bash -c 'npx tsc --noEmit -p tsconfig.json && npx tsc --noEmit -p tsconfig.webview.json'
   step lint npx eslint --max-warnings 0 .
+  step format npx prettier --check --log-level warn .
 fi
 
 if [ "$what" = all ] || [ "$what" = unit ]; then

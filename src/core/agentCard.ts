@@ -57,10 +57,27 @@ export interface AgentExtensionInfo {
 }
 
 export type SecuritySchemeInfo =
-  | { readonly kind: 'http'; readonly name: string; readonly scheme: string; readonly bearerFormat: string; readonly description: string }
-  | { readonly kind: 'apiKey'; readonly name: string; readonly location: string; readonly parameter: string; readonly description: string }
+  | {
+      readonly kind: 'http';
+      readonly name: string;
+      readonly scheme: string;
+      readonly bearerFormat: string;
+      readonly description: string;
+    }
+  | {
+      readonly kind: 'apiKey';
+      readonly name: string;
+      readonly location: string;
+      readonly parameter: string;
+      readonly description: string;
+    }
   | { readonly kind: 'oauth2'; readonly name: string; readonly description: string }
-  | { readonly kind: 'openIdConnect'; readonly name: string; readonly openIdConnectUrl: string; readonly description: string }
+  | {
+      readonly kind: 'openIdConnect';
+      readonly name: string;
+      readonly openIdConnectUrl: string;
+      readonly description: string;
+    }
   | { readonly kind: 'mtls'; readonly name: string; readonly description: string }
   | { readonly kind: 'unknown'; readonly name: string; readonly description: string };
 
@@ -135,7 +152,8 @@ export function cardSigningPayload(raw: Readonly<Record<string, unknown>>): stri
   try {
     return canonicalize(rest);
   } catch (e) {
-    if (e instanceof JcsError) throw new AgentCardError('invalid-card', `The agent card cannot be canonicalised: ${e.message}.`, e.path);
+    if (e instanceof JcsError)
+      throw new AgentCardError('invalid-card', `The agent card cannot be canonicalised: ${e.message}.`, e.path);
     throw e;
   }
 }
@@ -146,7 +164,8 @@ export function agentCardDigest(raw: Readonly<Record<string, unknown>>): string 
   try {
     return jcsDigest(rest);
   } catch (e) {
-    if (e instanceof JcsError) throw new AgentCardError('invalid-card', `The agent card cannot be canonicalised: ${e.message}.`, e.path);
+    if (e instanceof JcsError)
+      throw new AgentCardError('invalid-card', `The agent card cannot be canonicalised: ${e.message}.`, e.path);
     throw e;
   }
 }
@@ -235,7 +254,13 @@ export function originOf(url: string | URL): string {
 
 const HTTP_BINDINGS = new Set(['JSONRPC', 'HTTP+JSON']);
 
-function makeInterface(url: string, binding: string, protocolVersion: string, tenant: string, path: string): AgentInterfaceInfo {
+function makeInterface(
+  url: string,
+  binding: string,
+  protocolVersion: string,
+  tenant: string,
+  path: string,
+): AgentInterfaceInfo {
   const parsed = absoluteUrl(url, memberPath(path, 'url'));
   if (HTTP_BINDINGS.has(binding.toUpperCase()) && parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
     invalid(memberPath(path, 'url'), `must be an http(s) URL for the ${binding} binding`);
@@ -256,7 +281,9 @@ export function normalizeAgentCard(raw: unknown): NormalizedAgentCard {
   const caps = obj(raw, 'capabilities', '') ?? {};
   const interfaces = readInterfaces(raw, isIndexCard(caps));
   const providerObj = obj(raw, 'provider', '');
-  const provider = providerObj ? { organization: str(providerObj, 'organization', 'provider'), url: str(providerObj, 'url', 'provider') } : undefined;
+  const provider = providerObj
+    ? { organization: str(providerObj, 'organization', 'provider'), url: str(providerObj, 'url', 'provider') }
+    : undefined;
 
   const extensions = objects(caps, 'extensions', 'capabilities').map(({ value, path }) => ({
     uri: str(value, 'uri', path, true),
@@ -299,7 +326,8 @@ export function normalizeAgentCard(raw: unknown): NormalizedAgentCard {
       streaming: bool(caps, 'streaming', 'capabilities'),
       pushNotifications: bool(caps, 'pushNotifications', 'capabilities'),
       // 0.3 put this at the top level.
-      extendedAgentCard: bool(caps, 'extendedAgentCard', 'capabilities') || bool(raw, 'supportsAuthenticatedExtendedCard', ''),
+      extendedAgentCard:
+        bool(caps, 'extendedAgentCard', 'capabilities') || bool(raw, 'supportsAuthenticatedExtendedCard', ''),
       extensions,
     },
     defaultInputModes: strings(raw, 'defaultInputModes', ''),
@@ -325,13 +353,22 @@ function readInterfaces(raw: Obj, indexCard: boolean): AgentInterfaceInfo[] {
   };
   const hasV1 = field(raw, 'supportedInterfaces') !== undefined;
   for (const { value, path } of objects(raw, 'supportedInterfaces', '')) {
-    add(makeInterface(str(value, 'url', path, true), str(value, 'protocolBinding', path, true), str(value, 'protocolVersion', path), str(value, 'tenant', path), path));
+    add(
+      makeInterface(
+        str(value, 'url', path, true),
+        str(value, 'protocolBinding', path, true),
+        str(value, 'protocolVersion', path),
+        str(value, 'tenant', path),
+        path,
+      ),
+    );
   }
   // 0.3 layout. A card may carry both (the SDK's legacy mode embeds `supportedInterfaces` in a 0.3
   // card); every URL a client could be sent to is listed, so the origin check sees all of them.
   const legacyUrl = field(raw, 'url');
   // A gateway's index card may serve no interface of its own (the SDK drops an empty list on the wire).
-  if (!hasV1 && legacyUrl === undefined && !indexCard) invalid('supportedInterfaces', 'is required (an A2A 0.3 card names `url` instead)');
+  if (!hasV1 && legacyUrl === undefined && !indexCard)
+    invalid('supportedInterfaces', 'is required (an A2A 0.3 card names `url` instead)');
   if (legacyUrl !== undefined) {
     const url = str(raw, 'url', '', true);
     const cardVersion = str(raw, 'protocolVersion', '');
@@ -358,24 +395,43 @@ function readSecuritySchemes(raw: Obj): SecuritySchemeInfo[] {
     const schemeField = field(s, 'scheme');
     const tagged = isObj(schemeField) ? schemeField : undefined; // 0.3 http schemes have a string here
     const tag = tagged && typeof tagged.$case === 'string' ? tagged.$case : undefined;
-    const taggedValue = (k: string): Obj | undefined => (tag === k && tagged ? obj(tagged, 'value', memberPath(path, 'scheme')) : undefined);
+    const taggedValue = (k: string): Obj | undefined =>
+      tag === k && tagged ? obj(tagged, 'value', memberPath(path, 'scheme')) : undefined;
     const http = obj(s, 'httpAuthSecurityScheme', path) ?? taggedValue('httpAuthSecurityScheme');
     const apiKey = obj(s, 'apiKeySecurityScheme', path) ?? taggedValue('apiKeySecurityScheme');
     const oauth2 = obj(s, 'oauth2SecurityScheme', path) ?? taggedValue('oauth2SecurityScheme');
     const oidc = obj(s, 'openIdConnectSecurityScheme', path) ?? taggedValue('openIdConnectSecurityScheme');
     const mtls = obj(s, 'mtlsSecurityScheme', path) ?? taggedValue('mtlsSecurityScheme');
-    const sub = (k: string): string => (tag === k ? memberPath(memberPath(path, 'scheme'), 'value') : memberPath(path, k));
+    const sub = (k: string): string =>
+      tag === k ? memberPath(memberPath(path, 'scheme'), 'value') : memberPath(path, k);
     if (http) {
-      return { kind: 'http', name, scheme: str(http, 'scheme', sub('httpAuthSecurityScheme'), true), bearerFormat: str(http, 'bearerFormat', sub('httpAuthSecurityScheme')), description: str(http, 'description', sub('httpAuthSecurityScheme')) };
+      return {
+        kind: 'http',
+        name,
+        scheme: str(http, 'scheme', sub('httpAuthSecurityScheme'), true),
+        bearerFormat: str(http, 'bearerFormat', sub('httpAuthSecurityScheme')),
+        description: str(http, 'description', sub('httpAuthSecurityScheme')),
+      };
     }
     if (apiKey) {
       const p = sub('apiKeySecurityScheme');
-      return { kind: 'apiKey', name, location: str(apiKey, 'location', p, true), parameter: str(apiKey, 'name', p, true), description: str(apiKey, 'description', p) };
+      return {
+        kind: 'apiKey',
+        name,
+        location: str(apiKey, 'location', p, true),
+        parameter: str(apiKey, 'name', p, true),
+        description: str(apiKey, 'description', p),
+      };
     }
     if (oauth2) return { kind: 'oauth2', name, description: str(oauth2, 'description', sub('oauth2SecurityScheme')) };
     if (oidc) {
       const p = sub('openIdConnectSecurityScheme');
-      return { kind: 'openIdConnect', name, openIdConnectUrl: str(oidc, 'openIdConnectUrl', p), description: str(oidc, 'description', p) };
+      return {
+        kind: 'openIdConnect',
+        name,
+        openIdConnectUrl: str(oidc, 'openIdConnectUrl', p),
+        description: str(oidc, 'description', p),
+      };
     }
     if (mtls) return { kind: 'mtls', name, description: str(mtls, 'description', sub('mtlsSecurityScheme')) };
     if (tag) return { kind: 'unknown', name, description: '' };
@@ -383,9 +439,21 @@ function readSecuritySchemes(raw: Obj): SecuritySchemeInfo[] {
     const description = str(s, 'description', path);
     switch (type) {
       case 'http':
-        return { kind: 'http', name, scheme: str(s, 'scheme', path, true), bearerFormat: str(s, 'bearerFormat', path), description };
+        return {
+          kind: 'http',
+          name,
+          scheme: str(s, 'scheme', path, true),
+          bearerFormat: str(s, 'bearerFormat', path),
+          description,
+        };
       case 'apiKey':
-        return { kind: 'apiKey', name, location: str(s, 'in', path, true), parameter: str(s, 'name', path, true), description };
+        return {
+          kind: 'apiKey',
+          name,
+          location: str(s, 'in', path, true),
+          parameter: str(s, 'name', path, true),
+          description,
+        };
       case 'oauth2':
         return { kind: 'oauth2', name, description };
       case 'openIdConnect':

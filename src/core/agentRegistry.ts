@@ -139,8 +139,10 @@ export function normalizeCardUrl(cardUrl: string): string {
   } catch {
     throw new RegistryError('invalid-url', `"${cardUrl}" is not an absolute URL.`);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new RegistryError('invalid-url', `"${cardUrl}" is not an http(s) URL.`);
-  if (url.username || url.password) throw new RegistryError('invalid-url', 'A card URL must not carry credentials; set a token for the host instead.');
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new RegistryError('invalid-url', `"${cardUrl}" is not an http(s) URL.`);
+  if (url.username || url.password)
+    throw new RegistryError('invalid-url', 'A card URL must not carry credentials; set a token for the host instead.');
   url.hash = '';
   const host = url.hostname.replace(/\.+$/, '');
   if (host && host !== url.hostname) url.hostname = host;
@@ -181,7 +183,10 @@ function put(state: RegistryState, entry: AgentEntry): RegistryState {
 }
 
 /** Adds a pending entry (no card yet: fetch it and call `recordFetch`). Adding an existing URL changes nothing. */
-export function addAgent(state: RegistryState, input: { cardUrl: string; source: AgentSource; now: string }): RegistryState {
+export function addAgent(
+  state: RegistryState,
+  input: { cardUrl: string; source: AgentSource; now: string },
+): RegistryState {
   const cardUrl = normalizeCardUrl(input.cardUrl);
   if (state.agents.some((a) => a.cardUrl === cardUrl)) return state;
   return put(state, {
@@ -206,7 +211,11 @@ export function addAgent(state: RegistryState, input: { cardUrl: string; source:
  * one new state, so the caller saves them at once and an Add Agent that fails or is cancelled part
  * way leaves nothing behind, nor an entry without its card.
  */
-export function addFetchedAgents(state: RegistryState, items: readonly { readonly cardUrl: string; readonly source: AgentSource; readonly served: ServedCard }[], now: string): RegistryState {
+export function addFetchedAgents(
+  state: RegistryState,
+  items: readonly { readonly cardUrl: string; readonly source: AgentSource; readonly served: ServedCard }[],
+  now: string,
+): RegistryState {
   let next = state;
   for (const item of items) {
     next = addAgent(next, { cardUrl: item.cardUrl, source: item.source, now });
@@ -227,14 +236,25 @@ export function removeAgent(state: RegistryState, cardUrl: string): RegistryStat
  */
 export function recordFetch(state: RegistryState, cardUrl: string, served: ServedCard): RegistryState {
   const entry = requireAgent(state, cardUrl);
-  const base = { ...entry, served, lastError: undefined, lastSeen: served.fetchedAt, statusBeforeUnavailable: undefined };
+  const base = {
+    ...entry,
+    served,
+    lastError: undefined,
+    lastSeen: served.fetchedAt,
+    statusBeforeUnavailable: undefined,
+  };
   const status = entry.status === 'unavailable' ? (entry.statusBeforeUnavailable ?? 'pending') : entry.status;
   if (status === 'approved' || (status === 'pending' && entry.approval)) {
     const approval = entry.approval;
     if (approval && approval.digest === served.digest) {
       return put(state, { ...base, status: 'approved', pendingReason: undefined, changes: [] });
     }
-    return put(state, { ...base, status: 'pending', pendingReason: 'card-changed', changes: approval ? diffCards(approval.card.raw, served.card.raw) : [] });
+    return put(state, {
+      ...base,
+      status: 'pending',
+      pendingReason: 'card-changed',
+      changes: approval ? diffCards(approval.card.raw, served.card.raw) : [],
+    });
   }
   if (status === 'rejected') return put(state, { ...base, status: 'rejected' });
   return put(state, { ...base, status: 'pending', pendingReason: entry.pendingReason ?? 'new' });
@@ -264,7 +284,9 @@ export type ApprovalRefusal =
   | 'endpoint-not-in-card'
   | 'endpoint-off-origin';
 
-export type ApproveResult = { readonly ok: true; readonly state: RegistryState } | { readonly ok: false; readonly reason: ApprovalRefusal; readonly message: string };
+export type ApproveResult =
+  | { readonly ok: true; readonly state: RegistryState }
+  | { readonly ok: false; readonly reason: ApprovalRefusal; readonly message: string };
 
 export interface ApproveInput {
   /** The digest shown to the reviewer. Approval is refused when the served card differs. */
@@ -285,22 +307,51 @@ export interface ApproveInput {
 export function approveAgent(state: RegistryState, cardUrl: string, input: ApproveInput): ApproveResult {
   const entry = findAgent(state, cardUrl);
   if (!entry) return { ok: false, reason: 'unknown-agent', message: `No agent with card URL ${cardUrl}.` };
-  if (entry.status === 'unavailable') return { ok: false, reason: 'unavailable', message: 'The agent card could not be fetched; refresh it before approving.' };
+  if (entry.status === 'unavailable')
+    return {
+      ok: false,
+      reason: 'unavailable',
+      message: 'The agent card could not be fetched; refresh it before approving.',
+    };
   const served = entry.served;
-  if (!served) return { ok: false, reason: 'no-card', message: 'The agent card has not been fetched yet; refresh it before approving.' };
+  if (!served)
+    return {
+      ok: false,
+      reason: 'no-card',
+      message: 'The agent card has not been fetched yet; refresh it before approving.',
+    };
   if (served.digest !== input.reviewedDigest) {
-    return { ok: false, reason: 'card-changed', message: 'The agent card changed after you opened the review. Review it again before approving.' };
+    return {
+      ok: false,
+      reason: 'card-changed',
+      message: 'The agent card changed after you opened the review. Review it again before approving.',
+    };
   }
   const sig = served.signature;
-  if (sig.status === 'invalid') return { ok: false, reason: 'invalid-signature', message: `The card's signature is invalid (${sig.reason}); it cannot be approved.` };
+  if (sig.status === 'invalid')
+    return {
+      ok: false,
+      reason: 'invalid-signature',
+      message: `The card's signature is invalid (${sig.reason}); it cannot be approved.`,
+    };
   const pinned = state.originKeys[entry.origin];
   if (pinned && pinned.keys.length > 0 && sig.status !== 'verified') {
-    return { ok: false, reason: 'signature-required', message: `Cards from ${entry.origin} were signed before; this one is not, so it cannot be approved.` };
+    return {
+      ok: false,
+      reason: 'signature-required',
+      message: `Cards from ${entry.origin} were signed before; this one is not, so it cannot be approved.`,
+    };
   }
   const card = served.card;
-  const chosen: AgentInterfaceInfo | undefined = input.endpointUrl === undefined ? card.preferredInterface : card.interfaces.find((i) => i.url === input.endpointUrl);
+  const chosen: AgentInterfaceInfo | undefined =
+    input.endpointUrl === undefined
+      ? card.preferredInterface
+      : card.interfaces.find((i) => i.url === input.endpointUrl);
   if (!chosen) {
-    const message = input.endpointUrl === undefined ? 'The card lists no interface to call (a gateway index card): add the agents it lists instead.' : `${input.endpointUrl} is not one of the card's interfaces.`;
+    const message =
+      input.endpointUrl === undefined
+        ? 'The card lists no interface to call (a gateway index card): add the agents it lists instead.'
+        : `${input.endpointUrl} is not one of the card's interfaces.`;
     return { ok: false, reason: 'endpoint-not-in-card', message };
   }
   const offOrigin = chosen.origin !== entry.origin;
@@ -314,7 +365,13 @@ export function approveAgent(state: RegistryState, cardUrl: string, input: Appro
   const approval: Approval = {
     digest: served.digest,
     card,
-    endpoint: { url: chosen.url, binding: chosen.binding, protocolVersion: chosen.protocolVersion, tenant: chosen.tenant, origin: chosen.origin },
+    endpoint: {
+      url: chosen.url,
+      binding: chosen.binding,
+      protocolVersion: chosen.protocolVersion,
+      tenant: chosen.tenant,
+      origin: chosen.origin,
+    },
     offOriginAcknowledged: offOrigin,
     approvedAt: input.now,
   };
@@ -322,20 +379,35 @@ export function approveAgent(state: RegistryState, cardUrl: string, input: Appro
   if (sig.status === 'verified' && !(pinned && pinned.keys.length > 0)) {
     originKeys = { ...originKeys, [entry.origin]: { keys: sig.keys, pinnedAt: input.now } };
   }
-  const next = put({ ...state, originKeys }, { ...entry, status: 'approved', pendingReason: undefined, approval, changes: [], rejectedDigest: undefined });
+  const next = put(
+    { ...state, originKeys },
+    { ...entry, status: 'approved', pendingReason: undefined, approval, changes: [], rejectedDigest: undefined },
+  );
   return { ok: true, state: next };
 }
 
 export function rejectAgent(state: RegistryState, cardUrl: string): RegistryState {
   const entry = requireAgent(state, cardUrl);
-  return put(state, { ...entry, status: 'rejected', pendingReason: undefined, approval: undefined, changes: [], rejectedDigest: entry.served?.digest });
+  return put(state, {
+    ...entry,
+    status: 'rejected',
+    pendingReason: undefined,
+    approval: undefined,
+    changes: [],
+    rejectedDigest: entry.served?.digest,
+  });
 }
 
 /** A rejected (or approved) agent goes back to pending for a fresh review. */
 export function reopenAgent(state: RegistryState, cardUrl: string): RegistryState {
   const entry = requireAgent(state, cardUrl);
   if (entry.status === 'pending') return state;
-  return put(state, { ...entry, status: 'pending', pendingReason: entry.approval ? 'card-changed' : 'new', rejectedDigest: undefined });
+  return put(state, {
+    ...entry,
+    status: 'pending',
+    pendingReason: entry.approval ? 'card-changed' : 'new',
+    rejectedDigest: undefined,
+  });
 }
 
 /** Keys pinned for an origin (pass them to the card verifier). */
@@ -381,7 +453,8 @@ export function cardWarnings(state: RegistryState, entry: AgentEntry): CardWarni
     if (isPlainHttp(i.url)) out.push({ kind: 'insecure-interface', url: i.url });
   }
   if (served.signature.status === 'invalid') out.push({ kind: 'invalid-signature', reason: served.signature.reason });
-  if (served.signature.status === 'unsigned' && pinnedKeysFor(state, entry.origin).length > 0) out.push({ kind: 'unsigned-after-signed' });
+  if (served.signature.status === 'unsigned' && pinnedKeysFor(state, entry.origin).length > 0)
+    out.push({ kind: 'unsigned-after-signed' });
   return out;
 }
 
@@ -394,12 +467,19 @@ const MAX_CHANGES = 200;
  * Structural differences between two cards (as served), by field path; `signatures` is left out
  * because the digest does not cover it. At most 200 changes; a last `{path: '…'}` entry says more were cut.
  */
-export function diffCards(before: Readonly<Record<string, unknown>>, after: Readonly<Record<string, unknown>>): CardChange[] {
+export function diffCards(
+  before: Readonly<Record<string, unknown>>,
+  after: Readonly<Record<string, unknown>>,
+): CardChange[] {
   const out: CardChange[] = [];
   const { signatures: _b, ...b } = before;
   const { signatures: _a, ...a } = after;
   walk(b, a, '', out);
-  if (out.length > MAX_CHANGES) return [...out.slice(0, MAX_CHANGES), { path: '…', kind: 'changed', before: `${out.length - MAX_CHANGES} more changes` }];
+  if (out.length > MAX_CHANGES)
+    return [
+      ...out.slice(0, MAX_CHANGES),
+      { path: '…', kind: 'changed', before: `${out.length - MAX_CHANGES} more changes` },
+    ];
   return out;
 }
 
@@ -458,7 +538,13 @@ interface StoredServed {
 /** JSON for storage (globalState / a file). Holds no secret: tokens live in SecretStorage. */
 export function serializeRegistry(state: RegistryState): string {
   const served = (s: ServedCard | undefined): StoredServed | undefined =>
-    s && { raw: s.card.raw as Record<string, unknown>, digest: s.digest, signature: s.signature, ...(s.etag !== undefined ? { etag: s.etag } : {}), fetchedAt: s.fetchedAt };
+    s && {
+      raw: s.card.raw as Record<string, unknown>,
+      digest: s.digest,
+      signature: s.signature,
+      ...(s.etag !== undefined ? { etag: s.etag } : {}),
+      fetchedAt: s.fetchedAt,
+    };
   return JSON.stringify({
     version: REGISTRY_STORAGE_VERSION,
     originKeys: state.originKeys,
@@ -482,24 +568,38 @@ export function deserializeRegistry(text: string): RegistryState {
     throw new RegistryError('corrupt-state', 'The stored agent list is not valid JSON.');
   }
   if (!isPlain(doc)) throw new RegistryError('corrupt-state', 'The stored agent list is not an object.');
-  if (doc.version !== REGISTRY_STORAGE_VERSION) throw new RegistryError('unsupported-version', `Stored agent list version ${String(doc.version)} is not supported (expected ${REGISTRY_STORAGE_VERSION}).`);
-  if (!Array.isArray(doc.agents) || !isPlain(doc.originKeys)) throw new RegistryError('corrupt-state', 'The stored agent list is missing agents or originKeys.');
+  if (doc.version !== REGISTRY_STORAGE_VERSION)
+    throw new RegistryError(
+      'unsupported-version',
+      `Stored agent list version ${String(doc.version)} is not supported (expected ${REGISTRY_STORAGE_VERSION}).`,
+    );
+  if (!Array.isArray(doc.agents) || !isPlain(doc.originKeys))
+    throw new RegistryError('corrupt-state', 'The stored agent list is missing agents or originKeys.');
   const cardFrom = (raw: unknown, digest: unknown, where: string): NormalizedAgentCard => {
     try {
       const card = normalizeAgentCard(raw);
-      if (agentCardDigest(card.raw) !== digest) throw new RegistryError('corrupt-state', `Stored card for ${where} does not match its digest.`);
+      if (agentCardDigest(card.raw) !== digest)
+        throw new RegistryError('corrupt-state', `Stored card for ${where} does not match its digest.`);
       return card;
     } catch (e) {
-      if (e instanceof AgentCardError) throw new RegistryError('corrupt-state', `Stored card for ${where} is invalid: ${e.message}`);
+      if (e instanceof AgentCardError)
+        throw new RegistryError('corrupt-state', `Stored card for ${where} is invalid: ${e.message}`);
       throw e;
     }
   };
   const agents = doc.agents.map((a: unknown): AgentEntry => {
-    if (!isPlain(a) || typeof a.cardUrl !== 'string') throw new RegistryError('corrupt-state', 'A stored agent has no card URL.');
+    if (!isPlain(a) || typeof a.cardUrl !== 'string')
+      throw new RegistryError('corrupt-state', 'A stored agent has no card URL.');
     const s = a.served;
     const ap = a.approval;
     const served: ServedCard | undefined = isPlain(s)
-      ? { card: cardFrom(s.raw, s.digest, a.cardUrl), digest: String(s.digest), signature: s.signature as CardSignatureCheck, etag: typeof s.etag === 'string' ? s.etag : undefined, fetchedAt: String(s.fetchedAt) }
+      ? {
+          card: cardFrom(s.raw, s.digest, a.cardUrl),
+          digest: String(s.digest),
+          signature: s.signature as CardSignatureCheck,
+          etag: typeof s.etag === 'string' ? s.etag : undefined,
+          fetchedAt: String(s.fetchedAt),
+        }
       : undefined;
     const approval: Approval | undefined = isPlain(ap)
       ? {
@@ -512,7 +612,8 @@ export function deserializeRegistry(text: string): RegistryState {
       : undefined;
     const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
     const status = a.status as AgentStatus;
-    if (!['pending', 'approved', 'rejected', 'unavailable'].includes(status)) throw new RegistryError('corrupt-state', `Stored agent ${a.cardUrl} has an unknown status.`);
+    if (!['pending', 'approved', 'rejected', 'unavailable'].includes(status))
+      throw new RegistryError('corrupt-state', `Stored agent ${a.cardUrl} has an unknown status.`);
     const cardUrl = normalizeCardUrl(a.cardUrl);
     return {
       cardUrl,

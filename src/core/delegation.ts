@@ -20,7 +20,13 @@ import type {
   TimelineEntry,
 } from './protocol/delegationView';
 
-export type { CapabilitySet, DelegationOutcome, DelegationState, DelegationView, TimelineEntry } from './protocol/delegationView';
+export type {
+  CapabilitySet,
+  DelegationOutcome,
+  DelegationState,
+  DelegationView,
+  TimelineEntry,
+} from './protocol/delegationView';
 
 export const DELEGATION_OUTCOMES: readonly DelegationOutcome[] = [
   'completed',
@@ -39,7 +45,12 @@ export function isFinalOutcome(o: DelegationOutcome | undefined): boolean {
 }
 
 export function isTerminalTaskState(s: TaskState | undefined): boolean {
-  return s === TaskState.TASK_STATE_COMPLETED || s === TaskState.TASK_STATE_FAILED || s === TaskState.TASK_STATE_CANCELED || s === TaskState.TASK_STATE_REJECTED;
+  return (
+    s === TaskState.TASK_STATE_COMPLETED ||
+    s === TaskState.TASK_STATE_FAILED ||
+    s === TaskState.TASK_STATE_CANCELED ||
+    s === TaskState.TASK_STATE_REJECTED
+  );
 }
 
 export function isInterruptedTaskState(s: TaskState | undefined): boolean {
@@ -99,9 +110,21 @@ export type JournalEntry =
    * A status update, artifact update or message from the agent. `seq` is the agent's per-task
    * sequence number when `sequenced` (replay profile), else a local arrival counter.
    */
-  | { readonly kind: 'event'; readonly at: number; readonly taskId: string; readonly seq: number; readonly sequenced: boolean; readonly event: StreamResponse }
+  | {
+      readonly kind: 'event';
+      readonly at: number;
+      readonly taskId: string;
+      readonly seq: number;
+      readonly sequenced: boolean;
+      readonly event: StreamResponse;
+    }
   /** A whole Task: the first event of a stream, a resubscribe's first event, or a `GetTask` result (`final`: taken after it settled). */
-  | { readonly kind: 'snapshot'; readonly at: number; readonly source: 'stream' | 'getTask' | 'final' | 'cancel'; readonly task: Task }
+  | {
+      readonly kind: 'snapshot';
+      readonly at: number;
+      readonly source: 'stream' | 'getTask' | 'final' | 'cancel';
+      readonly task: Task;
+    }
   | { readonly kind: 'reply'; readonly at: number; readonly message: Message }
   | { readonly kind: 'cancel'; readonly at: number; readonly by: 'user' | 'deadline' }
   | { readonly kind: 'cancelResult'; readonly at: number; readonly confirmed: boolean; readonly detail: string }
@@ -112,9 +135,20 @@ export type JournalEntry =
       readonly attempt?: number;
       readonly error?: string;
     }
-  | { readonly kind: 'notice'; readonly at: number; readonly level: 'info' | 'warning' | 'error'; readonly text: string }
+  | {
+      readonly kind: 'notice';
+      readonly at: number;
+      readonly level: 'info' | 'warning' | 'error';
+      readonly text: string;
+    }
   /** The outcome `decideOutcome` reached, recorded when it changes. */
-  | { readonly kind: 'outcome'; readonly at: number; readonly outcome: DelegationOutcome; readonly reason: string; readonly cancelConfirmed?: boolean };
+  | {
+      readonly kind: 'outcome';
+      readonly at: number;
+      readonly outcome: DelegationOutcome;
+      readonly reason: string;
+      readonly cancelConfirmed?: boolean;
+    };
 
 /** What `decideOutcome` looks at: a summary of the journal so far. */
 export interface OutcomeFacts {
@@ -148,22 +182,38 @@ export interface OutcomeDecision {
 
 /** The one place an outcome is decided. Undefined while the delegation is still in flight. */
 export function decideOutcome(f: OutcomeFacts): OutcomeDecision | undefined {
-  const confirmed = f.cancelBy ? { cancelConfirmed: f.cancelConfirmed || f.taskState === TaskState.TASK_STATE_CANCELED } : {};
+  const confirmed = f.cancelBy
+    ? { cancelConfirmed: f.cancelConfirmed || f.taskState === TaskState.TASK_STATE_CANCELED }
+    : {};
   switch (f.taskState) {
     case TaskState.TASK_STATE_COMPLETED:
       return { outcome: 'completed', reason: f.stateText || 'The agent completed the task.' };
     case TaskState.TASK_STATE_FAILED:
-      if (f.agentOutcome === 'expired') return { outcome: 'expired', reason: f.stateText || 'The deadline passed at the agent.' };
+      if (f.agentOutcome === 'expired')
+        return { outcome: 'expired', reason: f.stateText || 'The deadline passed at the agent.' };
       if (f.agentOutcome === 'unknown') {
-        return { outcome: 'unknown', reason: f.stateText || 'The agent lost track of the task (a worker died during a side effect). Check the agent before retrying.' };
+        return {
+          outcome: 'unknown',
+          reason:
+            f.stateText ||
+            'The agent lost track of the task (a worker died during a side effect). Check the agent before retrying.',
+        };
       }
       return { outcome: 'failed', reason: f.stateText || 'The agent reported the task failed and gave no reason.' };
     case TaskState.TASK_STATE_REJECTED:
       return { outcome: 'rejected', reason: f.stateText || 'The agent rejected the task and gave no reason.' };
     case TaskState.TASK_STATE_CANCELED:
       return f.cancelBy === 'deadline'
-        ? { outcome: 'expired', reason: 'The deadline passed; the agent confirmed the task is canceled.', cancelConfirmed: true }
-        : { outcome: 'canceled', reason: f.cancelBy ? 'Canceled; the agent confirmed.' : f.stateText || 'The agent canceled the task.', ...confirmed };
+        ? {
+            outcome: 'expired',
+            reason: 'The deadline passed; the agent confirmed the task is canceled.',
+            cancelConfirmed: true,
+          }
+        : {
+            outcome: 'canceled',
+            reason: f.cancelBy ? 'Canceled; the agent confirmed.' : f.stateText || 'The agent canceled the task.',
+            ...confirmed,
+          };
     default:
       break;
   }
@@ -178,12 +228,17 @@ export function decideOutcome(f: OutcomeFacts): OutcomeDecision | undefined {
   if (f.cancelBy === 'user' && f.cancelAnswered) {
     return {
       outcome: 'canceled',
-      reason: f.cancelConfirmed ? 'Canceled; the agent confirmed.' : 'Cancel was sent but the agent did not confirm it in time; the task may still be running there.',
+      reason: f.cancelConfirmed
+        ? 'Canceled; the agent confirmed.'
+        : 'Cancel was sent but the agent did not confirm it in time; the task may still be running there.',
       ...confirmed,
     };
   }
   if (f.sendFailed?.delivered === 'no') {
-    return { outcome: 'failed', reason: `Could not reach the agent at ${f.endpoint}: ${f.sendFailed.error}. Nothing was sent.` };
+    return {
+      outcome: 'failed',
+      reason: `Could not reach the agent at ${f.endpoint}: ${f.sendFailed.error}. Nothing was sent.`,
+    };
   }
   if (f.sendFailed) {
     return {
@@ -345,7 +400,12 @@ function agrees(seen: ArtifactAccumulator, final: ArtifactAccumulator): boolean 
   const text = seen.textChunks.join('');
   const finalText = final.textChunks.join('');
   const n = seen.otherParts.length;
-  if (seen.complete ? text !== finalText || n !== final.otherParts.length : !finalText.startsWith(text) || n > final.otherParts.length) return false;
+  if (
+    seen.complete
+      ? text !== finalText || n !== final.otherParts.length
+      : !finalText.startsWith(text) || n > final.otherParts.length
+  )
+    return false;
   return seen.otherParts.every((p, i) => partKey(p) === partKey(final.otherParts[i]));
 }
 
@@ -570,7 +630,11 @@ export class DelegationJournal {
         return true;
       case 'cancel':
         this._cancelBy ??= e.by;
-        this.note(e.at, 'info', e.by === 'deadline' ? 'The deadline passed; canceling the task at the agent.' : 'Cancel requested.');
+        this.note(
+          e.at,
+          'info',
+          e.by === 'deadline' ? 'The deadline passed; canceling the task at the agent.' : 'Cancel requested.',
+        );
         return true;
       case 'cancelResult':
         this._cancelAnswered = true;
@@ -608,7 +672,11 @@ export class DelegationJournal {
       case 'gaveUp':
         this._reconnecting = false;
         this._contactLost = e.error ?? 'no answer';
-        this.note(e.at, 'error', `Gave up reconnecting after ${e.attempt ?? 0} attempts${e.error ? ` (${e.error})` : ''}.`);
+        this.note(
+          e.at,
+          'error',
+          `Gave up reconnecting after ${e.attempt ?? 0} attempts${e.error ? ` (${e.error})` : ''}.`,
+        );
         break;
       case 'checking':
         this._recorded = undefined;
@@ -627,8 +695,15 @@ export class DelegationJournal {
   }
 
   /** Moves the known state forward. Terminal states are final (A2A); sequenced info never goes back in seq. */
-  private setState(state: TaskState | undefined, text: string | undefined, seq: number | undefined, at: number, metadata?: Record<string, unknown>): boolean {
-    if (state === undefined || state === TaskState.TASK_STATE_UNSPECIFIED || state === TaskState.UNRECOGNIZED) return false;
+  private setState(
+    state: TaskState | undefined,
+    text: string | undefined,
+    seq: number | undefined,
+    at: number,
+    metadata?: Record<string, unknown>,
+  ): boolean {
+    if (state === undefined || state === TaskState.TASK_STATE_UNSPECIFIED || state === TaskState.UNRECOGNIZED)
+      return false;
     if (isTerminalTaskState(this._taskState)) return false;
     if (seq !== undefined && seq < this._stateSeq) return false;
     if (seq !== undefined) this._stateSeq = seq;
@@ -666,7 +741,8 @@ export class DelegationJournal {
         const changed = this.setState(state, text, seq, e.at, ev.metadata);
         const deferred = this._deferredStatusSeq !== undefined && seq !== undefined && seq >= this._deferredStatusSeq;
         if (deferred) this._deferredStatusSeq = undefined;
-        if ((changed || deferred) && state !== undefined) this.push({ kind: 'status', at: iso(e.at), state: stateName(state), ...(text ? { text } : {}) });
+        if ((changed || deferred) && state !== undefined)
+          this.push({ kind: 'status', at: iso(e.at), state: stateName(state), ...(text ? { text } : {}) });
         else if (text) this.push({ kind: 'step', at: iso(e.at), text });
         break;
       }
@@ -699,7 +775,17 @@ export class DelegationJournal {
       acc = existing;
       appendParts(acc, a.parts);
     } else {
-      const index = existing ? existing.timelineIndex : this.push({ kind: 'artifact', at: iso(at), artifactId: a.artifactId, name: a.name, size: 0, chunks: 0, complete: false });
+      const index = existing
+        ? existing.timelineIndex
+        : this.push({
+            kind: 'artifact',
+            at: iso(at),
+            artifactId: a.artifactId,
+            name: a.name,
+            size: 0,
+            chunks: 0,
+            complete: false,
+          });
       acc = artifactFrom(a, false, index);
       this._artifacts.set(a.artifactId, acc);
     }
@@ -710,7 +796,15 @@ export class DelegationJournal {
   private updateArtifactEntry(acc: ArtifactAccumulator, at: number): void {
     const i = acc.timelineIndex - this._timelineBase;
     const first = i >= 0 && i < this._timeline.length ? this._timeline[i].at : iso(at);
-    const entry: TimelineEntry = { kind: 'artifact', at: first, artifactId: acc.artifactId, name: acc.name, size: acc.size, chunks: acc.chunks, complete: acc.complete };
+    const entry: TimelineEntry = {
+      kind: 'artifact',
+      at: first,
+      artifactId: acc.artifactId,
+      name: acc.name,
+      size: acc.size,
+      chunks: acc.chunks,
+      complete: acc.complete,
+    };
     if (i >= 0 && i < this._timeline.length) this._timeline[i] = entry;
   }
 
@@ -729,10 +823,21 @@ export class DelegationJournal {
     if (source === 'final') {
       this._finalSeen = true;
       const finalIds = new Set(task.artifacts.map((a) => a.artifactId));
-      for (const prev of this._artifacts.values()) if (!finalIds.has(prev.artifactId)) this.conflict('not-final', prev.artifactId, prev.name);
+      for (const prev of this._artifacts.values())
+        if (!finalIds.has(prev.artifactId)) this.conflict('not-final', prev.artifactId, prev.name);
       for (const a of task.artifacts) {
         const prev = this._artifacts.get(a.artifactId);
-        const index = prev ? prev.timelineIndex : this.push({ kind: 'artifact', at: iso(at), artifactId: a.artifactId, name: a.name, size: 0, chunks: 0, complete: true });
+        const index = prev
+          ? prev.timelineIndex
+          : this.push({
+              kind: 'artifact',
+              at: iso(at),
+              artifactId: a.artifactId,
+              name: a.name,
+              size: 0,
+              chunks: 0,
+              complete: true,
+            });
         const acc = artifactFrom(a, true, index);
         if (prev && !agrees(prev, acc)) this.conflict('differs', a.artifactId, prev.name || a.name);
         acc.chunks = prev?.chunks ?? a.parts.length;
@@ -787,7 +892,9 @@ export class DelegationJournal {
    * from the verified result instead (src/node/resultCheck.ts); this is the journal's own view.
    */
   patch(): ArtifactContent | undefined {
-    const patches = this.artifacts().filter((a) => a.name === PATCH_ARTIFACT.name || a.filename === PATCH_ARTIFACT.name);
+    const patches = this.artifacts().filter(
+      (a) => a.name === PATCH_ARTIFACT.name || a.filename === PATCH_ARTIFACT.name,
+    );
     return patches.find((a) => a.final) ?? patches[0];
   }
 
@@ -822,7 +929,8 @@ export class DelegationJournal {
         isPatch: a.name === PATCH_ARTIFACT.name || a.filename === PATCH_ARTIFACT.name,
       };
     });
-    const timeline = this._timeline.length > this._timelineLimit ? this._timeline.slice(-this._timelineLimit) : this._timeline.slice();
+    const timeline =
+      this._timeline.length > this._timelineLimit ? this._timeline.slice(-this._timelineLimit) : this._timeline.slice();
     const interrupted = state === 'input-required' || state === 'auth-required';
     const settled = isFinalOutcome(decided?.outcome);
     return {

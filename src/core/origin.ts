@@ -32,11 +32,16 @@ export function normalizeOrigin(input: string): string {
   } catch {
     throw new OriginError(`${shown} is not an origin: give scheme://host[:port], e.g. https://agents.example.com`);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new OriginError(`${shown} is not an http(s) origin: tokens are only sent over https, or http when stored for that http origin.`);
-  if (url.username || url.password) throw new OriginError(`${shown} carries credentials: give the origin only, e.g. ${url.protocol}//${url.host}`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new OriginError(
+      `${shown} is not an http(s) origin: tokens are only sent over https, or http when stored for that http origin.`,
+    );
+  if (url.username || url.password)
+    throw new OriginError(`${shown} carries credentials: give the origin only, e.g. ${url.protocol}//${url.host}`);
   const bracketed = url.hostname.startsWith('[');
   const host = bracketed ? url.hostname : url.hostname.replace(/\.+$/, '');
-  if (!host) throw new OriginError(`${shown} names no host: give scheme://host[:port], e.g. https://agents.example.com`);
+  if (!host)
+    throw new OriginError(`${shown} names no host: give scheme://host[:port], e.g. https://agents.example.com`);
   // Parse again so that a host that was only valid with its trailing dot is still checked, and the
   // default port of the scheme is dropped by the URL parser itself.
   const again = new URL(`${url.protocol}//${host}${url.port ? `:${url.port}` : ''}`);
@@ -95,7 +100,8 @@ export function tokenSource(requestOrigin: string, scope: TokenScope): TokenSour
   if (scope.gatewayOrigin !== undefined && origin === tryNormalizeOrigin(scope.gatewayOrigin)) {
     if (scope.cardOrigin === undefined || origin === tryNormalizeOrigin(scope.cardOrigin)) return { kind: 'gateway' };
   }
-  if (scope.approvedOrigin !== undefined && origin === tryNormalizeOrigin(scope.approvedOrigin)) return { kind: 'stored', origin };
+  if (scope.approvedOrigin !== undefined && origin === tryNormalizeOrigin(scope.approvedOrigin))
+    return { kind: 'stored', origin };
   return { kind: 'none' };
 }
 

@@ -22,8 +22,13 @@ export function proxyCheckText(c: ProxyCheck): string {
   if (c.checked === 'allowed-host') {
     return `Fetched through the proxy ${c.proxy}. ${c.host} is listed in baton.privateHosts, so its address was not checked; the proxy chose where to connect.`;
   }
-  const shown = c.addresses.slice(0, MAX_SHOWN).join(', ') + (c.addresses.length > MAX_SHOWN ? `, and ${c.addresses.length - MAX_SHOWN} more` : '');
-  const what = c.addresses.length === 1 && c.addresses[0] === c.host ? `${c.host} is a public address` : `${c.host} resolved to public addresses only (${shown})`;
+  const shown =
+    c.addresses.slice(0, MAX_SHOWN).join(', ') +
+    (c.addresses.length > MAX_SHOWN ? `, and ${c.addresses.length - MAX_SHOWN} more` : '');
+  const what =
+    c.addresses.length === 1 && c.addresses[0] === c.host
+      ? `${c.host} is a public address`
+      : `${c.host} resolved to public addresses only (${shown})`;
   return (
     `Fetched through the proxy ${c.proxy}; ${what}, checked before the request was handed to the proxy. ` +
     'The proxy resolves the name again itself, so Baton could not pin the address it connected to.'

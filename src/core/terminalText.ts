@@ -33,12 +33,7 @@ export const CONTINUATION_INDENT = '    ';
  * newlines are dropped, and each line after the first starts with `indent`.
  */
 export function terminalBlock(text: string, indent: string = CONTINUATION_INDENT): string {
-  return text
-    .replace(/\r\n/g, '\n')
-    .replace(/\n+$/, '')
-    .split('\n')
-    .map(terminalLine)
-    .join(`\n${indent}`);
+  return text.replace(/\r\n/g, '\n').replace(/\n+$/, '').split('\n').map(terminalLine).join(`\n${indent}`);
 }
 
 /**
@@ -47,5 +42,8 @@ export function terminalBlock(text: string, indent: string = CONTINUATION_INDENT
  * as `\u` escapes. They can only occur inside strings, where the escape means the same character.
  */
 export function terminalJson(value: unknown): string {
-  return (JSON.stringify(value) ?? 'null').replace(UNSAFE, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return (JSON.stringify(value) ?? 'null').replace(
+    UNSAFE,
+    (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }

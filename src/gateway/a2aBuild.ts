@@ -9,7 +9,16 @@ export function textPart(text: string, mediaType = '', filename = ''): Part {
 }
 
 export function agentMessage(taskId: string, contextId: string, text: string): Message {
-  return { messageId: randomUUID(), contextId, taskId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+  return {
+    messageId: randomUUID(),
+    contextId,
+    taskId,
+    role: Role.ROLE_AGENT,
+    parts: [textPart(text)],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
 }
 
 export function statusEvent(
@@ -25,15 +34,30 @@ export function statusEvent(
       value: {
         taskId,
         contextId,
-        status: { state, message: text === undefined ? undefined : agentMessage(taskId, contextId, text), timestamp: new Date().toISOString() },
+        status: {
+          state,
+          message: text === undefined ? undefined : agentMessage(taskId, contextId, text),
+          timestamp: new Date().toISOString(),
+        },
         metadata,
       },
     },
   };
 }
 
-export function artifactEvent(taskId: string, contextId: string, artifact: Artifact, append: boolean, lastChunk: boolean): StreamResponse {
-  return { payload: { $case: 'artifactUpdate', value: { taskId, contextId, artifact, append, lastChunk, metadata: undefined } } };
+export function artifactEvent(
+  taskId: string,
+  contextId: string,
+  artifact: Artifact,
+  append: boolean,
+  lastChunk: boolean,
+): StreamResponse {
+  return {
+    payload: {
+      $case: 'artifactUpdate',
+      value: { taskId, contextId, artifact, append, lastChunk, metadata: undefined },
+    },
+  };
 }
 
 /** Splits text into pieces of at most `max` UTF-16 units without cutting a surrogate pair. */

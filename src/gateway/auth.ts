@@ -40,7 +40,12 @@ export class TokenAuthenticator {
       if (!principal) {
         res.setHeader('WWW-Authenticate', 'Bearer realm="baton-gateway"');
         res.status(401).json({
-          error: { code: 401, status: 'UNAUTHENTICATED', message: 'missing or unknown bearer token: send "Authorization: Bearer <token>" (the local gateway keeps its token in <state>/token)' },
+          error: {
+            code: 401,
+            status: 'UNAUTHENTICATED',
+            message:
+              'missing or unknown bearer token: send "Authorization: Bearer <token>" (the local gateway keeps its token in <state>/token)',
+          },
         });
         return;
       }

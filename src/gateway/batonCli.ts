@@ -85,11 +85,19 @@ interface Gateway {
 function locateGateway(flag: string | undefined, env: NodeJS.ProcessEnv): Gateway {
   const stateDir = defaultStateDir(env);
   const infoFile = join(stateDir, 'gateway.json');
-  const info = existsSync(infoFile) ? (JSON.parse(readFileSync(infoFile, 'utf8')) as { url?: string; tokenFile?: string }) : undefined;
+  const info = existsSync(infoFile)
+    ? (JSON.parse(readFileSync(infoFile, 'utf8')) as { url?: string; tokenFile?: string })
+    : undefined;
   const url = (flag ?? env.BATON_GATEWAY) || info?.url;
-  if (!url) throw new UsageError(`no gateway: pass --gateway URL, set BATON_GATEWAY, or start one with baton-gateway (looked for ${infoFile})`);
+  if (!url)
+    throw new UsageError(
+      `no gateway: pass --gateway URL, set BATON_GATEWAY, or start one with baton-gateway (looked for ${infoFile})`,
+    );
   const origin = tryNormalizeOrigin(url);
-  if (!origin) throw new UsageError(`the gateway ${JSON.stringify(url)} is not an http(s) URL: pass --gateway http(s)://host:port`);
+  if (!origin)
+    throw new UsageError(
+      `the gateway ${JSON.stringify(url)} is not an http(s) URL: pass --gateway http(s)://host:port`,
+    );
   let token = env.BATON_TOKEN || undefined;
   if (!token && info?.url && sameOrigin(info.url, origin)) {
     const tokenFile = info.tokenFile && existsSync(info.tokenFile) ? info.tokenFile : join(stateDir, 'token');
@@ -99,7 +107,11 @@ function locateGateway(flag: string | undefined, env: NodeJS.ProcessEnv): Gatewa
 }
 
 async function fetchJson(url: string): Promise<unknown> {
-  const res = await fetch(url, { headers: { 'A2A-Version': '1.0' }, redirect: 'error', signal: AbortSignal.timeout(15_000) });
+  const res = await fetch(url, {
+    headers: { 'A2A-Version': '1.0' },
+    redirect: 'error',
+    signal: AbortSignal.timeout(15_000),
+  });
   if (!res.ok) throw new Error(`GET ${url}: HTTP ${res.status}`);
   return res.json();
 }
@@ -110,18 +122,31 @@ function checkInterfaceUrl(url: string, cardUrl: string): void {
   try {
     parsed = new URL(url);
   } catch {
-    throw new Error(`the card at ${cardUrl} names an interface that is not a URL (${url}); ask the agent's owner to fix the card`);
+    throw new Error(
+      `the card at ${cardUrl} names an interface that is not a URL (${url}); ask the agent's owner to fix the card`,
+    );
   }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new Error(`the card at ${cardUrl} names a ${parsed.protocol} interface (${url}); baton calls only http(s)`);
-  if (parsed.username || parsed.password) throw new Error(`the card at ${cardUrl} names an interface with credentials in its URL; ask the agent's owner to fix the card`);
-  if (!sameOrigin(url, cardUrl)) throw new Error(`the card at ${cardUrl} points requests to another origin (${url}); add it through the extension to review it`);
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
+    throw new Error(`the card at ${cardUrl} names a ${parsed.protocol} interface (${url}); baton calls only http(s)`);
+  if (parsed.username || parsed.password)
+    throw new Error(
+      `the card at ${cardUrl} names an interface with credentials in its URL; ask the agent's owner to fix the card`,
+    );
+  if (!sameOrigin(url, cardUrl))
+    throw new Error(
+      `the card at ${cardUrl} points requests to another origin (${url}); add it through the extension to review it`,
+    );
 }
 
 function journalDir(env: NodeJS.ProcessEnv): string {
   return env.BATON_CLI_DIR || join(homedir(), '.baton', 'cli', 'journals');
 }
 
-async function openManager(gw: Gateway, env: NodeJS.ProcessEnv, cards: Map<string, AgentCard>): Promise<DelegationManager> {
+async function openManager(
+  gw: Gateway,
+  env: NodeJS.ProcessEnv,
+  cards: Map<string, AgentCard>,
+): Promise<DelegationManager> {
   return DelegationManager.open({
     store: new JournalStore(journalDir(env)),
     connect: async (request) => {
@@ -132,7 +157,11 @@ async function openManager(gw: Gateway, env: NodeJS.ProcessEnv, cards: Map<strin
       }
       return connectAgent({
         card,
-        endpoint: { url: request.agent.endpoint, protocolBinding: request.agent.protocolBinding, protocolVersion: request.agent.protocolVersion },
+        endpoint: {
+          url: request.agent.endpoint,
+          protocolBinding: request.agent.protocolBinding,
+          protocolVersion: request.agent.protocolVersion,
+        },
         // The token is bound to the gateway's origin, whatever endpoint the card or the journal names:
         // a delegation to an agent elsewhere carries no token (the CLI stores none for other origins).
         getToken: scopedGetToken({ gatewayOrigin: gw.origin }, { gateway: () => gw.token }),
@@ -171,7 +200,12 @@ function timelineLine(e: TimelineEntry): string {
 }
 
 /** Prints timeline entries as they arrive; resolves with the final view once the delegation settles. */
-function follow(manager: DelegationManager, requestId: string, out: NodeJS.WritableStream, json: boolean): Promise<DelegationView> {
+function follow(
+  manager: DelegationManager,
+  requestId: string,
+  out: NodeJS.WritableStream,
+  json: boolean,
+): Promise<DelegationView> {
   let printed = 0;
   return new Promise((resolveView) => {
     const show = (): void => {
@@ -183,7 +217,10 @@ function follow(manager: DelegationManager, requestId: string, out: NodeJS.Writa
         line(out, json ? terminalJson(e) : timelineLine(e));
       }
       printed = total;
-      if (view.outcome && !['queued', 'starting', 'submitted', 'working', 'reconnecting', 'canceling'].includes(view.state)) {
+      if (
+        view.outcome &&
+        !['queued', 'starting', 'submitted', 'working', 'reconnecting', 'canceling'].includes(view.state)
+      ) {
         off();
         resolveView(view);
       }
@@ -210,7 +247,11 @@ const KEYS_FILE = 'result-keys.json';
  * The keys results from `origin` must verify with: pinned on first use (the key the agent's card names
  * for signed results), kept per origin in the journal folder like ssh's known_hosts.
  */
-async function pinnedResultKeys(env: NodeJS.ProcessEnv, origin: string, card: AgentCard | undefined): Promise<VerifiedKey[]> {
+async function pinnedResultKeys(
+  env: NodeJS.ProcessEnv,
+  origin: string,
+  card: AgentCard | undefined,
+): Promise<VerifiedKey[]> {
   const file = join(journalDir(env), KEYS_FILE);
   let known: Record<string, VerifiedKey[]> = {};
   if (existsSync(file)) {
@@ -232,7 +273,11 @@ async function pinnedResultKeys(env: NodeJS.ProcessEnv, origin: string, card: Ag
 }
 
 /** Checks a settled delegation's result with the same rules as the extension. */
-async function resultCheck(env: NodeJS.ProcessEnv, requestId: string, cards: Map<string, AgentCard>): Promise<ResultCheck> {
+async function resultCheck(
+  env: NodeJS.ProcessEnv,
+  requestId: string,
+  cards: Map<string, AgentCard>,
+): Promise<ResultCheck> {
   const loaded = await new JournalStore(journalDir(env)).load(requestId);
   const journal = DelegationJournal.fromEntries(loaded.entries);
   const endpoint = journal.request.agent.endpoint;
@@ -245,7 +290,13 @@ async function resultCheck(env: NodeJS.ProcessEnv, requestId: string, cards: Map
   const origin = new URL(endpoint).origin;
   const keys = await pinnedResultKeys(env, origin, card);
   const promised = (card !== undefined && signedResultsOf(card).promised) || keys.length > 0;
-  return checkResult({ journal, final: finalTaskOf(loaded.entries), keys, signaturesPromised: promised, signer: origin });
+  return checkResult({
+    journal,
+    final: finalTaskOf(loaded.entries),
+    keys,
+    signaturesPromised: promised,
+    signer: origin,
+  });
 }
 
 function signatureLine(check: ResultCheck, env: NodeJS.ProcessEnv): string {
@@ -255,13 +306,24 @@ function signatureLine(check: ResultCheck, env: NodeJS.ProcessEnv): string {
     case 'unsigned':
       return `signature: none (${block(check.detail)})`;
     case 'invalid': {
-      const hint = check.failure === 'unknown-key' ? `\nif the gateway's key was changed on purpose, remove its origin from ${join(journalDir(env), KEYS_FILE)}` : '';
+      const hint =
+        check.failure === 'unknown-key'
+          ? `\nif the gateway's key was changed on purpose, remove its origin from ${join(journalDir(env), KEYS_FILE)}`
+          : '';
       return `signature: INVALID — ${block(check.detail)}${hint}\nthe result did not verify: nothing was saved`;
     }
   }
 }
 
-async function finish(manager: DelegationManager, view: DelegationView, out: NodeJS.WritableStream, json: boolean, patchOut: string | undefined, env: NodeJS.ProcessEnv, cards: Map<string, AgentCard>): Promise<number> {
+async function finish(
+  manager: DelegationManager,
+  view: DelegationView,
+  out: NodeJS.WritableStream,
+  json: boolean,
+  patchOut: string | undefined,
+  env: NodeJS.ProcessEnv,
+  cards: Map<string, AgentCard>,
+): Promise<number> {
   const outcome = view.outcome ?? 'unknown';
   await manager.idle(view.requestId);
   const check = await resultCheck(env, view.requestId, cards);
@@ -275,17 +337,43 @@ async function finish(manager: DelegationManager, view: DelegationView, out: Nod
     }
     writeFileSync(saved, check.patch.bytes);
   }
-  const signature = { status: check.status, detail: check.detail, ...(check.status === 'invalid' ? { failure: check.failure } : {}) };
-  if (json) line(out, terminalJson({ requestId: view.requestId, taskId: view.taskId, outcome, reason: view.outcomeReason, patch: saved, signature }));
+  const signature = {
+    status: check.status,
+    detail: check.detail,
+    ...(check.status === 'invalid' ? { failure: check.failure } : {}),
+  };
+  if (json)
+    line(
+      out,
+      terminalJson({
+        requestId: view.requestId,
+        taskId: view.taskId,
+        outcome,
+        reason: view.outcomeReason,
+        patch: saved,
+        signature,
+      }),
+    );
   else {
     // A question is printed once, below, as what the agent asks.
     const asked = outcome === 'input-required' && view.prompt !== undefined && view.outcomeReason === view.prompt;
     line(out, `${outcome}${view.outcomeReason && !asked ? `: ${block(view.outcomeReason)}` : ''}`);
     if (check.status !== 'unsigned' || view.outcome === 'completed') line(out, signatureLine(check, env));
-    if (saved) line(out, `changes.patch saved to ${t(saved)}\nreview it, then apply it from the repository's top folder with: git apply ${t(saved)}`);
-    if (outcome === 'input-required') line(out, `the agent asks: ${view.prompt ? block(view.prompt) : '(no question)'}\nanswer with: baton reply ${view.requestId} "<text>"`);
+    if (saved)
+      line(
+        out,
+        `changes.patch saved to ${t(saved)}\nreview it, then apply it from the repository's top folder with: git apply ${t(saved)}`,
+      );
+    if (outcome === 'input-required')
+      line(
+        out,
+        `the agent asks: ${view.prompt ? block(view.prompt) : '(no question)'}\nanswer with: baton reply ${view.requestId} "<text>"`,
+      );
     if (outcome === 'auth-required') {
-      line(out, `the agent needs authorization${view.prompt ? `: ${block(view.prompt)}` : ''}\nauthorize as it asks, then follow the task again with: baton watch ${view.requestId}`);
+      line(
+        out,
+        `the agent needs authorization${view.prompt ? `: ${block(view.prompt)}` : ''}\nauthorize as it asks, then follow the task again with: baton watch ${view.requestId}`,
+      );
     }
     if (outcome === 'unknown') line(out, `contact was lost; check again with: baton watch ${view.requestId}`);
   }
@@ -297,7 +385,11 @@ function errorLine(e: unknown): string {
   return block(e instanceof Error ? e.message : String(e));
 }
 
-export async function batonMain(argv: string[], out: NodeJS.WritableStream = process.stdout, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function batonMain(
+  argv: string[],
+  out: NodeJS.WritableStream = process.stdout,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     options: {
@@ -325,17 +417,23 @@ export async function batonMain(argv: string[], out: NodeJS.WritableStream = pro
     const root = normalizeAgentCard(await fetchJson(rootUrl));
     const agents = readAgentIndex(root, rootUrl);
     if (json) line(out, terminalJson(agents));
-    else for (const a of agents) line(out, `${t(a.id).padEnd(16)} ${t(a.name)}${a.description ? ` — ${t(a.description)}` : ''}`);
+    else
+      for (const a of agents)
+        line(out, `${t(a.id).padEnd(16)} ${t(a.name)}${a.description ? ` — ${t(a.description)}` : ''}`);
     return 0;
   }
 
   if (cmd === 'delegate') {
     const [target, task] = args;
     if (!target || !task) throw new UsageError('delegate needs an agent (id or card URL) and a task in quotes');
-    const cardUrl = /^https?:\/\//i.test(target) ? target : `${gw.url}/a2a/${encodeURIComponent(target)}/.well-known/agent-card.json`;
+    const cardUrl = /^https?:\/\//i.test(target)
+      ? target
+      : `${gw.url}/a2a/${encodeURIComponent(target)}/.well-known/agent-card.json`;
     const raw = await fetchJson(cardUrl);
     const card = normalizeCard(raw);
-    const iface = card.supportedInterfaces.find((i) => i.protocolBinding === 'JSONRPC' && i.protocolVersion === '1.0') ?? card.supportedInterfaces[0];
+    const iface =
+      card.supportedInterfaces.find((i) => i.protocolBinding === 'JSONRPC' && i.protocolVersion === '1.0') ??
+      card.supportedInterfaces[0];
     if (!iface) throw new Error(`the card at ${cardUrl} lists no interface to call`);
     checkInterfaceUrl(iface.url, cardUrl);
     cards.set(iface.url, card);
@@ -349,7 +447,11 @@ export async function batonMain(argv: string[], out: NodeJS.WritableStream = pro
       taskId: '',
       role: Role.ROLE_USER,
       parts: [{ content: { $case: 'text', value: task }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
-      metadata: { ...(repo ? { [META.repository]: repo } : {}), ...(files.length ? { [META.files]: files } : {}), [META.capabilities]: requested },
+      metadata: {
+        ...(repo ? { [META.repository]: repo } : {}),
+        ...(files.length ? { [META.files]: files } : {}),
+        [META.capabilities]: requested,
+      },
       extensions: [],
       referenceTaskIds: [],
     };
@@ -358,7 +460,13 @@ export async function batonMain(argv: string[], out: NodeJS.WritableStream = pro
       requestId,
       title: task.slice(0, 120),
       who: userInfo().username,
-      agent: { id, name: card.name, endpoint: iface.url, protocolBinding: iface.protocolBinding, protocolVersion: iface.protocolVersion },
+      agent: {
+        id,
+        name: card.name,
+        endpoint: iface.url,
+        protocolBinding: iface.protocolBinding,
+        protocolVersion: iface.protocolVersion,
+      },
       message,
       createdAt: Date.now(),
       capabilities: { requested, effective: requested },
@@ -386,7 +494,11 @@ export async function batonMain(argv: string[], out: NodeJS.WritableStream = pro
       if (!view) throw new UsageError(`no delegation ${requestId} in ${journalDir(env)}`);
       if (cmd === 'status') {
         if (json) line(out, terminalJson(view));
-        else line(out, `${t(view.requestId)} ${t(view.agent.name)}: ${view.state}${view.outcomeReason ? ` (${block(view.outcomeReason)})` : ''}${view.taskId ? ` task ${t(view.taskId)}` : ''}`);
+        else
+          line(
+            out,
+            `${t(view.requestId)} ${t(view.agent.name)}: ${view.state}${view.outcomeReason ? ` (${block(view.outcomeReason)})` : ''}${view.taskId ? ` task ${t(view.taskId)}` : ''}`,
+          );
         return view.outcome ? EXIT[view.outcome] : 0;
       }
       // A delegation that lost contact, or that waited for an out-of-band authorization, is asked

@@ -5,7 +5,13 @@
  */
 import type { AgentCard, AgentCardSignature, AgentExtension, AgentInterface } from '@a2a-js/sdk';
 import { duplicateInterfacesForLegacy } from '@a2a-js/sdk/compat/v0_3';
-import { AGENT_INDEX_EXTENSION_URI, META, PATCH_ARTIFACT, REPLAY_EXTENSION_URI, SIGNED_RESULT_EXTENSION_URI } from '../core/batonProfile';
+import {
+  AGENT_INDEX_EXTENSION_URI,
+  META,
+  PATCH_ARTIFACT,
+  REPLAY_EXTENSION_URI,
+  SIGNED_RESULT_EXTENSION_URI,
+} from '../core/batonProfile';
 import type { AgentIndexParams } from '../core/batonProfile';
 
 export const GATEWAY_VERSION = '0.1.0';
@@ -35,13 +41,15 @@ function profileExtensions(keys: CardKeys): AgentExtension[] {
   return [
     {
       uri: REPLAY_EXTENSION_URI,
-      description: 'Every event carries a per-task seq (SSE id and metadata baton/seq); subscribe with Last-Event-ID or metadata baton/cursor to replay what was missed.',
+      description:
+        'Every event carries a per-task seq (SSE id and metadata baton/seq); subscribe with Last-Event-ID or metadata baton/cursor to replay what was missed.',
       required: false,
       params: { header: 'Last-Event-ID', cursorMetadataKey: META.cursor, seqMetadataKey: META.seq },
     },
     {
       uri: SIGNED_RESULT_EXTENSION_URI,
-      description: 'Every terminal task carries a signed result envelope (compact JWS, EdDSA) in metadata baton/resultEnvelope.',
+      description:
+        'Every terminal task carries a signed result envelope (compact JWS, EdDSA) in metadata baton/resultEnvelope.',
       required: false,
       params: { metadataKey: META.envelope, alg: 'EdDSA', ...(keys.publicJwk ? { publicKeyJwk: keys.publicJwk } : {}) },
     },
@@ -61,7 +69,11 @@ const SECURITY = {
     bearer: {
       scheme: {
         $case: 'httpAuthSecurityScheme' as const,
-        value: { description: 'A bearer token issued by the gateway operator (the local gateway writes one to a 0600 file).', scheme: 'Bearer', bearerFormat: 'opaque' },
+        value: {
+          description: 'A bearer token issued by the gateway operator (the local gateway writes one to a 0600 file).',
+          scheme: 'Bearer',
+          bearerFormat: 'opaque',
+        },
       },
     },
   },
@@ -74,7 +86,14 @@ export interface DeclaredCapabilities {
   readonly pushNotifications: boolean;
 }
 
-export async function buildAgentCard(base: AgentCard, baseUrl: string, agentId: string, keys: CardKeys, declared?: DeclaredCapabilities, tokenRequired = true): Promise<AgentCard> {
+export async function buildAgentCard(
+  base: AgentCard,
+  baseUrl: string,
+  agentId: string,
+  keys: CardKeys,
+  declared?: DeclaredCapabilities,
+  tokenRequired = true,
+): Promise<AgentCard> {
   const card: AgentCard = {
     ...base,
     supportedInterfaces: interfaces(agentUrl(baseUrl, agentId)),
@@ -83,7 +102,12 @@ export async function buildAgentCard(base: AgentCard, baseUrl: string, agentId: 
       streaming: declared?.streaming ?? true,
       pushNotifications: declared?.pushNotifications ?? true,
       extendedAgentCard: false,
-      extensions: [...(base.capabilities?.extensions ?? []).filter((e) => e.uri !== REPLAY_EXTENSION_URI && e.uri !== SIGNED_RESULT_EXTENSION_URI), ...profileExtensions(keys)],
+      extensions: [
+        ...(base.capabilities?.extensions ?? []).filter(
+          (e) => e.uri !== REPLAY_EXTENSION_URI && e.uri !== SIGNED_RESULT_EXTENSION_URI,
+        ),
+        ...profileExtensions(keys),
+      ],
     },
     ...security(tokenRequired),
     signatures: [],
@@ -99,9 +123,19 @@ export interface IndexedAgent {
   readonly kind: 'builtin' | 'headless' | 'remote';
 }
 
-export async function buildGatewayCard(baseUrl: string, agents: readonly IndexedAgent[], keys: CardKeys, tokenRequired = true): Promise<AgentCard> {
+export async function buildGatewayCard(
+  baseUrl: string,
+  agents: readonly IndexedAgent[],
+  keys: CardKeys,
+  tokenRequired = true,
+): Promise<AgentCard> {
   const index: AgentIndexParams = {
-    agents: agents.map((a) => ({ id: a.id, name: a.name, description: a.description, cardUrl: `/a2a/${encodeURIComponent(a.id)}/.well-known/agent-card.json` })),
+    agents: agents.map((a) => ({
+      id: a.id,
+      name: a.name,
+      description: a.description,
+      cardUrl: `/a2a/${encodeURIComponent(a.id)}/.well-known/agent-card.json`,
+    })),
   };
   const card: AgentCard = {
     name: 'Baton gateway',
@@ -114,7 +148,12 @@ export async function buildGatewayCard(baseUrl: string, agents: readonly Indexed
       pushNotifications: true,
       extendedAgentCard: false,
       extensions: [
-        { uri: AGENT_INDEX_EXTENSION_URI, description: 'The agents this gateway fronts; each card lives at cardUrl.', required: false, params: index as unknown as Record<string, unknown> },
+        {
+          uri: AGENT_INDEX_EXTENSION_URI,
+          description: 'The agents this gateway fronts; each card lives at cardUrl.',
+          required: false,
+          params: index as unknown as Record<string, unknown>,
+        },
         ...profileExtensions(keys),
       ],
     },

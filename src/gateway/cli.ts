@@ -90,24 +90,31 @@ async function main(argv: string[]): Promise<number> {
   const roots = [...(config?.roots ?? []), ...((values.root as string[] | undefined) ?? []).map((r) => resolve(r))];
 
   let localAgents: LocalAgent[] = [];
-  const wanted = values['no-local-agents'] ? false : config?.localAgents ?? true;
+  const wanted = values['no-local-agents'] ? false : (config?.localAgents ?? true);
   if (wanted !== false) {
     const cliPaths: Record<string, string> = {};
     for (const spec of (values.cli as string[] | undefined) ?? []) {
       const eq = spec.indexOf('=');
       const id = spec.slice(0, eq);
       if (eq <= 0 || !harnessById(id)) {
-        process.stderr.write(`baton-gateway: --cli takes ID=PATH with ID one of ${HARNESSES.map((h) => h.id).join(', ')}; got "${spec}"\n`);
+        process.stderr.write(
+          `baton-gateway: --cli takes ID=PATH with ID one of ${HARNESSES.map((h) => h.id).join(', ')}; got "${spec}"\n`,
+        );
         return 2;
       }
       cliPaths[id] = resolve(spec.slice(eq + 1));
     }
     const found = await discoverLocalAgents({ workspaceRoot: join(stateDir, 'ws'), cliPaths, agentPaceMs: pace });
     const without = new Set((values['no-agent'] as string[] | undefined) ?? []);
-    localAgents = (wanted === true ? found : found.filter((a) => wanted.includes(a.id))).filter((a) => !without.has(a.id));
+    localAgents = (wanted === true ? found : found.filter((a) => wanted.includes(a.id))).filter(
+      (a) => !without.has(a.id),
+    );
     if (Array.isArray(wanted)) {
       const missing = wanted.filter((id) => !found.some((a) => a.id === id));
-      if (missing.length) process.stderr.write(`baton-gateway: local agent(s) not found on this machine: ${missing.join(', ')} (found: ${found.map((a) => a.id).join(', ') || 'none'})\n`);
+      if (missing.length)
+        process.stderr.write(
+          `baton-gateway: local agent(s) not found on this machine: ${missing.join(', ')} (found: ${found.map((a) => a.id).join(', ') || 'none'})\n`,
+        );
     }
   }
 
@@ -116,7 +123,11 @@ async function main(argv: string[]): Promise<number> {
     stateDir,
     ...(typeof values.host === 'string' ? { host: values.host } : config?.host ? { host: config.host } : {}),
     ...(port !== undefined ? { port } : {}),
-    ...(typeof values['public-url'] === 'string' ? { publicUrl: values['public-url'] } : config?.publicUrl ? { publicUrl: config.publicUrl } : {}),
+    ...(typeof values['public-url'] === 'string'
+      ? { publicUrl: values['public-url'] }
+      : config?.publicUrl
+        ? { publicUrl: config.publicUrl }
+        : {}),
     roots,
     localAgents,
     remoteAgents: config?.remoteAgents ?? [],
@@ -140,8 +151,19 @@ async function main(argv: string[]): Promise<number> {
     },
   });
   // Which coding CLIs were looked for and where they were found, so a client can say what is missing.
-  const codingClis = HARNESSES.map((h) => ({ id: h.id, name: h.name, binaries: h.binaries, found: localAgents.some((a) => a.id === h.id) }));
-  const info = { url: gw.url, tokenFile: gw.tokenFile, pid: process.pid, agents: gw.agents.map((a) => a.id), codingClis };
+  const codingClis = HARNESSES.map((h) => ({
+    id: h.id,
+    name: h.name,
+    binaries: h.binaries,
+    found: localAgents.some((a) => a.id === h.id),
+  }));
+  const info = {
+    url: gw.url,
+    tokenFile: gw.tokenFile,
+    pid: process.pid,
+    agents: gw.agents.map((a) => a.id),
+    codingClis,
+  };
   const infoFile = join(stateDir, 'gateway.json');
   writeFileSync(infoFile, `${JSON.stringify(info)}\n`, { mode: 0o600 });
   process.stdout.write(`${JSON.stringify(info)}\n`);

@@ -38,7 +38,8 @@ export interface TokenConfig {
   readonly sha256: string;
 }
 
-export type StoreConfig = { readonly kind: 'sqlite'; readonly file?: string } | { readonly kind: 'postgres'; readonly url: string };
+export type StoreConfig =
+  { readonly kind: 'sqlite'; readonly file?: string } | { readonly kind: 'postgres'; readonly url: string };
 
 export interface GatewayConfig {
   readonly host?: string;
@@ -104,7 +105,8 @@ class Reader {
 
   known(o: Obj, path: string, keys: readonly string[]): void {
     for (const k of Object.keys(o)) {
-      if (!keys.includes(k)) this.fail(path ? `${path}.${k}` : k, `is not a setting; known settings here: ${keys.join(', ')}`);
+      if (!keys.includes(k))
+        this.fail(path ? `${path}.${k}` : k, `is not a setting; known settings here: ${keys.join(', ')}`);
     }
   }
 
@@ -121,7 +123,8 @@ class Reader {
   num(o: Obj, k: string, path: string, min: number, max: number): number | undefined {
     const v = o[k];
     if (v === undefined) return undefined;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) this.fail(path ? `${path}.${k}` : k, `must be a whole number from ${min} to ${max}`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
+      this.fail(path ? `${path}.${k}` : k, `must be a whole number from ${min} to ${max}`);
     return v;
   }
 
@@ -134,7 +137,8 @@ class Reader {
     } catch {
       return this.fail(`${path}.${k}`, `must be an absolute http(s) URL, got ${JSON.stringify(v)}`);
     }
-    if (u.protocol !== 'https:' && u.protocol !== 'http:') this.fail(`${path}.${k}`, 'must use https (or http for hosts on your own network)');
+    if (u.protocol !== 'https:' && u.protocol !== 'http:')
+      this.fail(`${path}.${k}`, 'must use https (or http for hosts on your own network)');
     if (u.username || u.password) this.fail(`${path}.${k}`, 'must not carry credentials; put them under "auth"');
     return v.replace(/\/+$/, '');
   }
@@ -148,7 +152,11 @@ class Reader {
     if (given > 1) this.fail(path, `set only one of ${base}, ${base}Env, ${base}File`);
     if (envName !== undefined) {
       const v = this.env[envName];
-      if (!v) this.fail(`${path}.${base}Env`, `environment variable ${envName} is not set; export it before starting the gateway`);
+      if (!v)
+        this.fail(
+          `${path}.${base}Env`,
+          `environment variable ${envName} is not set; export it before starting the gateway`,
+        );
       return v;
     }
     if (file !== undefined) {
@@ -183,7 +191,20 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
     throw new ConfigError(file, '', `is not valid JSON (${(e as Error).message}); fix the syntax`);
   }
   const top = r.obj(raw, '');
-  r.known(top, '', ['$schema', 'host', 'port', 'publicUrl', 'roots', 'store', 'tokens', 'anonymous', 'agents', 'localAgents', 'limits', 'pushAllowPrivateHosts']);
+  r.known(top, '', [
+    '$schema',
+    'host',
+    'port',
+    'publicUrl',
+    'roots',
+    'store',
+    'tokens',
+    'anonymous',
+    'agents',
+    'localAgents',
+    'limits',
+    'pushAllowPrivateHosts',
+  ]);
   const host = r.str(top, 'host', '');
   const port = r.num(top, 'port', '', 0, 65535);
   const publicUrl = r.url(top, 'publicUrl', '', false);
@@ -216,7 +237,8 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
 
   const tokens: TokenConfig[] = [];
   if (top.tokens !== undefined) {
-    if (!Array.isArray(top.tokens)) r.fail('tokens', 'must be a list of {"principal": …, "sha256" | "tokenEnv" | "tokenFile": …}');
+    if (!Array.isArray(top.tokens))
+      r.fail('tokens', 'must be a list of {"principal": …, "sha256" | "tokenEnv" | "tokenFile": …}');
     top.tokens.forEach((t, i) => {
       const p = `tokens[${i}]`;
       const o = r.obj(t, p);
@@ -224,9 +246,12 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
       const principal = r.str(o, 'principal', p, true);
       const sha = r.str(o, 'sha256', p);
       const secret = r.secret(o, 'token', p);
-      if ((sha === undefined) === (secret === undefined)) r.fail(p, 'needs exactly one of sha256 (hex SHA-256 of the token), token, tokenEnv, tokenFile');
-      if (sha !== undefined && !/^[0-9a-f]{64}$/i.test(sha)) r.fail(`${p}.sha256`, 'must be 64 hex digits (e.g. printf %s "$TOKEN" | sha256sum)');
-      if (secret !== undefined && secret.length < 16) r.fail(p, 'the token is shorter than 16 characters; use a random one (e.g. openssl rand -base64 32)');
+      if ((sha === undefined) === (secret === undefined))
+        r.fail(p, 'needs exactly one of sha256 (hex SHA-256 of the token), token, tokenEnv, tokenFile');
+      if (sha !== undefined && !/^[0-9a-f]{64}$/i.test(sha))
+        r.fail(`${p}.sha256`, 'must be 64 hex digits (e.g. printf %s "$TOKEN" | sha256sum)');
+      if (secret !== undefined && secret.length < 16)
+        r.fail(p, 'the token is shorter than 16 characters; use a random one (e.g. openssl rand -base64 32)');
       tokens.push({ principal, sha256: sha?.toLowerCase() ?? sha256HexOf(secret ?? '') });
     });
   }
@@ -236,8 +261,13 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
     const a = r.obj(top.anonymous, 'anonymous');
     r.known(a, 'anonymous', ['principal']);
     anonymousPrincipal = r.str(a, 'principal', 'anonymous', true);
-    if (!anonymousPrincipal || !/^[A-Za-z0-9._@-]{1,64}$/.test(anonymousPrincipal)) r.fail('anonymous.principal', 'must be a principal name (letters, digits, ".", "_", "@", "-")');
-    if (host && !isLoopbackHost(host)) r.fail('anonymous', `is allowed only on a loopback address (127.0.0.1, ::1, localhost), not ${host}: give every client a token instead`);
+    if (!anonymousPrincipal || !/^[A-Za-z0-9._@-]{1,64}$/.test(anonymousPrincipal))
+      r.fail('anonymous.principal', 'must be a principal name (letters, digits, ".", "_", "@", "-")');
+    if (host && !isLoopbackHost(host))
+      r.fail(
+        'anonymous',
+        `is allowed only on a loopback address (127.0.0.1, ::1, localhost), not ${host}: give every client a token instead`,
+      );
   }
 
   const remoteAgents: RemoteAgentConfig[] = [];
@@ -245,9 +275,20 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
     const agents = r.obj(top.agents, 'agents');
     for (const [id, v] of Object.entries(agents)) {
       const p = `agents.${id}`;
-      if (!ID.test(id)) r.fail(p, 'an agent id must be lower-case letters, digits, ".", "_" or "-" (it becomes the route /a2a/<id>)');
+      if (!ID.test(id))
+        r.fail(p, 'an agent id must be lower-case letters, digits, ".", "_" or "-" (it becomes the route /a2a/<id>)');
       const o = r.obj(v, p);
-      r.known(o, p, ['kind', 'name', 'description', 'url', 'cardUrl', 'protocolBinding', 'protocolVersion', 'auth', 'skills']);
+      r.known(o, p, [
+        'kind',
+        'name',
+        'description',
+        'url',
+        'cardUrl',
+        'protocolBinding',
+        'protocolVersion',
+        'auth',
+        'skills',
+      ]);
       const kind = r.str(o, 'kind', p) ?? 'remote';
       if (kind !== 'remote') r.fail(`${p}.kind`, 'must be "remote" (local agents are detected, not configured)');
       const url = r.url(o, 'url', p, true) as string;
@@ -257,9 +298,11 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
         r.fail(`${p}.cardUrl`, 'must be the full URL of the agent card, e.g. https://host/.well-known/agent-card.json');
       }
       const binding = r.str(o, 'protocolBinding', p) ?? 'JSONRPC';
-      if (binding !== 'JSONRPC' && binding !== 'HTTP+JSON') r.fail(`${p}.protocolBinding`, 'must be "JSONRPC" or "HTTP+JSON"');
+      if (binding !== 'JSONRPC' && binding !== 'HTTP+JSON')
+        r.fail(`${p}.protocolBinding`, 'must be "JSONRPC" or "HTTP+JSON"');
       const version = r.str(o, 'protocolVersion', p);
-      if (version !== undefined && version !== '1.0' && version !== '0.3') r.fail(`${p}.protocolVersion`, 'must be "1.0" or "0.3" (or left out: the remote\'s card says)');
+      if (version !== undefined && version !== '1.0' && version !== '0.3')
+        r.fail(`${p}.protocolVersion`, 'must be "1.0" or "0.3" (or left out: the remote\'s card says)');
       let auth: RemoteAuth = { kind: 'none' };
       if (o.auth !== undefined) {
         const a = r.obj(o.auth, `${p}.auth`);
@@ -267,7 +310,8 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
         const bearer = r.secret(a, 'bearer', `${p}.auth`);
         const header = r.str(a, 'header', `${p}.auth`);
         const value = r.secret(a, 'value', `${p}.auth`);
-        if (bearer !== undefined && (header !== undefined || value !== undefined)) r.fail(`${p}.auth`, 'use either bearer… or header + value…, not both');
+        if (bearer !== undefined && (header !== undefined || value !== undefined))
+          r.fail(`${p}.auth`, 'use either bearer… or header + value…, not both');
         if (bearer !== undefined) auth = { kind: 'bearer', token: bearer };
         else if (header !== undefined) {
           if (value === undefined) r.fail(`${p}.auth`, 'header needs value, valueEnv or valueFile');
@@ -283,7 +327,12 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
           const so = r.obj(s, sp);
           r.known(so, sp, ['id', 'name', 'description', 'tags']);
           const tags = Array.isArray(so.tags) ? so.tags.filter((t): t is string => typeof t === 'string') : [];
-          skills.push({ id: r.str(so, 'id', sp, true), name: r.str(so, 'name', sp) ?? r.str(so, 'id', sp, true), description: r.str(so, 'description', sp) ?? '', tags });
+          skills.push({
+            id: r.str(so, 'id', sp, true),
+            name: r.str(so, 'name', sp) ?? r.str(so, 'id', sp, true),
+            description: r.str(so, 'description', sp) ?? '',
+            tags,
+          });
         });
       }
       const description = r.str(o, 'description', p);
@@ -305,16 +354,19 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
   let localAgents: boolean | string[] = true;
   if (top.localAgents !== undefined) {
     if (typeof top.localAgents === 'boolean') localAgents = top.localAgents;
-    else if (Array.isArray(top.localAgents) && top.localAgents.every((x) => typeof x === 'string')) localAgents = top.localAgents as string[];
+    else if (Array.isArray(top.localAgents) && top.localAgents.every((x) => typeof x === 'string'))
+      localAgents = top.localAgents as string[];
     else r.fail('localAgents', 'must be true, false, or a list of agent ids such as ["formatter", "lint-fix"]');
   }
 
   const pushAllowPrivateHosts: string[] = [];
   if (top.pushAllowPrivateHosts !== undefined) {
-    const hint = 'must be a list of host names the gateway may send push notifications to although they are private, e.g. ["hooks.internal", ".corp.example", "10.0.0.5:8443"]';
+    const hint =
+      'must be a list of host names the gateway may send push notifications to although they are private, e.g. ["hooks.internal", ".corp.example", "10.0.0.5:8443"]';
     if (!Array.isArray(top.pushAllowPrivateHosts)) r.fail('pushAllowPrivateHosts', hint);
     top.pushAllowPrivateHosts.forEach((h, i) => {
-      if (typeof h !== 'string' || !/^(\.?[A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?$/.test(h.trim())) r.fail(`pushAllowPrivateHosts[${i}]`, hint);
+      if (typeof h !== 'string' || !/^(\.?[A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?$/.test(h.trim()))
+        r.fail(`pushAllowPrivateHosts[${i}]`, hint);
       pushAllowPrivateHosts.push(h.trim());
     });
   }
@@ -322,7 +374,18 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
   const limits: { -readonly [K in keyof GatewayConfig['limits']]: GatewayConfig['limits'][K] } = {};
   if (top.limits !== undefined) {
     const l = r.obj(top.limits, 'limits');
-    r.known(l, 'limits', ['capabilities', 'defaultDeadlineSeconds', 'maxDeadlineSeconds', 'cancelGraceSeconds', 'maxBodyBytes', 'headersTimeoutSeconds', 'bodyIdleSeconds', 'bodyTimeoutSeconds', 'maxJsonDepth', 'maxJsonMembers']);
+    r.known(l, 'limits', [
+      'capabilities',
+      'defaultDeadlineSeconds',
+      'maxDeadlineSeconds',
+      'cancelGraceSeconds',
+      'maxBodyBytes',
+      'headersTimeoutSeconds',
+      'bodyIdleSeconds',
+      'bodyTimeoutSeconds',
+      'maxJsonDepth',
+      'maxJsonMembers',
+    ]);
     if (l.capabilities !== undefined) limits.capabilities = readCaps(r, l.capabilities, 'limits.capabilities');
     limits.defaultDeadlineSeconds = r.num(l, 'defaultDeadlineSeconds', 'limits', 1, 7 * 24 * 3600);
     limits.maxDeadlineSeconds = r.num(l, 'maxDeadlineSeconds', 'limits', 1, 7 * 24 * 3600);
@@ -356,7 +419,11 @@ export function loadGatewayConfig(file: string, env: NodeJS.ProcessEnv = process
   try {
     text = readFileSync(file, 'utf8');
   } catch (e) {
-    throw new ConfigError(file, '', `cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); check the path given to --config`);
+    throw new ConfigError(
+      file,
+      '',
+      `cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); check the path given to --config`,
+    );
   }
   return parseGatewayConfig(text, file, env);
 }

@@ -59,10 +59,33 @@ export function bwrapStatus(bwrapPath?: string): Promise<{ ok: true; path: strin
 
 function probeBwrap(path: string): Promise<{ ok: true; path: string } | { ok: false; reason: string }> {
   return new Promise((resolve) => {
-    execFile(path, ['--die-with-parent', '--unshare-pid', '--unshare-net', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', 'true'], { timeout: 10_000 }, (err, _out, stderr) => {
-      if (err) resolve({ ok: false, reason: `bubblewrap cannot create a sandbox here: ${String(stderr).trim() || err.message}` });
-      else resolve({ ok: true, path });
-    });
+    execFile(
+      path,
+      [
+        '--die-with-parent',
+        '--unshare-pid',
+        '--unshare-net',
+        '--ro-bind',
+        '/',
+        '/',
+        '--dev',
+        '/dev',
+        '--proc',
+        '/proc',
+        '--tmpfs',
+        '/tmp',
+        'true',
+      ],
+      { timeout: 10_000 },
+      (err, _out, stderr) => {
+        if (err)
+          resolve({
+            ok: false,
+            reason: `bubblewrap cannot create a sandbox here: ${String(stderr).trim() || err.message}`,
+          });
+        else resolve({ ok: true, path });
+      },
+    );
   });
 }
 
@@ -78,9 +101,22 @@ export function findOnPath(name: string, pathVar = process.env.PATH ?? ''): stri
 /** Wraps argv in bwrap when possible; otherwise returns it as is with an honest detail line. */
 export async function confineCommand(req: ConfineRequest, opts: ConfineOptions = {}): Promise<ConfinedCommand> {
   const [command, ...args] = req.argv;
-  if (opts.mode === 'off') return { command, args, confined: false, detail: 'Unconfined: confinement is turned off. The agent runs with your user rights; only its working folder is a throwaway copy.' };
+  if (opts.mode === 'off')
+    return {
+      command,
+      args,
+      confined: false,
+      detail:
+        'Unconfined: confinement is turned off. The agent runs with your user rights; only its working folder is a throwaway copy.',
+    };
   const status = await bwrapStatus(opts.bwrapPath);
-  if (!status.ok) return { command, args, confined: false, detail: `Unconfined: ${status.reason}. The agent runs with your user rights; only its working folder is a throwaway copy (apt-get install bubblewrap to confine it).` };
+  if (!status.ok)
+    return {
+      command,
+      args,
+      confined: false,
+      detail: `Unconfined: ${status.reason}. The agent runs with your user rights; only its working folder is a throwaway copy (apt-get install bubblewrap to confine it).`,
+    };
   const realHome = req.realHome ?? homedir();
   const b: string[] = ['--die-with-parent', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try'];
   if (!req.network) b.push('--unshare-net');
@@ -94,6 +130,6 @@ export async function confineCommand(req: ConfineRequest, opts: ConfineOptions =
     if (existsSync(src)) b.push('--bind', src, join(req.home, e));
   }
   b.push('--bind', req.workspace, req.workspace, '--chdir', req.workspace, '--');
-  const detail = `Confined with bubblewrap: filesystem read-only except the workspace, a private HOME and /tmp; ${req.network ? 'network allowed for the agent\'s model API' : 'no network'}.`;
+  const detail = `Confined with bubblewrap: filesystem read-only except the workspace, a private HOME and /tmp; ${req.network ? "network allowed for the agent's model API" : 'no network'}.`;
   return { command: status.path, args: [...b, command, ...args], confined: true, detail };
 }

@@ -88,11 +88,23 @@ function wellFormed(ev: WireEvent): boolean {
   if (!optObject(v.metadata)) return false;
   switch (k) {
     case 'task':
-      return typeof v.id === 'string' && optString(v.contextId) && statusOk(v.status) && optArray(v.artifacts) && optArray(v.history);
+      return (
+        typeof v.id === 'string' &&
+        optString(v.contextId) &&
+        statusOk(v.status) &&
+        optArray(v.artifacts) &&
+        optArray(v.history)
+      );
     case 'statusUpdate':
       return optString(v.taskId) && statusOk(v.status);
     case 'artifactUpdate':
-      return optString(v.taskId) && isObject(v.artifact) && typeof v.artifact.artifactId === 'string' && optArray(v.artifact.parts) && (v.append === undefined || typeof v.append === 'boolean');
+      return (
+        optString(v.taskId) &&
+        isObject(v.artifact) &&
+        typeof v.artifact.artifactId === 'string' &&
+        optArray(v.artifact.parts) &&
+        (v.append === undefined || typeof v.append === 'boolean')
+      );
     case 'message':
       return true;
   }
@@ -170,20 +182,31 @@ export function foldWire(task: Json, ev: WireEvent, k: WireKind | undefined = wi
       task.status = v.status;
       task.artifacts = v.artifacts;
       task.history = v.history;
-      task.metadata = { ...(isObject(task.metadata) ? task.metadata : {}), ...(isObject(v.metadata) ? v.metadata : {}) };
+      task.metadata = {
+        ...(isObject(task.metadata) ? task.metadata : {}),
+        ...(isObject(v.metadata) ? v.metadata : {}),
+      };
       break;
     case 'statusUpdate':
       // Progress messages stay in the event log (replayable); the snapshot keeps the latest status
       // only, so it does not grow with every step an agent reports.
       if (v.status !== undefined) task.status = v.status;
-      if (isObject(v.metadata)) task.metadata = { ...(isObject(task.metadata) ? task.metadata : {}), ...withoutSeq(v.metadata) };
+      if (isObject(v.metadata))
+        task.metadata = { ...(isObject(task.metadata) ? task.metadata : {}), ...withoutSeq(v.metadata) };
       break;
     case 'artifactUpdate': {
       const a = v.artifact as Json;
       const arts = Array.isArray(task.artifacts) ? [...(task.artifacts as Json[])] : [];
       const i = arts.findIndex((x) => isObject(x) && x.artifactId === a.artifactId);
       if (i < 0) arts.push(a);
-      else if (v.append === true) arts[i] = { ...arts[i], parts: [...(Array.isArray(arts[i].parts) ? (arts[i].parts as unknown[]) : []), ...(Array.isArray(a.parts) ? a.parts : [])] };
+      else if (v.append === true)
+        arts[i] = {
+          ...arts[i],
+          parts: [
+            ...(Array.isArray(arts[i].parts) ? (arts[i].parts as unknown[]) : []),
+            ...(Array.isArray(a.parts) ? a.parts : []),
+          ],
+        };
       else arts[i] = a;
       task.artifacts = arts;
       break;
@@ -341,7 +364,10 @@ export class TaskWriter {
   }
 
   snapshotJson(): string {
-    return JSON.stringify({ ...this.wire, metadata: { ...(isObject(this.wire.metadata) ? this.wire.metadata : {}), [META.seq]: this.lastSeq } });
+    return JSON.stringify({
+      ...this.wire,
+      metadata: { ...(isObject(this.wire.metadata) ? this.wire.metadata : {}), [META.seq]: this.lastSeq },
+    });
   }
 
   private async flush(): Promise<void> {
@@ -355,7 +381,14 @@ export class TaskWriter {
     const owner = this.owner;
     this.owner = undefined;
     try {
-      await this.store.append({ agent: this.agent, taskId: this.taskId, events: rows, state, snapshot: this.snapshotJson(), ...(owner !== undefined ? { owner } : {}) });
+      await this.store.append({
+        agent: this.agent,
+        taskId: this.taskId,
+        events: rows,
+        state,
+        snapshot: this.snapshotJson(),
+        ...(owner !== undefined ? { owner } : {}),
+      });
     } catch (e) {
       this.failed = e instanceof Error ? e : new Error(String(e));
       this.inFlight = undefined;
@@ -477,7 +510,9 @@ export function rowToResponse(row: EventRow): StreamResponse {
 }
 
 /** Batches of rows as a replay-profile client gets them: each body with its `baton/seq`. */
-export async function* withSeqs(batches: AsyncGenerator<readonly EventRow[], void, undefined>): AsyncGenerator<readonly EventRow[], void, undefined> {
+export async function* withSeqs(
+  batches: AsyncGenerator<readonly EventRow[], void, undefined>,
+): AsyncGenerator<readonly EventRow[], void, undefined> {
   try {
     for await (const rows of batches) yield rows.map((r) => ({ seq: r.seq, body: withSeq(r.body, r.seq) }));
   } finally {

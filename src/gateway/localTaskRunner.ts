@@ -61,14 +61,22 @@ export function requestKey(params: SendMessageRequest, digest: string): string {
 export async function waitForTask(ctx: GatewayContext, agent: string, taskId: string): Promise<string> {
   const until = Date.now() + CLAIM_WAIT_MS;
   while (!(await ctx.store.getTask(agent, taskId))) {
-    if (Date.now() > until) throw new UnsupportedOperationError(`the task for this messageId (${taskId}) was not created; send the request again`);
+    if (Date.now() > until)
+      throw new UnsupportedOperationError(
+        `the task for this messageId (${taskId}) was not created; send the request again`,
+      );
     await new Promise((r) => setTimeout(r, 20));
   }
   return taskId;
 }
 
 /** Waits (bounded) for a concurrent request with the same messageId to record the task it created. */
-export async function waitForBinding(ctx: GatewayContext, principal: string, agent: string, key: string): Promise<string> {
+export async function waitForBinding(
+  ctx: GatewayContext,
+  principal: string,
+  agent: string,
+  key: string,
+): Promise<string> {
   const until = Date.now() + CLAIM_WAIT_MS;
   while (Date.now() < until) {
     await new Promise((r) => setTimeout(r, 20));
@@ -76,7 +84,9 @@ export async function waitForBinding(ctx: GatewayContext, principal: string, age
     if (found?.taskId) return found.taskId;
     if (!found) break;
   }
-  throw new UnsupportedOperationError(`the task for messageId ${key.replace(/#.*$/, '')} could not be created; send the request again`);
+  throw new UnsupportedOperationError(
+    `the task for messageId ${key.replace(/#.*$/, '')} could not be created; send the request again`,
+  );
 }
 
 export function intersect(...caps: Capabilities[]): Capabilities {
@@ -89,12 +99,16 @@ export function intersect(...caps: Capabilities[]): Capabilities {
 
 function readCapabilities(v: unknown): Capabilities {
   if (v === undefined || v === null) return READ_ONLY;
-  if (typeof v !== 'object' || Array.isArray(v)) throw new RequestMalformedError(`metadata "${META.capabilities}" must be an object like {"write": false, "shell": false, "network": false}`);
+  if (typeof v !== 'object' || Array.isArray(v))
+    throw new RequestMalformedError(
+      `metadata "${META.capabilities}" must be an object like {"write": false, "shell": false, "network": false}`,
+    );
   const o = v as Record<string, unknown>;
   const flag = (k: keyof Capabilities): boolean => {
     const x = o[k];
     if (x === undefined) return false;
-    if (typeof x !== 'boolean') throw new RequestMalformedError(`metadata "${META.capabilities}".${k} must be true or false`);
+    if (typeof x !== 'boolean')
+      throw new RequestMalformedError(`metadata "${META.capabilities}".${k} must be true or false`);
     return x;
   };
   return { write: flag('write'), shell: flag('shell'), network: flag('network') };
@@ -137,7 +151,9 @@ function readFiles(v: unknown, parts: readonly Part[]): string[] {
 
 function checkRelative(f: string, where: string): void {
   if (isAbsolute(f) || /^[A-Za-z]:/.test(f) || f.split(/[\\/]/).includes('..')) {
-    throw new RequestMalformedError(`file ${JSON.stringify(f)} ${where} must be relative to the repository, without ".."`);
+    throw new RequestMalformedError(
+      `file ${JSON.stringify(f)} ${where} must be relative to the repository, without ".."`,
+    );
   }
 }
 
@@ -210,9 +226,18 @@ export class LocalTaskRunner implements TaskRunner {
     const key = requestKey(params, digest);
     const claim = await this.ctx.store.claimRequest(principal, this.agent.id, key, digest, taskId);
     if (claim.kind === 'conflict') {
-      throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);
+      throw new RequestMalformedError(
+        `messageId ${msg.messageId} was already used for a different request; send a new messageId`,
+      );
     }
-    if (claim.kind === 'existing') return { taskId: await waitForTask(this.ctx, this.agent.id, claim.taskId ?? (await waitForBinding(this.ctx, principal, this.agent.id, key))) };
+    if (claim.kind === 'existing')
+      return {
+        taskId: await waitForTask(
+          this.ctx,
+          this.agent.id,
+          claim.taskId ?? (await waitForBinding(this.ctx, principal, this.agent.id, key)),
+        ),
+      };
 
     const contextId = msg.contextId || randomUUID();
     const userMessage: Message = { ...msg, taskId, contextId, role: Role.ROLE_USER };
@@ -232,7 +257,16 @@ export class LocalTaskRunner implements TaskRunner {
     const first: StreamResponse = { payload: { $case: 'task', value: structuredClone(task) } };
     try {
       await this.ctx.store.createTask(
-        { agent: this.agent.id, id: taskId, contextId, principal, kind: 'local', state: TaskState.TASK_STATE_SUBMITTED, snapshot: writer.snapshotJson(), owner: this.ctx.instanceId },
+        {
+          agent: this.agent.id,
+          id: taskId,
+          contextId,
+          principal,
+          kind: 'local',
+          state: TaskState.TASK_STATE_SUBMITTED,
+          snapshot: writer.snapshotJson(),
+          owner: this.ctx.instanceId,
+        },
         { seq: 1, body: JSON.stringify(StreamResponse.toJSON(first)) },
       );
     } catch (e) {
@@ -240,18 +274,51 @@ export class LocalTaskRunner implements TaskRunner {
       throw e;
     }
     const prompt = promptOf(msg.parts);
-    this.launch(writer, { repoPath, prompt, task: taskTextOf(msg.parts), files, capabilities, deadline, digest, sentDigest: sentRequestDigest(params) });
+    this.launch(writer, {
+      repoPath,
+      prompt,
+      task: taskTextOf(msg.parts),
+      files,
+      capabilities,
+      deadline,
+      digest,
+      sentDigest: sentRequestDigest(params),
+    });
     return { taskId };
   }
 
   private launch(
     writer: TaskWriter,
-    r: { repoPath: string | undefined; prompt: string; task: string; files: string[]; capabilities: Capabilities; deadline: number; digest: string; sentDigest: string },
+    r: {
+      repoPath: string | undefined;
+      prompt: string;
+      task: string;
+      files: string[];
+      capabilities: Capabilities;
+      deadline: number;
+      digest: string;
+      sentDigest: string;
+    },
   ): void {
     const abort = new AbortController();
     let resolveDone!: () => void;
     const done = new Promise<void>((res) => (resolveDone = res));
-    const rt: Running = { writer, abort, done, settled: false, canceled: false, stopping: false, expired: false, patchEmitted: false, confined: false, requestDigest: r.digest, sentDigest: r.sentDigest, capabilities: r.capabilities, waiting: undefined, stoppedWaiting: false };
+    const rt: Running = {
+      writer,
+      abort,
+      done,
+      settled: false,
+      canceled: false,
+      stopping: false,
+      expired: false,
+      patchEmitted: false,
+      confined: false,
+      requestDigest: r.digest,
+      sentDigest: r.sentDigest,
+      capabilities: r.capabilities,
+      waiting: undefined,
+      stoppedWaiting: false,
+    };
     this.running.set(writer.taskId, rt);
     const { taskId } = writer;
     const contextId = writer.contextId;
@@ -263,10 +330,23 @@ export class LocalTaskRunner implements TaskRunner {
       switch (ev.kind) {
         case 'started':
           rt.confined = ev.confined;
-          push(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, ev.detail ?? `started${ev.confined ? ' (confined)' : ''}`, {
-            // detail: how it runs, in words (why it is unconfined, what bubblewrap allows), for the client to show.
-            [META.executor]: { id: this.agent.id, kind: this.agent.kind, confined: ev.confined, ...(ev.detail ? { detail: ev.detail } : {}) },
-          }));
+          push(
+            statusEvent(
+              taskId,
+              contextId,
+              TaskState.TASK_STATE_WORKING,
+              ev.detail ?? `started${ev.confined ? ' (confined)' : ''}`,
+              {
+                // detail: how it runs, in words (why it is unconfined, what bubblewrap allows), for the client to show.
+                [META.executor]: {
+                  id: this.agent.id,
+                  kind: this.agent.kind,
+                  confined: ev.confined,
+                  ...(ev.detail ? { detail: ev.detail } : {}),
+                },
+              },
+            ),
+          );
           break;
         case 'step':
           push(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, ev.text));
@@ -281,13 +361,16 @@ export class LocalTaskRunner implements TaskRunner {
       }
     };
     const ask = (question: string): Promise<string> => {
-      if (rt.settled || abort.signal.aborted) return Promise.reject(new Error('the run was stopped before it could ask'));
+      if (rt.settled || abort.signal.aborted)
+        return Promise.reject(new Error('the run was stopped before it could ask'));
       if (rt.waiting) return Promise.reject(new Error('the agent asked again before its first question was answered'));
       return new Promise<string>((resolve, reject) => {
         // Cancel, the deadline and a shutdown abort the signal: the question goes unanswered.
         const onAbort = (): void => {
           rt.waiting = undefined;
-          reject(abort.signal.reason instanceof Error ? abort.signal.reason : new Error('stopped while waiting for a reply'));
+          reject(
+            abort.signal.reason instanceof Error ? abort.signal.reason : new Error('stopped while waiting for a reply'),
+          );
         };
         abort.signal.addEventListener('abort', onAbort, { once: true });
         rt.waiting = {
@@ -301,23 +384,48 @@ export class LocalTaskRunner implements TaskRunner {
         push(statusEvent(taskId, contextId, TaskState.TASK_STATE_INPUT_REQUIRED, question));
       });
     };
-    const timer = setTimeout(() => {
-      rt.expired = true;
-      abort.abort(new Error('deadline passed'));
-      // An agent that ignores its signal still gets an outcome, a grace period later.
-      setTimeout(() => void this.finish(rt, { outcome: 'expired', reason: 'the deadline passed and the agent did not stop', patch: '' }), this.ctx.limits.cancelGraceMs).unref();
-    }, Math.max(0, r.deadline - Date.now()));
+    const timer = setTimeout(
+      () => {
+        rt.expired = true;
+        abort.abort(new Error('deadline passed'));
+        // An agent that ignores its signal still gets an outcome, a grace period later.
+        setTimeout(
+          () =>
+            void this.finish(rt, {
+              outcome: 'expired',
+              reason: 'the deadline passed and the agent did not stop',
+              patch: '',
+            }),
+          this.ctx.limits.cancelGraceMs,
+        ).unref();
+      },
+      Math.max(0, r.deadline - Date.now()),
+    );
     timer.unref();
     push(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, `accepted by ${this.agent.name}`));
     void (async () => {
       let result: LocalRunResult;
       try {
         result = await this.agent.run(
-          { taskId, ...(r.repoPath ? { repoPath: r.repoPath } : {}), prompt: r.prompt, task: r.task, files: r.files, capabilities: r.capabilities, deadline: r.deadline, signal: abort.signal, ask },
+          {
+            taskId,
+            ...(r.repoPath ? { repoPath: r.repoPath } : {}),
+            prompt: r.prompt,
+            task: r.task,
+            files: r.files,
+            capabilities: r.capabilities,
+            deadline: r.deadline,
+            signal: abort.signal,
+            ask,
+          },
           emit,
         );
       } catch (e) {
-        result = { outcome: 'failed', reason: `the agent stopped with an error: ${(e as Error).message ?? String(e)}`, patch: '' };
+        result = {
+          outcome: 'failed',
+          reason: `the agent stopped with an error: ${(e as Error).message ?? String(e)}`,
+          patch: '',
+        };
       }
       clearTimeout(timer);
       await this.finish(rt, result);
@@ -387,22 +495,32 @@ export class LocalTaskRunner implements TaskRunner {
     else if (rt.expired && outcome !== 'completed') outcome = 'expired';
     else if (rt.canceled && outcome !== 'completed') outcome = 'canceled';
     const state =
-      outcome === 'completed' ? TaskState.TASK_STATE_COMPLETED : outcome === 'canceled' ? TaskState.TASK_STATE_CANCELED : TaskState.TASK_STATE_FAILED;
+      outcome === 'completed'
+        ? TaskState.TASK_STATE_COMPLETED
+        : outcome === 'canceled'
+          ? TaskState.TASK_STATE_CANCELED
+          : TaskState.TASK_STATE_FAILED;
     const text =
       outcome === 'completed'
-        ? result.summary ?? (result.patch ? 'done: changes.patch attached' : 'done: no changes')
+        ? (result.summary ?? (result.patch ? 'done: changes.patch attached' : 'done: no changes'))
         : outcome === 'expired'
           ? `expired: ${result.reason ?? 'the deadline passed'}`
           : outcome === 'unknown'
             ? 'unknown outcome: the gateway stopped while the agent was running; check the repository before retrying'
-            : result.reason ?? outcome;
+            : (result.reason ?? outcome);
     const { writer } = rt;
     const metadata: Record<string, unknown> = { [META.outcome]: outcome };
     const event = statusEvent(writer.taskId, writer.contextId, state, text, metadata);
     if (this.ctx.signEnvelope && event.payload?.$case === 'statusUpdate' && event.payload.value.status) {
       try {
         metadata[META.envelope] = await this.ctx.signEnvelope(
-          envelopeBody(writer.task, event.payload.value.status, rt.sentDigest, { id: this.agent.id, kind: this.agent.kind, confined: rt.confined }, { ...rt.capabilities }),
+          envelopeBody(
+            writer.task,
+            event.payload.value.status,
+            rt.sentDigest,
+            { id: this.agent.id, kind: this.agent.kind, confined: rt.confined },
+            { ...rt.capabilities },
+          ),
         );
       } catch (e) {
         this.ctx.log(`task ${writer.taskId}: signing the result failed: ${(e as Error).message}`);
@@ -420,7 +538,9 @@ export class LocalTaskRunner implements TaskRunner {
     const msg = params.message;
     if (!msg?.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
     if (msg.contextId && msg.contextId !== row.contextId) {
-      throw new RequestMalformedError(`message.contextId ${msg.contextId} is not the context of task ${row.id}; send the reply with contextId ${row.contextId}`);
+      throw new RequestMalformedError(
+        `message.contextId ${msg.contextId} is not the context of task ${row.id}; send the reply with contextId ${row.contextId}`,
+      );
     }
     const rt = this.running.get(row.id);
     if (!rt?.waiting) {
@@ -428,21 +548,37 @@ export class LocalTaskRunner implements TaskRunner {
       if (taken?.taskId === row.id) return { taskId: row.id };
       if (isTerminal(row.state)) throw new UnsupportedOperationError(`task ${row.id} has ended; start a new task`);
       if (!rt) return this.noRunFor(row);
-      throw new UnsupportedOperationError(`task ${row.id} is working and has not asked anything; reply when it is input-required`);
+      throw new UnsupportedOperationError(
+        `task ${row.id} is working and has not asked anything; reply when it is input-required`,
+      );
     }
-    const claim = await this.ctx.store.claimRequest(principal, this.agent.id, msg.messageId, requestDigest(params), row.id);
-    if (claim.kind === 'conflict') throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);
+    const claim = await this.ctx.store.claimRequest(
+      principal,
+      this.agent.id,
+      msg.messageId,
+      requestDigest(params),
+      row.id,
+    );
+    if (claim.kind === 'conflict')
+      throw new RequestMalformedError(
+        `messageId ${msg.messageId} was already used for a different request; send a new messageId`,
+      );
     if (claim.kind === 'existing') return { taskId: row.id };
     const waiting = rt.waiting;
     if (!waiting || rt.settled) {
       // Answered by another reply, canceled or expired while the claim was written.
       await this.ctx.store.releaseRequest(principal, this.agent.id, msg.messageId).catch(() => undefined);
-      throw new UnsupportedOperationError(`task ${row.id} is no longer waiting for a reply (another reply was taken, or it was canceled or expired meanwhile)`);
+      throw new UnsupportedOperationError(
+        `task ${row.id} is no longer waiting for a reply (another reply was taken, or it was canceled or expired meanwhile)`,
+      );
     }
     // Taken now, so a second reply arriving while this one is committed cannot answer too.
     rt.waiting = undefined;
     rt.writer.recordMessage({ ...msg, taskId: row.id, contextId: row.contextId, role: Role.ROLE_USER });
-    this.addEvent(rt.writer, statusEvent(row.id, row.contextId, TaskState.TASK_STATE_WORKING, 'reply received; continuing'));
+    this.addEvent(
+      rt.writer,
+      statusEvent(row.id, row.contextId, TaskState.TASK_STATE_WORKING, 'reply received; continuing'),
+    );
     try {
       await rt.writer.committed();
     } catch (e) {
@@ -454,11 +590,19 @@ export class LocalTaskRunner implements TaskRunner {
 
   /** A reply to a task no run here waits on: another live instance runs it, or its process ended. */
   private async noRunFor(row: TaskRow): Promise<StartedTask> {
-    if (row.owner && row.owner !== this.ctx.instanceId && isInstanceAlive((await this.ctx.store.instances()).get(row.owner))) {
-      throw new UnsupportedOperationError(`task ${row.id} runs on another instance of this gateway (${row.owner}), which holds its question; send the reply through that instance`);
+    if (
+      row.owner &&
+      row.owner !== this.ctx.instanceId &&
+      isInstanceAlive((await this.ctx.store.instances()).get(row.owner))
+    ) {
+      throw new UnsupportedOperationError(
+        `task ${row.id} runs on another instance of this gateway (${row.owner}), which holds its question; send the reply through that instance`,
+      );
     }
     await this.recoverOrphan(row);
-    throw new UnsupportedOperationError(`task ${row.id} cannot take a reply: ${row.state === TaskState.TASK_STATE_INPUT_REQUIRED ? LOST_QUESTION : 'the gateway stopped while the agent was running; check the repository before retrying'}`);
+    throw new UnsupportedOperationError(
+      `task ${row.id} cannot take a reply: ${row.state === TaskState.TASK_STATE_INPUT_REQUIRED ? LOST_QUESTION : 'the gateway stopped while the agent was running; check the repository before retrying'}`,
+    );
   }
 
   async cancel(row: TaskRow): Promise<void> {
@@ -476,7 +620,11 @@ export class LocalTaskRunner implements TaskRunner {
     await Promise.race([rt.done, new Promise<void>((r) => (timer = setTimeout(r, grace)))]);
     clearTimeout(timer);
     if (!rt.settled) {
-      await this.finish(rt, { outcome: 'canceled', reason: `canceled; the agent did not stop within ${grace} ms and was abandoned`, patch: '' });
+      await this.finish(rt, {
+        outcome: 'canceled',
+        reason: `canceled; the agent did not stop within ${grace} ms and was abandoned`,
+        patch: '',
+      });
     }
   }
 
@@ -485,13 +633,21 @@ export class LocalTaskRunner implements TaskRunner {
     writer.setOwner(null);
     if (row.state === TaskState.TASK_STATE_INPUT_REQUIRED) {
       // It only waited: the run's work was in memory and in its throwaway workspace, never in the repository.
-      await writer.push(statusEvent(row.id, row.contextId, TaskState.TASK_STATE_FAILED, LOST_QUESTION, { [META.outcome]: 'failed' }));
+      await writer.push(
+        statusEvent(row.id, row.contextId, TaskState.TASK_STATE_FAILED, LOST_QUESTION, { [META.outcome]: 'failed' }),
+      );
       return;
     }
     await writer.push(
-      statusEvent(row.id, row.contextId, TaskState.TASK_STATE_FAILED, 'unknown outcome: the gateway stopped while the agent was running; check the repository before retrying', {
-        [META.outcome]: 'unknown',
-      }),
+      statusEvent(
+        row.id,
+        row.contextId,
+        TaskState.TASK_STATE_FAILED,
+        'unknown outcome: the gateway stopped while the agent was running; check the repository before retrying',
+        {
+          [META.outcome]: 'unknown',
+        },
+      ),
     );
   }
 
@@ -502,7 +658,12 @@ export class LocalTaskRunner implements TaskRunner {
       rt.stoppedWaiting = rt.waiting !== undefined;
       rt.abort.abort(new Error('gateway shutting down'));
     }
-    await Promise.race([Promise.all(all.map((r) => r.done)), new Promise((r) => setTimeout(r, this.ctx.limits.cancelGraceMs))]);
-    await Promise.all(all.map((rt) => this.finish(rt, { outcome: 'failed', reason: 'the gateway stopped', patch: '' })));
+    await Promise.race([
+      Promise.all(all.map((r) => r.done)),
+      new Promise((r) => setTimeout(r, this.ctx.limits.cancelGraceMs)),
+    ]);
+    await Promise.all(
+      all.map((rt) => this.finish(rt, { outcome: 'failed', reason: 'the gateway stopped', patch: '' })),
+    );
   }
 }

@@ -80,14 +80,22 @@ async function firstSseData(body: ReadableStream<Uint8Array>): Promise<string | 
   } finally {
     void reader.cancel().catch(() => undefined);
   }
-  const data = text.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart());
+  const data = text
+    .split('\n')
+    .filter((l) => l.startsWith('data:'))
+    .map((l) => l.slice(5).trimStart());
   return data.length ? data.join('\n') : undefined;
 }
 
 /** A task id in an event the gateway could not read: its `taskId`, `task.id`, or (a task) `id`. */
 function taskIdIn(v: unknown): string | undefined {
   if (!isJsonObject(v)) return undefined;
-  for (const c of [v.taskId, isJsonObject(v.task) ? v.task.id : undefined, isJsonObject(v.statusUpdate) ? v.statusUpdate.taskId : undefined, v.id]) {
+  for (const c of [
+    v.taskId,
+    isJsonObject(v.task) ? v.task.id : undefined,
+    isJsonObject(v.statusUpdate) ? v.statusUpdate.taskId : undefined,
+    v.id,
+  ]) {
     if (typeof c === 'string' && c) return c;
   }
   return undefined;
@@ -129,12 +137,23 @@ export class ProxyTaskRunner implements TaskRunner {
     /** What the remote's own card says, once it has been read. */
     private readonly cardFacts: () => RemoteCardFacts | undefined = () => undefined,
   ) {
-    this.endpoint = { url: cfg.url, binding: cfg.protocolBinding, headers: () => this.remoteHeaders(), agents: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) } };
+    this.endpoint = {
+      url: cfg.url,
+      binding: cfg.protocolBinding,
+      headers: () => this.remoteHeaders(),
+      agents: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) },
+    };
   }
 
   /** The versions the remote's card offers for the configured binding (empty: not read, or none). */
   private cardVersions(): string[] {
-    return [...new Set((this.cardFacts()?.interfaces ?? []).filter((i) => i.binding === this.cfg.protocolBinding).map((i) => i.version))];
+    return [
+      ...new Set(
+        (this.cardFacts()?.interfaces ?? [])
+          .filter((i) => i.binding === this.cfg.protocolBinding)
+          .map((i) => i.version),
+      ),
+    ];
   }
 
   /**
@@ -176,7 +195,11 @@ export class ProxyTaskRunner implements TaskRunner {
   private async openStream(call: RemoteCall, signal: AbortSignal): Promise<WireStream> {
     if (this.version() === '1.0') return remoteStreamBatches(this.endpoint, call, signal);
     const client = await this.getClient();
-    return asWire(call.kind === 'send' ? client.sendMessageStream(this.forwardParams(call.params), { signal }) : client.resubscribeTask({ tenant: '', id: call.taskId }, { signal }));
+    return asWire(
+      call.kind === 'send'
+        ? client.sendMessageStream(this.forwardParams(call.params), { signal })
+        : client.resubscribeTask({ tenant: '', id: call.taskId }, { signal }),
+    );
   }
 
   baseCard(): AgentCard {
@@ -224,10 +247,17 @@ export class ProxyTaskRunner implements TaskRunner {
     if (!taskId) return new Error(`${why}; it named no task, so if it started one, check the remote agent`);
     try {
       const client = await this.getClient();
-      await client.cancelTask({ tenant: '', id: taskId, metadata: undefined }, { signal: AbortSignal.timeout(this.ctx.limits.cancelGraceMs) });
-      return new Error(`${why}; its task ${taskId} there was canceled, since nobody could follow it: send the request again`);
+      await client.cancelTask(
+        { tenant: '', id: taskId, metadata: undefined },
+        { signal: AbortSignal.timeout(this.ctx.limits.cancelGraceMs) },
+      );
+      return new Error(
+        `${why}; its task ${taskId} there was canceled, since nobody could follow it: send the request again`,
+      );
     } catch (c) {
-      return new Error(`${why}; canceling its task ${taskId} there failed (${(c as Error).message}): check it on the remote agent`);
+      return new Error(
+        `${why}; canceling its task ${taskId} there failed (${(c as Error).message}): check it on the remote agent`,
+      );
     }
   }
 
@@ -237,12 +267,17 @@ export class ProxyTaskRunner implements TaskRunner {
     const client = (async () => {
       const legacyCompat = { enabled: version === '0.3' };
       const factory = new ClientFactory({
-        transports: [new JsonRpcTransportFactory({ fetchImpl: this.remoteFetch, legacyCompat }), new RestTransportFactory({ fetchImpl: this.remoteFetch, legacyCompat })],
+        transports: [
+          new JsonRpcTransportFactory({ fetchImpl: this.remoteFetch, legacyCompat }),
+          new RestTransportFactory({ fetchImpl: this.remoteFetch, legacyCompat }),
+        ],
       });
       // A card made from the pinned endpoint: the client goes nowhere else.
       const card: AgentCard = {
         ...this.baseCard(),
-        supportedInterfaces: [{ url: this.cfg.url, protocolBinding: this.cfg.protocolBinding, tenant: '', protocolVersion: version }],
+        supportedInterfaces: [
+          { url: this.cfg.url, protocolBinding: this.cfg.protocolBinding, tenant: '', protocolVersion: version },
+        ],
       };
       return factory.createFromAgentCard(card);
     })();
@@ -272,9 +307,14 @@ export class ProxyTaskRunner implements TaskRunner {
   private refuseLoop(params: SendMessageRequest): void {
     const chain = ProxyTaskRunner.chainOf(params);
     if (chain.includes(this.hop)) {
-      throw new RequestMalformedError(`delegation cycle: this message already went through ${this.cfg.id} on this gateway (chain: ${chain.join(' → ')}); check that the remote agent ${this.cfg.url} does not lead back here`);
+      throw new RequestMalformedError(
+        `delegation cycle: this message already went through ${this.cfg.id} on this gateway (chain: ${chain.join(' → ')}); check that the remote agent ${this.cfg.url} does not lead back here`,
+      );
     }
-    if (chain.length >= MAX_CHAIN) throw new RequestMalformedError(`the delegation chain is ${chain.length} hops long, the limit is ${MAX_CHAIN}: ${chain.join(' → ')}`);
+    if (chain.length >= MAX_CHAIN)
+      throw new RequestMalformedError(
+        `the delegation chain is ${chain.length} hops long, the limit is ${MAX_CHAIN}: ${chain.join(' → ')}`,
+      );
   }
 
   /**
@@ -284,7 +324,14 @@ export class ProxyTaskRunner implements TaskRunner {
   private forwardParams(params: SendMessageRequest): SendMessageRequest {
     const msg = params.message;
     if (!msg) return { ...params, tenant: '' };
-    return { ...params, tenant: '', message: { ...msg, metadata: { ...(msg.metadata ?? {}), [META.chain]: [...ProxyTaskRunner.chainOf(params), this.hop] } } };
+    return {
+      ...params,
+      tenant: '',
+      message: {
+        ...msg,
+        metadata: { ...(msg.metadata ?? {}), [META.chain]: [...ProxyTaskRunner.chainOf(params), this.hop] },
+      },
+    };
   }
 
   async start(params: SendMessageRequest, principal: string): Promise<StartedTask | DirectReply> {
@@ -294,8 +341,18 @@ export class ProxyTaskRunner implements TaskRunner {
     const digest = requestDigest(params);
     const key = requestKey(params, digest);
     const claim = await this.ctx.store.claimRequest(principal, this.cfg.id, key, digest, null);
-    if (claim.kind === 'conflict') throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);
-    if (claim.kind === 'existing') return { taskId: await waitForTask(this.ctx, this.cfg.id, claim.taskId ?? (await waitForBinding(this.ctx, principal, this.cfg.id, key))) };
+    if (claim.kind === 'conflict')
+      throw new RequestMalformedError(
+        `messageId ${msg.messageId} was already used for a different request; send a new messageId`,
+      );
+    if (claim.kind === 'existing')
+      return {
+        taskId: await waitForTask(
+          this.ctx,
+          this.cfg.id,
+          claim.taskId ?? (await waitForBinding(this.ctx, principal, this.cfg.id, key)),
+        ),
+      };
     try {
       const opened = await this.open(params, principal);
       if (typeof opened !== 'string') {
@@ -331,7 +388,8 @@ export class ProxyTaskRunner implements TaskRunner {
     const firstWire = first?.ev;
     const rest = firstBatch.done ? [] : firstBatch.value.slice(1);
     const p = firstWire ? StreamResponse.fromJSON(firstWire).payload : undefined;
-    if (!firstWire || !p) throw new RequestMalformedError(`the remote agent ${this.cfg.id} answered with an empty stream`);
+    if (!firstWire || !p)
+      throw new RequestMalformedError(`the remote agent ${this.cfg.id} answered with an empty stream`);
     if (p.$case === 'message') {
       // A2A: a Message answer ends the exchange; the stream has nothing after it.
       void stream.return(undefined);
@@ -341,11 +399,21 @@ export class ProxyTaskRunner implements TaskRunner {
     if (p.$case === 'task') task = p.value;
     else {
       const v = p.value;
-      task = { id: v.taskId, contextId: v.contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: params.message ? [params.message] : [], metadata: undefined };
+      task = {
+        id: v.taskId,
+        contextId: v.contextId,
+        status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined },
+        artifacts: [],
+        history: params.message ? [params.message] : [],
+        metadata: undefined,
+      };
     }
     if (!task.id) throw new RequestMalformedError(`the remote agent ${this.cfg.id} sent a task without an id`);
     this.sentDigests.set(task.id, sentRequestDigest(params));
-    task.metadata = { ...(task.metadata ?? {}), [META.executor]: { id: this.cfg.id, kind: 'remote', url: this.cfg.url } };
+    task.metadata = {
+      ...(task.metadata ?? {}),
+      [META.executor]: { id: this.cfg.id, kind: 'remote', url: this.cfg.url },
+    };
     const writer = new TaskWriter(this.ctx.store, this.ctx.hub, this.cfg.id, task.id, structuredClone(task), 1);
     const firstResp: StreamResponse = { payload: { $case: 'task', value: structuredClone(task) } };
     const terminalAlready = endsTurn(task.status?.state);
@@ -378,7 +446,10 @@ export class ProxyTaskRunner implements TaskRunner {
     if ((await this.ctx.store.findRequest(principal, this.cfg.id, key))?.taskId === row.id) return { taskId: row.id };
     if (isTerminal(row.state)) throw new RequestMalformedError(`task ${row.id} has ended; start a new task`);
     const claim = await this.ctx.store.claimRequest(principal, this.cfg.id, key, digest, row.id);
-    if (claim.kind === 'conflict') throw new RequestMalformedError(`messageId ${msg.messageId} was already used for a different request; send a new messageId`);
+    if (claim.kind === 'conflict')
+      throw new RequestMalformedError(
+        `messageId ${msg.messageId} was already used for a different request; send a new messageId`,
+      );
     if (claim.kind === 'existing') return { taskId: row.id };
     const current = this.relays.get(row.id);
     if (current) {
@@ -410,8 +481,15 @@ export class ProxyTaskRunner implements TaskRunner {
     return { taskId: row.id };
   }
 
-  private startRelay(writer: TaskWriter, stream: WireStream | undefined, abort: AbortController, pending: readonly RemoteEvent[] = []): void {
-    const done = this.relay(writer, stream, abort, pending).catch((e: unknown) => this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId} failed: ${(e as Error).message}`));
+  private startRelay(
+    writer: TaskWriter,
+    stream: WireStream | undefined,
+    abort: AbortController,
+    pending: readonly RemoteEvent[] = [],
+  ): void {
+    const done = this.relay(writer, stream, abort, pending).catch((e: unknown) =>
+      this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId} failed: ${(e as Error).message}`),
+    );
     this.relays.set(writer.taskId, { abort, done, writer });
     void done.finally(() => {
       if (isTerminal(writer.state)) this.sentDigests.delete(writer.taskId);
@@ -430,17 +508,33 @@ export class ProxyTaskRunner implements TaskRunner {
     if (tid && tid !== writer.taskId) return undefined;
     if (kind === 'task') return this.ingestSnapshot(writer, ev);
     const state = wireEventState(ev, kind);
-    if (kind === 'statusUpdate' && isTerminal(state) && this.ctx.signEnvelope) return this.ingestSigned(writer, ev, state, this.ctx.signEnvelope);
+    if (kind === 'statusUpdate' && isTerminal(state) && this.ctx.signEnvelope)
+      return this.ingestSigned(writer, ev, state, this.ctx.signEnvelope);
     return this.commit(writer, ev, state, kind, raw);
   }
 
-  private async ingestSigned(writer: TaskWriter, ev: WireEvent, state: TaskState | undefined, sign: NonNullable<GatewayContext['signEnvelope']>): Promise<void> {
+  private async ingestSigned(
+    writer: TaskWriter,
+    ev: WireEvent,
+    state: TaskState | undefined,
+    sign: NonNullable<GatewayContext['signEnvelope']>,
+  ): Promise<void> {
     const v = ev.statusUpdate as Json;
-    const outcome = taskStateToJSON(state ?? TaskState.TASK_STATE_UNSPECIFIED).replace('TASK_STATE_', '').toLowerCase();
+    const outcome = taskStateToJSON(state ?? TaskState.TASK_STATE_UNSPECIFIED)
+      .replace('TASK_STATE_', '')
+      .toLowerCase();
     // What is queued (typically the last artifact) goes to the store with this final status.
     writer.hold();
     try {
-      const envelope = await sign(envelopeBody(writer.task, TaskStatus.fromJSON(v.status), this.sentDigests.get(writer.taskId) ?? null, { id: this.cfg.id, kind: 'remote', url: this.cfg.url }, null));
+      const envelope = await sign(
+        envelopeBody(
+          writer.task,
+          TaskStatus.fromJSON(v.status),
+          this.sentDigests.get(writer.taskId) ?? null,
+          { id: this.cfg.id, kind: 'remote', url: this.cfg.url },
+          null,
+        ),
+      );
       v.metadata = { ...((v.metadata as Json | undefined) ?? {}), [META.envelope]: envelope, [META.outcome]: outcome };
     } catch (e) {
       this.ctx.log(`task ${writer.taskId}: signing the result failed: ${(e as Error).message}`);
@@ -450,7 +544,13 @@ export class ProxyTaskRunner implements TaskRunner {
     await this.commit(writer, ev, state, 'statusUpdate');
   }
 
-  private commit(writer: TaskWriter, ev: WireEvent, state: TaskState | undefined, kind: WireKind, raw?: string): Promise<void> | undefined {
+  private commit(
+    writer: TaskWriter,
+    ev: WireEvent,
+    state: TaskState | undefined,
+    kind: WireKind,
+    raw?: string,
+  ): Promise<void> | undefined {
     const turnEnds = endsTurn(state);
     if (turnEnds) writer.setOwner(null);
     // Commits are grouped: wait for them only at the end of a turn or when the store falls behind, so
@@ -460,10 +560,17 @@ export class ProxyTaskRunner implements TaskRunner {
   }
 
   private statusWire(taskId: string, contextId: string, status: Task['status']): WireEvent {
-    return StreamResponse.toJSON({ payload: { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } } }) as Json;
+    return StreamResponse.toJSON({
+      payload: { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } },
+    }) as Json;
   }
 
-  private async relay(writer: TaskWriter, initial: WireStream | undefined, abort: AbortController, pending: readonly RemoteEvent[]): Promise<void> {
+  private async relay(
+    writer: TaskWriter,
+    initial: WireStream | undefined,
+    abort: AbortController,
+    pending: readonly RemoteEvent[],
+  ): Promise<void> {
     let stream = initial;
     let attempt = 0;
     const client = await this.getClient();
@@ -486,19 +593,32 @@ export class ProxyTaskRunner implements TaskRunner {
           }
         } catch (e) {
           if (abort.signal.aborted || this.closed) return;
-          this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId}: stream broke (${(e as Error).message}); reconnecting`);
+          this.ctx.log(
+            `relay of ${this.cfg.id} task ${writer.taskId}: stream broke (${(e as Error).message}); reconnecting`,
+          );
         }
       }
       if (endsTurn(writer.state) || abort.signal.aborted || this.closed) return;
       // A2A §3.7: a stream is not reliable delivery. Ask where the task is, then subscribe again.
       if (++attempt > RECONNECT_ATTEMPTS) {
         writer.setOwner(null);
-        await writer.push(statusEvent(writer.taskId, writer.contextId, TaskState.TASK_STATE_FAILED, `unknown outcome: lost contact with the remote agent ${this.cfg.id}; check the task there before retrying`, { [META.outcome]: 'unknown' }));
+        await writer.push(
+          statusEvent(
+            writer.taskId,
+            writer.contextId,
+            TaskState.TASK_STATE_FAILED,
+            `unknown outcome: lost contact with the remote agent ${this.cfg.id}; check the task there before retrying`,
+            { [META.outcome]: 'unknown' },
+          ),
+        );
         return;
       }
       await sleep(Math.min(200 * 2 ** attempt, 5_000), abort.signal);
       try {
-        const t = await client.getTask({ tenant: '', id: writer.taskId }, { signal: AbortSignal.timeout(REMOTE_CALL_MS) });
+        const t = await client.getTask(
+          { tenant: '', id: writer.taskId },
+          { signal: AbortSignal.timeout(REMOTE_CALL_MS) },
+        );
         if (endsTurn(t.status?.state)) {
           await this.catchUp(writer, t);
           return;
@@ -515,7 +635,10 @@ export class ProxyTaskRunner implements TaskRunner {
     if (isTerminal(row.state)) return undefined; // the store holds the final task, with its envelope
     try {
       const client = await this.getClient();
-      return await client.getTask({ tenant: '', id: row.id, ...(historyLength !== undefined ? { historyLength } : {}) }, { signal: AbortSignal.timeout(REMOTE_CALL_MS) });
+      return await client.getTask(
+        { tenant: '', id: row.id, ...(historyLength !== undefined ? { historyLength } : {}) },
+        { signal: AbortSignal.timeout(REMOTE_CALL_MS) },
+      );
     } catch (e) {
       this.ctx.log(`GetTask ${row.id} on ${this.cfg.id} failed (${(e as Error).message}); answering from the store`);
       return undefined;
@@ -535,7 +658,17 @@ export class ProxyTaskRunner implements TaskRunner {
     for (const a of t.artifacts) {
       if (known.get(a.artifactId) === JSON.stringify(Artifact.toJSON(a))) continue;
       const update = StreamResponse.toJSON({
-        payload: { $case: 'artifactUpdate', value: { taskId: writer.taskId, contextId: writer.contextId, artifact: a, append: false, lastChunk: true, metadata: undefined } },
+        payload: {
+          $case: 'artifactUpdate',
+          value: {
+            taskId: writer.taskId,
+            contextId: writer.contextId,
+            artifact: a,
+            append: false,
+            lastChunk: true,
+            metadata: undefined,
+          },
+        },
       }) as Json;
       await this.ingest(writer, update);
     }
@@ -556,7 +689,13 @@ export class ProxyTaskRunner implements TaskRunner {
   }
 
   ensureLive(row: TaskRow): Promise<void> | undefined {
-    if (this.relays.has(row.id) || this.closed || isTerminal(row.state) || row.state === TaskState.TASK_STATE_INPUT_REQUIRED) return undefined;
+    if (
+      this.relays.has(row.id) ||
+      this.closed ||
+      isTerminal(row.state) ||
+      row.state === TaskState.TASK_STATE_INPUT_REQUIRED
+    )
+      return undefined;
     if (row.owner !== null && row.owner !== this.ctx.instanceId) return undefined; // another live instance relays it
     const writer = TaskWriter.forRow(this.ctx.store, this.ctx.hub, row);
     writer.setOwner(this.ctx.instanceId);
@@ -582,11 +721,19 @@ export class ProxyTaskRunner implements TaskRunner {
         const client = await this.getClient();
         t = await client.getTask({ tenant: '', id: writer.taskId }, { signal: AbortSignal.timeout(REMOTE_CALL_MS) });
       } catch (e) {
-        this.ctx.log(`task ${writer.taskId} on ${this.cfg.id} waits for authorization; asking the remote where it is failed (${(e as Error).message})`);
+        this.ctx.log(
+          `task ${writer.taskId} on ${this.cfg.id} waits for authorization; asking the remote where it is failed (${(e as Error).message})`,
+        );
         return;
       }
       const state = t.status?.state;
-      if (state === undefined || state === TaskState.TASK_STATE_AUTH_REQUIRED || this.relays.has(writer.taskId) || this.closed) return;
+      if (
+        state === undefined ||
+        state === TaskState.TASK_STATE_AUTH_REQUIRED ||
+        this.relays.has(writer.taskId) ||
+        this.closed
+      )
+        return;
       await this.catchUp(writer, t);
       if (endsTurn(writer.state)) return;
       const abort = new AbortController();
@@ -594,7 +741,9 @@ export class ProxyTaskRunner implements TaskRunner {
       try {
         stream = await this.openStream({ kind: 'subscribe', taskId: writer.taskId }, abort.signal);
       } catch (e) {
-        this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId}: subscribe after authorization failed (${(e as Error).message}); reconnecting`);
+        this.ctx.log(
+          `relay of ${this.cfg.id} task ${writer.taskId}: subscribe after authorization failed (${(e as Error).message}); reconnecting`,
+        );
       }
       this.startRelay(writer, stream, abort);
     })().finally(() => this.resumes.delete(writer.taskId));
@@ -608,7 +757,10 @@ export class ProxyTaskRunner implements TaskRunner {
     const client = await this.getClient();
     let remote: Task | undefined;
     try {
-      remote = await client.cancelTask({ tenant: '', id: row.id, metadata: undefined }, { signal: AbortSignal.timeout(grace) });
+      remote = await client.cancelTask(
+        { tenant: '', id: row.id, metadata: undefined },
+        { signal: AbortSignal.timeout(grace) },
+      );
     } catch (e) {
       if (e instanceof TaskNotCancelableError) throw e;
       this.ctx.log(`cancel of ${row.id} on ${this.cfg.id}: ${(e as Error).message}`);
@@ -629,9 +781,15 @@ export class ProxyTaskRunner implements TaskRunner {
       await this.ingest(writer, this.statusWire(row.id, row.contextId, remote.status));
     } else {
       await writer.push(
-        statusEvent(row.id, row.contextId, TaskState.TASK_STATE_FAILED, `cancel requested; the remote agent ${this.cfg.id} did not confirm within ${grace} ms, so its outcome is unknown`, {
-          [META.outcome]: 'unknown',
-        }),
+        statusEvent(
+          row.id,
+          row.contextId,
+          TaskState.TASK_STATE_FAILED,
+          `cancel requested; the remote agent ${this.cfg.id} did not confirm within ${grace} ms, so its outcome is unknown`,
+          {
+            [META.outcome]: 'unknown',
+          },
+        ),
       );
     }
   }
@@ -651,4 +809,3 @@ export class ProxyTaskRunner implements TaskRunner {
     await Promise.race([Promise.all(all.map((r) => r.done)), sleep(this.ctx.limits.cancelGraceMs)]);
   }
 }
-

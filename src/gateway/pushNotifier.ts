@@ -72,9 +72,13 @@ function refusal(e: SafeFetchError, u: URL | undefined): RequestMalformedError {
     case 'invalid-url':
       return urlRefused('it is not an absolute URL; send a full https:// URL');
     case 'credentials-in-url':
-      return urlRefused('it carries a user name or password; remove them and put the receiver\'s credentials in the config\'s "authentication" (scheme and credentials) or "token"');
+      return urlRefused(
+        'it carries a user name or password; remove them and put the receiver\'s credentials in the config\'s "authentication" (scheme and credentials) or "token"',
+      );
     case 'insecure-scheme':
-      return urlRefused(`only https webhooks are called, not ${u?.protocol.replace(':', '') ?? 'this scheme'}; use an https URL${u?.protocol === 'http:' ? `, or ${privateHostHint(u)}` : ''}`);
+      return urlRefused(
+        `only https webhooks are called, not ${u?.protocol.replace(':', '') ?? 'this scheme'}; use an https URL${u?.protocol === 'http:' ? `, or ${privateHostHint(u)}` : ''}`,
+      );
     case 'blocked-address':
       return urlRefused(
         `${u?.hostname ?? 'the host'}${e.details.address && e.details.address !== u?.hostname ? ` (${e.details.address})` : ''} is a ${e.details.range ?? 'non-public'} address, not a public one; use a webhook on a public address${u ? `, or ${privateHostHint(u)}` : ''}`,
@@ -94,7 +98,10 @@ function refusal(e: SafeFetchError, u: URL | undefined): RequestMalformedError {
  * signal, so the rules are safeFetch's own and nothing is sent), then the name's addresses, each of
  * which must be public unicast unless the host is allowed.
  */
-export async function checkPushUrl(url: string, opts: Pick<PushOptions, 'allowPrivateHosts' | 'resolve'>): Promise<void> {
+export async function checkPushUrl(
+  url: string,
+  opts: Pick<PushOptions, 'allowPrivateHosts' | 'resolve'>,
+): Promise<void> {
   if (url.length > MAX_URL_CHARS) throw urlRefused(`it is longer than ${MAX_URL_CHARS} characters`);
   let u: URL | undefined;
   try {
@@ -103,7 +110,11 @@ export async function checkPushUrl(url: string, opts: Pick<PushOptions, 'allowPr
     u = undefined;
   }
   try {
-    await safeFetch(url, { method: 'POST', allowPrivateHosts: opts.allowPrivateHosts ?? [], signal: AbortSignal.abort() });
+    await safeFetch(url, {
+      method: 'POST',
+      allowPrivateHosts: opts.allowPrivateHosts ?? [],
+      signal: AbortSignal.abort(),
+    });
   } catch (e) {
     if (!(e instanceof SafeFetchError)) throw e;
     if (e.code !== 'aborted') throw refusal(e, u);
@@ -121,28 +132,49 @@ export async function checkPushUrl(url: string, opts: Pick<PushOptions, 'allowPr
   if (answers.length === 0) throw refusal(new SafeFetchError('dns', '', url), u);
   for (const a of answers) {
     const v = checkAddress(a.address);
-    if (!v.allowed) throw refusal(new SafeFetchError('blocked-address', '', url, { address: a.address, range: v.range }), u);
+    if (!v.allowed)
+      throw refusal(new SafeFetchError('blocked-address', '', url, { address: a.address, range: v.range }), u);
   }
 }
 
 function checkHeaderValue(value: string, field: string, max: number): void {
-  if (value.length > max) throw new RequestMalformedError(`push-notification config: ${field} is longer than ${max} characters`);
-  if (!HEADER_VALUE.test(value)) throw new RequestMalformedError(`push-notification config: ${field} must be printable ASCII (it is sent in an HTTP header)`);
+  if (value.length > max)
+    throw new RequestMalformedError(`push-notification config: ${field} is longer than ${max} characters`);
+  if (!HEADER_VALUE.test(value))
+    throw new RequestMalformedError(
+      `push-notification config: ${field} must be printable ASCII (it is sent in an HTTP header)`,
+    );
 }
 
 /** Checks a config as the caller sent it (URL included) and gives it its id; nothing is stored yet. */
-export async function validatePushConfig(cfg: TaskPushNotificationConfig, opts: PushOptions, defaultId: () => string): Promise<TaskPushNotificationConfig> {
-  if (!cfg.url) throw new RequestMalformedError('push-notification config: "url" is required (an https URL the gateway POSTs the task to)');
-  if (cfg.id.length > 200 || !HEADER_VALUE.test(cfg.id)) throw new RequestMalformedError('push-notification config: "id" must be at most 200 printable ASCII characters');
+export async function validatePushConfig(
+  cfg: TaskPushNotificationConfig,
+  opts: PushOptions,
+  defaultId: () => string,
+): Promise<TaskPushNotificationConfig> {
+  if (!cfg.url)
+    throw new RequestMalformedError(
+      'push-notification config: "url" is required (an https URL the gateway POSTs the task to)',
+    );
+  if (cfg.id.length > 200 || !HEADER_VALUE.test(cfg.id))
+    throw new RequestMalformedError('push-notification config: "id" must be at most 200 printable ASCII characters');
   checkHeaderValue(cfg.token, 'token', 1024);
   const auth = cfg.authentication;
   if (auth && (auth.scheme || auth.credentials)) {
-    if (!AUTH_SCHEME.test(auth.scheme)) throw new RequestMalformedError('push-notification config: authentication.scheme must be an HTTP authentication scheme such as "Bearer"');
-    if (!auth.credentials) throw new RequestMalformedError('push-notification config: authentication.credentials is required with a scheme');
+    if (!AUTH_SCHEME.test(auth.scheme))
+      throw new RequestMalformedError(
+        'push-notification config: authentication.scheme must be an HTTP authentication scheme such as "Bearer"',
+      );
+    if (!auth.credentials)
+      throw new RequestMalformedError('push-notification config: authentication.credentials is required with a scheme');
     checkHeaderValue(auth.credentials, 'authentication.credentials', 8192);
   }
   await checkPushUrl(cfg.url, opts);
-  return { ...cfg, id: cfg.id || defaultId(), authentication: auth && (auth.scheme || auth.credentials) ? auth : undefined };
+  return {
+    ...cfg,
+    id: cfg.id || defaultId(),
+    authentication: auth && (auth.scheme || auth.credentials) ? auth : undefined,
+  };
 }
 
 /** The id a config sent with SendMessage gets when it names none: the same URL gives the same id, so a resend replaces rather than adds. */
@@ -214,7 +246,9 @@ export class PushNotifier {
   async save(agent: string, taskId: string, cfg: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
     const existing = await this.store.listPushConfigs(agent, taskId);
     if (existing.length >= MAX_CONFIGS_PER_TASK && !existing.some((r) => r.id === cfg.id)) {
-      throw new RequestMalformedError(`task ${taskId} already has ${MAX_CONFIGS_PER_TASK} push-notification configs; delete one first`);
+      throw new RequestMalformedError(
+        `task ${taskId} already has ${MAX_CONFIGS_PER_TASK} push-notification configs; delete one first`,
+      );
     }
     const stored: TaskPushNotificationConfig = { ...cfg, taskId };
     await this.store.putPushConfig(agent, taskId, stored.id, JSON.stringify(TaskPushNotificationConfig.toJSON(stored)));
@@ -278,7 +312,10 @@ export class PushNotifier {
   }
 
   private async deliver(lane: Lane): Promise<void> {
-    const [task, rows] = await Promise.all([this.store.getTask(lane.agent, lane.taskId), this.store.listPushConfigs(lane.agent, lane.taskId)]);
+    const [task, rows] = await Promise.all([
+      this.store.getTask(lane.agent, lane.taskId),
+      this.store.listPushConfigs(lane.agent, lane.taskId),
+    ]);
     const row = rows.find((r) => r.id === lane.configId);
     if (!task || !row) return; // deleted meanwhile
     if (lane.lastSent === task.state) return;
@@ -288,7 +325,8 @@ export class PushNotifier {
     const body = `{"task":${task.snapshot}}`;
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (cfg.token) headers[PUSH_TOKEN_HEADER] = cfg.token;
-    if (cfg.authentication?.scheme && cfg.authentication.credentials) headers.authorization = `${cfg.authentication.scheme} ${cfg.authentication.credentials}`;
+    if (cfg.authentication?.scheme && cfg.authentication.credentials)
+      headers.authorization = `${cfg.authentication.scheme} ${cfg.authentication.credentials}`;
     const attempts = Math.max(1, this.opts.attempts ?? DEFAULTS.attempts);
     let last: Outcome = { ok: false, retry: false, why: 'not sent' };
     for (let i = 1; i <= attempts; i++) {
@@ -301,7 +339,10 @@ export class PushNotifier {
       if (!last.retry || i === attempts || this.closed || lane.dirty) break;
       await this.sleep((this.opts.backoffMs ?? DEFAULTS.backoffMs) * 2 ** (i - 1));
     }
-    if (!last.ok) this.log(`push: task ${lane.taskId} (state ${task.state}) to ${shownUrl(cfg.url)}, config ${cfg.id}: not delivered: ${last.why}`);
+    if (!last.ok)
+      this.log(
+        `push: task ${lane.taskId} (state ${task.state}) to ${shownUrl(cfg.url)}, config ${cfg.id}: not delivered: ${last.why}`,
+      );
   }
 
   private async post(url: string, body: string, headers: Record<string, string>): Promise<Outcome> {
@@ -330,7 +371,10 @@ export class PushNotifier {
       } catch {
         u = undefined;
       }
-      const message = e.code === 'connect' || e.code === 'timeout' || e.code === 'aborted' ? e.message.split(url).join(shownUrl(url)) : refusal(e, u).message;
+      const message =
+        e.code === 'connect' || e.code === 'timeout' || e.code === 'aborted'
+          ? e.message.split(url).join(shownUrl(url))
+          : refusal(e, u).message;
       return { ok: false, retry, why: `${e.code}: ${message}` };
     }
   }
@@ -358,7 +402,10 @@ export class PushNotifier {
       await Promise.all([...this.fanning]);
       await Promise.all([...this.lanes.values()].map((l) => l.running));
     })();
-    await Promise.race([drained, new Promise<void>((r) => (timer = setTimeout(r, this.opts.drainMs ?? DEFAULTS.drainMs)))]);
+    await Promise.race([
+      drained,
+      new Promise<void>((r) => (timer = setTimeout(r, this.opts.drainMs ?? DEFAULTS.drainMs))),
+    ]);
     clearTimeout(timer);
     this.closed = true;
     this.abort.abort();

@@ -69,7 +69,8 @@ function checkRaw(raw: unknown): Obj {
   if (raw.skills !== undefined) {
     if (!Array.isArray(raw.skills)) throw new CardError('skills is not a list');
     raw.skills.forEach((s: unknown, i) => {
-      if (!isObj(s) || typeof s.id !== 'string' || !s.id || typeof s.name !== 'string') throw new CardError(`skills[${i}] needs a string id and name`);
+      if (!isObj(s) || typeof s.id !== 'string' || !s.id || typeof s.name !== 'string')
+        throw new CardError(`skills[${i}] needs a string id and name`);
     });
   }
   if (raw.capabilities !== undefined) {
@@ -81,7 +82,8 @@ function checkRaw(raw: unknown): Obj {
   }
   for (const k of ['defaultInputModes', 'defaultOutputModes']) {
     const v = raw[k];
-    if (v !== undefined && !(Array.isArray(v) && v.every((m) => typeof m === 'string'))) throw new CardError(`${k} is not a list of media types`);
+    if (v !== undefined && !(Array.isArray(v) && v.every((m) => typeof m === 'string')))
+      throw new CardError(`${k} is not a list of media types`);
   }
   return raw;
 }
@@ -97,14 +99,24 @@ export function parseRemoteCard(raw: unknown): RemoteCardFacts {
   }
   return {
     // Per-skill security names the remote's schemes, which the route card does not carry.
-    skills: card.skills.map((s) => ({ ...s, tags: [...s.tags], examples: [...s.examples], inputModes: [...s.inputModes], outputModes: [...s.outputModes], securityRequirements: [] })),
+    skills: card.skills.map((s) => ({
+      ...s,
+      tags: [...s.tags],
+      examples: [...s.examples],
+      inputModes: [...s.inputModes],
+      outputModes: [...s.outputModes],
+      securityRequirements: [],
+    })),
     description: card.description,
     defaultInputModes: [...card.defaultInputModes],
     defaultOutputModes: [...card.defaultOutputModes],
     // Unstated is false: the gateway must not promise what the remote does not declare.
     streaming: card.capabilities?.streaming === true,
     pushNotifications: card.capabilities?.pushNotifications === true,
-    interfaces: card.supportedInterfaces.map((i) => ({ binding: i.protocolBinding, version: i.protocolVersion.split('.').slice(0, 2).join('.') })),
+    interfaces: card.supportedInterfaces.map((i) => ({
+      binding: i.protocolBinding,
+      version: i.protocolVersion.split('.').slice(0, 2).join('.'),
+    })),
   };
 }
 
@@ -120,7 +132,10 @@ export interface FetchCardOptions {
  * operator named these hosts, so they may be private. Credentials go only to the pinned endpoint's
  * origin (a `cardUrl` elsewhere is read without them).
  */
-export async function fetchRemoteCard(cfg: RemoteAgentConfig, opts: FetchCardOptions = {}): Promise<{ url: string; facts: RemoteCardFacts }> {
+export async function fetchRemoteCard(
+  cfg: RemoteAgentConfig,
+  opts: FetchCardOptions = {},
+): Promise<{ url: string; facts: RemoteCardFacts }> {
   const problems: string[] = [];
   const pinnedOrigin = new URL(cfg.url).origin;
   for (const url of remoteCardUrls(cfg)) {
@@ -133,9 +148,16 @@ export async function fetchRemoteCard(cfg: RemoteAgentConfig, opts: FetchCardOpt
     try {
       let res: Awaited<ReturnType<typeof safeFetch>>;
       try {
-        res = await safeFetch(url, { headers, maxBytes, timeoutMs: opts.timeoutMs ?? REMOTE_CARD_TIMEOUT_MS, allowPrivateHosts: [new URL(url).host], ...(opts.signal ? { signal: opts.signal } : {}) });
+        res = await safeFetch(url, {
+          headers,
+          maxBytes,
+          timeoutMs: opts.timeoutMs ?? REMOTE_CARD_TIMEOUT_MS,
+          allowPrivateHosts: [new URL(url).host],
+          ...(opts.signal ? { signal: opts.signal } : {}),
+        });
       } catch (e) {
-        if (e instanceof SafeFetchError && e.code === 'too-large') throw new CardError(`is larger than ${maxBytes} bytes`);
+        if (e instanceof SafeFetchError && e.code === 'too-large')
+          throw new CardError(`is larger than ${maxBytes} bytes`);
         throw e;
       }
       if (res.status < 200 || res.status > 299) throw new CardError(`answered HTTP ${res.status}`);
@@ -148,7 +170,12 @@ export async function fetchRemoteCard(cfg: RemoteAgentConfig, opts: FetchCardOpt
       return { url, facts: parseRemoteCard(raw) };
     } catch (e) {
       if (opts.signal?.aborted) throw e;
-      const why = e instanceof CardError ? e.message : e instanceof SafeFetchError && e.code === 'timeout' ? 'timed out' : `could not be fetched (${causeOf(e)})`;
+      const why =
+        e instanceof CardError
+          ? e.message
+          : e instanceof SafeFetchError && e.code === 'timeout'
+            ? 'timed out'
+            : `could not be fetched (${causeOf(e)})`;
       problems.push(`${url} ${why}`);
     }
   }
@@ -163,14 +190,19 @@ function causeOf(e: unknown): string {
 }
 
 /** The configured card with what the remote's card says (see the module comment for what is taken). */
-export function mergeRemoteFacts(configured: AgentCard, cfg: Pick<RemoteAgentConfig, 'descriptionIsDefault'>, facts: RemoteCardFacts | undefined): AgentCard {
+export function mergeRemoteFacts(
+  configured: AgentCard,
+  cfg: Pick<RemoteAgentConfig, 'descriptionIsDefault'>,
+  facts: RemoteCardFacts | undefined,
+): AgentCard {
   if (!facts) return configured;
   return {
     ...configured,
     description: cfg.descriptionIsDefault && facts.description ? facts.description : configured.description,
     skills: facts.skills.length > 0 ? facts.skills.map((s) => structuredClone(s)) : configured.skills,
     defaultInputModes: facts.defaultInputModes.length > 0 ? [...facts.defaultInputModes] : configured.defaultInputModes,
-    defaultOutputModes: facts.defaultOutputModes.length > 0 ? [...facts.defaultOutputModes] : configured.defaultOutputModes,
+    defaultOutputModes:
+      facts.defaultOutputModes.length > 0 ? [...facts.defaultOutputModes] : configured.defaultOutputModes,
   };
 }
 
@@ -219,7 +251,11 @@ export class RemoteCardWatcher {
 
   private async readOnce(): Promise<void> {
     try {
-      const { url, facts } = await fetchRemoteCard(this.cfg, { timeoutMs: this.opts.timeoutMs, maxBytes: this.opts.maxBytes, signal: this.abort.signal });
+      const { url, facts } = await fetchRemoteCard(this.cfg, {
+        timeoutMs: this.opts.timeoutMs,
+        maxBytes: this.opts.maxBytes,
+        signal: this.abort.signal,
+      });
       if (this.abort.signal.aborted) return;
       const changed = JSON.stringify(facts) !== JSON.stringify(this.current);
       this.current = facts;
@@ -232,7 +268,9 @@ export class RemoteCardWatcher {
       if (this.abort.signal.aborted) return;
       const why = (e as Error).message;
       if (this.lastReport !== `fail ${why}`) {
-        this.opts.log(`remote agent ${this.cfg.id}: its card could not be read (${why}); serving ${this.current ? 'the last card read' : 'the configured card'}, retrying every ${every(this.opts.refreshMs ?? REMOTE_CARD_REFRESH_MS)}`);
+        this.opts.log(
+          `remote agent ${this.cfg.id}: its card could not be read (${why}); serving ${this.current ? 'the last card read' : 'the configured card'}, retrying every ${every(this.opts.refreshMs ?? REMOTE_CARD_REFRESH_MS)}`,
+        );
         this.lastReport = `fail ${why}`;
       }
     }

@@ -34,7 +34,9 @@ export interface RemoteEvent {
   readonly raw: string | undefined;
 }
 
-export type RemoteCall = { readonly kind: 'send'; readonly params: SendMessageRequest } | { readonly kind: 'subscribe'; readonly taskId: string };
+export type RemoteCall =
+  | { readonly kind: 'send'; readonly params: SendMessageRequest }
+  | { readonly kind: 'subscribe'; readonly taskId: string };
 
 let rpcIds = 1;
 
@@ -56,7 +58,13 @@ async function readSome(res: IncomingMessage, limit: number): Promise<string> {
   return out.slice(0, limit);
 }
 
-function errorFromBody(binding: RemoteEndpoint['binding'], status: number, headers: IncomingMessage['headers'], text: string, what: string): Error {
+function errorFromBody(
+  binding: RemoteEndpoint['binding'],
+  status: number,
+  headers: IncomingMessage['headers'],
+  text: string,
+  what: string,
+): Error {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -64,10 +72,14 @@ function errorFromBody(binding: RemoteEndpoint['binding'], status: number, heade
     parsed = undefined;
   }
   if (isObject(parsed) && isObject(parsed.error)) {
-    if (binding === 'JSONRPC') return fromJsonRpcErrorResponse(parsed as unknown as Parameters<typeof fromJsonRpcErrorResponse>[0]);
+    if (binding === 'JSONRPC')
+      return fromJsonRpcErrorResponse(parsed as unknown as Parameters<typeof fromJsonRpcErrorResponse>[0]);
     const h: Record<string, string> = {};
     for (const [k, v] of Object.entries(headers)) if (typeof v === 'string') h[k] = v;
-    return fromRestErrorBody(parsed.error as Parameters<typeof fromRestErrorBody>[0], { statusCode: status, headers: h });
+    return fromRestErrorBody(parsed.error as Parameters<typeof fromRestErrorBody>[0], {
+      statusCode: status,
+      headers: h,
+    });
   }
   return new Error(`${what}: HTTP ${status}${text ? `: ${text.slice(0, 200)}` : ''}`);
 }
@@ -76,12 +88,20 @@ function errorFromBody(binding: RemoteEndpoint['binding'], status: number, heade
  * Opens the call and yields each event as wire JSON. Throws before the first event when the remote
  * refuses (its A2A error), and mid-stream when the stream breaks or carries an error event.
  */
-export async function* remoteStream(ep: RemoteEndpoint, call: RemoteCall, signal: AbortSignal): AsyncGenerator<WireEvent, void, undefined> {
+export async function* remoteStream(
+  ep: RemoteEndpoint,
+  call: RemoteCall,
+  signal: AbortSignal,
+): AsyncGenerator<WireEvent, void, undefined> {
   for await (const batch of remoteStreamBatches(ep, call, signal)) for (const e of batch) yield e.ev;
 }
 
 /** `remoteStream` in batches: the events of each chunk read from the socket (the relay's form). */
-export async function* remoteStreamBatches(ep: RemoteEndpoint, call: RemoteCall, signal: AbortSignal): AsyncGenerator<readonly RemoteEvent[], void, undefined> {
+export async function* remoteStreamBatches(
+  ep: RemoteEndpoint,
+  call: RemoteCall,
+  signal: AbortSignal,
+): AsyncGenerator<readonly RemoteEvent[], void, undefined> {
   const base = ep.url.replace(/\/+$/, '');
   let url: string;
   let body: string | undefined;
@@ -90,7 +110,12 @@ export async function* remoteStreamBatches(ep: RemoteEndpoint, call: RemoteCall,
     rpcId = rpcIds++;
     url = ep.url;
     const params = call.kind === 'send' ? SendMessageRequest.toJSON(call.params) : { id: call.taskId };
-    body = JSON.stringify({ jsonrpc: '2.0', id: rpcId, method: call.kind === 'send' ? 'SendStreamingMessage' : 'SubscribeToTask', params });
+    body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: rpcId,
+      method: call.kind === 'send' ? 'SendStreamingMessage' : 'SubscribeToTask',
+      params,
+    });
   } else if (call.kind === 'send') {
     url = `${base}/message:stream`;
     body = JSON.stringify(SendMessageRequest.toJSON(call.params));
@@ -111,7 +136,9 @@ export async function* remoteStreamBatches(ep: RemoteEndpoint, call: RemoteCall,
           ...ep.headers(),
           [A2A_VERSION_HEADER]: '1.0',
           Accept: 'text/event-stream',
-          ...(body !== undefined ? { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) } : { 'Content-Length': '0' }),
+          ...(body !== undefined
+            ? { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) }
+            : { 'Content-Length': '0' }),
         },
       },
       resolve,
@@ -123,10 +150,20 @@ export async function* remoteStreamBatches(ep: RemoteEndpoint, call: RemoteCall,
   if (status >= 300 && status < 400) {
     res.resume();
     // Following it would carry the remote's credentials to a URL the operator never pinned.
-    throw new Error(`${what}: the remote answered with a redirect (HTTP ${status}) to ${String(res.headers.location ?? '?')}; pin the agent's final URL in the gateway config`);
+    throw new Error(
+      `${what}: the remote answered with a redirect (HTTP ${status}) to ${String(res.headers.location ?? '?')}; pin the agent's final URL in the gateway config`,
+    );
   }
   if (status !== 200 || !String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
-    throw errorFromBody(ep.binding, status, res.headers, await readSome(res, MAX_ERROR_BODY), status === 200 ? `${what}: expected an event stream, got ${String(res.headers['content-type'] ?? 'no content type')}` : what);
+    throw errorFromBody(
+      ep.binding,
+      status,
+      res.headers,
+      await readSome(res, MAX_ERROR_BODY),
+      status === 200
+        ? `${what}: expected an event stream, got ${String(res.headers['content-type'] ?? 'no content type')}`
+        : what,
+    );
   }
   yield* readEvents(res, ep.binding, rpcId);
 }
@@ -153,7 +190,11 @@ export class UnreadableEventError extends Error {
   }
 }
 
-async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['binding'], rpcId: number | undefined): AsyncGenerator<readonly RemoteEvent[], void, undefined> {
+async function* readEvents(
+  res: IncomingMessage,
+  binding: RemoteEndpoint['binding'],
+  rpcId: number | undefined,
+): AsyncGenerator<readonly RemoteEvent[], void, undefined> {
   res.setEncoding('utf8');
   let buf = '';
   let data = '';
@@ -161,7 +202,11 @@ async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['bindin
   const framing = `{"jsonrpc":"2.0","id":${JSON.stringify(rpcId ?? null)},"result":`;
   const asEvent = (result: unknown, text: string | undefined, raw: string): RemoteEvent => {
     const ev = toWireEvent(result);
-    if (!ev) throw new UnreadableEventError(`the remote sent an event that is not an A2A stream response: ${raw.slice(0, 100)}`, result);
+    if (!ev)
+      throw new UnreadableEventError(
+        `the remote sent an event that is not an A2A stream response: ${raw.slice(0, 100)}`,
+        result,
+      );
     return { ev, raw: text !== undefined && ev === result && oneLine(text) ? text : undefined };
   };
   const toEvent = (raw: string, type: string): RemoteEvent => {
@@ -183,13 +228,22 @@ async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['bindin
       throw new Error(`the remote sent an event that is not JSON: ${raw.slice(0, 100)}`);
     }
     if (binding === 'JSONRPC') {
-      if (!isObject(parsed) || parsed.jsonrpc !== '2.0') throw new Error(`the remote sent an event that is not a JSON-RPC 2.0 response: ${raw.slice(0, 100)}`);
-      if (isObject(parsed.error)) throw fromJsonRpcErrorResponse(parsed as unknown as Parameters<typeof fromJsonRpcErrorResponse>[0]);
-      if (parsed.id !== rpcId) throw new Error(`the remote sent an event for JSON-RPC id ${JSON.stringify(parsed.id)}, expected ${String(rpcId)}`);
+      if (!isObject(parsed) || parsed.jsonrpc !== '2.0')
+        throw new Error(`the remote sent an event that is not a JSON-RPC 2.0 response: ${raw.slice(0, 100)}`);
+      if (isObject(parsed.error))
+        throw fromJsonRpcErrorResponse(parsed as unknown as Parameters<typeof fromJsonRpcErrorResponse>[0]);
+      if (parsed.id !== rpcId)
+        throw new Error(
+          `the remote sent an event for JSON-RPC id ${JSON.stringify(parsed.id)}, expected ${String(rpcId)}`,
+        );
       return asEvent(parsed.result, undefined, raw);
     }
     if (type === 'error') {
-      if (isObject(parsed) && isObject(parsed.error)) throw fromRestErrorBody(parsed.error as Parameters<typeof fromRestErrorBody>[0], { statusCode: 200, headers: {} });
+      if (isObject(parsed) && isObject(parsed.error))
+        throw fromRestErrorBody(parsed.error as Parameters<typeof fromRestErrorBody>[0], {
+          statusCode: 200,
+          headers: {},
+        });
       throw new Error(`the remote sent an error event: ${raw.slice(0, 200)}`);
     }
     return asEvent(parsed, raw, raw);
@@ -202,7 +256,8 @@ async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['bindin
     if (chunk.indexOf('\n') < 0) {
       pending.push(chunk);
       pendingLength += chunk.length;
-      if (buf.length + pendingLength > MAX_EVENT_BYTES) throw new Error(`the remote sent an event over ${MAX_EVENT_BYTES} bytes`);
+      if (buf.length + pendingLength > MAX_EVENT_BYTES)
+        throw new Error(`the remote sent an event over ${MAX_EVENT_BYTES} bytes`);
       continue;
     }
     if (pending.length) {
@@ -250,7 +305,10 @@ async function* readEvents(res: IncomingMessage, binding: RemoteEndpoint['bindin
   if (buf) {
     // A last line without its line end still counts (as in the SDK's reader).
     const line = buf.endsWith('\r') ? buf.slice(0, -1) : buf;
-    if (line.startsWith('data:')) data = data ? `${data}\n${line.slice(line.charCodeAt(5) === 32 ? 6 : 5)}` : line.slice(line.charCodeAt(5) === 32 ? 6 : 5);
+    if (line.startsWith('data:'))
+      data = data
+        ? `${data}\n${line.slice(line.charCodeAt(5) === 32 ? 6 : 5)}`
+        : line.slice(line.charCodeAt(5) === 32 ? 6 : 5);
   }
   if (data) yield [toEvent(data, event)];
   if (!res.complete) throw new Error('the remote closed the stream before it ended');

@@ -47,9 +47,12 @@ export function signalOf(ctx: ServerCallContext): AbortSignal | undefined {
 /** A replay cursor as sent: a non-negative integer, else a clear error (not a silent full replay). */
 export function parseCursor(raw: unknown, where: string): number | undefined {
   if (raw === undefined || raw === null || raw === '') return undefined;
-  const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d{1,15}$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+  const n =
+    typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d{1,15}$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
   if (!Number.isSafeInteger(n) || n < 0) {
-    throw new RequestMalformedError(`${where} must be the seq of the last event received (a non-negative integer), got ${JSON.stringify(String(raw)).slice(0, 40)}`);
+    throw new RequestMalformedError(
+      `${where} must be the seq of the last event received (a non-negative integer), got ${JSON.stringify(String(raw)).slice(0, 40)}`,
+    );
   }
   return n;
 }

@@ -98,7 +98,8 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     // the whole request instead of leaving a task running that nobody will hear about.
     const sentPush = params.configuration?.taskPushNotificationConfig;
     const push = sentPush ? this.requirePush() : undefined;
-    const pushConfig = push && sentPush ? await validatePushConfig(sentPush, push.opts, () => defaultIdForUrl(sentPush.url)) : undefined;
+    const pushConfig =
+      push && sentPush ? await validatePushConfig(sentPush, push.opts, () => defaultIdForUrl(sentPush.url)) : undefined;
     let taskId: string;
     if (msg.taskId) {
       const row = await this.ownTask(msg.taskId, context);
@@ -146,8 +147,12 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     return forClient(this.follow(taskId, before, signalOf(context)), context);
   }
 
-  async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
-    for await (const rows of await this.openSendStream(params, context)) for (const row of rows) yield rowToResponse(row);
+  async *sendMessageStream(
+    params: SendMessageRequest,
+    context: ServerCallContext,
+  ): AsyncGenerator<StreamResponse, void, undefined> {
+    for await (const rows of await this.openSendStream(params, context))
+      for (const row of rows) yield rowToResponse(row);
   }
 
   /**
@@ -167,10 +172,14 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     }
     const follow = (afterSeq: number): RowStream => forClient(this.follow(id, afterSeq, signalOf(context)), context);
     if (cursor !== undefined) {
-      if (cursor > row.lastSeq) throw new RequestMalformedError(`cursor ${cursor} is past the last event of task ${id} (${row.lastSeq})`);
+      if (cursor > row.lastSeq)
+        throw new RequestMalformedError(`cursor ${cursor} is past the last event of task ${id} (${row.lastSeq})`);
       return follow(cursor);
     }
-    if (isTerminal(row.state)) throw new UnsupportedOperationError(`task ${id} has ended; get it with GetTask (or subscribe with Last-Event-ID to replay its events)`);
+    if (isTerminal(row.state))
+      throw new UnsupportedOperationError(
+        `task ${id} has ended; get it with GetTask (or subscribe with Last-Event-ID to replay its events)`,
+      );
     const first: EventRow = { seq: row.lastSeq, body: JSON.stringify({ task: JSON.parse(row.snapshot) as unknown }) };
     // A2A §3.1.6: this stream ends at a terminal state; an input-required task goes on once answered.
     const rest = forClient(this.follow(id, row.lastSeq, signalOf(context), true), context);
@@ -180,8 +189,12 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     })();
   }
 
-  async *resubscribe(params: SubscribeToTaskRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
-    for await (const rows of await this.openSubscribeStream(params.id, context)) for (const row of rows) yield rowToResponse(row);
+  async *resubscribe(
+    params: SubscribeToTaskRequest,
+    context: ServerCallContext,
+  ): AsyncGenerator<StreamResponse, void, undefined> {
+    for await (const rows of await this.openSubscribeStream(params.id, context))
+      for (const row of rows) yield rowToResponse(row);
   }
 
   private async snapshot(id: string, historyLength: number | undefined, context: ServerCallContext): Promise<Task> {
@@ -192,7 +205,8 @@ export class GatewayRequestHandler implements A2ARequestHandler {
   }
 
   getTask(params: GetTaskRequest, context: ServerCallContext): Promise<Task> {
-    if (params.historyLength !== undefined && params.historyLength < 0) return Promise.reject(new RequestMalformedError('historyLength must not be negative'));
+    if (params.historyLength !== undefined && params.historyLength < 0)
+      return Promise.reject(new RequestMalformedError('historyLength must not be negative'));
     return this.snapshot(params.id, params.historyLength, context);
   }
 
@@ -236,7 +250,13 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     let row = await this.ownTask(params.id, context);
     const owner = row.owner;
     // A SQLite state folder has one process: any other owner recorded there is dead.
-    if (owner && owner !== this.ctx.instanceId && this.ctx.store.kind !== 'sqlite' && !isTerminal(row.state) && (await this.ownerAlive(owner))) {
+    if (
+      owner &&
+      owner !== this.ctx.instanceId &&
+      this.ctx.store.kind !== 'sqlite' &&
+      !isTerminal(row.state) &&
+      (await this.ownerAlive(owner))
+    ) {
       await this.ctx.store.requestCancel(this.agentId, row.id, owner);
       const waitMs = this.ctx.limits.cancelGraceMs + FORWARDED_CANCEL_MARGIN_MS;
       const timeout = AbortSignal.timeout(waitMs);
@@ -246,10 +266,14 @@ export class GatewayRequestHandler implements A2ARequestHandler {
       row = (await this.ctx.store.getTask(this.agentId, row.id)) ?? row;
       if (endsTurn(row.state) || row.owner !== owner) return this.snapshot(params.id, undefined, context);
       if (await this.ownerAlive(owner)) {
-        this.ctx.log(`cancel of ${this.agentId} task ${row.id}: instance ${owner} runs it and has not ended it within ${waitMs} ms; answering with the task as it is (the cancel is in progress there)`);
+        this.ctx.log(
+          `cancel of ${this.agentId} task ${row.id}: instance ${owner} runs it and has not ended it within ${waitMs} ms; answering with the task as it is (the cancel is in progress there)`,
+        );
         return this.snapshot(params.id, undefined, context);
       }
-      this.ctx.log(`cancel of ${this.agentId} task ${row.id}: instance ${owner}, which ran it, stopped heartbeating; recording it here`);
+      this.ctx.log(
+        `cancel of ${this.agentId} task ${row.id}: instance ${owner}, which ran it, stopped heartbeating; recording it here`,
+      );
     }
     await this.runner.cancel(row);
     return this.snapshot(params.id, undefined, context);
@@ -257,7 +281,16 @@ export class GatewayRequestHandler implements A2ARequestHandler {
 
   /** This agent's events of a task after `afterSeq`, until its turn ends (`onlyTerminal`: until it ends) or `signal` fires. */
   private follow(taskId: string, afterSeq: number, signal: AbortSignal | undefined, onlyTerminal = false): RowStream {
-    return followTask({ store: this.ctx.store, hub: this.ctx.hub, agent: this.agentId, taskId, afterSeq, untilTurnEnds: true, onlyTerminal, signal });
+    return followTask({
+      store: this.ctx.store,
+      hub: this.ctx.hub,
+      agent: this.agentId,
+      taskId,
+      afterSeq,
+      untilTurnEnds: true,
+      onlyTerminal,
+      signal,
+    });
   }
 
   /** Resolves once the task's turn has ended (or `signal` fires). */
@@ -272,33 +305,51 @@ export class GatewayRequestHandler implements A2ARequestHandler {
   private requirePush(): PushNotifier {
     if (!this.push) throw new PushNotificationNotSupportedError('push notifications are not enabled on this gateway');
     // A route whose card does not offer push (a remote that declares none) refuses it, as its card says.
-    if (!this.card().capabilities?.pushNotifications) throw new PushNotificationNotSupportedError(`the agent ${this.agentId} does not support push notifications (its card says so); follow the task with SubscribeToTask or GetTask`);
+    if (!this.card().capabilities?.pushNotifications)
+      throw new PushNotificationNotSupportedError(
+        `the agent ${this.agentId} does not support push notifications (its card says so); follow the task with SubscribeToTask or GetTask`,
+      );
     return this.push;
   }
 
-  async createTaskPushNotificationConfig(p: TaskPushNotificationConfig, c: ServerCallContext): Promise<TaskPushNotificationConfig> {
+  async createTaskPushNotificationConfig(
+    p: TaskPushNotificationConfig,
+    c: ServerCallContext,
+  ): Promise<TaskPushNotificationConfig> {
     const push = this.requirePush();
     const row = await this.ownTask(p.taskId, c);
     const cfg = await validatePushConfig(p, push.opts, newPushConfigId);
     return push.save(this.agentId, row.id, cfg);
   }
 
-  async getTaskPushNotificationConfig(p: GetTaskPushNotificationConfigRequest, c: ServerCallContext): Promise<TaskPushNotificationConfig> {
+  async getTaskPushNotificationConfig(
+    p: GetTaskPushNotificationConfigRequest,
+    c: ServerCallContext,
+  ): Promise<TaskPushNotificationConfig> {
     this.requirePush();
     const row = await this.ownTask(p.taskId, c);
     const found = (await this.ctx.store.listPushConfigs(this.agentId, row.id)).find((r) => r.id === p.id);
-    if (!found) throw new TaskNotFoundError(`push-notification config ${JSON.stringify(p.id)} not found for task ${row.id}; list them with ListTaskPushNotificationConfigs`);
+    if (!found)
+      throw new TaskNotFoundError(
+        `push-notification config ${JSON.stringify(p.id)} not found for task ${row.id}; list them with ListTaskPushNotificationConfigs`,
+      );
     return configOf(found);
   }
 
-  async listTaskPushNotificationConfigs(p: ListTaskPushNotificationConfigsRequest, c: ServerCallContext): Promise<ListTaskPushNotificationConfigsResponse> {
+  async listTaskPushNotificationConfigs(
+    p: ListTaskPushNotificationConfigsRequest,
+    c: ServerCallContext,
+  ): Promise<ListTaskPushNotificationConfigsResponse> {
     this.requirePush();
     const row = await this.ownTask(p.taskId, c);
     // At most a handful per task (PushNotifier caps them), so one page.
     return { configs: (await this.ctx.store.listPushConfigs(this.agentId, row.id)).map(configOf), nextPageToken: '' };
   }
 
-  async deleteTaskPushNotificationConfig(p: DeleteTaskPushNotificationConfigRequest, c: ServerCallContext): Promise<void> {
+  async deleteTaskPushNotificationConfig(
+    p: DeleteTaskPushNotificationConfigRequest,
+    c: ServerCallContext,
+  ): Promise<void> {
     this.requirePush();
     const row = await this.ownTask(p.taskId, c);
     // Deleting a config that is already gone succeeds, as the SDK's own handler does: a retried delete is not an error.

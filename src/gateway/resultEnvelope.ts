@@ -16,7 +16,9 @@ import type { ResultEnvelope } from '../node/signing';
  * loop. The unit tests check both give the same digest.
  */
 export function fastArtifactDigest(a: { artifactId: string; name?: string; parts: readonly unknown[] }): string {
-  return `sha256:${createHash('sha256').update(canonicalize({ artifactId: a.artifactId, name: a.name ?? '', parts: a.parts }), 'utf8').digest('hex')}`;
+  return `sha256:${createHash('sha256')
+    .update(canonicalize({ artifactId: a.artifactId, name: a.name ?? '', parts: a.parts }), 'utf8')
+    .digest('hex')}`;
 }
 
 export type EnvelopeBody = Omit<ResultEnvelope, 'issuedAt'>;
@@ -41,7 +43,11 @@ export function envelopeBody(
     requestDigest: requestDigestValue,
     artifacts: task.artifacts.map((a) => {
       const wire = Artifact.toJSON(a) as { artifactId: string; name?: string; parts?: unknown[] };
-      return { artifactId: a.artifactId, name: a.name, digest: fastArtifactDigest({ artifactId: wire.artifactId, name: wire.name ?? '', parts: wire.parts ?? [] }) };
+      return {
+        artifactId: a.artifactId,
+        name: a.name,
+        digest: fastArtifactDigest({ artifactId: wire.artifactId, name: wire.name ?? '', parts: wire.parts ?? [] }),
+      };
     }),
     resultDigest: resultDigest(statusWire),
     executor,

@@ -109,18 +109,33 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const tokenFile = join(opts.stateDir, 'token');
   const token = ensureLocalToken(tokenFile);
   if (opts.anonymousPrincipal && !isLoopbackHost(opts.host ?? '127.0.0.1')) {
-    throw new Error(`requests without a token are allowed only on a loopback address, not ${opts.host}: give every client a token instead`);
+    throw new Error(
+      `requests without a token are allowed only on a loopback address, not ${opts.host}: give every client a token instead`,
+    );
   }
-  const auth = new TokenAuthenticator([{ principal: LOCAL_PRINCIPAL, sha256: sha256HexOf(token) }, ...(opts.tokens ?? [])], opts.anonymousPrincipal);
+  const auth = new TokenAuthenticator(
+    [{ principal: LOCAL_PRINCIPAL, sha256: sha256HexOf(token) }, ...(opts.tokens ?? [])],
+    opts.anonymousPrincipal,
+  );
 
   const store = await openStore(opts.store ?? { kind: 'sqlite' }, opts.stateDir, opts.sqliteDriver, log);
-  const push = new PushNotifier(store, { ...(opts.push ?? {}), allowPrivateHosts: opts.pushAllowPrivateHosts ?? [] }, log);
+  const push = new PushNotifier(
+    store,
+    { ...(opts.push ?? {}), allowPrivateHosts: opts.pushAllowPrivateHosts ?? [] },
+    log,
+  );
   const hub = new PushingEventHub((agent, taskId, notice) => push.onCommit(agent, taskId, notice.state));
   store.onRemoteAppend((agent, taskId) => hub.publish(agent, taskId, undefined));
   store.onMissedAppends?.(() => hub.publishAll(undefined));
   const instanceId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   await store.heartbeat(instanceId, hostname(), process.pid);
-  const heartbeat = setInterval(() => void store.heartbeat(instanceId, hostname(), process.pid).catch((e: unknown) => log(`heartbeat failed: ${String(e)}`)), HEARTBEAT_MS);
+  const heartbeat = setInterval(
+    () =>
+      void store
+        .heartbeat(instanceId, hostname(), process.pid)
+        .catch((e: unknown) => log(`heartbeat failed: ${String(e)}`)),
+    HEARTBEAT_MS,
+  );
   heartbeat.unref();
 
   // The gateway's Ed25519 key (0600, created on first start): signs its cards and every result envelope.
@@ -135,7 +150,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       return { protected: last.protected, signature: last.signature, header: undefined };
     },
   };
-  const signEnvelope: EnvelopeSigner = (body) => signResultEnvelope({ v: 1, issuer: baseUrl, ...body, issuedAt: new Date().toISOString() }, signingKey);
+  const signEnvelope: EnvelopeSigner = (body) =>
+    signResultEnvelope({ v: 1, issuer: baseUrl, ...body, issuedAt: new Date().toISOString() }, signingKey);
 
   const roots = (opts.roots ?? []).map((r) => {
     try {
@@ -160,12 +176,26 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   let invalidateCard: (id: string) => void = () => undefined;
   for (const a of opts.localAgents ?? []) {
     if (runners.has(a.id)) throw new Error(`two agents are named ${a.id}; rename one in the config`);
-    runners.set(a.id, { runner: new LocalTaskRunner(ctx, a), indexed: { id: a.id, name: a.name, description: a.description, kind: a.kind } });
+    runners.set(a.id, {
+      runner: new LocalTaskRunner(ctx, a),
+      indexed: { id: a.id, name: a.name, description: a.description, kind: a.kind },
+    });
   }
   for (const r of opts.remoteAgents ?? []) {
-    if (runners.has(r.id)) throw new Error(`agent id ${r.id} is used by a local agent and a configured remote agent; rename the remote one in the config`);
-    const watcher = new RemoteCardWatcher(r, { refreshMs: opts.remoteCardRefreshMs, log, onChange: () => invalidateCard(r.id) });
-    runners.set(r.id, { runner: new ProxyTaskRunner(ctx, r, () => watcher.facts), indexed: { id: r.id, name: r.name, description: r.description, kind: 'remote' }, watcher });
+    if (runners.has(r.id))
+      throw new Error(
+        `agent id ${r.id} is used by a local agent and a configured remote agent; rename the remote one in the config`,
+      );
+    const watcher = new RemoteCardWatcher(r, {
+      refreshMs: opts.remoteCardRefreshMs,
+      log,
+      onChange: () => invalidateCard(r.id),
+    });
+    runners.set(r.id, {
+      runner: new ProxyTaskRunner(ctx, r, () => watcher.facts),
+      indexed: { id: r.id, name: r.name, description: r.description, kind: 'remote' },
+      watcher,
+    });
   }
 
   await recoverOrphans(store, instanceId, runners, log);
@@ -186,7 +216,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     });
     next();
   });
-  const requestLimits: RequestLimits = { ...DEFAULT_REQUEST_LIMITS, ...(opts.maxBodyBytes ? { maxBytes: opts.maxBodyBytes } : {}), ...(opts.requestLimits ?? {}) };
+  const requestLimits: RequestLimits = {
+    ...DEFAULT_REQUEST_LIMITS,
+    ...(opts.maxBodyBytes ? { maxBytes: opts.maxBodyBytes } : {}),
+    ...(opts.requestLimits ?? {}),
+  };
   const cardCache = new Map<string, Promise<AgentCard>>();
   const cardOf = (id: string): Promise<AgentCard> => {
     let c = cardCache.get(id);
@@ -194,7 +228,16 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       const entry = runners.get(id);
       const facts = entry?.watcher?.facts;
       c = entry
-        ? buildAgentCard(entry.watcher ? mergeRemoteFacts(entry.runner.baseCard(), entry.watcher.cfg, facts) : entry.runner.baseCard(), baseUrl, id, keys, facts, !opts.anonymousPrincipal)
+        ? buildAgentCard(
+            entry.watcher
+              ? mergeRemoteFacts(entry.runner.baseCard(), entry.watcher.cfg, facts)
+              : entry.runner.baseCard(),
+            baseUrl,
+            id,
+            keys,
+            facts,
+            !opts.anonymousPrincipal,
+          )
         : Promise.reject(new Error(`unknown agent ${id}`));
       cardCache.set(id, c);
     }
@@ -203,7 +246,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const indexed = [...runners.values()].map((r) => r.indexed);
   let gatewayCard: Promise<AgentCard> | undefined;
 
-  app.use('/.well-known/agent-card.json', cardRoute(() => (gatewayCard ??= buildGatewayCard(baseUrl, indexed, keys, !opts.anonymousPrincipal))));
+  app.use(
+    '/.well-known/agent-card.json',
+    cardRoute(() => (gatewayCard ??= buildGatewayCard(baseUrl, indexed, keys, !opts.anonymousPrincipal))),
+  );
 
   const handlers = new Map<string, GatewayRequestHandler>();
   const forgetResolved = new Map<string, () => void>();
@@ -214,38 +260,69 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   for (const [id, { runner }] of runners) {
     let resolved: AgentCard | undefined;
     forgetResolved.set(id, () => (resolved = undefined));
-    const handler = new GatewayRequestHandler(ctx, id, () => {
-      if (!resolved) throw new Error('card not ready');
-      return resolved;
-    }, runner, push);
+    const handler = new GatewayRequestHandler(
+      ctx,
+      id,
+      () => {
+        if (!resolved) throw new Error('card not ready');
+        return resolved;
+      },
+      runner,
+      push,
+    );
     handlers.set(id, handler);
     const base = `/a2a/${encodeURIComponent(id)}`;
-    app.use(`${base}/.well-known/agent-card.json`, cardRoute(() => cardOf(id)));
-    app.use(base, auth.middleware(), (_req: Request, _res: Response, next: NextFunction) => {
-      if (resolved) return next();
-      const pending = cardOf(id);
-      pending.then((c) => {
-        // A card that was replaced (the remote's card changed) meanwhile is not kept.
-        if (cardCache.get(id) === pending) resolved = c;
-        next();
-      }, next);
-    }, a2aRouter({ handler, bodyLimits: requestLimits, log }));
+    app.use(
+      `${base}/.well-known/agent-card.json`,
+      cardRoute(() => cardOf(id)),
+    );
+    app.use(
+      base,
+      auth.middleware(),
+      (_req: Request, _res: Response, next: NextFunction) => {
+        if (resolved) return next();
+        const pending = cardOf(id);
+        pending.then((c) => {
+          // A card that was replaced (the remote's card changed) meanwhile is not kept.
+          if (cardCache.get(id) === pending) resolved = c;
+          next();
+        }, next);
+      },
+      a2aRouter({ handler, bodyLimits: requestLimits, log }),
+    );
   }
   // An unknown agent is a 404 for everyone: the index that names the agents is public anyway, and a 401
   // here would send a caller who mistyped the name off to look for a token.
   app.use('/a2a', (req: Request, res: Response) => {
     const name = decodeURIComponent(req.path.split('/')[1] ?? '');
     const known = [...runners.keys()].join(', ') || 'none';
-    const message = name ? `unknown agent "${name}"; this gateway serves: ${known}` : `address an agent at /a2a/<agent>; this gateway serves: ${known}`;
-    res.status(404).json(req.method === 'POST' ? { jsonrpc: '2.0', id: null, error: { code: -32601, message } } : { error: { code: 404, status: 'NOT_FOUND', message } });
+    const message = name
+      ? `unknown agent "${name}"; this gateway serves: ${known}`
+      : `address an agent at /a2a/<agent>; this gateway serves: ${known}`;
+    res
+      .status(404)
+      .json(
+        req.method === 'POST'
+          ? { jsonrpc: '2.0', id: null, error: { code: -32601, message } }
+          : { error: { code: 404, status: 'NOT_FOUND', message } },
+      );
   });
   app.use((req: Request, res: Response) => {
-    res.status(404).json({ error: { code: 404, status: 'NOT_FOUND', message: `no route ${req.method} ${req.path}; agents live under /a2a/<agent>, the index at /.well-known/agent-card.json` } });
+    res.status(404).json({
+      error: {
+        code: 404,
+        status: 'NOT_FOUND',
+        message: `no route ${req.method} ${req.path}; agents live under /a2a/<agent>, the index at /.well-known/agent-card.json`,
+      },
+    });
   });
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     void _next;
     log(`request failed: ${(err as Error).stack ?? String(err)}`);
-    if (!res.headersSent) res.status(500).json({ error: { code: 500, status: 'INTERNAL', message: 'the gateway failed to handle this request; see its log' } });
+    if (!res.headersSent)
+      res.status(500).json({
+        error: { code: 500, status: 'INTERNAL', message: 'the gateway failed to handle this request; see its log' },
+      });
     else if (!res.writableEnded) res.end();
   });
 
@@ -299,8 +376,12 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
 /** Why the gateway could not listen, and what to do about it. */
 function listenError(e: unknown, host: string, port: number): Error {
   const code = (e as { code?: unknown }).code;
-  if (code === 'EADDRINUSE') return new Error(`${host}:${port} is already in use; stop what listens there or choose another port (--port, "port"; 0 picks a free one)`);
-  if (code === 'EACCES') return new Error(`not allowed to listen on ${host}:${port}; choose a port above 1023 (--port, "port")`);
+  if (code === 'EADDRINUSE')
+    return new Error(
+      `${host}:${port} is already in use; stop what listens there or choose another port (--port, "port"; 0 picks a free one)`,
+    );
+  if (code === 'EACCES')
+    return new Error(`not allowed to listen on ${host}:${port}; choose a port above 1023 (--port, "port")`);
   if (code === 'EADDRNOTAVAIL') return new Error(`${host} is not an address of this machine; fix --host / "host"`);
   return new Error(`cannot listen on ${host}:${port}: ${(e as Error).message ?? String(e)}`);
 }
@@ -315,17 +396,31 @@ function listenError(e: unknown, host: string, port: number): Error {
 function httpServer(app: express.Express, limits: RequestLimits): Server {
   const headersTimeout = limits.headersTimeoutMs;
   const requestTimeout = headersTimeout + limits.totalMs + 5_000;
-  const server = createServer({ headersTimeout, requestTimeout, connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersTimeout / 4))) }, app);
+  const server = createServer(
+    {
+      headersTimeout,
+      requestTimeout,
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersTimeout / 4))),
+    },
+    app,
+  );
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     if (socket.writable && socket.bytesWritten === 0) {
       const [status, message] =
         err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? ['408 Request Timeout', `the request did not arrive in time: its headers must arrive within ${headersTimeout / 1000} s and the whole request within ${requestTimeout / 1000} s (the gateway's limits)`]
+          ? [
+              '408 Request Timeout',
+              `the request did not arrive in time: its headers must arrive within ${headersTimeout / 1000} s and the whole request within ${requestTimeout / 1000} s (the gateway's limits)`,
+            ]
           : err.code === 'HPE_HEADER_OVERFLOW'
             ? ['431 Request Header Fields Too Large', 'the request headers are too large']
             : ['400 Bad Request', 'the request is not valid HTTP'];
-      const body = JSON.stringify({ error: { code: Number(status.slice(0, 3)), status: status.slice(4).toUpperCase().replace(/ /g, '_'), message } });
-      socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      const body = JSON.stringify({
+        error: { code: Number(status.slice(0, 3)), status: status.slice(4).toUpperCase().replace(/ /g, '_'), message },
+      });
+      socket.end(
+        `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
     }
     socket.destroySoon();
   });
@@ -341,7 +436,10 @@ function httpServer(app: express.Express, limits: RequestLimits): Server {
  */
 export function wantsLegacyCard(version: string | undefined, accept: string | undefined): boolean {
   if (version) return version.trim().startsWith('0.');
-  return (accept ?? '').split(',').map((t) => t.split(';')[0]?.trim().toLowerCase()).includes('application/json');
+  return (accept ?? '')
+    .split(',')
+    .map((t) => t.split(';')[0]?.trim().toLowerCase())
+    .includes('application/json');
 }
 
 /**
@@ -355,7 +453,8 @@ function cardRoute(provider: () => Promise<AgentCard>): express.Router {
   router.use((req: Request, res: Response, next: NextFunction) => {
     const q = req.query['A2A-Version'];
     res.append('Vary', 'Accept');
-    if (wantsLegacyCard(req.header('A2A-Version') ?? (typeof q === 'string' ? q : undefined), req.header('accept'))) return legacy(req, res, next);
+    if (wantsLegacyCard(req.header('A2A-Version') ?? (typeof q === 'string' ? q : undefined), req.header('accept')))
+      return legacy(req, res, next);
     next();
   });
   router.get('/', (req: Request, res: Response, next: NextFunction) => {
@@ -374,7 +473,12 @@ function cardRoute(provider: () => Promise<AgentCard>): express.Router {
   return router;
 }
 
-async function recoverOrphans(store: GatewayStore, self: string, runners: Map<string, { runner: TaskRunner }>, log: (l: string) => void): Promise<void> {
+async function recoverOrphans(
+  store: GatewayStore,
+  self: string,
+  runners: Map<string, { runner: TaskRunner }>,
+  log: (l: string) => void,
+): Promise<void> {
   const instances = await store.instances();
   const now = Date.now();
   for (const row of await store.listOwnedUnfinished()) {
@@ -394,16 +498,27 @@ async function recoverOrphans(store: GatewayStore, self: string, runners: Map<st
   }
 }
 
-async function cancelOwnTask(store: GatewayStore, self: string, runners: Map<string, { runner: TaskRunner }>, agent: string, taskId: string, log: (l: string) => void): Promise<void> {
+async function cancelOwnTask(
+  store: GatewayStore,
+  self: string,
+  runners: Map<string, { runner: TaskRunner }>,
+  agent: string,
+  taskId: string,
+  log: (l: string) => void,
+): Promise<void> {
   try {
     const entry = runners.get(agent);
     const row = entry ? await store.getTask(agent, taskId) : undefined;
     if (!entry || !row) {
-      log(`cancel request for ${agent} task ${taskId} from another instance ignored: ${entry ? 'no such task' : 'this gateway does not serve that agent'}`);
+      log(
+        `cancel request for ${agent} task ${taskId} from another instance ignored: ${entry ? 'no such task' : 'this gateway does not serve that agent'}`,
+      );
       return;
     }
     if (row.owner !== self || isTerminal(row.state)) {
-      log(`cancel request for ${agent} task ${taskId} from another instance ignored: ${isTerminal(row.state) ? 'it has ended' : `this instance does not run it (owner ${row.owner ?? 'none'})`}`);
+      log(
+        `cancel request for ${agent} task ${taskId} from another instance ignored: ${isTerminal(row.state) ? 'it has ended' : `this instance does not run it (owner ${row.owner ?? 'none'})`}`,
+      );
       return;
     }
     await entry.runner.cancel(row);

@@ -9,7 +9,10 @@ export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set([
 ]);
 
 /** A stream closes at these too (A2A: interrupted states end a turn). */
-export const INTERRUPTED_STATES: ReadonlySet<TaskState> = new Set([TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED]);
+export const INTERRUPTED_STATES: ReadonlySet<TaskState> = new Set([
+  TaskState.TASK_STATE_INPUT_REQUIRED,
+  TaskState.TASK_STATE_AUTH_REQUIRED,
+]);
 
 export function isTerminal(s: TaskState | undefined): boolean {
   return s !== undefined && TERMINAL_STATES.has(s);

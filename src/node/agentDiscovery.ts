@@ -33,7 +33,13 @@ export interface DiscoveryLimits {
   readonly concurrency: number;
 }
 
-export const DISCOVERY_LIMITS: DiscoveryLimits = { maxDepth: 2, maxCards: 100, maxAgents: 50, budgetMs: 60_000, concurrency: 4 };
+export const DISCOVERY_LIMITS: DiscoveryLimits = {
+  maxDepth: 2,
+  maxCards: 100,
+  maxAgents: 50,
+  budgetMs: 60_000,
+  concurrency: 4,
+};
 
 export type FetchedCard = Extract<FetchedAgentCard, { notModified: false }>;
 
@@ -113,7 +119,8 @@ export async function discoverAgents(input: string, options: DiscoveryOptions = 
   const budget = new AbortController();
   const timer = setTimeout(() => budget.abort(), limits.budgetMs);
   const signal = options.signal ? AbortSignal.any([budget.signal, options.signal]) : budget.signal;
-  const cancelled = (): SafeFetchError => new SafeFetchError('aborted', 'Add Agent was cancelled; no agent was added.', rootUrl);
+  const cancelled = (): SafeFetchError =>
+    new SafeFetchError('aborted', 'Add Agent was cancelled; no agent was added.', rootUrl);
 
   const visited = new Set<string>();
   const rootKey = keyOf(rootUrl);
@@ -134,7 +141,12 @@ export async function discoverAgents(input: string, options: DiscoveryOptions = 
     for (const listed of index) {
       const key = keyOf(listed.cardUrl);
       if (key === undefined) {
-        leftOut.push({ url: listed.cardUrl, listedBy: cardUrl, reason: 'failed', detail: 'not an https URL Baton can fetch' });
+        leftOut.push({
+          url: listed.cardUrl,
+          listedBy: cardUrl,
+          reason: 'failed',
+          detail: 'not an https URL Baton can fetch',
+        });
         continue;
       }
       if (visited.has(key)) {
@@ -149,26 +161,43 @@ export async function discoverAgents(input: string, options: DiscoveryOptions = 
 
   try {
     while (queue.length > 0) {
-      const stop: LeftOutReason | undefined = budget.signal.aborted ? 'time' : fetches >= limits.maxCards ? 'cards' : agents.length >= limits.maxAgents ? 'agents' : undefined;
+      const stop: LeftOutReason | undefined = budget.signal.aborted
+        ? 'time'
+        : fetches >= limits.maxCards
+          ? 'cards'
+          : agents.length >= limits.maxAgents
+            ? 'agents'
+            : undefined;
       if (stop) {
         for (const item of queue.splice(0)) leftOut.push({ url: item.url, listedBy: item.listedBy, reason: stop });
         break;
       }
       // Never more at once than the agents still allowed: the agent limit cannot be overshot.
-      const batch = queue.splice(0, Math.max(1, Math.min(limits.concurrency, limits.maxCards - fetches, limits.maxAgents - agents.length)));
+      const batch = queue.splice(
+        0,
+        Math.max(1, Math.min(limits.concurrency, limits.maxCards - fetches, limits.maxAgents - agents.length)),
+      );
       fetches += batch.length;
-      const settled = await Promise.allSettled(batch.map((item) => fetchAgentCard(item.url, { ...options.fetch, signal })));
+      const settled = await Promise.allSettled(
+        batch.map((item) => fetchAgentCard(item.url, { ...options.fetch, signal })),
+      );
       if (options.signal?.aborted) throw cancelled();
       for (const [i, result] of settled.entries()) {
         const item = batch[i];
         try {
           if (result.status === 'rejected') throw result.reason;
-          if (result.value.notModified) throw new Error('the server answered 304 Not Modified to a request without an ETag');
+          if (result.value.notModified)
+            throw new Error('the server answered 304 Not Modified to a request without an ETag');
           take(item, result.value);
         } catch (e) {
           if (item.depth === 0) throw e;
           const timedOut = budget.signal.aborted && e instanceof SafeFetchError && e.code === 'aborted';
-          leftOut.push({ url: item.url, listedBy: item.listedBy, reason: timedOut ? 'time' : 'failed', ...(timedOut ? {} : { detail: messageOf(e) }) });
+          leftOut.push({
+            url: item.url,
+            listedBy: item.listedBy,
+            reason: timedOut ? 'time' : 'failed',
+            ...(timedOut ? {} : { detail: messageOf(e) }),
+          });
         }
       }
     }
@@ -181,7 +210,8 @@ export async function discoverAgents(input: string, options: DiscoveryOptions = 
 const REASON_TEXT: Record<LeftOutReason, (n: number, l: DiscoveryLimits) => string> = {
   agents: (n, l) => `${n} because Baton adds at most ${l.maxAgents} agents in one Add Agent`,
   cards: (n, l) => `${n} because Baton fetches at most ${l.maxCards} cards in one Add Agent`,
-  depth: (n, l) => `${n} listed by an index nested more than ${l.maxDepth} level${l.maxDepth === 1 ? '' : 's'} below the one you gave`,
+  depth: (n, l) =>
+    `${n} listed by an index nested more than ${l.maxDepth} level${l.maxDepth === 1 ? '' : 's'} below the one you gave`,
   time: (n, l) => `${n} because Add Agent stops after ${Math.round(l.budgetMs / 1000)} s`,
   failed: (n) => `${n} whose card could not be fetched or read`,
 };
@@ -194,8 +224,13 @@ const REASON_ORDER: readonly LeftOutReason[] = ['agents', 'cards', 'depth', 'tim
  */
 export function discoverySummary(d: Discovery): string | undefined {
   if (d.leftOut.length === 0) return undefined;
-  const counts = REASON_ORDER.map((r) => [r, d.leftOut.filter((x) => x.reason === r).length] as const).filter(([, n]) => n > 0);
-  const added = d.agents.length === 0 ? 'Added no agent' : `Added ${d.agents.length} agent${d.agents.length === 1 ? '' : 's'} for review`;
+  const counts = REASON_ORDER.map((r) => [r, d.leftOut.filter((x) => x.reason === r).length] as const).filter(
+    ([, n]) => n > 0,
+  );
+  const added =
+    d.agents.length === 0
+      ? 'Added no agent'
+      : `Added ${d.agents.length} agent${d.agents.length === 1 ? '' : 's'} for review`;
   const why = counts.map(([r, n]) => REASON_TEXT[r](n, d.limits)).join('; ');
   const again = counts.some(([r]) => r === 'time' || r === 'failed') ? ' (or try again later)' : '';
   return (
@@ -208,7 +243,9 @@ const MAX_LOGGED = 200;
 
 /** One line per card left out (at most 200, then a count), for the log. */
 export function discoveryLog(d: Discovery): string[] {
-  const lines = d.leftOut.slice(0, MAX_LOGGED).map((x) => `left out ${x.url} (listed by ${x.listedBy}): ${x.reason}${x.detail ? `: ${x.detail}` : ''}`);
+  const lines = d.leftOut
+    .slice(0, MAX_LOGGED)
+    .map((x) => `left out ${x.url} (listed by ${x.listedBy}): ${x.reason}${x.detail ? `: ${x.detail}` : ''}`);
   if (d.leftOut.length > MAX_LOGGED) lines.push(`… and ${d.leftOut.length - MAX_LOGGED} more`);
   return lines;
 }

@@ -22,8 +22,15 @@ function caps(c: AuditRecord['capabilities']): string {
 
 function reviewLine(r: NonNullable<AuditRecord['review']>): string {
   const files = r.files.map((f) => (f.whole ? f.path : `${f.path} (${f.hunkIds.length} hunk(s))`));
-  const verb = { applied: 'applied', undone: 'undid the apply of', rejected: 'rejected the patch', 'merge-aborted': 'aborted the 3-way merge of' }[r.action];
-  const overrides = r.overrides.length ? `; overrode the refusal of ${r.overrides.map((o) => inert(o, 200)).join(', ')}` : '';
+  const verb = {
+    applied: 'applied',
+    undone: 'undid the apply of',
+    rejected: 'rejected the patch',
+    'merge-aborted': 'aborted the 3-way merge of',
+  }[r.action];
+  const overrides = r.overrides.length
+    ? `; overrode the refusal of ${r.overrides.map((o) => inert(o, 200)).join(', ')}`
+    : '';
   return `You ${verb}${files.length ? ` ${files.length} file(s): ${files.map((f) => inert(f, 200)).join(', ')}` : ''}${overrides}`;
 }
 
@@ -35,20 +42,33 @@ export function formatAuditReport(records: readonly AuditRecord[], source: strin
   ];
   if (!records.length) out.push('Nothing has been delegated yet.');
   for (const r of [...records].reverse()) {
-    const when = Number.isNaN(Date.parse(r.at)) ? inert(r.at, 40) : new Date(r.at).toISOString().replace('T', ' ').slice(0, 19) + ' UTC';
+    const when = Number.isNaN(Date.parse(r.at))
+      ? inert(r.at, 40)
+      : new Date(r.at).toISOString().replace('T', ' ').slice(0, 19) + ' UTC';
     out.push(`${when}  ${r.review ? 'REVIEW' : inert(r.outcome, 20).toUpperCase()}  ${inert(r.agent.name, 120)}`);
-    out.push(`  delegation ${r.requestId}${r.taskId ? `, task ${inert(r.taskId, 120)}` : ''}${r.parentRequestId ? `, started by delegation ${r.parentRequestId}` : ''}, by ${inert(r.who, 60)}`);
-    out.push(`  agent endpoint ${inert(r.agent.endpoint, 300)}${r.agent.cardDigest ? ` (card ${r.agent.cardDigest.slice(0, 19)}…)` : ''}`);
+    out.push(
+      `  delegation ${r.requestId}${r.taskId ? `, task ${inert(r.taskId, 120)}` : ''}${r.parentRequestId ? `, started by delegation ${r.parentRequestId}` : ''}, by ${inert(r.who, 60)}`,
+    );
+    out.push(
+      `  agent endpoint ${inert(r.agent.endpoint, 300)}${r.agent.cardDigest ? ` (card ${r.agent.cardDigest.slice(0, 19)}…)` : ''}`,
+    );
     if (r.review) {
       out.push(`  ${reviewLine(r.review)}`);
-      for (const d of r.review.digests) out.push(`    ${inert(d.path, 200)}: ${d.before?.slice(0, 19) ?? 'new'} → ${d.after?.slice(0, 19) ?? 'deleted'}`);
+      for (const d of r.review.digests)
+        out.push(
+          `    ${inert(d.path, 200)}: ${d.before?.slice(0, 19) ?? 'new'} → ${d.after?.slice(0, 19) ?? 'deleted'}`,
+        );
     } else {
       out.push(`  capabilities ${caps(r.capabilities)}`);
       if (r.reason) out.push(`  reason: ${inert(r.reason)}`);
-      if (r.cancelConfirmed !== undefined) out.push(`  cancel ${r.cancelConfirmed ? 'confirmed by the agent' : 'not confirmed by the agent'}`);
+      if (r.cancelConfirmed !== undefined)
+        out.push(`  cancel ${r.cancelConfirmed ? 'confirmed by the agent' : 'not confirmed by the agent'}`);
       const sent = r.contextDigests.map((c) => `${c.kind}${c.path ? ` ${inert(c.path, 200)}` : ''}`);
       out.push(`  sent: the task${sent.length ? `, ${sent.join(', ')}` : ''}`);
-      for (const a of r.artifacts) out.push(`  returned ${inert(a.name, 120)} (${a.digest.slice(0, 19)}…)${a.final ? '' : ' — streamed, not in the final task'}`);
+      for (const a of r.artifacts)
+        out.push(
+          `  returned ${inert(a.name, 120)} (${a.digest.slice(0, 19)}…)${a.final ? '' : ' — streamed, not in the final task'}`,
+        );
     }
     out.push('');
   }

@@ -85,10 +85,20 @@ export function runGit(args: readonly string[], opts: GitOptions): Promise<GitRe
     const child = execFile(
       'git',
       full,
-      { cwd: opts.cwd, env: hardenedEnv(opts.env), encoding: 'buffer', maxBuffer: opts.maxBuffer ?? 512 * 1024 * 1024, signal: opts.signal },
+      {
+        cwd: opts.cwd,
+        env: hardenedEnv(opts.env),
+        encoding: 'buffer',
+        maxBuffer: opts.maxBuffer ?? 512 * 1024 * 1024,
+        signal: opts.signal,
+      },
       (err, stdout, stderrBuf) => {
         const stderr = stderrBuf.toString('utf8');
-        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : null) : 0;
+        const code = err
+          ? typeof (err as { code?: unknown }).code === 'number'
+            ? (err as { code: number }).code
+            : null
+          : 0;
         if (code !== null && (code === 0 || opts.okCodes?.includes(code))) {
           resolve({ stdout, stderr, exitCode: code });
           return;
@@ -109,5 +119,10 @@ export async function git(args: readonly string[], opts: GitOptions): Promise<st
 
 /** Streams a large input into git (e.g. a 50 MB patch into `git apply`) without buffering twice. */
 export function spawnGit(args: readonly string[], opts: Omit<GitOptions, 'input' | 'maxBuffer'>) {
-  return spawn('git', hardenedArgs(args), { cwd: opts.cwd, env: hardenedEnv(opts.env), signal: opts.signal, stdio: ['pipe', 'pipe', 'pipe'] });
+  return spawn('git', hardenedArgs(args), {
+    cwd: opts.cwd,
+    env: hardenedEnv(opts.env),
+    signal: opts.signal,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
 }

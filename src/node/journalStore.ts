@@ -16,7 +16,13 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { Message, StreamResponse, Task } from '@a2a-js/sdk';
-import type { ContextDigest, DelegationJournal, DelegationRequest, JournalEntry, OutcomeDecision } from '../core/delegation';
+import type {
+  ContextDigest,
+  DelegationJournal,
+  DelegationRequest,
+  JournalEntry,
+  OutcomeDecision,
+} from '../core/delegation';
 
 export const AUDIT_FILE = 'audit.jsonl';
 const JOURNAL_SUFFIX = '.jsonl';
@@ -52,7 +58,11 @@ export function decodeEntry(raw: unknown): JournalEntry {
   switch (o.kind) {
     case 'request': {
       const r = o.request as Record<string, unknown>;
-      return { kind: 'request', at: o.at, request: { ...(r as unknown as DelegationRequest), message: Message.fromJSON(r.message) } };
+      return {
+        kind: 'request',
+        at: o.at,
+        request: { ...(r as unknown as DelegationRequest), message: Message.fromJSON(r.message) },
+      };
     }
     case 'event':
       return { ...(o as unknown as Extract<JournalEntry, { kind: 'event' }>), event: StreamResponse.fromJSON(o.event) };
@@ -88,7 +98,12 @@ export interface AuditRecord {
   readonly at: string;
   readonly requestId: string;
   readonly who: string;
-  readonly agent: { readonly id: string; readonly name: string; readonly endpoint: string; readonly cardDigest?: string };
+  readonly agent: {
+    readonly id: string;
+    readonly name: string;
+    readonly endpoint: string;
+    readonly cardDigest?: string;
+  };
   readonly parentRequestId?: string;
   readonly contextDigests: readonly ContextDigest[];
   readonly capabilities: DelegationRequest['capabilities'];
@@ -97,7 +112,12 @@ export interface AuditRecord {
   readonly outcome: OutcomeDecision['outcome'];
   readonly reason: string;
   readonly cancelConfirmed?: boolean;
-  readonly artifacts: ReadonlyArray<{ readonly artifactId: string; readonly name: string; readonly digest: string; readonly final: boolean }>;
+  readonly artifacts: ReadonlyArray<{
+    readonly artifactId: string;
+    readonly name: string;
+    readonly digest: string;
+    readonly final: boolean;
+  }>;
   /** Present on the lines a review writes: what the user did with the returned patch. */
   readonly review?: ReviewAuditInfo;
 }
@@ -117,7 +137,12 @@ export function auditRecordFor(journal: DelegationJournal, decision: OutcomeDeci
     at: new Date(at).toISOString(),
     requestId: r.requestId,
     who: r.who,
-    agent: { id: r.agent.id, name: r.agent.name, endpoint: r.agent.endpoint, ...(r.agent.cardDigest ? { cardDigest: r.agent.cardDigest } : {}) },
+    agent: {
+      id: r.agent.id,
+      name: r.agent.name,
+      endpoint: r.agent.endpoint,
+      ...(r.agent.cardDigest ? { cardDigest: r.agent.cardDigest } : {}),
+    },
     ...(r.parentRequestId ? { parentRequestId: r.parentRequestId } : {}),
     contextDigests: r.contextDigests,
     capabilities: r.capabilities,
@@ -129,7 +154,7 @@ export function auditRecordFor(journal: DelegationJournal, decision: OutcomeDeci
     artifacts: journal.artifacts().map((a) => ({
       artifactId: a.artifactId,
       name: a.name,
-      digest: `sha256:${sha256Hex(a.text + (a.otherParts.length ? JSON.stringify(a.otherParts.map((p) => p.content?.$case === 'raw' ? { raw: p.content.value.toString('base64') } : p.content ?? null)) : ''))}`,
+      digest: `sha256:${sha256Hex(a.text + (a.otherParts.length ? JSON.stringify(a.otherParts.map((p) => (p.content?.$case === 'raw' ? { raw: p.content.value.toString('base64') } : (p.content ?? null)))) : ''))}`,
       final: a.final,
     })),
   };
@@ -166,7 +191,13 @@ export class JournalStore {
         await fs.mkdir(this.folder, { recursive: true, mode: 0o700 });
         return fs.open(path, 'a', 0o600);
       })();
-      f = { ready, chain: ready.then(() => undefined, () => undefined) };
+      f = {
+        ready,
+        chain: ready.then(
+          () => undefined,
+          () => undefined,
+        ),
+      };
       this.open.set(requestId, f);
     }
     return f;
@@ -235,7 +266,8 @@ export class JournalStore {
       const j = await this.load(id);
       if (j.entries[0]?.kind === 'request') out.push(j);
     }
-    const created = (j: LoadedJournal): number => (j.entries[0]?.kind === 'request' ? j.entries[0].request.createdAt : 0);
+    const created = (j: LoadedJournal): number =>
+      j.entries[0]?.kind === 'request' ? j.entries[0].request.createdAt : 0;
     return out.sort((a, b) => created(a) - created(b));
   }
 
@@ -290,9 +322,39 @@ export class JournalStore {
     let body: string;
     if (format === 'jsonl') body = records.map((r) => JSON.stringify(r)).join('\n') + (records.length ? '\n' : '');
     else {
-      const cols = ['at', 'requestId', 'who', 'agentId', 'agentName', 'endpoint', 'taskId', 'outcome', 'reason', 'cancelConfirmed', 'capabilities', 'contextDigests', 'artifacts'] as const;
+      const cols = [
+        'at',
+        'requestId',
+        'who',
+        'agentId',
+        'agentName',
+        'endpoint',
+        'taskId',
+        'outcome',
+        'reason',
+        'cancelConfirmed',
+        'capabilities',
+        'contextDigests',
+        'artifacts',
+      ] as const;
       const rows = records.map((r) =>
-        [r.at, r.requestId, r.who, r.agent.id, r.agent.name, r.agent.endpoint, r.taskId, r.outcome, r.reason, r.cancelConfirmed, r.capabilities, r.contextDigests, r.artifacts].map(csvCell).join(','),
+        [
+          r.at,
+          r.requestId,
+          r.who,
+          r.agent.id,
+          r.agent.name,
+          r.agent.endpoint,
+          r.taskId,
+          r.outcome,
+          r.reason,
+          r.cancelConfirmed,
+          r.capabilities,
+          r.contextDigests,
+          r.artifacts,
+        ]
+          .map(csvCell)
+          .join(','),
       );
       body = [cols.join(','), ...rows].join('\n') + '\n';
     }

@@ -15,7 +15,18 @@
  * refuses the patch when they differ (a crafted patch must not show one thing and apply another).
  */
 import { randomUUID } from 'node:crypto';
-import { copyFileSync, existsSync, lstatSync, mkdtempSync, rmSync, writeFileSync, chmodSync, unlinkSync, mkdirSync, readFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  rmSync,
+  writeFileSync,
+  chmodSync,
+  unlinkSync,
+  mkdirSync,
+  readFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { ParsedPatch, PatchFile, PatchFileStatus, PatchSelection } from '../core/patch/patchModel';
@@ -127,7 +138,12 @@ export interface PendingMerge {
 export type ApplyOutcome =
   | { readonly kind: 'applied'; readonly applied: AppliedPatch }
   | { readonly kind: 'conflicts'; readonly pending: PendingMerge }
-  | { readonly kind: 'failed'; readonly message: string; readonly files: readonly FileCheck[]; readonly restored: readonly string[] };
+  | {
+      readonly kind: 'failed';
+      readonly message: string;
+      readonly files: readonly FileCheck[];
+      readonly restored: readonly string[];
+    };
 
 export interface ApplyOptions {
   readonly selection: PatchSelection;
@@ -154,7 +170,17 @@ export class PatchApplyError extends Error {
 
 const C_ENV = { LC_ALL: 'C', LANGUAGE: 'C' };
 /** Settings a repository's own config must not change for apply: we decide whitespace handling and quoting. */
-const APPLY_ARGS = ['-c', 'core.quotePath=true', '-c', 'apply.whitespace=nowarn', '-c', 'apply.ignoreWhitespace=no', 'apply', '-p1', '--whitespace=nowarn'];
+const APPLY_ARGS = [
+  '-c',
+  'core.quotePath=true',
+  '-c',
+  'apply.whitespace=nowarn',
+  '-c',
+  'apply.ignoreWhitespace=no',
+  'apply',
+  '-p1',
+  '--whitespace=nowarn',
+];
 /** `--numstat -z` is git's own list of files and line counts, written in one piece (unlike `-v`, a write per file). */
 const NUMSTAT = ['--numstat', '-z'];
 
@@ -191,7 +217,13 @@ interface GitRun {
 }
 
 /** Runs `git apply` with the patch given by path (read by git itself) or a sub-patch on stdin. */
-async function runApply(root: string, flags: readonly string[], input: { path: string } | { sub: SubPatch; source: PatchSource }, env?: Record<string, string>, signal?: AbortSignal): Promise<GitRun> {
+async function runApply(
+  root: string,
+  flags: readonly string[],
+  input: { path: string } | { sub: SubPatch; source: PatchSource },
+  env?: Record<string, string>,
+  signal?: AbortSignal,
+): Promise<GitRun> {
   const args = [...APPLY_ARGS, ...flags];
   if ('path' in input) {
     const r = await runGit([...args, input.path], { cwd: root, env: { ...C_ENV, ...env }, okCodes: [1, 128], signal });
@@ -247,7 +279,8 @@ function parseApplyLog(stderr: string): ApplyLog {
 
 /** The name git prints for a file in "Checking patch %s..." (say_patch_name). */
 function gitAnnouncedName(f: PatchFile): string {
-  if (f.oldPath !== undefined && f.newPath !== undefined && f.oldPath !== f.newPath) return `${gitQuotePath(f.oldPath)} => ${gitQuotePath(f.newPath)}`;
+  if (f.oldPath !== undefined && f.newPath !== undefined && f.oldPath !== f.newPath)
+    return `${gitQuotePath(f.oldPath)} => ${gitQuotePath(f.newPath)}`;
   return gitQuotePath(f.newPath ?? f.oldPath ?? '');
 }
 
@@ -259,19 +292,32 @@ function gitAnnouncedName(f: PatchFile): string {
 function checkFromLog(files: readonly PatchFile[], log: ApplyLog, exitCode: number): PatchCheck {
   const expected = files.map(gitAnnouncedName);
   const prefix = log.names.length <= expected.length && log.names.every((n, i) => n === expected[i]);
-  const stoppedEarly = log.names.length < expected.length && exitCode !== 0 && (log.names.length === 0 ? log.global.length > 0 : (log.perFile[log.names.length - 1]?.length ?? 0) > 0);
+  const stoppedEarly =
+    log.names.length < expected.length &&
+    exitCode !== 0 &&
+    (log.names.length === 0 ? log.global.length > 0 : (log.perFile[log.names.length - 1]?.length ?? 0) > 0);
   const consistent = prefix && (log.names.length === expected.length || stoppedEarly);
   const result: FileCheck[] = files.map((f, i) => {
     const path = f.newPath ?? f.oldPath ?? '';
     if (!consistent) return { fileId: f.id, path, ok: false, errors: [] };
-    if (i >= log.names.length) return { fileId: f.id, path, ok: false, errors: ['not checked: git stopped at an earlier file'] };
+    if (i >= log.names.length)
+      return { fileId: f.id, path, ok: false, errors: ['not checked: git stopped at an earlier file'] };
     const errors = log.perFile[i];
     return { fileId: f.id, path, ok: log.global.length === 0 && errors.length === 0, errors };
   });
   const errors = [...log.global];
-  if (!consistent) errors.push(`git reads this patch differently from Baton's parser (git saw: ${log.names.slice(0, 5).join(', ') || 'nothing'}); it will not be applied`);
-  if (exitCode !== 0 && errors.length === 0 && result.every((r) => r.ok)) errors.push('git apply --check failed without saying why');
-  return { ok: exitCode === 0 && consistent && errors.length === 0 && result.every((r) => r.ok), files: result, errors, consistent };
+  if (!consistent)
+    errors.push(
+      `git reads this patch differently from Baton's parser (git saw: ${log.names.slice(0, 5).join(', ') || 'nothing'}); it will not be applied`,
+    );
+  if (exitCode !== 0 && errors.length === 0 && result.every((r) => r.ok))
+    errors.push('git apply --check failed without saying why');
+  return {
+    ok: exitCode === 0 && consistent && errors.length === 0 && result.every((r) => r.ok),
+    files: result,
+    errors,
+    consistent,
+  };
 }
 
 /** Whether git's `--numstat -z` lists the same files, in order, with the same line counts as Baton's parser (renames are also checked by the verbose run when anything fails). */
@@ -297,7 +343,13 @@ const DISAGREE = "git reads this patch differently from Baton's parser; it will 
  * `git apply --check` with per-file results. The fast path (one git run, numstat on stdout) answers
  * when everything applies; when something does not, a verbose run attributes each error to its file.
  */
-async function gitCheck(root: string, items: readonly (PatchFile | SelectedFile)[], input: { path: string } | { sub: SubPatch; source: PatchSource }, signal?: AbortSignal, first?: Promise<GitRun>): Promise<PatchCheck> {
+async function gitCheck(
+  root: string,
+  items: readonly (PatchFile | SelectedFile)[],
+  input: { path: string } | { sub: SubPatch; source: PatchSource },
+  signal?: AbortSignal,
+  first?: Promise<GitRun>,
+): Promise<PatchCheck> {
   const r = await (first ?? runApply(root, ['--check', ...NUMSTAT], input, undefined, signal));
   const files = items.map((i) => ('file' in i ? i.file : i));
   if (r.exitCode === 0) {
@@ -322,7 +374,10 @@ function mergeChecks(whole: PatchCheck, offered: PatchCheck, offeredIds: Readonl
 }
 
 function plainCheck(root: string, patch: ParsedPatch): PatchCheck {
-  const plan = planPlain(root, patch.files.map((f) => ({ file: f, hunks: f.hunks, whole: true })));
+  const plan = planPlain(
+    root,
+    patch.files.map((f) => ({ file: f, hunks: f.hunks, whole: true })),
+  );
   const files = patch.files.map((f) => {
     const errors = plan.errors.get(f.id) ?? [];
     return { fileId: f.id, path: f.newPath ?? f.oldPath ?? '', ok: errors.length === 0, errors };
@@ -355,8 +410,13 @@ export async function prepareReview(opts: PrepareReviewOptions): Promise<PatchRe
   const { source } = opts;
   // Finding the top level, git's check (reading the patch file itself) and Baton's parse run side by side.
   const targetRun = opts.target ? Promise.resolve(opts.target) : resolveTarget(opts.folder);
-  const patchPath = 'path' in source ? { path: isAbsolute(source.path) ? source.path : join(process.cwd(), source.path) } : undefined;
-  const wholeRun = targetRun.then((t) => (t.kind === 'git' && patchPath ? runApply(t.root, ['--check', ...NUMSTAT], patchPath, undefined, opts.signal) : undefined));
+  const patchPath =
+    'path' in source ? { path: isAbsolute(source.path) ? source.path : join(process.cwd(), source.path) } : undefined;
+  const wholeRun = targetRun.then((t) =>
+    t.kind === 'git' && patchPath
+      ? runApply(t.root, ['--check', ...NUMSTAT], patchPath, undefined, opts.signal)
+      : undefined,
+  );
   let patch: ParsedPatch;
   try {
     patch = await readPatch(source, { onProgress: opts.onProgress, signal: opts.signal });
@@ -368,7 +428,10 @@ export async function prepareReview(opts: PrepareReviewOptions): Promise<PatchRe
   let check: PatchCheck;
   if (target.kind === 'git') {
     const first = await wholeRun;
-    const input = patchPath ?? { sub: { files: [], parts: [{ kind: 'bytes' as const, range: { start: 0, end: patch.size } }], isWholePatch: true }, source };
+    const input = patchPath ?? {
+      sub: { files: [], parts: [{ kind: 'bytes' as const, range: { start: 0, end: patch.size } }], isWholePatch: true },
+      source,
+    };
     check = await gitCheck(target.root, patch.files, input, opts.signal, first ? Promise.resolve(first) : undefined);
   } else {
     check = plainCheck(target.root, patch);
@@ -379,15 +442,34 @@ export async function prepareReview(opts: PrepareReviewOptions): Promise<PatchRe
     const offered = defaultSelection(patch, risks);
     if (offered.files?.length) {
       const sub = buildSubPatch(patch, risks, offered);
-      check = mergeChecks(check, await gitCheck(target.root, sub.files.map((s) => s.file), { sub, source }, opts.signal), new Set(offered.files));
+      check = mergeChecks(
+        check,
+        await gitCheck(
+          target.root,
+          sub.files.map((s) => s.file),
+          { sub, source },
+          opts.signal,
+        ),
+        new Set(offered.files),
+      );
     }
   }
   let drift: DriftReport | undefined;
-  if (opts.base && target.kind === 'git') drift = await detectDrift(target.root, opts.base, touchedPaths(patch.files.map((file) => ({ file }))));
+  if (opts.base && target.kind === 'git')
+    drift = await detectDrift(target.root, opts.base, touchedPaths(patch.files.map((file) => ({ file }))));
   else if (opts.base?.files && target.kind === 'folder') {
     const files = opts.base.files;
-    const changed = touchedPaths(patch.files.map((file) => ({ file }))).filter((p) => (p in files ? files[p] : undefined) !== (currentDigest(target.root, p) ?? undefined));
-    drift = { headMoved: false, baseCommit: undefined, head: undefined, uncommittedChanged: changed.length > 0, changedFiles: changed.sort(), approximate: false };
+    const changed = touchedPaths(patch.files.map((file) => ({ file }))).filter(
+      (p) => (p in files ? files[p] : undefined) !== (currentDigest(target.root, p) ?? undefined),
+    );
+    drift = {
+      headMoved: false,
+      baseCommit: undefined,
+      head: undefined,
+      uncommittedChanged: changed.length > 0,
+      changedFiles: changed.sort(),
+      approximate: false,
+    };
   }
   return { target, source, patch, risks, check, drift };
 }
@@ -410,7 +492,14 @@ function sameState(a: FileState, b: FileState): boolean {
  * after git finished, whenever it is computed. Serialise the record promptly (the journal does): until
  * then it holds those bytes.
  */
-function recordFor(review: PatchReview, files: readonly SelectedFile[], snapshot: Snapshot, threeWay: boolean, overrides: readonly string[], withAfter: boolean): RecordParts {
+function recordFor(
+  review: PatchReview,
+  files: readonly SelectedFile[],
+  snapshot: Snapshot,
+  threeWay: boolean,
+  overrides: readonly string[],
+  withAfter: boolean,
+): RecordParts {
   const unchanged = new Set<string>();
   const digests = [...snapshot.files.values()].map((s) => {
     const entry = { path: s.path } as { path: string; before: string | null; after: string | null };
@@ -440,7 +529,14 @@ function recordFor(review: PatchReview, files: readonly SelectedFile[], snapshot
     kind: review.target.kind,
     appliedAt: new Date().toISOString(),
     threeWay,
-    files: files.map((f) => ({ fileId: f.file.id, status: f.file.status, oldPath: f.file.oldPath, newPath: f.file.newPath, whole: f.whole, hunkIds: f.hunks.map((h) => h.id) })),
+    files: files.map((f) => ({
+      fileId: f.file.id,
+      status: f.file.status,
+      oldPath: f.file.oldPath,
+      newPath: f.file.newPath,
+      whole: f.whole,
+      hunkIds: f.hunks.map((h) => h.id),
+    })),
     overrides: [...overrides],
     digests,
   };
@@ -480,7 +576,12 @@ export async function applyReviewed(review: PatchReview, opts: ApplyOptions): Pr
     // The review's check was against the tree before the first apply: check the rest against the tree as it is now.
     const pre = await gitCheck(root, sub.files, { sub, source: review.source }, opts.signal);
     if (!pre.consistent) throw new PatchApplyError(pre.errors.join('; ') || DISAGREE, 'inconsistent');
-    if (!pre.ok) return failed(`The rest of the patch does not apply to your current tree; your files are unchanged. ${[...pre.errors, ...pre.files.flatMap((f) => f.errors.map((e) => `${f.path}: ${e}`))].join('; ')}`, pre.files, undefined);
+    if (!pre.ok)
+      return failed(
+        `The rest of the patch does not apply to your current tree; your files are unchanged. ${[...pre.errors, ...pre.files.flatMap((f) => f.errors.map((e) => `${f.path}: ${e}`))].join('; ')}`,
+        pre.files,
+        undefined,
+      );
   }
   const snapshot = takeSnapshot(root, touchedPaths(sub.files));
   if (review.target.kind === 'folder') return applyPlain(review, sub, snapshot, overrides);
@@ -492,26 +593,49 @@ export async function applyReviewed(review: PatchReview, opts: ApplyOptions): Pr
       env.GIT_INDEX_FILE = join(tmp, 'index');
       await preparePrivateIndex(root, env.GIT_INDEX_FILE, snapshot);
     }
-    const input = sub.isWholePatch && 'path' in review.source ? { path: isAbsolute(review.source.path) ? review.source.path : join(process.cwd(), review.source.path) } : { sub, source: review.source };
+    const input =
+      sub.isWholePatch && 'path' in review.source
+        ? { path: isAbsolute(review.source.path) ? review.source.path : join(process.cwd(), review.source.path) }
+        : { sub, source: review.source };
     const r = await runApply(root, [...NUMSTAT, '--apply', ...(threeWay ? ['--3way'] : [])], input, env, opts.signal);
     if (threeWay) {
       const conflicts = await readConflicts(root, env);
       if (conflicts.length) {
-        return { kind: 'conflicts', pending: { record: recordFor(review, sub.files, snapshot, true, overrides, false).record, snapshot, conflicts } };
+        return {
+          kind: 'conflicts',
+          pending: {
+            record: recordFor(review, sub.files, snapshot, true, overrides, false).record,
+            snapshot,
+            conflicts,
+          },
+        };
       }
     }
     if (r.exitCode !== 0) {
       restoreSnapshot(snapshot);
       // Failure path only: a verbose check says which file failed and why.
-      const verdict = await gitCheck(root, sub.files.map((s) => s.file), input, opts.signal);
-      const msg = [...verdict.errors, ...verdict.files.flatMap((f) => f.errors.map((e) => e))].join('; ') || r.stderr.trim() || `git apply exited with ${r.exitCode}`;
+      const verdict = await gitCheck(
+        root,
+        sub.files.map((s) => s.file),
+        input,
+        opts.signal,
+      );
+      const msg =
+        [...verdict.errors, ...verdict.files.flatMap((f) => f.errors.map((e) => e))].join('; ') ||
+        r.stderr.trim() ||
+        `git apply exited with ${r.exitCode}`;
       return failed(`The patch did not apply; your files are unchanged. ${msg}`, verdict.files, snapshot);
     }
     if (!numstatAgrees(sub.files, r.stdout)) {
       restoreSnapshot(snapshot);
       throw new PatchApplyError(`${DISAGREE}. Your files were restored.`, 'inconsistent');
     }
-    const fileChecks = sub.files.map((s) => ({ fileId: s.file.id, path: s.file.newPath ?? s.file.oldPath ?? '', ok: true, errors: [] }));
+    const fileChecks = sub.files.map((s) => ({
+      fileId: s.file.id,
+      path: s.file.newPath ?? s.file.oldPath ?? '',
+      ok: true,
+      errors: [],
+    }));
     const parts = recordFor(review, sub.files, snapshot, threeWay, overrides, true);
     const skipped = untouched(parts, sub.files);
     if (skipped.length) return failed(`git skipped ${skipped.join(', ')}; nothing was applied.`, fileChecks, snapshot);
@@ -524,14 +648,24 @@ export async function applyReviewed(review: PatchReview, opts: ApplyOptions): Pr
   }
 }
 
-function applyPlain(review: PatchReview, sub: SubPatch, snapshot: Snapshot, overrides: readonly string[]): ApplyOutcome {
+function applyPlain(
+  review: PatchReview,
+  sub: SubPatch,
+  snapshot: Snapshot,
+  overrides: readonly string[],
+): ApplyOutcome {
   const { root } = review.target;
   const plan = planPlain(root, sub.files);
   const files = sub.files.map((s) => {
     const errors = plan.errors.get(s.file.id) ?? [];
     return { fileId: s.file.id, path: s.file.newPath ?? s.file.oldPath ?? '', ok: errors.length === 0, errors };
   });
-  if (plan.errors.size) return failed(`The patch did not apply; your files are unchanged. ${[...plan.errors.values()].flat().join('; ')}`, files, undefined);
+  if (plan.errors.size)
+    return failed(
+      `The patch did not apply; your files are unchanged. ${[...plan.errors.values()].flat().join('; ')}`,
+      files,
+      undefined,
+    );
   try {
     for (const [path, w] of plan.writes) {
       const abs = insideRoot(root, path);
@@ -546,9 +680,16 @@ function applyPlain(review: PatchReview, sub: SubPatch, snapshot: Snapshot, over
     }
   } catch (e) {
     restoreSnapshot(snapshot);
-    return failed(`Writing failed, your files were restored: ${e instanceof Error ? e.message : String(e)}`, files, undefined);
+    return failed(
+      `Writing failed, your files were restored: ${e instanceof Error ? e.message : String(e)}`,
+      files,
+      undefined,
+    );
   }
-  return { kind: 'applied', applied: { record: recordFor(review, sub.files, snapshot, false, overrides, true).record, snapshot } };
+  return {
+    kind: 'applied',
+    applied: { record: recordFor(review, sub.files, snapshot, false, overrides, true).record, snapshot },
+  };
 }
 
 /**
@@ -566,7 +707,12 @@ async function preparePrivateIndex(root: string, indexFile: string, snapshot: Sn
   let info = '';
   if (present.length) {
     // --no-filters: a repository's clean filters are commands; Baton does not run them.
-    const shas = (await runGit(['hash-object', '-w', '--no-filters', '--stdin-paths'], { cwd: root, input: present.map((s) => s.path).join('\n') + '\n' })).stdout
+    const shas = (
+      await runGit(['hash-object', '-w', '--no-filters', '--stdin-paths'], {
+        cwd: root,
+        input: present.map((s) => s.path).join('\n') + '\n',
+      })
+    ).stdout
       .toString('utf8')
       .trim()
       .split('\n');
@@ -590,9 +736,11 @@ async function readConflicts(root: string, env: Record<string, string>): Promise
     stages[m[2]] = m[1];
     byPath.set(m[3], stages);
   }
-  const blob = async (sha: string | undefined): Promise<Buffer | undefined> => (sha ? (await runGit(['cat-file', 'blob', sha], { cwd: root })).stdout : undefined);
+  const blob = async (sha: string | undefined): Promise<Buffer | undefined> =>
+    sha ? (await runGit(['cat-file', 'blob', sha], { cwd: root })).stdout : undefined;
   const result: ConflictFile[] = [];
-  for (const [path, st] of byPath) result.push({ path, base: await blob(st['1']), ours: await blob(st['2']), theirs: await blob(st['3']) });
+  for (const [path, st] of byPath)
+    result.push({ path, base: await blob(st['1']), ours: await blob(st['2']), theirs: await blob(st['3']) });
   return result;
 }
 
@@ -617,7 +765,12 @@ export function unresolvedConflicts(pending: PendingMerge): string[] {
 /** Completes a 3-way apply once the user resolved every conflict: records the final digests. */
 export function finishMerge(pending: PendingMerge): AppliedPatch {
   const left = unresolvedConflicts(pending);
-  if (left.length) throw new PatchApplyError(`These files still have conflict markers: ${left.join(', ')}. Resolve them or abort.`, 'unresolved', left);
+  if (left.length)
+    throw new PatchApplyError(
+      `These files still have conflict markers: ${left.join(', ')}. Resolve them or abort.`,
+      'unresolved',
+      left,
+    );
   const digests = pending.record.digests.map((d) => ({ ...d, after: currentDigest(pending.snapshot.root, d.path) }));
   return { record: { ...pending.record, digests }, snapshot: pending.snapshot };
 }
@@ -627,9 +780,15 @@ export function finishMerge(pending: PendingMerge): AppliedPatch {
  * when any touched file changed after the apply: undoing would throw those edits away.
  */
 export function undoApply(applied: AppliedPatch): string[] {
-  const edited = applied.record.digests.filter((d) => currentDigest(applied.snapshot.root, d.path) !== d.after).map((d) => d.path);
+  const edited = applied.record.digests
+    .filter((d) => currentDigest(applied.snapshot.root, d.path) !== d.after)
+    .map((d) => d.path);
   if (edited.length) {
-    throw new PatchApplyError(`Undo would discard edits made since the apply, in: ${edited.join(', ')}. Revert those edits first or undo by hand.`, 'edited-since', edited);
+    throw new PatchApplyError(
+      `Undo would discard edits made since the apply, in: ${edited.join(', ')}. Revert those edits first or undo by hand.`,
+      'edited-since',
+      edited,
+    );
   }
   return restoreSnapshot(applied.snapshot);
 }
@@ -640,10 +799,17 @@ export function undoApply(applied: AppliedPatch): string[] {
  */
 export function undoApplies(applies: readonly AppliedPatch[]): string[] {
   const last = new Map<string, { root: string; after: string | null }>();
-  for (const a of applies) for (const d of a.record.digests) last.set(d.path, { root: a.snapshot.root, after: d.after });
-  const edited = [...last].filter(([path, { root, after }]) => currentDigest(root, path) !== after).map(([path]) => path);
+  for (const a of applies)
+    for (const d of a.record.digests) last.set(d.path, { root: a.snapshot.root, after: d.after });
+  const edited = [...last]
+    .filter(([path, { root, after }]) => currentDigest(root, path) !== after)
+    .map(([path]) => path);
   if (edited.length) {
-    throw new PatchApplyError(`Undo would discard edits made since the apply, in: ${edited.join(', ')}. Revert those edits first or undo by hand.`, 'edited-since', edited);
+    throw new PatchApplyError(
+      `Undo would discard edits made since the apply, in: ${edited.join(', ')}. Revert those edits first or undo by hand.`,
+      'edited-since',
+      edited,
+    );
   }
   const restored = new Set<string>();
   for (const a of [...applies].reverse()) for (const p of restoreSnapshot(a.snapshot)) restored.add(p);

@@ -74,8 +74,21 @@ export async function detectDrift(root: string, base: DriftBase, patchPaths: rea
   if (headMoved && patchPaths.length) {
     if (now.baseCommit === undefined) for (const p of patchPaths) changed.add(p);
     else {
-      const r = await runGit(['diff', '--no-ext-diff', '--no-textconv', '--no-renames', '--name-only', '-z', base.baseCommit ?? '', now.baseCommit], { cwd: root, okCodes: [128] });
-      if (r.exitCode === 128) for (const p of patchPaths) changed.add(p); // base commit unknown here: assume every path moved
+      const r = await runGit(
+        [
+          'diff',
+          '--no-ext-diff',
+          '--no-textconv',
+          '--no-renames',
+          '--name-only',
+          '-z',
+          base.baseCommit ?? '',
+          now.baseCommit,
+        ],
+        { cwd: root, okCodes: [128] },
+      );
+      if (r.exitCode === 128)
+        for (const p of patchPaths) changed.add(p); // base commit unknown here: assume every path moved
       else for (const p of r.stdout.toString('utf8').split('\0')) if (wanted.has(p)) changed.add(p);
     }
   }
@@ -92,7 +105,14 @@ export async function detectDrift(root: string, base: DriftBase, patchPaths: rea
       for (const p of patchPaths) if (p in now.files) changed.add(p);
     }
   }
-  return { headMoved, baseCommit: base.baseCommit, head: now.baseCommit, uncommittedChanged, changedFiles: [...changed].sort(), approximate };
+  return {
+    headMoved,
+    baseCommit: base.baseCommit,
+    head: now.baseCommit,
+    uncommittedChanged,
+    changedFiles: [...changed].sort(),
+    approximate,
+  };
 }
 
 /** The repository's top level for a folder inside it, or undefined outside git (or without git). */

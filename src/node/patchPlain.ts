@@ -9,7 +9,8 @@ import { applyHunks } from '../core/patch/patchText';
 import type { SelectedFile } from '../core/patch/subPatch';
 import { readState } from './patchSnapshot';
 
-export type PlannedWrite = { readonly kind: 'file'; readonly content: Buffer; readonly mode: number } | { readonly kind: 'delete' };
+export type PlannedWrite =
+  { readonly kind: 'file'; readonly content: Buffer; readonly mode: number } | { readonly kind: 'delete' };
 
 export interface PlainPlan {
   /** Final state of each touched path, in write order. */
@@ -22,7 +23,11 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 function modeBits(gitMode: string | undefined, fallback: number): number {
   if (gitMode === undefined) return fallback;
-  return /^100[0-7]{3}$/.test(gitMode) && (parseInt(gitMode.slice(3), 8) & 0o111) !== 0 ? 0o755 : gitMode === '100644' ? 0o644 : fallback;
+  return /^100[0-7]{3}$/.test(gitMode) && (parseInt(gitMode.slice(3), 8) & 0o111) !== 0
+    ? 0o755
+    : gitMode === '100644'
+      ? 0o644
+      : fallback;
 }
 
 interface Current {
@@ -38,7 +43,8 @@ export function planPlain(root: string, selected: readonly SelectedFile[]): Plai
   const errors = new Map<string, string[]>();
   const current = (path: string): Current => {
     const w = writes.get(path);
-    if (w) return w.kind === 'delete' ? { exists: false } : { exists: true, text: utf8.decode(w.content), mode: w.mode };
+    if (w)
+      return w.kind === 'delete' ? { exists: false } : { exists: true, text: utf8.decode(w.content), mode: w.mode };
     const s = readState(root, path);
     if (s.kind === 'missing') return { exists: false };
     if (s.kind !== 'file') return { exists: true, error: `${path} is not a regular file` };
@@ -55,10 +61,16 @@ export function planPlain(root: string, selected: readonly SelectedFile[]): Plai
   return { writes, errors };
 }
 
-function planFile(f: PatchFile, hunks: SelectedFile['hunks'], current: (p: string) => Current, writes: Map<string, PlannedWrite>): string[] {
+function planFile(
+  f: PatchFile,
+  hunks: SelectedFile['hunks'],
+  current: (p: string) => Current,
+  writes: Map<string, PlannedWrite>,
+): string[] {
   const label = f.newPath ?? f.oldPath ?? f.id;
   if (f.binary) return [`${label}: binary patches can only be applied in a git repository`];
-  if ([f.oldMode, f.newMode].some((m) => m === '120000' || m === '160000')) return [`${label}: symbolic links and submodules can only be applied in a git repository`];
+  if ([f.oldMode, f.newMode].some((m) => m === '120000' || m === '160000'))
+    return [`${label}: symbolic links and submodules can only be applied in a git repository`];
   if (f.status === 'added') {
     const path = f.newPath ?? '';
     const cur = current(path);

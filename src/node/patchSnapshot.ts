@@ -5,7 +5,18 @@
  * faster than as many promises, and the snapshot must be complete before git starts writing.
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSync, readdirSync, rmdirSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readlinkSync,
+  readdirSync,
+  rmdirSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 
 export type FileKind = 'file' | 'symlink' | 'missing' | 'other';
@@ -31,7 +42,10 @@ export interface Snapshot {
 }
 
 export class SnapshotError extends Error {
-  constructor(message: string, readonly path: string) {
+  constructor(
+    message: string,
+    readonly path: string,
+  ) {
     super(message);
     this.name = 'SnapshotError';
   }
@@ -48,10 +62,12 @@ export function digestBytes(content: Buffer | Uint8Array, kind: 'file' | 'symlin
 
 /** Resolves a repository-relative path and refuses one that would leave the root. */
 export function insideRoot(root: string, path: string): string {
-  if (path === '' || isAbsolute(path) || /^[A-Za-z]:/.test(path) || path.includes('\0')) throw new SnapshotError(`Refusing the path ${JSON.stringify(path)}: it is not inside the repository.`, path);
+  if (path === '' || isAbsolute(path) || /^[A-Za-z]:/.test(path) || path.includes('\0'))
+    throw new SnapshotError(`Refusing the path ${JSON.stringify(path)}: it is not inside the repository.`, path);
   const abs = resolve(root, path);
   const rel = relative(root, abs);
-  if (rel === '' || rel === '..' || rel.startsWith('..' + sep) || isAbsolute(rel)) throw new SnapshotError(`Refusing the path ${JSON.stringify(path)}: it is not inside the repository.`, path);
+  if (rel === '' || rel === '..' || rel.startsWith('..' + sep) || isAbsolute(rel))
+    throw new SnapshotError(`Refusing the path ${JSON.stringify(path)}: it is not inside the repository.`, path);
   return abs;
 }
 
@@ -62,14 +78,22 @@ export function readState(root: string, path: string, keepContent = true): FileS
   try {
     st = lstatSync(abs);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return { path, kind: 'missing', mode: undefined, content: undefined, digest: null };
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR')
+      return { path, kind: 'missing', mode: undefined, content: undefined, digest: null };
     throw e;
   }
   if (st.isSymbolicLink()) {
     const target = Buffer.from(readlinkSync(abs, { encoding: 'buffer' }));
-    return { path, kind: 'symlink', mode: undefined, content: target, digest: digestBytes(target, 'symlink', undefined) };
+    return {
+      path,
+      kind: 'symlink',
+      mode: undefined,
+      content: target,
+      digest: digestBytes(target, 'symlink', undefined),
+    };
   }
-  if (!st.isFile()) return { path, kind: 'other', mode: st.mode & 0o7777, content: undefined, digest: `other:${st.mode.toString(8)}` };
+  if (!st.isFile())
+    return { path, kind: 'other', mode: st.mode & 0o7777, content: undefined, digest: `other:${st.mode.toString(8)}` };
   const content = readFileSync(abs);
   const mode = st.mode & 0o7777;
   if (!keepContent) return { path, kind: 'file', mode, content: undefined, digest: digestBytes(content, 'file', mode) };
@@ -77,7 +101,10 @@ export function readState(root: string, path: string, keepContent = true): FileS
   // the apply's hot path.
   const state = { path, kind: 'file', mode, content } as FileState;
   let digest: string | undefined;
-  Object.defineProperty(state, 'digest', { enumerable: true, get: () => (digest ??= digestBytes(content, 'file', mode)) });
+  Object.defineProperty(state, 'digest', {
+    enumerable: true,
+    get: () => (digest ??= digestBytes(content, 'file', mode)),
+  });
   return state;
 }
 
@@ -99,7 +126,8 @@ function checkAncestors(root: string, path: string, seen: Map<string, boolean>, 
     if (exists === undefined) {
       try {
         const st = lstatSync(join(root, cur));
-        if (st.isSymbolicLink()) throw new SnapshotError(`Refusing ${path}: its folder ${cur} is a symbolic link.`, path);
+        if (st.isSymbolicLink())
+          throw new SnapshotError(`Refusing ${path}: its folder ${cur} is a symbolic link.`, path);
         exists = st.isDirectory();
       } catch (e) {
         if (e instanceof SnapshotError) throw e;
@@ -120,7 +148,8 @@ export function takeSnapshot(root: string, paths: Iterable<string>): Snapshot {
     if (files.has(p)) continue;
     checkAncestors(root, p, seen, existingDirs);
     const s = readState(root, p);
-    if (s.kind === 'other') throw new SnapshotError(`Refusing ${p}: it is not a regular file (a folder or device is in the way).`, p);
+    if (s.kind === 'other')
+      throw new SnapshotError(`Refusing ${p}: it is not a regular file (a folder or device is in the way).`, p);
     files.set(p, s);
   }
   return { root, files, existingDirs, takenAt: new Date().toISOString() };

@@ -21,7 +21,10 @@ export function sourceSize(source: PatchSource): number {
 }
 
 /** Parses a patch, streaming it from disk when it is a file, reporting bytes read. */
-export async function readPatch(source: PatchSource, opts: { onProgress?: ProgressCallback; signal?: AbortSignal } = {}): Promise<ParsedPatch> {
+export async function readPatch(
+  source: PatchSource,
+  opts: { onProgress?: ProgressCallback; signal?: AbortSignal } = {},
+): Promise<ParsedPatch> {
   const parser = new PatchStreamParser();
   if ('bytes' in source) {
     const total = source.bytes.length;
@@ -99,5 +102,9 @@ export async function writeSubPatch(sub: SubPatch, source: PatchSource, out: Wri
 
 /** The whole sub-patch in memory (for small patches and the plain-folder patcher). */
 export function subPatchBytes(sub: SubPatch, source: PatchSource): Buffer {
-  return Buffer.concat(sub.parts.map((p) => (p.kind === 'text' ? Buffer.from(p.text, 'utf8') : readRange(source, p.range.start, p.range.end))));
+  return Buffer.concat(
+    sub.parts.map((p) =>
+      p.kind === 'text' ? Buffer.from(p.text, 'utf8') : readRange(source, p.range.start, p.range.end),
+    ),
+  );
 }

@@ -69,7 +69,11 @@ export function finalTaskOf(entries: readonly JournalEntry[]): Task | undefined 
 
 /** The digests of the first message as the runner may have sent it (streaming, or polling). */
 export function sentRequestDigests(request: DelegationRequest): string[] {
-  return [false, true].map((returnImmediately) => requestDigest(SendMessageRequest.toJSON(sendMessageParams(request.message, returnImmediately)) as Record<string, unknown>));
+  return [false, true].map((returnImmediately) =>
+    requestDigest(
+      SendMessageRequest.toJSON(sendMessageParams(request.message, returnImmediately)) as Record<string, unknown>,
+    ),
+  );
 }
 
 /** What a card says about signed results: whether it declares them, and the key it names for them. */
@@ -102,19 +106,26 @@ function sha256(bytes: Buffer): string {
 }
 
 function isPatchArtifact(a: ArtifactLike): boolean {
-  return a.name === PATCH_ARTIFACT.name || a.parts.some((p) => typeof p === 'object' && p !== null && (p as { filename?: unknown }).filename === PATCH_ARTIFACT.name);
+  return (
+    a.name === PATCH_ARTIFACT.name ||
+    a.parts.some(
+      (p) => typeof p === 'object' && p !== null && (p as { filename?: unknown }).filename === PATCH_ARTIFACT.name,
+    )
+  );
 }
 
 /** The patch among the final artifacts, as bytes; a string says why there is no single text patch. */
 function patchOf(artifacts: readonly ArtifactLike[]): ReviewPatch | undefined | string {
   const patches = artifacts.filter(isPatchArtifact);
   if (patches.length === 0) return undefined;
-  if (patches.length > 1) return `The task carries ${patches.length} ${PATCH_ARTIFACT.name} artifacts (${patches.map((p) => p.artifactId).join(', ')}): Baton cannot tell which one to review.`;
+  if (patches.length > 1)
+    return `The task carries ${patches.length} ${PATCH_ARTIFACT.name} artifacts (${patches.map((p) => p.artifactId).join(', ')}): Baton cannot tell which one to review.`;
   const [p] = patches;
   const texts: string[] = [];
   for (const part of p.parts) {
     const text = typeof part === 'object' && part !== null ? (part as { text?: unknown }).text : undefined;
-    if (typeof text !== 'string') return `${PATCH_ARTIFACT.name} carries a part that is not text: Baton reviews text patches only, so part of what was sent would not be shown.`;
+    if (typeof text !== 'string')
+      return `${PATCH_ARTIFACT.name} carries a part that is not text: Baton reviews text patches only, so part of what was sent would not be shown.`;
     texts.push(text);
   }
   const bytes = Buffer.from(texts.join(''), 'utf8');
@@ -139,22 +150,43 @@ function conflictText(c: ArtifactConflict): string {
  * signed result, also everything the stream showed that the signed task does not have; an unsigned one
  * promises nothing about the stream, and its final task is what is reviewed.
  */
-function ambiguity(journal: DelegationJournal, final: Task, artifacts: readonly ArtifactLike[], signed: boolean): { failure: string; detail: string } | undefined {
-  if (final.id !== journal.taskId) return { failure: 'task-mismatch', detail: `The agent answered with task ${final.id}, not ${journal.taskId ?? '(none)'}.` };
-  if (journal.contextId && final.contextId !== journal.contextId) return { failure: 'task-mismatch', detail: `The final task is in context ${final.contextId}, not ${journal.contextId}.` };
+function ambiguity(
+  journal: DelegationJournal,
+  final: Task,
+  artifacts: readonly ArtifactLike[],
+  signed: boolean,
+): { failure: string; detail: string } | undefined {
+  if (final.id !== journal.taskId)
+    return {
+      failure: 'task-mismatch',
+      detail: `The agent answered with task ${final.id}, not ${journal.taskId ?? '(none)'}.`,
+    };
+  if (journal.contextId && final.contextId !== journal.contextId)
+    return {
+      failure: 'task-mismatch',
+      detail: `The final task is in context ${final.contextId}, not ${journal.contextId}.`,
+    };
   const seen = new Set<string>();
   for (const a of artifacts) {
-    if (seen.has(a.artifactId)) return { failure: 'artifact-duplicate', detail: `The task lists artifact "${a.name || a.artifactId}" more than once: Baton cannot tell which one to show.` };
+    if (seen.has(a.artifactId))
+      return {
+        failure: 'artifact-duplicate',
+        detail: `The task lists artifact "${a.name || a.artifactId}" more than once: Baton cannot tell which one to show.`,
+      };
     seen.add(a.artifactId);
   }
   if (signed) {
     const [conflict] = journal.artifactConflicts();
     if (conflict) return { failure: `artifact-${conflict.kind}`, detail: conflictText(conflict) };
-    if (journal.taskState !== final.status?.state) return { failure: 'result-mismatch', detail: 'The state the stream showed differs from the signed final task.' };
+    if (journal.taskState !== final.status?.state)
+      return { failure: 'result-mismatch', detail: 'The state the stream showed differs from the signed final task.' };
     const shown = journal.stateText;
     const finalText = partsText(final.status?.message?.parts) || undefined;
     if (shown !== finalText) {
-      return { failure: 'result-mismatch', detail: `The status message shown (${JSON.stringify(shown ?? '')}) differs from the one in the signed final status (${JSON.stringify(finalText ?? '')}).` };
+      return {
+        failure: 'result-mismatch',
+        detail: `The status message shown (${JSON.stringify(shown ?? '')}) differs from the one in the signed final status (${JSON.stringify(finalText ?? '')}).`,
+      };
     }
   }
   const patch = patchOf(artifacts);
@@ -171,12 +203,21 @@ export async function checkResult(input: ResultCheckInput): Promise<ResultCheck>
   const { journal, final, signer } = input;
   const taskId = journal.taskId;
   if (!taskId) return { status: 'unsigned', detail: 'the agent returned no task, so there is no result to check' };
-  if (!isTerminalTaskState(journal.taskState)) return { status: 'unsigned', detail: 'the task has not finished: a result is checked when it ends' };
+  if (!isTerminalTaskState(journal.taskState))
+    return { status: 'unsigned', detail: 'the task has not finished: a result is checked when it ends' };
   if (!final) {
-    if (input.signaturesPromised) return invalid('no-final-task', 'The final task could not be fetched from the agent, so nothing of this result is verified. Do not apply what was streamed.');
+    if (input.signaturesPromised)
+      return invalid(
+        'no-final-task',
+        'The final task could not be fetched from the agent, so nothing of this result is verified. Do not apply what was streamed.',
+      );
     const streamed = journal.patch();
     const bytes = streamed && streamed.otherParts.length === 0 ? Buffer.from(streamed.text, 'utf8') : undefined;
-    return { status: 'unsigned', detail: 'the agent sent no signed result', ...(streamed && bytes ? { patch: { artifactId: streamed.artifactId, bytes, sha256: sha256(bytes) } } : {}) };
+    return {
+      status: 'unsigned',
+      detail: 'the agent sent no signed result',
+      ...(streamed && bytes ? { patch: { artifactId: streamed.artifactId, bytes, sha256: sha256(bytes) } } : {}),
+    };
   }
   const artifacts = final.artifacts.map((a) => Artifact.toJSON(a) as unknown as ArtifactLike);
   const jws = final.metadata?.[META.envelope];
@@ -184,13 +225,22 @@ export async function checkResult(input: ResultCheckInput): Promise<ResultCheck>
   if (!checkable) {
     if (input.signaturesPromised) {
       return typeof jws === 'string'
-        ? invalid('unknown-key', `The result is signed, but Baton holds no key for ${signer} to check it with: the card promised signed results without naming a key it could pin.`)
-        : invalid('unsigned', `${signer} promised signed results, but this result carries no signature: it may have been replaced on the way. Do not apply it.`);
+        ? invalid(
+            'unknown-key',
+            `The result is signed, but Baton holds no key for ${signer} to check it with: the card promised signed results without naming a key it could pin.`,
+          )
+        : invalid(
+            'unsigned',
+            `${signer} promised signed results, but this result carries no signature: it may have been replaced on the way. Do not apply it.`,
+          );
     }
     const bad = ambiguity(journal, final, artifacts, false);
     if (bad) return invalid(bad.failure, bad.detail);
     const patch = patchOf(artifacts);
-    const streamed = journal.artifactConflicts().length > 0 ? '; what was streamed differs from the final task, which is what is shown' : '';
+    const streamed =
+      journal.artifactConflicts().length > 0
+        ? '; what was streamed differs from the final task, which is what is shown'
+        : '';
     const detail = `${typeof jws === 'string' ? `signed, but no key is pinned for ${signer} to check it with` : 'the agent sent no signed result'}${streamed}`;
     return { status: 'unsigned', detail, ...(patch && typeof patch !== 'string' ? { patch } : {}) };
   }
@@ -201,7 +251,10 @@ export async function checkResult(input: ResultCheckInput): Promise<ResultCheck>
     artifacts,
     requestDigest: sentRequestDigests(journal.request),
     state: taskStateToJSON(journal.taskState ?? final.status?.state ?? 0),
-    status: TaskStatus.toJSON(final.status ?? { state: 0, message: undefined, timestamp: undefined }) as Record<string, unknown>,
+    status: TaskStatus.toJSON(final.status ?? { state: 0, message: undefined, timestamp: undefined }) as Record<
+      string,
+      unknown
+    >,
   });
   if (!r.ok) {
     // A2A 0.3 cannot carry all of a 1.0 message (part media types, file names, part metadata), so what
@@ -210,7 +263,9 @@ export async function checkResult(input: ResultCheckInput): Promise<ResultCheck>
     const legacy = r.failure === 'request-mismatch' && version.startsWith('0.');
     return invalid(
       r.failure,
-      legacy ? `${r.message} The request went over A2A ${version}, which does not carry all of what Baton sent, so the agent signed what it received instead: approve the agent's A2A 1.0 interface to get results that verify.` : r.message,
+      legacy
+        ? `${r.message} The request went over A2A ${version}, which does not carry all of what Baton sent, so the agent signed what it received instead: approve the agent's A2A 1.0 interface to get results that verify.`
+        : r.message,
     );
   }
   const bad = ambiguity(journal, final, artifacts, true);

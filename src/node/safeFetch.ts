@@ -175,7 +175,8 @@ export function hostMatches(host: string, list: readonly string[] | undefined, p
 function blockedMessage(host: string, address: string, range: string, proxy?: string): string {
   const what = address === host ? address : `${host} (${address})`;
   const verb = proxy ? `fetch ${what} through the proxy ${proxy}` : `connect to ${what}`;
-  const where = range === 'loopback' ? 'If this agent runs on this machine' : 'If this agent runs on a network you trust';
+  const where =
+    range === 'loopback' ? 'If this agent runs on this machine' : 'If this agent runs on a network you trust';
   return `Refused to ${verb}: it is a ${range} address, not a public one. ${where}, add "${host}" to the baton.privateHosts setting.`;
 }
 
@@ -183,7 +184,12 @@ function blockedMessage(host: string, address: string, range: string, proxy?: st
 function badPortError(e: unknown, url: string): SafeFetchError | undefined {
   if (!causes(e).some((c) => c instanceof Error && c.message === 'bad port')) return undefined;
   const port = new URL(url).port;
-  return new SafeFetchError('connect', `Port ${port} is reserved for another protocol, and fetch refuses to use it (a "bad port" in the Fetch standard). Run the agent on another port, e.g. 8443.`, url, { cause: e });
+  return new SafeFetchError(
+    'connect',
+    `Port ${port} is reserved for another protocol, and fetch refuses to use it (a "bad port" in the Fetch standard). Run the agent on another port, e.g. 8443.`,
+    url,
+    { cause: e },
+  );
 }
 
 /** Carried through undici's connect error so the result names the refused address. */
@@ -254,18 +260,40 @@ export async function safeFetch(url: string, options: SafeFetchOptions = {}): Pr
   }
   const shown = parsed.href;
   if (parsed.username || parsed.password) {
-    throw new SafeFetchError('credentials-in-url', 'The URL carries a user name or password. Remove them; set a token for the host instead.', redact(shown));
+    throw new SafeFetchError(
+      'credentials-in-url',
+      'The URL carries a user name or password. Remove them; set a token for the host instead.',
+      redact(shown),
+    );
   }
   const host = normalizeHost(parsed.hostname);
-  const allowedHost = hostMatches(host, options.allowPrivateHosts, parsed.port || (parsed.protocol === 'https:' ? '443' : '80'));
+  const allowedHost = hostMatches(
+    host,
+    options.allowPrivateHosts,
+    parsed.port || (parsed.protocol === 'https:' ? '443' : '80'),
+  );
   if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && allowedHost)) {
-    const who = (isIP(host) && verdictFor(host, false).range === 'loopback') || host === 'localhost' ? `${host} is this machine` : `${host} is a host you trust`;
-    const hint = parsed.protocol === 'http:' ? ` If ${who}, add "${parsed.port ? `${host}:${parsed.port}` : host}" to the baton.privateHosts setting to allow http.` : '';
-    throw new SafeFetchError('insecure-scheme', `Baton fetches only https URLs; ${parsed.protocol.replace(':', '')} is refused.${hint}`, shown);
+    const who =
+      (isIP(host) && verdictFor(host, false).range === 'loopback') || host === 'localhost'
+        ? `${host} is this machine`
+        : `${host} is a host you trust`;
+    const hint =
+      parsed.protocol === 'http:'
+        ? ` If ${who}, add "${parsed.port ? `${host}:${parsed.port}` : host}" to the baton.privateHosts setting to allow http.`
+        : '';
+    throw new SafeFetchError(
+      'insecure-scheme',
+      `Baton fetches only https URLs; ${parsed.protocol.replace(':', '')} is refused.${hint}`,
+      shown,
+    );
   }
   if (isIP(host)) {
     const v = verdictFor(host, allowedHost);
-    if (!v.allowed) throw new SafeFetchError('blocked-address', blockedMessage(host, host, v.range), shown, { address: host, range: v.range });
+    if (!v.allowed)
+      throw new SafeFetchError('blocked-address', blockedMessage(host, host, v.range), shown, {
+        address: host,
+        range: v.range,
+      });
   }
 
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
@@ -340,7 +368,12 @@ export async function safeFetch(url: string, options: SafeFetchOptions = {}): Pr
 
   const fail = (e: unknown): SafeFetchError => {
     if (e instanceof SafeFetchError) return e;
-    if (timedOut) return new SafeFetchError('timeout', `${host} did not answer within ${Math.round(timeoutMs / 1000)} s. Check that the agent is running, then refresh.`, shown);
+    if (timedOut)
+      return new SafeFetchError(
+        'timeout',
+        `${host} did not answer within ${Math.round(timeoutMs / 1000)} s. Check that the agent is running, then refresh.`,
+        shown,
+      );
     if (options.signal?.aborted) return new SafeFetchError('aborted', 'The fetch was cancelled.', shown);
     return classify(e, host, shown);
   };
@@ -350,7 +383,14 @@ export async function safeFetch(url: string, options: SafeFetchOptions = {}): Pr
     let proxied: ProxyCheck | undefined;
     if (useProxy) {
       // Inside the deadline: a resolver that hangs ends like a server that does.
-      proxied = await checkBeforeProxy(shown, host, allowedHost, resolve, redact(options.proxy as string), controller.signal).catch((e: unknown) => {
+      proxied = await checkBeforeProxy(
+        shown,
+        host,
+        allowedHost,
+        resolve,
+        redact(options.proxy as string),
+        controller.signal,
+      ).catch((e: unknown) => {
         throw fail(e);
       });
       dispatcher = new ProxyAgent({ uri: options.proxy as string, requestTls: tls, proxyTls: tls });
@@ -405,7 +445,15 @@ export async function safeFetch(url: string, options: SafeFetchOptions = {}): Pr
       body.set(c, off);
       off += c.byteLength;
     }
-    return { url: shown, status: res.status, headers: res.headers, body, pinning: useProxy ? 'proxy' : allowedHost ? 'allowed-host' : 'pinned', dialled, proxied };
+    return {
+      url: shown,
+      status: res.status,
+      headers: res.headers,
+      body,
+      pinning: useProxy ? 'proxy' : allowedHost ? 'allowed-host' : 'pinned',
+      dialled,
+      proxied,
+    };
   } finally {
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
@@ -420,7 +468,14 @@ export async function safeFetch(url: string, options: SafeFetchOptions = {}): Pr
  * fetch is then still https to that name, so a host that cannot present the name's certificate fails.
  * Allowed hosts are not checked (any address is allowed for them); literal IPs were checked already.
  */
-async function checkBeforeProxy(url: string, host: string, allowedHost: boolean, resolve: Resolver, proxy: string, signal: AbortSignal): Promise<ProxyCheck> {
+async function checkBeforeProxy(
+  url: string,
+  host: string,
+  allowedHost: boolean,
+  resolve: Resolver,
+  proxy: string,
+  signal: AbortSignal,
+): Promise<ProxyCheck> {
   if (allowedHost) return { proxy, host, checked: 'allowed-host', addresses: [] };
   if (isIP(host)) return { proxy, host, checked: 'public', addresses: [host] };
   const unresolved = (cause?: unknown): SafeFetchError =>
@@ -442,7 +497,11 @@ async function checkBeforeProxy(url: string, host: string, allowedHost: boolean,
   // As in the pinned lookup: one refused answer refuses the name.
   for (const a of answers) {
     const v = verdictFor(a.address, false);
-    if (!v.allowed) throw new SafeFetchError('blocked-address', blockedMessage(host, a.address, v.range, proxy), url, { address: a.address, range: v.range });
+    if (!v.allowed)
+      throw new SafeFetchError('blocked-address', blockedMessage(host, a.address, v.range, proxy), url, {
+        address: a.address,
+        range: v.range,
+      });
   }
   return { proxy, host, checked: 'public', addresses: answers.map((a) => a.address) };
 }
@@ -467,7 +526,11 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 function tooLarge(url: string, maxBytes: number): SafeFetchError {
-  return new SafeFetchError('too-large', `The response is larger than ${Math.round(maxBytes / 1024)} KiB, the most Baton reads from an agent. Check the URL points to an agent card.`, url);
+  return new SafeFetchError(
+    'too-large',
+    `The response is larger than ${Math.round(maxBytes / 1024)} KiB, the most Baton reads from an agent. Check the URL points to an agent card.`,
+    url,
+  );
 }
 
 function causes(e: unknown): unknown[] {
@@ -487,20 +550,52 @@ function classify(e: unknown, host: string, url: string): SafeFetchError {
   if (badPort) return badPort;
   const chain = causes(e);
   const blocked = chain.find((c): c is BlockedAddressError => c instanceof BlockedAddressError);
-  if (blocked) return new SafeFetchError('blocked-address', blocked.message, url, { address: blocked.address, range: blocked.range, cause: e });
+  if (blocked)
+    return new SafeFetchError('blocked-address', blocked.message, url, {
+      address: blocked.address,
+      range: blocked.range,
+      cause: e,
+    });
   const code = chain.map((c) => (c as { code?: unknown }).code).find((c): c is string => typeof c === 'string') ?? '';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME' || code === 'ENODATA') {
-    return new SafeFetchError('dns', `The host name ${host} could not be resolved. Check the URL and your network.`, url, { cause: e });
+    return new SafeFetchError(
+      'dns',
+      `The host name ${host} could not be resolved. Check the URL and your network.`,
+      url,
+      { cause: e },
+    );
   }
-  if (code === 'UND_ERR_CONNECT_TIMEOUT') return new SafeFetchError('timeout', `Connecting to ${host} timed out. Check that the agent is running.`, url, { cause: e });
+  if (code === 'UND_ERR_CONNECT_TIMEOUT')
+    return new SafeFetchError('timeout', `Connecting to ${host} timed out. Check that the agent is running.`, url, {
+      cause: e,
+    });
   if (/CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code)) {
-    return new SafeFetchError('tls', `The TLS certificate of ${host} was not accepted (${code}). Baton only talks to hosts with a valid certificate.`, url, { cause: e });
+    return new SafeFetchError(
+      'tls',
+      `The TLS certificate of ${host} was not accepted (${code}). Baton only talks to hosts with a valid certificate.`,
+      url,
+      { cause: e },
+    );
   }
-  if (code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'UND_ERR_SOCKET' || code === 'EPIPE') {
-    return new SafeFetchError('connect', `Could not connect to ${host} (${code}). Check that the agent is running and the URL is right.`, url, { cause: e });
+  if (
+    code === 'ECONNREFUSED' ||
+    code === 'ECONNRESET' ||
+    code === 'EHOSTUNREACH' ||
+    code === 'ENETUNREACH' ||
+    code === 'UND_ERR_SOCKET' ||
+    code === 'EPIPE'
+  ) {
+    return new SafeFetchError(
+      'connect',
+      `Could not connect to ${host} (${code}). Check that the agent is running and the URL is right.`,
+      url,
+      { cause: e },
+    );
   }
   const message = e instanceof Error ? e.message : String(e);
-  return new SafeFetchError('connect', `Could not fetch ${url}: ${message}${code ? ` (${code})` : ''}.`, url, { cause: e });
+  return new SafeFetchError('connect', `Could not fetch ${url}: ${message}${code ? ` (${code})` : ''}.`, url, {
+    cause: e,
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -514,7 +609,11 @@ export function cardUrlFor(input: string): string {
   try {
     u = new URL(input.trim());
   } catch {
-    throw new SafeFetchError('invalid-url', `"${input.slice(0, 200)}" is not an absolute URL (it must start with https://).`, input);
+    throw new SafeFetchError(
+      'invalid-url',
+      `"${input.slice(0, 200)}" is not an absolute URL (it must start with https://).`,
+      input,
+    );
   }
   u.hash = '';
   if (u.pathname.endsWith('.json')) return u.href;
@@ -540,7 +639,13 @@ export type FetchedAgentCard =
       readonly pinning: Pinning;
       readonly proxied: ProxyCheck | undefined;
     }
-  | { readonly notModified: true; readonly cardUrl: string; readonly etag: string | undefined; readonly pinning: Pinning; readonly proxied: ProxyCheck | undefined };
+  | {
+      readonly notModified: true;
+      readonly cardUrl: string;
+      readonly etag: string | undefined;
+      readonly pinning: Pinning;
+      readonly proxied: ProxyCheck | undefined;
+    };
 
 /**
  * Fetch, parse and normalise an Agent Card from a card URL or a base URL. Errors are `SafeFetchError`s
@@ -554,7 +659,8 @@ export async function fetchAgentCard(input: string, options: FetchAgentCardOptio
   if (options.etag) headers['if-none-match'] = options.etag;
   const res = await safeFetch(cardUrl, { ...options, method: 'GET', headers });
   const etag = res.headers.get('etag') ?? undefined;
-  if (res.status === 304) return { notModified: true, cardUrl, etag: etag ?? options.etag, pinning: res.pinning, proxied: res.proxied };
+  if (res.status === 304)
+    return { notModified: true, cardUrl, etag: etag ?? options.etag, pinning: res.pinning, proxied: res.proxied };
   if (res.status < 200 || res.status > 299) {
     const hint =
       res.status === 404
@@ -562,7 +668,12 @@ export async function fetchAgentCard(input: string, options: FetchAgentCardOptio
         : res.status === 401 || res.status === 403
           ? ' The card is not public; set a token for the host if the agent requires one.'
           : '';
-    throw new SafeFetchError('http-status', `${new URL(cardUrl).host} answered ${res.status} for the agent card.${hint}`, cardUrl, { status: res.status });
+    throw new SafeFetchError(
+      'http-status',
+      `${new URL(cardUrl).host} answered ${res.status} for the agent card.${hint}`,
+      cardUrl,
+      { status: res.status },
+    );
   }
   const contentType = (res.headers.get('content-type') ?? '').toLowerCase();
   let text: string;
@@ -572,14 +683,19 @@ export async function fetchAgentCard(input: string, options: FetchAgentCardOptio
     throw new SafeFetchError('not-json', 'The agent card is not valid UTF-8 text.', cardUrl);
   }
   if (contentType.includes('html') || /^\s*</.test(text)) {
-    throw new SafeFetchError('not-json', `The URL returned a web page (${contentType || 'HTML'}), not an agent card. Use the card's URL (…/.well-known/agent-card.json).`, cardUrl);
+    throw new SafeFetchError(
+      'not-json',
+      `The URL returned a web page (${contentType || 'HTML'}), not an agent card. Use the card's URL (…/.well-known/agent-card.json).`,
+      cardUrl,
+    );
   }
   try {
     const { card, digest } = parseAgentCard(text);
     return { notModified: false, cardUrl, card, digest, etag, raw: text, pinning: res.pinning, proxied: res.proxied };
   } catch (e) {
     if (e instanceof AgentCardError) {
-      const code: SafeFetchErrorCode = e.code === 'duplicate-key' ? 'duplicate-key' : e.code === 'invalid-card' ? 'invalid-card' : 'not-json';
+      const code: SafeFetchErrorCode =
+        e.code === 'duplicate-key' ? 'duplicate-key' : e.code === 'invalid-card' ? 'invalid-card' : 'not-json';
       return Promise.reject(new SafeFetchError(code, e.message, cardUrl, { path: e.path }));
     }
     throw e;

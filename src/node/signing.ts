@@ -57,7 +57,9 @@ async function fromPrivateJwk(jwk: jose.JWK): Promise<SigningKey> {
   if (jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || typeof jwk.d !== 'string' || typeof jwk.x !== 'string') {
     throw new SigningError('key-invalid', 'The signing key must be an Ed25519 private key (OKP, crv Ed25519).');
   }
-  const privateKey = (await jose.importJWK({ kty: 'OKP', crv: 'Ed25519', x: jwk.x, d: jwk.d }, 'EdDSA', { extractable: true })) as jose.CryptoKey;
+  const privateKey = (await jose.importJWK({ kty: 'OKP', crv: 'Ed25519', x: jwk.x, d: jwk.d }, 'EdDSA', {
+    extractable: true,
+  })) as jose.CryptoKey;
   const pub = { kty: 'OKP', crv: 'Ed25519', x: jwk.x };
   const kid = await jose.calculateJwkThumbprint(pub, 'sha256');
   return { kid, alg: 'EdDSA', privateKey, publicJwk: { ...pub, kid, alg: 'EdDSA', use: 'sig' } };
@@ -66,7 +68,10 @@ async function fromPrivateJwk(jwk: jose.JWK): Promise<SigningKey> {
 /** Writes the private key, readable by the owner only (0600; parent folder created 0700). Never overwrites. */
 export async function writeSigningKey(key: SigningKey, file: string, format: 'jwk' | 'pem' = 'jwk'): Promise<void> {
   await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-  const data = format === 'pem' ? await jose.exportPKCS8(key.privateKey) : `${JSON.stringify(await jose.exportJWK(key.privateKey))}\n`;
+  const data =
+    format === 'pem'
+      ? await jose.exportPKCS8(key.privateKey)
+      : `${JSON.stringify(await jose.exportJWK(key.privateKey))}\n`;
   await writeFile(file, data, { mode: 0o600, flag: 'wx' });
   await chmod(file, 0o600); // the umask cannot widen it, but make it explicit
 }
@@ -77,7 +82,10 @@ export async function loadSigningKey(file: string): Promise<SigningKey> {
   try {
     const st = await stat(file);
     if (process.platform !== 'win32' && (st.mode & 0o077) !== 0) {
-      throw new SigningError('key-permissions', `The signing key ${file} is readable by other users (mode ${(st.mode & 0o777).toString(8)}). Run: chmod 600 ${file}`);
+      throw new SigningError(
+        'key-permissions',
+        `The signing key ${file} is readable by other users (mode ${(st.mode & 0o777).toString(8)}). Run: chmod 600 ${file}`,
+      );
     }
     text = await readFile(file, 'utf8');
   } catch (e) {
@@ -92,7 +100,10 @@ export async function loadSigningKey(file: string): Promise<SigningKey> {
     return await fromPrivateJwk(JSON.parse(text) as jose.JWK);
   } catch (e) {
     if (e instanceof SigningError) throw e;
-    throw new SigningError('key-invalid', `The signing key ${file} is not a valid Ed25519 private key: ${(e as Error).message}`);
+    throw new SigningError(
+      'key-invalid',
+      `The signing key ${file} is not a valid Ed25519 private key: ${(e as Error).message}`,
+    );
   }
 }
 
@@ -107,7 +118,8 @@ export async function loadOrCreateSigningKey(file: string, format: 'jwk' | 'pem'
       return key;
     } catch (e) {
       // Another process created it first: use theirs.
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new SigningError('key-file', `Cannot write the signing key ${file}: ${(e as Error).message}`);
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST')
+        throw new SigningError('key-file', `Cannot write the signing key ${file}: ${(e as Error).message}`);
     }
   }
   return loadSigningKey(file);
@@ -142,7 +154,11 @@ export interface SignCardOptions {
  * be served (its JSON, without `signatures`). Sign the object you serve: the verifier canonicalises
  * the served JSON, so a card re-shaped after signing (e.g. by `AgentCard.toJSON`) will not verify.
  */
-export async function createCardSignature(card: Readonly<Record<string, unknown>>, key: SigningKey, options: SignCardOptions = {}): Promise<CardSignature> {
+export async function createCardSignature(
+  card: Readonly<Record<string, unknown>>,
+  key: SigningKey,
+  options: SignCardOptions = {},
+): Promise<CardSignature> {
   const payload = new TextEncoder().encode(cardSigningPayload(card));
   const header: jose.JWSHeaderParameters = { alg: 'EdDSA', typ: 'JOSE', kid: key.kid };
   if (options.embedKey !== false) header.jwk = { kty: 'OKP', crv: 'Ed25519', x: key.publicJwk.x as string };
@@ -152,7 +168,11 @@ export async function createCardSignature(card: Readonly<Record<string, unknown>
 }
 
 /** Returns the card with one more entry in `signatures`. */
-export async function signAgentCard(card: Readonly<Record<string, unknown>>, key: SigningKey, options: SignCardOptions = {}): Promise<Record<string, unknown>> {
+export async function signAgentCard(
+  card: Readonly<Record<string, unknown>>,
+  key: SigningKey,
+  options: SignCardOptions = {},
+): Promise<Record<string, unknown>> {
   const signature = await createCardSignature(card, key, options);
   const existing = Array.isArray(card.signatures) ? (card.signatures as unknown[]) : [];
   return { ...card, signatures: [...existing, signature] };
@@ -168,11 +188,16 @@ export interface VerifyCardOptions {
  * when the origin has none pinned — with the key in its own protected header (`firstUse: true`, to be
  * pinned on approval). `invalid` names the reason for the first failing signature.
  */
-export async function verifyAgentCard(card: Readonly<Record<string, unknown>>, options: VerifyCardOptions = {}): Promise<CardSignatureCheck> {
+export async function verifyAgentCard(
+  card: Readonly<Record<string, unknown>>,
+  options: VerifyCardOptions = {},
+): Promise<CardSignatureCheck> {
   const pinned = options.pinnedKeys ?? [];
   const sigs = Array.isArray(card.signatures) ? (card.signatures as unknown[]) : [];
   if (sigs.length === 0) {
-    return pinned.length > 0 ? { status: 'invalid', reason: 'the card is unsigned, but a signing key is pinned for its origin' } : { status: 'unsigned' };
+    return pinned.length > 0
+      ? { status: 'invalid', reason: 'the card is unsigned, but a signing key is pinned for its origin' }
+      : { status: 'unsigned' };
   }
   let payload: string;
   try {
@@ -205,19 +230,29 @@ function algAllowed(alg: unknown): alg is AllowedAlg {
   return typeof alg === 'string' && (ALLOWED_ALGS as readonly string[]).includes(alg);
 }
 
-async function verifyOne(entry: unknown, payload: string, pinned: readonly VerifiedKey[]): Promise<VerifiedKey | string> {
+async function verifyOne(
+  entry: unknown,
+  payload: string,
+  pinned: readonly VerifiedKey[],
+): Promise<VerifiedKey | string> {
   if (typeof entry !== 'object' || entry === null) return 'not an object';
   const e = entry as Record<string, unknown>;
-  if (typeof e.protected !== 'string' || typeof e.signature !== 'string') return 'missing protected header or signature';
+  if (typeof e.protected !== 'string' || typeof e.signature !== 'string')
+    return 'missing protected header or signature';
   const header = decodeHeader(e.protected);
   if (typeof header === 'string') return header;
   // alg lives in the protected header only; an unprotected alg could be swapped.
-  if (!algAllowed(header.alg)) return `alg ${JSON.stringify(header.alg ?? null)} is not allowed (only ${ALLOWED_ALGS.join(', ')})`;
+  if (!algAllowed(header.alg))
+    return `alg ${JSON.stringify(header.alg ?? null)} is not allowed (only ${ALLOWED_ALGS.join(', ')})`;
   if (header.crit !== undefined) return 'crit header parameters are not supported';
   let candidates: VerifiedKey[];
   if (pinned.length > 0) {
-    candidates = typeof header.kid === 'string' ? pinned.filter((k) => k.kid === header.kid || k.thumbprint === header.kid) : [...pinned];
-    if (candidates.length === 0) return `signed with key ${String(header.kid)}, which is not the key pinned for this origin`;
+    candidates =
+      typeof header.kid === 'string'
+        ? pinned.filter((k) => k.kid === header.kid || k.thumbprint === header.kid)
+        : [...pinned];
+    if (candidates.length === 0)
+      return `signed with key ${String(header.kid)}, which is not the key pinned for this origin`;
   } else if (typeof header.jwk === 'object' && header.jwk !== null) {
     const jwk = header.jwk as Record<string, unknown>;
     if ('d' in jwk) return 'the embedded key carries a private member';
@@ -235,12 +270,19 @@ async function verifyOne(entry: unknown, payload: string, pinned: readonly Verif
   for (const k of candidates) {
     try {
       const key = await jose.importJWK(k.jwk as jose.JWK, header.alg);
-      await jose.flattenedVerify({ protected: e.protected, payload, signature: e.signature, ...(isObj(e.header) ? { header: e.header } : {}) }, key, {
-        algorithms: [...ALLOWED_ALGS],
-      });
+      await jose.flattenedVerify(
+        { protected: e.protected, payload, signature: e.signature, ...(isObj(e.header) ? { header: e.header } : {}) },
+        key,
+        {
+          algorithms: [...ALLOWED_ALGS],
+        },
+      );
       return k;
     } catch (err) {
-      last = err instanceof jose.errors.JWSSignatureVerificationFailed ? 'signature does not verify' : (err as Error).message;
+      last =
+        err instanceof jose.errors.JWSSignatureVerificationFailed
+          ? 'signature does not verify'
+          : (err as Error).message;
     }
   }
   return last;
@@ -326,7 +368,9 @@ export function resultDigest(status: Readonly<Record<string, unknown>>): string 
 /** Signs the claims as a compact JWS (EdDSA, kid, typ `baton-result+jws`) over their RFC 8785 form. */
 export async function signResultEnvelope(claims: Readonly<Record<string, unknown>>, key: SigningKey): Promise<string> {
   const payload = new TextEncoder().encode(canonicalize(claims));
-  return new jose.CompactSign(payload).setProtectedHeader({ alg: 'EdDSA', kid: key.kid, typ: ENVELOPE_TYP }).sign(key.privateKey);
+  return new jose.CompactSign(payload)
+    .setProtectedHeader({ alg: 'EdDSA', kid: key.kid, typ: ENVELOPE_TYP })
+    .sign(key.privateKey);
 }
 
 export type EnvelopeFailure =
@@ -344,7 +388,13 @@ export type EnvelopeFailure =
 
 export type EnvelopeVerification =
   | { readonly ok: true; readonly envelope: ResultEnvelope; readonly key: VerifiedKey }
-  | { readonly ok: false; readonly failure: EnvelopeFailure; readonly message: string; readonly artifactId?: string; readonly artifactName?: string };
+  | {
+      readonly ok: false;
+      readonly failure: EnvelopeFailure;
+      readonly message: string;
+      readonly artifactId?: string;
+      readonly artifactName?: string;
+    };
 
 export interface VerifyEnvelopeInput {
   /** The issuer's keys (pinned for the gateway's origin). Never fetched. */
@@ -384,16 +434,34 @@ export async function verifyResultEnvelope(jws: string, input: VerifyEnvelopeInp
   } catch {
     return { ok: false, failure: 'malformed', message: 'The result envelope is not a compact JWS.' };
   }
-  if (!algAllowed(header.alg)) return { ok: false, failure: 'alg-not-allowed', message: `The result envelope uses alg ${JSON.stringify(header.alg ?? null)}, which is not allowed.` };
-  const candidates = typeof header.kid === 'string' ? input.keys.filter((k) => k.kid === header.kid || k.thumbprint === header.kid) : [...input.keys];
-  if (candidates.length === 0) return { ok: false, failure: 'unknown-key', message: 'The result envelope is signed with a key that is not pinned for this agent.' };
+  if (!algAllowed(header.alg))
+    return {
+      ok: false,
+      failure: 'alg-not-allowed',
+      message: `The result envelope uses alg ${JSON.stringify(header.alg ?? null)}, which is not allowed.`,
+    };
+  const candidates =
+    typeof header.kid === 'string'
+      ? input.keys.filter((k) => k.kid === header.kid || k.thumbprint === header.kid)
+      : [...input.keys];
+  if (candidates.length === 0)
+    return {
+      ok: false,
+      failure: 'unknown-key',
+      message: 'The result envelope is signed with a key that is not pinned for this agent.',
+    };
   let envelope: ResultEnvelope | undefined;
   let used: VerifiedKey | undefined;
   for (const k of candidates) {
     try {
       const key = await jose.importJWK(k.jwk as jose.JWK, header.alg);
       const { payload, protectedHeader } = await jose.compactVerify(jws, key, { algorithms: [...ALLOWED_ALGS] });
-      if (protectedHeader.typ !== ENVELOPE_TYP) return { ok: false, failure: 'malformed', message: `The envelope's typ is ${String(protectedHeader.typ)}, not ${ENVELOPE_TYP}.` };
+      if (protectedHeader.typ !== ENVELOPE_TYP)
+        return {
+          ok: false,
+          failure: 'malformed',
+          message: `The envelope's typ is ${String(protectedHeader.typ)}, not ${ENVELOPE_TYP}.`,
+        };
       envelope = JSON.parse(new TextDecoder().decode(payload)) as ResultEnvelope;
       used = k;
       break;
@@ -401,36 +469,77 @@ export async function verifyResultEnvelope(jws: string, input: VerifyEnvelopeInp
       // try the next pinned key
     }
   }
-  if (!envelope || !used) return { ok: false, failure: 'bad-signature', message: 'The result envelope signature does not verify: the result may have been altered.' };
-  if (!isObj(envelope) || !Array.isArray(envelope.artifacts) || !envelope.artifacts.every((a) => isObj(a) && typeof a.artifactId === 'string' && typeof a.digest === 'string')) {
+  if (!envelope || !used)
+    return {
+      ok: false,
+      failure: 'bad-signature',
+      message: 'The result envelope signature does not verify: the result may have been altered.',
+    };
+  if (
+    !isObj(envelope) ||
+    !Array.isArray(envelope.artifacts) ||
+    !envelope.artifacts.every((a) => isObj(a) && typeof a.artifactId === 'string' && typeof a.digest === 'string')
+  ) {
     return { ok: false, failure: 'malformed', message: 'The result envelope has an unknown format.' };
   }
-  if (envelope.taskId !== input.taskId) return { ok: false, failure: 'task-mismatch', message: `The envelope is for task ${String(envelope.taskId)}, not ${input.taskId}.` };
+  if (envelope.taskId !== input.taskId)
+    return {
+      ok: false,
+      failure: 'task-mismatch',
+      message: `The envelope is for task ${String(envelope.taskId)}, not ${input.taskId}.`,
+    };
   if (input.contextId !== undefined && envelope.contextId !== input.contextId) {
-    return { ok: false, failure: 'task-mismatch', message: `The envelope is for context ${String(envelope.contextId ?? '(none)')}, not ${input.contextId}.` };
+    return {
+      ok: false,
+      failure: 'task-mismatch',
+      message: `The envelope is for context ${String(envelope.contextId ?? '(none)')}, not ${input.contextId}.`,
+    };
   }
   if (input.requestDigest !== undefined) {
     const sent = typeof input.requestDigest === 'string' ? [input.requestDigest] : input.requestDigest;
     if (typeof envelope.requestDigest !== 'string') {
-      return { ok: false, failure: 'request-mismatch', message: 'The envelope does not say which request it answers (no request digest), so it cannot be bound to the one sent.' };
+      return {
+        ok: false,
+        failure: 'request-mismatch',
+        message:
+          'The envelope does not say which request it answers (no request digest), so it cannot be bound to the one sent.',
+      };
     }
-    if (!sent.includes(envelope.requestDigest)) return { ok: false, failure: 'request-mismatch', message: 'The envelope was signed for a different request than the one sent.' };
+    if (!sent.includes(envelope.requestDigest))
+      return {
+        ok: false,
+        failure: 'request-mismatch',
+        message: 'The envelope was signed for a different request than the one sent.',
+      };
   }
   if (input.state !== undefined && envelope.state !== input.state) {
     return {
       ok: false,
       failure: 'result-mismatch',
-      message: envelope.state === undefined ? `The envelope does not sign the task's state, but the task shows ${input.state}.` : `The agent signed the state ${String(envelope.state)}, but the task shows ${input.state}.`,
+      message:
+        envelope.state === undefined
+          ? `The envelope does not sign the task's state, but the task shows ${input.state}.`
+          : `The agent signed the state ${String(envelope.state)}, but the task shows ${input.state}.`,
     };
   }
   if (input.status && (envelope.resultDigest === undefined || resultDigest(input.status) !== envelope.resultDigest)) {
-    return { ok: false, failure: 'result-mismatch', message: 'The final status (state and message) differs from the one the agent signed.' };
+    return {
+      ok: false,
+      failure: 'result-mismatch',
+      message: 'The final status (state and message) differs from the one the agent signed.',
+    };
   }
   // One entry per artifact id, on both sides: with two entries for one id, which bytes were signed and
   // which are shown would depend on who picks the first. Identical twins fail too: "identical" could only
   // mean equal digests, and the digest leaves out what relays annotate (metadata, description).
   const signedTwice = duplicateId(envelope.artifacts);
-  if (signedTwice !== undefined) return { ok: false, failure: 'artifact-duplicate', message: `The envelope lists artifact ${signedTwice} more than once.`, artifactId: signedTwice };
+  if (signedTwice !== undefined)
+    return {
+      ok: false,
+      failure: 'artifact-duplicate',
+      message: `The envelope lists artifact ${signedTwice} more than once.`,
+      artifactId: signedTwice,
+    };
   const receivedTwice = duplicateId(input.artifacts);
   if (receivedTwice !== undefined) {
     const name = input.artifacts.find((a) => a.artifactId === receivedTwice)?.name;
@@ -446,7 +555,14 @@ export async function verifyResultEnvelope(jws: string, input: VerifyEnvelopeInp
     const label = signed.name || signed.artifactId;
     const named = signed.name !== undefined ? { artifactName: signed.name } : {};
     const got = input.artifacts.find((a) => a.artifactId === signed.artifactId);
-    if (!got) return { ok: false, failure: 'artifact-missing', message: `Artifact "${label}" was signed but not received.`, artifactId: signed.artifactId, ...named };
+    if (!got)
+      return {
+        ok: false,
+        failure: 'artifact-missing',
+        message: `Artifact "${label}" was signed but not received.`,
+        artifactId: signed.artifactId,
+        ...named,
+      };
     if (artifactDigest(got) !== signed.digest) {
       return {
         ok: false,
@@ -459,7 +575,13 @@ export async function verifyResultEnvelope(jws: string, input: VerifyEnvelopeInp
   }
   for (const a of input.artifacts) {
     if (!envelope.artifacts.some((s) => s.artifactId === a.artifactId)) {
-      return { ok: false, failure: 'artifact-unsigned', message: `Artifact "${a.name ?? a.artifactId}" is not covered by the signature.`, artifactId: a.artifactId, ...(a.name !== undefined ? { artifactName: a.name } : {}) };
+      return {
+        ok: false,
+        failure: 'artifact-unsigned',
+        message: `Artifact "${a.name ?? a.artifactId}" is not covered by the signature.`,
+        artifactId: a.artifactId,
+        ...(a.name !== undefined ? { artifactName: a.name } : {}),
+      };
     }
   }
   return { ok: true, envelope, key: used };

@@ -16,7 +16,10 @@ export interface DelegationActions extends ReviewActions {
   readonly busy: boolean;
 }
 
-const STATE: Record<DelegationState, { label: string; icon: string; tone: 'running' | 'ok' | 'bad' | 'warn' | 'muted' }> = {
+const STATE: Record<
+  DelegationState,
+  { label: string; icon: string; tone: 'running' | 'ok' | 'bad' | 'warn' | 'muted' }
+> = {
   queued: { label: 'Queued', icon: 'clock', tone: 'muted' },
   starting: { label: 'Starting', icon: 'loading', tone: 'running' },
   reconnecting: { label: 'Reconnecting', icon: 'loading', tone: 'warn' },
@@ -52,25 +55,55 @@ export function formatDuration(ms: number): string {
 
 function capabilityChips(c: DelegationView['capabilities']): TemplateResult {
   const chips = [
-    c.write ? html`<span class="chip warn" title="The agent may edit files in its throwaway copy; edits come back only as a patch for you to review">write</span>` : html`<span class="chip" title="The agent may only read and propose a patch: nothing reaches your files until you apply it">read-only</span>`,
-    c.shell ? html`<span class="chip warn" title="The agent may run shell commands. A throwaway copy is not a sandbox: unconfined, a shell can reach anything you can">shell</span>` : nothing,
-    c.network ? html`<span class="chip warn" title="The agent may reach the network beyond its own model API">network</span>` : nothing,
+    c.write
+      ? html`<span
+          class="chip warn"
+          title="The agent may edit files in its throwaway copy; edits come back only as a patch for you to review"
+          >write</span
+        >`
+      : html`<span
+          class="chip"
+          title="The agent may only read and propose a patch: nothing reaches your files until you apply it"
+          >read-only</span
+        >`,
+    c.shell
+      ? html`<span
+          class="chip warn"
+          title="The agent may run shell commands. A throwaway copy is not a sandbox: unconfined, a shell can reach anything you can"
+          >shell</span
+        >`
+      : nothing,
+    c.network
+      ? html`<span class="chip warn" title="The agent may reach the network beyond its own model API">network</span>`
+      : nothing,
   ];
   // Said in words too: "read-only" beside a returned patch puzzles people until they read this.
-  const hint = c.write || c.shell || c.network ? 'changes come back only as a patch you review' : 'may only propose a patch; you review it before anything changes';
+  const hint =
+    c.write || c.shell || c.network
+      ? 'changes come back only as a patch you review'
+      : 'may only propose a patch; you review it before anything changes';
   return html`${chips} <span class="muted cap-hint">${hint}</span>`;
 }
 
 /** How the agent ran on this machine, with the reason in words (hover and a line), never a bare badge. */
 function executionChip(d: DelegationView): TemplateResult | typeof nothing {
   if (d.executorKind === 'builtin') {
-    return html` <span class="chip" title=${d.executorDetail ?? 'Runs inside the gateway on its throwaway copy only; it runs no repository code, so no sandbox is needed'}>built-in</span>`;
+    return html` <span
+      class="chip"
+      title=${d.executorDetail ?? 'Runs inside the gateway on its throwaway copy only; it runs no repository code, so no sandbox is needed'}
+      >built-in</span
+    >`;
   }
   if (d.confined === false) {
-    const why = (d.executorDetail ?? 'it has your user rights; only its working folder is a throwaway copy.').replace(/^Unconfined:\s*/, '');
-    return html` <span class="chip warn" title=${`Runs without a sandbox on this machine: ${why}`}>unconfined</span><div class="muted exec-detail">Runs without a sandbox on this machine: ${why}</div>`;
+    const why = (d.executorDetail ?? 'it has your user rights; only its working folder is a throwaway copy.').replace(
+      /^Unconfined:\s*/,
+      '',
+    );
+    return html` <span class="chip warn" title=${`Runs without a sandbox on this machine: ${why}`}>unconfined</span>
+      <div class="muted exec-detail">Runs without a sandbox on this machine: ${why}</div>`;
   }
-  if (d.confined) return html` <span class="chip" title=${d.executorDetail ?? 'Confined with bubblewrap'}>confined</span>`;
+  if (d.confined)
+    return html` <span class="chip" title=${d.executorDetail ?? 'Confined with bubblewrap'}>confined</span>`;
   return nothing;
 }
 
@@ -78,13 +111,34 @@ function executionChip(d: DelegationView): TemplateResult | typeof nothing {
  * Agent text, rendered on its own: markdown when it can be, plain text with a note when it cannot,
  * and a way to the full text when it was shortened.
  */
-function agentText(text: string, markdown: boolean, fullChars: number | undefined, cls: string, openFull: (() => void) | undefined): TemplateResult {
+function agentText(
+  text: string,
+  markdown: boolean,
+  fullChars: number | undefined,
+  cls: string,
+  openFull: (() => void) | undefined,
+): TemplateResult {
   const r = renderAgentText(text, markdown, fullChars);
-  const body = r.kind === 'html' ? html`<div class="md ${cls}">${unsafeHTML(r.html)}</div>` : html`<div class="text ${cls} ${r.pending ? 'render-pending' : ''}">${r.text}</div>`;
+  const body =
+    r.kind === 'html'
+      ? html`<div class="md ${cls}">${unsafeHTML(r.html)}</div>`
+      : html`<div class="text ${cls} ${r.pending ? 'render-pending' : ''}">${r.text}</div>`;
   const note = r.notes.length
-    ? html`<div class="render-note muted">${r.notes.join(' ')}${r.shortened && openFull
-      ? html` <a href="#" class="open-full" @click=${(ev: Event) => { ev.preventDefault(); openFull(); }}>Open the full text in an editor</a>`
-      : nothing}</div>`
+    ? html`<div class="render-note muted">
+        ${r.notes.join(' ')}${
+          r.shortened && openFull
+            ? html` <a
+                href="#"
+                class="open-full"
+                @click=${(ev: Event) => {
+                  ev.preventDefault();
+                  openFull();
+                }}
+                >Open the full text in an editor</a
+              >`
+            : nothing
+        }
+      </div>`
     : nothing;
   return html`${body}${note}`;
 }
@@ -103,38 +157,80 @@ function entry(e: TimelineEntry, a: DelegationActions): TemplateResult {
       <div class="body">${agentText(e.text, e.markdown === true, e.fullChars, '', () => a.showFullText(e.seq))}</div>
     </li>`;
   } catch (err) {
-    return html`<li class="entry error"><vscode-icon name="warning"></vscode-icon><time></time>
-      <div class="render-note muted">This entry could not be shown (${err instanceof Error ? err.message.slice(0, 200) : 'unknown error'}).</div></li>`;
+    return html`<li class="entry error">
+      <vscode-icon name="warning"></vscode-icon><time></time>
+      <div class="render-note muted">
+        This entry could not be shown (${err instanceof Error ? err.message.slice(0, 200) : 'unknown error'}).
+      </div>
+    </li>`;
   }
 }
 
 function timeline(d: DelegationView, a: DelegationActions): TemplateResult {
-  const shown = d.timeline.length > PANEL_LIMITS.timelineEntries ? d.timeline.slice(-PANEL_LIMITS.timelineEntries) : d.timeline;
+  const shown =
+    d.timeline.length > PANEL_LIMITS.timelineEntries ? d.timeline.slice(-PANEL_LIMITS.timelineEntries) : d.timeline;
   const omitted = (d.timelineOmitted ?? 0) + d.timeline.length - shown.length;
   return html`<h2>Timeline <span class="muted">(${omitted + shown.length})</span></h2>
     ${omitted > 0 ? html`<p class="muted" id="timeline-omitted">${omitted.toLocaleString('en-US')} earlier entries are not shown (the delegation's journal keeps them).</p>` : nothing}
-    <ol class="timeline" id="timeline">${shown.map((e) => entry(e, a))}</ol>`;
+    <ol class="timeline" id="timeline">
+      ${shown.map((e) => entry(e, a))}
+    </ol>`;
 }
 
 function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult | typeof nothing {
   switch (d.state) {
     case 'unknown':
-      return html`<div class="banner warn" role="alert"><vscode-icon name="question"></vscode-icon>
-        <div><strong>Baton lost contact and cannot tell how this ended.</strong> The agent may still be working or may have finished.
-        Check the agent's own status before starting it again; Baton never retries it blindly.${d.reason ? html`<div class="muted">${d.reason}</div>` : nothing}</div>
-        <vscode-button id="check-again" secondary icon="refresh" ?disabled=${a.busy} @click=${() => a.checkAgain()}>Check again</vscode-button></div>`;
+      return html`<div class="banner warn" role="alert">
+        <vscode-icon name="question"></vscode-icon>
+        <div>
+          <strong>Baton lost contact and cannot tell how this ended.</strong> The agent may still be working or may have
+          finished. Check the agent's own status before starting it again; Baton never retries it
+          blindly.${d.reason ? html`<div class="muted">${d.reason}</div>` : nothing}
+        </div>
+        <vscode-button id="check-again" secondary icon="refresh" ?disabled=${a.busy} @click=${() => a.checkAgain()}
+          >Check again</vscode-button
+        >
+      </div>`;
     case 'expired':
-      return html`<div class="banner bad" role="alert"><vscode-icon name="watch"></vscode-icon><div><strong>The deadline passed.</strong> Baton canceled the task at the agent.${d.reason ? html` ${d.reason}` : nothing}</div></div>`;
+      return html`<div class="banner bad" role="alert">
+        <vscode-icon name="watch"></vscode-icon>
+        <div>
+          <strong>The deadline passed.</strong> Baton canceled the task at the
+          agent.${d.reason ? html` ${d.reason}` : nothing}
+        </div>
+      </div>`;
     case 'failed':
     case 'rejected':
-      return html`<div class="banner bad" role="alert"><vscode-icon name="error"></vscode-icon><div><strong>${STATE[d.state].label}.</strong> ${d.reason ?? 'The agent gave no reason.'}</div></div>`;
+      return html`<div class="banner bad" role="alert">
+        <vscode-icon name="error"></vscode-icon>
+        <div><strong>${STATE[d.state].label}.</strong> ${d.reason ?? 'The agent gave no reason.'}</div>
+      </div>`;
     case 'canceled':
-      return html`<div class="banner" role="status"><vscode-icon name="circle-slash"></vscode-icon><div>Canceled. ${d.cancelConfirmed === false ? 'The agent did not confirm the cancel in time; it may still be running.' : 'The agent confirmed.'}</div></div>`;
+      return html`<div class="banner" role="status">
+        <vscode-icon name="circle-slash"></vscode-icon>
+        <div>
+          Canceled.
+          ${d.cancelConfirmed === false ? 'The agent did not confirm the cancel in time; it may still be running.' : 'The agent confirmed.'}
+        </div>
+      </div>`;
     case 'auth-required':
-      return html`<div class="banner warn" role="alert"><vscode-icon name="key"></vscode-icon><div><strong>The agent needs authorization for ${new URL(d.agent.endpoint).host}.</strong>
-        Set a token (kept in VS Code's secret storage, sent only to that host) and Baton picks the task up again; if the agent asked you to sign in elsewhere, do that: Baton checks again when you come back to this window, or press Check Again.${d.reason ? html`<div class="muted">${d.reason}</div>` : nothing}</div>
-        <div class="banner-actions"><vscode-button id="provide-token" icon="key" ?disabled=${a.busy} @click=${() => a.provideToken()}>Set Token…</vscode-button>
-        <vscode-button id="check-again" secondary icon="refresh" ?disabled=${a.busy} @click=${() => a.checkAgain()}>Check Again</vscode-button></div></div>`;
+      return html`<div class="banner warn" role="alert">
+        <vscode-icon name="key"></vscode-icon>
+        <div>
+          <strong>The agent needs authorization for ${new URL(d.agent.endpoint).host}.</strong> Set a token (kept in VS
+          Code's secret storage, sent only to that host) and Baton picks the task up again; if the agent asked you to
+          sign in elsewhere, do that: Baton checks again when you come back to this window, or press Check
+          Again.${d.reason ? html`<div class="muted">${d.reason}</div>` : nothing}
+        </div>
+        <div class="banner-actions">
+          <vscode-button id="provide-token" icon="key" ?disabled=${a.busy} @click=${() => a.provideToken()}
+            >Set Token…</vscode-button
+          >
+          <vscode-button id="check-again" secondary icon="refresh" ?disabled=${a.busy} @click=${() => a.checkAgain()}
+            >Check Again</vscode-button
+          >
+        </div>
+      </div>`;
     default:
       return nothing;
   }
@@ -150,10 +246,19 @@ function replyBox(d: DelegationView, a: DelegationActions): TemplateResult | typ
   return html`<section class="reply">
     <h3><vscode-icon name="comment-discussion"></vscode-icon> The agent asks</h3>
     ${d.question ? agentText(d.question, true, d.questionChars, 'question', () => a.showFullText()) : nothing}
-    <vscode-textarea id="reply-text" rows="3" placeholder="Your answer…" resize="vertical"
-      @keydown=${(e: KeyboardEvent) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) send(); }}></vscode-textarea>
-    <div class="actions"><vscode-button id="send-reply" icon="send" ?disabled=${a.busy} @click=${send}>Send Reply</vscode-button>
-    <span class="muted">Ctrl+Enter</span></div>
+    <vscode-textarea
+      id="reply-text"
+      rows="3"
+      placeholder="Your answer…"
+      resize="vertical"
+      @keydown=${(e: KeyboardEvent) => {
+        if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) send();
+      }}
+    ></vscode-textarea>
+    <div class="actions">
+      <vscode-button id="send-reply" icon="send" ?disabled=${a.busy} @click=${send}>Send Reply</vscode-button>
+      <span class="muted">Ctrl+Enter</span>
+    </div>
   </section>`;
 }
 
@@ -165,29 +270,68 @@ export function delegationTemplate(d: DelegationView, a: DelegationActions, now:
   return html`
     <header class="header">
       <vscode-icon name="rocket" size="20"></vscode-icon>
-      <div class="title"><h1 title=${d.title}>${d.title}</h1>
-        <div class="muted">to <strong>${d.agent.name}</strong> · <span class="endpoint" title="Baton only calls the endpoint you approved">${d.agent.endpoint}</span></div></div>
+      <div class="title">
+        <h1 title=${d.title}>${d.title}</h1>
+        <div class="muted">
+          to <strong>${d.agent.name}</strong> ·
+          <span class="endpoint" title="Baton only calls the endpoint you approved">${d.agent.endpoint}</span>
+        </div>
+      </div>
       <span class="spacer"></span>
-      <span class="state ${st.tone}" id="state" data-state=${d.state}><vscode-icon name=${st.icon} ?spin=${st.icon === 'loading'}></vscode-icon>${st.label}</span>
+      <span class="state ${st.tone}" id="state" data-state=${d.state}
+        ><vscode-icon name=${st.icon} ?spin=${st.icon === 'loading'}></vscode-icon>${st.label}</span
+      >
     </header>
     <section class="facts">
       <div><span class="k">Elapsed</span><span id="elapsed">${formatDuration(ended - started)}</span></div>
-      <div><span class="k">Deadline</span><span>${deadline === undefined ? 'none' : d.terminal ? new Date(deadline).toLocaleTimeString() : `${formatDuration(deadline - now)} left`}</span></div>
+      <div>
+        <span class="k">Deadline</span
+        ><span
+          >${deadline === undefined ? 'none' : d.terminal ? new Date(deadline).toLocaleTimeString() : `${formatDuration(deadline - now)} left`}</span
+        >
+      </div>
       <div><span class="k">Capabilities</span><span>${capabilityChips(d.capabilities)}</span></div>
       <div><span class="k">Executed by</span><span>${d.executor ?? 'not reported'}${executionChip(d)}</span></div>
-      ${d.signature ? html`<div class="wide"><span class="k">Signed result</span><span class="sig ${d.signature.status}" id="signature"><vscode-icon name=${d.signature.status === 'verified' ? 'verified' : d.signature.status === 'invalid' ? 'error' : 'unverified'}></vscode-icon>${d.signature.status} <span class="muted">${d.signature.detail}</span></span></div>` : nothing}
+      ${
+        d.signature
+          ? html`<div class="wide">
+              <span class="k">Signed result</span
+              ><span class="sig ${d.signature.status}" id="signature"
+                ><vscode-icon
+                  name=${d.signature.status === 'verified' ? 'verified' : d.signature.status === 'invalid' ? 'error' : 'unverified'}
+                ></vscode-icon
+                >${d.signature.status} <span class="muted">${d.signature.detail}</span></span
+              >
+            </div>`
+          : nothing
+      }
     </section>
-    ${outcomeBanner(d, a)}
-    ${replyBox(d, a)}
+    ${outcomeBanner(d, a)} ${replyBox(d, a)}
     <div class="actions toolbar">
-      ${d.patch ? html`<vscode-button id="review" icon="diff" @click=${() => a.review()}>Review Changes <vscode-badge variant="counter">${d.patch.files}</vscode-badge></vscode-button>
-        <span class="muted">${d.patch.files} file${d.patch.files === 1 ? '' : 's'}, <span class="add">+${d.patch.additions}</span> <span class="del">−${d.patch.deletions}</span></span>` : nothing}
+      ${
+        d.patch
+          ? html`<vscode-button id="review" icon="diff" @click=${() => a.review()}
+                >Review Changes <vscode-badge variant="counter">${d.patch.files}</vscode-badge></vscode-button
+              >
+              <span class="muted"
+                >${d.patch.files} file${d.patch.files === 1 ? '' : 's'}, <span class="add">+${d.patch.additions}</span>
+                <span class="del">−${d.patch.deletions}</span></span
+              >`
+          : nothing
+      }
       <span class="spacer"></span>
       ${d.terminal ? nothing : html`<vscode-button id="cancel" secondary icon="debug-stop" ?disabled=${a.busy} @click=${() => a.cancel()}>Cancel</vscode-button>`}
     </div>
     ${d.review ? reviewTemplate(d.review, a) : nothing}
     <vscode-divider></vscode-divider>
     ${timeline(d, a)}
-    ${d.artifacts.length ? html`<h2>Artifacts</h2><ul class="artifacts">${d.artifacts.map((x) => html`<li><vscode-icon name=${x.isPatch ? 'diff' : 'file'}></vscode-icon> ${x.name} <span class="muted">${x.mediaType ?? ''} · ${x.bytes.toLocaleString()} bytes${x.digest ? html` · <code title=${x.digest}>${x.digest.slice(0, 19)}…</code>` : nothing}</span></li>`)}</ul>` : nothing}
+    ${
+      d.artifacts.length
+        ? html`<h2>Artifacts</h2>
+            <ul class="artifacts">
+              ${d.artifacts.map((x) => html`<li><vscode-icon name=${x.isPatch ? 'diff' : 'file'}></vscode-icon> ${x.name} <span class="muted">${x.mediaType ?? ''} · ${x.bytes.toLocaleString()} bytes${x.digest ? html` · <code title=${x.digest}>${x.digest.slice(0, 19)}…</code>` : nothing}</span></li>`)}
+            </ul>`
+        : nothing
+    }
   `;
 }

@@ -33,11 +33,17 @@ let lastError: string | undefined;
 let nextId = 1;
 const waiting = new Map<number, (result: { ok: true; value: unknown } | { ok: false; error: string }) => void>();
 
-function request<M extends PanelRequestMethod>(method: M, params: PanelRequests[M]['params']): Promise<PanelRequests[M]['result']> {
+function request<M extends PanelRequestMethod>(
+  method: M,
+  params: PanelRequests[M]['params'],
+): Promise<PanelRequests[M]['result']> {
   const id = nextId++;
   return new Promise((resolve, reject) => {
     waiting.set(id, (r) => (r.ok ? resolve(r.value as PanelRequests[M]['result']) : reject(new Error(r.error))));
-    vscode.postMessage({ type: 'request', id, method, params } as Extract<Parameters<typeof vscode.postMessage>[0], { method: M }>);
+    vscode.postMessage({ type: 'request', id, method, params } as Extract<
+      Parameters<typeof vscode.postMessage>[0],
+      { method: M }
+    >);
   });
 }
 
@@ -69,7 +75,10 @@ function setUi(next: Partial<Omit<PanelUiState, '__v'>>): void {
 const command = (c: PanelCommand) => () => void run('runCommand', { command: c });
 
 function stat(icon: string, label: string, value: string | number) {
-  return html`<div class="stat"><vscode-icon name=${icon}></vscode-icon><span class="stat-value">${value}</span><span class="stat-label">${label}</span></div>`;
+  return html`<div class="stat">
+    <vscode-icon name=${icon}></vscode-icon><span class="stat-value">${value}</span
+    ><span class="stat-label">${label}</span>
+  </div>`;
 }
 
 const actions = {
@@ -101,11 +110,23 @@ function delegationOrFallback(d: DelegationView) {
 
 function fallbackView(d: DelegationView | undefined, e: unknown) {
   const why = e instanceof Error ? e.message.slice(0, 300) : 'unknown error';
-  return html`<header class="header"><vscode-icon name="rocket" size="20"></vscode-icon>
-      <div class="title"><h1>${oneLine(typeof d?.title === 'string' ? d.title : 'Delegation')}</h1></div><span class="spacer"></span>
-      <span class="state" id="state" data-state=${String(d?.state ?? 'unknown')}>${String(d?.state ?? 'unknown')}</span></header>
-    <div class="banner warn" role="alert"><vscode-icon name="warning"></vscode-icon><div>Part of this delegation could not be shown (${why}). Its journal keeps everything; the Delegations view and the audit log show it.</div></div>
-    <div class="actions toolbar"><span class="spacer"></span>${d && !d.terminal ? html`<vscode-button id="cancel" secondary icon="debug-stop" ?disabled=${busy !== undefined} @click=${() => actions.cancel()}>Cancel</vscode-button>` : nothing}</div>`;
+  return html`<header class="header">
+      <vscode-icon name="rocket" size="20"></vscode-icon>
+      <div class="title"><h1>${oneLine(typeof d?.title === 'string' ? d.title : 'Delegation')}</h1></div>
+      <span class="spacer"></span>
+      <span class="state" id="state" data-state=${String(d?.state ?? 'unknown')}>${String(d?.state ?? 'unknown')}</span>
+    </header>
+    <div class="banner warn" role="alert">
+      <vscode-icon name="warning"></vscode-icon>
+      <div>
+        Part of this delegation could not be shown (${why}). Its journal keeps everything; the Delegations view and the
+        audit log show it.
+      </div>
+    </div>
+    <div class="actions toolbar">
+      <span class="spacer"></span
+      >${d && !d.terminal ? html`<vscode-button id="cancel" secondary icon="debug-stop" ?disabled=${busy !== undefined} @click=${() => actions.cancel()}>Cancel</vscode-button>` : nothing}
+    </div>`;
 }
 
 function view() {
@@ -117,36 +138,71 @@ function view() {
   if (s.delegation) {
     return html`${delegationOrFallback(s.delegation)}${lastError ? html`<p class="error" role="alert">${lastError}</p>` : nothing}`;
   }
-  return html`
-    <header class="header">
+  return html` <header class="header">
       <vscode-icon name="rocket" size="20"></vscode-icon>
       <h1>Delegation</h1>
       <vscode-badge variant="counter">${s.delegations}</vscode-badge>
       <span class="spacer"></span>
-      <vscode-button id="refresh" secondary icon="refresh" ?disabled=${busy !== undefined} @click=${() => void run('refresh', {})}>Refresh</vscode-button>
+      <vscode-button
+        id="refresh"
+        secondary
+        icon="refresh"
+        ?disabled=${busy !== undefined}
+        @click=${() => void run('refresh', {})}
+        >Refresh</vscode-button
+      >
     </header>
-    ${s.trusted
-      ? nothing
-      : html`<div class="banner warning" role="alert"><vscode-icon name="shield"></vscode-icon>
-          Restricted Mode: Baton shows agents and past delegations, but nothing is delegated, run or applied until you trust this workspace.</div>`}
+    ${
+      s.trusted
+        ? nothing
+        : html`<div class="banner warning" role="alert">
+            <vscode-icon name="shield"></vscode-icon> Restricted Mode: Baton shows agents and past delegations, but
+            nothing is delegated, run or applied until you trust this workspace.
+          </div>`
+    }
     <section class="stats">
-      ${stat('organization', 'approved agents', s.agents)}
-      ${stat('history', 'delegations', s.delegations)}
+      ${stat('organization', 'approved agents', s.agents)} ${stat('history', 'delegations', s.delegations)}
       ${stat(s.trusted ? 'workspace-trusted' : 'workspace-untrusted', 'workspace', s.trusted ? 'trusted' : 'restricted')}
     </section>
     <vscode-divider></vscode-divider>
     <section class="empty">
       <h2>No delegation selected</h2>
-      <p>Hand a bounded task to an agent. Its status, steps and artifacts stream here, and the changes it proposes come back as a patch you review before anything touches your files.</p>
+      <p>
+        Hand a bounded task to an agent. Its status, steps and artifacts stream here, and the changes it proposes come
+        back as a patch you review before anything touches your files.
+      </p>
       <div class="actions">
-        <vscode-button id="delegate" icon="rocket" ?disabled=${!s.trusted || busy !== undefined} @click=${command('baton.delegate')}>Delegate…</vscode-button>
-        <vscode-button id="add-agent" secondary icon="add" ?disabled=${!s.trusted || busy !== undefined} @click=${command('baton.addAgent')}>Add Agent…</vscode-button>
+        <vscode-button
+          id="delegate"
+          icon="rocket"
+          ?disabled=${!s.trusted || busy !== undefined}
+          @click=${command('baton.delegate')}
+          >Delegate…</vscode-button
+        >
+        <vscode-button
+          id="add-agent"
+          secondary
+          icon="add"
+          ?disabled=${!s.trusted || busy !== undefined}
+          @click=${command('baton.addAgent')}
+          >Add Agent…</vscode-button
+        >
       </div>
     </section>
     <footer class="footer muted">
-      <span id="refresh-status">${s.refreshCount === 0 ? 'Up to date' : `Refreshed ${s.refreshCount}× · ${new Date(s.producedAt).toLocaleTimeString()}`}</span>
+      <span id="refresh-status"
+        >${s.refreshCount === 0 ? 'Up to date' : `Refreshed ${s.refreshCount}× · ${new Date(s.producedAt).toLocaleTimeString()}`}</span
+      >
       ${lastError ? html`<span class="error" role="alert">${lastError}</span>` : nothing}
-      <a href="#" class="toggle" @click=${(e: Event) => { e.preventDefault(); setUi({ timelineExpanded: !uiState.timelineExpanded }); }}>${uiState.timelineExpanded ? 'Compact' : 'Expand'}</a>
+      <a
+        href="#"
+        class="toggle"
+        @click=${(e: Event) => {
+          e.preventDefault();
+          setUi({ timelineExpanded: !uiState.timelineExpanded });
+        }}
+        >${uiState.timelineExpanded ? 'Compact' : 'Expand'}</a
+      >
     </footer>`;
 }
 
@@ -191,8 +247,10 @@ window.addEventListener('message', (event: MessageEvent<HostToWebviewMessage>) =
   switch (message.type) {
     case 'snapshot':
       snapshot = bounded(message.snapshot);
-      if (snapshot.delegation && uiState.delegationId !== snapshot.delegation.id) setUi({ delegationId: snapshot.delegation.id });
-      if (snapshot.agentReview && uiState.agentCardUrl !== snapshot.agentReview.cardUrl) setUi({ agentCardUrl: snapshot.agentReview.cardUrl });
+      if (snapshot.delegation && uiState.delegationId !== snapshot.delegation.id)
+        setUi({ delegationId: snapshot.delegation.id });
+      if (snapshot.agentReview && uiState.agentCardUrl !== snapshot.agentReview.cardUrl)
+        setUi({ agentCardUrl: snapshot.agentReview.cardUrl });
       draw();
       return;
     case 'response': {

@@ -25,7 +25,35 @@ purifier.addHook('afterSanitizeAttributes', (node) => {
 });
 
 const SANITIZE = {
-  ALLOWED_TAGS: ['p', 'br', 'hr', 'strong', 'em', 'del', 'code', 'pre', 'blockquote', 'ul', 'ol', 'li', 'a', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'span', 'img'],
+  ALLOWED_TAGS: [
+    'p',
+    'br',
+    'hr',
+    'strong',
+    'em',
+    'del',
+    'code',
+    'pre',
+    'blockquote',
+    'ul',
+    'ol',
+    'li',
+    'a',
+    'h1',
+    'h2',
+    'h3',
+    'h4',
+    'h5',
+    'h6',
+    'table',
+    'thead',
+    'tbody',
+    'tr',
+    'th',
+    'td',
+    'span',
+    'img',
+  ],
   ALLOWED_ATTR: ['href', 'title', 'alt', 'align', 'start'],
   ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|#)/i,
   ALLOW_DATA_ATTR: false,
@@ -35,7 +63,11 @@ const SANITIZE = {
 /** Markdown to sanitised HTML. Throws what the parser throws; use `renderAgentText` for agent text. */
 export function renderAgentMarkdown(text: string): string {
   const html = marked.parse(text, { async: false, gfm: true, breaks: true });
-  return purifier.sanitize(html, { ...SANITIZE, ALLOWED_TAGS: [...SANITIZE.ALLOWED_TAGS], ALLOWED_ATTR: [...SANITIZE.ALLOWED_ATTR] });
+  return purifier.sanitize(html, {
+    ...SANITIZE,
+    ALLOWED_TAGS: [...SANITIZE.ALLOWED_TAGS],
+    ALLOWED_ATTR: [...SANITIZE.ALLOWED_ATTR],
+  });
 }
 
 /** Agent text as the panel shows it: sanitised HTML, or plain text when it cannot be rendered; `notes` say why. */
@@ -59,19 +91,27 @@ function domDepth(root: Element, limit: number): number {
 
 function toHtml(text: string): { ok: true; html: string } | { ok: false; why: string } {
   const depth = markdownDepth(text, PANEL_LIMITS.markdownDepth);
-  if (depth > PANEL_LIMITS.markdownDepth) return { ok: false, why: `too deeply nested (more than ${PANEL_LIMITS.markdownDepth} levels of quotes, lists or emphasis)` };
+  if (depth > PANEL_LIMITS.markdownDepth)
+    return {
+      ok: false,
+      why: `too deeply nested (more than ${PANEL_LIMITS.markdownDepth} levels of quotes, lists or emphasis)`,
+    };
   let html: string;
   try {
     html = renderAgentMarkdown(text);
   } catch (e) {
-    return { ok: false, why: `the markdown could not be rendered (${e instanceof Error ? e.message.split('\n', 1)[0] : String(e)})` };
+    return {
+      ok: false,
+      why: `the markdown could not be rendered (${e instanceof Error ? e.message.split('\n', 1)[0] : String(e)})`,
+    };
   }
   // Raw HTML in agent text nests too, and no markdown estimate sees it: check what came out.
   const probe = document.createElement('template');
   probe.innerHTML = html;
   const wrapper = document.createElement('div');
   wrapper.append(probe.content);
-  if (domDepth(wrapper, PANEL_LIMITS.domDepth) > PANEL_LIMITS.domDepth) return { ok: false, why: `too deeply nested (more than ${PANEL_LIMITS.domDepth} levels of HTML)` };
+  if (domDepth(wrapper, PANEL_LIMITS.domDepth) > PANEL_LIMITS.domDepth)
+    return { ok: false, why: `too deeply nested (more than ${PANEL_LIMITS.domDepth} levels of HTML)` };
   return { ok: true, html };
 }
 
@@ -85,7 +125,9 @@ function render(text: string, markdown: boolean, fullChars: number | undefined):
   const total = Math.max(fullChars ?? 0, text.length);
   const cut = shorten(text, markdown ? PANEL_LIMITS.markdownChars : PANEL_LIMITS.entryChars);
   const shortened = cut.text.length < total;
-  const shownNote = shortened ? `Shortened: showing the first ${count(cut.text.length)} of ${count(total)} characters.` : undefined;
+  const shownNote = shortened
+    ? `Shortened: showing the first ${count(cut.text.length)} of ${count(total)} characters.`
+    : undefined;
   if (markdown) {
     const out = toHtml(cut.text);
     if (out.ok) return { kind: 'html', html: out.html, notes: shownNote ? [shownNote] : [], shortened };
@@ -99,7 +141,10 @@ function render(text: string, markdown: boolean, fullChars: number | undefined):
  * The last renders, by text: the panel redraws every second while a delegation runs, and the same
  * entries must not go through the parser again each time.
  */
-const cache = new Map<string, { readonly markdown: boolean; readonly fullChars: number | undefined; readonly out: RenderedText }>();
+const cache = new Map<
+  string,
+  { readonly markdown: boolean; readonly fullChars: number | undefined; readonly out: RenderedText }
+>();
 const CACHE_ENTRIES = PANEL_LIMITS.timelineEntries + 16;
 
 /**
@@ -117,8 +162,13 @@ export function startRenderFrame(budgetMs: number = PANEL_LIMITS.renderBudgetMs)
   return () => deferred;
 }
 
-export function renderAgentText(text: unknown, markdown: boolean, fullChars?: number): RenderedText & { readonly pending?: boolean } {
-  if (typeof text !== 'string') return { kind: 'plain', text: '', notes: ['This entry could not be shown: it has no text.'], shortened: false };
+export function renderAgentText(
+  text: unknown,
+  markdown: boolean,
+  fullChars?: number,
+): RenderedText & { readonly pending?: boolean } {
+  if (typeof text !== 'string')
+    return { kind: 'plain', text: '', notes: ['This entry could not be shown: it has no text.'], shortened: false };
   const hit = cache.get(text);
   if (hit && hit.markdown === markdown && hit.fullChars === fullChars) {
     cache.delete(text);

@@ -55,7 +55,13 @@ function blockDepth(line: string): { depth: number; contentAt: number; newBlock:
       newBlock = true;
       continue;
     }
-    if (i >= line.length || c === '#' || (c === '`' && line.startsWith('```', i)) || (c === '~' && line.startsWith('~~~', i))) newBlock = true;
+    if (
+      i >= line.length ||
+      c === '#' ||
+      (c === '`' && line.startsWith('```', i)) ||
+      (c === '~' && line.startsWith('~~~', i))
+    )
+      newBlock = true;
     return { depth, contentAt: i, newBlock };
   }
 }
@@ -96,7 +102,8 @@ function inlineDepth(line: string, from: number, open: number, limit: number): n
       const after = line[i + run];
       // Each delimiter character of a run can open one level (`***` is strong inside emphasis). A run
       // right after an opening bracket counts as opening, so `*[*[*[…` cannot hide its depth.
-      if (before !== undefined && !isSpace(before) && !OPENERS.has(before) && depth > 0) depth = Math.max(0, depth - run);
+      if (before !== undefined && !isSpace(before) && !OPENERS.has(before) && depth > 0)
+        depth = Math.max(0, depth - run);
       else if (!isSpace(after)) depth += run;
       i += run - 1;
     } else if (c === '[') {

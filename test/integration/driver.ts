@@ -12,7 +12,18 @@
  * screenshots into test-results/integration/<mode>-<time>/.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -51,14 +62,36 @@ const phases: PhaseSpec[] =
     : mode === 'restricted'
       ? [{ name: 'restricted', files: ['restricted.test.js'] }]
       : [
-        { name: 'smoke', files: ['smoke.test.js', 'agents.test.js', 'delegations.test.js', 'palette.test.js', 'remoteAgent.test.js', 'newcomer.test.js', 'reload.test.js'], reloadAfter: true },
-        { name: 'restore', files: ['restore.test.js'] },
-      ];
+          {
+            name: 'smoke',
+            files: [
+              'smoke.test.js',
+              'agents.test.js',
+              'delegations.test.js',
+              'palette.test.js',
+              'remoteAgent.test.js',
+              'newcomer.test.js',
+              'reload.test.js',
+            ],
+            reloadAfter: true,
+          },
+          { name: 'restore', files: ['restore.test.js'] },
+        ];
 
 const t0 = Date.now();
 const stamp = new Date().toISOString().slice(0, 19).replace(/[:T]/g, '');
 const runDir = join(repo, 'test-results/integration', `${mode}-${stamp}`);
-for (const d of ['user-data/User', 'extensions', 'xdg-config', 'xdg-data', 'xdg-cache', 'home', 'tmp', 'control', 'screenshots']) {
+for (const d of [
+  'user-data/User',
+  'extensions',
+  'xdg-config',
+  'xdg-data',
+  'xdg-cache',
+  'home',
+  'tmp',
+  'control',
+  'screenshots',
+]) {
   mkdirSync(join(runDir, d), { recursive: true });
 }
 const control = join(runDir, 'control');
@@ -148,7 +181,11 @@ async function textOnScreen(page: Page, text: string, timeoutMs: number): Promis
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     for (const f of page.frames()) {
-      const body = await f.evaluate(() => (globalThis as { document?: { body?: { innerText?: string } } }).document?.body?.innerText ?? '').catch(() => '');
+      const body = await f
+        .evaluate(
+          () => (globalThis as { document?: { body?: { innerText?: string } } }).document?.body?.innerText ?? '',
+        )
+        .catch(() => '');
       if (body.includes(text)) return;
     }
     if (Date.now() > deadline) throw new Error(`text ${JSON.stringify(text)} did not appear on screen`);
@@ -195,7 +232,14 @@ async function act(page: Page, req: { id: string; pid: number; command: string; 
         // What the workbench shows: an attribute (e.g. aria-label) or the text of every match, once one is there.
         const [selector, attribute] = req.args;
         const frame = await findInFrames(page, selector, 20_000);
-        result = await frame.$$eval(selector, (els, attr) => els.map((e) => (attr ? (e.getAttribute(attr) ?? '') : ((e as unknown as { innerText?: string }).innerText ?? ''))), attribute);
+        result = await frame.$$eval(
+          selector,
+          (els, attr) =>
+            els.map((e) =>
+              attr ? (e.getAttribute(attr) ?? '') : ((e as unknown as { innerText?: string }).innerText ?? ''),
+            ),
+          attribute,
+        );
         log(`read ${selector}${attribute ? ` [${attribute}]` : ''}: ${JSON.stringify(result)}`);
         break;
       }
@@ -232,33 +276,44 @@ let currentPhase = '';
 let phaseDone: ((code: number) => void) | undefined;
 
 async function main(): Promise<void> {
-  if (!existsSync(NODE) || !existsSync(ENTRY)) await finish(2, `code-server is not set up in ${env}: run test/integration/setup.sh`);
+  if (!existsSync(NODE) || !existsSync(ENTRY))
+    await finish(2, `code-server is not set up in ${env}: run test/integration/setup.sh`);
   if (!existsSync(join(suiteDir, 'index.js'))) await finish(2, 'the integration suite is not built: run npm run build');
   const workspace = resolve(opts.workspace ?? join(runDir, 'workspace'));
   if (!opts.workspace) {
     // A real git repository: a copy of the sample the demo uses, committed.
     cpSync(join(repo, 'samples/demo-repo'), workspace, { recursive: true });
-    const git = (...a: string[]) => spawnSync('git', ['-C', workspace, '-c', 'user.name=Baton Tests', '-c', 'user.email=tests@baton.invalid', ...a], { encoding: 'utf8' });
+    const git = (...a: string[]) =>
+      spawnSync('git', ['-C', workspace, '-c', 'user.name=Baton Tests', '-c', 'user.email=tests@baton.invalid', ...a], {
+        encoding: 'utf8',
+      });
     git('init', '-q', '-b', 'main');
     git('add', '-A');
     git('commit', '-qm', 'Sample repository');
   }
-  writeFileSync(join(runDir, 'user-data/User/settings.json'), JSON.stringify({
-    'telemetry.telemetryLevel': 'off',
-    'extensions.autoCheckUpdates': false,
-    'extensions.autoUpdate': false,
-    'update.mode': 'none',
-    'workbench.startupEditor': 'none',
-    'workbench.tips.enabled': false,
-    'chat.disableAIFeatures': true,
-    // Restricted Mode is Workspace Trust on and the folder not trusted (no prompt: it stays untrusted).
-    'security.workspace.trust.enabled': mode === 'restricted',
-    'security.workspace.trust.startupPrompt': 'never',
-    'security.workspace.trust.emptyWindow': false,
-    'git.enabled': false,
-    'workbench.secondarySideBar.defaultVisibility': 'hidden',
-    'window.restoreWindows': 'all',
-  }, null, 2));
+  writeFileSync(
+    join(runDir, 'user-data/User/settings.json'),
+    JSON.stringify(
+      {
+        'telemetry.telemetryLevel': 'off',
+        'extensions.autoCheckUpdates': false,
+        'extensions.autoUpdate': false,
+        'update.mode': 'none',
+        'workbench.startupEditor': 'none',
+        'workbench.tips.enabled': false,
+        'chat.disableAIFeatures': true,
+        // Restricted Mode is Workspace Trust on and the folder not trusted (no prompt: it stays untrusted).
+        'security.workspace.trust.enabled': mode === 'restricted',
+        'security.workspace.trust.startupPrompt': 'never',
+        'security.workspace.trust.emptyWindow': false,
+        'git.enabled': false,
+        'workbench.secondarySideBar.defaultVisibility': 'hidden',
+        'window.restoreWindows': 'all',
+      },
+      null,
+      2,
+    ),
+  );
 
   const sandbox = {
     HOME: join(runDir, 'home'),
@@ -275,25 +330,47 @@ async function main(): Promise<void> {
     BATON_TEST_MODE: mode,
     BATON_REPO: repo,
   };
-  const common = ['--user-data-dir', join(runDir, 'user-data'), '--extensions-dir', join(runDir, 'extensions'), '--config', join(runDir, 'config.yaml')];
+  const common = [
+    '--user-data-dir',
+    join(runDir, 'user-data'),
+    '--extensions-dir',
+    join(runDir, 'extensions'),
+    '--config',
+    join(runDir, 'config.yaml'),
+  ];
   if (mode === 'vsix') {
     const vsix = join(repo, 'out/baton.vsix');
     if (!existsSync(vsix)) await finish(2, 'out/baton.vsix is missing: run npm run package');
-    const r = spawnSync(NODE, [ENTRY, ...common, '--install-extension', vsix, '--force'], { env: csEnv, encoding: 'utf8' });
+    const r = spawnSync(NODE, [ENTRY, ...common, '--install-extension', vsix, '--force'], {
+      env: csEnv,
+      encoding: 'utf8',
+    });
     log(`--install-extension: rc=${r.status} ${(r.stdout + r.stderr).trim().split('\n').slice(-1)[0]}`);
     if (r.status !== 0) await finish(2, 'installing the .vsix failed');
   }
 
   const port = await freePort();
   const csLog = openSync(join(runDir, 'code-server.log'), 'w');
-  server = spawn(NODE, [
-    ENTRY, '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none',
-    '--disable-telemetry', '--disable-update-check', ...(mode === 'restricted' ? [] : ['--disable-workspace-trust']),
-    '--disable-getting-started-override', '--ignore-last-opened',
-    ...common,
-    '--vscode-option', 'enable-smoke-test-driver',
-    workspace,
-  ], { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: csEnv });
+  server = spawn(
+    NODE,
+    [
+      ENTRY,
+      '--bind-addr',
+      `127.0.0.1:${port}`,
+      '--auth',
+      'none',
+      '--disable-telemetry',
+      '--disable-update-check',
+      ...(mode === 'restricted' ? [] : ['--disable-workspace-trust']),
+      '--disable-getting-started-override',
+      '--ignore-last-opened',
+      ...common,
+      '--vscode-option',
+      'enable-smoke-test-driver',
+      workspace,
+    ],
+    { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: csEnv },
+  );
   server.on('exit', (c, s) => {
     if (!finished) void finish(2, `code-server exited early (${c ?? s})`);
   });
@@ -317,8 +394,16 @@ async function main(): Promise<void> {
     executablePath: CHROMIUM,
     headless: true,
     env: { ...process.env, ...sandbox, TMPDIR: browserTmp },
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-dev-shm-usage',
+    ],
   });
   const context = await browser.newContext({ viewport: { width: 1400, height: 850 } });
   const page = await context.newPage();
@@ -333,9 +418,21 @@ async function main(): Promise<void> {
     appendFileSync(join(runDir, 'extension-host.log'), `[${currentPhase}] [${type}] ${text}\n`);
     for (const line of text.split('\n')) {
       if (line.startsWith('BATON:DRIVER ')) {
-        void act(page, JSON.parse(line.slice('BATON:DRIVER '.length)) as { id: string; pid: number; command: string; args: string[] });
+        void act(
+          page,
+          JSON.parse(line.slice('BATON:DRIVER '.length)) as {
+            id: string;
+            pid: number;
+            command: string;
+            args: string[];
+          },
+        );
       } else if (line.startsWith('BATON:MOCHA ')) {
-        const s = JSON.parse(line.slice('BATON:MOCHA '.length)) as { passes: number; failures: number; pending: number };
+        const s = JSON.parse(line.slice('BATON:MOCHA '.length)) as {
+          passes: number;
+          failures: number;
+          pending: number;
+        };
         results.push({ name: currentPhase, passes: s.passes, failures: s.failures, pending: s.pending });
       } else if (line.trim()) {
         console.log(`  ${line}`);

@@ -36,15 +36,20 @@ interface Violation {
   why: string;
 }
 
-export function violations(files: readonly string[], read: (f: string) => string = (f) => readFileSync(f, 'utf8')): Violation[] {
+export function violations(
+  files: readonly string[],
+  read: (f: string) => string = (f) => readFileSync(f, 'utf8'),
+): Violation[] {
   const out: Violation[] = [];
   for (const file of files) {
     const layer = layerOf(file);
     if (!layer) continue;
     for (const { fileName: spec } of ts.preProcessFile(read(file), true, true).importedFiles) {
       const rel = relative(root, file);
-      if (spec === 'vscode' && layer !== 'extension') out.push({ file: rel, spec, why: `only src/extension may import vscode` });
-      if ((layer === 'core' || layer === 'webview') && builtins.has(spec)) out.push({ file: rel, spec, why: `${layer} runs anywhere: no Node built-ins` });
+      if (spec === 'vscode' && layer !== 'extension')
+        out.push({ file: rel, spec, why: `only src/extension may import vscode` });
+      if ((layer === 'core' || layer === 'webview') && builtins.has(spec))
+        out.push({ file: rel, spec, why: `${layer} runs anywhere: no Node built-ins` });
       if (!spec.startsWith('.')) continue;
       const target = resolve(dirname(file), spec);
       const targetLayer = layerOf(target);
@@ -53,7 +58,8 @@ export function violations(files: readonly string[], read: (f: string) => string
         continue;
       }
       if (targetLayer === layer) continue;
-      if (!mayImport[layer].includes(targetLayer)) out.push({ file: rel, spec, why: `${layer} may not import ${targetLayer}` });
+      if (!mayImport[layer].includes(targetLayer))
+        out.push({ file: rel, spec, why: `${layer} may not import ${targetLayer}` });
       else if (layer === 'webview' && !relative(join(src, 'core'), target).startsWith('protocol')) {
         out.push({ file: rel, spec, why: 'webview may import only core/protocol' });
       }
@@ -72,9 +78,11 @@ describe('layering', () => {
     const fake: Record<string, string> = {
       [join(src, 'core/a.ts')]: "import { x } from '../node/git';\nimport { readFileSync } from 'node:fs';",
       [join(src, 'node/b.ts')]: "import type { y } from '../extension/extension';",
-      [join(src, 'webview/c.ts')]: "import { z } from '../extension/panel/delegationPanel';\nimport { w } from '../core/batonProfile';",
+      [join(src, 'webview/c.ts')]:
+        "import { z } from '../extension/panel/delegationPanel';\nimport { w } from '../core/batonProfile';",
       [join(src, 'gateway/d.ts')]: "import * as vscode from 'vscode';",
-      [join(src, 'extension/e.ts')]: "import { ok } from '../core/protocol/panelProtocol';\nimport { alsoOk } from '../node/git';",
+      [join(src, 'extension/e.ts')]:
+        "import { ok } from '../core/protocol/panelProtocol';\nimport { alsoOk } from '../node/git';",
     };
     const found = violations(Object.keys(fake), (f) => fake[f]).map((v) => `${v.file}|${v.spec}`);
     assert.deepEqual(found.sort(), [

@@ -23,9 +23,23 @@ function view(over: Partial<DelegationView>): DelegationView {
 describe('panel limits: the host posts bounded snapshots', () => {
   it('keeps the latest entries within the entry and character budgets and counts the rest', () => {
     const mib = 'm'.repeat(1024 * 1024);
-    const timeline = Array.from({ length: 2000 }, (_, i) => ({ seq: i + 1, at: new Date().toISOString(), kind: 'message' as const, markdown: true, text: `${i}:${mib}` }));
+    const timeline = Array.from({ length: 2000 }, (_, i) => ({
+      seq: i + 1,
+      at: new Date().toISOString(),
+      kind: 'message' as const,
+      markdown: true,
+      text: `${i}:${mib}`,
+    }));
     const started = performance.now();
-    const bounded = boundDelegationView(view({ timeline, timelineOmitted: 10, title: 't'.repeat(100_000), reason: 'r'.repeat(5_000_000), question: 'q'.repeat(3_000_000) }));
+    const bounded = boundDelegationView(
+      view({
+        timeline,
+        timelineOmitted: 10,
+        title: 't'.repeat(100_000),
+        reason: 'r'.repeat(5_000_000),
+        question: 'q'.repeat(3_000_000),
+      }),
+    );
     const ms = performance.now() - started;
     const chars = bounded.timeline.reduce((n, e) => n + e.text.length, 0);
     assert.ok(chars <= PANEL_LIMITS.snapshotChars, `${chars} characters of timeline`);

@@ -4,21 +4,36 @@ import { migratePanelState, parseWebviewMessage, PANEL_STATE_VERSION } from '../
 
 describe('panel protocol: messages from the webview are validated', () => {
   it('accepts the messages the panel sends', () => {
-    assert.deepEqual(parseWebviewMessage({ type: 'ready', stateVersion: 1 }), { ok: true, value: { type: 'ready', stateVersion: 1 } });
+    assert.deepEqual(parseWebviewMessage({ type: 'ready', stateVersion: 1 }), {
+      ok: true,
+      value: { type: 'ready', stateVersion: 1 },
+    });
     assert.deepEqual(parseWebviewMessage({ type: 'request', id: 3, method: 'refresh', params: {} }), {
       ok: true,
       value: { type: 'request', id: 3, method: 'refresh', params: {} },
     });
-    assert.deepEqual(parseWebviewMessage({ type: 'request', id: 4, method: 'runCommand', params: { command: 'baton.delegate' } }), {
+    assert.deepEqual(
+      parseWebviewMessage({ type: 'request', id: 4, method: 'runCommand', params: { command: 'baton.delegate' } }),
+      {
+        ok: true,
+        value: { type: 'request', id: 4, method: 'runCommand', params: { command: 'baton.delegate' } },
+      },
+    );
+    assert.deepEqual(
+      parseWebviewMessage({ type: 'request', id: 5, method: 'reviewSelectAll', params: { selected: false } }),
+      {
+        ok: true,
+        value: { type: 'request', id: 5, method: 'reviewSelectAll', params: { selected: false } },
+      },
+    );
+    assert.deepEqual(parseWebviewMessage({ type: 'request', id: 5, method: 'showFullText', params: { seq: 7 } }), {
       ok: true,
-      value: { type: 'request', id: 4, method: 'runCommand', params: { command: 'baton.delegate' } },
+      value: { type: 'request', id: 5, method: 'showFullText', params: { seq: 7 } },
     });
-    assert.deepEqual(parseWebviewMessage({ type: 'request', id: 5, method: 'reviewSelectAll', params: { selected: false } }), {
+    assert.deepEqual(parseWebviewMessage({ type: 'request', id: 6, method: 'showFullText', params: {} }), {
       ok: true,
-      value: { type: 'request', id: 5, method: 'reviewSelectAll', params: { selected: false } },
+      value: { type: 'request', id: 6, method: 'showFullText', params: {} },
     });
-    assert.deepEqual(parseWebviewMessage({ type: 'request', id: 5, method: 'showFullText', params: { seq: 7 } }), { ok: true, value: { type: 'request', id: 5, method: 'showFullText', params: { seq: 7 } } });
-    assert.deepEqual(parseWebviewMessage({ type: 'request', id: 6, method: 'showFullText', params: {} }), { ok: true, value: { type: 'request', id: 6, method: 'showFullText', params: {} } });
   });
 
   const refused: [string, unknown][] = [
@@ -35,12 +50,30 @@ describe('panel protocol: messages from the webview are validated', () => {
     ['refresh with params', { type: 'request', id: 1, method: 'refresh', params: { x: 1 } }],
     ['showFullText with a fractional seq', { type: 'request', id: 1, method: 'showFullText', params: { seq: 1.5 } }],
     ['showFullText with a string seq', { type: 'request', id: 1, method: 'showFullText', params: { seq: '1' } }],
-    ['showFullText with extra params', { type: 'request', id: 1, method: 'showFullText', params: { seq: 1, path: '/etc/passwd' } }],
-    ['a command outside the allow-list', { type: 'request', id: 1, method: 'runCommand', params: { command: 'workbench.action.terminal.new' } }],
-    ['a command with extra params', { type: 'request', id: 1, method: 'runCommand', params: { command: 'baton.delegate', args: ['x'] } }],
-    ['select-all without a boolean', { type: 'request', id: 1, method: 'reviewSelectAll', params: { selected: 'yes' } }],
-    ['select-all with extra params', { type: 'request', id: 1, method: 'reviewSelectAll', params: { selected: true, files: ['a'] } }],
-    ['a prototype-polluting key', JSON.parse('{"type":"request","id":1,"method":"refresh","params":{"__proto__":{"x":1}}}')],
+    [
+      'showFullText with extra params',
+      { type: 'request', id: 1, method: 'showFullText', params: { seq: 1, path: '/etc/passwd' } },
+    ],
+    [
+      'a command outside the allow-list',
+      { type: 'request', id: 1, method: 'runCommand', params: { command: 'workbench.action.terminal.new' } },
+    ],
+    [
+      'a command with extra params',
+      { type: 'request', id: 1, method: 'runCommand', params: { command: 'baton.delegate', args: ['x'] } },
+    ],
+    [
+      'select-all without a boolean',
+      { type: 'request', id: 1, method: 'reviewSelectAll', params: { selected: 'yes' } },
+    ],
+    [
+      'select-all with extra params',
+      { type: 'request', id: 1, method: 'reviewSelectAll', params: { selected: true, files: ['a'] } },
+    ],
+    [
+      'a prototype-polluting key',
+      JSON.parse('{"type":"request","id":1,"method":"refresh","params":{"__proto__":{"x":1}}}'),
+    ],
   ];
   for (const [name, raw] of refused) {
     it(`refuses ${name}`, () => {
@@ -58,7 +91,10 @@ describe('panel state migration', () => {
       delegationId: 'd1',
       timelineExpanded: false,
     });
-    assert.deepEqual(migratePanelState({ __v: 0, delegationId: 'd1' }), { __v: PANEL_STATE_VERSION, timelineExpanded: true });
+    assert.deepEqual(migratePanelState({ __v: 0, delegationId: 'd1' }), {
+      __v: PANEL_STATE_VERSION,
+      timelineExpanded: true,
+    });
     assert.deepEqual(migratePanelState('garbage'), { __v: PANEL_STATE_VERSION, timelineExpanded: true });
   });
 });

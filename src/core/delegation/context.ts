@@ -92,8 +92,13 @@ function textPart(text: string, filename: string, metadata: Record<string, unkno
  * The first message and the digests of what it carries. Parts, in order: the task, the selection, the
  * files, the diagnostics (one data part). Digests cover exactly the content that travels.
  */
-export function buildDelegationMessage(input: DelegationMessageInput, sha256Hex: Sha256Hex = pureSha256Hex): { message: Message; contextDigests: ContextDigest[] } {
-  const parts: Part[] = [{ content: { $case: 'text', value: input.task }, filename: '', mediaType: TEXT_MEDIA_TYPE, metadata: undefined }];
+export function buildDelegationMessage(
+  input: DelegationMessageInput,
+  sha256Hex: Sha256Hex = pureSha256Hex,
+): { message: Message; contextDigests: ContextDigest[] } {
+  const parts: Part[] = [
+    { content: { $case: 'text', value: input.task }, filename: '', mediaType: TEXT_MEDIA_TYPE, metadata: undefined },
+  ];
   const digests: ContextDigest[] = [];
   if (input.selection) {
     const s = input.selection;
@@ -110,7 +115,13 @@ export function buildDelegationMessage(input: DelegationMessageInput, sha256Hex:
   }
   for (const f of input.files ?? []) {
     const digest = digestText(f.text, sha256Hex);
-    parts.push(textPart(f.text, f.path, { [META.context]: 'file', [META.digest]: digest, ...(f.languageId ? { languageId: f.languageId } : {}) }));
+    parts.push(
+      textPart(f.text, f.path, {
+        [META.context]: 'file',
+        [META.digest]: digest,
+        ...(f.languageId ? { languageId: f.languageId } : {}),
+      }),
+    );
     digests.push({ kind: 'file', path: f.path, digest });
   }
   if (input.diagnostics && input.diagnostics.length > 0) {
@@ -124,15 +135,26 @@ export function buildDelegationMessage(input: DelegationMessageInput, sha256Hex:
       ...(d.code !== undefined ? { code: d.code } : {}),
     }));
     const digest = digestText(JSON.stringify(value), sha256Hex);
-    parts.push({ content: { $case: 'data', value }, filename: '', mediaType: DIAGNOSTICS_MEDIA_TYPE, metadata: { [META.context]: 'diagnostics', [META.digest]: digest } });
+    parts.push({
+      content: { $case: 'data', value },
+      filename: '',
+      mediaType: DIAGNOSTICS_MEDIA_TYPE,
+      metadata: { [META.context]: 'diagnostics', [META.digest]: digest },
+    });
     digests.push({ kind: 'diagnostics', digest });
   }
   const metadata: Record<string, unknown> = {
-    [META.capabilities]: { write: input.capabilities.write, shell: input.capabilities.shell, network: input.capabilities.network },
+    [META.capabilities]: {
+      write: input.capabilities.write,
+      shell: input.capabilities.shell,
+      network: input.capabilities.network,
+    },
     [META.chain]: [...input.chain],
   };
   if (input.deadline !== undefined) metadata[META.deadline] = new Date(input.deadline).toISOString();
-  const files = [...new Set([...(input.selection ? [input.selection.path] : []), ...(input.files ?? []).map((f) => f.path)])];
+  const files = [
+    ...new Set([...(input.selection ? [input.selection.path] : []), ...(input.files ?? []).map((f) => f.path)]),
+  ];
   if (files.length > 0) metadata[META.files] = files;
   if (input.repository) {
     metadata[META.repository] = input.repository.root;

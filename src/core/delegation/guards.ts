@@ -43,17 +43,34 @@ export type ChainCheck =
  * user delegates directly) hand a task to `targetAgentId`, given the parent already started
  * `siblings` children? Returns the child's chain when it may.
  */
-export function checkDelegationChain(parentChain: readonly string[], targetAgentId: string, siblings = 0, limits: ChainLimits = DEFAULT_CHAIN_LIMITS): ChainCheck {
+export function checkDelegationChain(
+  parentChain: readonly string[],
+  targetAgentId: string,
+  siblings = 0,
+  limits: ChainLimits = DEFAULT_CHAIN_LIMITS,
+): ChainCheck {
   if (!targetAgentId) return { ok: false, code: 'invalid', reason: 'The target agent has no id.' };
   if (parentChain.includes(targetAgentId)) {
-    return { ok: false, code: 'cycle', reason: `Refused: ${targetAgentId} is already in this delegation chain (${[...parentChain, targetAgentId].join(' → ')}).` };
+    return {
+      ok: false,
+      code: 'cycle',
+      reason: `Refused: ${targetAgentId} is already in this delegation chain (${[...parentChain, targetAgentId].join(' → ')}).`,
+    };
   }
   const chain = [...parentChain, targetAgentId];
   if (chain.length > limits.maxDepth) {
-    return { ok: false, code: 'depth', reason: `Refused: the chain ${chain.join(' → ')} is ${chain.length} deep; the limit is ${limits.maxDepth}.` };
+    return {
+      ok: false,
+      code: 'depth',
+      reason: `Refused: the chain ${chain.join(' → ')} is ${chain.length} deep; the limit is ${limits.maxDepth}.`,
+    };
   }
   if (parentChain.length > 0 && siblings >= limits.maxBreadth) {
-    return { ok: false, code: 'breadth', reason: `Refused: this task already started ${siblings} delegations; the limit is ${limits.maxBreadth}.` };
+    return {
+      ok: false,
+      code: 'breadth',
+      reason: `Refused: this task already started ${siblings} delegations; the limit is ${limits.maxBreadth}.`,
+    };
   }
   return { ok: true, chain };
 }

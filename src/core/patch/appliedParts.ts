@@ -62,10 +62,21 @@ export function remainingOf(patch: ParsedPatch, selection: PatchSelection, parts
 }
 
 /** "Apply All" once some is applied: every file that is not refused (or whose refusals were allowed), less what is in already. */
-export function remainingOffered(patch: ParsedPatch, report: RiskReport, overrides: readonly string[], parts: AppliedParts): PatchSelection {
+export function remainingOffered(
+  patch: ParsedPatch,
+  report: RiskReport,
+  overrides: readonly string[],
+  parts: AppliedParts,
+): PatchSelection {
   const allowed = new Set(overrides);
-  const blocked = new Set(report.items.filter((i) => i.severity === 'refuse' && !allowed.has(i.id)).map((i) => i.fileId));
-  return remainingOf(patch, { files: patch.files.filter((f) => !blocked.has(f.id)).map((f) => f.id), overrides: [...allowed] }, parts);
+  const blocked = new Set(
+    report.items.filter((i) => i.severity === 'refuse' && !allowed.has(i.id)).map((i) => i.fileId),
+  );
+  return remainingOf(
+    patch,
+    { files: patch.files.filter((f) => !blocked.has(f.id)).map((f) => f.id), overrides: [...allowed] },
+    parts,
+  );
 }
 
 /** Whether a selection holds anything to apply. */

@@ -2,10 +2,33 @@
 export { PatchParseError, displayPath } from './patchModel';
 export type { ByteRange, ParsedPatch, PatchFile, PatchFileStatus, PatchHunk, PatchSelection } from './patchModel';
 export { PatchStreamParser, gitQuotePath, parsePatchBytes, parsePatchText } from './patchParser';
-export { changedPackageScripts, classifyPatch, classifyPath, defaultSelection, foldSegment, unresolvedRefusals } from './patchRisk';
+export {
+  changedPackageScripts,
+  classifyPatch,
+  classifyPath,
+  defaultSelection,
+  foldSegment,
+  unresolvedRefusals,
+} from './patchRisk';
 export type { ClassifyOptions, RiskItem, RiskKind, RiskReport, RiskSeverity } from './patchRisk';
-export { NOTHING_APPLIED, PatchSelectionError, buildSubPatch, continuationFile, fileText, remainingHunks, renderSubPatch, resolveSelection } from './subPatch';
+export {
+  NOTHING_APPLIED,
+  PatchSelectionError,
+  buildSubPatch,
+  continuationFile,
+  fileText,
+  remainingHunks,
+  renderSubPatch,
+  resolveSelection,
+} from './subPatch';
 export type { AppliedParts, PatchPart, SelectedFile, SubPatch } from './subPatch';
-export { appliedParts, fileApplyState, hunkApplied, isEmptySelection, remainingOf, remainingOffered } from './appliedParts';
+export {
+  appliedParts,
+  fileApplyState,
+  hunkApplied,
+  isEmptySelection,
+  remainingOf,
+  remainingOffered,
+} from './appliedParts';
 export type { AppliedFileRef, ApplyState } from './appliedParts';
 export { applyHunks } from './patchText';

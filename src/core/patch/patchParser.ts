@@ -44,7 +44,17 @@ function hunkHeaderLines(text: string): string[] {
   return out;
 }
 
-const C_ESCAPES: Record<number, string> = { 0x07: 'a', 0x08: 'b', 0x09: 't', 0x0a: 'n', 0x0b: 'v', 0x0c: 'f', 0x0d: 'r', 0x22: '"', 0x5c: '\\' };
+const C_ESCAPES: Record<number, string> = {
+  0x07: 'a',
+  0x08: 'b',
+  0x09: 't',
+  0x0a: 'n',
+  0x0b: 'v',
+  0x0c: 'f',
+  0x0d: 'r',
+  0x22: '"',
+  0x5c: '\\',
+};
 
 function quoteIfNeeded(name: string): string {
   // git's quote_c_style with core.quotePath on: control characters, '"', '\' and non-ASCII force quoting.
@@ -100,7 +110,10 @@ export class PatchStreamParser {
     if (this.ended) throw new Error('PatchStreamParser: push after end');
     if (chunk.length === 0) return;
     // A plain view: Node's Buffer overrides indexOf/subarray with slower wrappers.
-    let buf = Object.getPrototypeOf(chunk) === Uint8Array.prototype ? chunk : new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    let buf =
+      Object.getPrototypeOf(chunk) === Uint8Array.prototype
+        ? chunk
+        : new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     let base = this.received;
     if (this.pending) {
       const joined = new Uint8Array(this.pending.length + buf.length);
@@ -124,7 +137,8 @@ export class PatchStreamParser {
     this.ended = true;
     this.cut();
     if (!this.sawNonEmpty) throw new PatchParseError('The patch is empty: the agent proposed no changes.', 'empty');
-    if (this.files.length === 0) throw new PatchParseError('This is not a diff: no file changes were found in it.', 'not-a-diff');
+    if (this.files.length === 0)
+      throw new PatchParseError('This is not a diff: no file changes were found in it.', 'not-a-diff');
     return { files: this.files, size: this.received };
   }
 
@@ -194,10 +208,17 @@ export class PatchStreamParser {
           let parsed: StructuredPatch | undefined;
           const bodies = (): readonly string[][] => {
             parsed ??= this.jsdiff(whole().text, start).filter(isReal)[0];
-            if (!parsed || parsed.hunks.length !== scan.length) throw new PatchParseError(`The patch is malformed near byte ${start}.`, 'malformed', start);
+            if (!parsed || parsed.hunks.length !== scan.length)
+              throw new PatchParseError(`The patch is malformed near byte ${start}.`, 'malformed', start);
             return parsed.hunks.map((h) => h.lines);
           };
-          const file = this.toFile(structured[0], head.text, scan.map((h, k) => ({ ...h, lines: () => bodies()[k] })), range, head.lossy);
+          const file = this.toFile(
+            structured[0],
+            head.text,
+            scan.map((h, k) => ({ ...h, lines: () => bodies()[k] })),
+            range,
+            head.lossy,
+          );
           if (!head.lossy) Object.defineProperty(file, 'lossy', { enumerable: true, get: () => whole().lossy });
           this.files.push(file);
           return;
@@ -209,7 +230,11 @@ export class PatchStreamParser {
     const real = this.jsdiff(text, start).filter(isReal);
     for (const st of real) {
       if (st.oldFileName === undefined && st.newFileName === undefined) {
-        throw new PatchParseError(`The patch is malformed near byte ${start}: a hunk has no file header.`, 'malformed', start);
+        throw new PatchParseError(
+          `The patch is malformed near byte ${start}: a hunk has no file header.`,
+          'malformed',
+          start,
+        );
       }
     }
     const single = real.length === 1;
@@ -232,8 +257,20 @@ export class PatchStreamParser {
         // jsdiff reports a 0-line side's start one higher than the header says; keep the header's numbers.
         const oldStart = h.oldLines === 0 ? h.oldStart - 1 : h.oldStart;
         const newStart = h.newLines === 0 ? h.newStart - 1 : h.newStart;
-        const header = headers.length === st.hunks.length ? headers[k] : `@@ -${oldStart},${h.oldLines} +${newStart},${h.newLines} @@`;
-        return { oldStart, oldLines: h.oldLines, newStart, newLines: h.newLines, header, added, removed, lines: () => h.lines };
+        const header =
+          headers.length === st.hunks.length
+            ? headers[k]
+            : `@@ -${oldStart},${h.oldLines} +${newStart},${h.newLines} @@`;
+        return {
+          oldStart,
+          oldLines: h.oldLines,
+          newStart,
+          newLines: h.newLines,
+          header,
+          added,
+          removed,
+          lines: () => h.lines,
+        };
       });
       this.files.push(this.toFile(st, header, specs, single ? range : undefined, lossy));
     }
@@ -248,7 +285,13 @@ export class PatchStreamParser {
     }
   }
 
-  private toFile(s: StructuredPatch, headerText: string, specs: readonly HunkSpec[], range: { start: number; end: number } | undefined, lossy: boolean): PatchFile {
+  private toFile(
+    s: StructuredPatch,
+    headerText: string,
+    specs: readonly HunkSpec[],
+    range: { start: number; end: number } | undefined,
+    lossy: boolean,
+  ): PatchFile {
     const index = this.files.length;
     const binaryData = /^GIT binary patch\r?$/m.test(headerText);
     const indexLine = /^index ([0-9a-fA-F]+)\.\.([0-9a-fA-F]+)(?: ([0-7]{6}))?\r?$/m.exec(headerText);
@@ -256,7 +299,15 @@ export class PatchStreamParser {
     const newPath = stripOne(s.newFileName);
     const isCreate = s.isCreate === true || (oldPath === undefined && newPath !== undefined);
     const isDelete = s.isDelete === true || (newPath === undefined && oldPath !== undefined);
-    const status: PatchFileStatus = isCreate ? 'added' : isDelete ? 'deleted' : s.isRename ? 'renamed' : s.isCopy ? 'copied' : 'modified';
+    const status: PatchFileStatus = isCreate
+      ? 'added'
+      : isDelete
+        ? 'deleted'
+        : s.isRename
+          ? 'renamed'
+          : s.isCopy
+            ? 'copied'
+            : 'modified';
     const shownPath = newPath ?? oldPath ?? '';
     const seen = this.idCounts.get(shownPath) ?? 0;
     this.idCounts.set(shownPath, seen + 1);
@@ -266,7 +317,15 @@ export class PatchStreamParser {
     const hunks: PatchHunk[] = specs.map((h, k) => {
       fileAdded += h.added;
       fileRemoved += h.removed;
-      const hunk = { id: `${id}#${k + 1}`, index: k, oldStart: h.oldStart, oldLines: h.oldLines, newStart: h.newStart, newLines: h.newLines, header: h.header } as PatchHunk;
+      const hunk = {
+        id: `${id}#${k + 1}`,
+        index: k,
+        oldStart: h.oldStart,
+        oldLines: h.oldLines,
+        newStart: h.newStart,
+        newLines: h.newLines,
+        header: h.header,
+      } as PatchHunk;
       // Bodies are materialised on first use (enumerable, so JSON and deep equality see them).
       let lines: readonly string[] | undefined;
       Object.defineProperty(hunk, 'lines', { enumerable: true, get: () => (lines ??= h.lines()) });
@@ -372,7 +431,15 @@ function scanHunks(bytes: Uint8Array, p: number): Omit<HunkSpec, 'lines'>[] | un
       p = e + 1;
     }
     if (oldLeft !== 0 || newLeft !== 0) return undefined;
-    out.push({ oldStart: Number(m[1]), oldLines, newStart: Number(m[3]), newLines, header: headerLine, added, removed });
+    out.push({
+      oldStart: Number(m[1]),
+      oldLines,
+      newStart: Number(m[3]),
+      newLines,
+      header: headerLine,
+      added,
+      removed,
+    });
     if (p < n && bytes[p] !== 0x40) return undefined;
   }
   return out;

@@ -54,8 +54,9 @@ export interface ClassifyOptions {
 
 // Characters that display as nothing or are ignored by HFS+ / NTFS name comparison. The class lists
 // combining and joining characters on purpose, one by one.
-// eslint-disable-next-line no-misleading-character-class
-const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8]|\udb40[\udc00-\udfff]/g;
+const INVISIBLE =
+  // eslint-disable-next-line no-misleading-character-class
+  /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8]|\udb40[\udc00-\udfff]/g;
 
 /**
  * Folds one path segment to the spelling a case-insensitive, Unicode-normalising file system would
@@ -93,7 +94,17 @@ const SENSITIVE_DIRS = new Map<string, string>([
   ['.devcontainer', 'configures a dev container that runs code on open'],
 ]);
 const HOOK_DIRS = new Set(['.husky', '.githooks', '.git-hooks', '.hooks']);
-const HOOK_FILES = new Set(['.pre-commit-config.yaml', '.pre-commit-hooks.yaml', 'lefthook.yml', 'lefthook.yaml', '.lefthook.yml', '.lefthook.yaml', '.huskyrc', '.huskyrc.json', '.huskyrc.js']);
+const HOOK_FILES = new Set([
+  '.pre-commit-config.yaml',
+  '.pre-commit-hooks.yaml',
+  'lefthook.yml',
+  'lefthook.yaml',
+  '.lefthook.yml',
+  '.lefthook.yaml',
+  '.huskyrc',
+  '.huskyrc.json',
+  '.huskyrc.js',
+]);
 const MODES = new Set(['100644', '100755', '120000', '160000', '040000']);
 
 interface PathFinding {
@@ -112,16 +123,29 @@ export function classifyPath(path: string): PathFinding[] {
   }
   const segs = segmentsOf(path);
   const folded = segs.map(foldSegment);
-  if (folded.some((f) => f === '..')) out.push({ kind: 'traversal', reason: "the path contains '..': it would write outside the repository" });
-  else if (segs.slice(0, -1).some((s) => s === '' || s === '.') || segs[segs.length - 1] === '' || folded.some((f) => f === '.')) {
-    if (!out.some((f) => f.kind === 'absolute-path')) out.push({ kind: 'invalid-path', reason: "the path has empty or '.' segments" });
+  if (folded.some((f) => f === '..'))
+    out.push({ kind: 'traversal', reason: "the path contains '..': it would write outside the repository" });
+  else if (
+    segs.slice(0, -1).some((s) => s === '' || s === '.') ||
+    segs[segs.length - 1] === '' ||
+    folded.some((f) => f === '.')
+  ) {
+    if (!out.some((f) => f.kind === 'absolute-path'))
+      out.push({ kind: 'invalid-path', reason: "the path has empty or '.' segments" });
   }
-  if (folded.some(isDotGit)) out.push({ kind: 'git-dir', reason: "the path is inside git's own folder (.git): it could install hooks or change configuration" });
+  if (folded.some(isDotGit))
+    out.push({
+      kind: 'git-dir',
+      reason: "the path is inside git's own folder (.git): it could install hooks or change configuration",
+    });
   for (let i = 0; i < folded.length; i++) {
     const f = folded[i];
     const last = i === folded.length - 1;
     if (f === '.github' && (folded[i + 1] === 'workflows' || folded[i + 1] === 'actions') && !last) {
-      out.push({ kind: 'sensitive-file', reason: 'the path is a CI workflow or action: it runs with the repository\'s secrets' });
+      out.push({
+        kind: 'sensitive-file',
+        reason: "the path is a CI workflow or action: it runs with the repository's secrets",
+      });
       break;
     }
     if (!last && SENSITIVE_DIRS.has(f)) {
@@ -133,7 +157,8 @@ export function classifyPath(path: string): PathFinding[] {
       break;
     }
     if (last && SENSITIVE_NAMES.has(f)) out.push({ kind: 'sensitive-file', reason: `${f} ${SENSITIVE_NAMES.get(f)}` });
-    if (last && HOOK_FILES.has(f)) out.push({ kind: 'hook-file', reason: `${f} configures git hooks that run on commit or push` });
+    if (last && HOOK_FILES.has(f))
+      out.push({ kind: 'hook-file', reason: `${f} configures git hooks that run on commit or push` });
     if (last && (SENSITIVE_DIRS.has(f) || HOOK_DIRS.has(f))) {
       out.push({ kind: 'sensitive-file', reason: `the path replaces the ${f} folder` });
     }
@@ -187,7 +212,12 @@ function hunkTouchesScripts(h: PatchHunk): boolean {
     }
     if (op !== '+' && op !== '-') continue;
     if (block === 'scripts' || /"scripts"\s*:/.test(body)) return true;
-    if (block === undefined && /^\s*"[^"]+"\s*:\s*"/.test(body) && !/^\s*"(name|version|description|main|module|types|license|author|homepage|type)"\s*:/.test(body)) return true;
+    if (
+      block === undefined &&
+      /^\s*"[^"]+"\s*:\s*"/.test(body) &&
+      !/^\s*"(name|version|description|main|module|types|license|author|homepage|type)"\s*:/.test(body)
+    )
+      return true;
   }
   return false;
 }
@@ -197,13 +227,22 @@ function fileFindings(f: PatchFile, opts: ClassifyOptions): PathFinding[] {
   const paths = [...new Set([f.oldPath, f.newPath].filter((p): p is string => p !== undefined))];
   if (paths.length === 0) out.push({ kind: 'invalid-path', reason: 'the patch names no path for this file' });
   for (const p of paths) out.push(...classifyPath(p));
-  if (f.newMode === '120000' || f.oldMode === '120000') out.push({ kind: 'symlink', reason: 'the change creates or edits a symbolic link, which can point outside the repository' });
-  if (f.newMode === '160000' || f.oldMode === '160000') out.push({ kind: 'submodule', reason: 'the change adds or moves a submodule (another repository)' });
+  if (f.newMode === '120000' || f.oldMode === '120000')
+    out.push({
+      kind: 'symlink',
+      reason: 'the change creates or edits a symbolic link, which can point outside the repository',
+    });
+  if (f.newMode === '160000' || f.oldMode === '160000')
+    out.push({ kind: 'submodule', reason: 'the change adds or moves a submodule (another repository)' });
   for (const m of [f.oldMode, f.newMode]) {
-    if (m !== undefined && !MODES.has(m) && !/^100[0-7]{3}$/.test(m)) out.push({ kind: 'odd-mode', reason: `the file mode ${m} is not a regular file mode` });
+    if (m !== undefined && !MODES.has(m) && !/^100[0-7]{3}$/.test(m))
+      out.push({ kind: 'odd-mode', reason: `the file mode ${m} is not a regular file mode` });
   }
   if (isExec(f.newMode) && !isExec(f.oldMode) && f.status !== 'deleted') {
-    out.push({ kind: 'executable', reason: f.status === 'added' ? 'the new file is executable' : 'the change makes the file executable' });
+    out.push({
+      kind: 'executable',
+      reason: f.status === 'added' ? 'the new file is executable' : 'the change makes the file executable',
+    });
   }
   if (f.binary) out.push({ kind: 'binary', reason: 'binary changes cannot be reviewed as text' });
   const base = (f.newPath ?? f.oldPath ?? '').split('/').pop();
@@ -223,7 +262,9 @@ function fileFindings(f: PatchFile, opts: ClassifyOptions): PathFinding[] {
     if (flagged) {
       out.push({
         kind: 'package-scripts',
-        reason: changed?.length ? `the change edits package.json scripts (${changed.join(', ')}), which npm runs` : 'the change may edit package.json scripts, which npm runs',
+        reason: changed?.length
+          ? `the change edits package.json scripts (${changed.join(', ')}), which npm runs`
+          : 'the change may edit package.json scripts, which npm runs',
       });
     }
   }
@@ -241,22 +282,39 @@ export function classifyPatch(patch: ParsedPatch, opts: ClassifyOptions = {}): R
       seen.add(finding.kind);
       const severity: RiskSeverity = finding.kind === 'package-scripts' ? 'flag' : 'refuse';
       if (severity === 'refuse') refused.add(f.id);
-      items.push({ id: `${f.id}:${finding.kind}`, fileId: f.id, path: f.newPath ?? f.oldPath ?? '', kind: finding.kind, severity, reason: finding.reason });
+      items.push({
+        id: `${f.id}:${finding.kind}`,
+        fileId: f.id,
+        path: f.newPath ?? f.oldPath ?? '',
+        kind: finding.kind,
+        severity,
+        reason: finding.reason,
+      });
     }
   }
   return { items, refusedFiles: refused };
 }
 
 /** Refusals of these files that the selection has not overridden. */
-export function unresolvedRefusals(report: RiskReport, fileIds: Iterable<string>, overrides: readonly string[] = []): RiskItem[] {
+export function unresolvedRefusals(
+  report: RiskReport,
+  fileIds: Iterable<string>,
+  overrides: readonly string[] = [],
+): RiskItem[] {
   const ids = new Set(fileIds);
   const allowed = new Set(overrides);
   return report.items.filter((i) => i.severity === 'refuse' && ids.has(i.fileId) && !allowed.has(i.id));
 }
 
 /** "Apply all" as offered by default: every file with no refusal (overridden refusals count as allowed). */
-export function defaultSelection(patch: ParsedPatch, report: RiskReport, overrides: readonly string[] = []): PatchSelection {
+export function defaultSelection(
+  patch: ParsedPatch,
+  report: RiskReport,
+  overrides: readonly string[] = [],
+): PatchSelection {
   const allowed = new Set(overrides);
-  const blocked = new Set(report.items.filter((i) => i.severity === 'refuse' && !allowed.has(i.id)).map((i) => i.fileId));
+  const blocked = new Set(
+    report.items.filter((i) => i.severity === 'refuse' && !allowed.has(i.id)).map((i) => i.fileId),
+  );
   return { files: patch.files.filter((f) => !blocked.has(f.id)).map((f) => f.id), overrides: [...allowed] };
 }

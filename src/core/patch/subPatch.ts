@@ -9,7 +9,8 @@ import { gitQuotePath } from './patchParser';
 import type { RiskItem, RiskReport } from './patchRisk';
 import { unresolvedRefusals } from './patchRisk';
 
-export type PatchPart = { readonly kind: 'bytes'; readonly range: ByteRange } | { readonly kind: 'text'; readonly text: string };
+export type PatchPart =
+  { readonly kind: 'bytes'; readonly range: ByteRange } | { readonly kind: 'text'; readonly text: string };
 
 export interface SelectedFile {
   readonly file: PatchFile;
@@ -58,7 +59,11 @@ export function resolveSelection(patch: ParsedPatch, report: RiskReport, selecti
     set.add(id);
     chosen.set(f.id, set);
   }
-  if (unknown.length) throw new PatchSelectionError(`The selection names files or hunks that are not in this patch: ${unknown.join(', ')}.`, []);
+  if (unknown.length)
+    throw new PatchSelectionError(
+      `The selection names files or hunks that are not in this patch: ${unknown.join(', ')}.`,
+      [],
+    );
   const out: SelectedFile[] = [];
   const problems: string[] = [];
   for (const f of patch.files) {
@@ -67,14 +72,20 @@ export function resolveSelection(patch: ParsedPatch, report: RiskReport, selecti
       out.push({ file: f, hunks: f.hunks, whole: true });
     } else if (hs) {
       const label = f.newPath ?? f.oldPath ?? f.id;
-      if (f.status === 'added' || f.status === 'deleted') problems.push(`${label} is ${f.status} by the patch: apply it whole or not at all`);
+      if (f.status === 'added' || f.status === 'deleted')
+        problems.push(`${label} is ${f.status} by the patch: apply it whole or not at all`);
       else if (f.binary) problems.push(`${label} is a binary change: apply it whole or not at all`);
       else if (f.lossy) problems.push(`${label} is not UTF-8 text: apply it whole or not at all`);
       out.push({ file: f, hunks: f.hunks.filter((h) => hs.has(h.id)), whole: false });
     }
   }
-  if (problems.length) throw new PatchSelectionError(`Some choices cannot be applied hunk by hunk: ${problems.join('; ')}.`, []);
-  const refusals = unresolvedRefusals(report, out.map((s) => s.file.id), selection.overrides);
+  if (problems.length)
+    throw new PatchSelectionError(`Some choices cannot be applied hunk by hunk: ${problems.join('; ')}.`, []);
+  const refusals = unresolvedRefusals(
+    report,
+    out.map((s) => s.file.id),
+    selection.overrides,
+  );
   if (refusals.length) {
     throw new PatchSelectionError(
       `The selection includes refused changes; override each one to apply it: ${refusals.map((r) => `${r.path} (${r.reason})`).join('; ')}.`,
@@ -97,7 +108,8 @@ export function fileText(f: PatchFile, hunks: readonly PatchHunk[]): string {
   let text = f.headerText;
   let delta = 0;
   for (const h of hunks) {
-    const newStart = h.oldLines === 0 ? h.oldStart + delta + 1 : h.newLines === 0 ? h.oldStart + delta - 1 : h.oldStart + delta;
+    const newStart =
+      h.oldLines === 0 ? h.oldStart + delta + 1 : h.newLines === 0 ? h.oldStart + delta - 1 : h.oldStart + delta;
     text += hunkText(h, newStart);
     delta += h.added - h.removed;
   }
@@ -137,7 +149,18 @@ export function continuationFile(f: PatchFile): PatchFile {
   const path = f.newPath ?? f.oldPath ?? f.id;
   const a = gitQuotePath(`a/${path}`);
   const b = gitQuotePath(`b/${path}`);
-  return { ...f, status: 'modified', oldPath: path, newPath: path, oldMode: undefined, newMode: undefined, oldBlob: undefined, newBlob: undefined, headerText: `diff --git ${a} ${b}\n--- ${a}\n+++ ${b}\n`, bytes: undefined };
+  return {
+    ...f,
+    status: 'modified',
+    oldPath: path,
+    newPath: path,
+    oldMode: undefined,
+    newMode: undefined,
+    oldBlob: undefined,
+    newBlob: undefined,
+    headerText: `diff --git ${a} ${b}\n--- ${a}\n+++ ${b}\n`,
+    bytes: undefined,
+  };
 }
 
 /** Takes out of a resolved selection what is already applied; partly applied files continue from where they are. */
@@ -161,14 +184,20 @@ function withoutApplied(files: readonly SelectedFile[], applied: AppliedParts): 
  * Builds the patch for a selection (see resolveSelection for what it refuses). With `applied`, the
  * parts earlier applies wrote are left out and the rest is numbered against the tree as it is now.
  */
-export function buildSubPatch(patch: ParsedPatch, report: RiskReport, selection: PatchSelection, applied: AppliedParts = NOTHING_APPLIED): SubPatch {
+export function buildSubPatch(
+  patch: ParsedPatch,
+  report: RiskReport,
+  selection: PatchSelection,
+  applied: AppliedParts = NOTHING_APPLIED,
+): SubPatch {
   const resolved = resolveSelection(patch, report, selection);
   const files = applied.files.size || applied.hunks.size ? withoutApplied(resolved, applied) : resolved;
   const parts: PatchPart[] = [];
   for (const s of files) {
     if (s.whole && s.file.bytes) {
       const last = parts[parts.length - 1];
-      if (last?.kind === 'bytes' && last.range.end === s.file.bytes.start) parts[parts.length - 1] = { kind: 'bytes', range: { start: last.range.start, end: s.file.bytes.end } };
+      if (last?.kind === 'bytes' && last.range.end === s.file.bytes.start)
+        parts[parts.length - 1] = { kind: 'bytes', range: { start: last.range.start, end: s.file.bytes.end } };
       else parts.push({ kind: 'bytes', range: s.file.bytes });
     } else {
       parts.push({ kind: 'text', text: fileText(s.file, s.hunks) });
@@ -181,7 +210,9 @@ export function buildSubPatch(patch: ParsedPatch, report: RiskReport, selection:
 /** Materialises a sub-patch from the original bytes held in memory. */
 export function renderSubPatch(sub: SubPatch, source: Uint8Array): Uint8Array {
   const enc = new TextEncoder();
-  const chunks = sub.parts.map((p) => (p.kind === 'bytes' ? source.subarray(p.range.start, p.range.end) : enc.encode(p.text)));
+  const chunks = sub.parts.map((p) =>
+    p.kind === 'bytes' ? source.subarray(p.range.start, p.range.end) : enc.encode(p.text),
+  );
   const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
   let o = 0;
   for (const c of chunks) {

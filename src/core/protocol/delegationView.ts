@@ -7,14 +7,7 @@
 
 /** How a delegation ended (or paused). DESIGN.md "One task model". */
 export type DelegationOutcome =
-  | 'completed'
-  | 'failed'
-  | 'canceled'
-  | 'rejected'
-  | 'input-required'
-  | 'auth-required'
-  | 'unknown'
-  | 'expired';
+  'completed' | 'failed' | 'canceled' | 'rejected' | 'input-required' | 'auth-required' | 'unknown' | 'expired';
 
 /**
  * What the panel shows as the state: the outcome once one is decided, otherwise where the delegation
@@ -23,13 +16,7 @@ export type DelegationOutcome =
  * cancel and waits for the agent's answer.
  */
 export type DelegationState =
-  | 'queued'
-  | 'starting'
-  | 'submitted'
-  | 'working'
-  | 'reconnecting'
-  | 'canceling'
-  | DelegationOutcome;
+  'queued' | 'starting' | 'submitted' | 'working' | 'reconnecting' | 'canceling' | DelegationOutcome;
 
 export interface CapabilitySet {
   readonly write: boolean;
@@ -55,7 +42,12 @@ export type TimelineEntry =
   /** A message: the agent's answer (when it replies with a Message) or the user's reply. */
   | { readonly kind: 'message'; readonly at: string; readonly role: 'agent' | 'user'; readonly text: string }
   /** Something Baton did or saw: reconnecting, cancel sent, deadline passed, an event refused. */
-  | { readonly kind: 'notice'; readonly at: string; readonly level: 'info' | 'warning' | 'error'; readonly text: string };
+  | {
+      readonly kind: 'notice';
+      readonly at: string;
+      readonly level: 'info' | 'warning' | 'error';
+      readonly text: string;
+    };
 
 export interface ArtifactView {
   readonly artifactId: string;

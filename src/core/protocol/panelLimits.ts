@@ -37,7 +37,10 @@ export const PANEL_LIMITS = {
  * The first `max` characters of `text` (never splitting a surrogate pair), and how long it was. The
  * cut prefers a line break near the end so a shortened message does not stop mid-line.
  */
-export function shorten(text: string, max: number): { readonly text: string; readonly total: number; readonly shortened: boolean } {
+export function shorten(
+  text: string,
+  max: number,
+): { readonly text: string; readonly total: number; readonly shortened: boolean } {
   if (text.length <= max) return { text, total: text.length, shortened: false };
   let end = max;
   const code = text.charCodeAt(end - 1);
@@ -85,7 +88,10 @@ export function boundDelegationView(d: DelegationView): DelegationView {
   return {
     ...d,
     title: oneLine(bounded(d.title, PANEL_LIMITS.entryChars)),
-    agent: { name: oneLine(bounded(d.agent.name, PANEL_LIMITS.entryChars)), endpoint: oneLine(bounded(d.agent.endpoint, PANEL_LIMITS.entryChars), 2048) },
+    agent: {
+      name: oneLine(bounded(d.agent.name, PANEL_LIMITS.entryChars)),
+      endpoint: oneLine(bounded(d.agent.endpoint, PANEL_LIMITS.entryChars), 2048),
+    },
     ...(d.executor !== undefined ? { executor: oneLine(bounded(d.executor, PANEL_LIMITS.entryChars)) } : {}),
     ...(d.reason !== undefined ? { reason: bounded(d.reason, PANEL_LIMITS.entryChars) } : {}),
     ...(question ? { question: question.text, ...(question.shortened ? { questionChars: question.total } : {}) } : {}),

@@ -53,7 +53,10 @@ export interface PanelRequests {
   /** Restore the files every apply of this review touched. */
   reviewUndo: { params: NoParams; result: { restored: number } };
   /** Approve the reviewed card: pins its digest and the chosen endpoint. */
-  approveAgent: { params: { digest: string; endpointUrl?: string; acknowledgeOffOrigin: boolean }; result: { approved: boolean; message?: string } };
+  approveAgent: {
+    params: { digest: string; endpointUrl?: string; acknowledgeOffOrigin: boolean };
+    result: { approved: boolean; message?: string };
+  };
   rejectAgent: { params: NoParams; result: { ok: true } };
   /** After a 3-way apply with conflicts: finish (every conflict resolved) or abort (restore the files). */
   reviewMerge: { params: { action: 'finish' | 'abort' }; result: { ok: true } };
@@ -198,7 +201,9 @@ export type PanelRequestMethod = keyof PanelRequests;
 
 export type WebviewToHostMessage =
   | { type: 'ready'; stateVersion: number }
-  | { [M in PanelRequestMethod]: { type: 'request'; id: number; method: M; params: PanelRequests[M]['params'] } }[PanelRequestMethod];
+  | {
+      [M in PanelRequestMethod]: { type: 'request'; id: number; method: M; params: PanelRequests[M]['params'] };
+    }[PanelRequestMethod];
 
 /** The host's whole view for the panel; sent after `ready`, after each change, and as refresh results. */
 export interface PanelSnapshot {
@@ -246,7 +251,12 @@ export interface AgentReviewView {
   readonly extensions: readonly { readonly uri: string; readonly required: boolean }[];
   readonly signature: { readonly status: 'verified' | 'unsigned' | 'invalid' | 'unknown'; readonly detail: string };
   /** What changed since the approved card, when it is pending again. */
-  readonly changes: readonly { readonly path: string; readonly kind: 'added' | 'removed' | 'changed'; readonly before?: string; readonly after?: string }[];
+  readonly changes: readonly {
+    readonly path: string;
+    readonly kind: 'added' | 'removed' | 'changed';
+    readonly before?: string;
+    readonly after?: string;
+  }[];
   readonly warnings: readonly string[];
   readonly error?: string;
   readonly approvedEndpoint?: string;
@@ -290,7 +300,8 @@ export function parseWebviewMessage(raw: unknown): ParseResult<WebviewToHostMess
       return { ok: true, value: { type: 'ready', stateVersion: raw.stateVersion } };
     }
     case 'request': {
-      if (!hasOnlyKeys(raw, ['type', 'id', 'method', 'params'])) return { ok: false, error: 'request: unexpected fields' };
+      if (!hasOnlyKeys(raw, ['type', 'id', 'method', 'params']))
+        return { ok: false, error: 'request: unexpected fields' };
       const { id, method, params } = raw;
       if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > MAX_REQUEST_ID) {
         return { ok: false, error: 'request: id must be a non-negative integer' };
@@ -315,40 +326,95 @@ export function parseWebviewMessage(raw: unknown): ParseResult<WebviewToHostMess
           if (Object.keys(params).length !== 0) return { ok: false, error: `${method}: takes no params` };
           return { ok: true, value: { type: 'request', id, method, params: {} } };
         case 'reviewSelect': {
-          if (!hasOnlyKeys(params, ['fileId', 'hunkId', 'selected']) || !isId(params.fileId) || (params.hunkId !== undefined && !isId(params.hunkId)) || typeof params.selected !== 'boolean') {
+          if (
+            !hasOnlyKeys(params, ['fileId', 'hunkId', 'selected']) ||
+            !isId(params.fileId) ||
+            (params.hunkId !== undefined && !isId(params.hunkId)) ||
+            typeof params.selected !== 'boolean'
+          ) {
             return { ok: false, error: 'reviewSelect: needs fileId, optional hunkId and selected' };
           }
-          return { ok: true, value: { type: 'request', id, method, params: { fileId: params.fileId, hunkId: params.hunkId, selected: params.selected } } };
+          return {
+            ok: true,
+            value: {
+              type: 'request',
+              id,
+              method,
+              params: { fileId: params.fileId, hunkId: params.hunkId, selected: params.selected },
+            },
+          };
         }
         case 'reviewOverride':
-          if (!hasOnlyKeys(params, ['riskId', 'allow']) || !isId(params.riskId) || typeof params.allow !== 'boolean') return { ok: false, error: 'reviewOverride: needs riskId and allow' };
-          return { ok: true, value: { type: 'request', id, method, params: { riskId: params.riskId, allow: params.allow } } };
+          if (!hasOnlyKeys(params, ['riskId', 'allow']) || !isId(params.riskId) || typeof params.allow !== 'boolean')
+            return { ok: false, error: 'reviewOverride: needs riskId and allow' };
+          return {
+            ok: true,
+            value: { type: 'request', id, method, params: { riskId: params.riskId, allow: params.allow } },
+          };
         case 'reviewSelectAll':
-          if (!hasOnlyKeys(params, ['selected']) || typeof params.selected !== 'boolean') return { ok: false, error: 'reviewSelectAll: needs selected' };
+          if (!hasOnlyKeys(params, ['selected']) || typeof params.selected !== 'boolean')
+            return { ok: false, error: 'reviewSelectAll: needs selected' };
           return { ok: true, value: { type: 'request', id, method, params: { selected: params.selected } } };
         case 'reviewApply':
-          if (!hasOnlyKeys(params, ['threeWay']) || typeof params.threeWay !== 'boolean') return { ok: false, error: 'reviewApply: needs threeWay' };
+          if (!hasOnlyKeys(params, ['threeWay']) || typeof params.threeWay !== 'boolean')
+            return { ok: false, error: 'reviewApply: needs threeWay' };
           return { ok: true, value: { type: 'request', id, method, params: { threeWay: params.threeWay } } };
         case 'approveAgent':
-          if (!hasOnlyKeys(params, ['digest', 'endpointUrl', 'acknowledgeOffOrigin']) || !isId(params.digest) || (params.endpointUrl !== undefined && !isId(params.endpointUrl)) || typeof params.acknowledgeOffOrigin !== 'boolean') {
+          if (
+            !hasOnlyKeys(params, ['digest', 'endpointUrl', 'acknowledgeOffOrigin']) ||
+            !isId(params.digest) ||
+            (params.endpointUrl !== undefined && !isId(params.endpointUrl)) ||
+            typeof params.acknowledgeOffOrigin !== 'boolean'
+          ) {
             return { ok: false, error: 'approveAgent: needs digest, optional endpointUrl and acknowledgeOffOrigin' };
           }
-          return { ok: true, value: { type: 'request', id, method, params: { digest: params.digest, endpointUrl: params.endpointUrl, acknowledgeOffOrigin: params.acknowledgeOffOrigin } } };
+          return {
+            ok: true,
+            value: {
+              type: 'request',
+              id,
+              method,
+              params: {
+                digest: params.digest,
+                endpointUrl: params.endpointUrl,
+                acknowledgeOffOrigin: params.acknowledgeOffOrigin,
+              },
+            },
+          };
         case 'reviewMerge':
-          if (!hasOnlyKeys(params, ['action']) || (params.action !== 'finish' && params.action !== 'abort')) return { ok: false, error: 'reviewMerge: action must be finish or abort' };
+          if (!hasOnlyKeys(params, ['action']) || (params.action !== 'finish' && params.action !== 'abort'))
+            return { ok: false, error: 'reviewMerge: action must be finish or abort' };
           return { ok: true, value: { type: 'request', id, method, params: { action: params.action } } };
         case 'reviewOpen':
-          if (!hasOnlyKeys(params, ['fileId']) || (params.fileId !== undefined && !isId(params.fileId))) return { ok: false, error: 'reviewOpen: fileId must be a string' };
-          return { ok: true, value: { type: 'request', id, method, params: params.fileId === undefined ? {} : { fileId: params.fileId } } };
+          if (!hasOnlyKeys(params, ['fileId']) || (params.fileId !== undefined && !isId(params.fileId)))
+            return { ok: false, error: 'reviewOpen: fileId must be a string' };
+          return {
+            ok: true,
+            value: {
+              type: 'request',
+              id,
+              method,
+              params: params.fileId === undefined ? {} : { fileId: params.fileId },
+            },
+          };
         case 'showFullText':
-          if (!hasOnlyKeys(params, ['seq']) || (params.seq !== undefined && (typeof params.seq !== 'number' || !Number.isInteger(params.seq) || params.seq < 0))) {
+          if (
+            !hasOnlyKeys(params, ['seq']) ||
+            (params.seq !== undefined &&
+              (typeof params.seq !== 'number' || !Number.isInteger(params.seq) || params.seq < 0))
+          ) {
             return { ok: false, error: 'showFullText: seq must be a non-negative integer' };
           }
-          return { ok: true, value: { type: 'request', id, method, params: params.seq === undefined ? {} : { seq: params.seq } } };
+          return {
+            ok: true,
+            value: { type: 'request', id, method, params: params.seq === undefined ? {} : { seq: params.seq } },
+          };
         case 'reply':
-          if (!hasOnlyKeys(params, ['text']) || typeof params.text !== 'string') return { ok: false, error: 'reply: text must be a string' };
+          if (!hasOnlyKeys(params, ['text']) || typeof params.text !== 'string')
+            return { ok: false, error: 'reply: text must be a string' };
           if (params.text.trim().length === 0) return { ok: false, error: 'reply: the reply is empty' };
-          if (params.text.length > MAX_REPLY_LENGTH) return { ok: false, error: `reply: longer than ${MAX_REPLY_LENGTH} characters` };
+          if (params.text.length > MAX_REPLY_LENGTH)
+            return { ok: false, error: `reply: longer than ${MAX_REPLY_LENGTH} characters` };
           return { ok: true, value: { type: 'request', id, method, params: { text: params.text } } };
         default:
           return { ok: false, error: `request: unknown method ${JSON.stringify(String(method)).slice(0, 80)}` };

@@ -44,7 +44,10 @@ export function changesQuery(review: string): string {
 }
 
 /** The review a URI belongs to: a review document or a review's changes editor. */
-export function reviewOfUri(scheme: string, query: string): { readonly review: string; readonly file: string | undefined } | undefined {
+export function reviewOfUri(
+  scheme: string,
+  query: string,
+): { readonly review: string; readonly file: string | undefined } | undefined {
   if (scheme === CHANGES_SCHEME) {
     const review = new URLSearchParams(query).get('review');
     return review ? { review, file: undefined } : undefined;
@@ -54,7 +57,8 @@ export function reviewOfUri(scheme: string, query: string): { readonly review: s
 }
 
 /** One side of a file in the changes editor: the file in the working tree, or a review document with the same path. */
-export type SideRef = { readonly kind: 'file'; readonly file: string } | { readonly kind: 'review'; readonly doc: ReviewDocRef };
+export type SideRef =
+  { readonly kind: 'file'; readonly file: string } | { readonly kind: 'review'; readonly doc: ReviewDocRef };
 
 export interface ChangeEntry {
   /** The working-tree file the entry is about. */
@@ -70,11 +74,13 @@ export interface ChangeEntry {
  * patched text on the right, both under the same path. A rename's left side is the old path (VS Code
  * shows it as a rename, which it is).
  */
-export function changeEntry(review: string, f: { readonly status: PatchFileStatus; readonly oldPath: string | undefined; readonly newPath: string | undefined }): ChangeEntry {
+export function changeEntry(
+  review: string,
+  f: { readonly status: PatchFileStatus; readonly oldPath: string | undefined; readonly newPath: string | undefined },
+): ChangeEntry {
   const file = f.newPath ?? f.oldPath ?? '';
   const after: SideRef = { kind: 'review', doc: { review, kind: 'after', file } };
   if (f.status === 'added') return { file, original: undefined, modified: after };
   if (f.status === 'deleted') return { file, original: { kind: 'file', file }, modified: undefined };
   return { file, original: { kind: 'file', file: f.oldPath ?? file }, modified: after };
 }
-

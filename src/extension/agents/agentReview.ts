@@ -16,7 +16,9 @@ function show(v: unknown): string | undefined {
 function authDetail(s: SecuritySchemeInfo): string {
   switch (s.kind) {
     case 'http':
-      return s.scheme.toLowerCase() === 'bearer' ? vscode.l10n.t('bearer token (Set Token for Origin…)') : vscode.l10n.t('HTTP {0}', s.scheme);
+      return s.scheme.toLowerCase() === 'bearer'
+        ? vscode.l10n.t('bearer token (Set Token for Origin…)')
+        : vscode.l10n.t('HTTP {0}', s.scheme);
     case 'apiKey':
       return vscode.l10n.t('API key in {0} "{1}"', s.location, s.parameter);
     case 'oauth2':
@@ -33,9 +35,17 @@ function authDetail(s: SecuritySchemeInfo): string {
 function warningText(w: CardWarning, cardOrigin: string): string {
   switch (w.kind) {
     case 'off-origin-interface':
-      return vscode.l10n.t('The card names {0} on another origin ({1}). Baton never sends the token stored for the card’s origin ({2}) there; only a token you store for {1} itself.', w.url, w.origin, cardOrigin);
+      return vscode.l10n.t(
+        'The card names {0} on another origin ({1}). Baton never sends the token stored for the card’s origin ({2}) there; only a token you store for {1} itself.',
+        w.url,
+        w.origin,
+        cardOrigin,
+      );
     case 'insecure-interface':
-      return vscode.l10n.t('{0} is plain http: requests travel unencrypted. Baton sends a token there only if you store one for that http origin; a token for an https origin never goes there.', w.url);
+      return vscode.l10n.t(
+        '{0} is plain http: requests travel unencrypted. Baton sends a token there only if you store one for that http origin; a token for an https origin never goes there.',
+        w.url,
+      );
     case 'invalid-signature':
       return vscode.l10n.t('The signature is invalid: {0}', w.reason);
     case 'unsigned-after-signed':
@@ -77,25 +87,35 @@ export function agentReviewView(state: RegistryState, e: AgentEntry, fetchedViaP
     })),
     skills: (card?.skills ?? []).map((s) => ({ name: s.name, description: s.description, tags: s.tags })),
     // A card may offer schemes while requiring none (a loopback gateway that serves tokenless requests).
-    auth: (card?.securitySchemes ?? []).map((s) => ({ name: s.name, detail: card?.securityRequirements.length ? authDetail(s) : vscode.l10n.t('{0} — optional: the card requires no authentication', authDetail(s)) })),
+    auth: (card?.securitySchemes ?? []).map((s) => ({
+      name: s.name,
+      detail: card?.securityRequirements.length
+        ? authDetail(s)
+        : vscode.l10n.t('{0} — optional: the card requires no authentication', authDetail(s)),
+    })),
     extensions: (card?.capabilities.extensions ?? []).map((x) => ({ uri: x.uri, required: x.required })),
     signature: !sig
       ? { status: 'unknown', detail: vscode.l10n.t('the card has not been fetched') }
       : sig.status === 'verified'
         ? {
             status: 'verified',
-            detail: sig.firstUse && e.status !== 'approved' ? vscode.l10n.t('with the key the card carries; it is pinned for {0} when you approve', e.origin) : vscode.l10n.t('with the key pinned for {0}', e.origin),
+            detail:
+              sig.firstUse && e.status !== 'approved'
+                ? vscode.l10n.t('with the key the card carries; it is pinned for {0} when you approve', e.origin)
+                : vscode.l10n.t('with the key pinned for {0}', e.origin),
           }
         : sig.status === 'invalid'
           ? { status: 'invalid', detail: sig.reason }
           : { status: 'unsigned', detail: vscode.l10n.t('the card carries no signature') },
     changes: e.changes.map((c) => ({ path: c.path, kind: c.kind, before: show(c.before), after: show(c.after) })),
     // One line per warning: a card's JSON-RPC and HTTP+JSON interfaces often share one plain-http URL.
-    warnings: [...new Set([
-      // What was checked before the proxy got the fetch, and that the proxy chose the address.
-      ...(fetchedViaProxy ? [proxyCheckText(fetchedViaProxy)] : []),
-      ...cardWarnings(state, e).map((w) => warningText(w, cardOrigin)),
-    ])],
+    warnings: [
+      ...new Set([
+        // What was checked before the proxy got the fetch, and that the proxy chose the address.
+        ...(fetchedViaProxy ? [proxyCheckText(fetchedViaProxy)] : []),
+        ...cardWarnings(state, e).map((w) => warningText(w, cardOrigin)),
+      ]),
+    ],
     error: e.lastError ? `${e.lastError.message}` : undefined,
     approvedEndpoint: e.approval?.endpoint.url,
   };

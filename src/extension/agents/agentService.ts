@@ -89,7 +89,9 @@ export class AgentService extends Disposable {
       try {
         state = deserializeRegistry(saved);
       } catch (e) {
-        log.error(`agents: could not read the saved agents (${e instanceof Error ? e.message : String(e)}); starting empty`);
+        log.error(
+          `agents: could not read the saved agents (${e instanceof Error ? e.message : String(e)}); starting empty`,
+        );
       }
     }
     this.state = state;
@@ -119,7 +121,12 @@ export class AgentService extends Disposable {
 
   private fetchOptions(): SafeFetchOptions {
     const s = this.settings();
-    return { allowPrivateHosts: [...s.allowPrivateHosts, ...this.sessionPrivateHosts], proxy: s.proxy, noProxy: s.noProxy, timeoutMs: 10_000 };
+    return {
+      allowPrivateHosts: [...s.allowPrivateHosts, ...this.sessionPrivateHosts],
+      proxy: s.proxy,
+      noProxy: s.noProxy,
+      timeoutMs: 10_000,
+    };
   }
 
   /**
@@ -134,9 +141,16 @@ export class AgentService extends Disposable {
     const now = new Date().toISOString();
     const items = await Promise.all(
       found.agents.map(async (a) => {
-        const signature = await verifyAgentCard(a.fetched.card.raw, { pinnedKeys: pinnedKeysFor(this.state, new URL(a.cardUrl).origin) });
-        const from: AgentSource = a.depth === 0 ? source : source === 'local-gateway' ? 'local-gateway' : 'gateway-index';
-        return { cardUrl: a.cardUrl, source: from, served: { card: a.fetched.card, digest: a.fetched.digest, signature, etag: a.fetched.etag, fetchedAt: now } };
+        const signature = await verifyAgentCard(a.fetched.card.raw, {
+          pinnedKeys: pinnedKeysFor(this.state, new URL(a.cardUrl).origin),
+        });
+        const from: AgentSource =
+          a.depth === 0 ? source : source === 'local-gateway' ? 'local-gateway' : 'gateway-index';
+        return {
+          cardUrl: a.cardUrl,
+          source: from,
+          served: { card: a.fetched.card, digest: a.fetched.digest, signature, etag: a.fetched.etag, fetchedAt: now },
+        };
       }),
     );
     if (items.length > 0) await this.commit(addFetchedAgents(this.state, items, now));
@@ -144,7 +158,9 @@ export class AgentService extends Disposable {
     for (const line of net.discoveryLog(found)) this.log.warn(`agents: ${line}`);
     const summary = net.discoverySummary(found);
     if (summary) this.log.warn(`agents: ${summary}`);
-    const entries = found.agents.map((a) => findAgent(this.state, a.cardUrl)).filter((e): e is AgentEntry => e !== undefined);
+    const entries = found.agents
+      .map((a) => findAgent(this.state, a.cardUrl))
+      .filter((e): e is AgentEntry => e !== undefined);
     return { entries, summary };
   }
 
@@ -158,17 +174,36 @@ export class AgentService extends Disposable {
     const entry = this.find(cardUrl);
     if (!entry) return;
     try {
-      const fetched = await loadNet().fetchAgentCard(entry.cardUrl, { ...this.fetchOptions(), etag: entry.served?.etag });
+      const fetched = await loadNet().fetchAgentCard(entry.cardUrl, {
+        ...this.fetchOptions(),
+        etag: entry.served?.etag,
+      });
       this.noteRoute(entry.cardUrl, fetched.proxied);
       if (fetched.notModified) {
         await this.commit(recordNotModified(this.state, entry.cardUrl, new Date().toISOString()));
         return;
       }
-      const signature = await verifyAgentCard(fetched.card.raw, { pinnedKeys: pinnedKeysFor(this.state, entry.origin) });
-      await this.commit(recordFetch(this.state, entry.cardUrl, { card: fetched.card, digest: fetched.digest, signature, etag: fetched.etag, fetchedAt: new Date().toISOString() }));
+      const signature = await verifyAgentCard(fetched.card.raw, {
+        pinnedKeys: pinnedKeysFor(this.state, entry.origin),
+      });
+      await this.commit(
+        recordFetch(this.state, entry.cardUrl, {
+          card: fetched.card,
+          digest: fetched.digest,
+          signature,
+          etag: fetched.etag,
+          fetchedAt: new Date().toISOString(),
+        }),
+      );
     } catch (e) {
       const code = typeof (e as { code?: unknown }).code === 'string' ? (e as { code: string }).code : 'error';
-      await this.commit(recordFetchFailure(this.state, entry.cardUrl, { code, message: e instanceof Error ? e.message : String(e), at: new Date().toISOString() }));
+      await this.commit(
+        recordFetchFailure(this.state, entry.cardUrl, {
+          code,
+          message: e instanceof Error ? e.message : String(e),
+          at: new Date().toISOString(),
+        }),
+      );
     }
   }
 
@@ -176,8 +211,17 @@ export class AgentService extends Disposable {
     await Promise.all(this.state.agents.map((a) => this.refresh(a.cardUrl)));
   }
 
-  async approve(cardUrl: string, reviewedDigest: string, opts: { endpointUrl?: string; acknowledgeOffOrigin?: boolean } = {}): Promise<ApproveResult> {
-    const result = approveAgent(this.state, cardUrl, { reviewedDigest, endpointUrl: opts.endpointUrl, acknowledgeOffOrigin: opts.acknowledgeOffOrigin, now: new Date().toISOString() });
+  async approve(
+    cardUrl: string,
+    reviewedDigest: string,
+    opts: { endpointUrl?: string; acknowledgeOffOrigin?: boolean } = {},
+  ): Promise<ApproveResult> {
+    const result = approveAgent(this.state, cardUrl, {
+      reviewedDigest,
+      endpointUrl: opts.endpointUrl,
+      acknowledgeOffOrigin: opts.acknowledgeOffOrigin,
+      now: new Date().toISOString(),
+    });
     if (result.ok) await this.commit(result.state);
     return result;
   }

@@ -18,7 +18,12 @@ export interface CollectedContext {
 export const MAX_CONTEXT_FILE_BYTES = 512 * 1024;
 
 export function toRange(r: vscode.Range): TextRange {
-  return { startLine: r.start.line, startCharacter: r.start.character, endLine: r.end.line, endCharacter: r.end.character };
+  return {
+    startLine: r.start.line,
+    startCharacter: r.start.character,
+    endLine: r.end.line,
+    endCharacter: r.end.character,
+  };
 }
 
 const SEVERITY: Record<vscode.DiagnosticSeverity, DiagnosticContext['severity']> = {
@@ -29,12 +34,19 @@ const SEVERITY: Record<vscode.DiagnosticSeverity, DiagnosticContext['severity']>
 };
 
 function relPath(folder: vscode.WorkspaceFolder, uri: vscode.Uri): string {
-  return vscode.workspace.asRelativePath(uri, false).split('\\').join('/').replace(new RegExp(`^${folder.name}/`), '');
+  return vscode.workspace
+    .asRelativePath(uri, false)
+    .split('\\')
+    .join('/')
+    .replace(new RegExp(`^${folder.name}/`), '');
 }
 
 function folderOf(uris: readonly vscode.Uri[]): vscode.WorkspaceFolder | undefined {
   const folders = new Set(uris.map((u) => vscode.workspace.getWorkspaceFolder(u)));
-  if (folders.size > 1) throw new Error(vscode.l10n.t('The chosen files are in different workspace folders: delegate one folder at a time.'));
+  if (folders.size > 1)
+    throw new Error(
+      vscode.l10n.t('The chosen files are in different workspace folders: delegate one folder at a time.'),
+    );
   return [...folders][0] ?? vscode.workspace.workspaceFolders?.[0];
 }
 
@@ -43,9 +55,20 @@ export function isWorkspaceFile(uri: vscode.Uri): boolean {
   return uri.scheme === 'file' && vscode.workspace.getWorkspaceFolder(uri) !== undefined;
 }
 
-export function diagnosticContext(folder: vscode.WorkspaceFolder, uri: vscode.Uri, d: vscode.Diagnostic): DiagnosticContext {
+export function diagnosticContext(
+  folder: vscode.WorkspaceFolder,
+  uri: vscode.Uri,
+  d: vscode.Diagnostic,
+): DiagnosticContext {
   const code = typeof d.code === 'object' ? String(d.code.value) : d.code === undefined ? undefined : String(d.code);
-  return { path: relPath(folder, uri), range: toRange(d.range), severity: SEVERITY[d.severity], message: d.message, source: d.source, code };
+  return {
+    path: relPath(folder, uri),
+    range: toRange(d.range),
+    severity: SEVERITY[d.severity],
+    message: d.message,
+    source: d.source,
+    code,
+  };
 }
 
 export async function collectContext(opts: {
@@ -56,18 +79,36 @@ export async function collectContext(opts: {
 }): Promise<CollectedContext> {
   if (opts.useSelection && opts.editor && !isWorkspaceFile(opts.editor.document.uri)) {
     // Baton's own files (the audit log), output panes and files outside the open folders never travel.
-    throw new Error(vscode.l10n.t('Delegate Selection works on a file of the open folder, and {0} is not one. Select text in a file of this workspace first.', opts.editor.document.uri.scheme === 'file' ? vscode.workspace.asRelativePath(opts.editor.document.uri) : opts.editor.document.uri.scheme));
+    throw new Error(
+      vscode.l10n.t(
+        'Delegate Selection works on a file of the open folder, and {0} is not one. Select text in a file of this workspace first.',
+        opts.editor.document.uri.scheme === 'file'
+          ? vscode.workspace.asRelativePath(opts.editor.document.uri)
+          : opts.editor.document.uri.scheme,
+      ),
+    );
   }
-  const uris = [...(opts.files ?? []), ...(opts.useSelection && opts.editor ? [opts.editor.document.uri] : []), ...(opts.diagnostics ?? []).map((d) => d.uri)];
+  const uris = [
+    ...(opts.files ?? []),
+    ...(opts.useSelection && opts.editor ? [opts.editor.document.uri] : []),
+    ...(opts.diagnostics ?? []).map((d) => d.uri),
+  ];
   const folder = folderOf(uris);
   const unsaved = folder
-    ? vscode.workspace.textDocuments.filter((d) => d.isDirty && vscode.workspace.getWorkspaceFolder(d.uri) === folder).map((d) => relPath(folder, d.uri))
+    ? vscode.workspace.textDocuments
+        .filter((d) => d.isDirty && vscode.workspace.getWorkspaceFolder(d.uri) === folder)
+        .map((d) => relPath(folder, d.uri))
     : [];
   let selection: SelectionContext | undefined;
   if (opts.useSelection && opts.editor && folder) {
     const sel = opts.editor.selection;
     const range = sel.isEmpty ? opts.editor.document.lineAt(sel.active.line).range : sel;
-    selection = { path: relPath(folder, opts.editor.document.uri), range: toRange(range), text: opts.editor.document.getText(range), languageId: opts.editor.document.languageId };
+    selection = {
+      path: relPath(folder, opts.editor.document.uri),
+      range: toRange(range),
+      text: opts.editor.document.getText(range),
+      languageId: opts.editor.document.languageId,
+    };
   }
   const files: FileContext[] = [];
   for (const uri of opts.files ?? []) {
@@ -79,7 +120,14 @@ export async function collectContext(opts: {
       continue;
     }
     if (stat.size > MAX_CONTEXT_FILE_BYTES) {
-      throw new Error(vscode.l10n.t('{0} is {1} KB, more than Baton sends as context ({2} KB). Name it in the task instead: the agent can read it in its copy.', relPath(folder, uri), Math.round(stat.size / 1024), MAX_CONTEXT_FILE_BYTES / 1024));
+      throw new Error(
+        vscode.l10n.t(
+          '{0} is {1} KB, more than Baton sends as context ({2} KB). Name it in the task instead: the agent can read it in its copy.',
+          relPath(folder, uri),
+          Math.round(stat.size / 1024),
+          MAX_CONTEXT_FILE_BYTES / 1024,
+        ),
+      );
     }
     const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
     const text = doc ? doc.getText() : new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
@@ -91,7 +139,15 @@ export async function collectContext(opts: {
 
 export function summarizeContext(c: CollectedContext): string {
   const parts: string[] = [];
-  if (c.selection) parts.push(vscode.l10n.t('selection in {0} (lines {1}–{2})', c.selection.path, c.selection.range.startLine + 1, c.selection.range.endLine + 1));
+  if (c.selection)
+    parts.push(
+      vscode.l10n.t(
+        'selection in {0} (lines {1}–{2})',
+        c.selection.path,
+        c.selection.range.startLine + 1,
+        c.selection.range.endLine + 1,
+      ),
+    );
   if (c.files.length) parts.push(c.files.length === 1 ? c.files[0].path : vscode.l10n.t('{0} files', c.files.length));
   if (c.diagnostics.length) parts.push(vscode.l10n.t('{0} problem(s)', c.diagnostics.length));
   return parts.join(', ');

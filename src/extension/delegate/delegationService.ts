@@ -9,7 +9,11 @@ import { DelegationJournal, isFinalOutcome, type DelegationRequest, type Outcome
 import { buildDelegationMessage } from '../../core/delegation/context';
 import { parsePatchText } from '../../core/patch';
 import { boundDelegationView, PANEL_LIMITS } from '../../core/protocol/panelLimits';
-import type { DelegationState as PanelState, DelegationView as PanelView, TimelineEntry as PanelEntry } from '../../core/protocol/panelProtocol';
+import type {
+  DelegationState as PanelState,
+  DelegationView as PanelView,
+  TimelineEntry as PanelEntry,
+} from '../../core/protocol/panelProtocol';
 import type { DelegationView as JournalView } from '../../core/protocol/delegationView';
 import { connectAgent, normalizeCard, scopedGetToken } from '../../node/a2a/clientFactory';
 import { DelegationManager } from '../../node/a2a/delegationManager';
@@ -65,7 +69,10 @@ export class DelegationService extends Disposable {
   private readonly checks = new Map<string, Promise<void>>();
   /** The patch bytes the check approved, by delegation (also on disk, for after a reload). */
   /** The approved patch bytes per delegation, with the digest they were checked against and their statistics (computed once). */
-  private readonly reviewBytes = new Map<string, { readonly sha256: string; readonly bytes: Buffer; stats?: PanelView['patch'] }>();
+  private readonly reviewBytes = new Map<
+    string,
+    { readonly sha256: string; readonly bytes: Buffer; stats?: PanelView['patch'] }
+  >();
   private readonly _onDidChange = this._register(new vscode.EventEmitter<string>());
   readonly onDidChange = this._onDidChange.event;
   private readonly _onDidSettle = this._register(new vscode.EventEmitter<{ id: string; decision: OutcomeDecision }>());
@@ -137,8 +144,12 @@ export class DelegationService extends Disposable {
   private entryFor(request: DelegationRequest): AgentEntry {
     const entry = this.agents.find(request.agent.id);
     const endpoint = entry && callableEndpoint(entry);
-    if (!entry || !endpoint) throw new Error(vscode.l10n.t('{0} is no longer approved. Review it in the Agents view.', request.agent.name));
-    if (endpoint.url !== request.agent.endpoint) throw new Error(vscode.l10n.t('{0} was re-approved with another endpoint; start the delegation again.', request.agent.name));
+    if (!entry || !endpoint)
+      throw new Error(vscode.l10n.t('{0} is no longer approved. Review it in the Agents view.', request.agent.name));
+    if (endpoint.url !== request.agent.endpoint)
+      throw new Error(
+        vscode.l10n.t('{0} was re-approved with another endpoint; start the delegation again.', request.agent.name),
+      );
     return entry;
   }
 
@@ -150,11 +161,22 @@ export class DelegationService extends Disposable {
     const local = this.gateway.findRunning();
     return connectAgent({
       card: normalizeCard(entry.approval.card.raw),
-      endpoint: { url: endpoint.url, protocolBinding: endpoint.binding, protocolVersion: endpoint.protocolVersion, tenant: endpoint.tenant },
+      endpoint: {
+        url: endpoint.url,
+        protocolBinding: endpoint.binding,
+        protocolVersion: endpoint.protocolVersion,
+        tenant: endpoint.tenant,
+      },
       // The local gateway's token goes to the local gateway, for agents whose card it served; a token
       // the user stored goes only to the origin the user approved for this agent, looked up under that
       // exact origin (never to one a card names, never from https to http on the same host).
-      getToken: scopedGetToken({ gatewayOrigin: local?.url, approvedOrigin: this.agents.tokenOrigin(entry), cardOrigin: entry.origin }, { gateway: () => (local ? this.gateway.token(local) : undefined), stored: (origin) => this.storage.getToken(origin) }),
+      getToken: scopedGetToken(
+        { gatewayOrigin: local?.url, approvedOrigin: this.agents.tokenOrigin(entry), cardOrigin: entry.origin },
+        {
+          gateway: () => (local ? this.gateway.token(local) : undefined),
+          stored: (origin) => this.storage.getToken(origin),
+        },
+      ),
     });
   }
 
@@ -173,7 +195,12 @@ export class DelegationService extends Disposable {
       selection: context.selection,
       files: context.files,
       diagnostics: context.diagnostics,
-      repository: root && base ? { root, baseCommit: base.baseCommit ?? '', uncommittedDigest: base.uncommittedDigest } : folder ? { root: folder, baseCommit: '', uncommittedDigest: '' } : undefined,
+      repository:
+        root && base
+          ? { root, baseCommit: base.baseCommit ?? '', uncommittedDigest: base.uncommittedDigest }
+          : folder
+            ? { root: folder, baseCommit: '', uncommittedDigest: '' }
+            : undefined,
       capabilities: choice.capabilities,
       deadline,
       chain: [agent.cardUrl],
@@ -183,7 +210,14 @@ export class DelegationService extends Disposable {
       requestId,
       title: choice.task.split('\n')[0].slice(0, 200),
       who: userInfo().username,
-      agent: { id: agent.cardUrl, name: agent.approval.card.name, endpoint: endpoint.url, protocolBinding: endpoint.binding, protocolVersion: endpoint.protocolVersion, cardDigest: agent.approval.digest },
+      agent: {
+        id: agent.cardUrl,
+        name: agent.approval.card.name,
+        endpoint: endpoint.url,
+        protocolBinding: endpoint.binding,
+        protocolVersion: endpoint.protocolVersion,
+        cardDigest: agent.approval.digest,
+      },
       message,
       createdAt: Date.now(),
       deadline,
@@ -221,9 +255,12 @@ export class DelegationService extends Disposable {
   async reviewPatch(id: string): Promise<Buffer | undefined> {
     await (this.checks.get(id) ?? this.check(id));
     const side = this.loadSidecar(id);
-    if (!side?.signature) throw new Error(vscode.l10n.t('Baton could not check this result, so it will not review it. See the Baton log.'));
+    if (!side?.signature)
+      throw new Error(vscode.l10n.t('Baton could not check this result, so it will not review it. See the Baton log.'));
     if (side.signature.status === 'invalid') {
-      throw new Error(vscode.l10n.t('The result did not verify, so Baton will not review or apply it: {0}', side.signature.detail));
+      throw new Error(
+        vscode.l10n.t('The result did not verify, so Baton will not review or apply it: {0}', side.signature.detail),
+      );
     }
     const bytes = this.approvedBytes(id, side);
     return bytes && Buffer.from(bytes);
@@ -240,7 +277,10 @@ export class DelegationService extends Disposable {
    * in memory were checked when they were stored: the panel asks for them on every snapshot, so they
    * are not hashed again.
    */
-  private approved(id: string, digest: string): { readonly sha256: string; readonly bytes: Buffer; stats?: PanelView['patch'] } {
+  private approved(
+    id: string,
+    digest: string,
+  ): { readonly sha256: string; readonly bytes: Buffer; stats?: PanelView['patch'] } {
     const held = this.reviewBytes.get(id);
     if (held?.sha256 === digest) return held;
     let bytes: Buffer;
@@ -251,7 +291,11 @@ export class DelegationService extends Disposable {
     }
     if (sha256(bytes) !== digest) {
       this.reviewBytes.delete(id);
-      throw new Error(vscode.l10n.t('The checked patch of this delegation changed on disk since it was checked; Baton will not review it.'));
+      throw new Error(
+        vscode.l10n.t(
+          'The checked patch of this delegation changed on disk since it was checked; Baton will not review it.',
+        ),
+      );
     }
     const entry = { sha256: digest, bytes };
     this.reviewBytes.set(id, entry);
@@ -292,9 +336,13 @@ export class DelegationService extends Disposable {
       asked.push(d.requestId);
       this.m.checkIfAuthorized(d.requestId).then(
         (wentOn) => {
-          if (wentOn) this.log.info(`delegation ${d.requestId}: the agent went on after authorization; following it again`);
+          if (wentOn)
+            this.log.info(`delegation ${d.requestId}: the agent went on after authorization; following it again`);
         },
-        (e: unknown) => this.log.warn(`delegation ${d.requestId}: checking again after the window regained focus failed: ${(e as Error).message}`),
+        (e: unknown) =>
+          this.log.warn(
+            `delegation ${d.requestId}: checking again after the window regained focus failed: ${(e as Error).message}`,
+          ),
       );
     }
     return asked;
@@ -380,10 +428,13 @@ export class DelegationService extends Disposable {
         side.patch = undefined;
         rmSync(this.reviewPatchFile(id), { force: true });
       }
-      if (r.status === 'invalid') this.log.warn(`delegation ${id}: the result did not verify (${r.failure}): ${r.detail}`);
+      if (r.status === 'invalid')
+        this.log.warn(`delegation ${id}: the result did not verify (${r.failure}): ${r.detail}`);
       this.saveSidecar(id, side);
     } catch (e) {
-      this.log.warn(`delegation ${id}: could not check the result signature: ${e instanceof Error ? e.message : String(e)}`);
+      this.log.warn(
+        `delegation ${id}: could not check the result signature: ${e instanceof Error ? e.message : String(e)}`,
+      );
     }
   }
 
@@ -399,7 +450,11 @@ export class DelegationService extends Disposable {
         const held = this.approved(id, side.patch.sha256);
         if (!held.stats) {
           const parsed = parsePatchText(held.bytes.toString('utf8'));
-          held.stats = { files: parsed.files.length, additions: parsed.files.reduce((n, f) => n + f.added, 0), deletions: parsed.files.reduce((n, f) => n + f.removed, 0) };
+          held.stats = {
+            files: parsed.files.length,
+            additions: parsed.files.reduce((n, f) => n + f.added, 0),
+            deletions: parsed.files.reduce((n, f) => n + f.removed, 0),
+          };
         }
         patchStats = held.stats;
       } catch {
@@ -426,7 +481,12 @@ export class DelegationService extends Disposable {
       // Only what the panel can show is mapped; the bounds also apply to each entry's text.
       timeline: v.timeline.slice(first).map((e, i) => panelEntry(e, first + i + 1 + v.timelineOmitted)),
       timelineOmitted: v.timelineOmitted + first,
-      artifacts: v.artifacts.map((a) => ({ name: a.name || a.filename, mediaType: a.mediaType, bytes: a.size, isPatch: a.isPatch })),
+      artifacts: v.artifacts.map((a) => ({
+        name: a.name || a.filename,
+        mediaType: a.mediaType,
+        bytes: a.size,
+        isPatch: a.isPatch,
+      })),
       patch: patchStats,
       signature: side?.signature,
       cancelConfirmed: v.cancelConfirmed,
@@ -455,11 +515,21 @@ function panelEntry(e: JournalView['timeline'][number], seq: number): PanelEntry
     case 'step':
       return { seq, at: e.at, kind: 'step', text: e.text, markdown: true };
     case 'artifact':
-      return { seq, at: e.at, kind: 'artifact', text: `${e.name} · ${e.size.toLocaleString()} characters${e.chunks > 1 ? ` in ${e.chunks} chunks` : ''}${e.complete ? '' : ' (streaming…)'}` };
+      return {
+        seq,
+        at: e.at,
+        kind: 'artifact',
+        text: `${e.name} · ${e.size.toLocaleString()} characters${e.chunks > 1 ? ` in ${e.chunks} chunks` : ''}${e.complete ? '' : ' (streaming…)'}`,
+      };
     case 'message':
-      return { seq, at: e.at, kind: 'message', text: e.role === 'user' ? `You: ${e.text}` : e.text, markdown: e.role === 'agent' };
+      return {
+        seq,
+        at: e.at,
+        kind: 'message',
+        text: e.role === 'user' ? `You: ${e.text}` : e.text,
+        markdown: e.role === 'agent',
+      };
     case 'notice':
       return { seq, at: e.at, kind: e.level === 'error' ? 'error' : 'note', text: e.text };
   }
 }
-

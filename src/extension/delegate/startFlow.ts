@@ -27,12 +27,22 @@ export interface AgentChoice {
 export function whatTravels(agent: Pick<AgentChoice, 'seesRepository'>, contextSummary: string): string {
   if (agent.seesRepository) {
     return contextSummary
-      ? vscode.l10n.t('Sent: this text and {0}. The agent works on a throwaway copy of your repository (files as saved) and can read all of it; only a patch comes back.', contextSummary)
-      : vscode.l10n.t('Sent: this text. The agent works on a throwaway copy of your repository (files as saved) and can read all of it; only a patch comes back.');
+      ? vscode.l10n.t(
+          'Sent: this text and {0}. The agent works on a throwaway copy of your repository (files as saved) and can read all of it; only a patch comes back.',
+          contextSummary,
+        )
+      : vscode.l10n.t(
+          'Sent: this text. The agent works on a throwaway copy of your repository (files as saved) and can read all of it; only a patch comes back.',
+        );
   }
   return contextSummary
-    ? vscode.l10n.t('Sent: this text and {0}, with the repository’s path and commit id. The agent sees nothing else of your files.', contextSummary)
-    : vscode.l10n.t('Sent: only this text, with the repository’s path and commit id. The agent sees nothing else of your files.');
+    ? vscode.l10n.t(
+        'Sent: this text and {0}, with the repository’s path and commit id. The agent sees nothing else of your files.',
+        contextSummary,
+      )
+    : vscode.l10n.t(
+        'Sent: only this text, with the repository’s path and commit id. The agent sees nothing else of your files.',
+      );
 }
 
 /** Arguments a caller (a test, a keybinding, another extension) may pass to skip the prompts. */
@@ -55,42 +65,83 @@ export function isDelegateArgs(v: unknown): v is DelegateArgs {
   return (
     optString('agentId') &&
     optString('task') &&
-    (o.deadlineMinutes === undefined || (typeof o.deadlineMinutes === 'number' && o.deadlineMinutes > 0 && o.deadlineMinutes <= 24 * 60)) &&
+    (o.deadlineMinutes === undefined ||
+      (typeof o.deadlineMinutes === 'number' && o.deadlineMinutes > 0 && o.deadlineMinutes <= 24 * 60)) &&
     (o.confirm === undefined || o.confirm === false) &&
-    (caps === undefined || (typeof caps === 'object' && caps !== null && Object.values(caps).every((x) => typeof x === 'boolean')))
+    (caps === undefined ||
+      (typeof caps === 'object' && caps !== null && Object.values(caps).every((x) => typeof x === 'boolean')))
   );
 }
 
 function describeCaps(c: StartChoice['capabilities']): string {
-  const on = [c.write && vscode.l10n.t('write'), c.shell && vscode.l10n.t('shell'), c.network && vscode.l10n.t('network')].filter(Boolean);
+  const on = [
+    c.write && vscode.l10n.t('write'),
+    c.shell && vscode.l10n.t('shell'),
+    c.network && vscode.l10n.t('network'),
+  ].filter(Boolean);
   return on.length ? on.join(', ') : vscode.l10n.t('read-only (may only propose a patch)');
 }
 
 async function pickAgent(agents: readonly AgentChoice[]): Promise<AgentChoice | undefined> {
   if (agents.length === 0) {
     const add = vscode.l10n.t('Add Agent…');
-    const pick = await vscode.window.showWarningMessage(vscode.l10n.t('No approved agent to delegate to. Add an agent and approve it first, or start the local gateway for its built-in agents.'), add);
+    const pick = await vscode.window.showWarningMessage(
+      vscode.l10n.t(
+        'No approved agent to delegate to. Add an agent and approve it first, or start the local gateway for its built-in agents.',
+      ),
+      add,
+    );
     if (pick === add) await vscode.commands.executeCommand('baton.addAgent');
     return undefined;
   }
   const item = await vscode.window.showQuickPick(
-    agents.map((a) => ({ label: a.name, description: a.skills.join(' · '), detail: a.description ? `${a.description} — ${a.endpoint}` : a.endpoint, agent: a })),
-    { title: vscode.l10n.t('Delegate to which agent?'), placeHolder: vscode.l10n.t('Approved agents'), matchOnDescription: true, matchOnDetail: true, ignoreFocusOut: true },
+    agents.map((a) => ({
+      label: a.name,
+      description: a.skills.join(' · '),
+      detail: a.description ? `${a.description} — ${a.endpoint}` : a.endpoint,
+      agent: a,
+    })),
+    {
+      title: vscode.l10n.t('Delegate to which agent?'),
+      placeHolder: vscode.l10n.t('Approved agents'),
+      matchOnDescription: true,
+      matchOnDetail: true,
+      ignoreFocusOut: true,
+    },
   );
   return item?.agent;
 }
 
-async function pickCapabilities(agent: AgentChoice, current: StartChoice['capabilities']): Promise<StartChoice['capabilities'] | undefined> {
+async function pickCapabilities(
+  agent: AgentChoice,
+  current: StartChoice['capabilities'],
+): Promise<StartChoice['capabilities'] | undefined> {
   const max = agent.maxCapabilities ?? { write: true, shell: true, network: true };
   const options = [
-    { key: 'write' as const, label: vscode.l10n.t('Write files'), detail: vscode.l10n.t('Edit files in its throwaway copy. Edits come back only as a patch for you to review.') },
-    { key: 'shell' as const, label: vscode.l10n.t('Run shell commands'), detail: vscode.l10n.t('A throwaway copy is not a sandbox: a shell can reach anything you can.') },
-    { key: 'network' as const, label: vscode.l10n.t('Use the network'), detail: vscode.l10n.t('Beyond the agent’s own model API.') },
+    {
+      key: 'write' as const,
+      label: vscode.l10n.t('Write files'),
+      detail: vscode.l10n.t('Edit files in its throwaway copy. Edits come back only as a patch for you to review.'),
+    },
+    {
+      key: 'shell' as const,
+      label: vscode.l10n.t('Run shell commands'),
+      detail: vscode.l10n.t('A throwaway copy is not a sandbox: a shell can reach anything you can.'),
+    },
+    {
+      key: 'network' as const,
+      label: vscode.l10n.t('Use the network'),
+      detail: vscode.l10n.t('Beyond the agent’s own model API.'),
+    },
   ].filter((o) => max[o.key]);
   if (options.length === 0) return { write: false, shell: false, network: false };
   const picked = await vscode.window.showQuickPick(
     options.map((o) => ({ ...o, picked: current[o.key] })),
-    { title: vscode.l10n.t('Capabilities for {0} (none checked = read-only)', agent.name), canPickMany: true, ignoreFocusOut: true },
+    {
+      title: vscode.l10n.t('Capabilities for {0} (none checked = read-only)', agent.name),
+      canPickMany: true,
+      ignoreFocusOut: true,
+    },
   );
   if (!picked) return undefined;
   const has = (k: 'write' | 'shell' | 'network') => picked.some((p) => p.key === k);
@@ -99,7 +150,11 @@ async function pickCapabilities(agent: AgentChoice, current: StartChoice['capabi
 
 async function pickDeadline(current: number): Promise<number | undefined> {
   const item = await vscode.window.showQuickPick(
-    DEADLINE_CHOICES.map((m) => ({ label: m < 60 ? vscode.l10n.t('{0} minutes', m) : vscode.l10n.t('{0} hour(s)', m / 60), minutes: m, picked: m === current })),
+    DEADLINE_CHOICES.map((m) => ({
+      label: m < 60 ? vscode.l10n.t('{0} minutes', m) : vscode.l10n.t('{0} hour(s)', m / 60),
+      minutes: m,
+      picked: m === current,
+    })),
     { title: vscode.l10n.t('Deadline: the task is canceled at the agent when it passes'), ignoreFocusOut: true },
   );
   return item?.minutes;
@@ -110,10 +165,18 @@ async function pickDeadline(current: number): Promise<number | undefined> {
  * and the deadline, which the user may change, before anything is sent. Returns undefined when the user
  * backs out at any step.
  */
-export async function runStartFlow(agents: readonly AgentChoice[], args: DelegateArgs, contextSummary: string, defaultDeadline: number): Promise<StartChoice | undefined> {
+export async function runStartFlow(
+  agents: readonly AgentChoice[],
+  args: DelegateArgs,
+  contextSummary: string,
+  defaultDeadline: number,
+): Promise<StartChoice | undefined> {
   const agent = args.agentId ? agents.find((a) => a.id === args.agentId) : await pickAgent(agents);
   if (!agent) {
-    if (args.agentId) void vscode.window.showErrorMessage(vscode.l10n.t('No approved agent "{0}". Approve it in the Agents view first.', args.agentId));
+    if (args.agentId)
+      void vscode.window.showErrorMessage(
+        vscode.l10n.t('No approved agent "{0}". Approve it in the Agents view first.', args.agentId),
+      );
     return undefined;
   }
   const task =
@@ -136,9 +199,21 @@ export async function runStartFlow(agents: readonly AgentChoice[], args: Delegat
   if (args.confirm === false) return { agentId: agent.id, task: task.trim(), capabilities, deadlineMinutes };
 
   for (;;) {
-    const start = { label: `$(rocket) ${vscode.l10n.t('Delegate')}`, detail: vscode.l10n.t('Send the task to {0}', agent.endpoint), action: 'start' as const };
-    const caps = { label: `$(shield) ${vscode.l10n.t('Capabilities: {0}', describeCaps(capabilities))}`, detail: vscode.l10n.t('Change what the agent may do'), action: 'caps' as const };
-    const deadline = { label: `$(watch) ${vscode.l10n.t('Deadline: {0} minutes', deadlineMinutes)}`, detail: vscode.l10n.t('Change when the task is canceled'), action: 'deadline' as const };
+    const start = {
+      label: `$(rocket) ${vscode.l10n.t('Delegate')}`,
+      detail: vscode.l10n.t('Send the task to {0}', agent.endpoint),
+      action: 'start' as const,
+    };
+    const caps = {
+      label: `$(shield) ${vscode.l10n.t('Capabilities: {0}', describeCaps(capabilities))}`,
+      detail: vscode.l10n.t('Change what the agent may do'),
+      action: 'caps' as const,
+    };
+    const deadline = {
+      label: `$(watch) ${vscode.l10n.t('Deadline: {0} minutes', deadlineMinutes)}`,
+      detail: vscode.l10n.t('Change when the task is canceled'),
+      action: 'deadline' as const,
+    };
     const choice = await vscode.window.showQuickPick([start, caps, deadline], {
       title: vscode.l10n.t('Delegate “{0}” to {1}', task.trim().split('\n')[0].slice(0, 60), agent.name),
       placeHolder: whatTravels(agent, contextSummary),

@@ -28,8 +28,19 @@ function codingClisOf(v: unknown): CodingCliInfo[] | undefined {
   if (!Array.isArray(v)) return undefined;
   return v
     .filter((x): x is Record<string, unknown> => typeof x === 'object' && x !== null)
-    .filter((x) => typeof x.id === 'string' && typeof x.name === 'string' && typeof x.found === 'boolean' && Array.isArray(x.binaries))
-    .map((x) => ({ id: String(x.id), name: String(x.name), found: x.found === true, binaries: (x.binaries as unknown[]).filter((b): b is string => typeof b === 'string') }));
+    .filter(
+      (x) =>
+        typeof x.id === 'string' &&
+        typeof x.name === 'string' &&
+        typeof x.found === 'boolean' &&
+        Array.isArray(x.binaries),
+    )
+    .map((x) => ({
+      id: String(x.id),
+      name: String(x.name),
+      found: x.found === true,
+      binaries: (x.binaries as unknown[]).filter((b): b is string => typeof b === 'string'),
+    }));
 }
 
 export type GatewayStatus =
@@ -84,7 +95,14 @@ export function readGatewayInfo(stateDir: string): LocalGatewayInfo | undefined 
     const v = JSON.parse(readFileSync(file, 'utf8')) as Partial<Record<keyof LocalGatewayInfo, unknown>>;
     if (typeof v.url !== 'string' || typeof v.pid !== 'number' || typeof v.tokenFile !== 'string') return undefined;
     const codingClis = codingClisOf(v.codingClis);
-    return { url: v.url, pid: v.pid, tokenFile: v.tokenFile, roots: flagValues(v.pid, '--root'), clis: flagValues(v.pid, '--cli'), ...(codingClis ? { codingClis } : {}) };
+    return {
+      url: v.url,
+      pid: v.pid,
+      tokenFile: v.tokenFile,
+      roots: flagValues(v.pid, '--root'),
+      clis: flagValues(v.pid, '--cli'),
+      ...(codingClis ? { codingClis } : {}),
+    };
   } catch {
     return undefined;
   }
@@ -126,7 +144,10 @@ export class GatewaySupervisor extends Disposable {
 
   private async answers(info: LocalGatewayInfo): Promise<boolean> {
     try {
-      const res = await fetch(new URL('/.well-known/agent-card.json', info.url), { headers: { 'A2A-Version': '1.0' }, signal: AbortSignal.timeout(2000) });
+      const res = await fetch(new URL('/.well-known/agent-card.json', info.url), {
+        headers: { 'A2A-Version': '1.0' },
+        signal: AbortSignal.timeout(2000),
+      });
       return res.ok;
     } catch {
       return false;
@@ -147,8 +168,15 @@ export class GatewaySupervisor extends Disposable {
 
   private async start(roots: readonly string[], clis: readonly string[]): Promise<LocalGatewayInfo> {
     const existing = readGatewayInfo(this.stateDir);
-    const sameClis = existing !== undefined && existing.clis.length === clis.length && clis.every((c) => existing.clis.includes(c));
-    if (existing && isOurGateway(existing.pid, this.stateDir) && roots.every((r) => existing.roots.includes(r)) && sameClis && (await this.answers(existing))) {
+    const sameClis =
+      existing !== undefined && existing.clis.length === clis.length && clis.every((c) => existing.clis.includes(c));
+    if (
+      existing &&
+      isOurGateway(existing.pid, this.stateDir) &&
+      roots.every((r) => existing.roots.includes(r)) &&
+      sameClis &&
+      (await this.answers(existing))
+    ) {
       this.log.info(`gateway: reusing ${existing.url} (pid ${existing.pid})`);
       this.set({ kind: 'running', info: existing, reused: true });
       return existing;
@@ -157,8 +185,20 @@ export class GatewaySupervisor extends Disposable {
     this.set({ kind: 'starting' });
     await mkdir(this.stateDir, { recursive: true, mode: 0o700 });
     const script = vscode.Uri.joinPath(this.extensionUri, 'dist', 'gateway.js').fsPath;
-    const args = [script, '--state', this.stateDir, '--host', '127.0.0.1', '--port', '0', ...roots.flatMap((r) => ['--root', r]), ...clis.flatMap((c) => ['--cli', c])];
-    this.log.info(`gateway: starting on ${process.versions.node ? `Node ${process.versions.node}` : 'VS Code’s runtime'}`);
+    const args = [
+      script,
+      '--state',
+      this.stateDir,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      ...roots.flatMap((r) => ['--root', r]),
+      ...clis.flatMap((c) => ['--cli', c]),
+    ];
+    this.log.info(
+      `gateway: starting on ${process.versions.node ? `Node ${process.versions.node}` : 'VS Code’s runtime'}`,
+    );
     const logFd = openSync(join(this.stateDir, 'gateway.log'), 'a', 0o600);
     const child = spawn(process.execPath, args, {
       detached: true,
@@ -176,7 +216,17 @@ export class GatewaySupervisor extends Disposable {
         return info;
       }
       if (child.exitCode !== null || Date.now() > deadline) {
-        const error = child.exitCode !== null ? vscode.l10n.t('baton-gateway exited with code {0}. See {1}.', child.exitCode, join(this.stateDir, 'gateway.log')) : vscode.l10n.t('baton-gateway did not start within 20 seconds. See {0}.', join(this.stateDir, 'gateway.log'));
+        const error =
+          child.exitCode !== null
+            ? vscode.l10n.t(
+                'baton-gateway exited with code {0}. See {1}.',
+                child.exitCode,
+                join(this.stateDir, 'gateway.log'),
+              )
+            : vscode.l10n.t(
+                'baton-gateway did not start within 20 seconds. See {0}.',
+                join(this.stateDir, 'gateway.log'),
+              );
         this.set({ kind: 'failed', error });
         throw new Error(error);
       }

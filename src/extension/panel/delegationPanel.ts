@@ -28,7 +28,11 @@ export interface PanelSubject {
 export interface PanelHost {
   snapshot(refreshCount: number, subject: PanelSubject): PanelSnapshot;
   runCommand(command: PanelRequests['runCommand']['params']['command']): Promise<void>;
-  act<M extends DelegationRequestMethod>(subject: PanelSubject, method: M, params: PanelRequests[M]['params']): Promise<PanelRequests[M]['result']>;
+  act<M extends DelegationRequestMethod>(
+    subject: PanelSubject,
+    method: M,
+    params: PanelRequests[M]['params'],
+  ): Promise<PanelRequests[M]['result']>;
   readonly log: vscode.LogOutputChannel;
 }
 
@@ -86,7 +90,11 @@ export class DelegationPanel extends Disposable {
     this.coalescer = new UpdateCoalescer({
       produce: () => this.host.snapshot(this._refreshCount, this.subject),
       post: (snapshot) => this.post({ type: 'snapshot', snapshot }),
-      clock: { now: () => Date.now(), setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) },
+      clock: {
+        now: () => Date.now(),
+        setTimeout: (fn, ms) => setTimeout(fn, ms),
+        clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+      },
       visible: false,
     });
     this._register({ dispose: () => this.coalescer.dispose() });
@@ -120,7 +128,8 @@ export class DelegationPanel extends Disposable {
 
   private html(): string {
     const webview = this.panel.webview;
-    const asset = (...p: string[]) => webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview', ...p)).toString();
+    const asset = (...p: string[]) =>
+      webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview', ...p)).toString();
     return panelHtml({
       cspSource: webview.cspSource,
       scriptUri: asset('panel.js'),
@@ -161,7 +170,11 @@ export class DelegationPanel extends Disposable {
     void this.answer(message.id, message.method, message.params);
   }
 
-  private async answer<M extends PanelRequestMethod>(id: number, method: M, params: PanelRequests[M]['params']): Promise<void> {
+  private async answer<M extends PanelRequestMethod>(
+    id: number,
+    method: M,
+    params: PanelRequests[M]['params'],
+  ): Promise<void> {
     try {
       switch (method) {
         case 'refresh': {
@@ -177,7 +190,11 @@ export class DelegationPanel extends Disposable {
           return;
         }
         default: {
-          const result = await this.host.act(this.subject, method as DelegationRequestMethod, params as PanelRequests[DelegationRequestMethod]['params']);
+          const result = await this.host.act(
+            this.subject,
+            method as DelegationRequestMethod,
+            params as PanelRequests[DelegationRequestMethod]['params'],
+          );
           this.post({ type: 'response', id, ok: true, result });
           return;
         }
@@ -211,7 +228,9 @@ export class DelegationPanelManager extends Disposable implements vscode.Webview
 
   /** Shows the panel of a delegation or an agent review (one per subject), or the overview panel. */
   open(subject: PanelSubject = {}, title?: string): DelegationPanel {
-    const existing = this.panels.find((p) => p.delegationId === subject.delegationId && p.agentCardUrl === subject.agentCardUrl);
+    const existing = this.panels.find(
+      (p) => p.delegationId === subject.delegationId && p.agentCardUrl === subject.agentCardUrl,
+    );
     if (existing) {
       existing.reveal();
       return existing;
@@ -220,7 +239,11 @@ export class DelegationPanelManager extends Disposable implements vscode.Webview
       PANEL_VIEW_TYPE,
       title ?? vscode.l10n.t('Baton Delegation'),
       { viewColumn: vscode.ViewColumn.Active, preserveFocus: false },
-      { enableScripts: true, enableCommandUris: false, localResourceRoots: webviewRoots(this.extensionUri, vscode.Uri.joinPath) },
+      {
+        enableScripts: true,
+        enableCommandUris: false,
+        localResourceRoots: webviewRoots(this.extensionUri, vscode.Uri.joinPath),
+      },
     );
     return this.track(panel, { ...migratePanelState(undefined), ...subject });
   }
@@ -229,13 +252,24 @@ export class DelegationPanelManager extends Disposable implements vscode.Webview
   update(subject?: PanelSubject): void {
     for (const p of this._panels) {
       const overview = !p.delegationId && !p.agentCardUrl;
-      if (!subject || overview || (subject.delegationId && p.delegationId === subject.delegationId) || (subject.agentCardUrl && p.agentCardUrl === subject.agentCardUrl)) p.postSnapshot();
+      if (
+        !subject ||
+        overview ||
+        (subject.delegationId && p.delegationId === subject.delegationId) ||
+        (subject.agentCardUrl && p.agentCardUrl === subject.agentCardUrl)
+      )
+        p.postSnapshot();
     }
   }
 
   /** Closes the panels of a subject (e.g. an agent that was removed). */
   close(subject: PanelSubject): void {
-    for (const p of this.panels) if ((subject.delegationId && p.delegationId === subject.delegationId) || (subject.agentCardUrl && p.agentCardUrl === subject.agentCardUrl)) p.panel.dispose();
+    for (const p of this.panels)
+      if (
+        (subject.delegationId && p.delegationId === subject.delegationId) ||
+        (subject.agentCardUrl && p.agentCardUrl === subject.agentCardUrl)
+      )
+        p.panel.dispose();
   }
 
   async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: unknown): Promise<void> {

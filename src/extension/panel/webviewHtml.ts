@@ -2,7 +2,10 @@ import { randomBytes } from 'node:crypto';
 import type * as vscode from 'vscode';
 
 /** The folders a Baton webview may load from: the bundle and the media folder, nothing else. */
-export function webviewRoots(extensionUri: vscode.Uri, joinPath: (base: vscode.Uri, ...p: string[]) => vscode.Uri): vscode.Uri[] {
+export function webviewRoots(
+  extensionUri: vscode.Uri,
+  joinPath: (base: vscode.Uri, ...p: string[]) => vscode.Uri,
+): vscode.Uri[] {
   return [joinPath(extensionUri, 'dist', 'webview'), joinPath(extensionUri, 'media')];
 }
 

@@ -1,12 +1,24 @@
 import { join } from 'node:path';
 import * as vscode from 'vscode';
-import { CHANGES_SCHEME, changesQuery, parseReviewDoc, REVIEW_SCHEME, reviewDocQuery, reviewOfUri, type ReviewDocKind, type SideRef } from '../../core/review/reviewUri';
+import {
+  CHANGES_SCHEME,
+  changesQuery,
+  parseReviewDoc,
+  REVIEW_SCHEME,
+  reviewDocQuery,
+  reviewOfUri,
+  type ReviewDocKind,
+  type SideRef,
+} from '../../core/review/reviewUri';
 
 export { CHANGES_SCHEME, REVIEW_SCHEME, type ReviewDocKind };
 
 /** A review document of a file: the working-tree file's own path (so both sides of a diff name the same file), the review and side in the query. */
 export function reviewUri(sessionId: string, kind: ReviewDocKind, root: string, path: string): vscode.Uri {
-  return vscode.Uri.file(join(root, path)).with({ scheme: REVIEW_SCHEME, query: reviewDocQuery({ review: sessionId, kind, file: path }) });
+  return vscode.Uri.file(join(root, path)).with({
+    scheme: REVIEW_SCHEME,
+    query: reviewDocQuery({ review: sessionId, kind, file: path }),
+  });
 }
 
 export function parseReviewUri(uri: vscode.Uri): { sessionId: string; kind: ReviewDocKind; path: string } | undefined {
@@ -25,7 +37,9 @@ export function reviewOf(uri: vscode.Uri): { readonly review: string; readonly f
 }
 
 export function sideUri(sessionId: string, root: string, side: SideRef): vscode.Uri {
-  return side.kind === 'file' ? vscode.Uri.file(join(root, side.file)) : reviewUri(sessionId, side.doc.kind, root, side.doc.file);
+  return side.kind === 'file'
+    ? vscode.Uri.file(join(root, side.file))
+    : reviewUri(sessionId, side.doc.kind, root, side.doc.file);
 }
 
 /** Read-only documents for the "after" side of review diffs and the sides of a 3-way merge. */

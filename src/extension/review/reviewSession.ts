@@ -1,10 +1,36 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
-import { appliedParts, applyHunks, defaultSelection, displayPath, fileApplyState, hunkApplied, isEmptySelection, NOTHING_APPLIED, remainingHunks, remainingOf, remainingOffered, type AppliedParts, type PatchFile, type PatchSelection } from '../../core/patch';
+import {
+  appliedParts,
+  applyHunks,
+  defaultSelection,
+  displayPath,
+  fileApplyState,
+  hunkApplied,
+  isEmptySelection,
+  NOTHING_APPLIED,
+  remainingHunks,
+  remainingOf,
+  remainingOffered,
+  type AppliedParts,
+  type PatchFile,
+  type PatchSelection,
+} from '../../core/patch';
 import type { ReviewFileView, ReviewView } from '../../core/protocol/panelProtocol';
 import { changeEntry } from '../../core/review/reviewUri';
-import { abortApply, applyReviewed, finishMerge, PatchApplyError, prepareReview, undoApplies, type AppliedPatch, type ApplyRecord, type PatchReview, type PendingMerge } from '../../node/patchApply';
+import {
+  abortApply,
+  applyReviewed,
+  finishMerge,
+  PatchApplyError,
+  prepareReview,
+  undoApplies,
+  type AppliedPatch,
+  type ApplyRecord,
+  type PatchReview,
+  type PendingMerge,
+} from '../../node/patchApply';
 import type { DriftBase } from '../../node/patchDrift';
 import type { PatchSource } from '../../node/patchSource';
 import { Disposable } from '../lifecycle';
@@ -52,7 +78,11 @@ export class ReviewSession extends Disposable {
   ) {
     super();
     this._register(docs.register(id, (kind, path) => this.content(kind, path)));
-    this._register(vscode.workspace.onDidChangeTextDocument((e) => e.document.isDirty !== undefined && this.review && this._onDidChange.fire()));
+    this._register(
+      vscode.workspace.onDidChangeTextDocument(
+        (e) => e.document.isDirty !== undefined && this.review && this._onDidChange.fire(),
+      ),
+    );
   }
 
   /** Reads, classifies and checks the patch against the current tree (shown before the user decides). */
@@ -78,7 +108,8 @@ export class ReviewSession extends Disposable {
       const initial = defaultSelection(this.review.patch, this.review.risks, [...this.overrides]);
       const chosen = new Set(initial.files);
       this.choices.clear();
-      for (const f of this.review.patch.files) this.choices.set(f.id, chosen.has(f.id) ? { kind: 'all' } : { kind: 'none' });
+      for (const f of this.review.patch.files)
+        this.choices.set(f.id, chosen.has(f.id) ? { kind: 'all' } : { kind: 'none' });
       if (this.review.patch.files.length === 0) {
         this.state = 'error';
         this.message = vscode.l10n.t('The patch is empty: the agent changed nothing.');
@@ -114,7 +145,13 @@ export class ReviewSession extends Disposable {
     for (const f of this.patchFiles) {
       const state = fileApplyState(f, parts);
       if (!selected || state === 'all' || this.refusedAndNotAllowed(f.id)) this.choices.set(f.id, { kind: 'none' });
-      else this.choices.set(f.id, state === 'none' ? { kind: 'all' } : { kind: 'hunks', hunks: new Set(f.hunks.filter((h) => !parts.hunks.has(h.id)).map((h) => h.id)) });
+      else
+        this.choices.set(
+          f.id,
+          state === 'none'
+            ? { kind: 'all' }
+            : { kind: 'hunks', hunks: new Set(f.hunks.filter((h) => !parts.hunks.has(h.id)).map((h) => h.id)) },
+        );
     }
     this._onDidChange.fire();
   }
@@ -122,24 +159,43 @@ export class ReviewSession extends Disposable {
   private choose(fileId: string, hunkId: string | undefined, selected: boolean): void {
     const f = this.file(fileId);
     const parts = this.parts();
-    if (selected && (hunkId === undefined ? fileApplyState(f, parts) === 'all' : hunkApplied(f, hunkId, parts))) throw new Error(vscode.l10n.t('{0} is already applied.', hunkId ?? displayPath(f)));
+    if (selected && (hunkId === undefined ? fileApplyState(f, parts) === 'all' : hunkApplied(f, hunkId, parts)))
+      throw new Error(vscode.l10n.t('{0} is already applied.', hunkId ?? displayPath(f)));
     if (selected && this.refusedAndNotAllowed(fileId)) throw this.refused(f);
     if (hunkId === undefined) {
       this.choices.set(fileId, selected ? { kind: 'all' } : { kind: 'none' });
     } else {
-      if (!f.hunks.some((h) => h.id === hunkId)) throw new Error(vscode.l10n.t('No hunk {0} in {1}.', hunkId, displayPath(f)));
+      if (!f.hunks.some((h) => h.id === hunkId))
+        throw new Error(vscode.l10n.t('No hunk {0} in {1}.', hunkId, displayPath(f)));
       const cur = this.choices.get(fileId) ?? { kind: 'none' };
-      const set = cur.kind === 'all' ? new Set(f.hunks.map((h) => h.id)) : cur.kind === 'hunks' ? new Set(cur.hunks) : new Set<string>();
+      const set =
+        cur.kind === 'all'
+          ? new Set(f.hunks.map((h) => h.id))
+          : cur.kind === 'hunks'
+            ? new Set(cur.hunks)
+            : new Set<string>();
       if (selected) set.add(hunkId);
       else set.delete(hunkId);
-      this.choices.set(fileId, set.size === 0 ? { kind: 'none' } : set.size === f.hunks.length ? { kind: 'all' } : { kind: 'hunks', hunks: set });
+      this.choices.set(
+        fileId,
+        set.size === 0
+          ? { kind: 'none' }
+          : set.size === f.hunks.length
+            ? { kind: 'all' }
+            : { kind: 'hunks', hunks: set },
+      );
     }
   }
 
   /** What the applies so far wrote. */
   private parts(): AppliedParts {
     const patch = this.review?.patch;
-    return patch ? appliedParts(patch, this.applies.map((a) => a.record.files)) : NOTHING_APPLIED;
+    return patch
+      ? appliedParts(
+          patch,
+          this.applies.map((a) => a.record.files),
+        )
+      : NOTHING_APPLIED;
   }
 
   override(riskId: string, allow: boolean): void {
@@ -155,11 +211,19 @@ export class ReviewSession extends Disposable {
   }
 
   private refused(f: PatchFile): Error {
-    return new Error(vscode.l10n.t('{0} is refused: {1} Allow it first if you are sure.', displayPath(f), this.review?.risks.items.find((i) => i.fileId === f.id && i.severity === 'refuse')?.reason ?? ''));
+    return new Error(
+      vscode.l10n.t(
+        '{0} is refused: {1} Allow it first if you are sure.',
+        displayPath(f),
+        this.review?.risks.items.find((i) => i.fileId === f.id && i.severity === 'refuse')?.reason ?? '',
+      ),
+    );
   }
 
   private refusedAndNotAllowed(fileId: string): boolean {
-    return (this.review?.risks.items ?? []).some((i) => i.fileId === fileId && i.severity === 'refuse' && !this.overrides.has(i.id));
+    return (this.review?.risks.items ?? []).some(
+      (i) => i.fileId === fileId && i.severity === 'refuse' && !this.overrides.has(i.id),
+    );
   }
 
   selection(): PatchSelection {
@@ -181,7 +245,8 @@ export class ReviewSession extends Disposable {
     const out = new Set<string>();
     if (!root) return out;
     for (const d of vscode.workspace.textDocuments) {
-      if (d.isDirty && d.uri.scheme === 'file' && d.uri.fsPath.startsWith(root + '/')) out.add(d.uri.fsPath.slice(root.length + 1));
+      if (d.isDirty && d.uri.scheme === 'file' && d.uri.fsPath.startsWith(root + '/'))
+        out.add(d.uri.fsPath.slice(root.length + 1));
     }
     return out;
   }
@@ -207,7 +272,8 @@ export class ReviewSession extends Disposable {
 
   private requireApplicable(): PatchReview {
     const review = this.review;
-    if (!review || (this.state !== 'ready' && this.state !== 'applied')) throw new Error(vscode.l10n.t('Nothing to apply: the review is {0}.', this.state));
+    if (!review || (this.state !== 'ready' && this.state !== 'applied'))
+      throw new Error(vscode.l10n.t('Nothing to apply: the review is {0}.', this.state));
     return review;
   }
 
@@ -216,12 +282,23 @@ export class ReviewSession extends Disposable {
     const parts = this.parts();
     const selection = remainingOf(review.patch, chosen, parts);
     if (isEmptySelection(selection)) {
-      throw new Error(isEmptySelection(chosen) ? vscode.l10n.t('Nothing is selected. Choose files or hunks to apply.') : vscode.l10n.t('Everything selected is already applied.'));
+      throw new Error(
+        isEmptySelection(chosen)
+          ? vscode.l10n.t('Nothing is selected. Choose files or hunks to apply.')
+          : vscode.l10n.t('Everything selected is already applied.'),
+      );
     }
-    const selectedIds = new Set([...(selection.files ?? []), ...this.patchFiles.filter((f) => f.hunks.some((h) => selection.hunks?.includes(h.id))).map((f) => f.id)]);
+    const selectedIds = new Set([
+      ...(selection.files ?? []),
+      ...this.patchFiles.filter((f) => f.hunks.some((h) => selection.hunks?.includes(h.id))).map((f) => f.id),
+    ]);
     const dirty = this.dirtyPaths();
-    const blocked = this.patchFiles.filter((f) => selectedIds.has(f.id)).flatMap((f) => this.pathsOf(f)).filter((p) => dirty.has(p));
-    if (blocked.length) throw new Error(vscode.l10n.t('Save or revert your unsaved changes first: {0}.', blocked.join(', ')));
+    const blocked = this.patchFiles
+      .filter((f) => selectedIds.has(f.id))
+      .flatMap((f) => this.pathsOf(f))
+      .filter((p) => dirty.has(p));
+    if (blocked.length)
+      throw new Error(vscode.l10n.t('Save or revert your unsaved changes first: {0}.', blocked.join(', ')));
     await this.beforeApply();
     const outcome = await applyReviewed(review, { selection, threeWay, applied: parts });
     if (outcome.kind === 'applied') {
@@ -235,14 +312,19 @@ export class ReviewSession extends Disposable {
     if (outcome.kind === 'conflicts') {
       this.pending = outcome.pending;
       this.state = 'conflicts';
-      this.message = vscode.l10n.t('{0} file(s) have conflicts. Resolve them in the merge editor, or abort to restore your files.', outcome.pending.conflicts.length);
+      this.message = vscode.l10n.t(
+        '{0} file(s) have conflicts. Resolve them in the merge editor, or abort to restore your files.',
+        outcome.pending.conflicts.length,
+      );
       this._onDidChange.fire();
       await this.openMergeEditors();
       return false;
     }
     this.message = outcome.message;
     this._onDidChange.fire();
-    throw new Error(outcome.message + (outcome.restored.length ? ' ' + vscode.l10n.t('Your files were restored.') : ''));
+    throw new Error(
+      outcome.message + (outcome.restored.length ? ' ' + vscode.l10n.t('Your files were restored.') : ''),
+    );
   }
 
   /** Records an apply: what it wrote leaves the selection; the review stays open for the rest. */
@@ -254,7 +336,10 @@ export class ReviewSession extends Disposable {
       const c = this.choices.get(written.fileId);
       if (!f || !c || c.kind === 'none') continue;
       // What is left of a file chosen whole stays out until chosen again; chosen hunks that were not written stay chosen.
-      const left = c.kind === 'hunks' && fileApplyState(f, parts) !== 'all' ? new Set([...c.hunks].filter((h) => !parts.hunks.has(h))) : new Set<string>();
+      const left =
+        c.kind === 'hunks' && fileApplyState(f, parts) !== 'all'
+          ? new Set([...c.hunks].filter((h) => !parts.hunks.has(h)))
+          : new Set<string>();
       this.choices.set(f.id, left.size ? { kind: 'hunks', hunks: left } : { kind: 'none' });
     }
     this.settle();
@@ -264,7 +349,9 @@ export class ReviewSession extends Disposable {
   private settle(): void {
     const review = this.review;
     if (!review || !this.applies.length || (this.state !== 'ready' && this.state !== 'applied')) return;
-    this.state = isEmptySelection(remainingOffered(review.patch, review.risks, [...this.overrides], this.parts())) ? 'applied' : 'ready';
+    this.state = isEmptySelection(remainingOffered(review.patch, review.risks, [...this.overrides], this.parts()))
+      ? 'applied'
+      : 'ready';
   }
 
   async openMergeEditors(): Promise<void> {
@@ -274,8 +361,16 @@ export class ReviewSession extends Disposable {
       const output = vscode.Uri.file(join(pending.snapshot.root, c.path));
       await vscode.commands.executeCommand('_open.mergeEditor', {
         base: reviewUri(this.id, 'base', pending.snapshot.root, c.path),
-        input1: { uri: reviewUri(this.id, 'ours', pending.snapshot.root, c.path), title: vscode.l10n.t('Yours'), description: vscode.l10n.t('your working tree') },
-        input2: { uri: reviewUri(this.id, 'theirs', pending.snapshot.root, c.path), title: vscode.l10n.t('Agent'), description: vscode.l10n.t('changes.patch') },
+        input1: {
+          uri: reviewUri(this.id, 'ours', pending.snapshot.root, c.path),
+          title: vscode.l10n.t('Yours'),
+          description: vscode.l10n.t('your working tree'),
+        },
+        input2: {
+          uri: reviewUri(this.id, 'theirs', pending.snapshot.root, c.path),
+          title: vscode.l10n.t('Agent'),
+          description: vscode.l10n.t('changes.patch'),
+        },
         output,
       });
     }
@@ -297,10 +392,12 @@ export class ReviewSession extends Disposable {
     if (!this.pending) throw new Error(vscode.l10n.t('No merge in progress.'));
     // Close the merge editors first: their unsaved result must not be written over the restored files.
     const paths = new Set(this.pending.conflicts.map((c) => join(this.pending?.snapshot.root ?? '', c.path)));
-    const mergeTabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => {
-      const input = t.input as { result?: vscode.Uri } | undefined;
-      return input?.result instanceof vscode.Uri && paths.has(input.result.fsPath);
-    });
+    const mergeTabs = vscode.window.tabGroups.all
+      .flatMap((g) => g.tabs)
+      .filter((t) => {
+        const input = t.input as { result?: vscode.Uri } | undefined;
+        return input?.result instanceof vscode.Uri && paths.has(input.result.fsPath);
+      });
     if (mergeTabs.length) await vscode.window.tabGroups.close(mergeTabs, true);
     if (!this.pending) throw new Error(vscode.l10n.t('No merge in progress.'));
     const restored = abortApply(this.pending);
@@ -323,7 +420,8 @@ export class ReviewSession extends Disposable {
       if (e instanceof PatchApplyError) throw new Error(e.message);
       throw e;
     }
-    for (const a of [...this.applies].reverse()) this.record({ kind: 'undone', record: a.record, restored: restored.filter((p) => a.snapshot.files.has(p)) });
+    for (const a of [...this.applies].reverse())
+      this.record({ kind: 'undone', record: a.record, restored: restored.filter((p) => a.snapshot.files.has(p)) });
     this.applies = [];
     this.state = 'ready';
     this.message = vscode.l10n.t('Undone: {0} file(s) restored.', restored.length);
@@ -333,7 +431,9 @@ export class ReviewSession extends Disposable {
 
   reject(): void {
     this.state = 'rejected';
-    this.message = vscode.l10n.t('Rejected. The patch is kept in the delegation’s journal for audit; nothing was written.');
+    this.message = vscode.l10n.t(
+      'Rejected. The patch is kept in the delegation’s journal for audit; nothing was written.',
+    );
     this.record({ kind: 'rejected', at: new Date().toISOString() });
     this._onDidChange.fire();
   }
@@ -361,7 +461,10 @@ export class ReviewSession extends Disposable {
     const state = fileApplyState(f, parts);
     if (state === 'all') return this.current(path);
     const before = f.status === 'added' ? '' : this.current(state === 'some' ? path : (f.oldPath ?? path));
-    return applyHunks(before, state === 'some' ? remainingHunks(f, parts.hunks) : f.hunks) ?? vscode.l10n.t('(the patch does not apply to the current version of {0}; see the check result in the panel)', path);
+    return (
+      applyHunks(before, state === 'some' ? remainingHunks(f, parts.hunks) : f.hunks) ??
+      vscode.l10n.t('(the patch does not apply to the current version of {0}; see the check result in the panel)', path)
+    );
   }
 
   private get root(): string {
@@ -375,17 +478,26 @@ export class ReviewSession extends Disposable {
 
   /** The "after" documents follow the tree: tell the open editors to read them again. */
   private refreshAfterDocs(): void {
-    for (const f of this.patchFiles) this.docs.changed(reviewUri(this.id, 'after', this.root, f.newPath ?? f.oldPath ?? ''));
+    for (const f of this.patchFiles)
+      this.docs.changed(reviewUri(this.id, 'after', this.root, f.newPath ?? f.oldPath ?? ''));
   }
 
   /** Left (the file as it is now) and right (with the patch) for one file, both under the file's path. */
   private sides(f: PatchFile): { left: vscode.Uri; right: vscode.Uri; title: string } {
     const root = this.root;
     const path = f.newPath ?? f.oldPath ?? '';
-    const left = f.status === 'added' ? reviewUri(this.id, 'empty', root, path) : vscode.Uri.file(join(root, f.oldPath ?? path));
-    const right = f.status === 'deleted' ? reviewUri(this.id, 'empty', root, path) : reviewUri(this.id, 'after', root, path);
+    const left =
+      f.status === 'added' ? reviewUri(this.id, 'empty', root, path) : vscode.Uri.file(join(root, f.oldPath ?? path));
+    const right =
+      f.status === 'deleted' ? reviewUri(this.id, 'empty', root, path) : reviewUri(this.id, 'after', root, path);
     const label = f.status === 'renamed' ? `${f.oldPath} → ${f.newPath}` : path;
-    const status = { added: vscode.l10n.t('added'), deleted: vscode.l10n.t('deleted'), modified: vscode.l10n.t('modified'), renamed: vscode.l10n.t('renamed'), copied: vscode.l10n.t('copied') }[f.status];
+    const status = {
+      added: vscode.l10n.t('added'),
+      deleted: vscode.l10n.t('deleted'),
+      modified: vscode.l10n.t('modified'),
+      renamed: vscode.l10n.t('renamed'),
+      copied: vscode.l10n.t('copied'),
+    }[f.status];
     return { left, right, title: `${label} (${status}) — ${vscode.l10n.t('Baton review')}` };
   }
 
@@ -403,12 +515,27 @@ export class ReviewSession extends Disposable {
     }
     const root = this.root;
     const entries = this.patchFiles.map((f) => changeEntry(this.id, f));
-    const resources = entries.map((e) => ({ originalUri: e.original && sideUri(this.id, root, e.original), modifiedUri: e.modified && sideUri(this.id, root, e.modified) }));
+    const resources = entries.map((e) => ({
+      originalUri: e.original && sideUri(this.id, root, e.original),
+      modifiedUri: e.modified && sideUri(this.id, root, e.modified),
+    }));
     try {
       // The changes editor with its own resource, so its title actions know which review they act on.
-      await vscode.commands.executeCommand('_workbench.openMultiDiffEditor', { multiDiffSourceUri: changesUri(this.id, root), title: this.changesTitle, resources });
+      await vscode.commands.executeCommand('_workbench.openMultiDiffEditor', {
+        multiDiffSourceUri: changesUri(this.id, root),
+        title: this.changesTitle,
+        resources,
+      });
     } catch {
-      await vscode.commands.executeCommand('vscode.changes', this.changesTitle, entries.map((e, i) => [vscode.Uri.file(join(root, e.file)), resources[i].originalUri, resources[i].modifiedUri]));
+      await vscode.commands.executeCommand(
+        'vscode.changes',
+        this.changesTitle,
+        entries.map((e, i) => [
+          vscode.Uri.file(join(root, e.file)),
+          resources[i].originalUri,
+          resources[i].modifiedUri,
+        ]),
+      );
     }
   }
 
@@ -430,10 +557,25 @@ export class ReviewSession extends Disposable {
         binary: f.binary,
         applies: check?.ok ?? false,
         checkErrors: check?.errors ?? [],
-        risks: (review?.risks.items ?? []).filter((i) => i.fileId === f.id).map((i) => ({ id: i.id, kind: i.kind, severity: i.severity, reason: i.reason, allowed: this.overrides.has(i.id) })),
+        risks: (review?.risks.items ?? [])
+          .filter((i) => i.fileId === f.id)
+          .map((i) => ({
+            id: i.id,
+            kind: i.kind,
+            severity: i.severity,
+            reason: i.reason,
+            allowed: this.overrides.has(i.id),
+          })),
         selection: choice.kind === 'all' ? 'all' : choice.kind === 'none' ? 'none' : 'some',
         applied,
-        hunks: f.hunks.map((h) => ({ id: h.id, header: h.header, added: h.added, removed: h.removed, selected: choice.kind === 'all' || (choice.kind === 'hunks' && choice.hunks.has(h.id)), applied: hunkApplied(f, h.id, parts) })),
+        hunks: f.hunks.map((h) => ({
+          id: h.id,
+          header: h.header,
+          added: h.added,
+          removed: h.removed,
+          selected: choice.kind === 'all' || (choice.kind === 'hunks' && choice.hunks.has(h.id)),
+          applied: hunkApplied(f, h.id, parts),
+        })),
         dirty: this.pathsOf(f).some((p) => dirty.has(p)),
       };
     });
@@ -443,10 +585,19 @@ export class ReviewSession extends Disposable {
       progress: this.progress,
       target: review?.target.kind,
       checkOk: review?.check.ok,
-      drift: review?.drift && (review.drift.headMoved || review.drift.changedFiles.length) ? { headMoved: review.drift.headMoved, changedFiles: review.drift.changedFiles } : undefined,
+      drift:
+        review?.drift && (review.drift.headMoved || review.drift.changedFiles.length)
+          ? { headMoved: review.drift.headMoved, changedFiles: review.drift.changedFiles }
+          : undefined,
       files,
       conflicts: this.pending?.conflicts.map((c) => c.path),
-      applied: this.applies.length ? { at: this.applies[this.applies.length - 1].record.appliedAt, files: [...new Set(this.applies.flatMap((a) => a.record.files.map((f) => f.newPath ?? f.oldPath ?? '')))], undoable: true } : undefined,
+      applied: this.applies.length
+        ? {
+            at: this.applies[this.applies.length - 1].record.appliedAt,
+            files: [...new Set(this.applies.flatMap((a) => a.record.files.map((f) => f.newPath ?? f.oldPath ?? '')))],
+            undoable: true,
+          }
+        : undefined,
     };
   }
 }

@@ -50,10 +50,18 @@ export class AgentsViewProvider extends Disposable implements vscode.TreeDataPro
     if (!node) {
       const all = this.agents.agents;
       if (all.length === 0 && this.gateway().kind === 'stopped') return [];
-      const groups: AgentsNode[] = GROUPS.map((g) => ({ kind: 'group' as const, status: g.status, agents: all.filter((a) => a.status === g.status) })).filter((g) => g.agents.length > 0);
+      const groups: AgentsNode[] = GROUPS.map((g) => ({
+        kind: 'group' as const,
+        status: g.status,
+        agents: all.filter((a) => a.status === g.status),
+      })).filter((g) => g.agents.length > 0);
       const gw = this.gateway();
       const missing = gw.kind === 'running' ? (gw.info.codingClis ?? []).filter((c) => !c.found) : [];
-      return [{ kind: 'gateway', status: gw }, ...(missing.length ? [{ kind: 'missing-clis' as const, clis: missing }] : []), ...groups];
+      return [
+        { kind: 'gateway', status: gw },
+        ...(missing.length ? [{ kind: 'missing-clis' as const, clis: missing }] : []),
+        ...groups,
+      ];
     }
     return node.kind === 'group' ? node.agents.map((entry) => ({ kind: 'agent' as const, entry })) : [];
   }
@@ -65,25 +73,65 @@ export class AgentsViewProvider extends Disposable implements vscode.TreeDataPro
         const item = new vscode.TreeItem(vscode.l10n.t('Local gateway'), vscode.TreeItemCollapsibleState.None);
         item.id = 'gateway';
         item.contextValue = s.kind === 'running' ? 'gateway.running' : 'gateway.stopped';
-        item.description = s.kind === 'running' ? s.info.url : s.kind === 'starting' ? vscode.l10n.t('starting…') : s.kind === 'failed' ? vscode.l10n.t('failed') : vscode.l10n.t('stopped');
-        item.iconPath = new vscode.ThemeIcon(s.kind === 'running' ? 'server-process' : s.kind === 'failed' ? 'error' : s.kind === 'starting' ? 'loading~spin' : 'circle-slash');
-        item.tooltip = s.kind === 'failed' ? s.error : s.kind === 'running' ? vscode.l10n.t('baton-gateway pid {0}{1}: built-in agents and detected coding CLIs', s.info.pid, s.reused ? vscode.l10n.t(' (reused)') : '') : vscode.l10n.t('Start it to use the built-in agents and the coding CLIs on this machine.');
+        item.description =
+          s.kind === 'running'
+            ? s.info.url
+            : s.kind === 'starting'
+              ? vscode.l10n.t('starting…')
+              : s.kind === 'failed'
+                ? vscode.l10n.t('failed')
+                : vscode.l10n.t('stopped');
+        item.iconPath = new vscode.ThemeIcon(
+          s.kind === 'running'
+            ? 'server-process'
+            : s.kind === 'failed'
+              ? 'error'
+              : s.kind === 'starting'
+                ? 'loading~spin'
+                : 'circle-slash',
+        );
+        item.tooltip =
+          s.kind === 'failed'
+            ? s.error
+            : s.kind === 'running'
+              ? vscode.l10n.t(
+                  'baton-gateway pid {0}{1}: built-in agents and detected coding CLIs',
+                  s.info.pid,
+                  s.reused ? vscode.l10n.t(' (reused)') : '',
+                )
+              : vscode.l10n.t('Start it to use the built-in agents and the coding CLIs on this machine.');
         return item;
       }
       case 'missing-clis': {
         const names = node.clis.map((c) => c.name).join(', ');
-        const label = node.clis.length === 1 ? vscode.l10n.t('{0} not found', names) : vscode.l10n.t('{0} coding CLIs not found', node.clis.length);
+        const label =
+          node.clis.length === 1
+            ? vscode.l10n.t('{0} not found', names)
+            : vscode.l10n.t('{0} coding CLIs not found', node.clis.length);
         const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
         item.id = 'missing-clis';
         item.contextValue = 'missing-clis';
         item.description = vscode.l10n.t('set baton.cliPaths');
         item.iconPath = new vscode.ThemeIcon('info');
         const md = new vscode.MarkdownString();
-        md.appendText(vscode.l10n.t('The local gateway looked on PATH for {0} and did not find them, so it offers no agent for them.', names) + '\n\n');
+        md.appendText(
+          vscode.l10n.t(
+            'The local gateway looked on PATH for {0} and did not find them, so it offers no agent for them.',
+            names,
+          ) + '\n\n',
+        );
         md.appendText(node.clis.map((c) => `${c.name}: ${c.binaries.join(', ')}`).join('\n') + '\n\n');
-        md.appendText(vscode.l10n.t('Install one, or point Baton at its executable with the baton.cliPaths setting (e.g. "claude": "/opt/claude/bin/claude"), then restart the local gateway. Click to open the setting.'));
+        md.appendText(
+          vscode.l10n.t(
+            'Install one, or point Baton at its executable with the baton.cliPaths setting (e.g. "claude": "/opt/claude/bin/claude"), then restart the local gateway. Click to open the setting.',
+          ),
+        );
         item.tooltip = md;
-        item.command = { command: 'workbench.action.openSettings', title: vscode.l10n.t('Open Settings'), arguments: ['baton.cliPaths'] };
+        item.command = {
+          command: 'workbench.action.openSettings',
+          title: vscode.l10n.t('Open Settings'),
+          arguments: ['baton.cliPaths'],
+        };
         return item;
       }
       case 'group': {
@@ -104,9 +152,15 @@ export class AgentsViewProvider extends Disposable implements vscode.TreeDataPro
         const signed = e.served?.signature.status;
         item.iconPath =
           e.status === 'approved'
-            ? new vscode.ThemeIcon(signed === 'verified' ? 'verified-filled' : 'pass', new vscode.ThemeColor('testing.iconPassed'))
+            ? new vscode.ThemeIcon(
+                signed === 'verified' ? 'verified-filled' : 'pass',
+                new vscode.ThemeColor('testing.iconPassed'),
+              )
             : e.status === 'pending'
-              ? new vscode.ThemeIcon(e.pendingReason === 'card-changed' ? 'diff' : 'circle-large-outline', new vscode.ThemeColor('editorWarning.foreground'))
+              ? new vscode.ThemeIcon(
+                  e.pendingReason === 'card-changed' ? 'diff' : 'circle-large-outline',
+                  new vscode.ThemeColor('editorWarning.foreground'),
+                )
               : e.status === 'unavailable'
                 ? new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('errorForeground'))
                 : new vscode.ThemeIcon('circle-slash');
@@ -119,15 +173,21 @@ export class AgentsViewProvider extends Disposable implements vscode.TreeDataPro
         md.supportHtml = false;
         md.appendMarkdown(`**${escapeMd(card?.name ?? e.cardUrl)}**\n\n`);
         if (card?.description) md.appendText(card.description + '\n\n');
-        if (card?.skills.length) md.appendMarkdown(`${vscode.l10n.t('Skills')}: ${card.skills.map((s) => escapeMd(s.name)).join(', ')}\n\n`);
+        if (card?.skills.length)
+          md.appendMarkdown(`${vscode.l10n.t('Skills')}: ${card.skills.map((s) => escapeMd(s.name)).join(', ')}\n\n`);
         const endpoint = e.approval?.endpoint.url ?? card?.preferredInterface?.url;
         if (endpoint) md.appendMarkdown(`${vscode.l10n.t('Endpoint')}: \`${endpoint.replace(/`/g, '')}\`\n\n`);
         md.appendMarkdown(`${vscode.l10n.t('Card')}: \`${e.cardUrl.replace(/`/g, '')}\` (${SOURCE[e.source]()})\n\n`);
-        if (e.lastSeen) md.appendMarkdown(`${vscode.l10n.t('Last seen')}: ${new Date(e.lastSeen).toLocaleString()}\n\n`);
+        if (e.lastSeen)
+          md.appendMarkdown(`${vscode.l10n.t('Last seen')}: ${new Date(e.lastSeen).toLocaleString()}\n\n`);
         if (e.lastError) md.appendMarkdown(`$(error) ${escapeMd(e.lastError.message)}\n\n`);
         item.tooltip = md;
         // A click opens the agent's page: its review while pending, what was approved and pinned once approved.
-        item.command = { command: 'baton.reviewAgent', title: e.status === 'approved' ? vscode.l10n.t('Show Agent') : vscode.l10n.t('Review Agent'), arguments: [node] };
+        item.command = {
+          command: 'baton.reviewAgent',
+          title: e.status === 'approved' ? vscode.l10n.t('Show Agent') : vscode.l10n.t('Review Agent'),
+          arguments: [node],
+        };
         return item;
       }
     }

@@ -39,13 +39,22 @@ export class DelegationsViewProvider extends Disposable implements vscode.TreeDa
 
   getChildren(node?: DelegationNode): DelegationNode[] {
     const all = this.service.list().sort((a, b) => b.createdAt - a.createdAt);
-    return all.filter((d) => (node ? d.parentRequestId === node.id : !d.parentRequestId || !all.some((p) => p.requestId === d.parentRequestId))).map((d) => ({ id: d.requestId }));
+    return all
+      .filter((d) =>
+        node
+          ? d.parentRequestId === node.id
+          : !d.parentRequestId || !all.some((p) => p.requestId === d.parentRequestId),
+      )
+      .map((d) => ({ id: d.requestId }));
   }
 
   getTreeItem(node: DelegationNode): vscode.TreeItem {
     const d = this.service.list().find((x) => x.requestId === node.id);
     const hasChildren = this.service.list().some((x) => x.parentRequestId === node.id);
-    const item = new vscode.TreeItem(d?.title ?? node.id, hasChildren ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(
+      d?.title ?? node.id,
+      hasChildren ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
+    );
     item.id = node.id;
     if (!d) return item;
     const [icon, color] = ICON[d.state] ?? ['circle', undefined];
@@ -53,7 +62,9 @@ export class DelegationsViewProvider extends Disposable implements vscode.TreeDa
     item.description = `${d.agentName} · ${d.state}`;
     const view = this.service.journalView(node.id);
     item.tooltip = new vscode.MarkdownString(undefined, false);
-    item.tooltip.appendText(`${d.title}\n\n${d.agentName} — ${d.state}${view?.outcomeReason ? `\n${view.outcomeReason}` : ''}\n${new Date(d.createdAt).toLocaleString()}`);
+    item.tooltip.appendText(
+      `${d.title}\n\n${d.agentName} — ${d.state}${view?.outcomeReason ? `\n${view.outcomeReason}` : ''}\n${new Date(d.createdAt).toLocaleString()}`,
+    );
     const running = !['completed', 'failed', 'canceled', 'rejected', 'expired'].includes(d.state);
     item.contextValue = `delegation.${running ? 'running' : 'done'}${view?.actions.reviewChanges ? '.patch' : ''}`;
     item.command = { command: 'baton.openDelegation', title: vscode.l10n.t('Open'), arguments: [node.id] };

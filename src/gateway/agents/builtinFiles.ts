@@ -42,7 +42,14 @@ export interface TargetOptions {
 export async function targetFiles(ws: Workspace, opts: TargetOptions): Promise<TargetFiles> {
   const all = ws.kind === 'clone' ? await treeFiles(ws) : [];
   const ignored = await ignoredOf(ws, all, opts.ignoreFile);
-  const scope = resolveScope({ task: opts.task ?? '', context: opts.requested, files: all, supports: opts.supports, ignored, roots: [...(opts.roots ?? []), ws.dir] });
+  const scope = resolveScope({
+    task: opts.task ?? '',
+    context: opts.requested,
+    files: all,
+    supports: opts.supports,
+    ignored,
+    roots: [...(opts.roots ?? []), ws.dir],
+  });
   const skipped = [...scope.skipped];
   const files: string[] = [];
   const root = await realpath(ws.dir);
@@ -57,7 +64,14 @@ export async function targetFiles(ws: Workspace, opts: TargetOptions): Promise<T
   if (!failure && !files.length && scope.source !== 'repository') {
     failure = `Nothing to work on in ${scope.label}: ${skipped.join('; ')}.`;
   }
-  return { files, skipped, scope: describeScope(scope, files.length), source: scope.source, notes: scope.notes, failure };
+  return {
+    files,
+    skipped,
+    scope: describeScope(scope, files.length),
+    source: scope.source,
+    notes: scope.notes,
+    failure,
+  };
 }
 
 /** Says the scope first, then what was left out of it and why. */
@@ -69,7 +83,10 @@ export function announceScope(target: TargetFiles, emit: (e: LocalRunEvent) => v
 
 /** Every path of tree A (the copy as the agent found it), symlinks included: they are refused on disk. */
 async function treeFiles(ws: Workspace): Promise<string[]> {
-  const out = await runGit(['ls-tree', '-r', '-z', '--name-only', ws.treeA], { cwd: ws.privateDir, env: { GIT_DIR: ws.gitDir } });
+  const out = await runGit(['ls-tree', '-r', '-z', '--name-only', ws.treeA], {
+    cwd: ws.privateDir,
+    env: { GIT_DIR: ws.gitDir },
+  });
   return out.stdout.toString('utf8').split('\0').filter(Boolean);
 }
 

@@ -38,10 +38,23 @@ export interface DiscoverOptions {
 export async function discoverLocalAgents(opts: DiscoverOptions = {}): Promise<LocalAgent[]> {
   const manager = opts.manager ?? new WorkspaceManager({ root: opts.workspaceRoot, userHome: opts.realHome });
   const agents: LocalAgent[] = [];
-  if (opts.builtins !== false) agents.push(createFormatterAgent({ manager }), createLintFixAgent({ manager }), createRefactorAgent({ manager, paceMs: opts.agentPaceMs }));
+  if (opts.builtins !== false)
+    agents.push(
+      createFormatterAgent({ manager }),
+      createLintFixAgent({ manager }),
+      createRefactorAgent({ manager, paceMs: opts.agentPaceMs }),
+    );
   if (opts.clis !== false) {
     for (const detected of detectHarnesses({ paths: opts.cliPaths, pathVar: opts.pathVar })) {
-      agents.push(createHeadlessAgent(detected, { manager, confine: opts.confine, maxOutputBytes: opts.maxOutputBytes, env: opts.env, realHome: opts.realHome }));
+      agents.push(
+        createHeadlessAgent(detected, {
+          manager,
+          confine: opts.confine,
+          maxOutputBytes: opts.maxOutputBytes,
+          env: opts.env,
+          realHome: opts.realHome,
+        }),
+      );
     }
   }
   return agents;

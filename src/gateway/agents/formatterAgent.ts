@@ -22,7 +22,8 @@ import type { LocalAgent, LocalRunEvent, LocalRunRequest } from './localAgent';
 import { runInWorkspace } from './workspaceRun';
 
 const PLUGINS = [babel, estree, typescript, postcss, markdown, yaml, html] as unknown as Plugin[];
-const BUILTIN_DETAIL = 'Built-in agent: runs inside the gateway on its throwaway workspace only and runs no repository code.';
+const BUILTIN_DETAIL =
+  'Built-in agent: runs inside the gateway on its throwaway workspace only and runs no repository code.';
 
 let support: Promise<{ extensions: Set<string>; filenames: Set<string> }> | undefined;
 function supported(): Promise<{ extensions: Set<string>; filenames: Set<string> }> {
@@ -44,7 +45,8 @@ export function createFormatterAgent(opts: { readonly manager: WorkspaceManager 
   return {
     id: 'formatter',
     name: 'Formatter (Prettier)',
-    description: 'Formats files with Prettier using your repository\'s Prettier settings and returns the result as a patch. Needs no model; works offline.',
+    description:
+      "Formats files with Prettier using your repository's Prettier settings and returns the result as a patch. Needs no model; works offline.",
     kind: 'builtin',
     // It only ever proposes a patch from its own throwaway copy; it runs nothing and reaches nothing.
     maxCapabilities: { write: true, shell: false, network: false },
@@ -55,7 +57,11 @@ export function createFormatterAgent(opts: { readonly manager: WorkspaceManager 
         description:
           'Prettier over JS, TS, JSON, CSS, Markdown, YAML and HTML files. Scope: the files and folders sent as context; else the paths and globs the task names ("src/", "src/**/*.ts", "*.css", "except config/"); else the whole repository. The first step says which; a named path that matches nothing is said, and the run fails if none matches.',
         tags: ['format', 'prettier', 'patch'],
-        examples: ['Format the files under src/', 'Format src/**/*.ts except src/generated/', 'Format the whole repository'],
+        examples: [
+          'Format the files under src/',
+          'Format src/**/*.ts except src/generated/',
+          'Format the whole repository',
+        ],
       },
     ],
     run: (request, emit) => runFormatter(opts.manager, request, emit),
@@ -68,8 +74,15 @@ async function runFormatter(manager: WorkspaceManager, request: LocalRunRequest,
     describe: async () => ({ confined: false, detail: BUILTIN_DETAIL }),
     work: async (ws) => {
       const { extensions, filenames } = await supported();
-      const supports = (p: string) => filenames.has(posix.basename(p)) || extensions.has(posix.extname(p).toLowerCase());
-      const target = await targetFiles(ws, { requested: request.files, task: request.task ?? request.prompt, roots: request.repoPath ? [request.repoPath] : [], supports, ignoreFile: '.prettierignore' });
+      const supports = (p: string) =>
+        filenames.has(posix.basename(p)) || extensions.has(posix.extname(p).toLowerCase());
+      const target = await targetFiles(ws, {
+        requested: request.files,
+        task: request.task ?? request.prompt,
+        roots: request.repoPath ? [request.repoPath] : [],
+        supports,
+        ignoreFile: '.prettierignore',
+      });
       const { files, skipped } = target;
       announceScope(target, emit);
       if (target.failure) return { outcome: 'failed', reason: target.failure };
@@ -78,7 +91,8 @@ async function runFormatter(manager: WorkspaceManager, request: LocalRunRequest,
       let failed = 0;
       for (const rel of files) {
         const stop = interrupted(request.deadline, request.signal);
-        if (stop) return { outcome: stop, reason: stop === 'canceled' ? 'Canceled.' : 'The deadline passed while formatting.' };
+        if (stop)
+          return { outcome: stop, reason: stop === 'canceled' ? 'Canceled.' : 'The deadline passed while formatting.' };
         const text = await readWorkspaceFile(ws, rel);
         let out: string;
         try {
@@ -101,7 +115,18 @@ async function runFormatter(manager: WorkspaceManager, request: LocalRunRequest,
 }
 
 const JSON_CONFIGS = ['.prettierrc', '.prettierrc.json', '.prettierrc.yaml', '.prettierrc.yml'];
-const CODE_CONFIGS = ['.prettierrc.js', '.prettierrc.cjs', '.prettierrc.mjs', '.prettierrc.ts', 'prettier.config.js', 'prettier.config.cjs', 'prettier.config.mjs', 'prettier.config.ts', '.prettierrc.toml', '.prettierrc.json5'];
+const CODE_CONFIGS = [
+  '.prettierrc.js',
+  '.prettierrc.cjs',
+  '.prettierrc.mjs',
+  '.prettierrc.ts',
+  'prettier.config.js',
+  'prettier.config.cjs',
+  'prettier.config.mjs',
+  'prettier.config.ts',
+  '.prettierrc.toml',
+  '.prettierrc.json5',
+];
 
 /** Finds the nearest Prettier config (as Prettier does, from the file's folder up to the repository root). */
 class ConfigFinder {
@@ -145,8 +170,15 @@ class ConfigFinder {
       }
     }
     for (const name of CODE_CONFIGS) {
-      if (await readFile(join(abs, name)).then(() => true, () => false)) {
-        this.warn(`${posix.join(dir, name)} was not loaded: Baton never runs repository code. Prettier's defaults were used.`);
+      if (
+        await readFile(join(abs, name)).then(
+          () => true,
+          () => false,
+        )
+      ) {
+        this.warn(
+          `${posix.join(dir, name)} was not loaded: Baton never runs repository code. Prettier's defaults were used.`,
+        );
         return {};
       }
     }

@@ -53,7 +53,8 @@ export function createHeadlessAgent(detected: DetectedHarness, opts: HeadlessAge
         examples: ['Fix the failing test in src/parser.ts', 'Explain how the cache is invalidated'],
       },
     ],
-    run: (request, emit) => runHeadless(detected, opts, intersect(request.capabilities, maxCapabilities), request, emit),
+    run: (request, emit) =>
+      runHeadless(detected, opts, intersect(request.capabilities, maxCapabilities), request, emit),
   };
 }
 
@@ -82,7 +83,9 @@ async function runHeadless(
         home: ws.home,
         // The CLI needs its model API; "network" in the capabilities is about everything else.
         network: true,
-        readOnly: [ws.repoCommonDir, ...toolDirs(binary, sourceEnv.PATH ?? '', opts.realHome ?? homedir())].filter((p): p is string => p !== undefined),
+        readOnly: [ws.repoCommonDir, ...toolDirs(binary, sourceEnv.PATH ?? '', opts.realHome ?? homedir())].filter(
+          (p): p is string => p !== undefined,
+        ),
         hide: [join(opts.manager.root, PRIVATE_DIR_NAME)],
         homeEntries: spec.homeEntries,
         realHome: opts.realHome,
@@ -149,21 +152,46 @@ async function runHeadless(
       };
       switch (res.end) {
         case 'canceled':
-          return { outcome: 'canceled', reason: `Canceled; ${spec.name} was stopped.`, exitCode: res.exitCode, summary };
+          return {
+            outcome: 'canceled',
+            reason: `Canceled; ${spec.name} was stopped.`,
+            exitCode: res.exitCode,
+            summary,
+          };
         case 'expired':
-          return { outcome: 'expired', reason: `The deadline passed; ${spec.name} was stopped.`, exitCode: res.exitCode, summary };
+          return {
+            outcome: 'expired',
+            reason: `The deadline passed; ${spec.name} was stopped.`,
+            exitCode: res.exitCode,
+            summary,
+          };
         case 'flooded':
           tail();
-          return { outcome: 'failed', reason: `${spec.name} printed more than ${Math.round((opts.maxOutputBytes ?? 32 * 1024 * 1024) / 1024 / 1024)} MiB of output and was stopped.`, exitCode: res.exitCode, summary };
+          return {
+            outcome: 'failed',
+            reason: `${spec.name} printed more than ${Math.round((opts.maxOutputBytes ?? 32 * 1024 * 1024) / 1024 / 1024)} MiB of output and was stopped.`,
+            exitCode: res.exitCode,
+            summary,
+          };
         case 'spawn-failed':
-          return { outcome: 'failed', reason: `Could not start ${spec.name} (${binary}): ${res.error ?? 'unknown error'}.`, exitCode: null };
+          return {
+            outcome: 'failed',
+            reason: `Could not start ${spec.name} (${binary}): ${res.error ?? 'unknown error'}.`,
+            exitCode: null,
+          };
         default:
           break;
       }
       if (res.exitCode !== 0) {
         tail();
-        const how = res.exitCode === null ? `was killed by ${res.signal ?? 'a signal'}` : `exited with code ${res.exitCode}`;
-        return { outcome: 'failed', reason: `${spec.name} ${how}${error ? `: ${error}` : ''}.`, exitCode: res.exitCode, summary };
+        const how =
+          res.exitCode === null ? `was killed by ${res.signal ?? 'a signal'}` : `exited with code ${res.exitCode}`;
+        return {
+          outcome: 'failed',
+          reason: `${spec.name} ${how}${error ? `: ${error}` : ''}.`,
+          exitCode: res.exitCode,
+          summary,
+        };
       }
       if (error) {
         tail();
@@ -175,7 +203,17 @@ async function runHeadless(
 }
 
 /** Never made visible to a confined CLI, even when its tools live beside them. */
-const SECRET_HOME_DIRS = new Set(['.ssh', '.gnupg', '.aws', '.azure', '.kube', '.docker', '.password-store', '.config', '.netrc']);
+const SECRET_HOME_DIRS = new Set([
+  '.ssh',
+  '.gnupg',
+  '.aws',
+  '.azure',
+  '.kube',
+  '.docker',
+  '.password-store',
+  '.config',
+  '.netrc',
+]);
 
 /**
  * The real HOME is hidden from a confined CLI, but CLIs are often installed under it (~/.local/bin,

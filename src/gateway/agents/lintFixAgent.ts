@@ -47,15 +47,36 @@ export const LINT_FIX_RULES: Linter.RulesRecord = {
   'unicode-bom': ['error', 'never'],
 };
 
-const ESLINT_CONFIGS = ['eslint.config.js', 'eslint.config.mjs', 'eslint.config.cjs', 'eslint.config.ts', 'eslint.config.mts', '.eslintrc', '.eslintrc.js', '.eslintrc.cjs', '.eslintrc.json', '.eslintrc.yml', '.eslintrc.yaml'];
-const BUILTIN_DETAIL = 'Built-in agent: runs inside the gateway on its throwaway workspace only and runs no repository code.';
+const ESLINT_CONFIGS = [
+  'eslint.config.js',
+  'eslint.config.mjs',
+  'eslint.config.cjs',
+  'eslint.config.ts',
+  'eslint.config.mts',
+  '.eslintrc',
+  '.eslintrc.js',
+  '.eslintrc.cjs',
+  '.eslintrc.json',
+  '.eslintrc.yml',
+  '.eslintrc.yaml',
+];
+const BUILTIN_DETAIL =
+  'Built-in agent: runs inside the gateway on its throwaway workspace only and runs no repository code.';
 
 function configFor(sourceType: 'module' | 'commonjs' | 'script'): Linter.Config[] {
-  const languageOptions = { ecmaVersion: 'latest' as const, sourceType, parserOptions: { ecmaFeatures: { jsx: true } } };
+  const languageOptions = {
+    ecmaVersion: 'latest' as const,
+    sourceType,
+    parserOptions: { ecmaFeatures: { jsx: true } },
+  };
   return [
     { linterOptions: { reportUnusedDisableDirectives: 'off' } },
     { files: ['**/*.js', '**/*.mjs', '**/*.cjs', '**/*.jsx'], languageOptions, rules: LINT_FIX_RULES },
-    { files: ['**/*.ts', '**/*.mts', '**/*.cts', '**/*.tsx'], languageOptions: { ...languageOptions, parser: tsParser as Linter.Parser }, rules: LINT_FIX_RULES },
+    {
+      files: ['**/*.ts', '**/*.mts', '**/*.cts', '**/*.tsx'],
+      languageOptions: { ...languageOptions, parser: tsParser as Linter.Parser },
+      rules: LINT_FIX_RULES,
+    },
   ];
 }
 
@@ -68,7 +89,8 @@ export interface LintFixResult {
 /** Applies the built-in fixes to one file's text. */
 export function lintFix(linter: Linter, text: string, filename: string): LintFixResult {
   const ext = posix.extname(filename).toLowerCase();
-  const types: ('module' | 'commonjs' | 'script')[] = ext === '.cjs' ? ['commonjs'] : ext === '.mjs' || TS.has(ext) ? ['module'] : ['module', 'commonjs'];
+  const types: ('module' | 'commonjs' | 'script')[] =
+    ext === '.cjs' ? ['commonjs'] : ext === '.mjs' || TS.has(ext) ? ['module'] : ['module', 'commonjs'];
   let fatal: string | undefined;
   for (const sourceType of types) {
     const config = configFor(sourceType);
@@ -90,7 +112,8 @@ export function createLintFixAgent(opts: { readonly manager: WorkspaceManager })
   return {
     id: 'lint-fix',
     name: 'Lint fixer (ESLint)',
-    description: "Applies ESLint's safe automatic fixes (prefer-const, no-var, dot-notation, eqeqeq, …) to JavaScript and TypeScript files and returns the result as a patch. Needs no model; works offline.",
+    description:
+      "Applies ESLint's safe automatic fixes (prefer-const, no-var, dot-notation, eqeqeq, …) to JavaScript and TypeScript files and returns the result as a patch. Needs no model; works offline.",
     kind: 'builtin',
     maxCapabilities: { write: true, shell: false, network: false },
     skills: [
@@ -100,7 +123,11 @@ export function createLintFixAgent(opts: { readonly manager: WorkspaceManager })
         description:
           'ESLint autofixes over JS and TS files. Scope: the files and folders sent as context; else the paths and globs the task names ("src/", "in src/cart.js", "src/**/*.ts", "except test/"); else every JS/TS file of the repository. The first step says which; a named path that matches nothing is said, and the run fails if none matches.',
         tags: ['lint', 'eslint', 'fix', 'patch'],
-        examples: ['Fix the lint problems in src/cart.js', 'Fix lint problems under src/ except src/vendor/', 'Fix lint problems in the whole repository'],
+        examples: [
+          'Fix the lint problems in src/cart.js',
+          'Fix lint problems under src/ except src/vendor/',
+          'Fix lint problems in the whole repository',
+        ],
       },
     ],
     run: (request, emit) => runLintFix(opts.manager, request, emit),
@@ -116,19 +143,30 @@ async function runLintFix(manager: WorkspaceManager, request: LocalRunRequest, e
         const ext = posix.extname(p).toLowerCase();
         return JS.has(ext) || TS.has(ext);
       };
-      const target = await targetFiles(ws, { requested: request.files, task: request.task ?? request.prompt, roots: request.repoPath ? [request.repoPath] : [], supports, ignoreFile: '.eslintignore' });
+      const target = await targetFiles(ws, {
+        requested: request.files,
+        task: request.task ?? request.prompt,
+        roots: request.repoPath ? [request.repoPath] : [],
+        supports,
+        ignoreFile: '.eslintignore',
+      });
       const { files } = target;
       announceScope(target, emit);
       if (target.failure) return { outcome: 'failed', reason: target.failure };
       const own = ESLINT_CONFIGS.find((f) => existsSync(join(ws.dir, f)));
-      if (own) emit({ kind: 'step', text: `${own} was not loaded: Baton never runs repository code. Built-in safe fixes were applied instead.` });
+      if (own)
+        emit({
+          kind: 'step',
+          text: `${own} was not loaded: Baton never runs repository code. Built-in safe fixes were applied instead.`,
+        });
       const linter = new Linter({ configType: 'flat' });
       const totals: Record<string, number> = {};
       let changedFiles = 0;
       let unparsable = 0;
       for (const rel of files) {
         const stop = interrupted(request.deadline, request.signal);
-        if (stop) return { outcome: stop, reason: stop === 'canceled' ? 'Canceled.' : 'The deadline passed while fixing.' };
+        if (stop)
+          return { outcome: stop, reason: stop === 'canceled' ? 'Canceled.' : 'The deadline passed while fixing.' };
         const text = await readWorkspaceFile(ws, rel);
         const res = lintFix(linter, text, rel);
         if (res.fatal) {
@@ -140,10 +178,18 @@ async function runLintFix(manager: WorkspaceManager, request: LocalRunRequest, e
           await writeWorkspaceFile(ws, rel, res.output);
           changedFiles++;
           for (const [rule, count] of Object.entries(res.fixed)) totals[rule] = (totals[rule] ?? 0) + count;
-          emit({ kind: 'step', text: `Fixed ${rel}: ${Object.entries(res.fixed).map(([r, c]) => `${r} ×${c}`).join(', ')}` });
+          emit({
+            kind: 'step',
+            text: `Fixed ${rel}: ${Object.entries(res.fixed)
+              .map(([r, c]) => `${r} ×${c}`)
+              .join(', ')}`,
+          });
         }
       }
-      const rules = Object.entries(totals).sort((a, b) => b[1] - a[1]).map(([r, c]) => `${r} ×${c}`).join(', ');
+      const rules = Object.entries(totals)
+        .sort((a, b) => b[1] - a[1])
+        .map(([r, c]) => `${r} ×${c}`)
+        .join(', ');
       const summary = `ESLint fixed ${changedFiles} of ${files.length} file(s)${rules ? ` (${rules})` : ''}${unparsable ? `; ${unparsable} could not be parsed` : ''}.`;
       return { outcome: 'completed', exitCode: 0, summary };
     },

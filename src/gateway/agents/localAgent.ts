@@ -58,7 +58,12 @@ export type LocalRunEvent =
   | { readonly kind: 'started'; readonly workspace: string; readonly confined: boolean; readonly detail?: string }
   | { readonly kind: 'step'; readonly text: string }
   | { readonly kind: 'log'; readonly stream: 'stdout' | 'stderr'; readonly text: string }
-  | { readonly kind: 'artifact'; readonly name: 'changes.patch'; readonly mediaType: 'text/x-diff'; readonly text: string };
+  | {
+      readonly kind: 'artifact';
+      readonly name: 'changes.patch';
+      readonly mediaType: 'text/x-diff';
+      readonly text: string;
+    };
 
 export type LocalRunOutcome = 'completed' | 'failed' | 'canceled' | 'expired';
 

@@ -57,9 +57,21 @@ export function runProcess(opts: ProcessRunOptions): Promise<ProcessRunResult> {
     }
     let child: ReturnType<typeof spawn>;
     try {
-      child = spawn(opts.command, opts.args, { cwd: opts.cwd, env: opts.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+      child = spawn(opts.command, opts.args, {
+        cwd: opts.cwd,
+        env: opts.env,
+        detached: true,
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
     } catch (e) {
-      resolve({ end: 'spawn-failed', exitCode: null, signal: null, stderrTail: '', outputBytes: 0, error: (e as Error).message });
+      resolve({
+        end: 'spawn-failed',
+        exitCode: null,
+        signal: null,
+        stderrTail: '',
+        outputBytes: 0,
+        error: (e as Error).message,
+      });
       return;
     }
 

@@ -25,7 +25,8 @@ import type { AgentWork } from './workspaceRun';
 import { runInWorkspace } from './workspaceRun';
 
 const JS_TS = new Set(['.js', '.mjs', '.cjs', '.jsx', '.ts', '.mts', '.cts', '.tsx']);
-const BUILTIN_DETAIL = 'Built-in agent: the TypeScript language service in a worker thread, on its throwaway workspace only; it runs no repository code.';
+const BUILTIN_DETAIL =
+  'Built-in agent: the TypeScript language service in a worker thread, on its throwaway workspace only; it runs no repository code.';
 /** Replies that name no candidate before the agent stops asking. */
 const MAX_ASKS = 5;
 /** Rounds of fixes per file (each fix can make another one apply). */
@@ -49,7 +50,8 @@ export function createRefactorAgent(opts: RefactorAgentOptions): LocalAgent {
       {
         id: 'rename',
         name: 'Rename a symbol',
-        description: 'Renames a function, class, variable, type, … and every reference to it in the repository (imports and exports included). When several declarations have that name it asks which one.',
+        description:
+          'Renames a function, class, variable, type, … and every reference to it in the repository (imports and exports included). When several declarations have that name it asks which one.',
         tags: ['refactor', 'rename', 'typescript', 'javascript', 'patch'],
         examples: ['rename calculateTotal to computeTotal', 'rename `Cart` to `Basket` in src/cart.js'],
       },
@@ -73,7 +75,11 @@ export function createRefactorAgent(opts: RefactorAgentOptions): LocalAgent {
   };
 }
 
-async function runRefactor(opts: RefactorAgentOptions, request: LocalRunRequest, emit: (e: LocalRunEvent) => void): Promise<LocalRunResult> {
+async function runRefactor(
+  opts: RefactorAgentOptions,
+  request: LocalRunRequest,
+  emit: (e: LocalRunEvent) => void,
+): Promise<LocalRunResult> {
   // The task as the user wrote it: the text of the context parts is neither an operation nor a scope.
   const task = request.task ?? request.prompt;
   const parsed = parseRefactorRequest(task);
@@ -82,7 +88,10 @@ async function runRefactor(opts: RefactorAgentOptions, request: LocalRunRequest,
   // Cancel and the deadline end the thread at once, whatever it is doing.
   const onAbort = (): void => void thread?.stop(new Error('canceled'));
   request.signal.addEventListener('abort', onAbort, { once: true });
-  const deadline = setTimeout(() => void thread?.stop(new Error('the deadline passed')), Math.max(0, request.deadline - Date.now()));
+  const deadline = setTimeout(
+    () => void thread?.stop(new Error('the deadline passed')),
+    Math.max(0, request.deadline - Date.now()),
+  );
   try {
     return await runInWorkspace(request, emit, {
       manager: opts.manager,
@@ -108,7 +117,13 @@ async function runRefactor(opts: RefactorAgentOptions, request: LocalRunRequest,
 
 function stopped(request: LocalRunRequest): AgentWork {
   const why = interrupted(request.deadline, request.signal) ?? 'canceled';
-  return { outcome: why, reason: why === 'canceled' ? 'Canceled; nothing was changed.' : 'The deadline passed before the refactoring was done; nothing was changed.' };
+  return {
+    outcome: why,
+    reason:
+      why === 'canceled'
+        ? 'Canceled; nothing was changed.'
+        : 'The deadline passed before the refactoring was done; nothing was changed.',
+  };
 }
 
 class Stop extends Error {}
@@ -138,39 +153,80 @@ class Job {
     const supports = (p: string): boolean => JS_TS.has(posix.extname(p).toLowerCase());
     // The project is every JS/TS file (references reach beyond the scope); the scope is what is worked on.
     const all = (await targetFiles(this.ws, { requested: [], supports })).files;
-    const target = await targetFiles(this.ws, { requested: this.request.files, task: scopeText, roots: this.request.repoPath ? [this.request.repoPath] : [], supports });
-    const pacing = this.paceMs > 0 ? ` Pacing is on: ${this.paceMs} ms between steps (the gateway's --agent-pace-ms), so the steps can be followed.` : '';
+    const target = await targetFiles(this.ws, {
+      requested: this.request.files,
+      task: scopeText,
+      roots: this.request.repoPath ? [this.request.repoPath] : [],
+      supports,
+    });
+    const pacing =
+      this.paceMs > 0
+        ? ` Pacing is on: ${this.paceMs} ms between steps (the gateway's --agent-pace-ms), so the steps can be followed.`
+        : '';
     await this.step(`${describeOps(parsed.ops)}. ${target.scope}.${pacing}`);
     // What announceScope says for the other agents, as paced steps.
     for (const note of target.notes) await this.step(note);
     for (const s of target.skipped) await this.step(`Skipped ${s}`);
     if (target.failure) return { outcome: 'failed', reason: target.failure };
-    if (!all.length) return { outcome: 'completed', exitCode: 0, summary: 'The repository has no JavaScript or TypeScript files: nothing to do.' };
+    if (!all.length)
+      return {
+        outcome: 'completed',
+        exitCode: 0,
+        summary: 'The repository has no JavaScript or TypeScript files: nothing to do.',
+      };
     const scope = { files: target.files, narrowed: narrows(target, all) };
 
-    await this.step(`Loading the project: ${all.length} JavaScript/TypeScript file(s) found, ${scope.files.length} in scope.`);
+    await this.step(
+      `Loading the project: ${all.length} JavaScript/TypeScript file(s) found, ${scope.files.length} in scope.`,
+    );
     const started = Date.now();
     const sources = await this.guard(this.thread.call('open', this.ws.dir, all));
-    await this.step(`TypeScript language service ready in ${Date.now() - started} ms (${sources} source files with the standard library).`);
+    await this.step(
+      `TypeScript language service ready in ${Date.now() - started} ms (${sources} source files with the standard library).`,
+    );
 
     const summaries: string[] = [];
     for (const op of parsed.ops) {
-      const s = op.kind === 'rename' ? await this.rename(op, scope) : op.kind === 'fix-all' ? await this.fixAll(scope.files) : await this.organize(scope.files);
+      const s =
+        op.kind === 'rename'
+          ? await this.rename(op, scope)
+          : op.kind === 'fix-all'
+            ? await this.fixAll(scope.files)
+            : await this.organize(scope.files);
       if (typeof s !== 'string') return s;
       summaries.push(s);
     }
-    return { outcome: 'completed', exitCode: 0, summary: `${summaries.join(' ')}${this.changed.size ? '' : ' Nothing needed changing.'}` };
+    return {
+      outcome: 'completed',
+      exitCode: 0,
+      summary: `${summaries.join(' ')}${this.changed.size ? '' : ' Nothing needed changing.'}`,
+    };
   }
 
-  private async rename(op: Extract<RefactorOp, { kind: 'rename' }>, scope: { files: readonly string[]; narrowed: boolean }): Promise<string | AgentWork> {
+  private async rename(
+    op: Extract<RefactorOp, { kind: 'rename' }>,
+    scope: { files: readonly string[]; narrowed: boolean },
+  ): Promise<string | AgentWork> {
     await this.step(`Looking for declarations of "${op.from}"${scope.narrowed ? ' in the scope' : ''}.`);
-    const found = await this.guard(this.thread.call('declarationsOf', op.from, scope.narrowed ? scope.files : undefined));
-    if (!found.length) return { outcome: 'failed', reason: `No declaration named "${op.from}" was found ${scope.narrowed ? 'in the scope' : 'in the repository'}. Check the spelling (names are case-sensitive)${scope.narrowed ? ', or name no files to search the whole repository' : ''}.` };
+    const found = await this.guard(
+      this.thread.call('declarationsOf', op.from, scope.narrowed ? scope.files : undefined),
+    );
+    if (!found.length)
+      return {
+        outcome: 'failed',
+        reason: `No declaration named "${op.from}" was found ${scope.narrowed ? 'in the scope' : 'in the repository'}. Check the spelling (names are case-sensitive)${scope.narrowed ? ', or name no files to search the whole repository' : ''}.`,
+      };
     const target = found.length === 1 ? found[0] : await this.choose(op, found);
     if ('outcome' in target) return target;
     const clash = (await this.guard(this.thread.call('declarationsOf', op.to, undefined)))[0];
-    if (clash) return { outcome: 'failed', reason: `"${op.to}" is already declared at ${clash.file}:${clash.line} (${clash.kind}); renaming to it could change what the code refers to. Choose another name.` };
-    await this.step(`Renaming ${target.kind} "${op.from}" at ${target.file}:${target.line} to "${op.to}" and every reference to it.`);
+    if (clash)
+      return {
+        outcome: 'failed',
+        reason: `"${op.to}" is already declared at ${clash.file}:${clash.line} (${clash.kind}); renaming to it could change what the code refers to. Choose another name.`,
+      };
+    await this.step(
+      `Renaming ${target.kind} "${op.from}" at ${target.file}:${target.line} to "${op.to}" and every reference to it.`,
+    );
     let edits: FileEdit[];
     try {
       edits = await this.guard(this.thread.call('rename', target.file, target.pos, op.to));
@@ -189,9 +245,16 @@ class Job {
   }
 
   /** Asks which declaration is meant until a reply names one (bounded). */
-  private async choose(op: Extract<RefactorOp, { kind: 'rename' }>, found: readonly Candidate[]): Promise<Candidate | AgentWork> {
+  private async choose(
+    op: Extract<RefactorOp, { kind: 'rename' }>,
+    found: readonly Candidate[],
+  ): Promise<Candidate | AgentWork> {
     const question = ambiguityQuestion(op.from, op.to, found);
-    if (!this.request.ask) return { outcome: 'failed', reason: `${question}\n(Nobody can answer here: name the file in the task, e.g. "rename ${op.from} to ${op.to} in ${found[0].file}".)` };
+    if (!this.request.ask)
+      return {
+        outcome: 'failed',
+        reason: `${question}\n(Nobody can answer here: name the file in the task, e.g. "rename ${op.from} to ${op.to} in ${found[0].file}".)`,
+      };
     let prompt = question;
     for (let i = 0; i < MAX_ASKS; i++) {
       const reply = await this.untilStopped(this.request.ask(prompt));
@@ -203,7 +266,10 @@ class Job {
       }
       prompt = `That did not pick one: ${picked.why}.\n\n${question}`;
     }
-    return { outcome: 'failed', reason: `No reply named one of the ${found.length} declarations of "${op.from}" after ${MAX_ASKS} tries; start again and name the file, e.g. "rename ${op.from} to ${op.to} in ${found[0].file}".` };
+    return {
+      outcome: 'failed',
+      reason: `No reply named one of the ${found.length} declarations of "${op.from}" after ${MAX_ASKS} tries; start again and name the file, e.g. "rename ${op.from} to ${op.to} in ${found[0].file}".`,
+    };
   }
 
   private async organize(files: readonly string[]): Promise<string> {
@@ -240,7 +306,9 @@ class Job {
       if (done.size) fixedFiles++;
     }
     const what = [...applied].map(([d, c]) => `${d.replace(/^\w/, (x) => x.toLowerCase())} ×${c}`).join(', ');
-    return applied.size ? `Fixed ${fixedFiles} of ${files.length} file(s): ${what}.` : `No fixable problems in ${files.length} file(s).`;
+    return applied.size
+      ? `Fixed ${fixedFiles} of ${files.length} file(s): ${what}.`
+      : `No fixable problems in ${files.length} file(s).`;
   }
 
   private async write(edit: FileEdit): Promise<void> {
@@ -309,7 +377,15 @@ function narrows(target: TargetFiles, project: readonly string[]): boolean {
 }
 
 function describeOps(ops: readonly RefactorOp[]): string {
-  return ops.map((op) => (op.kind === 'rename' ? `Rename "${op.from}" to "${op.to}"` : op.kind === 'fix-all' ? 'Fix all (safe combined code fixes)' : 'Organise imports')).join(', then ');
+  return ops
+    .map((op) =>
+      op.kind === 'rename'
+        ? `Rename "${op.from}" to "${op.to}"`
+        : op.kind === 'fix-all'
+          ? 'Fix all (safe combined code fixes)'
+          : 'Organise imports',
+    )
+    .join(', then ');
 }
 
 function list(files: readonly string[]): string {

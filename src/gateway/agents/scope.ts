@@ -106,10 +106,18 @@ function contextScope(input: ScopeInput, names: readonly NamedPath[]): Scope {
   }
   const notes: string[] = [];
   const alsoNamed = names.filter((n) => !n.exclude && n.certain).map((n) => n.text);
-  if (alsoNamed.length) notes.push(`The task also names ${list(alsoNamed)}; the files sent as context decide the scope.`);
-  const what = folders === 0 ? plural(listed.length, 'file') : folders === listed.length ? plural(listed.length, 'folder') : `${listed.length} files and folders`;
+  if (alsoNamed.length)
+    notes.push(`The task also names ${list(alsoNamed)}; the files sent as context decide the scope.`);
+  const what =
+    folders === 0
+      ? plural(listed.length, 'file')
+      : folders === listed.length
+        ? plural(listed.length, 'folder')
+        : `${listed.length} files and folders`;
   const label = `the ${what} sent as context (${list(listed)})`;
-  const failure = files.size ? undefined : `Nothing to work on in ${label}: ${skipped.join('; ')}. Send files of a type this agent supports, or name them in the task.`;
+  const failure = files.size
+    ? undefined
+    : `Nothing to work on in ${label}: ${skipped.join('; ')}. Send files of a type this agent supports, or name them in the task.`;
   return { source: 'context', label, files: [...files], skipped, notes, failure };
 }
 
@@ -134,12 +142,22 @@ function taskScope(input: ScopeInput, names: readonly NamedPath[]): Scope | unde
     } else include.push({ name, match });
   }
   for (const m of missing) {
-    notes.push(`Nothing in the repository matches ${m.text} (named in the task)${m.path === undefined ? ': it is not a path inside the repository' : ''}; it was left out.`);
+    notes.push(
+      `Nothing in the repository matches ${m.text} (named in the task)${m.path === undefined ? ': it is not a path inside the repository' : ''}; it was left out.`,
+    );
   }
   if (!include.length && missing.length) {
-    return { source: 'task', label: `${list(missing.map((m) => m.text))} (named in the task)`, files: [], skipped, notes, failure: nothingMatches(input, missing) };
+    return {
+      source: 'task',
+      label: `${list(missing.map((m) => m.text))} (named in the task)`,
+      files: [],
+      skipped,
+      notes,
+      failure: nothingMatches(input, missing),
+    };
   }
-  if (!include.length) return excludeText.length ? repositoryScope(input, excludeText, [...excluded], notes) : undefined;
+  if (!include.length)
+    return excludeText.length ? repositoryScope(input, excludeText, [...excluded], notes) : undefined;
   const files = new Set<string>();
   for (const { name, match } of include) {
     for (const f of match.explicit) {
@@ -150,16 +168,25 @@ function taskScope(input: ScopeInput, names: readonly NamedPath[]): Scope | unde
     const kept = match.eligible.filter((f) => !excluded.has(f));
     for (const f of kept) files.add(f);
     if (!match.explicit.length && !kept.length) {
-      skipped.push(`${shown(name, match)} (${match.eligible.length ? 'everything in it is left out by the task' : 'no file of a supported type'})`);
+      skipped.push(
+        `${shown(name, match)} (${match.eligible.length ? 'everything in it is left out by the task' : 'no file of a supported type'})`,
+      );
     }
   }
   const except = excludeText.length ? ` except ${list(excludeText)}` : '';
   const label = `${list(include.map((i) => shown(i.name, i.match)))}${except} (named in the task)`;
-  const failure = files.size ? undefined : `Nothing to work on in ${list(include.map((i) => shown(i.name, i.match)))}${except}: ${skipped.join('; ')}. Name files of a type this agent supports.`;
+  const failure = files.size
+    ? undefined
+    : `Nothing to work on in ${list(include.map((i) => shown(i.name, i.match)))}${except}: ${skipped.join('; ')}. Name files of a type this agent supports.`;
   return { source: 'task', label, files: [...files], skipped, notes, failure };
 }
 
-function repositoryScope(input: ScopeInput, exceptText: readonly string[], excluded: readonly string[], notes: readonly string[] = []): Scope {
+function repositoryScope(
+  input: ScopeInput,
+  exceptText: readonly string[],
+  excluded: readonly string[],
+  notes: readonly string[] = [],
+): Scope {
   const out = new Set(excluded);
   const files = underFolder(input, '').eligible.filter((f) => !out.has(f));
   const label = exceptText.length
@@ -222,7 +249,9 @@ function literalFolder(glob: string): string {
 }
 
 function nothingMatches(input: ScopeInput, missing: readonly NamedPath[]): string {
-  const lines = [`Nothing in the repository matches ${list(missing.map((m) => m.text))}, the ${missing.length === 1 ? 'path' : 'paths'} the task names.`];
+  const lines = [
+    `Nothing in the repository matches ${list(missing.map((m) => m.text))}, the ${missing.length === 1 ? 'path' : 'paths'} the task names.`,
+  ];
   const top = entries(input.files, '');
   lines.push(top.length ? `The repository has: ${listed(top)}.` : 'The repository has no files.');
   const shown = new Set<string>(['']);
@@ -260,12 +289,15 @@ function entries(files: readonly string[], dir: string): string[] {
 }
 
 function listed(items: readonly string[]): string {
-  return items.length > MAX_LISTED ? `${items.slice(0, MAX_LISTED).join(', ')} and ${items.length - MAX_LISTED} more` : items.join(', ');
+  return items.length > MAX_LISTED
+    ? `${items.slice(0, MAX_LISTED).join(', ')} and ${items.length - MAX_LISTED} more`
+    : items.join(', ');
 }
 
 function list(items: readonly string[]): string {
   if (items.length <= 1) return items.join('');
-  const shown = items.length > MAX_LISTED ? [...items.slice(0, MAX_LISTED), `${items.length - MAX_LISTED} more`] : items;
+  const shown =
+    items.length > MAX_LISTED ? [...items.slice(0, MAX_LISTED), `${items.length - MAX_LISTED} more`] : items;
   return `${shown.slice(0, -1).join(', ')} and ${shown[shown.length - 1]}`;
 }
 
@@ -281,7 +313,9 @@ export function repoRelative(raw: string, roots: readonly string[] = []): string
   let p = raw.trim().replace(/\\/g, '/');
   if (p.startsWith('~')) return undefined;
   if (p.startsWith('/') || /^[A-Za-z]:\//.test(p)) {
-    const root = roots.map((r) => r.replace(/\\/g, '/').replace(/\/+$/, '')).find((r) => r && (p === r || p.startsWith(`${r}/`)));
+    const root = roots
+      .map((r) => r.replace(/\\/g, '/').replace(/\/+$/, ''))
+      .find((r) => r && (p === r || p.startsWith(`${r}/`)));
     if (root === undefined) return undefined;
     p = p.slice(root.length + 1);
   }
@@ -314,7 +348,10 @@ export function globToRegExp(glob: string): RegExp {
       const end = glob.indexOf(']', i + 2);
       if (end < 0) re += '\\[';
       else {
-        const body = glob.slice(i + 1, end).replace(/^!/, '^').replace(/[\\\]]/g, '\\$&');
+        const body = glob
+          .slice(i + 1, end)
+          .replace(/^!/, '^')
+          .replace(/[\\\]]/g, '\\$&');
         re += `[${body}]`;
         i = end;
       }
@@ -336,19 +373,97 @@ export function globToRegExp(glob: string): RegExp {
 /** Words after which a bare word is a place: "in src", "under config", "format src", "except docs". */
 const LEADS = new Set([
   // Not "to", "of", "on", "at": "according to the docs", "on top of the tests" do not name folders.
-  'in', 'inside', 'into', 'under', 'within', 'from', 'across', 'throughout', 'below', 'beneath', 'only',
-  'format', 'reformat', 'prettify', 'lint', 'fix', 'clean', 'tidy', 'check', 'touch', 'process',
+  'in',
+  'inside',
+  'into',
+  'under',
+  'within',
+  'from',
+  'across',
+  'throughout',
+  'below',
+  'beneath',
+  'only',
+  'format',
+  'reformat',
+  'prettify',
+  'lint',
+  'fix',
+  'clean',
+  'tidy',
+  'check',
+  'touch',
+  'process',
 ]);
 /** Words that start a list of things to leave out, until the end of the sentence. */
-const EXCLUDES = new Set(['except', 'excluding', 'exclude', 'not', 'skip', 'skipping', 'ignore', 'ignoring', 'without', 'besides', 'leave', 'leaving', 'avoid', 'never', "don't", 'dont']);
+const EXCLUDES = new Set([
+  'except',
+  'excluding',
+  'exclude',
+  'not',
+  'skip',
+  'skipping',
+  'ignore',
+  'ignoring',
+  'without',
+  'besides',
+  'leave',
+  'leaving',
+  'avoid',
+  'never',
+  "don't",
+  'dont',
+]);
 /** Words skipped when looking at what comes before a bare word ("in the files of the src folder"). */
-const FILLER = new Set(['the', 'a', 'an', 'my', 'our', 'your', 'this', 'that', 'these', 'those', 'all', 'every', 'each', 'any', 'whole', 'entire', 'files', 'file', 'folder', 'folders', 'directory', 'directories', 'dir', 'code', 'source', 'sources']);
+const FILLER = new Set([
+  'the',
+  'a',
+  'an',
+  'my',
+  'our',
+  'your',
+  'this',
+  'that',
+  'these',
+  'those',
+  'all',
+  'every',
+  'each',
+  'any',
+  'whole',
+  'entire',
+  'files',
+  'file',
+  'folder',
+  'folders',
+  'directory',
+  'directories',
+  'dir',
+  'code',
+  'source',
+  'sources',
+]);
 const FOLDER_WORDS = new Set(['folder', 'folders', 'directory', 'dir', 'tree', 'files', 'file', 'sources']);
 /** Slashed words that are English, not paths. */
-const SLASH_WORDS = new Set(['and/or', 'either/or', 'w/', 'w/o', 'i/o', 'n/a', 'y/n', 'on/off', 'read/write', 'true/false', 'yes/no', 'input/output', 'client/server']);
+const SLASH_WORDS = new Set([
+  'and/or',
+  'either/or',
+  'w/',
+  'w/o',
+  'i/o',
+  'n/a',
+  'y/n',
+  'on/off',
+  'read/write',
+  'true/false',
+  'yes/no',
+  'input/output',
+  'client/server',
+]);
 const ABBREVIATION = /^(e\.g|i\.e|etc|vs|cf|a\.k\.a|w\.r\.t|incl|approx|resp)$/i;
 /** Dotted names that are usually products or sites: names only when such a file exists. */
-const NOT_SURELY_A_FILE = /^(node|vue|next|nuxt|react|express|three|d3|chart|angular|ember|backbone|nest|deno|alpine|moment|socket)\.(js|io)$|\.(com|org|net|io|dev|app)$/i;
+const NOT_SURELY_A_FILE =
+  /^(node|vue|next|nuxt|react|express|three|d3|chart|angular|ember|backbone|nest|deno|alpine|moment|socket)\.(js|io)$|\.(com|org|net|io|dev|app)$/i;
 
 interface Token {
   /** The word or path with surrounding punctuation removed. */
@@ -361,7 +476,8 @@ interface Token {
   readonly endsWithComma: boolean;
 }
 
-const TOKEN = /"([^"\n]+)"(?=$|[\s,.;:!?)\]}])|'([^'\n]+)'(?=$|[\s,.;:!?)\]}])|`([^`\n]+)`|\u201c([^\u201d\n]+)\u201d|\u2018([^\u2019\n]+)\u2019|\S+/g;
+const TOKEN =
+  /"([^"\n]+)"(?=$|[\s,.;:!?)\]}])|'([^'\n]+)'(?=$|[\s,.;:!?)\]}])|`([^`\n]+)`|\u201c([^\u201d\n]+)\u201d|\u2018([^\u2019\n]+)\u2019|\S+/g;
 
 function tokenize(task: string): Token[] {
   const text = task.replace(/\u2019(?=[a-z])/gi, "'");
@@ -374,24 +490,37 @@ function tokenize(task: string): Token[] {
       // Punctuation right after the closing quote belongs to it ("'a.js'." ends a sentence; it is not a path ".").
       const tail = /^[,.;:!?)\]}]*/.exec(text.slice(re.lastIndex))?.[0] ?? '';
       re.lastIndex += tail.length;
-      out.push({ text: quoted.trim(), quoted: true, endsClause: /[.;!?]/.test(tail), endsWithComma: tail.startsWith(',') });
+      out.push({
+        text: quoted.trim(),
+        quoted: true,
+        endsClause: /[.;!?]/.test(tail),
+        endsWithComma: tail.startsWith(','),
+      });
       continue;
     }
     const endsClause = /[.;!?][)"'\]]*$/.test(raw) && raw !== '.' && !/\.\.$/.test(raw);
     const endsWithComma = /,[)"'\]]*$/.test(raw);
-    out.push({ text: raw === '.' || raw === './' ? '.' : strip(raw), quoted: false, mention: /^[("'`[{<]*@/.test(raw), endsClause, endsWithComma });
+    out.push({
+      text: raw === '.' || raw === './' ? '.' : strip(raw),
+      quoted: false,
+      mention: /^[("'`[{<]*@/.test(raw),
+      endsClause,
+      endsWithComma,
+    });
   }
   return out;
 }
 
 function strip(raw: string): string {
-  return raw
-    .replace(/^[("'`[{<@]+/, '')
-    .replace(/[)"'`\]}>,;:!?.]+$/, '')
-    .replace(/'s$/, '')
-    .replace(/:\d+(?::\d+)?$/, '')
-    // Markdown emphasis ("**everything**") is a word, not a glob.
-    .replace(/^(\*{1,2}|_{1,2})([\w-]+)\1$/, '$2');
+  return (
+    raw
+      .replace(/^[("'`[{<@]+/, '')
+      .replace(/[)"'`\]}>,;:!?.]+$/, '')
+      .replace(/'s$/, '')
+      .replace(/:\d+(?::\d+)?$/, '')
+      // Markdown emphasis ("**everything**") is a word, not a glob.
+      .replace(/^(\*{1,2}|_{1,2})([\w-]+)\1$/, '$2')
+  );
 }
 
 type Kind = 'glob' | 'path' | 'weak-path' | 'word' | undefined;
@@ -421,7 +550,11 @@ function kindOf(t: Token): Kind {
  * are not surely paths (bare words, product names) are only kept when `matches` says they match
  * something (without it, they are kept and marked uncertain).
  */
-export function namedPaths(task: string, roots: readonly string[] = [], matches?: (name: NamedPath) => boolean): NamedPath[] {
+export function namedPaths(
+  task: string,
+  roots: readonly string[] = [],
+  matches?: (name: NamedPath) => boolean,
+): NamedPath[] {
   const tokens = tokenize(task);
   const out: NamedPath[] = [];
   const isName = new Set<number>();
@@ -434,14 +567,25 @@ export function namedPaths(task: string, roots: readonly string[] = [], matches?
     const certain = kind === 'glob' || kind === 'path';
     const candidate = certain || kind === 'weak-path' || (kind === 'word' && leadsToPlace(tokens, i, isName));
     const name: NamedPath | undefined = candidate
-      ? { text: t.text, path: kind === 'glob' ? globPath(t.text) : repoRelative(t.text, roots), glob: kind === 'glob', exclude: false, certain }
+      ? {
+          text: t.text,
+          path: kind === 'glob' ? globPath(t.text) : repoRelative(t.text, roots),
+          glob: kind === 'glob',
+          exclude: false,
+          certain,
+        }
       : undefined;
     const named = name !== undefined && (certain || !matches || matches(name));
     if (afterComma && !named) excluding = false;
     afterComma = false;
     if (!t.quoted && EXCLUDES.has(word)) excluding = true;
     else if (!t.quoted && word === 'but') excluding = /^(all|everything|anything)$/i.test(tokens[i - 1]?.text ?? '');
-    else if (!t.quoted && (word === 'than' || word === 'from') && /^(other|apart|aside)$/i.test(tokens[i - 1]?.text ?? '')) excluding = true;
+    else if (
+      !t.quoted &&
+      (word === 'than' || word === 'from') &&
+      /^(other|apart|aside)$/i.test(tokens[i - 1]?.text ?? '')
+    )
+      excluding = true;
     if (named) {
       isName.add(i);
       out.push({ ...name, exclude: excluding });
@@ -456,7 +600,8 @@ export function namedPaths(task: string, roots: readonly string[] = [], matches?
 function globPath(text: string): string | undefined {
   const p = text.replace(/\\/g, '/');
   const literal = p.slice(0, Math.max(0, p.search(/[*?[{]/)));
-  if (p.startsWith('/') || repoRelative(literal || '.') === undefined || /(^|\/)(\.\.|\.git)(\/|$)/i.test(p)) return undefined;
+  if (p.startsWith('/') || repoRelative(literal || '.') === undefined || /(^|\/)(\.\.|\.git)(\/|$)/i.test(p))
+    return undefined;
   return p.replace(/^(\.\/)+/, '');
 }
 

@@ -12,7 +12,12 @@ import type { Capabilities, LocalRunRequest } from './localAgent';
 const MAX_INLINE = 32 * 1024;
 const SHARED_INSTRUCTIONS = ['AGENTS.md'];
 
-export async function buildTaskPrompt(request: LocalRunRequest, ws: Workspace, harness: Pick<HarnessSpec, 'name' | 'readsInstructions'>, caps: Capabilities): Promise<string> {
+export async function buildTaskPrompt(
+  request: LocalRunRequest,
+  ws: Workspace,
+  harness: Pick<HarnessSpec, 'name' | 'readsInstructions'>,
+  caps: Capabilities,
+): Promise<string> {
   const lines: string[] = [request.prompt.trim(), '', '---', 'Context from Baton:'];
   lines.push(
     ws.kind === 'clone'
@@ -21,22 +26,42 @@ export async function buildTaskPrompt(request: LocalRunRequest, ws: Workspace, h
   );
   if (request.files.length) lines.push(`- Files the user named: ${request.files.join(', ')}`);
   for (const note of ws.notes) lines.push(`- ${note}`);
-  lines.push(`- You may ${caps.write ? '' : 'not '}edit files, may ${caps.shell ? '' : 'not '}run shell commands, and may ${caps.network ? '' : 'not '}use the network.`);
+  lines.push(
+    `- You may ${caps.write ? '' : 'not '}edit files, may ${caps.shell ? '' : 'not '}run shell commands, and may ${caps.network ? '' : 'not '}use the network.`,
+  );
   const inline = await instructionsToInline(ws.dir, harness.readsInstructions);
   if (inline) {
-    lines.push('', `Project instructions from ${inline.file} (${harness.name} does not read this file by itself):`, '', inline.text);
+    lines.push(
+      '',
+      `Project instructions from ${inline.file} (${harness.name} does not read this file by itself):`,
+      '',
+      inline.text,
+    );
   }
   return lines.join('\n') + '\n';
 }
 
-async function instructionsToInline(dir: string, readsItself: readonly string[]): Promise<{ file: string; text: string } | undefined> {
+async function instructionsToInline(
+  dir: string,
+  readsItself: readonly string[],
+): Promise<{ file: string; text: string } | undefined> {
   for (const own of readsItself) {
-    if (await readFile(join(dir, own), 'utf8').then(() => true, () => false)) return undefined;
+    if (
+      await readFile(join(dir, own), 'utf8').then(
+        () => true,
+        () => false,
+      )
+    )
+      return undefined;
   }
   for (const file of SHARED_INSTRUCTIONS) {
     if (readsItself.includes(file)) continue;
     const text = await readFile(join(dir, file), 'utf8').catch(() => undefined);
-    if (text !== undefined) return { file, text: text.length > MAX_INLINE ? `${text.slice(0, MAX_INLINE)}\n[… cut at ${MAX_INLINE >> 10} KiB]` : text };
+    if (text !== undefined)
+      return {
+        file,
+        text: text.length > MAX_INLINE ? `${text.slice(0, MAX_INLINE)}\n[… cut at ${MAX_INLINE >> 10} KiB]` : text,
+      };
   }
   return undefined;
 }

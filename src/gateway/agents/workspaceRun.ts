@@ -24,12 +24,21 @@ export interface WorkspaceRunOptions {
   work(ws: Workspace): Promise<AgentWork>;
 }
 
-export async function runInWorkspace(request: LocalRunRequest, emit: (e: LocalRunEvent) => void, opts: WorkspaceRunOptions): Promise<LocalRunResult> {
+export async function runInWorkspace(
+  request: LocalRunRequest,
+  emit: (e: LocalRunEvent) => void,
+  opts: WorkspaceRunOptions,
+): Promise<LocalRunResult> {
   if (request.signal.aborted) return { outcome: 'canceled', reason: 'Canceled before it started.', patch: '' };
-  if (Date.now() >= request.deadline) return { outcome: 'expired', reason: 'The deadline passed before the run started.', patch: '' };
+  if (Date.now() >= request.deadline)
+    return { outcome: 'expired', reason: 'The deadline passed before the run started.', patch: '' };
   let ws: Workspace;
   try {
-    ws = await opts.manager.prepare({ taskId: request.taskId, repoPath: request.repoPath, unsavedFiles: request.unsavedFiles });
+    ws = await opts.manager.prepare({
+      taskId: request.taskId,
+      repoPath: request.repoPath,
+      unsavedFiles: request.unsavedFiles,
+    });
   } catch (e) {
     const reason = e instanceof WorkspaceError ? e.message : `Could not set up the workspace: ${(e as Error).message}`;
     return { outcome: 'failed', reason, patch: '' };
@@ -39,7 +48,8 @@ export async function runInWorkspace(request: LocalRunRequest, emit: (e: LocalRu
     emit({ kind: 'started', workspace: ws.dir, confined: how.confined, detail: how.detail });
     for (const note of ws.notes) emit({ kind: 'step', text: note });
     if (request.signal.aborted) return { outcome: 'canceled', reason: 'Canceled.', patch: '' };
-    if (Date.now() >= request.deadline) return { outcome: 'expired', reason: 'The deadline passed while the workspace was set up.', patch: '' };
+    if (Date.now() >= request.deadline)
+      return { outcome: 'expired', reason: 'The deadline passed while the workspace was set up.', patch: '' };
 
     const work = await opts.work(ws);
     if (work.outcome === 'canceled' || work.outcome === 'expired') {
@@ -52,10 +62,23 @@ export async function runInWorkspace(request: LocalRunRequest, emit: (e: LocalRu
       const reason = e instanceof WorkspaceError ? e.message : `Could not record the changes: ${(e as Error).message}`;
       return { outcome: 'failed', reason, exitCode: work.exitCode, patch: '', summary: work.summary };
     }
-    if (changes.destroyed) return { outcome: 'failed', reason: changes.destroyed, exitCode: work.exitCode, patch: '', summary: work.summary };
-    if (work.outcome === 'failed') return { outcome: 'failed', reason: work.reason, exitCode: work.exitCode, patch: '', summary: work.summary };
+    if (changes.destroyed)
+      return {
+        outcome: 'failed',
+        reason: changes.destroyed,
+        exitCode: work.exitCode,
+        patch: '',
+        summary: work.summary,
+      };
+    if (work.outcome === 'failed')
+      return { outcome: 'failed', reason: work.reason, exitCode: work.exitCode, patch: '', summary: work.summary };
     if (changes.patch) emit({ kind: 'artifact', name: 'changes.patch', mediaType: 'text/x-diff', text: changes.patch });
-    return { outcome: 'completed', exitCode: work.exitCode, patch: changes.patch, summary: work.summary ?? (changes.patch ? undefined : 'No changes.') };
+    return {
+      outcome: 'completed',
+      exitCode: work.exitCode,
+      patch: changes.patch,
+      summary: work.summary ?? (changes.patch ? undefined : 'No changes.'),
+    };
   } catch (e) {
     return { outcome: 'failed', reason: `The run failed: ${(e as Error).message}`, patch: '' };
   } finally {

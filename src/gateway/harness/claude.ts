@@ -20,12 +20,40 @@ export const claudeHarness: HarnessSpec = {
   binaries: ['claude'],
   readsInstructions: ['CLAUDE.md'],
   canRefuseShell: true,
-  envPassthrough: ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_MODEL', 'CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX', 'AWS_REGION', 'AWS_PROFILE', 'CLOUD_ML_REGION', 'ANTHROPIC_VERTEX_PROJECT_ID'],
+  envPassthrough: [
+    'ANTHROPIC_API_KEY',
+    'ANTHROPIC_AUTH_TOKEN',
+    'ANTHROPIC_BASE_URL',
+    'ANTHROPIC_MODEL',
+    'CLAUDE_CODE_USE_BEDROCK',
+    'CLAUDE_CODE_USE_VERTEX',
+    'AWS_REGION',
+    'AWS_PROFILE',
+    'CLOUD_ML_REGION',
+    'ANTHROPIC_VERTEX_PROJECT_ID',
+  ],
   homeEntries: ['.claude', '.claude.json'],
   invocation({ prompt, capabilities }) {
-    const tools = [...READ, ...(capabilities.write ? EDIT : []), ...(capabilities.shell ? SHELL : []), ...(capabilities.network ? WEB : [])];
-    const denied = [...(capabilities.write ? [] : EDIT), ...(capabilities.shell ? [] : SHELL), ...(capabilities.network ? [] : WEB)];
-    const args = ['-p', '--output-format', 'stream-json', '--verbose', '--strict-mcp-config', '--tools', tools.join(',')];
+    const tools = [
+      ...READ,
+      ...(capabilities.write ? EDIT : []),
+      ...(capabilities.shell ? SHELL : []),
+      ...(capabilities.network ? WEB : []),
+    ];
+    const denied = [
+      ...(capabilities.write ? [] : EDIT),
+      ...(capabilities.shell ? [] : SHELL),
+      ...(capabilities.network ? [] : WEB),
+    ];
+    const args = [
+      '-p',
+      '--output-format',
+      'stream-json',
+      '--verbose',
+      '--strict-mcp-config',
+      '--tools',
+      tools.join(','),
+    ];
     if (denied.length) args.push('--disallowedTools', denied.join(','));
     // Print mode cannot ask for approval: say up front what is approved.
     args.push('--permission-mode', capabilities.write ? 'acceptEdits' : 'default');
@@ -47,7 +75,8 @@ export class ClaudeStreamParser implements OutputParser {
     const out: ParsedEvent[] = [];
     switch (j.type) {
       case 'system':
-        if (j.subtype === 'init') out.push({ kind: 'step', text: `Claude Code started${str(j.model) ? ` (${str(j.model)})` : ''}` });
+        if (j.subtype === 'init')
+          out.push({ kind: 'step', text: `Claude Code started${str(j.model) ? ` (${str(j.model)})` : ''}` });
         break;
       case 'assistant': {
         const content = obj(j.message)?.content;
@@ -56,7 +85,8 @@ export class ClaudeStreamParser implements OutputParser {
           if (part?.type === 'text' && str(part.text)?.trim()) {
             this.lastText = str(part.text);
             out.push({ kind: 'message', text: oneLine(str(part.text) ?? '', 500) });
-          } else if (part?.type === 'tool_use') out.push({ kind: 'step', text: describeTool(str(part.name) ?? 'tool', obj(part.input)) });
+          } else if (part?.type === 'tool_use')
+            out.push({ kind: 'step', text: describeTool(str(part.name) ?? 'tool', obj(part.input)) });
         }
         break;
       }
@@ -64,13 +94,20 @@ export class ClaudeStreamParser implements OutputParser {
         const content = obj(j.message)?.content;
         for (const c of Array.isArray(content) ? content : []) {
           const part = obj(c);
-          if (part?.type === 'tool_result' && part.is_error === true) out.push({ kind: 'log', text: `tool error: ${oneLine(typeof part.content === 'string' ? part.content : JSON.stringify(part.content ?? ''))}` });
+          if (part?.type === 'tool_result' && part.is_error === true)
+            out.push({
+              kind: 'log',
+              text: `tool error: ${oneLine(typeof part.content === 'string' ? part.content : JSON.stringify(part.content ?? ''))}`,
+            });
         }
         break;
       }
       case 'result':
         if (j.is_error === true || (str(j.subtype) && j.subtype !== 'success')) {
-          this.error = oneLine(str(j.result) ?? str(j.error) ?? `Claude Code ended with ${str(j.subtype) ?? 'an error'}`, 500);
+          this.error = oneLine(
+            str(j.result) ?? str(j.error) ?? `Claude Code ended with ${str(j.subtype) ?? 'an error'}`,
+            500,
+          );
           out.push({ kind: 'error', text: this.error });
         } else this.summary = str(j.result);
         break;

@@ -17,11 +17,23 @@ export const codexHarness: HarnessSpec = {
   envPassthrough: ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'CODEX_HOME', 'AZURE_OPENAI_API_KEY'],
   homeEntries: ['.codex'],
   invocation({ prompt, capabilities, workspace, isGitRepo }) {
-    const args = ['exec', '--json', '--sandbox', capabilities.write ? 'workspace-write' : 'read-only', '-c', 'approval_policy="never"', '-C', workspace];
-    if (capabilities.write) args.push('-c', `sandbox_workspace_write.network_access=${capabilities.network ? 'true' : 'false'}`);
+    const args = [
+      'exec',
+      '--json',
+      '--sandbox',
+      capabilities.write ? 'workspace-write' : 'read-only',
+      '-c',
+      'approval_policy="never"',
+      '-C',
+      workspace,
+    ];
+    if (capabilities.write)
+      args.push('-c', `sandbox_workspace_write.network_access=${capabilities.network ? 'true' : 'false'}`);
     if (!isGitRepo) args.push('--skip-git-repo-check');
     args.push('-');
-    const caveats = capabilities.shell ? [] : ['Codex cannot refuse shell commands; they run inside its sandbox (read-only unless write is granted).'];
+    const caveats = capabilities.shell
+      ? []
+      : ['Codex cannot refuse shell commands; they run inside its sandbox (read-only unless write is granted).'];
     return { args, stdin: prompt, caveats };
   },
   createParser: () => new CodexJsonParser(),
@@ -40,7 +52,8 @@ export class CodexJsonParser implements OutputParser {
       case 'thread.started':
         return [{ kind: 'step', text: 'Codex started' }];
       case 'item.started':
-        if (item?.type === 'command_execution') return [{ kind: 'step', text: oneLine(`Run ${str(item.command) ?? ''}`) }];
+        if (item?.type === 'command_execution')
+          return [{ kind: 'step', text: oneLine(`Run ${str(item.command) ?? ''}`) }];
         return [];
       case 'item.completed': {
         switch (item?.type) {
@@ -51,10 +64,15 @@ export class CodexJsonParser implements OutputParser {
             return [{ kind: 'log', text: oneLine(str(item.text) ?? '') }];
           case 'file_change': {
             const changes = Array.isArray(item.changes) ? item.changes.map((c) => obj(c)).filter((c) => c) : [];
-            return changes.map((c) => ({ kind: 'step' as const, text: oneLine(`${str(c?.kind) ?? 'update'} ${str(c?.path) ?? ''}`) }));
+            return changes.map((c) => ({
+              kind: 'step' as const,
+              text: oneLine(`${str(c?.kind) ?? 'update'} ${str(c?.path) ?? ''}`),
+            }));
           }
           case 'command_execution':
-            return typeof item.exit_code === 'number' && item.exit_code !== 0 ? [{ kind: 'log', text: oneLine(`command exited ${item.exit_code}: ${str(item.command) ?? ''}`) }] : [];
+            return typeof item.exit_code === 'number' && item.exit_code !== 0
+              ? [{ kind: 'log', text: oneLine(`command exited ${item.exit_code}: ${str(item.command) ?? ''}`) }]
+              : [];
           case 'mcp_tool_call':
             return [{ kind: 'step', text: oneLine(`${str(item.server) ?? 'mcp'}.${str(item.tool) ?? 'tool'}`) }];
           case 'web_search':

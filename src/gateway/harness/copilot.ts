@@ -19,8 +19,16 @@ export const copilotHarness: HarnessSpec = {
   homeEntries: ['.copilot'],
   invocation({ prompt, capabilities }) {
     const args = ['-p', prompt, '--output-format', 'json', '--no-ask-user', '--no-color'];
-    const allow = [...(capabilities.write ? ['write'] : []), ...(capabilities.shell ? ['shell'] : []), ...(capabilities.network ? ['url'] : [])];
-    const deny = [...(capabilities.write ? [] : ['write']), ...(capabilities.shell ? [] : ['shell']), ...(capabilities.network ? [] : ['url'])];
+    const allow = [
+      ...(capabilities.write ? ['write'] : []),
+      ...(capabilities.shell ? ['shell'] : []),
+      ...(capabilities.network ? ['url'] : []),
+    ];
+    const deny = [
+      ...(capabilities.write ? [] : ['write']),
+      ...(capabilities.shell ? [] : ['shell']),
+      ...(capabilities.network ? [] : ['url']),
+    ];
     for (const t of allow) args.push(`--allow-tool=${t}`);
     for (const t of deny) args.push(`--deny-tool=${t}`);
     return { args, caveats: [] };
@@ -55,9 +63,18 @@ export class CopilotJsonParser implements OutputParser {
         return [];
       }
       case 'tool.execution_start':
-        return [{ kind: 'step', text: describeTool(str(data.toolName) ?? str(data.name) ?? 'tool', obj(data.arguments)) }];
+        return [
+          { kind: 'step', text: describeTool(str(data.toolName) ?? str(data.name) ?? 'tool', obj(data.arguments)) },
+        ];
       case 'tool.execution_complete':
-        return data.success === false ? [{ kind: 'log', text: oneLine(`tool failed: ${str(obj(data.error)?.message) ?? str(data.toolName) ?? ''}`) }] : [];
+        return data.success === false
+          ? [
+              {
+                kind: 'log',
+                text: oneLine(`tool failed: ${str(obj(data.error)?.message) ?? str(data.toolName) ?? ''}`),
+              },
+            ]
+          : [];
       case 'session.error':
       case 'error':
         this.error = oneLine(str(data.message) ?? 'Copilot reported an error', 500);

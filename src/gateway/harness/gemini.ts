@@ -15,10 +15,24 @@ export const geminiHarness: HarnessSpec = {
   binaries: ['gemini'],
   readsInstructions: ['GEMINI.md'],
   canRefuseShell: true,
-  envPassthrough: ['GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GOOGLE_CLOUD_PROJECT', 'GOOGLE_CLOUD_LOCATION', 'GOOGLE_GENAI_USE_VERTEXAI', 'GOOGLE_APPLICATION_CREDENTIALS', 'GEMINI_MODEL'],
+  envPassthrough: [
+    'GEMINI_API_KEY',
+    'GOOGLE_API_KEY',
+    'GOOGLE_CLOUD_PROJECT',
+    'GOOGLE_CLOUD_LOCATION',
+    'GOOGLE_GENAI_USE_VERTEXAI',
+    'GOOGLE_APPLICATION_CREDENTIALS',
+    'GEMINI_MODEL',
+  ],
   homeEntries: ['.gemini'],
   invocation({ prompt, capabilities }) {
-    const args = ['--output-format', 'stream-json', '--approval-mode', capabilities.write ? 'auto_edit' : 'plan', '--skip-trust'];
+    const args = [
+      '--output-format',
+      'stream-json',
+      '--approval-mode',
+      capabilities.write ? 'auto_edit' : 'plan',
+      '--skip-trust',
+    ];
     if (capabilities.shell) args.push('--allowed-tools', 'run_shell_command');
     return { args, stdin: prompt, caveats: [] };
   },
@@ -44,7 +58,9 @@ export class GeminiStreamParser implements OutputParser {
       case 'tool_use':
         return [{ kind: 'step', text: describeTool(str(j.tool_name) ?? 'tool', obj(j.parameters)) }];
       case 'tool_result':
-        return j.status === 'error' ? [{ kind: 'log', text: oneLine(`tool error: ${str(obj(j.error)?.message) ?? str(j.output) ?? ''}`) }] : [];
+        return j.status === 'error'
+          ? [{ kind: 'log', text: oneLine(`tool error: ${str(obj(j.error)?.message) ?? str(j.output) ?? ''}`) }]
+          : [];
       case 'error':
         return [{ kind: 'log', text: oneLine(str(j.message) ?? 'error') }];
       case 'result':

@@ -86,6 +86,13 @@ export function obj(v: unknown): Record<string, unknown> | undefined {
 /** "Edit src/a.ts", "Run npm test": a tool call in words. */
 export function describeTool(name: string, input: Record<string, unknown> | undefined): string {
   const target =
-    str(input?.file_path) ?? str(input?.filePath) ?? str(input?.path) ?? str(input?.absolute_path) ?? str(input?.command) ?? str(input?.pattern) ?? str(input?.url) ?? str(input?.query);
+    str(input?.file_path) ??
+    str(input?.filePath) ??
+    str(input?.path) ??
+    str(input?.absolute_path) ??
+    str(input?.command) ??
+    str(input?.pattern) ??
+    str(input?.url) ??
+    str(input?.query);
   return oneLine(target ? `${name} ${target}` : name);
 }

@@ -18,7 +18,12 @@ export const opencodeHarness: HarnessSpec = {
   homeEntries: ['.local/share/opencode', '.config/opencode'],
   invocation({ prompt, capabilities, workspace }) {
     const rule = (ok: boolean) => (ok ? 'allow' : 'deny');
-    const permission = { edit: rule(capabilities.write), bash: rule(capabilities.shell), webfetch: rule(capabilities.network), external_directory: 'deny' };
+    const permission = {
+      edit: rule(capabilities.write),
+      bash: rule(capabilities.shell),
+      webfetch: rule(capabilities.network),
+      external_directory: 'deny',
+    };
     return {
       args: ['run', '--format', 'json', '--dir', workspace],
       stdin: prompt,
@@ -56,7 +61,10 @@ export class OpencodeJsonParser implements OutputParser {
       }
       case 'error': {
         const e = obj(j.error);
-        this.error = oneLine(str(obj(e?.data)?.message) ?? str(e?.message) ?? str(e?.name) ?? 'OpenCode reported an error', 500);
+        this.error = oneLine(
+          str(obj(e?.data)?.message) ?? str(e?.message) ?? str(e?.name) ?? 'OpenCode reported an error',
+          500,
+        );
         return [{ kind: 'error', text: this.error }];
       }
       default:

@@ -8,7 +8,13 @@ import { geminiHarness } from './gemini';
 import type { HarnessId, HarnessSpec } from './harness';
 import { opencodeHarness } from './opencode';
 
-export const HARNESSES: readonly HarnessSpec[] = [claudeHarness, codexHarness, geminiHarness, copilotHarness, opencodeHarness];
+export const HARNESSES: readonly HarnessSpec[] = [
+  claudeHarness,
+  codexHarness,
+  geminiHarness,
+  copilotHarness,
+  opencodeHarness,
+];
 
 export function harnessById(id: string): HarnessSpec | undefined {
   return HARNESSES.find((h) => h.id === id);
@@ -35,7 +41,8 @@ export function detectHarnesses(opts: DetectOptions = {}): DetectedHarness[] {
   for (const spec of HARNESSES) {
     const configured = opts.paths?.[spec.id];
     if (configured !== undefined) {
-      if (isAbsolute(configured) && isExecutable(configured)) found.push({ spec, binary: configured, source: 'configured' });
+      if (isAbsolute(configured) && isExecutable(configured))
+        found.push({ spec, binary: configured, source: 'configured' });
       continue;
     }
     outer: for (const name of spec.binaries) {

@@ -30,7 +30,16 @@ function isLegacy(req: Request): boolean {
 }
 
 function parseExtensions(v: string | undefined): string[] {
-  return v ? [...new Set(v.split(',').map((s) => s.trim()).filter(Boolean))] : [];
+  return v
+    ? [
+        ...new Set(
+          v
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+        ),
+      ]
+    : [];
 }
 
 function userOf(res: Response): GatewayUser {
@@ -40,8 +49,17 @@ function userOf(res: Response): GatewayUser {
 }
 
 /** The call context, with what the SDK's request types cannot carry (cursor, disconnect signal). */
-function buildContext(req: Request, res: Response, legacy: boolean, cursorFromBody: unknown): { context: ServerCallContext; abort: AbortController } {
-  const extensions = parseExtensions(legacy ? req.header(LEGACY_HTTP_EXTENSION_HEADER) ?? req.header(HTTP_EXTENSION_HEADER) : req.header(HTTP_EXTENSION_HEADER));
+function buildContext(
+  req: Request,
+  res: Response,
+  legacy: boolean,
+  cursorFromBody: unknown,
+): { context: ServerCallContext; abort: AbortController } {
+  const extensions = parseExtensions(
+    legacy
+      ? (req.header(LEGACY_HTTP_EXTENSION_HEADER) ?? req.header(HTTP_EXTENSION_HEADER))
+      : req.header(HTTP_EXTENSION_HEADER),
+  );
   const context = new ServerCallContext({
     requestedExtensions: extensions,
     user: userOf(res),
@@ -74,16 +92,22 @@ function seqOfEnvelope(env: unknown): number | undefined {
   return undefined;
 }
 
-async function* rowsToItems(batches: AsyncGenerator<readonly EventRow[], void, undefined>, wrap: (body: string) => string): AsyncGenerator<readonly SseItem[], void, undefined> {
+async function* rowsToItems(
+  batches: AsyncGenerator<readonly EventRow[], void, undefined>,
+  wrap: (body: string) => string,
+): AsyncGenerator<readonly SseItem[], void, undefined> {
   try {
     // seq 0: an event outside any task (a direct Message answer), which has no place to resume from.
-    for await (const rows of batches) yield rows.map((r) => (r.seq > 0 ? { id: r.seq, data: wrap(r.body) } : { data: wrap(r.body) }));
+    for await (const rows of batches)
+      yield rows.map((r) => (r.seq > 0 ? { id: r.seq, data: wrap(r.body) } : { data: wrap(r.body) }));
   } finally {
     await batches.return();
   }
 }
 
-async function* envelopesToItems(stream: AsyncGenerator<unknown, void, undefined>): AsyncGenerator<readonly SseItem[], void, undefined> {
+async function* envelopesToItems(
+  stream: AsyncGenerator<unknown, void, undefined>,
+): AsyncGenerator<readonly SseItem[], void, undefined> {
   for await (const env of stream) {
     const id = seqOfEnvelope(env);
     yield [id === undefined ? { data: JSON.stringify(env) } : { id, data: JSON.stringify(env) }];
@@ -96,7 +120,11 @@ function rpcError(id: JsonRpcId, code: number, message: string): Record<string, 
 
 function bodyErrorToRpc(err: BodyError): Record<string, unknown> {
   const code =
-    err.kind === 'parse' ? A2A_ERROR_CODE.PARSE_ERROR : err.kind === 'content-type' ? A2A_ERROR_CODE.CONTENT_TYPE_NOT_SUPPORTED : A2A_ERROR_CODE.INVALID_REQUEST;
+    err.kind === 'parse'
+      ? A2A_ERROR_CODE.PARSE_ERROR
+      : err.kind === 'content-type'
+        ? A2A_ERROR_CODE.CONTENT_TYPE_NOT_SUPPORTED
+        : A2A_ERROR_CODE.INVALID_REQUEST;
   return rpcError(null, code, err.message);
 }
 
@@ -122,12 +150,15 @@ export function a2aRouter(o: A2aRouteOptions): Router {
     const id = idOf(body);
     const useLegacy = isLegacy(req);
     const mapError = (e: unknown): { code: number; message: string } =>
-      useLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(e) : JsonRpcTransportHandler.mapToJSONRPCError(e);
+      useLegacy
+        ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(e)
+        : JsonRpcTransportHandler.mapToJSONRPCError(e);
     let built: { context: ServerCallContext; abort: AbortController };
     try {
       if (body === undefined) throw new RequestMalformedError('the request has no body; send a JSON-RPC 2.0 request');
       const params = (body as { params?: unknown }).params;
-      const md = params && typeof params === 'object' ? (params as { metadata?: Record<string, unknown> }).metadata : undefined;
+      const md =
+        params && typeof params === 'object' ? (params as { metadata?: Record<string, unknown> }).metadata : undefined;
       built = buildContext(req, res, useLegacy, md && typeof md === 'object' ? md[META.cursor] : undefined);
       validateVersion(built.context.requestedVersion, await handler.getAgentCard(), 'JSONRPC');
     } catch (e) {
@@ -173,19 +204,29 @@ export function a2aRouter(o: A2aRouteOptions): Router {
         const err = mapError(e);
         res.status(err.code === A2A_ERROR_CODE.INTERNAL_ERROR ? 500 : 200).json({ jsonrpc: '2.0', id, error: err });
       } else if (!res.writableEnded) res.end();
-      if (!(e instanceof Error) || !('code' in e)) o.log(`JSON-RPC ${method || '(legacy)'} failed: ${(e as Error).stack ?? String(e)}`);
+      if (!(e instanceof Error) || !('code' in e))
+        o.log(`JSON-RPC ${method || '(legacy)'} failed: ${(e as Error).stack ?? String(e)}`);
     } finally {
       abort.abort();
     }
   };
 
-  router.post('/', ...jsonBody(o.bodyLimits, (err, _req, res) => void res.status(err.kind === 'too-large' ? 413 : err.kind === 'timeout' ? 408 : 200).json(bodyErrorToRpc(err))), (req, res) => {
-    void jsonRpc(req, res);
-  });
+  router.post(
+    '/',
+    ...jsonBody(
+      o.bodyLimits,
+      (err, _req, res) =>
+        void res.status(err.kind === 'too-large' ? 413 : err.kind === 'timeout' ? 408 : 200).json(bodyErrorToRpc(err)),
+    ),
+    (req, res) => {
+      void jsonRpc(req, res);
+    },
+  );
 
   // HTTP+JSON: the same body checks, errors in the REST shape.
   const restBody = jsonBody(o.bodyLimits, (err, _req, res) => {
-    const status = err.kind === 'too-large' ? 413 : err.kind === 'timeout' ? 408 : err.kind === 'content-type' ? 415 : 400;
+    const status =
+      err.kind === 'too-large' ? 413 : err.kind === 'timeout' ? 408 : err.kind === 'content-type' ? 415 : 400;
     res.status(status).json(toRestErrorBody(new RequestMalformedError(err.message), status));
   });
   router.use(...restBody);
@@ -193,11 +234,19 @@ export function a2aRouter(o: A2aRouteOptions): Router {
   router.use((_req: Request, res: Response, next: NextFunction) => {
     const setHeader = res.setHeader.bind(res);
     res.setHeader = (name: string, value: number | string | readonly string[]) =>
-      setHeader(name, name.toLowerCase() === 'content-type' && typeof value === 'string' ? value.replace(/^application\/a2a\+json/i, 'application/json') : value);
+      setHeader(
+        name,
+        name.toLowerCase() === 'content-type' && typeof value === 'string'
+          ? value.replace(/^application\/a2a\+json/i, 'application/json')
+          : value,
+      );
     next();
   });
 
-  const restStream = (open: (req: Request, context: ServerCallContext) => Promise<AsyncGenerator<readonly EventRow[], void, undefined>>) =>
+  const restStream =
+    (
+      open: (req: Request, context: ServerCallContext) => Promise<AsyncGenerator<readonly EventRow[], void, undefined>>,
+    ) =>
     async (req: Request, res: Response, next: NextFunction): Promise<void> => {
       if (isLegacy(req)) return next(); // 0.3 REST is the SDK's legacy router's
       let abort: AbortController | undefined;
@@ -223,13 +272,21 @@ export function a2aRouter(o: A2aRouteOptions): Router {
         abort?.abort();
       }
     };
-  const send = restStream((req, context) => handler.openSendStream(SendMessageRequest.fromJSON(req.body ?? {}), context));
+  const send = restStream((req, context) =>
+    handler.openSendStream(SendMessageRequest.fromJSON(req.body ?? {}), context),
+  );
   const subscribe = restStream((req, context) => handler.openSubscribeStream(String(req.params.taskId ?? ''), context));
   for (const prefix of ['', '/:tenant']) {
     router.post(`${prefix}/message\\:stream`, (req, res, next) => void send(req, res, next));
     router.get(`${prefix}/tasks/:taskId\\:subscribe`, (req, res, next) => void subscribe(req, res, next));
     router.post(`${prefix}/tasks/:taskId\\:subscribe`, (req, res, next) => void subscribe(req, res, next));
   }
-  router.use(restHandler({ requestHandler: handler, userBuilder: (req) => Promise.resolve(userOf(req.res as Response)), legacyCompat: { enabled: true } }));
+  router.use(
+    restHandler({
+      requestHandler: handler,
+      userBuilder: (req) => Promise.resolve(userOf(req.res as Response)),
+      legacyCompat: { enabled: true },
+    }),
+  );
   return router;
 }

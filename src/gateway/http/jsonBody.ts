@@ -84,7 +84,8 @@ export class JsonShapeScanner {
       if (b === 0x22) {
         this.inString = true;
       } else if (b === 0x5b || b === 0x7b) {
-        if (++this.depth > this.limits.maxDepth) throw new BodyError('invalid', `the request is nested deeper than ${this.limits.maxDepth} levels`);
+        if (++this.depth > this.limits.maxDepth)
+          throw new BodyError('invalid', `the request is nested deeper than ${this.limits.maxDepth} levels`);
         this.opened = true;
       } else if (b === 0x5d || b === 0x7d) {
         if (this.depth > 0) this.depth--;
@@ -96,7 +97,10 @@ export class JsonShapeScanner {
 
   private member(): void {
     if (++this.members > this.limits.maxMembers) {
-      throw new BodyError('too-large', `the request has more than ${this.limits.maxMembers} JSON members and array items (the gateway's limit); send fewer parts or less metadata`);
+      throw new BodyError(
+        'too-large',
+        `the request has more than ${this.limits.maxMembers} JSON members and array items (the gateway's limit); send fewer parts or less metadata`,
+      );
     }
   }
 }
@@ -107,14 +111,22 @@ export function checkJsonValue(root: unknown, maxDepth: number = MAX_DEPTH): voi
   while (stack.length) {
     const { v, d } = stack.pop() as { v: unknown; d: number };
     if (typeof v === 'string') {
-      if (loneSurrogateAt(v) >= 0) throw new BodyError('invalid', 'the request contains a string with a lone UTF-16 surrogate; send well-formed Unicode');
+      if (loneSurrogateAt(v) >= 0)
+        throw new BodyError(
+          'invalid',
+          'the request contains a string with a lone UTF-16 surrogate; send well-formed Unicode',
+        );
     } else if (v !== null && typeof v === 'object') {
       if (d >= maxDepth) throw new BodyError('invalid', `the request is nested deeper than ${maxDepth} levels`);
       if (Array.isArray(v)) {
         for (const x of v) stack.push({ v: x, d: d + 1 });
       } else {
         for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
-          if (loneSurrogateAt(k) >= 0) throw new BodyError('invalid', 'the request contains a member name with a lone UTF-16 surrogate; send well-formed Unicode');
+          if (loneSurrogateAt(k) >= 0)
+            throw new BodyError(
+              'invalid',
+              'the request contains a member name with a lone UTF-16 surrogate; send well-formed Unicode',
+            );
           stack.push({ v: x, d: d + 1 });
         }
       }
@@ -123,7 +135,10 @@ export function checkJsonValue(root: unknown, maxDepth: number = MAX_DEPTH): voi
 }
 
 /** Parses a whole body within `limits` (the shape is scanned first, so JSON.parse only sees bounded work). */
-export function parseJsonBody(buf: Buffer, limits: Pick<BodyLimits, 'maxDepth' | 'maxMembers'> = DEFAULT_BODY_LIMITS): unknown {
+export function parseJsonBody(
+  buf: Buffer,
+  limits: Pick<BodyLimits, 'maxDepth' | 'maxMembers'> = DEFAULT_BODY_LIMITS,
+): unknown {
   new JsonShapeScanner(limits).feed(buf);
   return parseScanned(buf, limits.maxDepth);
 }
@@ -147,7 +162,8 @@ function parseScanned(buf: Buffer, maxDepth: number): unknown {
  */
 function readBody(req: Request, limits: BodyLimits, done: (err: BodyError | undefined, buf?: Buffer) => void): void {
   const declared = Number(req.header('content-length'));
-  if (Number.isFinite(declared) && declared > limits.maxBytes) return done(new BodyError('too-large', `the request body exceeds ${limits.maxBytes} bytes`));
+  if (Number.isFinite(declared) && declared > limits.maxBytes)
+    return done(new BodyError('too-large', `the request body exceeds ${limits.maxBytes} bytes`));
   const chunks: Buffer[] = [];
   const scanner = new JsonShapeScanner(limits);
   let bytes = 0;
@@ -168,17 +184,29 @@ function readBody(req: Request, limits: BodyLimits, done: (err: BodyError | unde
     } else done(undefined, Buffer.concat(chunks, bytes));
   };
   const idleTimeout = () =>
-    finish(new BodyError('timeout', `the request body stopped arriving: no data for ${seconds(limits.idleMs)} (the gateway's body idle limit); send the whole body without pausing`));
+    finish(
+      new BodyError(
+        'timeout',
+        `the request body stopped arriving: no data for ${seconds(limits.idleMs)} (the gateway's body idle limit); send the whole body without pausing`,
+      ),
+    );
   let idle = setTimeout(idleTimeout, limits.idleMs);
   const total = setTimeout(
-    () => finish(new BodyError('timeout', `the request body took longer than ${seconds(limits.totalMs)} (the gateway's limit for a whole body); send it faster or send less`)),
+    () =>
+      finish(
+        new BodyError(
+          'timeout',
+          `the request body took longer than ${seconds(limits.totalMs)} (the gateway's limit for a whole body); send it faster or send less`,
+        ),
+      ),
     limits.totalMs,
   );
   const onData = (chunk: Buffer): void => {
     clearTimeout(idle);
     idle = setTimeout(idleTimeout, limits.idleMs);
     bytes += chunk.length;
-    if (bytes > limits.maxBytes) return finish(new BodyError('too-large', `the request body exceeds ${limits.maxBytes} bytes`));
+    if (bytes > limits.maxBytes)
+      return finish(new BodyError('too-large', `the request body exceeds ${limits.maxBytes} bytes`));
     try {
       scanner.feed(chunk);
     } catch (e) {
@@ -187,8 +215,10 @@ function readBody(req: Request, limits: BodyLimits, done: (err: BodyError | unde
     chunks.push(chunk);
   };
   const onEnd = (): void => finish(undefined);
-  const onError = (e: Error): void => finish(new BodyError('parse', `the request body could not be read: ${e.message}`));
-  const onAborted = (): void => finish(new BodyError('parse', 'the client closed the connection before the body was complete'));
+  const onError = (e: Error): void =>
+    finish(new BodyError('parse', `the request body could not be read: ${e.message}`));
+  const onAborted = (): void =>
+    finish(new BodyError('parse', 'the client closed the connection before the body was complete'));
   req.on('data', onData);
   req.on('end', onEnd);
   req.on('error', onError);
@@ -203,17 +233,33 @@ const JSON_TYPES = new Set(['application/json', 'application/a2a+json']);
  * refused half-way (too large, too slow, too many members) is answered with `Connection: close`: the
  * rest of it is never read.
  */
-export function jsonBody(limits: BodyLimits, onError: (err: BodyError, req: Request, res: Response) => void): RequestHandler[] {
+export function jsonBody(
+  limits: BodyLimits,
+  onError: (err: BodyError, req: Request, res: Response) => void,
+): RequestHandler[] {
   return [
     (req: Request, res: Response, next: NextFunction): void => {
       if (req.method !== 'POST' && req.method !== 'PUT') return next();
       const ct = req.header('content-type');
       if (ct) {
         const media = ct.split(';', 1)[0].trim().toLowerCase();
-        if (!JSON_TYPES.has(media)) return onError(new BodyError('content-type', `Content-Type ${JSON.stringify(ct)} is not supported; send application/json`), req, res);
+        if (!JSON_TYPES.has(media))
+          return onError(
+            new BodyError('content-type', `Content-Type ${JSON.stringify(ct)} is not supported; send application/json`),
+            req,
+            res,
+          );
       }
       const encoding = (req.header('content-encoding') ?? 'identity').trim().toLowerCase();
-      if (encoding !== 'identity') return onError(new BodyError('content-type', `Content-Encoding ${JSON.stringify(encoding)} is not supported; send the body uncompressed`), req, res);
+      if (encoding !== 'identity')
+        return onError(
+          new BodyError(
+            'content-type',
+            `Content-Encoding ${JSON.stringify(encoding)} is not supported; send the body uncompressed`,
+          ),
+          req,
+          res,
+        );
       readBody(req, limits, (err, buf) => {
         if (err) {
           if (!res.headersSent) res.setHeader('Connection', 'close');

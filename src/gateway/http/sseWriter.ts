@@ -76,7 +76,9 @@ export async function writeSse(o: SseOptions): Promise<void> {
         if (item.data.length > max / 4 && Buffer.byteLength(item.data) > max) {
           if (chunk) await write(chunk);
           chunk = '';
-          await write(`event: error\ndata: ${o.errorData(new Error(`event ${item.id ?? ''} is ${Buffer.byteLength(item.data)} bytes, over the ${max}-byte limit for one stream event; get the task with GetTask instead`))}\n\n`);
+          await write(
+            `event: error\ndata: ${o.errorData(new Error(`event ${item.id ?? ''} is ${Buffer.byteLength(item.data)} bytes, over the ${max}-byte limit for one stream event; get the task with GetTask instead`))}\n\n`,
+          );
           break outer;
         }
         chunk += item.id === undefined ? `data: ${item.data}\n\n` : `id: ${item.id}\ndata: ${item.data}\n\n`;

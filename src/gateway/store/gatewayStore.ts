@@ -93,8 +93,18 @@ export interface GatewayStore {
    * `taskId` is recorded at once when the caller already knows it (local agents), else later with
    * `bindRequest` (proxied agents learn it from the remote).
    */
-  claimRequest(principal: string, agent: string, messageId: string, digest: string, taskId: string | null): Promise<ClaimResult>;
-  findRequest(principal: string, agent: string, messageId: string): Promise<{ digest: string; taskId: string | null } | undefined>;
+  claimRequest(
+    principal: string,
+    agent: string,
+    messageId: string,
+    digest: string,
+    taskId: string | null,
+  ): Promise<ClaimResult>;
+  findRequest(
+    principal: string,
+    agent: string,
+    messageId: string,
+  ): Promise<{ digest: string; taskId: string | null } | undefined>;
   bindRequest(principal: string, agent: string, messageId: string, taskId: string): Promise<void>;
   /** Forgets a claim whose request failed before its task was created, so a retry can run. */
   releaseRequest(principal: string, agent: string, messageId: string): Promise<void>;

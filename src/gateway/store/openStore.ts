@@ -4,7 +4,12 @@ import type { StoreConfig } from '../config';
 import type { GatewayStore } from './gatewayStore';
 import { SqliteWorkerStore } from './sqliteWorkerStore';
 
-export async function openStore(cfg: StoreConfig, stateDir: string, driver?: 'auto' | 'node:sqlite' | 'better-sqlite3', log?: (line: string) => void): Promise<GatewayStore> {
+export async function openStore(
+  cfg: StoreConfig,
+  stateDir: string,
+  driver?: 'auto' | 'node:sqlite' | 'better-sqlite3',
+  log?: (line: string) => void,
+): Promise<GatewayStore> {
   if (cfg.kind === 'postgres') {
     const { PostgresGatewayStore } = await import('./postgresStore');
     return PostgresGatewayStore.open(cfg.url, log);

@@ -14,7 +14,18 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TaskState } from '@a2a-js/sdk';
-import type { AppendBatch, AppendListener, CancelRequestListener, ClaimResult, EventRow, GatewayStore, ListFilter, NewTask, PushConfigRow, TaskRow } from './gatewayStore';
+import type {
+  AppendBatch,
+  AppendListener,
+  CancelRequestListener,
+  ClaimResult,
+  EventRow,
+  GatewayStore,
+  ListFilter,
+  NewTask,
+  PushConfigRow,
+  TaskRow,
+} from './gatewayStore';
 import { TERMINAL_STATES } from '../taskStates';
 
 const CHANNEL = 'baton_events';
@@ -104,7 +115,9 @@ export class PostgresGatewayStore implements GatewayStore {
       await store.listen();
     } catch (e) {
       await pool.end().catch(() => undefined);
-      throw new Error(`cannot use the PostgreSQL store (${(e as Error).message}); check store.url and that the database accepts connections`);
+      throw new Error(
+        `cannot use the PostgreSQL store (${(e as Error).message}); check store.url and that the database accepts connections`,
+      );
     }
     return store;
   }
@@ -169,7 +182,8 @@ export class PostgresGatewayStore implements GatewayStore {
           this.log('PostgreSQL LISTEN connection restored');
           for (const l of this.missedListeners) l();
           // Cancels asked for while nobody listened wait in their table.
-          for (const instance of new Set(this.cancelListeners.map((c) => c.instance))) this.takeCancelRequests(instance);
+          for (const instance of new Set(this.cancelListeners.map((c) => c.instance)))
+            this.takeCancelRequests(instance);
         },
         (e: unknown) => {
           const next = Math.min(delayMs * 2, RELISTEN_MAX_MS);
@@ -196,17 +210,26 @@ export class PostgresGatewayStore implements GatewayStore {
   /** Takes (deletes) the stored cancel requests addressed to `instance` and hands them to its listeners. */
   private takeCancelRequests(instance: string): void {
     if (this.closing) return;
-    this.pool.query('DELETE FROM baton_cancel_requests WHERE instance = $1 OR requested_at < $2 RETURNING agent, task_id, instance', [instance, Date.now() - CANCEL_REQUEST_TTL_MS]).then(
-      (r) => {
-        for (const x of r.rows as Row[]) {
-          if (String(x.instance) !== instance) continue; // expired, for an instance long gone
-          for (const c of this.cancelListeners) if (c.instance === instance) c.listener(String(x.agent), String(x.task_id));
-        }
-      },
-      (e: unknown) => {
-        if (!this.closing) this.log(`PostgreSQL: cannot read the cancel requests for this instance (${(e as Error).message}); they are taken when it listens again`);
-      },
-    );
+    this.pool
+      .query(
+        'DELETE FROM baton_cancel_requests WHERE instance = $1 OR requested_at < $2 RETURNING agent, task_id, instance',
+        [instance, Date.now() - CANCEL_REQUEST_TTL_MS],
+      )
+      .then(
+        (r) => {
+          for (const x of r.rows as Row[]) {
+            if (String(x.instance) !== instance) continue; // expired, for an instance long gone
+            for (const c of this.cancelListeners)
+              if (c.instance === instance) c.listener(String(x.agent), String(x.task_id));
+          }
+        },
+        (e: unknown) => {
+          if (!this.closing)
+            this.log(
+              `PostgreSQL: cannot read the cancel requests for this instance (${(e as Error).message}); they are taken when it listens again`,
+            );
+        },
+      );
   }
 
   private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -224,7 +247,13 @@ export class PostgresGatewayStore implements GatewayStore {
     }
   }
 
-  async claimRequest(principal: string, agent: string, messageId: string, digest: string, taskId: string | null): Promise<ClaimResult> {
+  async claimRequest(
+    principal: string,
+    agent: string,
+    messageId: string,
+    digest: string,
+    taskId: string | null,
+  ): Promise<ClaimResult> {
     const ins = await this.pool.query(
       'INSERT INTO baton_requests (principal, agent, message_id, digest, task_id, created_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING 1',
       [principal, agent, messageId, digest, taskId, Date.now()],
@@ -236,18 +265,32 @@ export class PostgresGatewayStore implements GatewayStore {
     return { kind: 'existing', taskId: found.taskId };
   }
 
-  async findRequest(principal: string, agent: string, messageId: string): Promise<{ digest: string; taskId: string | null } | undefined> {
-    const r = await this.pool.query('SELECT digest, task_id FROM baton_requests WHERE principal = $1 AND agent = $2 AND message_id = $3', [principal, agent, messageId]);
+  async findRequest(
+    principal: string,
+    agent: string,
+    messageId: string,
+  ): Promise<{ digest: string; taskId: string | null } | undefined> {
+    const r = await this.pool.query(
+      'SELECT digest, task_id FROM baton_requests WHERE principal = $1 AND agent = $2 AND message_id = $3',
+      [principal, agent, messageId],
+    );
     const row = r.rows[0] as Row | undefined;
     return row ? { digest: String(row.digest), taskId: row.task_id === null ? null : String(row.task_id) } : undefined;
   }
 
   async bindRequest(principal: string, agent: string, messageId: string, taskId: string): Promise<void> {
-    await this.pool.query('UPDATE baton_requests SET task_id = $1 WHERE principal = $2 AND agent = $3 AND message_id = $4', [taskId, principal, agent, messageId]);
+    await this.pool.query(
+      'UPDATE baton_requests SET task_id = $1 WHERE principal = $2 AND agent = $3 AND message_id = $4',
+      [taskId, principal, agent, messageId],
+    );
   }
 
   async releaseRequest(principal: string, agent: string, messageId: string): Promise<void> {
-    await this.pool.query('DELETE FROM baton_requests WHERE principal = $1 AND agent = $2 AND message_id = $3', [principal, agent, messageId]);
+    await this.pool.query('DELETE FROM baton_requests WHERE principal = $1 AND agent = $2 AND message_id = $3', [
+      principal,
+      agent,
+      messageId,
+    ]);
   }
 
   async createTask(task: NewTask, first: EventRow): Promise<void> {
@@ -255,10 +298,30 @@ export class PostgresGatewayStore implements GatewayStore {
     await this.tx(async (c) => {
       await c.query(
         'INSERT INTO baton_tasks (agent, id, context_id, principal, kind, state, last_seq, snapshot, owner, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
-        [task.agent, task.id, task.contextId, task.principal, task.kind, task.state, first.seq, task.snapshot, task.owner, now, now],
+        [
+          task.agent,
+          task.id,
+          task.contextId,
+          task.principal,
+          task.kind,
+          task.state,
+          first.seq,
+          task.snapshot,
+          task.owner,
+          now,
+          now,
+        ],
       );
-      await c.query('INSERT INTO baton_events (agent, task_id, seq, body) VALUES ($1, $2, $3, $4)', [task.agent, task.id, first.seq, first.body]);
-      await c.query('SELECT pg_notify($1, $2)', [CHANNEL, JSON.stringify({ o: this.origin, a: task.agent, t: task.id, s: first.seq })]);
+      await c.query('INSERT INTO baton_events (agent, task_id, seq, body) VALUES ($1, $2, $3, $4)', [
+        task.agent,
+        task.id,
+        first.seq,
+        first.body,
+      ]);
+      await c.query('SELECT pg_notify($1, $2)', [
+        CHANNEL,
+        JSON.stringify({ o: this.origin, a: task.agent, t: task.id, s: first.seq }),
+      ]);
     });
   }
 
@@ -273,13 +336,20 @@ export class PostgresGatewayStore implements GatewayStore {
       });
       await c.query(`INSERT INTO baton_events (agent, task_id, seq, body) VALUES ${tuples.join(', ')}`, values);
       if (batch.owner !== undefined) {
-        await c.query('UPDATE baton_tasks SET state = $1, last_seq = $2, snapshot = $3, owner = $4, updated_at = $5 WHERE agent = $6 AND id = $7', [
-          batch.state, last, batch.snapshot, batch.owner, Date.now(), batch.agent, batch.taskId]);
+        await c.query(
+          'UPDATE baton_tasks SET state = $1, last_seq = $2, snapshot = $3, owner = $4, updated_at = $5 WHERE agent = $6 AND id = $7',
+          [batch.state, last, batch.snapshot, batch.owner, Date.now(), batch.agent, batch.taskId],
+        );
       } else {
-        await c.query('UPDATE baton_tasks SET state = $1, last_seq = $2, snapshot = $3, updated_at = $4 WHERE agent = $5 AND id = $6', [
-          batch.state, last, batch.snapshot, Date.now(), batch.agent, batch.taskId]);
+        await c.query(
+          'UPDATE baton_tasks SET state = $1, last_seq = $2, snapshot = $3, updated_at = $4 WHERE agent = $5 AND id = $6',
+          [batch.state, last, batch.snapshot, Date.now(), batch.agent, batch.taskId],
+        );
       }
-      await c.query('SELECT pg_notify($1, $2)', [CHANNEL, JSON.stringify({ o: this.origin, a: batch.agent, t: batch.taskId, s: last })]);
+      await c.query('SELECT pg_notify($1, $2)', [
+        CHANNEL,
+        JSON.stringify({ o: this.origin, a: batch.agent, t: batch.taskId, s: last }),
+      ]);
     });
   }
 
@@ -301,20 +371,30 @@ export class PostgresGatewayStore implements GatewayStore {
     }
     if (f.before) {
       params.push(f.before.updatedAt, f.before.id);
-      where.push(`(updated_at < $${params.length - 1} OR (updated_at = $${params.length - 1} AND id < $${params.length}))`);
+      where.push(
+        `(updated_at < $${params.length - 1} OR (updated_at = $${params.length - 1} AND id < $${params.length}))`,
+      );
     }
     params.push(f.limit);
-    const r = await this.pool.query(`SELECT * FROM baton_tasks WHERE ${where.join(' AND ')} ORDER BY updated_at DESC, id DESC LIMIT $${params.length}`, params);
+    const r = await this.pool.query(
+      `SELECT * FROM baton_tasks WHERE ${where.join(' AND ')} ORDER BY updated_at DESC, id DESC LIMIT $${params.length}`,
+      params,
+    );
     return r.rows.map((x) => toTaskRow(x as Row));
   }
 
   async readEvents(agent: string, taskId: string, afterSeq: number, limit: number): Promise<EventRow[]> {
-    const r = await this.pool.query('SELECT seq, body FROM baton_events WHERE agent = $1 AND task_id = $2 AND seq > $3 ORDER BY seq LIMIT $4', [agent, taskId, afterSeq, limit]);
+    const r = await this.pool.query(
+      'SELECT seq, body FROM baton_events WHERE agent = $1 AND task_id = $2 AND seq > $3 ORDER BY seq LIMIT $4',
+      [agent, taskId, afterSeq, limit],
+    );
     return r.rows.map((x) => ({ seq: Number((x as Row).seq), body: String((x as Row).body) }));
   }
 
   async listOwnedUnfinished(): Promise<TaskRow[]> {
-    const r = await this.pool.query(`SELECT * FROM baton_tasks WHERE owner IS NOT NULL AND state NOT IN (${[...TERMINAL_STATES].join(',')})`);
+    const r = await this.pool.query(
+      `SELECT * FROM baton_tasks WHERE owner IS NOT NULL AND state NOT IN (${[...TERMINAL_STATES].join(',')})`,
+    );
     return r.rows.map((x) => toTaskRow(x as Row));
   }
 
@@ -328,7 +408,8 @@ export class PostgresGatewayStore implements GatewayStore {
   async instances(): Promise<Map<string, { host: string; pid: number; heartbeatAt: number }>> {
     const r = await this.pool.query('SELECT * FROM baton_instances');
     const out = new Map<string, { host: string; pid: number; heartbeatAt: number }>();
-    for (const x of r.rows as Row[]) out.set(String(x.id), { host: String(x.host), pid: Number(x.pid), heartbeatAt: Number(x.heartbeat_at) });
+    for (const x of r.rows as Row[])
+      out.set(String(x.id), { host: String(x.host), pid: Number(x.pid), heartbeatAt: Number(x.heartbeat_at) });
     return out;
   }
 
@@ -349,7 +430,14 @@ export class PostgresGatewayStore implements GatewayStore {
          ON CONFLICT (agent, task_id) DO UPDATE SET instance = EXCLUDED.instance, requested_at = EXCLUDED.requested_at
          RETURNING 1)
        SELECT pg_notify($5, $6) FROM r`,
-      [agent, taskId, ownerInstance, Date.now(), CANCEL_CHANNEL, JSON.stringify({ instance: ownerInstance, agent, taskId })],
+      [
+        agent,
+        taskId,
+        ownerInstance,
+        Date.now(),
+        CANCEL_CHANNEL,
+        JSON.stringify({ instance: ownerInstance, agent, taskId }),
+      ],
     );
   }
 
@@ -367,12 +455,25 @@ export class PostgresGatewayStore implements GatewayStore {
   }
 
   async listPushConfigs(agent: string, taskId: string): Promise<PushConfigRow[]> {
-    const r = await this.pool.query('SELECT * FROM baton_push_configs WHERE agent = $1 AND task_id = $2 ORDER BY created_at, id', [agent, taskId]);
-    return (r.rows as Row[]).map((x) => ({ agent: String(x.agent), taskId: String(x.task_id), id: String(x.id), config: String(x.config), createdAt: Number(x.created_at) }));
+    const r = await this.pool.query(
+      'SELECT * FROM baton_push_configs WHERE agent = $1 AND task_id = $2 ORDER BY created_at, id',
+      [agent, taskId],
+    );
+    return (r.rows as Row[]).map((x) => ({
+      agent: String(x.agent),
+      taskId: String(x.task_id),
+      id: String(x.id),
+      config: String(x.config),
+      createdAt: Number(x.created_at),
+    }));
   }
 
   async deletePushConfig(agent: string, taskId: string, id: string): Promise<boolean> {
-    const r = await this.pool.query('DELETE FROM baton_push_configs WHERE agent = $1 AND task_id = $2 AND id = $3', [agent, taskId, id]);
+    const r = await this.pool.query('DELETE FROM baton_push_configs WHERE agent = $1 AND task_id = $2 AND id = $3', [
+      agent,
+      taskId,
+      id,
+    ]);
     return (r.rowCount ?? 0) > 0;
   }
 
@@ -383,7 +484,9 @@ export class PostgresGatewayStore implements GatewayStore {
       LEFT JOIN (SELECT agent, task_id, count(*) AS n, max(seq) AS m FROM baton_events GROUP BY agent, task_id) e
         ON e.agent = t.agent AND e.task_id = t.id
       WHERE e.n IS NULL OR e.n <> t.last_seq OR e.m <> t.last_seq`);
-    return r.rowCount === 0 ? 'ok' : `tasks with gaps in their events: ${r.rows.map((x) => `${String((x as Row).agent)}/${String((x as Row).id)}`).join(', ')}`;
+    return r.rowCount === 0
+      ? 'ok'
+      : `tasks with gaps in their events: ${r.rows.map((x) => `${String((x as Row).agent)}/${String((x as Row).id)}`).join(', ')}`;
   }
 
   async close(): Promise<void> {

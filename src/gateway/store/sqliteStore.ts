@@ -6,7 +6,18 @@
  */
 import { createRequire } from 'node:module';
 import type { TaskState } from '@a2a-js/sdk';
-import type { AppendBatch, AppendListener, CancelRequestListener, ClaimResult, EventRow, GatewayStore, ListFilter, NewTask, PushConfigRow, TaskRow } from './gatewayStore';
+import type {
+  AppendBatch,
+  AppendListener,
+  CancelRequestListener,
+  ClaimResult,
+  EventRow,
+  GatewayStore,
+  ListFilter,
+  NewTask,
+  PushConfigRow,
+  TaskRow,
+} from './gatewayStore';
 import { TERMINAL_STATES } from '../taskStates';
 
 type SqlValue = string | number | null;
@@ -36,9 +47,16 @@ export function hasNodeSqlite(): boolean {
 function openDriver(file: string, prefer: 'auto' | 'node:sqlite' | 'better-sqlite3'): SqliteDriver {
   const useNode = prefer === 'node:sqlite' || (prefer === 'auto' && hasNodeSqlite());
   if (useNode) {
-    const mod = requireHere('node:sqlite') as { DatabaseSync: new (path: string) => { exec(sql: string): void; prepare(sql: string): Statement; close(): void } };
+    const mod = requireHere('node:sqlite') as {
+      DatabaseSync: new (path: string) => { exec(sql: string): void; prepare(sql: string): Statement; close(): void };
+    };
     const db = new mod.DatabaseSync(file);
-    return { name: 'node:sqlite', exec: (sql) => db.exec(sql), prepare: (sql) => db.prepare(sql), close: () => db.close() };
+    return {
+      name: 'node:sqlite',
+      exec: (sql) => db.exec(sql),
+      prepare: (sql) => db.prepare(sql),
+      close: () => db.close(),
+    };
   }
   let Database: new (path: string) => { exec(sql: string): void; prepare(sql: string): Statement; close(): void };
   try {
@@ -49,7 +67,12 @@ function openDriver(file: string, prefer: 'auto' | 'node:sqlite' | 'better-sqlit
     );
   }
   const db = new Database(file);
-  return { name: 'better-sqlite3', exec: (sql) => db.exec(sql), prepare: (sql) => db.prepare(sql), close: () => db.close() };
+  return {
+    name: 'better-sqlite3',
+    exec: (sql) => db.exec(sql),
+    prepare: (sql) => db.prepare(sql),
+    close: () => db.close(),
+  };
 }
 
 const SCHEMA = `
@@ -108,14 +131,22 @@ export interface PageBatch extends Omit<AppendBatch, 'events'> {
  * (wire JSON has none of its own), keyed by the page's last seq. A row per event cost more than
  * everything else the gateway does to relay one; a page is one B-tree insert per commit.
  */
-export function toPage(taskId: string, events: readonly EventRow[]): { firstSeq: number; lastSeq: number; bodies: string } {
+export function toPage(
+  taskId: string,
+  events: readonly EventRow[],
+): { firstSeq: number; lastSeq: number; bodies: string } {
   if (!events.length) throw new Error(`no events to store for task ${taskId}`);
   for (let i = 0; i < events.length; i++) {
     const e = events[i];
-    if (i > 0 && e.seq !== events[i - 1].seq + 1) throw new Error(`events of task ${taskId} are not contiguous (${events[i - 1].seq} then ${e.seq})`);
+    if (i > 0 && e.seq !== events[i - 1].seq + 1)
+      throw new Error(`events of task ${taskId} are not contiguous (${events[i - 1].seq} then ${e.seq})`);
     if (e.body.includes('\n')) throw new Error(`event ${e.seq} of task ${taskId} is not single-line JSON`);
   }
-  return { firstSeq: events[0].seq, lastSeq: events[events.length - 1].seq, bodies: events.length === 1 ? events[0].body : events.map((e) => e.body).join('\n') };
+  return {
+    firstSeq: events[0].seq,
+    lastSeq: events[events.length - 1].seq,
+    bodies: events.length === 1 ? events[0].body : events.map((e) => e.body).join('\n'),
+  };
 }
 
 /** The events after `afterSeq` in `pages`, at most `limit` of them. */
@@ -123,7 +154,8 @@ export function eventsOfPages(pages: readonly EventPage[], afterSeq: number, lim
   const out: EventRow[] = [];
   for (const p of pages) {
     const bodies = p.bodies.split('\n');
-    for (let i = Math.max(0, afterSeq + 1 - p.firstSeq); i < bodies.length && out.length < limit; i++) out.push({ seq: p.firstSeq + i, body: bodies[i] });
+    for (let i = Math.max(0, afterSeq + 1 - p.firstSeq); i < bodies.length && out.length < limit; i++)
+      out.push({ seq: p.firstSeq + i, body: bodies[i] });
     if (out.length >= limit) break;
   }
   return out;
@@ -157,18 +189,25 @@ export class SqliteGatewayStore implements GatewayStore {
    * and before that one row per event (one page per event).
    */
   private migrate(): void {
-    const pages = this.db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'baton_event_pages'").get();
+    const pages = this.db
+      .prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'baton_event_pages'")
+      .get();
     if (pages && /WITHOUT\s+ROWID/i.test(String(pages.sql))) {
       this.tx(() => {
         this.db.exec('ALTER TABLE baton_event_pages RENAME TO baton_event_pages_old');
         this.db.exec(SCHEMA);
-        this.db.exec('INSERT INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) SELECT agent, task_id, last_seq, first_seq, bodies FROM baton_event_pages_old ORDER BY agent, task_id, last_seq');
+        this.db.exec(
+          'INSERT INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) SELECT agent, task_id, last_seq, first_seq, bodies FROM baton_event_pages_old ORDER BY agent, task_id, last_seq',
+        );
         this.db.exec('DROP TABLE baton_event_pages_old');
       });
     }
-    if (!this.db.prepare("SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = 'baton_events'").get()) return;
+    if (!this.db.prepare("SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = 'baton_events'").get())
+      return;
     this.tx(() => {
-      this.db.exec('INSERT OR IGNORE INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) SELECT agent, task_id, seq, seq, body FROM baton_events');
+      this.db.exec(
+        'INSERT OR IGNORE INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) SELECT agent, task_id, seq, seq, body FROM baton_events',
+      );
       this.db.exec('DROP TABLE baton_events');
     });
   }
@@ -195,32 +234,59 @@ export class SqliteGatewayStore implements GatewayStore {
     }
   }
 
-  claimRequest(principal: string, agent: string, messageId: string, digest: string, taskId: string | null): Promise<ClaimResult> {
+  claimRequest(
+    principal: string,
+    agent: string,
+    messageId: string,
+    digest: string,
+    taskId: string | null,
+  ): Promise<ClaimResult> {
     return Promise.resolve(
       this.tx((): ClaimResult => {
-        const row = this.stmt('SELECT digest, task_id FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ?').get(principal, agent, messageId);
+        const row = this.stmt(
+          'SELECT digest, task_id FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ?',
+        ).get(principal, agent, messageId);
         if (row) {
           if (row.digest !== digest) return { kind: 'conflict' };
           return { kind: 'existing', taskId: row.task_id === null ? null : String(row.task_id) };
         }
-        this.stmt('INSERT INTO baton_requests (principal, agent, message_id, digest, task_id, created_at) VALUES (?, ?, ?, ?, ?, ?)').run(principal, agent, messageId, digest, taskId, Date.now());
+        this.stmt(
+          'INSERT INTO baton_requests (principal, agent, message_id, digest, task_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+        ).run(principal, agent, messageId, digest, taskId, Date.now());
         return { kind: 'new' };
       }),
     );
   }
 
-  findRequest(principal: string, agent: string, messageId: string): Promise<{ digest: string; taskId: string | null } | undefined> {
-    const r = this.stmt('SELECT digest, task_id FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ?').get(principal, agent, messageId);
-    return Promise.resolve(r ? { digest: String(r.digest), taskId: r.task_id === null ? null : String(r.task_id) } : undefined);
+  findRequest(
+    principal: string,
+    agent: string,
+    messageId: string,
+  ): Promise<{ digest: string; taskId: string | null } | undefined> {
+    const r = this.stmt(
+      'SELECT digest, task_id FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ?',
+    ).get(principal, agent, messageId);
+    return Promise.resolve(
+      r ? { digest: String(r.digest), taskId: r.task_id === null ? null : String(r.task_id) } : undefined,
+    );
   }
 
   bindRequest(principal: string, agent: string, messageId: string, taskId: string): Promise<void> {
-    this.stmt('UPDATE baton_requests SET task_id = ? WHERE principal = ? AND agent = ? AND message_id = ?').run(taskId, principal, agent, messageId);
+    this.stmt('UPDATE baton_requests SET task_id = ? WHERE principal = ? AND agent = ? AND message_id = ?').run(
+      taskId,
+      principal,
+      agent,
+      messageId,
+    );
     return Promise.resolve();
   }
 
   releaseRequest(principal: string, agent: string, messageId: string): Promise<void> {
-    this.stmt('DELETE FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ?').run(principal, agent, messageId);
+    this.stmt('DELETE FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ?').run(
+      principal,
+      agent,
+      messageId,
+    );
     return Promise.resolve();
   }
 
@@ -229,7 +295,19 @@ export class SqliteGatewayStore implements GatewayStore {
     this.tx(() => {
       this.stmt(
         'INSERT INTO baton_tasks (agent, id, context_id, principal, kind, state, last_seq, snapshot, owner, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      ).run(task.agent, task.id, task.contextId, task.principal, task.kind, task.state, first.seq, task.snapshot, task.owner, now, now);
+      ).run(
+        task.agent,
+        task.id,
+        task.contextId,
+        task.principal,
+        task.kind,
+        task.state,
+        first.seq,
+        task.snapshot,
+        task.owner,
+        now,
+        now,
+      );
       this.insertPage(task.agent, task.id, [first]);
     });
     return Promise.resolve();
@@ -244,10 +322,21 @@ export class SqliteGatewayStore implements GatewayStore {
   private insertJoined(agent: string, taskId: string, firstSeq: number, lastSeq: number, bodies: string): void {
     // A seq is stored once: a batch must start right after the task's last stored event (a page's key
     // alone would let an overlapping batch from a stale second writer in).
-    const stored = this.stmt('SELECT last_seq FROM baton_event_pages WHERE agent = ? AND task_id = ? ORDER BY last_seq DESC LIMIT 1').get(agent, taskId);
+    const stored = this.stmt(
+      'SELECT last_seq FROM baton_event_pages WHERE agent = ? AND task_id = ? ORDER BY last_seq DESC LIMIT 1',
+    ).get(agent, taskId);
     const expected = stored ? Number(stored.last_seq) + 1 : 1;
-    if (firstSeq !== expected) throw new Error(`events of task ${taskId} must continue at seq ${expected}, got ${firstSeq} (is another writer appending to it?)`);
-    this.stmt('INSERT INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) VALUES (?, ?, ?, ?, ?)').run(agent, taskId, lastSeq, firstSeq, bodies);
+    if (firstSeq !== expected)
+      throw new Error(
+        `events of task ${taskId} must continue at seq ${expected}, got ${firstSeq} (is another writer appending to it?)`,
+      );
+    this.stmt('INSERT INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) VALUES (?, ?, ?, ?, ?)').run(
+      agent,
+      taskId,
+      lastSeq,
+      firstSeq,
+      bodies,
+    );
   }
 
   append(batch: AppendBatch): Promise<void> {
@@ -261,11 +350,13 @@ export class SqliteGatewayStore implements GatewayStore {
     this.tx(() => {
       this.insertJoined(batch.agent, batch.taskId, batch.firstSeq, batch.lastSeq, batch.bodies);
       if (batch.owner !== undefined) {
-        this.stmt('UPDATE baton_tasks SET state = ?, last_seq = ?, snapshot = ?, owner = ?, updated_at = ? WHERE agent = ? AND id = ?').run(
-          batch.state, batch.lastSeq, batch.snapshot, batch.owner, Date.now(), batch.agent, batch.taskId);
+        this.stmt(
+          'UPDATE baton_tasks SET state = ?, last_seq = ?, snapshot = ?, owner = ?, updated_at = ? WHERE agent = ? AND id = ?',
+        ).run(batch.state, batch.lastSeq, batch.snapshot, batch.owner, Date.now(), batch.agent, batch.taskId);
       } else {
-        this.stmt('UPDATE baton_tasks SET state = ?, last_seq = ?, snapshot = ?, updated_at = ? WHERE agent = ? AND id = ?').run(
-          batch.state, batch.lastSeq, batch.snapshot, Date.now(), batch.agent, batch.taskId);
+        this.stmt(
+          'UPDATE baton_tasks SET state = ?, last_seq = ?, snapshot = ?, updated_at = ? WHERE agent = ? AND id = ?',
+        ).run(batch.state, batch.lastSeq, batch.snapshot, Date.now(), batch.agent, batch.taskId);
       }
     });
     return Promise.resolve();
@@ -292,7 +383,9 @@ export class SqliteGatewayStore implements GatewayStore {
       params.push(f.before.updatedAt, f.before.updatedAt, f.before.id);
     }
     params.push(f.limit);
-    const rows = this.db.prepare(`SELECT * FROM baton_tasks WHERE ${where.join(' AND ')} ORDER BY updated_at DESC, id DESC LIMIT ?`).all(...params);
+    const rows = this.db
+      .prepare(`SELECT * FROM baton_tasks WHERE ${where.join(' AND ')} ORDER BY updated_at DESC, id DESC LIMIT ?`)
+      .all(...params);
     return Promise.resolve(rows.map(toTaskRow));
   }
 
@@ -307,8 +400,9 @@ export class SqliteGatewayStore implements GatewayStore {
 
   private readPagesNow(agent: string, taskId: string, afterSeq: number, limit: number): EventPage[] {
     // Only the pages that overlap (afterSeq, afterSeq + limit]: a page can hold many events.
-    const rows = this.stmt('SELECT first_seq, bodies FROM baton_event_pages WHERE agent = ? AND task_id = ? AND last_seq > ? AND first_seq <= ? ORDER BY last_seq').all(
-      agent, taskId, afterSeq, Math.max(afterSeq, 0) + limit);
+    const rows = this.stmt(
+      'SELECT first_seq, bodies FROM baton_event_pages WHERE agent = ? AND task_id = ? AND last_seq > ? AND first_seq <= ? ORDER BY last_seq',
+    ).all(agent, taskId, afterSeq, Math.max(afterSeq, 0) + limit);
     return rows.map((r) => ({ firstSeq: Number(r.first_seq), bodies: String(r.bodies) }));
   }
 
@@ -319,14 +413,16 @@ export class SqliteGatewayStore implements GatewayStore {
   }
 
   heartbeat(instance: string, host: string, pid: number): Promise<void> {
-    this.stmt('INSERT INTO baton_instances (id, host, pid, heartbeat_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at').run(
-      instance, host, pid, Date.now());
+    this.stmt(
+      'INSERT INTO baton_instances (id, host, pid, heartbeat_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at',
+    ).run(instance, host, pid, Date.now());
     return Promise.resolve();
   }
 
   instances(): Promise<Map<string, { host: string; pid: number; heartbeatAt: number }>> {
     const out = new Map<string, { host: string; pid: number; heartbeatAt: number }>();
-    for (const r of this.stmt('SELECT * FROM baton_instances').all()) out.set(String(r.id), { host: String(r.host), pid: Number(r.pid), heartbeatAt: Number(r.heartbeat_at) });
+    for (const r of this.stmt('SELECT * FROM baton_instances').all())
+      out.set(String(r.id), { host: String(r.host), pid: Number(r.pid), heartbeatAt: Number(r.heartbeat_at) });
     return Promise.resolve(out);
   }
 
@@ -354,12 +450,27 @@ export class SqliteGatewayStore implements GatewayStore {
   }
 
   listPushConfigs(agent: string, taskId: string): Promise<PushConfigRow[]> {
-    const rows = this.stmt('SELECT * FROM baton_push_configs WHERE agent = ? AND task_id = ? ORDER BY created_at, id').all(agent, taskId);
-    return Promise.resolve(rows.map((r) => ({ agent: String(r.agent), taskId: String(r.task_id), id: String(r.id), config: String(r.config), createdAt: Number(r.created_at) })));
+    const rows = this.stmt(
+      'SELECT * FROM baton_push_configs WHERE agent = ? AND task_id = ? ORDER BY created_at, id',
+    ).all(agent, taskId);
+    return Promise.resolve(
+      rows.map((r) => ({
+        agent: String(r.agent),
+        taskId: String(r.task_id),
+        id: String(r.id),
+        config: String(r.config),
+        createdAt: Number(r.created_at),
+      })),
+    );
   }
 
   deletePushConfig(agent: string, taskId: string, id: string): Promise<boolean> {
-    const had = this.stmt('SELECT 1 AS x FROM baton_push_configs WHERE agent = ? AND task_id = ? AND id = ?').get(agent, taskId, id) !== undefined;
+    const had =
+      this.stmt('SELECT 1 AS x FROM baton_push_configs WHERE agent = ? AND task_id = ? AND id = ?').get(
+        agent,
+        taskId,
+        id,
+      ) !== undefined;
     this.stmt('DELETE FROM baton_push_configs WHERE agent = ? AND task_id = ? AND id = ?').run(agent, taskId, id);
     return Promise.resolve(had);
   }

@@ -23,7 +23,9 @@ export interface StoreCall {
   readonly args: readonly unknown[];
 }
 
-export type StoreReply = { readonly id: number; readonly ok: true; readonly value: unknown } | { readonly id: number; readonly ok: false; readonly error: string };
+export type StoreReply =
+  | { readonly id: number; readonly ok: true; readonly value: unknown }
+  | { readonly id: number; readonly ok: false; readonly error: string };
 
 /** The worker: beside the bundle (dist/gateway-sqlite.js), or from source when run through tsx. */
 function startWorker(opts: SqliteStoreOptions): Worker {
@@ -32,7 +34,10 @@ function startWorker(opts: SqliteStoreOptions): Worker {
   // A worker does not inherit tsx's loader for its entry file; its require hook is loaded first.
   const tsx = createRequire(__filename).resolve(['tsx', 'cjs'].join('/'));
   const source = join(__dirname, 'sqliteWorker.ts');
-  return new Worker(`require(${JSON.stringify(tsx)}); require(${JSON.stringify(source)});`, { eval: true, workerData: opts });
+  return new Worker(`require(${JSON.stringify(tsx)}); require(${JSON.stringify(source)});`, {
+    eval: true,
+    workerData: opts,
+  });
 }
 
 export class SqliteWorkerStore implements GatewayStore {
@@ -112,7 +117,11 @@ export class SqliteWorkerStore implements GatewayStore {
   listTasks: GatewayStore['listTasks'] = (...a) => this.call('listTasks', ...a);
   /** Pages cross the thread boundary as they are stored (a few long strings clone faster than many rows). */
   readEvents: GatewayStore['readEvents'] = async (agent, taskId, afterSeq, limit) =>
-    eventsOfPages((await this.callWorker('readPages', [agent, taskId, afterSeq, limit])) as EventPage[], afterSeq, limit);
+    eventsOfPages(
+      (await this.callWorker('readPages', [agent, taskId, afterSeq, limit])) as EventPage[],
+      afterSeq,
+      limit,
+    );
   listOwnedUnfinished: GatewayStore['listOwnedUnfinished'] = (...a) => this.call('listOwnedUnfinished', ...a);
   heartbeat: GatewayStore['heartbeat'] = (...a) => this.call('heartbeat', ...a);
   instances: GatewayStore['instances'] = (...a) => this.call('instances', ...a);

@@ -127,23 +127,45 @@ export class WorkspaceManager {
 
   /** Sets up the agent's folder and records tree A. On failure nothing is left behind. */
   async prepare(req: PrepareRequest): Promise<Workspace> {
-    if (!TASK_ID.test(req.taskId)) throw new WorkspaceError('invalid-task-id', `Task id "${req.taskId}" cannot name a folder: use letters, digits, '.', '_' and '-'.`);
+    if (!TASK_ID.test(req.taskId))
+      throw new WorkspaceError(
+        'invalid-task-id',
+        `Task id "${req.taskId}" cannot name a folder: use letters, digits, '.', '_' and '-'.`,
+      );
     const dir = join(this.root, req.taskId);
     const privateDir = join(this.root, PRIVATE_DIR_NAME, req.taskId);
-    if (existsSync(dir) || existsSync(privateDir)) throw new WorkspaceError('workspace-exists', `A workspace for task ${req.taskId} already exists at ${dir}.`);
+    if (existsSync(dir) || existsSync(privateDir))
+      throw new WorkspaceError('workspace-exists', `A workspace for task ${req.taskId} already exists at ${dir}.`);
     await mkdir(join(this.root, PRIVATE_DIR_NAME), { recursive: true, mode: 0o700 });
     await mkdir(privateDir, { mode: 0o700 });
-    const base = { taskId: req.taskId, dir, privateDir, gitDir: join(privateDir, 'git'), home: join(privateDir, 'home'), tmp: join(privateDir, 'tmp') };
+    const base = {
+      taskId: req.taskId,
+      dir,
+      privateDir,
+      gitDir: join(privateDir, 'git'),
+      home: join(privateDir, 'home'),
+      tmp: join(privateDir, 'tmp'),
+    };
     try {
       await Promise.all([mkdir(base.home, { mode: 0o700 }), mkdir(base.tmp, { mode: 0o700 })]);
-      await this.writeOwner(privateDir, { ownerPid: process.pid, ownerStart: selfStartTime(), created: new Date().toISOString(), workers: [] });
+      await this.writeOwner(privateDir, {
+        ownerPid: process.pid,
+        ownerStart: selfStartTime(),
+        created: new Date().toISOString(),
+        workers: [],
+      });
       const notes: string[] = [];
       if (req.unsavedFiles?.length) {
-        notes.push(`Not in the copy: unsaved editor changes to ${req.unsavedFiles.join(', ')} (the copy has these files as last saved).`);
+        notes.push(
+          `Not in the copy: unsaved editor changes to ${req.unsavedFiles.join(', ')} (the copy has these files as last saved).`,
+        );
       }
       const repo = req.repoPath === undefined ? undefined : await probeRepository(req.repoPath);
       if (!repo) {
-        if (req.repoPath !== undefined) notes.unshift(`${req.repoPath} is not a git repository: the agent starts in an empty folder and its patch adds files relative to it.`);
+        if (req.repoPath !== undefined)
+          notes.unshift(
+            `${req.repoPath} is not a git repository: the agent starts in an empty folder and its patch adds files relative to it.`,
+          );
         await mkdir(dir, { mode: 0o700 });
         await initPrivateGit(base.gitDir, 'sha1');
         return { ...base, kind: 'scratch', objectFormat: 'sha1', treeA: EMPTY_TREE.sha1, notes };
@@ -168,7 +190,9 @@ export class WorkspaceManager {
     // The clone and its checkout (the slow part) run while tree A is computed from the caller's
     // tree, which hashes only what the caller's own index says changed.
     const cloneDone = (async () => {
-      await runGit(['clone', '--shared', '--no-checkout', '--quiet', '--', repo.commonDir, base.dir], { cwd: this.root });
+      await runGit(['clone', '--shared', '--no-checkout', '--quiet', '--', repo.commonDir, base.dir], {
+        cwd: this.root,
+      });
       await runGit(['remote', 'remove', 'origin'], { cwd: base.dir });
       if (repo.head) await runGit(['checkout', '--quiet', '--detach', repo.head], { cwd: base.dir });
     })();
@@ -204,7 +228,12 @@ export class WorkspaceManager {
     const toWrite: string[] = [];
     const toDelete: string[] = [];
     const skippedLinks: string[] = [];
-    const raw = (await runGit(['diff-tree', '-r', '-z', '--no-renames', '--raw', repo.head ?? EMPTY_TREE[repo.objectFormat], treeA], { cwd: base.privateDir, env: { GIT_DIR: base.gitDir } })).stdout.toString('utf8');
+    const raw = (
+      await runGit(
+        ['diff-tree', '-r', '-z', '--no-renames', '--raw', repo.head ?? EMPTY_TREE[repo.objectFormat], treeA],
+        { cwd: base.privateDir, env: { GIT_DIR: base.gitDir } },
+      )
+    ).stdout.toString('utf8');
     const fields = raw.split('\0');
     for (let i = 0; i + 1 < fields.length; i += 2) {
       const meta = fields[i].split(' ');
@@ -223,7 +252,10 @@ export class WorkspaceManager {
         input: toWrite.join('\0') + '\0',
       });
     }
-    if (toWrite.length + toDelete.length) notes.push(`The copy includes ${toWrite.length + toDelete.length} uncommitted change(s) from the working tree (staged, unstaged and untracked files).`);
+    if (toWrite.length + toDelete.length)
+      notes.push(
+        `The copy includes ${toWrite.length + toDelete.length} uncommitted change(s) from the working tree (staged, unstaged and untracked files).`,
+      );
     await this.describeRepository(repo, base.dir, skippedLinks, notes);
     return {
       ...base,
@@ -245,15 +277,23 @@ export class WorkspaceManager {
     } catch {
       // none
     }
-    const xdg = process.env.XDG_CONFIG_HOME ? join(process.env.XDG_CONFIG_HOME, 'git', 'ignore') : join(this.userHome, '.config', 'git', 'ignore');
+    const xdg = process.env.XDG_CONFIG_HOME
+      ? join(process.env.XDG_CONFIG_HOME, 'git', 'ignore')
+      : join(this.userHome, '.config', 'git', 'ignore');
     if (existsSync(xdg)) {
       await runGit(['config', 'core.excludesFile', xdg], { cwd: gitDir, env: { GIT_DIR: gitDir } });
     }
   }
 
-  private async describeRepository(repo: RepositoryInfo, dir: string, skippedLinks: string[], notes: string[]): Promise<void> {
+  private async describeRepository(
+    repo: RepositoryInfo,
+    dir: string,
+    skippedLinks: string[],
+    notes: string[],
+  ): Promise<void> {
     if (!repo.head) notes.push('The repository has no commits yet: every file in the copy is new.');
-    else if (repo.detached) notes.push(`The repository is on a detached HEAD (${repo.head.slice(0, 12)}); the copy is detached there too.`);
+    else if (repo.detached)
+      notes.push(`The repository is on a detached HEAD (${repo.head.slice(0, 12)}); the copy is detached there too.`);
     const state = [
       ['MERGE_HEAD', 'a merge'],
       ['CHERRY_PICK_HEAD', 'a cherry-pick'],
@@ -263,7 +303,14 @@ export class WorkspaceManager {
     ].find(([f]) => existsSync(join(repo.gitDir, f)));
     if (state) {
       const unmerged = await git(['ls-files', '--unmerged', '-z'], { cwd: repo.top });
-      const paths = [...new Set(unmerged.split('\0').filter(Boolean).map((l) => l.slice(l.indexOf('\t') + 1)))];
+      const paths = [
+        ...new Set(
+          unmerged
+            .split('\0')
+            .filter(Boolean)
+            .map((l) => l.slice(l.indexOf('\t') + 1)),
+        ),
+      ];
       notes.push(
         `The repository is in the middle of ${state[1]}: the copy has the working files as they are` +
           (paths.length ? `, conflict markers included (unresolved: ${paths.join(', ')})` : '') +
@@ -271,21 +318,33 @@ export class WorkspaceManager {
       );
     }
     if (existsSync(join(dir, '.gitmodules'))) {
-      const links = (await git(['ls-files', '-s', '-z'], { cwd: dir })).split('\0').filter((l) => l.startsWith('160000 ')).map((l) => l.slice(l.indexOf('\t') + 1));
+      const links = (await git(['ls-files', '-s', '-z'], { cwd: dir }))
+        .split('\0')
+        .filter((l) => l.startsWith('160000 '))
+        .map((l) => l.slice(l.indexOf('\t') + 1));
       const all = [...new Set([...links, ...skippedLinks])];
-      if (all.length) notes.push(`Submodules are not checked out in the copy (empty folders): ${all.join(', ')}. Changes inside them are not part of the patch.`);
+      if (all.length)
+        notes.push(
+          `Submodules are not checked out in the copy (empty folders): ${all.join(', ')}. Changes inside them are not part of the patch.`,
+        );
     } else if (skippedLinks.length) {
       notes.push(`Nested repositories are not copied: ${skippedLinks.join(', ')}.`);
     }
     const attrs = await readFile(join(dir, '.gitattributes'), 'utf8').catch(() => '');
-    if (/filter=lfs/.test(attrs)) notes.push('Files tracked by Git LFS are pointer files in the copy (their content is not downloaded).');
+    if (/filter=lfs/.test(attrs))
+      notes.push('Files tracked by Git LFS are pointer files in the copy (their content is not downloaded).');
   }
 
   /** Records tree B (the folder as the agent left it) and returns changes.patch from A to B. */
   async changes(ws: Workspace): Promise<Changes> {
     const empty = EMPTY_TREE[ws.objectFormat];
     const st = await lstat(ws.dir).catch(() => undefined);
-    if (!st || !st.isDirectory()) return { treeB: empty, patch: '', destroyed: 'The agent deleted its workspace folder; nothing was returned and your files are untouched.' };
+    if (!st || !st.isDirectory())
+      return {
+        treeB: empty,
+        patch: '',
+        destroyed: 'The agent deleted its workspace folder; nothing was returned and your files are untouched.',
+      };
     const indexB = join(ws.privateDir, 'index-b');
     await rm(indexB, { force: true });
     const indexA = join(ws.privateDir, 'index-a');
@@ -293,7 +352,12 @@ export class WorkspaceManager {
     const env = { GIT_DIR: ws.gitDir, GIT_WORK_TREE: ws.dir, GIT_INDEX_FILE: indexB };
     await runGit(['add', '--all', '--', '.'], { cwd: ws.dir, env });
     const treeB = await git(['write-tree'], { cwd: ws.dir, env });
-    if (treeB === empty && ws.treeA !== empty) return { treeB, patch: '', destroyed: 'The agent deleted every file in its workspace; no patch is offered and your files are untouched.' };
+    if (treeB === empty && ws.treeA !== empty)
+      return {
+        treeB,
+        patch: '',
+        destroyed: 'The agent deleted every file in its workspace; no patch is offered and your files are untouched.',
+      };
     const patch = await this.diff(ws, ws.treeA, treeB);
     return { treeB, patch };
   }
@@ -303,13 +367,30 @@ export class WorkspaceManager {
     if (from === to) return '';
     try {
       const out = await runGit(
-        ['diff-tree', '-r', '-p', '--binary', '--full-index', '-M', '--no-ext-diff', '--no-textconv', '--no-color', '--src-prefix=a/', '--dst-prefix=b/', from, to],
+        [
+          'diff-tree',
+          '-r',
+          '-p',
+          '--binary',
+          '--full-index',
+          '-M',
+          '--no-ext-diff',
+          '--no-textconv',
+          '--no-color',
+          '--src-prefix=a/',
+          '--dst-prefix=b/',
+          from,
+          to,
+        ],
         { cwd: ws.privateDir, env: { GIT_DIR: ws.gitDir }, maxBuffer: MAX_PATCH_BYTES },
       );
       return out.stdout.toString('utf8');
     } catch (e) {
       if (e instanceof RangeError || /maxBuffer/i.test(String((e as Error).message))) {
-        throw new WorkspaceError('patch-too-large', `The changes are larger than ${MAX_PATCH_BYTES >> 20} MiB; no patch is offered.`);
+        throw new WorkspaceError(
+          'patch-too-large',
+          `The changes are larger than ${MAX_PATCH_BYTES >> 20} MiB; no patch is offered.`,
+        );
       }
       throw e;
     }
@@ -319,7 +400,12 @@ export class WorkspaceManager {
   async recordWorker(ws: Workspace, pid: number): Promise<void> {
     const rec = await this.readOwner(ws.privateDir);
     const workers = [...(rec?.workers ?? []), { pid, start: processStartTime(pid) }];
-    await this.writeOwner(ws.privateDir, { ownerPid: rec?.ownerPid ?? process.pid, ownerStart: rec?.ownerStart, created: rec?.created ?? new Date().toISOString(), workers });
+    await this.writeOwner(ws.privateDir, {
+      ownerPid: rec?.ownerPid ?? process.pid,
+      ownerStart: rec?.ownerStart,
+      created: rec?.created ?? new Date().toISOString(),
+      workers,
+    });
   }
 
   /** Removes the folder and Baton's private state. */
@@ -338,7 +424,8 @@ export class WorkspaceManager {
     const report: SweepReport = { removed: [], killed: [], left: [] };
     const privRoot = join(this.root, PRIVATE_DIR_NAME);
     const names = new Set<string>();
-    for (const n of await readdir(this.root).catch(() => [] as string[])) if (n !== PRIVATE_DIR_NAME && TASK_ID.test(n)) names.add(n);
+    for (const n of await readdir(this.root).catch(() => [] as string[]))
+      if (n !== PRIVATE_DIR_NAME && TASK_ID.test(n)) names.add(n);
     for (const n of await readdir(privRoot).catch(() => [] as string[])) if (TASK_ID.test(n)) names.add(n);
     for (const taskId of names) {
       const dir = join(this.root, taskId);
@@ -401,22 +488,45 @@ interface RepositoryInfo {
 
 /** What the caller's path is: undefined when it is not in a git repository; throws for a bare repository. */
 export async function probeRepository(path: string): Promise<RepositoryInfo | undefined> {
-  if (!isAbsolute(path)) throw new WorkspaceError('repository-missing', `The repository path must be absolute: ${path}`);
+  if (!isAbsolute(path))
+    throw new WorkspaceError('repository-missing', `The repository path must be absolute: ${path}`);
   const st = await stat(path).catch(() => undefined);
   if (!st?.isDirectory()) throw new WorkspaceError('repository-missing', `${path} does not exist or is not a folder.`);
   let out: string;
   try {
-    out = await git(['rev-parse', '--path-format=absolute', '--is-bare-repository', '--is-inside-work-tree', '--git-dir', '--git-common-dir', '--show-object-format'], { cwd: path });
+    out = await git(
+      [
+        'rev-parse',
+        '--path-format=absolute',
+        '--is-bare-repository',
+        '--is-inside-work-tree',
+        '--git-dir',
+        '--git-common-dir',
+        '--show-object-format',
+      ],
+      { cwd: path },
+    );
   } catch (e) {
     if (e instanceof GitError && /not a git repository/i.test(e.stderr)) return undefined;
     throw e;
   }
   const [bare, inside, gitDir, commonDir, format] = out.split('\n');
-  if (bare === 'true') throw new WorkspaceError('bare-repository', `${path} is a bare repository (it has no working tree to copy). Delegate from a clone of it instead.`);
-  if (inside !== 'true') throw new WorkspaceError('not-a-work-tree', `${path} is inside a .git folder, not a working tree. Delegate from the repository's folder.`);
+  if (bare === 'true')
+    throw new WorkspaceError(
+      'bare-repository',
+      `${path} is a bare repository (it has no working tree to copy). Delegate from a clone of it instead.`,
+    );
+  if (inside !== 'true')
+    throw new WorkspaceError(
+      'not-a-work-tree',
+      `${path} is inside a .git folder, not a working tree. Delegate from the repository's folder.`,
+    );
   const top = await git(['rev-parse', '--path-format=absolute', '--show-toplevel'], { cwd: path });
   const indexFile = await git(['rev-parse', '--path-format=absolute', '--git-path', 'index'], { cwd: path });
-  const head = (await runGit(['rev-parse', '--quiet', '--verify', 'HEAD^{commit}'], { cwd: path, okCodes: [1] })).stdout.toString('utf8').trim() || undefined;
+  const head =
+    (await runGit(['rev-parse', '--quiet', '--verify', 'HEAD^{commit}'], { cwd: path, okCodes: [1] })).stdout
+      .toString('utf8')
+      .trim() || undefined;
   const symbolic = await runGit(['symbolic-ref', '--quiet', 'HEAD'], { cwd: path, okCodes: [1] });
   return {
     top,
@@ -431,7 +541,9 @@ export async function probeRepository(path: string): Promise<RepositoryInfo | un
 
 async function initPrivateGit(gitDir: string, format: 'sha1' | 'sha256', alternate?: string): Promise<void> {
   // No template: no sample hooks, nothing but what git needs.
-  await runGit(['init', '--bare', '--quiet', '--template=', `--object-format=${format}`, gitDir], { cwd: resolve(gitDir, '..') });
+  await runGit(['init', '--bare', '--quiet', '--template=', `--object-format=${format}`, gitDir], {
+    cwd: resolve(gitDir, '..'),
+  });
   if (alternate) {
     await mkdir(join(gitDir, 'objects', 'info'), { recursive: true });
     await writeFile(join(gitDir, 'objects', 'info', 'alternates'), alternate + '\n');

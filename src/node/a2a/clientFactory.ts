@@ -10,7 +10,12 @@
  */
 import type { AgentCard, AgentInterface } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
-import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import {
+  ClientFactory,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+  RestTransportFactory,
+} from '@a2a-js/sdk/client';
 import { REPLAY_EXTENSION_URI } from '../../core/batonProfile';
 import { tokenSource, type TokenScope } from '../../core/origin';
 
@@ -58,7 +63,8 @@ export function scopedGetToken(scope: TokenScope, providers: TokenProviders): Ge
 }
 
 /** How credentials are attached, as read from the card's security requirements. */
-export type AuthPlacement = { readonly kind: 'none' } | { readonly kind: 'bearer' } | { readonly kind: 'header'; readonly name: string };
+export type AuthPlacement =
+  { readonly kind: 'none' } | { readonly kind: 'bearer' } | { readonly kind: 'header'; readonly name: string };
 
 export interface AgentConnection {
   readonly client: Client;
@@ -96,7 +102,8 @@ export function authPlacement(card: AgentCard): AuthPlacement {
         if (scheme.value.scheme.toLowerCase() === 'bearer') return { kind: 'bearer' };
         break;
       case 'apiKeySecurityScheme':
-        if (scheme.value.location.toLowerCase() === 'header' && scheme.value.name) return { kind: 'header', name: scheme.value.name };
+        if (scheme.value.location.toLowerCase() === 'header' && scheme.value.name)
+          return { kind: 'header', name: scheme.value.name };
         break;
       case 'oauth2SecurityScheme':
       case 'openIdConnectSecurityScheme':
@@ -107,7 +114,9 @@ export function authPlacement(card: AgentCard): AuthPlacement {
     }
   }
   if (names.length > 0) {
-    throw new Error(`The agent asks for authentication Baton cannot provide (schemes: ${names.join(', ')}); only HTTP bearer, OAuth/OIDC bearer tokens and API keys in a header are supported.`);
+    throw new Error(
+      `The agent asks for authentication Baton cannot provide (schemes: ${names.join(', ')}); only HTTP bearer, OAuth/OIDC bearer tokens and API keys in a header are supported.`,
+    );
   }
   return { kind: 'none' };
 }
@@ -122,7 +131,12 @@ function requestUrl(input: Parameters<typeof fetch>[0]): URL {
  * The fetch the transports use: only the pinned origin, no redirects, and the credential added there.
  * The credential is looked up per request so a token the user changes applies at once.
  */
-export function pinnedFetch(origin: string, auth: AuthPlacement, getToken: GetToken | undefined, base: typeof fetch = fetch): typeof fetch {
+export function pinnedFetch(
+  origin: string,
+  auth: AuthPlacement,
+  getToken: GetToken | undefined,
+  base: typeof fetch = fetch,
+): typeof fetch {
   return async (input, init) => {
     const url = requestUrl(input);
     if (url.origin !== origin) {
@@ -144,15 +158,24 @@ export function pinnedFetch(origin: string, auth: AuthPlacement, getToken: GetTo
 export async function connectAgent(options: ConnectOptions): Promise<AgentConnection> {
   const { card, endpoint } = options;
   const binding = endpoint.protocolBinding.toUpperCase();
-  if (!BINDINGS.has(binding)) throw new Error(`Unsupported protocol binding ${endpoint.protocolBinding}; Baton speaks JSONRPC and HTTP+JSON.`);
+  if (!BINDINGS.has(binding))
+    throw new Error(`Unsupported protocol binding ${endpoint.protocolBinding}; Baton speaks JSONRPC and HTTP+JSON.`);
   const origin = new URL(endpoint.url).origin;
   const auth = authPlacement(card);
   const fetchImpl = pinnedFetch(origin, auth, options.getToken, options.fetchImpl);
-  const iface: AgentInterface = { url: endpoint.url, protocolBinding: binding, protocolVersion: endpoint.protocolVersion || '1.0', tenant: endpoint.tenant ?? '' };
+  const iface: AgentInterface = {
+    url: endpoint.url,
+    protocolBinding: binding,
+    protocolVersion: endpoint.protocolVersion || '1.0',
+    tenant: endpoint.tenant ?? '',
+  };
   // The only interface the factory can pick is the approved one.
   const pinnedCard: AgentCard = { ...card, supportedInterfaces: [iface] };
   const factory = new ClientFactory({
-    transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } }), new RestTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })],
+    transports: [
+      new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } }),
+      new RestTransportFactory({ fetchImpl, legacyCompat: { enabled: true } }),
+    ],
     cardResolver: new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: true } }),
   });
   const client = await factory.createFromAgentCard(pinnedCard);

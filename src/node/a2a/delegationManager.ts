@@ -4,7 +4,12 @@
  * construction reloads every journal and re-attaches the ones still in flight. The VS Code extension
  * and the `baton` CLI both drive delegations through this.
  */
-import type { DelegationJournalOptions, DelegationRequest, DelegationView, OutcomeDecision } from '../../core/delegation';
+import type {
+  DelegationJournalOptions,
+  DelegationRequest,
+  DelegationView,
+  OutcomeDecision,
+} from '../../core/delegation';
 import { DelegationJournal, isFinalOutcome } from '../../core/delegation';
 import type { JournalStore } from '../journalStore';
 import { auditRecordFor } from '../journalStore';
@@ -21,7 +26,12 @@ export interface DelegationManagerOptions {
   readonly now?: () => number;
   readonly journalOptions?: DelegationJournalOptions;
   /** Reconnect policy, cancel wait, etc. for every runner. */
-  readonly runnerOptions?: Partial<Pick<DelegationRunnerOptions, 'reconnect' | 'startAttempts' | 'cancelWaitMs' | 'drainTimeoutMs' | 'pollIntervalMs' | 'newId'>>;
+  readonly runnerOptions?: Partial<
+    Pick<
+      DelegationRunnerOptions,
+      'reconnect' | 'startAttempts' | 'cancelWaitMs' | 'drainTimeoutMs' | 'pollIntervalMs' | 'newId'
+    >
+  >;
   /** Called when a delegation records an outcome (for notifications). */
   readonly onOutcome?: (requestId: string, decision: OutcomeDecision) => void;
 }
@@ -63,11 +73,21 @@ export class DelegationManager {
       const journal = DelegationJournal.fromEntries(loaded.entries, options.journalOptions);
       m.slots.set(journal.requestId, { journal });
       if (loaded.tornTail || loaded.skipped) {
-        journal.apply({ kind: 'notice', at: m.now(), level: 'warning', text: `The journal was cut by a crash; ${loaded.tornTail ? 'a partial last line was dropped' : ''}${loaded.skipped ? ` ${loaded.skipped} unreadable lines were skipped` : ''}. Missing events are fetched again from the agent where it supports replay.` });
+        journal.apply({
+          kind: 'notice',
+          at: m.now(),
+          level: 'warning',
+          text: `The journal was cut by a crash; ${loaded.tornTail ? 'a partial last line was dropped' : ''}${loaded.skipped ? ` ${loaded.skipped} unreadable lines were skipped` : ''}. Missing events are fetched again from the agent where it supports replay.`,
+        });
       }
       if (!journal.started) m.queue.push(journal.requestId);
       else if (!journal.decide()) void m.attach(journal.requestId, (r) => r.resume());
-      else if (journal.decide()?.outcome && isFinalOutcome(journal.decide()?.outcome) && !journal.hasFinalSnapshot && journal.taskId) {
+      else if (
+        journal.decide()?.outcome &&
+        isFinalOutcome(journal.decide()?.outcome) &&
+        !journal.hasFinalSnapshot &&
+        journal.taskId
+      ) {
         void m.attach(journal.requestId, (r) => r.resume(), false);
       }
     }
@@ -194,7 +214,11 @@ export class DelegationManager {
     return runner;
   }
 
-  private async attach(requestId: string, go: (r: DelegationRunner) => Promise<void>, countsAsRunning = true): Promise<void> {
+  private async attach(
+    requestId: string,
+    go: (r: DelegationRunner) => Promise<void>,
+    countsAsRunning = true,
+  ): Promise<void> {
     if (countsAsRunning) this.running++;
     try {
       const runner = await this.runnerFor(requestId);

@@ -65,9 +65,17 @@ export interface DelegationRunnerOptions {
 }
 
 const DEFAULT_RECONNECT: ReconnectPolicy = { initialDelayMs: 250, maxDelayMs: 10_000, maxAttempts: 8 };
-const NOT_DELIVERED_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ERR_INVALID_URL']);
+const NOT_DELIVERED_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ERR_INVALID_URL',
+]);
 
-type Drive = { readonly kind: 'send' } | { readonly kind: 'reply'; readonly message: Message } | { readonly kind: 'reconcile' };
+type Drive =
+  { readonly kind: 'send' } | { readonly kind: 'reply'; readonly message: Message } | { readonly kind: 'reconcile' };
 
 /**
  * The request the runner sends for a message: streaming, or with `returnImmediately` when it follows
@@ -85,7 +93,10 @@ export function sendMessageParams(message: Message, returnImmediately = false): 
 function errorText(e: unknown): string {
   if (e instanceof Error) {
     const cause = (e as Error & { cause?: unknown }).cause;
-    const code = typeof cause === 'object' && cause !== null && 'code' in cause ? String((cause as { code: unknown }).code) : undefined;
+    const code =
+      typeof cause === 'object' && cause !== null && 'code' in cause
+        ? String((cause as { code: unknown }).code)
+        : undefined;
     const msg = e.message.length > 300 ? e.message.slice(0, 300) + '…' : e.message;
     return code ? `${msg} (${code})` : msg;
   }
@@ -94,7 +105,8 @@ function errorText(e: unknown): string {
 
 function causeCode(e: unknown): string | undefined {
   for (let c: unknown = e, i = 0; c && i < 5; i++) {
-    if (typeof c === 'object' && c !== null && 'code' in c && typeof (c as { code: unknown }).code === 'string') return (c as { code: string }).code;
+    if (typeof c === 'object' && c !== null && 'code' in c && typeof (c as { code: unknown }).code === 'string')
+      return (c as { code: string }).code;
     c = typeof c === 'object' && c !== null && 'cause' in c ? (c as { cause: unknown }).cause : undefined;
   }
   return undefined;
@@ -207,7 +219,12 @@ export class DelegationRunner {
     if (!this.journal.started) return this.start();
     const d = this.journal.decide();
     if (d) {
-      if (isFinalOutcome(d.outcome) && this.journal.taskId && !this.journal.hasFinalSnapshot && isTerminalTaskState(this.journal.taskState)) {
+      if (
+        isFinalOutcome(d.outcome) &&
+        this.journal.taskId &&
+        !this.journal.hasFinalSnapshot &&
+        isTerminalTaskState(this.journal.taskState)
+      ) {
         return this.exclusive(async () => {
           await this.fetchFinal(true);
         });
@@ -247,7 +264,8 @@ export class DelegationRunner {
    */
   async checkAgain(): Promise<void> {
     const d = this.journal.decide();
-    if (d?.outcome !== 'unknown' && d?.outcome !== 'auth-required') throw new Error('Only a delegation whose state is unknown or that waits for authorization can be checked again.');
+    if (d?.outcome !== 'unknown' && d?.outcome !== 'auth-required')
+      throw new Error('Only a delegation whose state is unknown or that waits for authorization can be checked again.');
     await this.idle();
     await this.record({ kind: 'connection', at: this.now(), status: 'checking' }, true);
     this.followInBackground({ kind: 'reconcile' });
@@ -268,7 +286,12 @@ export class DelegationRunner {
     } catch {
       return false;
     }
-    if (state === undefined || state === TaskState.TASK_STATE_AUTH_REQUIRED || this.journal.decide()?.outcome !== 'auth-required') return false;
+    if (
+      state === undefined ||
+      state === TaskState.TASK_STATE_AUTH_REQUIRED ||
+      this.journal.decide()?.outcome !== 'auth-required'
+    )
+      return false;
     await this.checkAgain();
     return true;
   }
@@ -297,12 +320,15 @@ export class DelegationRunner {
     const deadline = this.journal.request.deadline;
     if (deadline === undefined || this.deadlineTimer) return;
     const wait = Math.max(0, deadline - this.now());
-    this.deadlineTimer = setTimeout(() => {
-      this.deadlineTimer = undefined;
-      const d = this.journal.decide();
-      if (this.disposed || (d && isFinalOutcome(d.outcome))) return;
-      void this.stopAndCancel('deadline').catch(() => undefined);
-    }, Math.min(wait, 2 ** 31 - 1));
+    this.deadlineTimer = setTimeout(
+      () => {
+        this.deadlineTimer = undefined;
+        const d = this.journal.decide();
+        if (this.disposed || (d && isFinalOutcome(d.outcome))) return;
+        void this.stopAndCancel('deadline').catch(() => undefined);
+      },
+      Math.min(wait, 2 ** 31 - 1),
+    );
     this.deadlineTimer.unref?.();
   }
 
@@ -322,16 +348,30 @@ export class DelegationRunner {
   private async cancelAtAgent(): Promise<void> {
     const taskId = this.journal.taskId;
     if (!this.journal.started) {
-      await this.record({ kind: 'cancelResult', at: this.now(), confirmed: true, detail: 'Canceled before anything was sent.' }, true);
+      await this.record(
+        { kind: 'cancelResult', at: this.now(), confirmed: true, detail: 'Canceled before anything was sent.' },
+        true,
+      );
       return;
     }
     if (!taskId) {
-      await this.record({ kind: 'cancelResult', at: this.now(), confirmed: false, detail: 'The agent had not reported a task yet, so there was nothing to cancel there.' }, true);
+      await this.record(
+        {
+          kind: 'cancelResult',
+          at: this.now(),
+          confirmed: false,
+          detail: 'The agent had not reported a task yet, so there was nothing to cancel there.',
+        },
+        true,
+      );
       return;
     }
     const seconds = Math.round(this.cancelWaitMs / 100) / 10;
     try {
-      const task = await this.conn.client.cancelTask({ tenant: '', id: taskId, metadata: undefined }, this.options(AbortSignal.timeout(this.cancelWaitMs)));
+      const task = await this.conn.client.cancelTask(
+        { tenant: '', id: taskId, metadata: undefined },
+        this.options(AbortSignal.timeout(this.cancelWaitMs)),
+      );
       await this.record({ kind: 'snapshot', at: this.now(), source: 'cancel', task }, true);
       const state = task.status?.state;
       const confirmed = state === TaskState.TASK_STATE_CANCELED;
@@ -340,7 +380,9 @@ export class DelegationRunner {
           kind: 'cancelResult',
           at: this.now(),
           confirmed,
-          detail: confirmed ? 'The agent confirmed the cancel.' : `The agent answered the cancel but the task is ${task.status ? TaskState[task.status.state] : 'in no state'}.`,
+          detail: confirmed
+            ? 'The agent confirmed the cancel.'
+            : `The agent answered the cancel but the task is ${task.status ? TaskState[task.status.state] : 'in no state'}.`,
         },
         true,
       );
@@ -354,8 +396,18 @@ export class DelegationRunner {
       } catch {
         // No answer either: the cancel stays unconfirmed.
       }
-      const detail = isAbort(e) ? `The agent did not confirm the cancel within ${seconds} s.` : `The agent refused or failed the cancel: ${errorText(e)}.`;
-      await this.record({ kind: 'cancelResult', at: this.now(), confirmed, detail: confirmed ? 'The agent confirmed the cancel.' : detail }, true);
+      const detail = isAbort(e)
+        ? `The agent did not confirm the cancel within ${seconds} s.`
+        : `The agent refused or failed the cancel: ${errorText(e)}.`;
+      await this.record(
+        {
+          kind: 'cancelResult',
+          at: this.now(),
+          confirmed,
+          detail: confirmed ? 'The agent confirmed the cancel.' : detail,
+        },
+        true,
+      );
     }
   }
 
@@ -374,8 +426,19 @@ export class DelegationRunner {
         await this.drive(drive, abort.signal);
       } catch (e) {
         if (!abort.signal.aborted) {
-          await this.record({ kind: 'notice', at: this.now(), level: 'error', text: `Unexpected error while following the task: ${errorText(e)}` }, true);
-          await this.record({ kind: 'connection', at: this.now(), status: 'gaveUp', attempt: 0, error: errorText(e) }, true);
+          await this.record(
+            {
+              kind: 'notice',
+              at: this.now(),
+              level: 'error',
+              text: `Unexpected error while following the task: ${errorText(e)}`,
+            },
+            true,
+          );
+          await this.record(
+            { kind: 'connection', at: this.now(), status: 'gaveUp', attempt: 0, error: errorText(e) },
+            true,
+          );
           await this.settle();
         }
       } finally {
@@ -386,7 +449,10 @@ export class DelegationRunner {
 
   /** The delegation's task as the agent has it now (GetTask, no history). */
   private taskAtAgent(signal: AbortSignal): Promise<Task> {
-    return this.conn.client.getTask({ tenant: '', id: this.journal.taskId ?? '', historyLength: 0 }, this.options(signal));
+    return this.conn.client.getTask(
+      { tenant: '', id: this.journal.taskId ?? '', historyLength: 0 },
+      this.options(signal),
+    );
   }
 
   private options(signal?: AbortSignal, extra?: Record<string, string>): RequestOptions {
@@ -420,14 +486,23 @@ export class DelegationRunner {
       if (sent === 'settled' || signal.aborted) return;
       stream = sent === 'reconcile' ? undefined : sent;
     } else if (drive.kind === 'reply') {
-      if (!this.pollOnly) stream = this.conn.client.sendMessageStream(this.sendParams(drive.message), this.options(this.streamSignal(signal)));
+      if (!this.pollOnly)
+        stream = this.conn.client.sendMessageStream(
+          this.sendParams(drive.message),
+          this.options(this.streamSignal(signal)),
+        );
       else {
         try {
           const r = await this.conn.client.sendMessage(this.sendParams(drive.message, true), this.options(signal));
-          await this.handle('messageId' in r ? { payload: { $case: 'message', value: r } } : { payload: { $case: 'task', value: r } });
+          await this.handle(
+            'messageId' in r ? { payload: { $case: 'message', value: r } } : { payload: { $case: 'task', value: r } },
+          );
         } catch (e) {
           if (signal.aborted) return;
-          await this.record({ kind: 'notice', at: this.now(), level: 'warning', text: `Sending the reply failed: ${errorText(e)}` }, false);
+          await this.record(
+            { kind: 'notice', at: this.now(), level: 'warning', text: `Sending the reply failed: ${errorText(e)}` },
+            false,
+          );
         }
       }
     }
@@ -452,13 +527,37 @@ export class DelegationRunner {
         else streamFailures++;
         if (error !== undefined && isSizeError(error)) {
           this.pollOnly = true;
-          await this.record({ kind: 'notice', at: this.now(), level: 'warning', text: `The agent sent an event over the 4 MiB streaming limit; following the task by polling instead. (${errorText(error)})` }, true);
+          await this.record(
+            {
+              kind: 'notice',
+              at: this.now(),
+              level: 'warning',
+              text: `The agent sent an event over the 4 MiB streaming limit; following the task by polling instead. (${errorText(error)})`,
+            },
+            true,
+          );
         } else if (streamFailures >= 3 && this.journal.taskId) {
           this.pollOnly = true;
-          await this.record({ kind: 'notice', at: this.now(), level: 'warning', text: 'Streaming from the agent keeps failing; following the task by polling instead.' }, true);
+          await this.record(
+            {
+              kind: 'notice',
+              at: this.now(),
+              level: 'warning',
+              text: 'Streaming from the agent keeps failing; following the task by polling instead.',
+            },
+            true,
+          );
         }
         if (this.journal.state() !== 'reconnecting') {
-          await this.record({ kind: 'connection', at: this.now(), status: 'lost', error: error === undefined ? 'the stream ended before the task settled' : errorText(error) }, true);
+          await this.record(
+            {
+              kind: 'connection',
+              at: this.now(),
+              status: 'lost',
+              error: error === undefined ? 'the stream ended before the task settled' : errorText(error),
+            },
+            true,
+          );
         }
         await this.sleep(this.backoff(Math.max(1, streamFailures)), signal);
         if (signal.aborted) return;
@@ -478,7 +577,13 @@ export class DelegationRunner {
         }
         if (found === undefined) {
           await this.record(
-            { kind: 'sendFailed', at: this.now(), delivered: 'maybe', error: 'the connection broke before the agent reported a task, and the agent cannot say whether it received it' },
+            {
+              kind: 'sendFailed',
+              at: this.now(),
+              delivered: 'maybe',
+              error:
+                'the connection broke before the agent reported a task, and the agent cannot say whether it received it',
+            },
             true,
           );
           return this.settle();
@@ -491,9 +596,13 @@ export class DelegationRunner {
         if (signal.aborted) return;
         const ae = agentError(e);
         attempt++;
-        if (ae && /not ?found/i.test(`${ae.name} ${ae.message}`)) return this.giveUp(attempt, `the agent no longer knows task ${this.journal.taskId}`);
+        if (ae && /not ?found/i.test(`${ae.name} ${ae.message}`))
+          return this.giveUp(attempt, `the agent no longer knows task ${this.journal.taskId}`);
         if (attempt > this.policy.maxAttempts) return this.giveUp(attempt - 1, errorText(e));
-        await this.record({ kind: 'connection', at: this.now(), status: 'retrying', attempt, error: errorText(e) }, false);
+        await this.record(
+          { kind: 'connection', at: this.now(), status: 'retrying', attempt, error: errorText(e) },
+          false,
+        );
         await this.sleep(this.backoff(attempt), signal);
         if (signal.aborted) return;
         continue;
@@ -501,7 +610,8 @@ export class DelegationRunner {
       attempt = 0;
       const wasReconnecting = this.journal.state() === 'reconnecting';
       await this.record({ kind: 'snapshot', at: this.now(), source: 'getTask', task }, true);
-      if (wasReconnecting && !this.journal.decide()) await this.record({ kind: 'connection', at: this.now(), status: 'restored' }, true);
+      if (wasReconnecting && !this.journal.decide())
+        await this.record({ kind: 'connection', at: this.now(), status: 'restored' }, true);
       if (this.journal.decide()) {
         if (this.conn.replay && !this.pollOnly) await this.drain(signal);
         if (signal.aborted) return;
@@ -528,17 +638,25 @@ export class DelegationRunner {
   }
 
   private openSend(signal: AbortSignal): AsyncGenerator<StreamResponse, void, undefined> {
-    return this.conn.client.sendMessageStream(this.sendParams(this.journal.request.message), this.options(this.streamSignal(signal)));
+    return this.conn.client.sendMessageStream(
+      this.sendParams(this.journal.request.message),
+      this.options(this.streamSignal(signal)),
+    );
   }
 
   private subscribe(signal: AbortSignal): AsyncGenerator<StreamResponse, void, undefined> {
     const extra: Record<string, string> = {};
     if (this.conn.replay) extra['Last-Event-ID'] = String(this.journal.cursor);
-    return this.conn.client.resubscribeTask({ tenant: '', id: this.journal.taskId ?? '' }, this.options(this.streamSignal(signal), extra));
+    return this.conn.client.resubscribeTask(
+      { tenant: '', id: this.journal.taskId ?? '' },
+      this.options(this.streamSignal(signal), extra),
+    );
   }
 
   /** Sends the first message. Returns the stream to follow, or 'settled' when the outcome is already decided. */
-  private async sendFirst(signal: AbortSignal): Promise<AsyncGenerator<StreamResponse, void, undefined> | 'settled' | 'reconcile'> {
+  private async sendFirst(
+    signal: AbortSignal,
+  ): Promise<AsyncGenerator<StreamResponse, void, undefined> | 'settled' | 'reconcile'> {
     for (let attempt = 1; ; attempt++) {
       await this.record({ kind: 'send', at: this.now(), attempt: this.journal.sendAttempts + 1 }, true);
       if (!this.pollOnly) {
@@ -556,15 +674,23 @@ export class DelegationRunner {
           return 'reconcile';
         }
         if (first.done) {
-          await this.record({ kind: 'connection', at: this.now(), status: 'lost', error: 'the stream closed before the first event' }, true);
+          await this.record(
+            { kind: 'connection', at: this.now(), status: 'lost', error: 'the stream closed before the first event' },
+            true,
+          );
           return 'reconcile';
         }
         await this.handle(first.value);
         return stream;
       }
       try {
-        const r = await this.conn.client.sendMessage(this.sendParams(this.journal.request.message, true), this.options(signal));
-        await this.handle('messageId' in r ? { payload: { $case: 'message', value: r } } : { payload: { $case: 'task', value: r } });
+        const r = await this.conn.client.sendMessage(
+          this.sendParams(this.journal.request.message, true),
+          this.options(signal),
+        );
+        await this.handle(
+          'messageId' in r ? { payload: { $case: 'message', value: r } } : { payload: { $case: 'task', value: r } },
+        );
         if (this.journal.decide()) {
           await this.settle();
           return 'settled';
@@ -585,7 +711,10 @@ export class DelegationRunner {
     const ae = agentError(e);
     if (ae) {
       // The agent answered with an error: it received the request and created nothing.
-      await this.record({ kind: 'sendFailed', at: this.now(), delivered: 'no', error: `the agent refused the request: ${ae.message}` }, true);
+      await this.record(
+        { kind: 'sendFailed', at: this.now(), delivered: 'no', error: `the agent refused the request: ${ae.message}` },
+        true,
+      );
       await this.settle();
       return 'settled';
     }
@@ -593,7 +722,10 @@ export class DelegationRunner {
     const httpStatus = e instanceof Error ? /\b(4\d\d)\b/.exec(e.message)?.[1] : undefined;
     if ((code && NOT_DELIVERED_CODES.has(code)) || httpStatus) {
       if (code && attempt < this.startAttempts) {
-        await this.record({ kind: 'connection', at: this.now(), status: 'retrying', attempt, error: errorText(e) }, false);
+        await this.record(
+          { kind: 'connection', at: this.now(), status: 'retrying', attempt, error: errorText(e) },
+          false,
+        );
         await this.sleep(this.backoff(attempt), signal);
         return signal.aborted ? 'settled' : 'retry';
       }
@@ -603,7 +735,15 @@ export class DelegationRunner {
     }
     if (isSizeError(e)) {
       this.pollOnly = true;
-      await this.record({ kind: 'notice', at: this.now(), level: 'warning', text: `The agent sent an event over the 4 MiB streaming limit; following the task by polling instead.` }, true);
+      await this.record(
+        {
+          kind: 'notice',
+          at: this.now(),
+          level: 'warning',
+          text: `The agent sent an event over the 4 MiB streaming limit; following the task by polling instead.`,
+        },
+        true,
+      );
       return 'follow';
     }
     await this.record({ kind: 'connection', at: this.now(), status: 'lost', error: errorText(e) }, true);
@@ -620,7 +760,16 @@ export class DelegationRunner {
     try {
       const since = new Date(this.journal.request.createdAt - 60_000).toISOString();
       const list = await this.conn.client.listTasks(
-        { tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 100, pageToken: '', historyLength: 100, statusTimestampAfter: since, includeArtifacts: false },
+        {
+          tenant: '',
+          contextId: '',
+          status: TaskState.TASK_STATE_UNSPECIFIED,
+          pageSize: 100,
+          pageToken: '',
+          historyLength: 100,
+          statusTimestampAfter: since,
+          includeArtifacts: false,
+        },
         this.options(signal),
       );
       const mine = list.tasks.find((t) => t.history.some((m) => m.messageId === this.journal.requestId));
@@ -637,24 +786,30 @@ export class DelegationRunner {
    * stream silent for `silenceCheckMs` is checked with GetTask (see the option) and dropped with a
    * `SilentStreamError` when the task settled meanwhile or the agent does not answer.
    */
-  private async consume(stream: AsyncGenerator<StreamResponse, void, undefined>, signal: AbortSignal): Promise<unknown> {
+  private async consume(
+    stream: AsyncGenerator<StreamResponse, void, undefined>,
+    signal: AbortSignal,
+  ): Promise<unknown> {
     const stop = this.streamStop;
     let lastEventAt = Date.now();
     let checking = false;
     let dropped: SilentStreamError | undefined;
     const watch =
       this.silenceCheckMs > 0 && stop
-        ? setInterval(() => {
-            if (checking || dropped || Date.now() - lastEventAt < this.silenceCheckMs || !this.journal.taskId) return;
-            checking = true;
-            void this.checkSilence(signal).then((verdict) => {
-              checking = false;
-              lastEventAt = Date.now(); // the next check is a whole period later
-              if (verdict === undefined || signal.aborted) return;
-              dropped = new SilentStreamError(verdict.why, verdict.stillRunning);
-              stop.abort();
-            });
-          }, Math.max(25, Math.floor(this.silenceCheckMs / 4)))
+        ? setInterval(
+            () => {
+              if (checking || dropped || Date.now() - lastEventAt < this.silenceCheckMs || !this.journal.taskId) return;
+              checking = true;
+              void this.checkSilence(signal).then((verdict) => {
+                checking = false;
+                lastEventAt = Date.now(); // the next check is a whole period later
+                if (verdict === undefined || signal.aborted) return;
+                dropped = new SilentStreamError(verdict.why, verdict.stillRunning);
+                stop.abort();
+              });
+            },
+            Math.max(25, Math.floor(this.silenceCheckMs / 4)),
+          )
         : undefined;
     watch?.unref();
     try {
@@ -685,19 +840,41 @@ export class DelegationRunner {
    * since a plain re-subscription starts from the task as it is: a quiet stream is kept.
    */
   private async checkSilence(signal: AbortSignal): Promise<{ why: string; stillRunning: boolean } | undefined> {
-    const silentFor = this.silenceCheckMs < 1_000 ? `${this.silenceCheckMs} ms` : `${Math.round(this.silenceCheckMs / 1000)} s`;
+    const silentFor =
+      this.silenceCheckMs < 1_000 ? `${this.silenceCheckMs} ms` : `${Math.round(this.silenceCheckMs / 1000)} s`;
     try {
-      const task = await this.taskAtAgent(AbortSignal.any([signal, AbortSignal.timeout(Math.min(10_000, Math.max(1_000, this.silenceCheckMs)))]));
+      const task = await this.taskAtAgent(
+        AbortSignal.any([signal, AbortSignal.timeout(Math.min(10_000, Math.max(1_000, this.silenceCheckMs)))]),
+      );
       const state = task.status?.state;
       if (isTerminalTaskState(state) || isInterruptedTaskState(state)) {
-        return { why: `no event for ${silentFor} while the agent reports the task ${taskStateToJSON(state ?? TaskState.TASK_STATE_UNSPECIFIED).replace('TASK_STATE_', '').toLowerCase().replace(/_/g, ' ')}`, stillRunning: false };
+        return {
+          why: `no event for ${silentFor} while the agent reports the task ${taskStateToJSON(
+            state ?? TaskState.TASK_STATE_UNSPECIFIED,
+          )
+            .replace('TASK_STATE_', '')
+            .toLowerCase()
+            .replace(/_/g, ' ')}`,
+          stillRunning: false,
+        };
       }
-      if (this.conn.replay) return { why: `no event for ${silentFor}; following the task again from its last event`, stillRunning: true };
-      const missed = state !== this.journal.taskState || (partsText(task.status?.message?.parts) || undefined) !== this.journal.stateText;
-      return missed ? { why: `no event for ${silentFor} while the agent reports progress this stream did not bring; following the task again`, stillRunning: true } : undefined;
+      if (this.conn.replay)
+        return { why: `no event for ${silentFor}; following the task again from its last event`, stillRunning: true };
+      const missed =
+        state !== this.journal.taskState ||
+        (partsText(task.status?.message?.parts) || undefined) !== this.journal.stateText;
+      return missed
+        ? {
+            why: `no event for ${silentFor} while the agent reports progress this stream did not bring; following the task again`,
+            stillRunning: true,
+          }
+        : undefined;
     } catch (e) {
       if (signal.aborted) return undefined;
-      return { why: `no event for ${silentFor} and the agent does not answer GetTask (${errorText(e)})`, stillRunning: false };
+      return {
+        why: `no event for ${silentFor} and the agent does not answer GetTask (${errorText(e)})`,
+        stillRunning: false,
+      };
     }
   }
 
@@ -714,7 +891,15 @@ export class DelegationRunner {
       }
     } catch (e) {
       if (!ac.signal.aborted && !agentError(e)) {
-        await this.record({ kind: 'notice', at: this.now(), level: 'warning', text: `Could not fetch the events missed while disconnected: ${errorText(e)}` }, false);
+        await this.record(
+          {
+            kind: 'notice',
+            at: this.now(),
+            level: 'warning',
+            text: `Could not fetch the events missed while disconnected: ${errorText(e)}`,
+          },
+          false,
+        );
       }
     } finally {
       clearTimeout(timer);
@@ -728,7 +913,8 @@ export class DelegationRunner {
     if (!p) return;
     const at = this.now();
     if (p.$case === 'task') {
-      if (!this.journal.taskId) await this.record({ kind: 'task', at, taskId: p.value.id, contextId: p.value.contextId }, true);
+      if (!this.journal.taskId)
+        await this.record({ kind: 'task', at, taskId: p.value.id, contextId: p.value.contextId }, true);
       const settles = isTerminalTaskState(p.value.status?.state) || isInterruptedTaskState(p.value.status?.state);
       // A replay-profile stream numbers its Task events too: journal them as events so the cursor advances.
       const taskSeq = this.conn.replay ? seqOf(p.value.metadata) : undefined;
@@ -777,7 +963,16 @@ export class DelegationRunner {
     if (isTerminalTaskState(this.journal.taskState) && !this.journal.hasFinalSnapshot) await this.fetchFinal(false);
     const recorded = this.journal.recordedOutcome;
     if (recorded && recorded.outcome === decision.outcome && recorded.reason === decision.reason) return;
-    await this.record({ kind: 'outcome', at: this.now(), outcome: decision.outcome, reason: decision.reason, ...(decision.cancelConfirmed !== undefined ? { cancelConfirmed: decision.cancelConfirmed } : {}) }, true);
+    await this.record(
+      {
+        kind: 'outcome',
+        at: this.now(),
+        outcome: decision.outcome,
+        reason: decision.reason,
+        ...(decision.cancelConfirmed !== undefined ? { cancelConfirmed: decision.cancelConfirmed } : {}),
+      },
+      true,
+    );
     if (isFinalOutcome(decision.outcome) && this.deadlineTimer) {
       clearTimeout(this.deadlineTimer);
       this.deadlineTimer = undefined;
@@ -805,7 +1000,12 @@ export class DelegationRunner {
       }
     }
     await this.record(
-      { kind: 'notice', at: this.now(), level: 'warning', text: `Could not fetch the final artifacts from the agent (${lastError}); showing what was streamed.${announce ? '' : ' Check Again later to fetch them.'}` },
+      {
+        kind: 'notice',
+        at: this.now(),
+        level: 'warning',
+        text: `Could not fetch the final artifacts from the agent (${lastError}); showing what was streamed.${announce ? '' : ' Check Again later to fetch them.'}`,
+      },
       true,
     );
   }
@@ -829,6 +1029,11 @@ export class DelegationRunner {
   private noteStoreError(e: unknown): void {
     if (this.storeError) return;
     this.storeError = errorText(e);
-    this.journal.apply({ kind: 'notice', at: this.now(), level: 'error', text: `Could not write the delegation journal: ${this.storeError}. This delegation may not survive a reload.` });
+    this.journal.apply({
+      kind: 'notice',
+      at: this.now(),
+      level: 'error',
+      text: `Could not write the delegation journal: ${this.storeError}. This delegation may not survive a reload.`,
+    });
   }
 }

@@ -27,7 +27,10 @@ describe('Agents: discover, review and trust', () => {
   it('refuses a card URL on a private address the user did not allow, and adds nothing', async () => {
     const api = await activateBaton();
     const before = api.agents.agents.length;
-    const added = await vscode.commands.executeCommand<string[] | undefined>('baton.addAgent', 'http://169.254.169.254/latest/meta-data/');
+    const added = await vscode.commands.executeCommand<string[] | undefined>(
+      'baton.addAgent',
+      'http://169.254.169.254/latest/meta-data/',
+    );
     assert.equal(added, undefined);
     assert.equal(api.agents.agents.length, before);
   });
@@ -72,9 +75,15 @@ describe('Agents: discover, review and trust', () => {
       return e?.status === 'pending' ? e : undefined;
     });
     assert.equal(entry.pendingReason, 'card-changed');
-    assert.ok(entry.changes.some((c) => c.path.includes('description')), JSON.stringify(entry.changes));
+    assert.ok(
+      entry.changes.some((c) => c.path.includes('description')),
+      JSON.stringify(entry.changes),
+    );
     // Baton keeps only the approved endpoint; nothing is callable until the user reviews again.
-    assert.equal(api.agents.approved().some((a) => a.cardUrl === cardUrl), false);
+    assert.equal(
+      api.agents.approved().some((a) => a.cardUrl === cardUrl),
+      false,
+    );
     await vscode.commands.executeCommand('baton.reviewAgent', cardUrl);
     await driver('expectText', 'What changed since you approved it');
     await driver('expectText', 'now also uploads your files');

@@ -15,18 +15,24 @@ function workspaceRoot(): string {
 
 /** A review document: the file's own path, the review and the side in the query. */
 function reviewDoc(id: string, kind: 'ours' | 'theirs', file: string): vscode.Uri {
-  return vscode.Uri.file(join(workspaceRoot(), file)).with({ scheme: 'baton-review', query: reviewDocQuery({ review: id, kind, file }) });
+  return vscode.Uri.file(join(workspaceRoot(), file)).with({
+    scheme: 'baton-review',
+    query: reviewDocQuery({ review: id, kind, file }),
+  });
 }
 
 /** The title bar actions of the active editor, as the workbench shows them. */
 const TITLE_ACTIONS = '.editor-group-container.active .editor-actions a.action-label';
 
-
 async function settle(api: BatonApi, id: string, timeoutMs = 90_000) {
-  return waitFor(`delegation ${id} to settle`, () => {
-    const v = api.delegations.journalView(id);
-    return v?.outcome && v.outcome !== 'unknown' ? v : undefined;
-  }, timeoutMs);
+  return waitFor(
+    `delegation ${id} to settle`,
+    () => {
+      const v = api.delegations.journalView(id);
+      return v?.outcome && v.outcome !== 'unknown' ? v : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 describe('Delegations to the local gateway’s formatter, and review', () => {
@@ -39,12 +45,21 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     api = await activateBaton();
     await api.ready;
     await vscode.commands.executeCommand('baton.startGateway');
-    formatter = await waitFor('the formatter agent from the local gateway', () => api.agents.approved().find((a) => a.approval?.card.name.startsWith('Formatter')), 60_000);
+    formatter = await waitFor(
+      'the formatter agent from the local gateway',
+      () => api.agents.approved().find((a) => a.approval?.card.name.startsWith('Formatter')),
+      60_000,
+    );
     original = hashTree(workspaceRoot());
   });
 
   it('delegates “format src” and streams it in the panel to a completed, signed result', async () => {
-    id = (await vscode.commands.executeCommand<string>('baton.delegate', { agentId: formatter.cardUrl, task: 'Format the files under src/', confirm: false })) ?? '';
+    id =
+      (await vscode.commands.executeCommand<string>('baton.delegate', {
+        agentId: formatter.cardUrl,
+        task: 'Format the files under src/',
+        confirm: false,
+      })) ?? '';
     assert.ok(id, 'no delegation id');
     const settled = await settle(api, id);
     assert.equal(settled.outcome, 'completed', settled.outcomeReason);
@@ -64,7 +79,10 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     await vscode.commands.executeCommand('baton.reviewChanges', id);
     const session = await waitFor('the review', () => api.review(id));
     await waitFor('the review to be ready', () => (session.view().state === 'ready' ? true : undefined));
-    const paths = session.view().files.map((f) => f.path).sort();
+    const paths = session
+      .view()
+      .files.map((f) => f.path)
+      .sort();
     assert.ok(paths.includes('src/cart.js') && paths.includes('src/styles.css'), paths.join(', '));
     assert.equal(session.view().checkOk, true);
     const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs);
@@ -84,7 +102,10 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     const names = await readOnScreen('.multiDiffEntry .file-path .title.modified');
     const marks = await readOnScreen('.multiDiffEntry .file-path .status');
     assert.ok(names.length > 0, 'no entries on screen');
-    assert.ok(names.every((n) => !n.includes(id) && !n.includes('/after')), names.join(' | '));
+    assert.ok(
+      names.every((n) => !n.includes(id) && !n.includes('/after')),
+      names.join(' | '),
+    );
     assert.ok(!marks.some((m) => m.trim() === 'R'), `files marked as renamed: ${marks.join(', ')}`);
     await driver('screenshot', 'changes-editor');
   });
@@ -108,7 +129,11 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     await session.open('src/styles.css');
     await waitFor('the diff of src/styles.css', () => {
       const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
-      return input instanceof vscode.TabInputTextDiff && input.modified.scheme === 'baton-review' && input.modified.fsPath === join(workspaceRoot(), 'src/styles.css') ? true : undefined;
+      return input instanceof vscode.TabInputTextDiff &&
+        input.modified.scheme === 'baton-review' &&
+        input.modified.fsPath === join(workspaceRoot(), 'src/styles.css')
+        ? true
+        : undefined;
     });
     const actions = await waitFor('the file actions in the title bar', async () => {
       const labels = await readOnScreen(TITLE_ACTIONS, 'aria-label');
@@ -119,16 +144,24 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     await driver('click', `${TITLE_ACTIONS}[aria-label="Apply This File"]`);
     await waitFor('the apply', () => (session.view().applied ? true : undefined));
     const now = hashTree(workspaceRoot());
-    assert.deepEqual(Object.keys(now).filter((k) => now[k] !== original[k]), ['src/styles.css']);
+    assert.deepEqual(
+      Object.keys(now).filter((k) => now[k] !== original[k]),
+      ['src/styles.css'],
+    );
     const view = session.view();
     assert.equal(view.state, 'ready', 'the other files can still be applied');
-    assert.deepEqual(view.files.filter((f) => f.applied !== 'none').map((f) => f.path), ['src/styles.css']);
+    assert.deepEqual(
+      view.files.filter((f) => f.applied !== 'none').map((f) => f.path),
+      ['src/styles.css'],
+    );
     await vscode.commands.executeCommand('baton.openDelegation', id);
     await driver('expectText', 'left to apply');
     await sleep(500);
     await driver('screenshot', 'review-partly-applied');
     await driver('click', '#undo');
-    await waitFor('the undo', () => (session.view().applied === undefined && session.view().state === 'ready' ? true : undefined));
+    await waitFor('the undo', () =>
+      session.view().applied === undefined && session.view().state === 'ready' ? true : undefined,
+    );
     assert.deepEqual(hashTree(workspaceRoot()), original);
   });
 
@@ -137,7 +170,8 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     assert.ok(session);
     for (const f of session.view().files) if (f.path !== 'src/styles.css') session.select(f.id, undefined, false);
     // The title-bar apply above wrote its own audit line: this apply must add exactly one more.
-    const appliedLines = async () => (await api.delegations.readAudit()).filter((l) => l.requestId === id && l.review?.action === 'applied');
+    const appliedLines = async () =>
+      (await api.delegations.readAudit()).filter((l) => l.requestId === id && l.review?.action === 'applied');
     const auditBefore = (await appliedLines()).length;
     await vscode.commands.executeCommand('baton.openDelegation', id);
     await driver('expectText', 'Apply Selected (1)');
@@ -150,17 +184,29 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     const changed = Object.keys(now).filter((k) => now[k] !== original[k]);
     assert.deepEqual(changed, ['src/styles.css']);
     // What was applied is in the delegation's journal and in the audit log, with digests.
-    await waitFor('the journal notice', () => api.delegations.journalView(id)?.timeline.some((e) => e.kind === 'notice' && e.text.includes('You applied 1 file(s): src/styles.css')) || undefined);
+    await waitFor(
+      'the journal notice',
+      () =>
+        api.delegations
+          .journalView(id)
+          ?.timeline.some((e) => e.kind === 'notice' && e.text.includes('You applied 1 file(s): src/styles.css')) ||
+        undefined,
+    );
     const audit = await waitFor('the audit line', async () => {
       const lines = await appliedLines();
       return lines.length > auditBefore ? lines.slice(auditBefore) : undefined;
     });
     assert.equal(audit.length, 1);
-    assert.deepEqual(audit[0].review?.files.map((f) => f.path), ['src/styles.css']);
+    assert.deepEqual(
+      audit[0].review?.files.map((f) => f.path),
+      ['src/styles.css'],
+    );
     assert.ok(audit[0].review?.digests.every((d) => d.before !== d.after));
     await driver('click', '#undo');
     // Still ready after a partial apply: the undo is done when nothing is applied and the review is checked again.
-    await waitFor('the undo', () => (session.view().applied === undefined && session.view().state === 'ready' ? true : undefined));
+    await waitFor('the undo', () =>
+      session.view().applied === undefined && session.view().state === 'ready' ? true : undefined,
+    );
     assert.deepEqual(hashTree(workspaceRoot()), original);
   });
 
@@ -177,7 +223,10 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     await driver('screenshot', 'review-one-hunk');
     await session.apply(false);
     const now = hashTree(workspaceRoot());
-    assert.deepEqual(Object.keys(now).filter((k) => now[k] !== original[k]), ['src/pricing.js']);
+    assert.deepEqual(
+      Object.keys(now).filter((k) => now[k] !== original[k]),
+      ['src/pricing.js'],
+    );
     const text = readFileSync(join(workspaceRoot(), 'src/pricing.js'), 'utf8');
     assert.match(text, /function describePrice\(customer, amount\) \{/);
     assert.match(text, /function discountFor\(customer\)\{/, 'the first hunk was applied too');
@@ -199,7 +248,18 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     const applied = await session.apply(true);
     assert.equal(applied, false);
     assert.deepEqual(session.view().conflicts, ['src/cart.js']);
-    const tab = await waitFor('the merge editor', () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => typeof t.input === 'object' && t.input !== null && 'base' in t.input && 'input1' in t.input && 'result' in t.input));
+    const tab = await waitFor('the merge editor', () =>
+      vscode.window.tabGroups.all
+        .flatMap((g) => g.tabs)
+        .find(
+          (t) =>
+            typeof t.input === 'object' &&
+            t.input !== null &&
+            'base' in t.input &&
+            'input1' in t.input &&
+            'result' in t.input,
+        ),
+    );
     assert.ok(tab);
     const base = await vscode.workspace.openTextDocument(reviewDoc(id, 'ours', 'src/cart.js'));
     assert.match(base.getText(), /changed by the user/);
@@ -209,7 +269,10 @@ describe('Delegations to the local gateway’s formatter, and review', () => {
     await driver('screenshot', 'merge-editor');
     await session.abortMerge();
     assert.deepEqual(hashTree(workspaceRoot()), edited);
-    writeFileSync(file, readFileSync(file, 'utf8').replace('var TAX_RATE = 0.25 // changed by the user', 'var TAX_RATE = 0.2'));
+    writeFileSync(
+      file,
+      readFileSync(file, 'utf8').replace('var TAX_RATE = 0.25 // changed by the user', 'var TAX_RATE = 0.2'),
+    );
     assert.deepEqual(hashTree(workspaceRoot()), original);
   });
 

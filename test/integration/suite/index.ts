@@ -26,7 +26,9 @@ export function run(): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const runner = mocha.run((failures) => {
       const s = runner.stats;
-      console.log(`BATON:MOCHA ${JSON.stringify({ phase: phase.name, passes: s?.passes ?? 0, failures: s?.failures ?? 0, pending: s?.pending ?? 0 })}`);
+      console.log(
+        `BATON:MOCHA ${JSON.stringify({ phase: phase.name, passes: s?.passes ?? 0, failures: s?.failures ?? 0, pending: s?.pending ?? 0 })}`,
+      );
       if (failures > 0) reject(new Error(`${failures} integration test(s) failed in phase ${phase.name}`));
       // Reload while the extension host is alive: a workbench that saves its state after Baton stopped
       // has no serializer for Baton's panels and drops them; a user's reload never looks like that.

@@ -74,7 +74,11 @@ function settled(api: BatonApi, id: string, timeoutMs = 90_000) {
 
 /** The delegation the panel shows now (the newest one). */
 async function newestDelegation(api: BatonApi, after: ReadonlySet<string>): Promise<string> {
-  return waitFor('the new delegation', () => api.delegations.list().find((v) => !after.has(v.requestId))?.requestId, 30_000);
+  return waitFor(
+    'the new delegation',
+    () => api.delegations.list().find((v) => !after.has(v.requestId))?.requestId,
+    30_000,
+  );
 }
 
 describe('A newcomer’s first ten minutes, through the UI', function () {
@@ -91,10 +95,34 @@ describe('A newcomer’s first ten minutes, through the UI', function () {
     // The demo's local gateway: the built-in agents, paced so each step can be watched (and canceled).
     // Baton finds it in its own state folder and reuses it, as it reuses the one `npm run demo` starts.
     await vscode.commands.executeCommand('baton.stopGateway');
-    await startGateway(['--state', api.gateway.stateDir, '--host', '127.0.0.1', '--port', '0', '--root', workspaceRoot(), '--no-agent', 'lint-fix', '--agent-pace-ms', '600'], true);
+    await startGateway(
+      [
+        '--state',
+        api.gateway.stateDir,
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '0',
+        '--root',
+        workspaceRoot(),
+        '--no-agent',
+        'lint-fix',
+        '--agent-pace-ms',
+        '600',
+      ],
+      true,
+    );
     // The team's gateway: a second, separate A2A server on loopback whose agent is not pre-approved.
     const config = join(teamState, 'team-gateway.json');
-    writeFileSync(config, JSON.stringify({ host: '127.0.0.1', roots: [workspaceRoot()], localAgents: ['lint-fix'], anonymous: { principal: 'demo' } }));
+    writeFileSync(
+      config,
+      JSON.stringify({
+        host: '127.0.0.1',
+        roots: [workspaceRoot()],
+        localAgents: ['lint-fix'],
+        anonymous: { principal: 'demo' },
+      }),
+    );
     const started = await startGateway(['--config', config, '--state', join(teamState, 'state')], false);
     team = started.child;
     teamUrl = started.url;
@@ -106,7 +134,11 @@ describe('A newcomer’s first ten minutes, through the UI', function () {
 
   it('starts the local gateway from the palette and sees its agents, and which coding CLIs are missing', async () => {
     await palette('Baton: Start Local Gateway');
-    const refactor = await waitFor('the refactoring agent, approved', () => api.agents.approved().find((a) => a.approval?.card.name.startsWith('Refactor')), 60_000);
+    const refactor = await waitFor(
+      'the refactoring agent, approved',
+      () => api.agents.approved().find((a) => a.approval?.card.name.startsWith('Refactor')),
+      60_000,
+    );
     assert.ok(refactor);
     assert.equal(api.gateway.status.kind, 'running');
     assert.ok(api.gateway.status.kind === 'running' && api.gateway.status.reused, 'Baton reused the running gateway');
@@ -118,17 +150,27 @@ describe('A newcomer’s first ten minutes, through the UI', function () {
 
   it('adds the team gateway’s agent, which waits for review, and approves it on its page', async () => {
     // What the error on a private host tells the user to do: allow that host and port.
-    await vscode.workspace.getConfiguration('baton').update('privateHosts', [new URL(teamUrl).host], vscode.ConfigurationTarget.Global);
+    await vscode.workspace
+      .getConfiguration('baton')
+      .update('privateHosts', [new URL(teamUrl).host], vscode.ConfigurationTarget.Global);
     await palette('Baton: Add Agent');
     await driver('expectText', 'An Agent Card URL');
     await driver('type', teamUrl);
     await driver('press', 'Enter');
-    const entry = await waitFor('the lint fixer, pending', () => api.agents.agents.find((a) => a.cardUrl.startsWith(teamUrl) && a.status === 'pending'), 30_000);
+    const entry = await waitFor(
+      'the lint fixer, pending',
+      () => api.agents.agents.find((a) => a.cardUrl.startsWith(teamUrl) && a.status === 'pending'),
+      30_000,
+    );
     await driver('expectText', 'Pending review');
     await driver('expectText', 'optional: the card requires no authentication');
     await driver('screenshot', 'newcomer-agent-review');
     await driver('click', '#approve');
-    await waitFor('the approval', () => (api.agents.find(entry.cardUrl)?.status === 'approved' ? true : undefined), 20_000);
+    await waitFor(
+      'the approval',
+      () => (api.agents.find(entry.cardUrl)?.status === 'approved' ? true : undefined),
+      20_000,
+    );
     await driver('expectText', 'Approved');
     await driver('screenshot', 'newcomer-agent-approved');
   });
@@ -150,13 +192,25 @@ describe('A newcomer’s first ten minutes, through the UI', function () {
     await driver('press', 'Enter');
     const id = await newestDelegation(api, before);
     // Streams: steps arrive one by one while it works.
-    await waitFor('two steps while working', () => {
-      const v = api.delegations.journalView(id);
-      return v && v.state === 'working' && v.timeline.filter((e) => e.kind === 'step' || e.kind === 'status').length >= 2 ? true : undefined;
-    }, 60_000);
+    await waitFor(
+      'two steps while working',
+      () => {
+        const v = api.delegations.journalView(id);
+        return v &&
+          v.state === 'working' &&
+          v.timeline.filter((e) => e.kind === 'step' || e.kind === 'status').length >= 2
+          ? true
+          : undefined;
+      },
+      60_000,
+    );
     await driver('expectText', 'Loading the project');
     await driver('screenshot', 'newcomer-streaming');
-    await waitFor('the question', () => (api.delegations.journalView(id)?.state === 'input-required' ? true : undefined), 90_000);
+    await waitFor(
+      'the question',
+      () => (api.delegations.journalView(id)?.state === 'input-required' ? true : undefined),
+      90_000,
+    );
     await driver('expectText', 'The agent asks');
     await driver('expectText', 'src/cart.js');
     await driver('screenshot', 'newcomer-question');
@@ -165,10 +219,14 @@ describe('A newcomer’s first ten minutes, through the UI', function () {
     await driver('type', 'the one in src/cart.js');
     await driver('click', '#send-reply');
     // Until the reply is taken the delegation still reads input-required: wait for the turn after it.
-    const v = await waitFor('the task to end after the answer', () => {
-      const x = api.delegations.journalView(id);
-      return x?.outcome && x.outcome !== 'unknown' && x.outcome !== 'input-required' ? x : undefined;
-    }, 90_000);
+    const v = await waitFor(
+      'the task to end after the answer',
+      () => {
+        const x = api.delegations.journalView(id);
+        return x?.outcome && x.outcome !== 'unknown' && x.outcome !== 'input-required' ? x : undefined;
+      },
+      90_000,
+    );
     assert.equal(v.outcome, 'completed', v.outcomeReason);
     assert.equal(v.taskId, taskId, 'the answer continued the same task');
     await driver('expectText', 'Review Changes');
@@ -183,10 +241,18 @@ describe('A newcomer’s first ten minutes, through the UI', function () {
     const before = new Set<string>(api.delegations.list().map((v) => v.requestId));
     const refactor = api.agents.approved().find((a) => a.approval?.card.name.startsWith('Refactor'));
     assert.ok(refactor);
-    void vscode.commands.executeCommand('baton.delegate', { agentId: refactor.cardUrl, task: 'Organise imports and fix all', confirm: false });
+    void vscode.commands.executeCommand('baton.delegate', {
+      agentId: refactor.cardUrl,
+      task: 'Organise imports and fix all',
+      confirm: false,
+    });
     const id = await newestDelegation(api, before);
     // Mid-stream: the scope is said and the next step is on its way (paced) when the user cancels.
-    await waitFor('it to be working', () => (api.delegations.journalView(id)?.state === 'working' ? true : undefined), 60_000);
+    await waitFor(
+      'it to be working',
+      () => (api.delegations.journalView(id)?.state === 'working' ? true : undefined),
+      60_000,
+    );
     await driver('expectText', 'Scope: the whole repository');
     await driver('expectText', 'Working');
     await driver('click', '#cancel');
@@ -200,35 +266,59 @@ describe('A newcomer’s first ten minutes, through the UI', function () {
     const formatter = api.agents.approved().find((a) => a.approval?.card.name.startsWith('Formatter'));
     assert.ok(formatter);
     const original = hashTree(workspaceRoot());
-    const id = (await vscode.commands.executeCommand<string>('baton.delegate', { agentId: formatter.cardUrl, task: 'Format the files under src/', confirm: false })) ?? '';
+    const id =
+      (await vscode.commands.executeCommand<string>('baton.delegate', {
+        agentId: formatter.cardUrl,
+        task: 'Format the files under src/',
+        confirm: false,
+      })) ?? '';
     const v = await settled(api, id);
     assert.equal(v.outcome, 'completed', v.outcomeReason);
     const patch = (await api.delegations.reviewPatch(id))?.toString('utf8') ?? '';
     const touched = [...patch.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1]);
     assert.ok(touched.length > 0, patch);
-    assert.deepEqual(touched.filter((p) => !p.startsWith('src/')), [], `outside src/: ${touched.join(', ')}`);
+    assert.deepEqual(
+      touched.filter((p) => !p.startsWith('src/')),
+      [],
+      `outside src/: ${touched.join(', ')}`,
+    );
     await vscode.commands.executeCommand('baton.openDelegation', id);
     await driver('click', '#review');
     const session = await waitFor('the review', () => api.review(id), 30_000);
     await waitFor('the review to be ready', () => (session.view().state === 'ready' ? true : undefined), 30_000);
-    await waitFor('the changes editor’s actions', async () => ((await readOnScreen(TITLE_ACTIONS, 'aria-label')).includes('Apply All') ? true : undefined), 20_000);
+    await waitFor(
+      'the changes editor’s actions',
+      async () => ((await readOnScreen(TITLE_ACTIONS, 'aria-label')).includes('Apply All') ? true : undefined),
+      20_000,
+    );
     await driver('screenshot', 'newcomer-changes-editor');
     const file = touched.includes('src/styles.css') ? 'src/styles.css' : touched[0];
     await session.open(file);
-    await waitFor('the file’s diff actions', async () => ((await readOnScreen(TITLE_ACTIONS, 'aria-label')).includes('Apply This File') ? true : undefined), 20_000);
+    await waitFor(
+      'the file’s diff actions',
+      async () => ((await readOnScreen(TITLE_ACTIONS, 'aria-label')).includes('Apply This File') ? true : undefined),
+      20_000,
+    );
     await driver('click', `${TITLE_ACTIONS}[aria-label="Apply This File"]`);
     await waitFor('the apply', () => (session.view().applied ? true : undefined), 20_000);
     const now = hashTree(workspaceRoot());
-    assert.deepEqual(Object.keys(now).filter((k) => now[k] !== original[k]), [file]);
+    assert.deepEqual(
+      Object.keys(now).filter((k) => now[k] !== original[k]),
+      [file],
+    );
     await driver('screenshot', 'newcomer-applied-one-file');
     // Leave the tree as the next tests expect it.
     await driver('click', '#undo').catch(() => undefined);
     await vscode.commands.executeCommand('baton.openDelegation', id);
     await driver('click', '#undo');
-    await waitFor('the undo', () => {
-      const h = hashTree(workspaceRoot());
-      return Object.keys(h).every((k) => h[k] === original[k]) ? true : undefined;
-    }, 20_000);
+    await waitFor(
+      'the undo',
+      () => {
+        const h = hashTree(workspaceRoot());
+        return Object.keys(h).every((k) => h[k] === original[k]) ? true : undefined;
+      },
+      20_000,
+    );
     assert.ok(existsSync(join(workspaceRoot(), file)) && readFileSync(join(workspaceRoot(), file)).length > 0);
   });
 });

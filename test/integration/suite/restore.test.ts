@@ -11,9 +11,15 @@ describe('Baton after a workbench reload', () => {
     assert.ok(tab);
     const api = await activateBaton();
     // VS Code revives a restored webview when its tab is shown: the visible one at once, the others later.
-    await waitFor('the extension to adopt a restored panel', () => (api.panels.all().length > 0 ? true : undefined), 30_000);
+    await waitFor(
+      'the extension to adopt a restored panel',
+      () => (api.panels.all().length > 0 ? true : undefined),
+      30_000,
+    );
     await vscode.commands.executeCommand('baton.openPanel');
-    const overview = await waitFor('the overview panel', () => api.panels.all().find((p) => !p.delegationId && !p.agentCardUrl));
+    const overview = await waitFor('the overview panel', () =>
+      api.panels.all().find((p) => !p.delegationId && !p.agentCardUrl),
+    );
     await waitFor('the overview panel to say ready', () => overview.isReady || undefined, 30_000);
     await driver('expectText', 'No delegation selected');
     await driver('click', '#refresh');
@@ -25,15 +31,24 @@ describe('Baton after a workbench reload', () => {
     this.timeout(120_000);
     const api = await activateBaton();
     await api.ready;
-    const { id, seen } = JSON.parse(readFileSync(join(process.env.BATON_TEST_CONTROL ?? '', 'running-delegation.json'), 'utf8')) as { id: string; seen: number };
-    const v = await waitFor('the re-attached delegation to complete', () => {
-      const x = api.delegations.journalView(id);
-      return x?.outcome === 'completed' ? x : undefined;
-    }, 90_000);
+    const { id, seen } = JSON.parse(
+      readFileSync(join(process.env.BATON_TEST_CONTROL ?? '', 'running-delegation.json'), 'utf8'),
+    ) as { id: string; seen: number };
+    const v = await waitFor(
+      'the re-attached delegation to complete',
+      () => {
+        const x = api.delegations.journalView(id);
+        return x?.outcome === 'completed' ? x : undefined;
+      },
+      90_000,
+    );
     assert.ok(v.timeline.length > seen, `the timeline did not grow after the reload (${seen} → ${v.timeline.length})`);
     const texts = v.timeline.map((e) => JSON.stringify(e));
     assert.equal(new Set(texts).size, texts.length, 'an event was recorded twice');
-    assert.ok((await api.delegations.reviewPatch(id))?.toString('utf8').includes('second draft'), 'the final patch lacks the work done after the reload');
+    assert.ok(
+      (await api.delegations.reviewPatch(id))?.toString('utf8').includes('second draft'),
+      'the final patch lacks the work done after the reload',
+    );
     await vscode.commands.executeCommand('baton.openDelegation', id);
     await driver('expectText', 'Completed');
     await driver('screenshot', 'reattached-completed');

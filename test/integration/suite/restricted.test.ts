@@ -27,9 +27,19 @@ describe('Baton in Restricted Mode (an untrusted workspace)', () => {
   });
 
   it('every command that delegates, runs or applies is disabled by its enablement', () => {
-    const commands = (vscode.extensions.getExtension(EXTENSION_ID)?.packageJSON as { contributes: { commands: Contributed[] } }).contributes.commands;
+    const commands = (
+      vscode.extensions.getExtension(EXTENSION_ID)?.packageJSON as { contributes: { commands: Contributed[] } }
+    ).contributes.commands;
     const gated = new Set(commands.filter((c) => c.enablement?.includes('isWorkspaceTrusted')).map((c) => c.command));
-    for (const c of ['baton.delegate', 'baton.delegateSelection', 'baton.delegateFiles', 'baton.fixWithAgent', 'baton.addAgent', 'baton.startGateway', 'baton.reviewChanges']) {
+    for (const c of [
+      'baton.delegate',
+      'baton.delegateSelection',
+      'baton.delegateFiles',
+      'baton.fixWithAgent',
+      'baton.addAgent',
+      'baton.startGateway',
+      'baton.reviewChanges',
+    ]) {
       assert.ok(gated.has(c), `${c} is not disabled in Restricted Mode`);
     }
   });

@@ -13,10 +13,16 @@ describe('Baton in a real VS Code', () => {
     assert.ok(ext, 'Baton is not loaded');
     assert.equal(ext.extensionKind, vscode.ExtensionKind.Workspace);
     assert.equal(typeof process.versions.node, 'string');
-    console.log(`BATON:ENV vscode=${vscode.version} node=${process.versions.node} appHost=${vscode.env.appHost} path=${ext.extensionPath} mode=${process.env.BATON_TEST_MODE}`);
+    console.log(
+      `BATON:ENV vscode=${vscode.version} node=${process.versions.node} appHost=${vscode.env.appHost} path=${ext.extensionPath} mode=${process.env.BATON_TEST_MODE}`,
+    );
     if (process.env.BATON_TEST_MODE === 'vsix') {
       assert.notEqual(ext.extensionPath, process.env.BATON_REPO);
-      assert.match(basename(ext.extensionPath), /^baton\.baton-\d+\.\d+\.\d+$/, `expected the installed .vsix, got ${ext.extensionPath}`);
+      assert.match(
+        basename(ext.extensionPath),
+        /^baton\.baton-\d+\.\d+\.\d+$/,
+        `expected the installed .vsix, got ${ext.extensionPath}`,
+      );
     } else {
       assert.equal(ext.extensionPath, process.env.BATON_REPO, 'expected the extension from the development folder');
     }
@@ -30,8 +36,14 @@ describe('Baton in a real VS Code', () => {
       views: Record<string, { id: string; name: string }[]>;
       commands: { command: string; category: string }[];
     };
-    assert.deepEqual(contributes.viewsContainers.activitybar.map((c) => c.id), ['baton']);
-    assert.deepEqual(contributes.views.baton.map((v) => v.name), ['Agents', 'Delegations']);
+    assert.deepEqual(
+      contributes.viewsContainers.activitybar.map((c) => c.id),
+      ['baton'],
+    );
+    assert.deepEqual(
+      contributes.views.baton.map((v) => v.name),
+      ['Agents', 'Delegations'],
+    );
     assert.ok(contributes.commands.every((c) => c.category === 'Baton'));
     await activateBaton();
     const commands = await vscode.commands.getCommands(true);
@@ -60,9 +72,13 @@ describe('Baton in a real VS Code', () => {
     await waitFor('the first snapshot to reach the panel', () => posted.find((m) => m.type === 'snapshot'));
 
     await driver('click', '#refresh');
-    const req = await waitFor('the click to reach the extension', () => received.find((m) => m.type === 'request' && m.method === 'refresh'));
+    const req = await waitFor('the click to reach the extension', () =>
+      received.find((m) => m.type === 'request' && m.method === 'refresh'),
+    );
     assert.equal(req.type, 'request');
-    const answer = await waitFor('the answer to reach the panel', () => posted.find((m) => m.type === 'response' && req.type === 'request' && m.id === req.id));
+    const answer = await waitFor('the answer to reach the panel', () =>
+      posted.find((m) => m.type === 'response' && req.type === 'request' && m.id === req.id),
+    );
     assert.equal(answer.type === 'response' && answer.ok, true);
     // The driver reads the panel's DOM: the answer is on screen, not just posted.
     await driver('expectText', 'Refreshed 1×');

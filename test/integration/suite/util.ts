@@ -8,19 +8,28 @@ export const EXTENSION_ID = 'baton.baton';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-
 /**
  * Asks the browser driver (test/integration/driver.ts) to act on the workbench as a user would: click
  * an element of a webview, wait for text on screen, take a screenshot. The request goes out as a log
  * line; the driver answers by writing ack-<id>.json into $BATON_TEST_CONTROL, which this waits for.
  */
-export async function driver(command: 'click' | 'screenshot' | 'expectText' | 'type' | 'press' | 'reload' | 'windowFocus' | 'read', ...args: string[]): Promise<unknown> {
+export async function driver(
+  command: 'click' | 'screenshot' | 'expectText' | 'type' | 'press' | 'reload' | 'windowFocus' | 'read',
+  ...args: string[]
+): Promise<unknown> {
   const dir = process.env.BATON_TEST_CONTROL;
   if (!dir) throw new Error('BATON_TEST_CONTROL is not set');
   const id = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
   console.log(`BATON:DRIVER ${JSON.stringify({ id, pid: process.pid, command, args })}`);
   const file = join(dir, `ack-${process.pid}-${id}.json`);
-  const ack = await waitFor(`the driver to ${command} ${args.join(' ')}`, () => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { ok: boolean; error?: string; result?: unknown }) : undefined), 45_000);
+  const ack = await waitFor(
+    `the driver to ${command} ${args.join(' ')}`,
+    () =>
+      existsSync(file)
+        ? (JSON.parse(readFileSync(file, 'utf8')) as { ok: boolean; error?: string; result?: unknown })
+        : undefined,
+    45_000,
+  );
   if (!ack.ok) throw new Error(`driver could not ${command} ${args.join(' ')}: ${ack.error ?? 'no reason given'}`);
   return ack.result;
 }
@@ -37,7 +46,11 @@ export async function activateBaton(): Promise<BatonApi> {
   return ext.activate();
 }
 
-export async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = 20_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await probe();

@@ -41,7 +41,15 @@ describe('built-in agents', () => {
   const run = async (agent: LocalAgent, repo: string, files: string[] = [], prompt = 'go') => {
     const events: LocalRunEvent[] = [];
     const result = await agent.run(
-      { taskId: `b-${++n}`, repoPath: repo, prompt, files, capabilities: { write: false, shell: false, network: false }, deadline: Date.now() + 60_000, signal: new AbortController().signal },
+      {
+        taskId: `b-${++n}`,
+        repoPath: repo,
+        prompt,
+        files,
+        capabilities: { write: false, shell: false, network: false },
+        deadline: Date.now() + 60_000,
+        signal: new AbortController().signal,
+      },
       (e) => events.push(e),
     );
     return { result, events };
@@ -49,11 +57,20 @@ describe('built-in agents', () => {
 
   it('discovers the built-ins and the CLIs on PATH as LocalAgents', async () => {
     const all = await discoverLocalAgents({ manager, pathVar: STANDIN });
-    assert.deepEqual(all.map((a) => a.id), ['formatter', 'lint-fix', 'refactor', 'claude', 'codex', 'gemini', 'copilot', 'opencode']);
-    assert.deepEqual(all.map((a) => a.kind), ['builtin', 'builtin', 'builtin', 'headless', 'headless', 'headless', 'headless', 'headless']);
+    assert.deepEqual(
+      all.map((a) => a.id),
+      ['formatter', 'lint-fix', 'refactor', 'claude', 'codex', 'gemini', 'copilot', 'opencode'],
+    );
+    assert.deepEqual(
+      all.map((a) => a.kind),
+      ['builtin', 'builtin', 'builtin', 'headless', 'headless', 'headless', 'headless', 'headless'],
+    );
     for (const a of all) assert.ok(a.skills.length && a.name && a.description);
     const none = await discoverLocalAgents({ manager, pathVar: join(space.base, 'empty-path') });
-    assert.deepEqual(none.map((a) => a.id), ['formatter', 'lint-fix', 'refactor']);
+    assert.deepEqual(
+      none.map((a) => a.id),
+      ['formatter', 'lint-fix', 'refactor'],
+    );
   });
 
   it('formatter: Prettier over the whole sample repo with its .prettierrc; the patch applies and the result is formatted', async () => {
@@ -63,7 +80,15 @@ describe('built-in agents', () => {
     const { result, events } = await run(formatter, repo);
     assert.equal(result.outcome, 'completed', result.reason);
     assert.equal(events[0].kind, 'started');
-    for (const f of ['src/cart.js', 'src/format.ts', 'src/styles.css', 'config/settings.json', 'README.md', 'package.json', 'src/untracked.js']) {
+    for (const f of [
+      'src/cart.js',
+      'src/format.ts',
+      'src/styles.css',
+      'config/settings.json',
+      'README.md',
+      'package.json',
+      'src/untracked.js',
+    ]) {
       assert.match(result.patch, new RegExp(`diff --git a/${f.replace('.', '\\.')}`), `${f} formatted`);
     }
     assert.match(result.summary ?? '', /^Prettier formatted \d+ of \d+ file/);
@@ -72,9 +97,16 @@ describe('built-in agents', () => {
     assert.equal(fingerprint(repo), before, 'the user repo is untouched');
     const applied = applyToCopy(repo, result.patch, join(space.base, 'demo-format-applied'));
     const cart = readFileSync(join(applied, 'src/cart.js'), 'utf8');
-    assert.equal(await format(cart, { filepath: 'cart.js', singleQuote: true, printWidth: 100 }), cart, 'stable under Prettier with the repo options');
+    assert.equal(
+      await format(cart, { filepath: 'cart.js', singleQuote: true, printWidth: 100 }),
+      cart,
+      'stable under Prettier with the repo options',
+    );
     assert.match(cart, /item\['price'\]/, 'singleQuote from .prettierrc');
-    assert.equal(readFileSync(join(applied, 'src/styles.css'), 'utf8'), '.cart {\n  display: flex;\n  flex-direction: column;\n  gap: 8px;\n}\n.cart .item {\n  padding: 4px 8px;\n  border: 1px solid #ccc;\n  border-radius: 4px;\n}\n.total {\n  font-weight: bold;\n  color: #333;\n}\n');
+    assert.equal(
+      readFileSync(join(applied, 'src/styles.css'), 'utf8'),
+      '.cart {\n  display: flex;\n  flex-direction: column;\n  gap: 8px;\n}\n.cart .item {\n  padding: 4px 8px;\n  border: 1px solid #ccc;\n  border-radius: 4px;\n}\n.total {\n  font-weight: bold;\n  color: #333;\n}\n',
+    );
   });
 
   it('formatter: only the named files; paths outside the repo, symlinks and unknown types are skipped and said so', async () => {
@@ -82,10 +114,22 @@ describe('built-in agents', () => {
     symlinkSync('/etc/hostname', join(repo, 'src/link.js'));
     sh(repo, 'add', '-A');
     sh(repo, 'commit', '-qm', 'link');
-    const { result, events } = await run(formatter, repo, ['src/styles.css', '../outside.js', '/etc/passwd', 'src/link.js', 'src/.git/x.js', 'bin.exe']);
+    const { result, events } = await run(formatter, repo, [
+      'src/styles.css',
+      '../outside.js',
+      '/etc/passwd',
+      'src/link.js',
+      'src/.git/x.js',
+      'bin.exe',
+    ]);
     assert.equal(result.outcome, 'completed', result.reason);
-    assert.deepEqual([...result.patch.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1]), ['src/styles.css']);
-    const skipped = events.filter((e) => e.kind === 'step' && e.text.startsWith('Skipped')).map((e) => (e.kind === 'step' ? e.text : ''));
+    assert.deepEqual(
+      [...result.patch.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1]),
+      ['src/styles.css'],
+    );
+    const skipped = events
+      .filter((e) => e.kind === 'step' && e.text.startsWith('Skipped'))
+      .map((e) => (e.kind === 'step' ? e.text : ''));
     assert.equal(skipped.length, 5, skipped.join('\n'));
     assert.ok(skipped.some((s) => /src\/link\.js \(a symbolic link\)/.test(s)));
     assert.ok(applyCheck(repo, result.patch).ok);
@@ -105,11 +149,18 @@ describe('built-in agents', () => {
 
   it('formatter: globs, Windows paths and quoted names in the task; what matches nothing is said', async () => {
     const repo = demoRepo('scope-format-glob');
-    const { result, events } = await run(formatter, repo, [], 'Format src/**/*.ts, "config\\settings.json" and src/missing.css');
+    const { result, events } = await run(
+      formatter,
+      repo,
+      [],
+      'Format src/**/*.ts, "config\\settings.json" and src/missing.css',
+    );
     assert.equal(result.outcome, 'completed', result.reason);
     assert.deepEqual(touched(result.patch), ['config/settings.json', 'src/format.ts']);
     assert.equal(steps(events)[0], 'Scope: src/**/*.ts and config\\settings.json (named in the task): 3 files');
-    assert.ok(steps(events).includes('Nothing in the repository matches src/missing.css (named in the task); it was left out.'));
+    assert.ok(
+      steps(events).includes('Nothing in the repository matches src/missing.css (named in the task); it was left out.'),
+    );
   });
 
   it('formatter: a task whose every path matches nothing fails with the names and what exists, and changes nothing', async () => {
@@ -118,7 +169,10 @@ describe('built-in agents', () => {
     assert.equal(result.outcome, 'failed');
     assert.equal(result.patch, '');
     assert.match(result.reason ?? '', /Nothing in the repository matches lib\/ and app\.ts/);
-    assert.match(result.reason ?? '', /The repository has: \.gitignore, \.prettierrc, README\.md, config\/, package\.json, src\//);
+    assert.match(
+      result.reason ?? '',
+      /The repository has: \.gitignore, \.prettierrc, README\.md, config\/, package\.json, src\//,
+    );
   });
 
   it('formatter: a folder sent as context is the scope, whatever the task names', async () => {
@@ -134,7 +188,15 @@ describe('built-in agents', () => {
     const repo = demoRepo('scope-format-all');
     const { result, events } = await run(formatter, repo, [], 'Format the whole repository');
     assert.equal(result.outcome, 'completed', result.reason);
-    assert.deepEqual(touched(result.patch), ['README.md', 'config/settings.json', 'package.json', 'src/cart.js', 'src/format.ts', 'src/pricing.js', 'src/styles.css']);
+    assert.deepEqual(touched(result.patch), [
+      'README.md',
+      'config/settings.json',
+      'package.json',
+      'src/cart.js',
+      'src/format.ts',
+      'src/pricing.js',
+      'src/styles.css',
+    ]);
     assert.equal(steps(events)[0], 'Scope: the whole repository (no files were sent and the task names none): 9 files');
   });
 
@@ -155,7 +217,10 @@ describe('built-in agents', () => {
     assert.equal(steps(ctx.events)[0], 'Scope: the file sent as context (src/format.ts): 1 file');
     const all = await run(lintFix, repo, [], 'Fix all lint problems');
     assert.deepEqual(touched(all.result.patch), ['src/cart.js', 'src/format.ts']);
-    assert.equal(steps(all.events)[0], 'Scope: the whole repository (no files were sent and the task names none): 4 files');
+    assert.equal(
+      steps(all.events)[0],
+      'Scope: the whole repository (no files were sent and the task names none): 4 files',
+    );
     const css = await run(lintFix, repo, [], 'Fix the lint problems in src/styles.css');
     assert.equal(css.result.outcome, 'failed');
     assert.match(css.result.reason ?? '', /src\/styles\.css \(not a supported file type\)/);
@@ -166,7 +231,12 @@ describe('built-in agents', () => {
     symlinkSync('/etc', join(repo, 'src/etc'));
     sh(repo, 'add', '-A');
     sh(repo, 'commit', '-qm', 'link');
-    for (const [files, prompt] of [[[], 'Fix lint in src/etc/'], [['src/etc/'], 'go'], [['src/etc/passwd.js'], 'go'], [[], 'Fix lint in src/etc']] as const) {
+    for (const [files, prompt] of [
+      [[], 'Fix lint in src/etc/'],
+      [['src/etc/'], 'go'],
+      [['src/etc/passwd.js'], 'go'],
+      [[], 'Fix lint in src/etc'],
+    ] as const) {
       const { result } = await run(lintFix, repo, [...files], prompt);
       assert.equal(result.outcome, 'failed', `${prompt} ${files.join(',')}`);
       assert.equal(result.patch, '');
@@ -243,8 +313,22 @@ describe('built-in agents', () => {
       })();`,
     );
     const outfile = join(space.base, 'bundle.js');
-    await build({ entryPoints: [entry], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile, logLevel: 'silent' });
-    const out = JSON.parse(execFileSync(process.execPath, [outfile, join(space.base, 'bundle-root'), repo], { cwd: space.base, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })) as Record<string, { outcome: string; patch: string }>;
+    await build({
+      entryPoints: [entry],
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      target: 'node20',
+      outfile,
+      logLevel: 'silent',
+    });
+    const out = JSON.parse(
+      execFileSync(process.execPath, [outfile, join(space.base, 'bundle-root'), repo], {
+        cwd: space.base,
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+      }),
+    ) as Record<string, { outcome: string; patch: string }>;
     assert.equal(out.formatter.outcome, 'completed');
     assert.equal(out['lint-fix'].outcome, 'completed');
     assert.ok(out.formatter.patch.includes('diff --git a/src/cart.js'));

@@ -29,10 +29,29 @@ describe('headless agents with the stand-in CLI', () => {
   const agentFor = (id: HarnessId, confine: 'auto' | 'off' = 'off', extra: { maxOutputBytes?: number } = {}) => {
     const detected = detectHarnesses({ pathVar: STANDIN }).find((d) => d.spec.id === id);
     assert.ok(detected, `${id} stand-in found on PATH`);
-    return createHeadlessAgent(detected, { manager, confine: { mode: confine }, realHome: space.home, killGraceMs: 500, ...extra });
+    return createHeadlessAgent(detected, {
+      manager,
+      confine: { mode: confine },
+      realHome: space.home,
+      killGraceMs: 500,
+      ...extra,
+    });
   };
 
-  async function run(id: HarnessId, repo: string | undefined, prompt: string, o: { caps?: Capabilities; deadlineMs?: number; confine?: 'auto' | 'off'; files?: string[]; unsaved?: string[]; abortOn?: (e: LocalRunEvent) => boolean; maxOutputBytes?: number } = {}) {
+  async function run(
+    id: HarnessId,
+    repo: string | undefined,
+    prompt: string,
+    o: {
+      caps?: Capabilities;
+      deadlineMs?: number;
+      confine?: 'auto' | 'off';
+      files?: string[];
+      unsaved?: string[];
+      abortOn?: (e: LocalRunEvent) => boolean;
+      maxOutputBytes?: number;
+    } = {},
+  ) {
     const events: LocalRunEvent[] = [];
     const ac = new AbortController();
     const agent = agentFor(id, o.confine ?? 'off', { maxOutputBytes: o.maxOutputBytes });
@@ -60,11 +79,18 @@ describe('headless agents with the stand-in CLI', () => {
       const repo = makeRepo(space.base, `flavor-${id}`, { 'src/a.js': 'const a = 1;\n', 'README.md': '# r\n' });
       write(repo, 'notes.txt', 'uncommitted\n');
       const before = fingerprint(repo);
-      const { result, events } = await run(id, repo, 'Change a\n@standin write src/a.js const a = 2;\\n\n@standin write "docs/new file.md" # new\\n\n@standin delete README.md\n');
+      const { result, events } = await run(
+        id,
+        repo,
+        'Change a\n@standin write src/a.js const a = 2;\\n\n@standin write "docs/new file.md" # new\\n\n@standin delete README.md\n',
+      );
       assert.equal(result.outcome, 'completed', result.reason);
       assert.equal(result.exitCode, 0);
       assert.equal(events[0].kind, 'started');
-      assert.ok(events.some((e) => e.kind === 'step' && /src\/a\.js/.test(e.text)), 'a step names the edited file');
+      assert.ok(
+        events.some((e) => e.kind === 'step' && /src\/a\.js/.test(e.text)),
+        'a step names the edited file',
+      );
       const artifact = events.find((e) => e.kind === 'artifact');
       assert.ok(artifact && artifact.kind === 'artifact' && artifact.text === result.patch);
       assert.ok(applyCheck(repo, result.patch).ok);
@@ -74,7 +100,11 @@ describe('headless agents with the stand-in CLI', () => {
       assert.equal(existsSync(join(applied, 'README.md')), false);
       assert.equal(readFileSync(join(applied, 'notes.txt'), 'utf8'), 'uncommitted\n');
       assert.equal(fingerprint(repo), before);
-      assert.deepEqual(readdirSync(space.root).filter((d) => !d.startsWith('.')), [], 'workspace removed');
+      assert.deepEqual(
+        readdirSync(space.root).filter((d) => !d.startsWith('.')),
+        [],
+        'workspace removed',
+      );
     });
   }
 
@@ -110,7 +140,9 @@ describe('headless agents with the stand-in CLI', () => {
 
   it('a CLI that hangs is stopped with its children at the deadline: expired', async () => {
     const repo = makeRepo(space.base, 'hang', { 'a.txt': 'a\n' });
-    const { result, events } = await run('claude', repo, '@standin write a.txt partial\\n\n@standin hang', { deadlineMs: 2000 });
+    const { result, events } = await run('claude', repo, '@standin write a.txt partial\\n\n@standin hang', {
+      deadlineMs: 2000,
+    });
     assert.equal(result.outcome, 'expired');
     assert.match(result.reason ?? '', /deadline/);
     assert.equal(result.patch, '');
@@ -121,7 +153,9 @@ describe('headless agents with the stand-in CLI', () => {
 
   it('cancel stops the CLI: canceled', async () => {
     const repo = makeRepo(space.base, 'cancel', { 'a.txt': 'a\n' });
-    const { result } = await run('codex', repo, '@standin hang', { abortOn: (e) => e.kind === 'step' && /sleep forever/.test(e.text) });
+    const { result } = await run('codex', repo, '@standin hang', {
+      abortOn: (e) => e.kind === 'step' && /sleep forever/.test(e.text),
+    });
     assert.equal(result.outcome, 'canceled');
     assert.equal(result.patch, '');
   });
@@ -139,7 +173,9 @@ describe('headless agents with the stand-in CLI', () => {
     assert.equal(result.outcome, 'failed');
     assert.equal(result.exitCode, 3);
     assert.match(result.reason ?? '', /exited with code 3/);
-    assert.ok(events.some((e) => e.kind === 'log' && e.stream === 'stderr' && /failing on purpose with 3/.test(e.text)));
+    assert.ok(
+      events.some((e) => e.kind === 'log' && e.stream === 'stderr' && /failing on purpose with 3/.test(e.text)),
+    );
     assert.equal(result.patch, '');
   });
 
@@ -155,7 +191,11 @@ describe('headless agents with the stand-in CLI', () => {
 
   it('hands the CLI its task context: named files, unsaved files, capabilities, and AGENTS.md when it does not read it', async () => {
     const repo = makeRepo(space.base, 'context', { 'a.txt': 'a\n', 'AGENTS.md': 'Always use tabs.\n' });
-    const { result, events } = await run('claude', repo, 'Fix a.txt\n@standin echo-prompt', { files: ['a.txt'], unsaved: ['a.txt'], caps: { write: false, shell: false, network: false } });
+    const { result, events } = await run('claude', repo, 'Fix a.txt\n@standin echo-prompt', {
+      files: ['a.txt'],
+      unsaved: ['a.txt'],
+      caps: { write: false, shell: false, network: false },
+    });
     assert.equal(result.outcome, 'completed', result.reason);
     const prompt = result.summary ?? '';
     assert.match(prompt, /^Fix a\.txt/);
@@ -187,11 +227,23 @@ describe('headless agents with the stand-in CLI', () => {
     const before = fingerprint(repo);
     // Under /tmp and HOME the sandbox has empty tmpfs mounts: writes there land nowhere. The user's
     // .git is bound read-only (the clone borrows its objects): writes there are refused.
-    const outside = [join(repo, 'evil.txt'), join(space.home, 'evil.txt'), join(space.root, 'evil.txt'), join(space.base, 'evil.txt'), join(repo, '.git', 'evil.txt'), join(repo, '.git', 'refs', 'heads', 'evil')];
+    const outside = [
+      join(repo, 'evil.txt'),
+      join(space.home, 'evil.txt'),
+      join(space.root, 'evil.txt'),
+      join(space.base, 'evil.txt'),
+      join(repo, '.git', 'evil.txt'),
+      join(repo, '.git', 'refs', 'heads', 'evil'),
+    ];
     const { result, events } = await run(
       'claude',
       repo,
-      [...outside.map((p) => `@standin escape ${p}`), '@standin write a.txt inside\\n', `@standin git push ${repo} HEAD:refs/heads/pwned`, '@standin env HOME'].join('\n'),
+      [
+        ...outside.map((p) => `@standin escape ${p}`),
+        '@standin write a.txt inside\\n',
+        `@standin git push ${repo} HEAD:refs/heads/pwned`,
+        '@standin env HOME',
+      ].join('\n'),
       { confine: 'auto' },
     );
     const started = events[0];
@@ -230,9 +282,25 @@ describe('headless agents with the stand-in CLI', () => {
       sh(space.base, 'init', '-q', ws);
       sh(space.base, 'init', '-q', home);
       const probe = (network: boolean) =>
-        confineCommand({ argv: [join(STANDIN, 'claude'), '-p'], workspace: ws, home, network, realHome: space.home, readOnly: [STANDIN] }).then(async (c) => {
+        confineCommand({
+          argv: [join(STANDIN, 'claude'), '-p'],
+          workspace: ws,
+          home,
+          network,
+          realHome: space.home,
+          readOnly: [STANDIN],
+        }).then(async (c) => {
           let out = '';
-          await runProcess({ command: c.command, args: c.args, cwd: ws, env: { PATH: process.env.PATH }, stdin: `@standin connect ${port}`, deadline: Date.now() + 20_000, signal: new AbortController().signal, onStdoutLine: (l) => (out += l) });
+          await runProcess({
+            command: c.command,
+            args: c.args,
+            cwd: ws,
+            env: { PATH: process.env.PATH },
+            stdin: `@standin connect ${port}`,
+            deadline: Date.now() + 20_000,
+            signal: new AbortController().signal,
+            onStdoutLine: (l) => (out += l),
+          });
           return out;
         });
       assert.match(await probe(false), /connect \d+: (ECONNREFUSED|ENETUNREACH|EHOSTUNREACH|timeout)/);
@@ -245,7 +313,10 @@ describe('headless agents with the stand-in CLI', () => {
 
 describe('toolDirs', () => {
   it('binds the folders under HOME that hold the CLI and PATH runtimes, never secrets folders', () => {
-    assert.deepEqual(toolDirs('/home/u/.nvm/versions/node/v20/bin/claude', '/home/u/.local/bin:/usr/bin:/home/u/.ssh/bin', '/home/u'), ['/home/u/.nvm', '/home/u/.local']);
+    assert.deepEqual(
+      toolDirs('/home/u/.nvm/versions/node/v20/bin/claude', '/home/u/.local/bin:/usr/bin:/home/u/.ssh/bin', '/home/u'),
+      ['/home/u/.nvm', '/home/u/.local'],
+    );
     assert.deepEqual(toolDirs('/usr/local/bin/codex', '/usr/bin', '/home/u'), ['/usr/local/bin']);
   });
 });

@@ -61,9 +61,21 @@ describe('refactor agent through the gateway (SDK client)', () => {
     sh(repo, 'add', '-A');
     sh(repo, 'commit', '-q', '-m', 'demo');
     const manager = new WorkspaceManager({ root: space.root, userHome: space.home });
-    const agents = async (agentPaceMs: number) => (await discoverLocalAgents({ manager, clis: false, agentPaceMs })).filter((a) => a.id === 'refactor');
-    gw = await startGateway({ stateDir: join(state.path, 'a'), roots: [space.base], localAgents: await agents(0), log: () => undefined });
-    paced = await startGateway({ stateDir: join(state.path, 'b'), roots: [space.base], localAgents: await agents(1_000), limits: { cancelGraceMs: 2_000 }, log: () => undefined });
+    const agents = async (agentPaceMs: number) =>
+      (await discoverLocalAgents({ manager, clis: false, agentPaceMs })).filter((a) => a.id === 'refactor');
+    gw = await startGateway({
+      stateDir: join(state.path, 'a'),
+      roots: [space.base],
+      localAgents: await agents(0),
+      log: () => undefined,
+    });
+    paced = await startGateway({
+      stateDir: join(state.path, 'b'),
+      roots: [space.base],
+      localAgents: await agents(1_000),
+      limits: { cancelGraceMs: 2_000 },
+      log: () => undefined,
+    });
   });
   after(async () => {
     await gw.close();
@@ -76,30 +88,56 @@ describe('refactor agent through the gateway (SDK client)', () => {
     const client = await clientFor(`${gw.url}/a2a/refactor/.well-known/agent-card.json`, gw.token);
     const card = await client.getAgentCard();
     assert.equal(card.name, 'Refactor (TypeScript)');
-    assert.deepEqual(card.skills.map((s) => s.id), ['rename', 'organize-imports', 'fix-all']);
+    assert.deepEqual(
+      card.skills.map((s) => s.id),
+      ['rename', 'organize-imports', 'fix-all'],
+    );
 
     const first: StreamResponse[] = [];
-    for await (const ev of client.sendMessageStream(sendRequest(userMessage('rename lineTotal to itemTotal', { [META.repository]: repo })))) first.push(ev);
+    for await (const ev of client.sendMessageStream(
+      sendRequest(userMessage('rename lineTotal to itemTotal', { [META.repository]: repo })),
+    ))
+      first.push(ev);
     const task = first[0].payload?.$case === 'task' ? first[0].payload.value : undefined;
     assert.ok(task);
     const steps = first.map(status).filter((s) => s !== undefined);
     const texts = steps.map((s) => s.text);
-    assert.ok(texts.includes('Rename "lineTotal" to "itemTotal". Scope: the whole repository (no files were sent and the task names none): 4 files.'), texts.join('\n'));
-    assert.ok(texts.includes('Loading the project: 4 JavaScript/TypeScript file(s) found, 4 in scope.'), texts.join('\n'));
+    assert.ok(
+      texts.includes(
+        'Rename "lineTotal" to "itemTotal". Scope: the whole repository (no files were sent and the task names none): 4 files.',
+      ),
+      texts.join('\n'),
+    );
+    assert.ok(
+      texts.includes('Loading the project: 4 JavaScript/TypeScript file(s) found, 4 in scope.'),
+      texts.join('\n'),
+    );
     const asked = steps[steps.length - 1];
     assert.equal(asked.state, TaskState.TASK_STATE_INPUT_REQUIRED);
-    assert.match(asked.text, /"lineTotal" is declared in 2 places[\s\S]*1\. src\/cart\.js:4 \(function\)\n {2}2\. src\/invoice\.ts:12 \(function\)/);
+    assert.match(
+      asked.text,
+      /"lineTotal" is declared in 2 places[\s\S]*1\. src\/cart\.js:4 \(function\)\n {2}2\. src\/invoice\.ts:12 \(function\)/,
+    );
 
     const second: StreamResponse[] = [];
-    for await (const ev of client.sendMessageStream(sendRequest(buildReplyMessage('reply-invoice', task.id, task.contextId, '2')))) second.push(ev);
+    for await (const ev of client.sendMessageStream(
+      sendRequest(buildReplyMessage('reply-invoice', task.id, task.contextId, '2')),
+    ))
+      second.push(ev);
     const later = second.map(status).filter((s) => s !== undefined);
-    assert.ok(later.some((s) => s.text === 'Reply "2": src/invoice.ts:12 (function).'), later.map((s) => s.text).join('\n'));
+    assert.ok(
+      later.some((s) => s.text === 'Reply "2": src/invoice.ts:12 (function).'),
+      later.map((s) => s.text).join('\n'),
+    );
     assert.ok(later.some((s) => s.text === 'Renamed in src/invoice.ts (2 places).'));
     assert.equal(later[later.length - 1].state, TaskState.TASK_STATE_COMPLETED);
 
     const done = await client.getTask({ tenant: '', id: task.id });
     const patch = patchOf(done);
-    assert.deepEqual([...patch.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1]), ['src/invoice.ts']);
+    assert.deepEqual(
+      [...patch.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1]),
+      ['src/invoice.ts'],
+    );
     assert.match(patch, /\+export function itemTotal\(line: InvoiceLine\)/);
     const check = applyCheck(repo, patch);
     assert.ok(check.ok, check.message);
@@ -107,12 +145,23 @@ describe('refactor agent through the gateway (SDK client)', () => {
 
   it('a rename through an import and export needs no question; organise imports and fix all tidy src/invoice.ts', async () => {
     const client = await clientFor(`${gw.url}/a2a/refactor/.well-known/agent-card.json`, gw.token);
-    const renamed = asTask(await client.sendMessage(sendRequest(userMessage('rename formatMoney to formatAmount', { [META.repository]: repo }))));
+    const renamed = asTask(
+      await client.sendMessage(
+        sendRequest(userMessage('rename formatMoney to formatAmount', { [META.repository]: repo })),
+      ),
+    );
     assert.equal(renamed.status?.state, TaskState.TASK_STATE_COMPLETED, JSON.stringify(renamed.status));
     const patch = patchOf(renamed);
-    assert.deepEqual([...patch.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1]), ['src/format.ts', 'src/invoice.ts']);
+    assert.deepEqual(
+      [...patch.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1]),
+      ['src/format.ts', 'src/invoice.ts'],
+    );
     assert.ok(applyCheck(repo, patch).ok);
-    const tidied = asTask(await client.sendMessage(sendRequest(userMessage('fix all and organise imports in src/invoice.ts', { [META.repository]: repo }))));
+    const tidied = asTask(
+      await client.sendMessage(
+        sendRequest(userMessage('fix all and organise imports in src/invoice.ts', { [META.repository]: repo })),
+      ),
+    );
     assert.equal(tidied.status?.state, TaskState.TASK_STATE_COMPLETED, JSON.stringify(tidied.status));
     const tidy = patchOf(tidied);
     assert.match(tidy, /-import \{ formatMoney, sum \} from '\.\/format';/);
@@ -122,18 +171,34 @@ describe('refactor agent through the gateway (SDK client)', () => {
 
   it('through `baton delegate` and `baton reply` (the client the panel uses): the question, then the reply by file, then the patch', async () => {
     using journals = tempDir('baton-refactor-cli-');
-    const env = { BATON_GATEWAY: gw.url, BATON_TOKEN: gw.token, BATON_CLI_DIR: journals.path, BATON_STATE_DIR: join(state.path, 'a') };
+    const env = {
+      BATON_GATEWAY: gw.url,
+      BATON_TOKEN: gw.token,
+      BATON_CLI_DIR: journals.path,
+      BATON_STATE_DIR: join(state.path, 'a'),
+    };
     const asked = capture();
-    assert.equal(await batonMain(['delegate', 'refactor', 'rename lineTotal to itemTotal', '--repo', repo], asked.stream, env), 15, asked.text());
+    assert.equal(
+      await batonMain(['delegate', 'refactor', 'rename lineTotal to itemTotal', '--repo', repo], asked.stream, env),
+      15,
+      asked.text(),
+    );
     assert.match(asked.text(), /the agent asks: "lineTotal" is declared in 2 places/);
     const id = /answer with: baton reply (\S+) /.exec(asked.text())?.[1] ?? '';
     assert.ok(id, asked.text());
     const patchFile = join(journals.path, 'changes.patch');
     const replied = capture();
-    assert.equal(await batonMain(['reply', id, 'the one in src/cart.js', '--out', patchFile], replied.stream, env), 0, replied.text());
+    assert.equal(
+      await batonMain(['reply', id, 'the one in src/cart.js', '--out', patchFile], replied.stream, env),
+      0,
+      replied.text(),
+    );
     assert.match(replied.text(), /^completed/m);
     const patch = readFileSync(patchFile, 'utf8');
-    assert.deepEqual([...patch.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1]), ['src/cart.js']);
+    assert.deepEqual(
+      [...patch.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1]),
+      ['src/cart.js'],
+    );
     assert.match(patch, /^\+function itemTotal\(item\)\{$/m);
     assert.ok(applyCheck(repo, patch).ok);
   });
@@ -145,13 +210,16 @@ describe('refactor agent through the gateway (SDK client)', () => {
     let last: { state?: TaskState; text: string } | undefined;
     await bounded(
       (async () => {
-        for await (const ev of client.sendMessageStream(sendRequest(userMessage('fix all', { [META.repository]: repo })))) {
+        for await (const ev of client.sendMessageStream(
+          sendRequest(userMessage('fix all', { [META.repository]: repo })),
+        )) {
           if (ev.payload?.$case === 'task') taskId = ev.payload.value.id;
           const s = status(ev);
           if (!s) continue;
           seen.push(s.text);
           last = s;
-          if (s.text.startsWith('Loading the project')) await client.cancelTask({ tenant: '', id: taskId, metadata: undefined });
+          if (s.text.startsWith('Loading the project'))
+            await client.cancelTask({ tenant: '', id: taskId, metadata: undefined });
         }
       })(),
       'the paced run to stream and cancel',

@@ -22,7 +22,8 @@ const FILES = [
   'docs/guide.md',
   'bin/tool.exe',
 ];
-const prettier = (p: string): boolean => /\.(js|ts|json|css|md)$/.test(p) || p.endsWith('/.prettierrc') || p === '.prettierrc';
+const prettier = (p: string): boolean =>
+  /\.(js|ts|json|css|md)$/.test(p) || p.endsWith('/.prettierrc') || p === '.prettierrc';
 const eslint = (p: string): boolean => /\.(js|ts)$/.test(p);
 
 function scope(task: string, opts: Partial<ScopeInput> = {}): Scope {
@@ -32,13 +33,56 @@ function scope(task: string, opts: Partial<ScopeInput> = {}): Scope {
 const EVERYTHING_PRETTIER = FILES.filter((f) => prettier(f) && !f.startsWith('vendor/'));
 
 describe('scope of a built-in agent: the pure resolution', () => {
-  const cases: { task: string; files: readonly string[]; source?: Scope['source']; label?: string; supports?: (p: string) => boolean }[] = [
+  const cases: {
+    task: string;
+    files: readonly string[];
+    source?: Scope['source'];
+    label?: string;
+    supports?: (p: string) => boolean;
+  }[] = [
     // The two requests seen in the demo.
-    { task: 'Format the files under src/', files: ['src/cart.js', 'src/format.ts', 'src/pricing.js', 'src/styles.css', 'src/lib/money.ts', 'src/lib/legacy.min.js'], label: 'src/ (named in the task)' },
-    { task: 'Fix the lint problems in src/cart.js', files: ['src/cart.js'], supports: eslint, label: 'src/cart.js (named in the task)' },
+    {
+      task: 'Format the files under src/',
+      files: [
+        'src/cart.js',
+        'src/format.ts',
+        'src/pricing.js',
+        'src/styles.css',
+        'src/lib/money.ts',
+        'src/lib/legacy.min.js',
+      ],
+      label: 'src/ (named in the task)',
+    },
+    {
+      task: 'Fix the lint problems in src/cart.js',
+      files: ['src/cart.js'],
+      supports: eslint,
+      label: 'src/cart.js (named in the task)',
+    },
     { task: 'Format src/**/*.ts', files: ['src/format.ts', 'src/lib/money.ts'] },
-    { task: 'Format everything under src', files: ['src/cart.js', 'src/format.ts', 'src/pricing.js', 'src/styles.css', 'src/lib/money.ts', 'src/lib/legacy.min.js'], label: 'src/ (named in the task)' },
-    { task: 'format src', files: ['src/cart.js', 'src/format.ts', 'src/pricing.js', 'src/styles.css', 'src/lib/money.ts', 'src/lib/legacy.min.js'] },
+    {
+      task: 'Format everything under src',
+      files: [
+        'src/cart.js',
+        'src/format.ts',
+        'src/pricing.js',
+        'src/styles.css',
+        'src/lib/money.ts',
+        'src/lib/legacy.min.js',
+      ],
+      label: 'src/ (named in the task)',
+    },
+    {
+      task: 'format src',
+      files: [
+        'src/cart.js',
+        'src/format.ts',
+        'src/pricing.js',
+        'src/styles.css',
+        'src/lib/money.ts',
+        'src/lib/legacy.min.js',
+      ],
+    },
     { task: 'Format the files in config', files: ['config/settings.json'], label: 'config/ (named in the task)' },
     { task: 'Format *.css', files: ['src/styles.css', 'resources/icons.css'] },
     { task: 'Format "src/cart.js" and \'config/settings.json\'.', files: ['src/cart.js', 'config/settings.json'] },
@@ -46,11 +90,28 @@ describe('scope of a built-in agent: the pure resolution', () => {
     { task: 'Format src\\lib\\money.ts please', files: ['src/lib/money.ts'] },
     { task: 'Fix the lint problem at src/cart.js:12.', files: ['src/cart.js'], supports: eslint },
     { task: 'Fix lint in cart.js', files: ['src/cart.js'], supports: eslint },
-    { task: 'Fix lint problems in src/*.{js,ts}', files: ['src/cart.js', 'src/format.ts', 'src/pricing.js'], supports: eslint },
-    { task: 'Lint test and src/lib', files: ['test/cart.test.js', 'src/lib/money.ts', 'src/lib/legacy.min.js'], supports: eslint, label: 'test/ and src/lib/ (named in the task)' },
+    {
+      task: 'Fix lint problems in src/*.{js,ts}',
+      files: ['src/cart.js', 'src/format.ts', 'src/pricing.js'],
+      supports: eslint,
+    },
+    {
+      task: 'Lint test and src/lib',
+      files: ['test/cart.test.js', 'src/lib/money.ts', 'src/lib/legacy.min.js'],
+      supports: eslint,
+      label: 'test/ and src/lib/ (named in the task)',
+    },
     { task: 'Format ./README.md, package.json', files: ['README.md', 'package.json'] },
-    { task: 'Format src/ but not src/styles.css', files: ['src/cart.js', 'src/format.ts', 'src/pricing.js', 'src/lib/money.ts', 'src/lib/legacy.min.js'], label: 'src/ except src/styles.css (named in the task)' },
-    { task: 'Fix lint problems in src/ except src/lib/', files: ['src/cart.js', 'src/format.ts', 'src/pricing.js'], supports: eslint },
+    {
+      task: 'Format src/ but not src/styles.css',
+      files: ['src/cart.js', 'src/format.ts', 'src/pricing.js', 'src/lib/money.ts', 'src/lib/legacy.min.js'],
+      label: 'src/ except src/styles.css (named in the task)',
+    },
+    {
+      task: 'Fix lint problems in src/ except src/lib/',
+      files: ['src/cart.js', 'src/format.ts', 'src/pricing.js'],
+      supports: eslint,
+    },
     {
       task: 'Format everything except config/ and README.md',
       files: EVERYTHING_PRETTIER.filter((f) => f !== 'README.md' && !f.startsWith('config/')),
@@ -61,14 +122,42 @@ describe('scope of a built-in agent: the pure resolution', () => {
     { task: 'Skip the tests; format test/cart.test.js only', files: ['test/cart.test.js'] },
     { task: 'Format vendor/', files: ['vendor/lib.js'] },
     // No scope: the whole repository, whatever else the words look like.
-    { task: 'Format the whole repository', files: EVERYTHING_PRETTIER, source: 'repository', label: 'the whole repository (no files were sent and the task names none)' },
-    { task: 'Fix the lint problems in the resource loader', files: EVERYTHING_PRETTIER.filter(eslint), supports: eslint, source: 'repository' },
+    {
+      task: 'Format the whole repository',
+      files: EVERYTHING_PRETTIER,
+      source: 'repository',
+      label: 'the whole repository (no files were sent and the task names none)',
+    },
+    {
+      task: 'Fix the lint problems in the resource loader',
+      files: EVERYTHING_PRETTIER.filter(eslint),
+      supports: eslint,
+      source: 'repository',
+    },
     { task: 'Format the source code of the project', files: EVERYTHING_PRETTIER, source: 'repository' },
-    { task: 'Format everything according to the docs, on top of the test changes', files: EVERYTHING_PRETTIER, source: 'repository' },
-    { task: 'Fix lint in this Node.js project, e.g. unused vars', files: EVERYTHING_PRETTIER.filter(eslint), supports: eslint, source: 'repository' },
-    { task: 'Format and/or lint, as https://prettier.io/docs/options says', files: EVERYTHING_PRETTIER, source: 'repository' },
+    {
+      task: 'Format everything according to the docs, on top of the test changes',
+      files: EVERYTHING_PRETTIER,
+      source: 'repository',
+    },
+    {
+      task: 'Fix lint in this Node.js project, e.g. unused vars',
+      files: EVERYTHING_PRETTIER.filter(eslint),
+      supports: eslint,
+      source: 'repository',
+    },
+    {
+      task: 'Format and/or lint, as https://prettier.io/docs/options says',
+      files: EVERYTHING_PRETTIER,
+      source: 'repository',
+    },
     { task: 'Format **everything** (v1.2)', files: EVERYTHING_PRETTIER, source: 'repository' },
-    { task: 'Fix lint after the @typescript-eslint/parser upgrade, like github.com/prettier/prettier does', files: EVERYTHING_PRETTIER.filter(eslint), supports: eslint, source: 'repository' },
+    {
+      task: 'Fix lint after the @typescript-eslint/parser upgrade, like github.com/prettier/prettier does',
+      files: EVERYTHING_PRETTIER.filter(eslint),
+      supports: eslint,
+      source: 'repository',
+    },
     { task: 'Format @src/cart.js', files: ['src/cart.js'] },
     { task: '', files: EVERYTHING_PRETTIER, source: 'repository' },
   ];
@@ -84,10 +173,16 @@ describe('scope of a built-in agent: the pure resolution', () => {
 
   it('says the scope in the first step, in the three forms a user sees', () => {
     assert.equal(describeScope(scope('Format the files under src/')), 'Scope: src/ (named in the task): 6 files');
-    assert.equal(describeScope(scope('Format everything')), `Scope: the whole repository (no files were sent and the task names none): ${EVERYTHING_PRETTIER.length} files`);
+    assert.equal(
+      describeScope(scope('Format everything')),
+      `Scope: the whole repository (no files were sent and the task names none): ${EVERYTHING_PRETTIER.length} files`,
+    );
     const ctx = scope('Format these', { context: ['src/cart.js', 'src/styles.css'] });
     assert.equal(describeScope(ctx), 'Scope: the 2 files sent as context (src/cart.js and src/styles.css): 2 files');
-    assert.equal(describeScope(scope('', { context: ['README.md'] })), 'Scope: the file sent as context (README.md): 1 file');
+    assert.equal(
+      describeScope(scope('', { context: ['README.md'] })),
+      'Scope: the file sent as context (README.md): 1 file',
+    );
   });
 
   it('a path that matches nothing fails the run, listing the names and what exists', () => {
@@ -95,7 +190,10 @@ describe('scope of a built-in agent: the pure resolution', () => {
     assert.deepEqual(s.files, []);
     assert.ok(s.failure);
     assert.match(s.failure, /Nothing in the repository matches src\/nope\.ts and lib\//);
-    assert.match(s.failure, /The repository has: \.gitignore, \.prettierrc, README\.md, bin\/, config\/, docs\/, package\.json, resources\/, src\/, test\/, vendor\/\./);
+    assert.match(
+      s.failure,
+      /The repository has: \.gitignore, \.prettierrc, README\.md, bin\/, config\/, docs\/, package\.json, resources\/, src\/, test\/, vendor\/\./,
+    );
     assert.match(s.failure, /src\/ has: cart\.js, format\.ts, lib\/, pricing\.js, styles\.css\./);
     assert.ok(s.notes.some((n) => /src\/nope\.ts/.test(n)));
     assert.match(scope('Format *.scss').failure ?? '', /matches \*\.scss/);
@@ -109,7 +207,16 @@ describe('scope of a built-in agent: the pure resolution', () => {
   });
 
   it('paths outside the repository are refused, never resolved: .., absolute, home, .git', () => {
-    for (const task of ['Format ../other/x.js', 'Format /etc/passwd', 'Format ~/notes.md', 'Format .git/config', 'Format src/../../x.js', 'Format ../*.js', 'Format C:\\Windows\\win.ini', 'Format SRC/GIT~1/config']) {
+    for (const task of [
+      'Format ../other/x.js',
+      'Format /etc/passwd',
+      'Format ~/notes.md',
+      'Format .git/config',
+      'Format src/../../x.js',
+      'Format ../*.js',
+      'Format C:\\Windows\\win.ini',
+      'Format SRC/GIT~1/config',
+    ]) {
       const s = scope(task);
       assert.deepEqual(s.files, [], task);
       assert.match(s.failure ?? '', /Nothing in the repository matches/, task);
@@ -150,14 +257,28 @@ describe('scope of a built-in agent: the pure resolution', () => {
   it('context that cannot be worked on fails with the reason, not with the whole repository', () => {
     const s = scope('Fix these', { context: ['README.md', 'nowhere/', '../x.js'], supports: eslint });
     assert.deepEqual(s.files, []);
-    assert.deepEqual(s.skipped, ['README.md (not a supported file type)', 'nowhere/ (no such folder)', '../x.js (not a path inside the repository)']);
-    assert.match(s.failure ?? '', /^Nothing to work on in the 3 files and folders sent as context \(README\.md, nowhere\/ and \.\.\/x\.js\): README\.md \(not a supported file type\); nowhere\/ \(no such folder\)/);
-    assert.match(scope('', { context: ['bin/tool.exe'] }).failure ?? '', /^Nothing to work on in the file sent as context \(bin\/tool\.exe\): bin\/tool\.exe \(not a supported file type\)\. /);
+    assert.deepEqual(s.skipped, [
+      'README.md (not a supported file type)',
+      'nowhere/ (no such folder)',
+      '../x.js (not a path inside the repository)',
+    ]);
+    assert.match(
+      s.failure ?? '',
+      /^Nothing to work on in the 3 files and folders sent as context \(README\.md, nowhere\/ and \.\.\/x\.js\): README\.md \(not a supported file type\); nowhere\/ \(no such folder\)/,
+    );
+    assert.match(
+      scope('', { context: ['bin/tool.exe'] }).failure ?? '',
+      /^Nothing to work on in the file sent as context \(bin\/tool\.exe\): bin\/tool\.exe \(not a supported file type\)\. /,
+    );
   });
 
   it('reads names from the text only where they stand for paths', () => {
     const names = (t: string) => namedPaths(t, [], () => false).map((n) => `${n.exclude ? '-' : '+'}${n.text}`);
-    assert.deepEqual(names('Format src/ but leave src/vendor/ alone. Then format docs/'), ['+src/', '-src/vendor/', '+docs/']);
+    assert.deepEqual(names('Format src/ but leave src/vendor/ alone. Then format docs/'), [
+      '+src/',
+      '-src/vendor/',
+      '+docs/',
+    ]);
     assert.deepEqual(names('Format everything except a.js, b.js and c/'), ['-a.js', '-b.js', '-c/']);
     assert.deepEqual(names('e.g. i.e. etc. v1.2.3 12/05 w/o'), []);
     // "src" inside a longer word is never the src folder.
@@ -184,7 +305,18 @@ describe('scope of a built-in agent: the pure resolution', () => {
     assert.equal(repoRelative('./src//lib/'), 'src/lib');
     assert.equal(repoRelative('.'), '');
     assert.equal(repoRelative('src/../README.md'), 'README.md');
-    for (const bad of ['..', '../x', 'src/../../x', '/etc/passwd', 'C:\\x', '~/x', '.git/config', 'a/.GIT/x', 'GIT~1/config']) assert.equal(repoRelative(bad), undefined, bad);
+    for (const bad of [
+      '..',
+      '../x',
+      'src/../../x',
+      '/etc/passwd',
+      'C:\\x',
+      '~/x',
+      '.git/config',
+      'a/.GIT/x',
+      'GIT~1/config',
+    ])
+      assert.equal(repoRelative(bad), undefined, bad);
     assert.equal(repoRelative('/r/repo/src/a.js', ['/r/repo']), 'src/a.js');
     assert.equal(repoRelative('/r/repo', ['/r/repo/']), '');
     assert.equal(repoRelative('/r/repo2/a.js', ['/r/repo']), undefined);

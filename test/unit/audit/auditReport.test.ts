@@ -7,9 +7,17 @@ const base: AuditRecord = {
   at: '2026-11-30T10:00:00.000Z',
   requestId: 'r-1',
   who: 'dev',
-  agent: { id: 'https://a.example/card', name: 'Formatter', endpoint: 'https://a.example/a2a', cardDigest: 'sha256:0123456789abcdef0123' },
+  agent: {
+    id: 'https://a.example/card',
+    name: 'Formatter',
+    endpoint: 'https://a.example/a2a',
+    cardDigest: 'sha256:0123456789abcdef0123',
+  },
   contextDigests: [{ kind: 'file', path: 'src/a.ts', digest: 'sha256:aa' }],
-  capabilities: { requested: { write: false, shell: false, network: false }, effective: { write: false, shell: false, network: false } },
+  capabilities: {
+    requested: { write: false, shell: false, network: false },
+    effective: { write: false, shell: false, network: false },
+  },
   taskId: 't-1',
   outcome: 'completed',
   reason: 'done',
@@ -21,7 +29,12 @@ describe('audit report', () => {
     const later: AuditRecord = {
       ...base,
       at: '2026-11-30T11:00:00.000Z',
-      review: { action: 'applied', files: [{ path: 'src/a.ts', whole: true, hunkIds: [] }], overrides: [], digests: [{ path: 'src/a.ts', before: 'sha256:1', after: 'sha256:2' }] },
+      review: {
+        action: 'applied',
+        files: [{ path: 'src/a.ts', whole: true, hunkIds: [] }],
+        overrides: [],
+        digests: [{ path: 'src/a.ts', before: 'sha256:1', after: 'sha256:2' }],
+      },
     };
     const text = formatAuditReport([base, later], '/x/audit.jsonl');
     assert.match(text, /2 record\(s\), newest first\. Read from \/x\/audit\.jsonl/);
@@ -38,12 +51,29 @@ describe('audit report', () => {
   });
 
   it('keeps agent text inert: no control, escape or bidi characters reach the document', () => {
-    const hostile = ['\x1b[2J\x1b[Hcleared', 'fail\rcompleted', 'x\u202egnp.exe', '\x1b]8;;https://evil\x07link\x1b]8;;\x07', 'a\nFAKE  COMPLETED  line', '\u009b31mred'];
+    const hostile = [
+      '\x1b[2J\x1b[Hcleared',
+      'fail\rcompleted',
+      'x\u202egnp.exe',
+      '\x1b]8;;https://evil\x07link\x1b]8;;\x07',
+      'a\nFAKE  COMPLETED  line',
+      '\u009b31mred',
+    ];
     for (const h of hostile) {
-      const text = formatAuditReport([{ ...base, reason: h, agent: { ...base.agent, name: h }, artifacts: [{ ...base.artifacts[0], name: h }] }], 'f');
-      // eslint-disable-next-line no-control-regex
-      assert.doesNotMatch(text, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/, JSON.stringify(h));
-      assert.ok(!text.split('\n').some((l) => l.startsWith('FAKE')), 'a newline in agent text cannot start a line of its own');
+      const text = formatAuditReport(
+        [{ ...base, reason: h, agent: { ...base.agent, name: h }, artifacts: [{ ...base.artifacts[0], name: h }] }],
+        'f',
+      );
+      assert.doesNotMatch(
+        text,
+        // eslint-disable-next-line no-control-regex
+        /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/,
+        JSON.stringify(h),
+      );
+      assert.ok(
+        !text.split('\n').some((l) => l.startsWith('FAKE')),
+        'a newline in agent text cannot start a line of its own',
+      );
     }
   });
 });

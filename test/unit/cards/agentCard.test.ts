@@ -40,7 +40,10 @@ describe('agent card normalisation', () => {
     );
     assert.equal(card.preferredInterface, card.interfaces[0]);
     assert.equal(card.capabilities.streaming, true);
-    assert.deepEqual(card.capabilities.extensions.map((e) => e.uri), ['urn:baton:a2a:replay:v1']);
+    assert.deepEqual(
+      card.capabilities.extensions.map((e) => e.uri),
+      ['urn:baton:a2a:replay:v1'],
+    );
     assert.deepEqual(card.securitySchemes, [
       { kind: 'http', name: 'bearer', scheme: 'Bearer', bearerFormat: 'opaque', description: '' },
       { kind: 'apiKey', name: 'key', location: 'header', parameter: 'X-API-Key', description: '' },
@@ -62,8 +65,17 @@ describe('agent card normalisation', () => {
     );
     assert.equal(card.capabilities.streaming, false);
     assert.equal(card.capabilities.extendedAgentCard, true);
-    assert.deepEqual(card.securitySchemes.map((s) => s.kind), ['apiKey', 'http']);
-    assert.deepEqual(card.securitySchemes[0], { kind: 'apiKey', name: 'apikey', location: 'header', parameter: 'X-Key', description: '' });
+    assert.deepEqual(
+      card.securitySchemes.map((s) => s.kind),
+      ['apiKey', 'http'],
+    );
+    assert.deepEqual(card.securitySchemes[0], {
+      kind: 'apiKey',
+      name: 'apikey',
+      location: 'header',
+      parameter: 'X-Key',
+      description: '',
+    });
     assert.deepEqual(card.securityRequirements, [{ apikey: [] }]);
   });
 
@@ -77,7 +89,10 @@ describe('agent card normalisation', () => {
   it('agrees with the SDK on the interfaces of a card the SDK wrote', () => {
     const sdkJson = AgentCard.toJSON(AgentCard.fromJSON(v1Card())) as Record<string, unknown>;
     const ours = normalizeAgentCard(sdkJson);
-    assert.deepEqual(ours.interfaces.map((i) => i.url), AgentCard.fromJSON(v1Card()).supportedInterfaces.map((i) => i.url));
+    assert.deepEqual(
+      ours.interfaces.map((i) => i.url),
+      AgentCard.fromJSON(v1Card()).supportedInterfaces.map((i) => i.url),
+    );
   });
 
   it('refuses invalid cards with an error naming the field', () => {
@@ -88,15 +103,43 @@ describe('agent card normalisation', () => {
       ['no interfaces at all', (c) => delete c.supportedInterfaces, 'supportedInterfaces'],
       ['empty interfaces', (c) => (c.supportedInterfaces = []), 'supportedInterfaces'],
       ['interfaces not an array', (c) => (c.supportedInterfaces = {}), 'supportedInterfaces'],
-      ['relative interface URL', (c) => ((c.supportedInterfaces as Record<string, unknown>[])[1].url = '/a2a'), 'supportedInterfaces[1].url'],
-      ['ftp JSON-RPC URL', (c) => ((c.supportedInterfaces as Record<string, unknown>[])[0].url = 'ftp://x/a2a'), 'supportedInterfaces[0].url'],
-      ['credentials in URL', (c) => ((c.supportedInterfaces as Record<string, unknown>[])[0].url = 'https://u:p@x/a2a'), 'supportedInterfaces[0].url'],
-      ['no binding', (c) => delete (c.supportedInterfaces as Record<string, unknown>[])[0].protocolBinding, 'supportedInterfaces[0].protocolBinding'],
+      [
+        'relative interface URL',
+        (c) => ((c.supportedInterfaces as Record<string, unknown>[])[1].url = '/a2a'),
+        'supportedInterfaces[1].url',
+      ],
+      [
+        'ftp JSON-RPC URL',
+        (c) => ((c.supportedInterfaces as Record<string, unknown>[])[0].url = 'ftp://x/a2a'),
+        'supportedInterfaces[0].url',
+      ],
+      [
+        'credentials in URL',
+        (c) => ((c.supportedInterfaces as Record<string, unknown>[])[0].url = 'https://u:p@x/a2a'),
+        'supportedInterfaces[0].url',
+      ],
+      [
+        'no binding',
+        (c) => delete (c.supportedInterfaces as Record<string, unknown>[])[0].protocolBinding,
+        'supportedInterfaces[0].protocolBinding',
+      ],
       ['skill without id', (c) => delete (c.skills as Record<string, unknown>[])[0].id, 'skills[0].id'],
       ['tag not a string', (c) => ((c.skills as Record<string, unknown>[])[0].tags = ['a', 3]), 'skills[0].tags[1]'],
-      ['streaming not a boolean', (c) => ((c.capabilities as Record<string, unknown>).streaming = 'yes'), 'capabilities.streaming'],
-      ['extension without uri', (c) => ((c.capabilities as Record<string, unknown>).extensions = [{}]), 'capabilities.extensions[0].uri'],
-      ['http scheme without scheme', (c) => ((c.securitySchemes as Record<string, unknown>).bearer = { httpAuthSecurityScheme: {} }), 'securitySchemes.bearer.httpAuthSecurityScheme.scheme'],
+      [
+        'streaming not a boolean',
+        (c) => ((c.capabilities as Record<string, unknown>).streaming = 'yes'),
+        'capabilities.streaming',
+      ],
+      [
+        'extension without uri',
+        (c) => ((c.capabilities as Record<string, unknown>).extensions = [{}]),
+        'capabilities.extensions[0].uri',
+      ],
+      [
+        'http scheme without scheme',
+        (c) => ((c.securitySchemes as Record<string, unknown>).bearer = { httpAuthSecurityScheme: {} }),
+        'securitySchemes.bearer.httpAuthSecurityScheme.scheme',
+      ],
       ['signature without signature', (c) => (c.signatures = [{ protected: 'x' }]), 'signatures[0].signature'],
     ];
     for (const [, mutate, path] of cases) {
@@ -113,7 +156,14 @@ describe('agent card normalisation', () => {
   it('parses served text: duplicate keys, non-JSON and HTML are refused with their code', () => {
     refusedAt(() => parseAgentCard('{"name":"A","name":"B","url":"https://x/a2a"}'), 'duplicate-key', 'name');
     refusedAt(() => parseAgentCard('<!doctype html><html><body>Not Found</body></html>'), 'not-json', '');
-    refusedAt(() => parseAgentCard(JSON.stringify({ ...v1Card(), skills: [{ id: 'a', name: 'b', id2: 1 }] }).replace('"id2"', '"id"')), 'duplicate-key', 'skills[0].id');
+    refusedAt(
+      () =>
+        parseAgentCard(
+          JSON.stringify({ ...v1Card(), skills: [{ id: 'a', name: 'b', id2: 1 }] }).replace('"id2"', '"id"'),
+        ),
+      'duplicate-key',
+      'skills[0].id',
+    );
   });
 
   it('never throws anything but AgentCardError on arbitrary JSON (property)', () => {
@@ -153,7 +203,11 @@ describe('agent card digest', () => {
 
 describe('origins and the gateway index', () => {
   it('accepts an index card with no interface of its own, and no other card without one', () => {
-    const index = { name: 'Baton gateway', supportedInterfaces: [], capabilities: { extensions: [{ uri: AGENT_INDEX_EXTENSION_URI, params: { agents: [] } }] } };
+    const index = {
+      name: 'Baton gateway',
+      supportedInterfaces: [],
+      capabilities: { extensions: [{ uri: AGENT_INDEX_EXTENSION_URI, params: { agents: [] } }] },
+    };
     const card = normalizeAgentCard(index);
     assert.deepEqual(card.interfaces, []);
     assert.equal(card.preferredInterface, undefined);
@@ -161,17 +215,47 @@ describe('origins and the gateway index', () => {
   });
 
   it("reads security schemes in the SDK's in-memory form (what its card handler serves for an in-memory card)", () => {
-    const raw = { ...v1Card(), securitySchemes: { bearer: { scheme: { $case: 'httpAuthSecurityScheme', value: { scheme: 'Bearer', bearerFormat: 'opaque', description: 'd' } } } } };
-    assert.deepEqual(normalizeAgentCard(raw).securitySchemes, [{ kind: 'http', name: 'bearer', scheme: 'Bearer', bearerFormat: 'opaque', description: 'd' }]);
-    refusedAt(() => normalizeAgentCard({ ...v1Card(), securitySchemes: { k: { scheme: { $case: 'apiKeySecurityScheme', value: { location: 'header' } } } } }), 'invalid-card', 'securitySchemes.k.scheme.value.name');
+    const raw = {
+      ...v1Card(),
+      securitySchemes: {
+        bearer: {
+          scheme: {
+            $case: 'httpAuthSecurityScheme',
+            value: { scheme: 'Bearer', bearerFormat: 'opaque', description: 'd' },
+          },
+        },
+      },
+    };
+    assert.deepEqual(normalizeAgentCard(raw).securitySchemes, [
+      { kind: 'http', name: 'bearer', scheme: 'Bearer', bearerFormat: 'opaque', description: 'd' },
+    ]);
+    refusedAt(
+      () =>
+        normalizeAgentCard({
+          ...v1Card(),
+          securitySchemes: { k: { scheme: { $case: 'apiKeySecurityScheme', value: { location: 'header' } } } },
+        }),
+      'invalid-card',
+      'securitySchemes.k.scheme.value.name',
+    );
   });
 
   it('flags interfaces on another origin than the card URL', () => {
     const raw = v1Card();
-    (raw.supportedInterfaces as Record<string, unknown>[]).push({ url: 'https://evil.example.net/a2a', protocolBinding: 'JSONRPC' });
+    (raw.supportedInterfaces as Record<string, unknown>[]).push({
+      url: 'https://evil.example.net/a2a',
+      protocolBinding: 'JSONRPC',
+    });
     const card = normalizeAgentCard(raw);
-    assert.deepEqual(offOriginInterfaces(card, 'https://agents.example.com/.well-known/agent-card.json').map((i) => i.url), ['https://evil.example.net/a2a']);
-    assert.equal(offOriginInterfaces(card, 'https://agents.example.com:8443/.well-known/agent-card.json').length, 3, 'a different port is a different origin');
+    assert.deepEqual(
+      offOriginInterfaces(card, 'https://agents.example.com/.well-known/agent-card.json').map((i) => i.url),
+      ['https://evil.example.net/a2a'],
+    );
+    assert.equal(
+      offOriginInterfaces(card, 'https://agents.example.com:8443/.well-known/agent-card.json').length,
+      3,
+      'a different port is a different origin',
+    );
   });
 
   it('reads the agent index of a gateway root card, resolving relative card URLs', () => {
@@ -189,11 +273,29 @@ describe('origins and the gateway index', () => {
     ];
     const card = normalizeAgentCard(raw);
     assert.deepEqual(readAgentIndex(card, 'http://127.0.0.1:4000/.well-known/agent-card.json'), [
-      { id: 'formatter', name: 'Formatter', description: '', cardUrl: 'http://127.0.0.1:4000/a2a/formatter/.well-known/agent-card.json', offOrigin: false },
-      { id: 'remote', name: 'remote', description: '', cardUrl: 'https://elsewhere.example/a2a/x/.well-known/agent-card.json', offOrigin: true },
+      {
+        id: 'formatter',
+        name: 'Formatter',
+        description: '',
+        cardUrl: 'http://127.0.0.1:4000/a2a/formatter/.well-known/agent-card.json',
+        offOrigin: false,
+      },
+      {
+        id: 'remote',
+        name: 'remote',
+        description: '',
+        cardUrl: 'https://elsewhere.example/a2a/x/.well-known/agent-card.json',
+        offOrigin: true,
+      },
     ]);
     assert.deepEqual(readAgentIndex(normalizeAgentCard(v1Card()), 'https://agents.example.com/'), []);
-    (raw.capabilities as { extensions: { params: { agents: unknown[] } }[] }).extensions[0].params.agents.push({ name: 'no id' });
-    refusedAt(() => readAgentIndex(normalizeAgentCard(raw), 'http://127.0.0.1:4000/'), 'invalid-card', 'capabilities.extensions[0].params.agents[2].cardUrl');
+    (raw.capabilities as { extensions: { params: { agents: unknown[] } }[] }).extensions[0].params.agents.push({
+      name: 'no id',
+    });
+    refusedAt(
+      () => readAgentIndex(normalizeAgentCard(raw), 'http://127.0.0.1:4000/'),
+      'invalid-card',
+      'capabilities.extensions[0].params.agents[2].cardUrl',
+    );
   });
 });

@@ -25,7 +25,11 @@ function indexCard(listed: readonly string[]): Record<string, unknown> {
   return {
     name: 'Index',
     supportedInterfaces: [],
-    capabilities: { extensions: [{ uri: AGENT_INDEX_EXTENSION_URI, params: { agents: listed.map((cardUrl, i) => ({ id: `a${i}`, cardUrl })) } }] },
+    capabilities: {
+      extensions: [
+        { uri: AGENT_INDEX_EXTENSION_URI, params: { agents: listed.map((cardUrl, i) => ({ id: `a${i}`, cardUrl })) } },
+      ],
+    },
   };
 }
 
@@ -37,7 +41,15 @@ function agentCard(path: string): Record<string, unknown> {
 async function route(path: string): Promise<Record<string, unknown> | null> {
   let m: RegExpExecArray | null;
   if ((m = /^\/agents\/([^/]+)$/.exec(path))) return agentCard(`/agents/${m[1]}`);
-  if (path === '/self') return indexCard(['/self' + CARD, '/self/', '/self', `${base.toUpperCase()}/self${CARD}`, '/agents/s1/', '/agents/s2/']);
+  if (path === '/self')
+    return indexCard([
+      '/self' + CARD,
+      '/self/',
+      '/self',
+      `${base.toUpperCase()}/self${CARD}`,
+      '/agents/s1/',
+      '/agents/s2/',
+    ]);
   if ((m = /^\/chain\/(\d+)$/.exec(path))) {
     const n = Number(m[1]);
     return n < 50 ? indexCard([`/chain/${n + 1}/`]) : agentCard(path);
@@ -69,7 +81,23 @@ async function route(path: string): Promise<Record<string, unknown> | null> {
     ]);
   }
   if (path === '/broken') return indexCard(['/agents/ok1/', '/missing/', 'file:///etc/passwd', '/agents/ok2/']);
-  if (path === '/both') return { ...agentCard('/both'), capabilities: { extensions: [{ uri: AGENT_INDEX_EXTENSION_URI, params: { agents: [{ id: 'x', cardUrl: '/agents/b1/' }, { id: 'self', cardUrl: '/both/' }] } }] } };
+  if (path === '/both')
+    return {
+      ...agentCard('/both'),
+      capabilities: {
+        extensions: [
+          {
+            uri: AGENT_INDEX_EXTENSION_URI,
+            params: {
+              agents: [
+                { id: 'x', cardUrl: '/agents/b1/' },
+                { id: 'self', cardUrl: '/both/' },
+              ],
+            },
+          },
+        ],
+      },
+    };
   return null;
 }
 
@@ -94,7 +122,10 @@ after(async () => {
   await server.close();
 });
 
-const opts = (extra: Partial<DiscoveryOptions> = {}): DiscoveryOptions => ({ fetch: { allowPrivateHosts: ['127.0.0.1', 'localhost'], timeoutMs: 3000 }, ...extra });
+const opts = (extra: Partial<DiscoveryOptions> = {}): DiscoveryOptions => ({
+  fetch: { allowPrivateHosts: ['127.0.0.1', 'localhost'], timeoutMs: 3000 },
+  ...extra,
+});
 
 /** Requests the server got for one card path since `from`. */
 function hits(path: string, from = 0): number {
@@ -112,7 +143,8 @@ describe('Add Agent: walking agent indexes is bounded', () => {
       const url = req.url ?? '';
       const gwBase = `http://127.0.0.1:${real.port}`;
       const m = /^\/a2a\/([^/]+)\/\.well-known\/agent-card\.json$/.exec(url);
-      const send = (card: unknown): void => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(card));
+      const send = (card: unknown): void =>
+        void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(card));
       if (url === CARD) void buildGatewayCard(gwBase, agents, {}).then(send);
       else if (m) void buildAgentCard(baseAgentCard(m[1], 'an agent', []), gwBase, m[1], {}).then(send);
       else res.writeHead(404).end();
@@ -137,7 +169,10 @@ describe('Add Agent: walking agent indexes is bounded', () => {
     const from = server.requests.length;
     const d = await discoverAgents(`${base}/self`, opts());
     assert.equal(hits('/self', from), 1);
-    assert.deepEqual(d.agents.map((a) => a.cardUrl), [`${base}/agents/s1${CARD}`, `${base}/agents/s2${CARD}`]);
+    assert.deepEqual(
+      d.agents.map((a) => a.cardUrl),
+      [`${base}/agents/s1${CARD}`, `${base}/agents/s2${CARD}`],
+    );
     assert.equal(d.repeats, 4);
     assert.equal(d.fetches, 3);
     assert.deepEqual(d.leftOut, []);
@@ -148,7 +183,10 @@ describe('Add Agent: walking agent indexes is bounded', () => {
     const d = await discoverAgents(`${base}/ping/`, opts());
     assert.equal(hits('/ping', from), 1);
     assert.equal(hits('/pong', from), 1);
-    assert.deepEqual(d.agents.map((a) => a.cardUrl).sort(), [`${base}/agents/ping-agent${CARD}`, `${base}/agents/pong-agent${CARD}`]);
+    assert.deepEqual(d.agents.map((a) => a.cardUrl).sort(), [
+      `${base}/agents/ping-agent${CARD}`,
+      `${base}/agents/pong-agent${CARD}`,
+    ]);
     assert.equal(d.repeats, 1);
     assert.deepEqual(d.leftOut, []);
   });
@@ -160,9 +198,14 @@ describe('Add Agent: walking agent indexes is bounded', () => {
     assert.equal(d.fetches, 3, 'the card given and two levels of indexes below it');
     assert.equal(server.requests.length - from, 3);
     assert.deepEqual(d.agents, []);
-    assert.deepEqual(d.leftOut, [{ url: `${base}/chain/3${CARD}`, listedBy: `${base}/chain/2${CARD}`, reason: 'depth' }]);
+    assert.deepEqual(d.leftOut, [
+      { url: `${base}/chain/3${CARD}`, listedBy: `${base}/chain/2${CARD}`, reason: 'depth' },
+    ]);
     const summary = discoverySummary(d) ?? '';
-    assert.match(summary, /^Added no agent from http:\/\/127\.0\.0\.1:\d+\/chain\/0\/\.well-known\/agent-card\.json and left out 1 listed card: 1 listed by an index nested more than 2 levels below the one you gave\./);
+    assert.match(
+      summary,
+      /^Added no agent from http:\/\/127\.0\.0\.1:\d+\/chain\/0\/\.well-known\/agent-card\.json and left out 1 listed card: 1 listed by an index nested more than 2 levels below the one you gave\./,
+    );
     assert.match(summary, /use Add Agent with its own card URL/);
   });
 
@@ -171,7 +214,10 @@ describe('Add Agent: walking agent indexes is bounded', () => {
     const d = await discoverAgents(`${base}/chain/0`, opts({ limits: { maxDepth: 1000, maxCards: 10 } }));
     assert.equal(d.fetches, 10);
     assert.equal(server.requests.length - from, 10);
-    assert.deepEqual(d.leftOut.map((x) => [x.url, x.reason]), [[`${base}/chain/10${CARD}`, 'cards']]);
+    assert.deepEqual(
+      d.leftOut.map((x) => [x.url, x.reason]),
+      [[`${base}/chain/10${CARD}`, 'cards']],
+    );
     assert.match(discoverySummary(d) ?? '', /1 because Baton fetches at most 10 cards in one Add Agent/);
   });
 
@@ -179,12 +225,19 @@ describe('Add Agent: walking agent indexes is bounded', () => {
     const from = server.requests.length;
     const d = await discoverAgents(`${base}/fan`, opts());
     assert.equal(d.agents.length, DISCOVERY_LIMITS.maxAgents);
-    assert.deepEqual(d.agents.map((a) => a.cardUrl), Array.from({ length: 50 }, (_, i) => `${base}/agents/f${i}${CARD}`), 'the first 50, in the index order');
+    assert.deepEqual(
+      d.agents.map((a) => a.cardUrl),
+      Array.from({ length: 50 }, (_, i) => `${base}/agents/f${i}${CARD}`),
+      'the first 50, in the index order',
+    );
     assert.equal(d.fetches, 51);
     assert.equal(server.requests.length - from, 51, 'nothing beyond the limit is fetched');
     assert.equal(d.leftOut.length, 250);
     assert.ok(d.leftOut.every((x) => x.reason === 'agents' && x.listedBy === `${base}/fan${CARD}`));
-    assert.match(discoverySummary(d) ?? '', /^Added 50 agents for review from .* and left out 250 listed cards: 250 because Baton adds at most 50 agents in one Add Agent\. Nothing else was added\./);
+    assert.match(
+      discoverySummary(d) ?? '',
+      /^Added 50 agents for review from .* and left out 250 listed cards: 250 because Baton adds at most 50 agents in one Add Agent\. Nothing else was added\./,
+    );
     const log = discoveryLog(d);
     assert.equal(log.length, 201);
     assert.equal(log[0], `left out ${base}/agents/f50${CARD} (listed by ${base}/fan${CARD}): agents`);
@@ -194,7 +247,10 @@ describe('Add Agent: walking agent indexes is bounded', () => {
   it('spellings of one URL count once (case, default forms, IP spellings, escapes, dots, fragments, a trailing dot)', async () => {
     const from = server.requests.length;
     const d = await discoverAgents(`${base}/spellings`, opts());
-    assert.deepEqual(d.agents.map((a) => a.cardUrl), [`${base}/agents/v${CARD}`, `http://localhost:${server.port}/agents/v${CARD}`]);
+    assert.deepEqual(
+      d.agents.map((a) => a.cardUrl),
+      [`${base}/agents/v${CARD}`, `http://localhost:${server.port}/agents/v${CARD}`],
+    );
     assert.equal(hits('/agents/v', from), 2, 'once per origin');
     assert.equal(d.repeats, 11);
     assert.deepEqual(d.leftOut, []);
@@ -213,38 +269,71 @@ describe('Add Agent: walking agent indexes is bounded', () => {
 
   it('a listed card that fails is left out with its reason; the others are added', async () => {
     const d = await discoverAgents(`${base}/broken`, opts());
-    assert.deepEqual(d.agents.map((a) => a.cardUrl), [`${base}/agents/ok1${CARD}`, `${base}/agents/ok2${CARD}`]);
-    assert.deepEqual(d.leftOut.map((x) => [x.url, x.reason]), [
-      ['file:///etc/passwd', 'failed'],
-      [`${base}/missing${CARD}`, 'failed'],
-    ]);
+    assert.deepEqual(
+      d.agents.map((a) => a.cardUrl),
+      [`${base}/agents/ok1${CARD}`, `${base}/agents/ok2${CARD}`],
+    );
+    assert.deepEqual(
+      d.leftOut.map((x) => [x.url, x.reason]),
+      [
+        ['file:///etc/passwd', 'failed'],
+        [`${base}/missing${CARD}`, 'failed'],
+      ],
+    );
     assert.match(d.leftOut[1].detail ?? '', /answered 404/);
     assert.match(discoverySummary(d) ?? '', /2 whose card could not be fetched or read/);
   });
 
   it('a card that is an agent and an index is added and walked; listing itself adds nothing more', async () => {
     const d = await discoverAgents(`${base}/both`, opts());
-    assert.deepEqual(d.agents.map((a) => a.cardUrl), [`${base}/both${CARD}`, `${base}/agents/b1${CARD}`]);
-    assert.deepEqual(d.agents.map((a) => a.depth), [0, 1]);
+    assert.deepEqual(
+      d.agents.map((a) => a.cardUrl),
+      [`${base}/both${CARD}`, `${base}/agents/b1${CARD}`],
+    );
+    assert.deepEqual(
+      d.agents.map((a) => a.depth),
+      [0, 1],
+    );
     assert.equal(d.repeats, 1);
   });
 
   it('the card the user gave is what fails the walk: its error, nothing found', async () => {
-    await assert.rejects(discoverAgents(`${base}/nothing-here`, opts()), (e: unknown) => e instanceof SafeFetchError && e.code === 'http-status');
-    await assert.rejects(discoverAgents(`${base}/fan`, { fetch: { timeoutMs: 3000 } }), (e: unknown) => e instanceof SafeFetchError && e.code === 'insecure-scheme');
+    await assert.rejects(
+      discoverAgents(`${base}/nothing-here`, opts()),
+      (e: unknown) => e instanceof SafeFetchError && e.code === 'http-status',
+    );
+    await assert.rejects(
+      discoverAgents(`${base}/fan`, { fetch: { timeoutMs: 3000 } }),
+      (e: unknown) => e instanceof SafeFetchError && e.code === 'insecure-scheme',
+    );
   });
 
   it('a cancelled walk rejects, so nothing is added', async () => {
     const ac = new AbortController();
     const p = discoverAgents(`${base}/slow/0`, opts({ signal: ac.signal, limits: { maxDepth: 1000 } }));
     setTimeout(() => ac.abort(), 400);
-    await assert.rejects(p, (e: unknown) => e instanceof SafeFetchError && e.code === 'aborted' && /no agent was added/.test(e.message));
+    await assert.rejects(
+      p,
+      (e: unknown) => e instanceof SafeFetchError && e.code === 'aborted' && /no agent was added/.test(e.message),
+    );
   });
 
   it('what a walk found is added in one step: every entry pending with its card, in the registry’s spelling', async () => {
     const d = await discoverAgents(`${base}/ping`, opts());
     const now = '2026-01-01T00:00:00.000Z';
-    const items = await Promise.all(d.agents.map(async (a) => ({ cardUrl: a.cardUrl, source: 'gateway-index' as const, served: { card: a.fetched.card, digest: a.fetched.digest, signature: await verifyAgentCard(a.fetched.card.raw), etag: a.fetched.etag, fetchedAt: now } })));
+    const items = await Promise.all(
+      d.agents.map(async (a) => ({
+        cardUrl: a.cardUrl,
+        source: 'gateway-index' as const,
+        served: {
+          card: a.fetched.card,
+          digest: a.fetched.digest,
+          signature: await verifyAgentCard(a.fetched.card.raw),
+          etag: a.fetched.etag,
+          fetchedAt: now,
+        },
+      })),
+    );
     const state = addFetchedAgents(EMPTY_REGISTRY, items, now);
     assert.equal(state.agents.length, 2);
     for (const e of state.agents) {
@@ -252,7 +341,10 @@ describe('Add Agent: walking agent indexes is bounded', () => {
       assert.ok(e.served, `${e.cardUrl} has its card`);
     }
     // Adding the same walk again changes no entry, and a spelling variant finds the entry.
-    assert.deepEqual(addFetchedAgents(state, items, now).agents.map((a) => a.cardUrl), state.agents.map((a) => a.cardUrl));
+    assert.deepEqual(
+      addFetchedAgents(state, items, now).agents.map((a) => a.cardUrl),
+      state.agents.map((a) => a.cardUrl),
+    );
     assert.ok(findAgent(state, `HTTP://127.0.0.1.:${server.port}/agents/%70ing-agent/.well-known/agent-card.json#x`));
   });
 });
@@ -260,7 +352,12 @@ describe('Add Agent: walking agent indexes is bounded', () => {
 describe('card URL normal form', () => {
   it('folds the spellings the URL parser keeps apart: trailing dot, needless escapes, lower-case escapes, an empty query', () => {
     const key = 'https://agents.example.com/a/.well-known/agent-card.json';
-    for (const u of ['https://agents.example.com./a/.well-known/agent-card.json', 'https://agents.example.com/%61/.well-known/agent%2Dcard.json', 'https://agents.example.com/a/.well-known/agent-card.json?', 'HTTPS://AGENTS.example.com:443/a/b/../.well-known/agent-card.json#f']) {
+    for (const u of [
+      'https://agents.example.com./a/.well-known/agent-card.json',
+      'https://agents.example.com/%61/.well-known/agent%2Dcard.json',
+      'https://agents.example.com/a/.well-known/agent-card.json?',
+      'HTTPS://AGENTS.example.com:443/a/b/../.well-known/agent-card.json#f',
+    ]) {
       assert.equal(normalizeCardUrl(u), key, u);
     }
     // Escapes of reserved characters mean something else: kept (in one case).

@@ -47,7 +47,11 @@ describe('agent registry', () => {
   it('adds an agent as pending, without a card until fetched; approval then pins digest and endpoint', () => {
     let s = addAgent(EMPTY_REGISTRY, { cardUrl: URL_ + '#frag', source: 'user', now: T });
     assert.equal(s.agents.length, 1);
-    assert.equal(addAgent(s, { cardUrl: URL_, source: 'settings', now: T }), s, 'adding the same URL again changes nothing');
+    assert.equal(
+      addAgent(s, { cardUrl: URL_, source: 'settings', now: T }),
+      s,
+      'adding the same URL again changes nothing',
+    );
     const e = findAgent(s, URL_)!;
     assert.equal(e.status, 'pending');
     assert.equal(e.pendingReason, 'new');
@@ -63,7 +67,13 @@ describe('agent registry', () => {
     const a = findAgent(r.state, URL_)!;
     assert.equal(a.status, 'approved');
     assert.equal(a.approval?.digest, sv.digest);
-    assert.deepEqual(callableEndpoint(a), { url: 'https://agents.example.com/a2a/formatter', binding: 'JSONRPC', protocolVersion: '1.0', tenant: '', origin: 'https://agents.example.com' });
+    assert.deepEqual(callableEndpoint(a), {
+      url: 'https://agents.example.com/a2a/formatter',
+      binding: 'JSONRPC',
+      protocolVersion: '1.0',
+      tenant: '',
+      origin: 'https://agents.example.com',
+    });
     assert.equal(tokenOrigin(a), 'https://agents.example.com');
   });
 
@@ -71,9 +81,17 @@ describe('agent registry', () => {
     let s = addAgent(EMPTY_REGISTRY, { cardUrl: URL_, source: 'user', now: T });
     const sv = served(v1Card());
     s = recordFetch(s, URL_, sv);
-    const bad = approveAgent(s, URL_, { reviewedDigest: sv.digest, endpointUrl: 'https://agents.example.com/other', now: T });
+    const bad = approveAgent(s, URL_, {
+      reviewedDigest: sv.digest,
+      endpointUrl: 'https://agents.example.com/other',
+      now: T,
+    });
     assert.equal(bad.ok ? 'ok' : bad.reason, 'endpoint-not-in-card');
-    const good = approveAgent(s, URL_, { reviewedDigest: sv.digest, endpointUrl: 'https://agents.example.com/a2a/formatter/rest', now: T });
+    const good = approveAgent(s, URL_, {
+      reviewedDigest: sv.digest,
+      endpointUrl: 'https://agents.example.com/a2a/formatter/rest',
+      now: T,
+    });
     assert.ok(good.ok);
     assert.equal(callableEndpoint(findAgent(good.state, URL_)!)?.tenant, 't1');
   });
@@ -105,7 +123,12 @@ describe('agent registry', () => {
     assert.equal(tokenOrigin(e), undefined);
     assert.deepEqual(e.changes, [
       { path: 'skills[1]', kind: 'added', after: { id: 'exfil', name: 'Exfiltrate' } },
-      { path: 'supportedInterfaces[0].url', kind: 'changed', before: 'https://agents.example.com/a2a/formatter', after: 'https://agents.example.com/a2a/v2' },
+      {
+        path: 'supportedInterfaces[0].url',
+        kind: 'changed',
+        before: 'https://agents.example.com/a2a/formatter',
+        after: 'https://agents.example.com/a2a/v2',
+      },
       { path: 'x-unknown-field', kind: 'removed', before: { tolerated: true } },
     ]);
     s = recordFetch(s, URL_, served(v1Card()));
@@ -146,15 +169,29 @@ describe('agent registry', () => {
 
   it('flags an interface on another origin and requires acknowledging it; no token crosses by default', () => {
     const raw = v1Card();
-    (raw.supportedInterfaces as Record<string, unknown>[]).unshift({ url: 'https://collector.evil.example/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
+    (raw.supportedInterfaces as Record<string, unknown>[]).unshift({
+      url: 'https://collector.evil.example/a2a',
+      protocolBinding: 'JSONRPC',
+      protocolVersion: '1.0',
+    });
     let s = addAgent(EMPTY_REGISTRY, { cardUrl: URL_, source: 'user', now: T });
     const sv = served(raw);
     s = recordFetch(s, URL_, sv);
-    assert.deepEqual(cardWarnings(s, findAgent(s, URL_)!), [{ kind: 'off-origin-interface', url: 'https://collector.evil.example/a2a', origin: 'https://collector.evil.example' }]);
+    assert.deepEqual(cardWarnings(s, findAgent(s, URL_)!), [
+      {
+        kind: 'off-origin-interface',
+        url: 'https://collector.evil.example/a2a',
+        origin: 'https://collector.evil.example',
+      },
+    ]);
     const r = approveAgent(s, URL_, { reviewedDigest: sv.digest, now: T });
     assert.equal(r.ok ? 'ok' : r.reason, 'endpoint-off-origin');
     // Picking the same-origin interface needs no acknowledgement.
-    const same = approveAgent(s, URL_, { reviewedDigest: sv.digest, endpointUrl: 'https://agents.example.com/a2a/formatter', now: T });
+    const same = approveAgent(s, URL_, {
+      reviewedDigest: sv.digest,
+      endpointUrl: 'https://agents.example.com/a2a/formatter',
+      now: T,
+    });
     assert.ok(same.ok);
     assert.equal(tokenOrigin(findAgent(same.state, URL_)!), 'https://agents.example.com');
     const ack = approveAgent(s, URL_, { reviewedDigest: sv.digest, acknowledgeOffOrigin: true, now: T });
@@ -163,7 +200,12 @@ describe('agent registry', () => {
   });
 
   it('plain http on the card’s own host is another origin, warned about however the scheme is spelled; its token origin is the http one', () => {
-    for (const url of ['http://agents.example.com/a2a', 'HTTP://agents.example.com/a2a', 'Http://agents.example.com:443/a2a', 'http://AGENTS.example.com:8443/a2a']) {
+    for (const url of [
+      'http://agents.example.com/a2a',
+      'HTTP://agents.example.com/a2a',
+      'Http://agents.example.com:443/a2a',
+      'http://AGENTS.example.com:8443/a2a',
+    ]) {
       const raw = v1Card();
       raw.supportedInterfaces = [{ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }];
       let s = addAgent(EMPTY_REGISTRY, { cardUrl: URL_, source: 'user', now: T });
@@ -222,8 +264,14 @@ describe('agent registry', () => {
     assert.deepEqual(back, s);
     const tampered = text.replace('"version":"2.0.0"', '"version":"2.0.1"');
     assert.notEqual(tampered, text);
-    assert.throws(() => deserializeRegistry(tampered), (e: unknown) => e instanceof RegistryError && e.code === 'corrupt-state');
-    assert.throws(() => deserializeRegistry(text.replace('"version":1', '"version":99')), (e: unknown) => e instanceof RegistryError && e.code === 'unsupported-version');
+    assert.throws(
+      () => deserializeRegistry(tampered),
+      (e: unknown) => e instanceof RegistryError && e.code === 'corrupt-state',
+    );
+    assert.throws(
+      () => deserializeRegistry(text.replace('"version":1', '"version":99')),
+      (e: unknown) => e instanceof RegistryError && e.code === 'unsupported-version',
+    );
   });
 
   it('diff is empty exactly when the cards are equal (property)', () => {
@@ -240,6 +288,14 @@ describe('agent registry', () => {
 
 function sameCanon(a: unknown, b: unknown): boolean {
   const sort = (v: unknown): unknown =>
-    Array.isArray(v) ? v.map(sort) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).sort(([p], [q]) => (p < q ? -1 : p > q ? 1 : 0)).map(([k, w]) => [k, sort(w)])) : v;
+    Array.isArray(v)
+      ? v.map(sort)
+      : v && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.entries(v)
+              .sort(([p], [q]) => (p < q ? -1 : p > q ? 1 : 0))
+              .map(([k, w]) => [k, sort(w)]),
+          )
+        : v;
   return JSON.stringify(sort(a)) === JSON.stringify(sort(b));
 }

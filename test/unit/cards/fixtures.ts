@@ -12,7 +12,9 @@ export function v1Card(base = 'https://agents.example.com'): Record<string, unkn
     capabilities: {
       streaming: true,
       pushNotifications: false,
-      extensions: [{ uri: 'urn:baton:a2a:replay:v1', description: 'Replay', required: false, params: { maxEvents: 10000 } }],
+      extensions: [
+        { uri: 'urn:baton:a2a:replay:v1', description: 'Replay', required: false, params: { maxEvents: 10000 } },
+      ],
     },
     securitySchemes: {
       bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'opaque' } },
@@ -21,7 +23,9 @@ export function v1Card(base = 'https://agents.example.com'): Record<string, unkn
     securityRequirements: [{ schemes: { bearer: { list: [] } } }],
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain', 'text/x-diff'],
-    skills: [{ id: 'format', name: 'Format', description: 'Format files', tags: ['prettier'], examples: ['format src'] }],
+    skills: [
+      { id: 'format', name: 'Format', description: 'Format files', tags: ['prettier'], examples: ['format src'] },
+    ],
     'x-unknown-field': { tolerated: true },
   };
 }
@@ -40,7 +44,10 @@ export function v03Card(base = 'https://legacy.example.com'): Record<string, unk
     ],
     capabilities: { streaming: false },
     supportsAuthenticatedExtendedCard: true,
-    securitySchemes: { apikey: { type: 'apiKey', in: 'header', name: 'X-Key' }, bearer: { type: 'http', scheme: 'bearer' } },
+    securitySchemes: {
+      apikey: { type: 'apiKey', in: 'header', name: 'X-Key' },
+      bearer: { type: 'http', scheme: 'bearer' },
+    },
     security: [{ apikey: [] }],
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],

@@ -2,7 +2,15 @@ import * as assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { canonicalize, jcsDigest, JcsError, parseStrictJson, sha256, StrictJsonError, toHex } from '../../../src/core/jcs';
+import {
+  canonicalize,
+  jcsDigest,
+  JcsError,
+  parseStrictJson,
+  sha256,
+  StrictJsonError,
+  toHex,
+} from '../../../src/core/jcs';
 
 function fromBits(hex: string): number {
   const view = new DataView(new ArrayBuffer(8));
@@ -64,20 +72,31 @@ describe('RFC 8785 canonicalisation', () => {
     }`;
     // Read the order from the text: Object.keys would list the integer-like "1" first.
     const out = canonicalize(JSON.parse(input));
-    const order = ['Carriage Return', 'One', 'Control', 'Latin Small', 'Euro Sign', 'Emoji', 'Hebrew'].map((v) => out.indexOf(v));
-    assert.deepEqual([...order].sort((a, b) => a - b), order);
+    const order = ['Carriage Return', 'One', 'Control', 'Latin Small', 'Euro Sign', 'Emoji', 'Hebrew'].map((v) =>
+      out.indexOf(v),
+    );
+    assert.deepEqual(
+      [...order].sort((a, b) => a - b),
+      order,
+    );
     assert.ok(!order.includes(-1));
     // U+1F600 sorts by its high surrogate (0xD83D), before U+FB33; code-point order would put it last.
     assert.ok(out.startsWith('{"\\r":"Carriage Return","1":"One","\u0080":"Control"'));
   });
 
   it('keeps empty fields (unlike the SDK canonicalizeAgentCard) and nests sorting', () => {
-    assert.equal(canonicalize({ b: [], a: '', c: {}, d: { z: 1, y: [{ b: 2, a: 1 }] } }), '{"a":"","b":[],"c":{},"d":{"y":[{"a":1,"b":2}],"z":1}}');
+    assert.equal(
+      canonicalize({ b: [], a: '', c: {}, d: { z: 1, y: [{ b: 2, a: 1 }] } }),
+      '{"a":"","b":[],"c":{},"d":{"y":[{"a":1,"b":2}],"z":1}}',
+    );
     assert.equal(canonicalize({ a: undefined, b: 1 }), '{"b":1}');
   });
 
   it('refuses what I-JSON cannot carry, naming where', () => {
-    assert.throws(() => canonicalize({ a: ['x', '\ud800'] }), (e: unknown) => e instanceof JcsError && e.path === 'a[1]');
+    assert.throws(
+      () => canonicalize({ a: ['x', '\ud800'] }),
+      (e: unknown) => e instanceof JcsError && e.path === 'a[1]',
+    );
     assert.throws(() => canonicalize({ a: 1n }), JcsError);
     assert.throws(() => canonicalize({ a: new Date(0) }), JcsError);
     assert.throws(() => canonicalize([undefined]), JcsError);
@@ -123,10 +142,30 @@ describe('strict JSON parse', () => {
   });
 
   it('refuses malformed JSON with a syntax error and deep nesting with too-deep', () => {
-    for (const text of ['', '{', '{"a":1,}', '[1,]', '01', '{"a" 1}', '"\u0001"', '\ufeff{}', '{} x', 'NaN', '[-]', '"\\x"']) {
-      assert.throws(() => parseStrictJson(text), (e: unknown) => e instanceof StrictJsonError && e.code === 'syntax', JSON.stringify(text));
+    for (const text of [
+      '',
+      '{',
+      '{"a":1,}',
+      '[1,]',
+      '01',
+      '{"a" 1}',
+      '"\u0001"',
+      '\ufeff{}',
+      '{} x',
+      'NaN',
+      '[-]',
+      '"\\x"',
+    ]) {
+      assert.throws(
+        () => parseStrictJson(text),
+        (e: unknown) => e instanceof StrictJsonError && e.code === 'syntax',
+        JSON.stringify(text),
+      );
     }
-    assert.throws(() => parseStrictJson('['.repeat(65) + ']'.repeat(65)), (e: unknown) => e instanceof StrictJsonError && e.code === 'too-deep');
+    assert.throws(
+      () => parseStrictJson('['.repeat(65) + ']'.repeat(65)),
+      (e: unknown) => e instanceof StrictJsonError && e.code === 'too-deep',
+    );
     assert.deepEqual(parseStrictJson('['.repeat(64) + ']'.repeat(64)) !== undefined, true);
   });
 

@@ -27,7 +27,13 @@ import type {
   TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
 import { Role, TaskState } from '@a2a-js/sdk';
-import type { A2ARequestHandler, AgentExecutor, ExecutionEventBus, RequestContext, ServerCallContext } from '@a2a-js/sdk/server';
+import type {
+  A2ARequestHandler,
+  AgentExecutor,
+  ExecutionEventBus,
+  RequestContext,
+  ServerCallContext,
+} from '@a2a-js/sdk/server';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { UserBuilder, agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import { META, REPLAY_EXTENSION_URI } from '../../../src/core/batonProfile';
@@ -59,7 +65,12 @@ export interface Turn {
   readonly continuing: boolean;
   task(state?: TaskState): void;
   status(state: TaskState, text?: string, metadata?: Record<string, unknown>): void;
-  artifact(artifactId: string, name: string, text: string, opts?: { append?: boolean; lastChunk?: boolean; mediaType?: string }): void;
+  artifact(
+    artifactId: string,
+    name: string,
+    text: string,
+    opts?: { append?: boolean; lastChunk?: boolean; mediaType?: string },
+  ): void;
   sleep(ms: number): Promise<void>;
   /** Resolves when a cancel for this task arrives. */
   readonly canceled: Promise<void>;
@@ -115,7 +126,11 @@ export class ScriptedExecutor implements AgentExecutor {
           AgentEvent.statusUpdate({
             taskId,
             contextId,
-            status: { state, message: msg ? agentMessage(taskId, contextId, msg) : undefined, timestamp: new Date().toISOString() },
+            status: {
+              state,
+              message: msg ? agentMessage(taskId, contextId, msg) : undefined,
+              timestamp: new Date().toISOString(),
+            },
             metadata,
           }),
         ),
@@ -128,7 +143,14 @@ export class ScriptedExecutor implements AgentExecutor {
               artifactId,
               name,
               description: '',
-              parts: [{ content: { $case: 'text', value: t }, filename: name, mediaType: o.mediaType ?? 'text/plain', metadata: undefined }],
+              parts: [
+                {
+                  content: { $case: 'text', value: t },
+                  filename: name,
+                  mediaType: o.mediaType ?? 'text/plain',
+                  metadata: undefined,
+                },
+              ],
               metadata: undefined,
               extensions: [],
             },
@@ -225,7 +247,12 @@ export class ReplayTestHandler implements A2ARequestHandler {
           for await (const ev of gen) {
             const p = ev.payload;
             if (!taskId) {
-              taskId = p?.$case === 'task' ? p.value.id : p?.$case === 'statusUpdate' || p?.$case === 'artifactUpdate' ? p.value.taskId : undefined;
+              taskId =
+                p?.$case === 'task'
+                  ? p.value.id
+                  : p?.$case === 'statusUpdate' || p?.$case === 'artifactUpdate'
+                    ? p.value.taskId
+                    : undefined;
               if (!taskId) continue;
               this.tasksCreated++;
               resolve(taskId);
@@ -258,7 +285,10 @@ export class ReplayTestHandler implements A2ARequestHandler {
     }
   }
 
-  async *sendMessageStream(params: SendMessageRequest, ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+  async *sendMessageStream(
+    params: SendMessageRequest,
+    ctx: ServerCallContext,
+  ): AsyncGenerator<StreamResponse, void, undefined> {
     const msg = params.message;
     if (msg?.taskId) {
       const from = this.log(msg.taskId).events.length;
@@ -289,7 +319,10 @@ export class ReplayTestHandler implements A2ARequestHandler {
     return this.getTask({ tenant: '', id: taskId, historyLength: undefined }, ctx);
   }
 
-  async *resubscribe(params: SubscribeToTaskRequest, ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+  async *resubscribe(
+    params: SubscribeToTaskRequest,
+    ctx: ServerCallContext,
+  ): AsyncGenerator<StreamResponse, void, undefined> {
     const raw = headerOf(ctx, 'last-event-id');
     if (raw !== undefined && /^\d+$/.test(raw)) {
       yield* this.follow(params.id, Number(raw));
@@ -316,13 +349,22 @@ export class ReplayTestHandler implements A2ARequestHandler {
   listTasks(p: ListTasksRequest, c: ServerCallContext): Promise<ListTasksResponse> {
     return this.inner.listTasks(p, c);
   }
-  createTaskPushNotificationConfig(p: TaskPushNotificationConfig, c: ServerCallContext): Promise<TaskPushNotificationConfig> {
+  createTaskPushNotificationConfig(
+    p: TaskPushNotificationConfig,
+    c: ServerCallContext,
+  ): Promise<TaskPushNotificationConfig> {
     return this.inner.createTaskPushNotificationConfig(p, c);
   }
-  getTaskPushNotificationConfig(p: GetTaskPushNotificationConfigRequest, c: ServerCallContext): Promise<TaskPushNotificationConfig> {
+  getTaskPushNotificationConfig(
+    p: GetTaskPushNotificationConfigRequest,
+    c: ServerCallContext,
+  ): Promise<TaskPushNotificationConfig> {
     return this.inner.getTaskPushNotificationConfig(p, c);
   }
-  listTaskPushNotificationConfigs(p: ListTaskPushNotificationConfigsRequest, c: ServerCallContext): Promise<ListTaskPushNotificationConfigsResponse> {
+  listTaskPushNotificationConfigs(
+    p: ListTaskPushNotificationConfigsRequest,
+    c: ServerCallContext,
+  ): Promise<ListTaskPushNotificationConfigsResponse> {
     return this.inner.listTaskPushNotificationConfigs(p, c);
   }
   deleteTaskPushNotificationConfig(p: DeleteTaskPushNotificationConfigRequest, c: ServerCallContext): Promise<void> {
@@ -382,7 +424,8 @@ export async function startAgentServer(o: AgentServerOptions): Promise<AgentServ
     const auth = req.header('authorization') ?? req.header('x-api-key');
     if (auth) seenAuth.push(auth);
     if (req.path.startsWith('/a2a/')) {
-      if (o.bearer && req.header('authorization') !== `Bearer ${o.bearer}`) return void res.status(401).json({ error: 'unauthorized' });
+      if (o.bearer && req.header('authorization') !== `Bearer ${o.bearer}`)
+        return void res.status(401).json({ error: 'unauthorized' });
       if (o.apiKey && req.header('x-api-key') !== o.apiKey) return void res.status(401).json({ error: 'unauthorized' });
     }
     next();
@@ -398,13 +441,22 @@ export async function startAgentServer(o: AgentServerOptions): Promise<AgentServ
       { url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: version },
       { url: `${base}/a2a/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: version },
     ],
-    capabilities: { streaming: o.streaming ?? true, extensions: o.replay ? [{ uri: REPLAY_EXTENSION_URI, required: false }] : [] },
-    securitySchemes: o.bearer || o.declareBearer
-      ? { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } } }
-      : o.apiKey
-        ? { key: { apiKeySecurityScheme: { location: 'header', name: 'X-Api-Key' } } }
-        : {},
-    securityRequirements: o.bearer || o.declareBearer ? [{ schemes: { bearer: { list: [] } } }] : o.apiKey ? [{ schemes: { key: { list: [] } } }] : [],
+    capabilities: {
+      streaming: o.streaming ?? true,
+      extensions: o.replay ? [{ uri: REPLAY_EXTENSION_URI, required: false }] : [],
+    },
+    securitySchemes:
+      o.bearer || o.declareBearer
+        ? { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } } }
+        : o.apiKey
+          ? { key: { apiKeySecurityScheme: { location: 'header', name: 'X-Api-Key' } } }
+          : {},
+    securityRequirements:
+      o.bearer || o.declareBearer
+        ? [{ schemes: { bearer: { list: [] } } }]
+        : o.apiKey
+          ? [{ schemes: { key: { list: [] } } }]
+          : [],
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
     skills: [{ id: 'test', name: 'Test', description: 'test', tags: ['test'] }],
@@ -443,7 +495,10 @@ export async function startAgentServer(o: AgentServerOptions): Promise<AgentServ
  * Serves `app` on 127.0.0.1 (`port`, or a free one). `close` ends the connections still open (a stream
  * a test left running, a keep-alive socket) instead of waiting for them.
  */
-export async function listenOnLoopback(app: express.Express, port = 0): Promise<{ readonly port: number; close(): Promise<void> }> {
+export async function listenOnLoopback(
+  app: express.Express,
+  port = 0,
+): Promise<{ readonly port: number; close(): Promise<void> }> {
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(port, '127.0.0.1', () => resolve(s));
   });

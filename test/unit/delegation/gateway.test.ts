@@ -31,7 +31,11 @@ describe('delegating to the Baton gateway', () => {
     });
     proxy = await startCutProxy(gw.port);
     store = new JournalStore(join(tmp.dir, 'journals'));
-    const raw = (await (await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0', Authorization: `Bearer ${gw.token}` } })).json()) as unknown;
+    const raw = (await (
+      await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`, {
+        headers: { 'A2A-Version': '1.0', Authorization: `Bearer ${gw.token}` },
+      })
+    ).json()) as unknown;
     const card = normalizeCard(raw);
     const iface = card.supportedInterfaces.find((i) => i.protocolBinding === 'JSONRPC' && i.protocolVersion === '1.0');
     assert.ok(iface, 'the gateway card lists a JSON-RPC 1.0 interface');
@@ -48,7 +52,11 @@ describe('delegating to the Baton gateway', () => {
 
   it('the card declares the replay profile; the token goes only to the pinned origin', async () => {
     const origins: string[] = [];
-    const c = await connectAgent({ card: stand.card, endpoint: stand.jsonRpc, getToken: async (o) => (origins.push(o), gw.token) });
+    const c = await connectAgent({
+      card: stand.card,
+      endpoint: stand.jsonRpc,
+      getToken: async (o) => (origins.push(o), gw.token),
+    });
     assert.equal(c.replay, true);
     assert.equal(c.idempotentSend, true);
     const run = await newRun(stand, store, 'Echo', { connection: c });
@@ -76,7 +84,10 @@ describe('delegating to the Baton gateway', () => {
         assert.equal(run.journal.decide()?.outcome, 'completed', run.journal.decide()?.reason);
         const row = await gw.store.getTask('echo', run.journal.taskId ?? '');
         assert.ok(row);
-        assert.deepEqual(eventSeqs(entries), Array.from({ length: row.lastSeq }, (_, i) => i + 1));
+        assert.deepEqual(
+          eventSeqs(entries),
+          Array.from({ length: row.lastSeq }, (_, i) => i + 1),
+        );
         const listed = await gw.store.listTasks({ agent: 'echo', principal: 'local', limit: 1000 });
         assert.equal(listed.filter((t) => t.id === run.journal.taskId).length, 1);
       }
@@ -84,7 +95,11 @@ describe('delegating to the Baton gateway', () => {
   }
 
   it('cancel reaches a gateway agent and is confirmed', async () => {
-    const raw = (await (await fetch(`${gw.url}/a2a/slow/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0', Authorization: `Bearer ${gw.token}` } })).json()) as unknown;
+    const raw = (await (
+      await fetch(`${gw.url}/a2a/slow/.well-known/agent-card.json`, {
+        headers: { 'A2A-Version': '1.0', Authorization: `Bearer ${gw.token}` },
+      })
+    ).json()) as unknown;
     const card = normalizeCard(raw);
     const iface = card.supportedInterfaces.find((i) => i.protocolBinding === 'JSONRPC' && i.protocolVersion === '1.0');
     assert.ok(iface);

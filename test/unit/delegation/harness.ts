@@ -22,13 +22,27 @@ export function tempDir(): { dir: string; cleanup: () => void } {
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-export function makeRequest(endpoint: PinnedEndpoint, task: string, extra: Partial<DelegationRequest> = {}, requestId: string = randomUUID()): DelegationRequest {
-  const { message, contextDigests } = buildDelegationMessage({ requestId, task, capabilities: READ_ONLY, chain: ['test-agent'] }, sha256Hex);
+export function makeRequest(
+  endpoint: PinnedEndpoint,
+  task: string,
+  extra: Partial<DelegationRequest> = {},
+  requestId: string = randomUUID(),
+): DelegationRequest {
+  const { message, contextDigests } = buildDelegationMessage(
+    { requestId, task, capabilities: READ_ONLY, chain: ['test-agent'] },
+    sha256Hex,
+  );
   return {
     requestId,
     title: task,
     who: 'tester',
-    agent: { id: 'test-agent', name: 'Test agent', endpoint: endpoint.url, protocolBinding: endpoint.protocolBinding, protocolVersion: endpoint.protocolVersion },
+    agent: {
+      id: 'test-agent',
+      name: 'Test agent',
+      endpoint: endpoint.url,
+      protocolBinding: endpoint.protocolBinding,
+      protocolVersion: endpoint.protocolVersion,
+    },
     message,
     createdAt: Date.now(),
     capabilities: { requested: READ_ONLY, effective: READ_ONLY },
@@ -52,14 +66,29 @@ export async function newRun(
   server: AgentServer,
   store: JournalStore,
   task: string,
-  opts: { endpoint?: PinnedEndpoint; request?: Partial<DelegationRequest>; runner?: Partial<DelegationRunnerOptions>; connection?: AgentConnection; requestId?: string } = {},
+  opts: {
+    endpoint?: PinnedEndpoint;
+    request?: Partial<DelegationRequest>;
+    runner?: Partial<DelegationRunnerOptions>;
+    connection?: AgentConnection;
+    requestId?: string;
+  } = {},
 ): Promise<Run> {
   const endpoint = opts.endpoint ?? server.jsonRpc;
   const connection = opts.connection ?? (await connectAgent({ card: server.card, endpoint }));
   const request = makeRequest(endpoint, task, opts.request, opts.requestId);
   await store.create(request);
   const journal = new DelegationJournal(request);
-  const runner = new DelegationRunner({ connection, journal, sink: store, reconnect: FAST_RECONNECT, cancelWaitMs: 2000, drainTimeoutMs: 2000, pollIntervalMs: 20, ...opts.runner });
+  const runner = new DelegationRunner({
+    connection,
+    journal,
+    sink: store,
+    reconnect: FAST_RECONNECT,
+    cancelWaitMs: 2000,
+    drainTimeoutMs: 2000,
+    pollIntervalMs: 20,
+    ...opts.runner,
+  });
   return {
     runner,
     journal,
@@ -75,11 +104,16 @@ export async function newRun(
 
 /** Sequenced event seqs in a persisted journal, in order. */
 export function eventSeqs(entries: readonly JournalEntry[]): number[] {
-  return entries.filter((e): e is Extract<JournalEntry, { kind: 'event' }> => e.kind === 'event' && e.sequenced).map((e) => e.seq);
+  return entries
+    .filter((e): e is Extract<JournalEntry, { kind: 'event' }> => e.kind === 'event' && e.sequenced)
+    .map((e) => e.seq);
 }
 
 /** Rejects if `p` takes longer than `ms` (every wait in a test is bounded). */
 export function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let t: NodeJS.Timeout;
-  return Promise.race([p, new Promise<T>((_, reject) => (t = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms)))]).finally(() => clearTimeout(t));
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => (t = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms))),
+  ]).finally(() => clearTimeout(t));
 }

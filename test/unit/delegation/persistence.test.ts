@@ -40,7 +40,16 @@ describe('retries and persistence', () => {
       const connection = await connectAgent({ card: s.card, endpoint: s.jsonRpc });
       const request = makeRequest(s.jsonRpc, 'Once');
       await store.create(request);
-      const runners = Array.from({ length: 1000 }, () => new DelegationRunner({ connection, journal: new DelegationJournal(request), sink: { append: async () => undefined }, reconnect: FAST_RECONNECT }));
+      const runners = Array.from(
+        { length: 1000 },
+        () =>
+          new DelegationRunner({
+            connection,
+            journal: new DelegationJournal(request),
+            sink: { append: async () => undefined },
+            reconnect: FAST_RECONNECT,
+          }),
+      );
       await within(Promise.all(runners.map((r) => r.start())), 60_000, '1000 retries');
       assert.equal(s.replay?.tasksCreated, 1);
       assert.equal(s.executor.executions.length, 1);
@@ -55,7 +64,10 @@ describe('retries and persistence', () => {
 
   it('a journal with a torn last line reloads, is cut clean, and appending continues', async () => {
     const store = new JournalStore(join(tmp.dir, 'torn'));
-    const request = makeRequest({ url: 'http://127.0.0.1:9/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }, 'Torn');
+    const request = makeRequest(
+      { url: 'http://127.0.0.1:9/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      'Torn',
+    );
     await store.create(request);
     await store.append(request.requestId, { kind: 'send', at: 1, attempt: 1 }, { sync: true });
     await store.append(request.requestId, { kind: 'task', at: 2, taskId: 't1', contextId: 'c1' }, { sync: true });
@@ -65,12 +77,18 @@ describe('retries and persistence', () => {
     const store2 = new JournalStore(join(tmp.dir, 'torn'));
     const loaded = await store2.load(request.requestId);
     assert.equal(loaded.tornTail, true);
-    assert.deepEqual(loaded.entries.map((e) => e.kind), ['request', 'send', 'task']);
+    assert.deepEqual(
+      loaded.entries.map((e) => e.kind),
+      ['request', 'send', 'task'],
+    );
     assert.ok(readFileSync(file, 'utf8').endsWith('\n'));
     await store2.append(request.requestId, { kind: 'notice', at: 4, level: 'info', text: 'after' }, { sync: true });
     const again = await store2.load(request.requestId);
     assert.equal(again.tornTail, false);
-    assert.deepEqual(again.entries.map((e) => e.kind), ['request', 'send', 'task', 'notice']);
+    assert.deepEqual(
+      again.entries.map((e) => e.kind),
+      ['request', 'send', 'task', 'notice'],
+    );
     const j = DelegationJournal.fromEntries(again.entries);
     assert.equal(j.taskId, 't1');
     assert.equal(j.state(), 'starting');
@@ -105,11 +123,17 @@ describe('retries and persistence', () => {
       await m2.idle(j1.requestId);
       const entries = (await store2.load(j1.requestId)).entries;
       const served = s.replay?.logs.get(j2.taskId ?? '')?.events.length ?? -1;
-      assert.deepEqual(eventSeqs(entries), Array.from({ length: served }, (_, i) => i + 1));
+      assert.deepEqual(
+        eventSeqs(entries),
+        Array.from({ length: served }, (_, i) => i + 1),
+      );
       assert.equal(s.replay?.tasksCreated, 1);
       const view = m2.view(j1.requestId);
       assert.equal(view?.state, 'completed');
-      assert.ok(view?.timeline.some((e) => (e.kind === 'step' || e.kind === 'status') && e.text === 'Step 1'), 'history from before the crash is shown');
+      assert.ok(
+        view?.timeline.some((e) => (e.kind === 'step' || e.kind === 'status') && e.text === 'Step 1'),
+        'history from before the crash is shown',
+      );
       const audit = await store2.readAudit();
       assert.equal(audit.filter((a) => a.requestId === j1.requestId).length, 1);
       assert.equal(audit[0].outcome, 'completed');
@@ -128,7 +152,12 @@ describe('retries and persistence', () => {
     const s = await startAgentServer({ script: steps });
     const store = new JournalStore(join(tmp.dir, 'queue'));
     try {
-      const m = await DelegationManager.open({ store, connect: async () => connectAgent({ card: s.card, endpoint: s.jsonRpc }), maxConcurrent: 1, runnerOptions: { reconnect: FAST_RECONNECT } });
+      const m = await DelegationManager.open({
+        store,
+        connect: async () => connectAgent({ card: s.card, endpoint: s.jsonRpc }),
+        maxConcurrent: 1,
+        runnerOptions: { reconnect: FAST_RECONNECT },
+      });
       const a = await m.start(makeRequest(s.jsonRpc, 'A'));
       const b = await m.start(makeRequest(s.jsonRpc, 'B'));
       assert.equal(m.list().find((x) => x.requestId === b.requestId)?.state, 'queued');

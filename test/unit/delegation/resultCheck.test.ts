@@ -23,13 +23,23 @@ import { PATCH_ID, SIGNED_PATCH, startSigningAgent } from './signingAgent';
 import type { SigningAgent } from './signingAgent';
 import { CASES } from './tamperCases';
 
-async function delegateTo(agent: SigningAgent | { card: SigningAgent['card']; jsonRpc: SigningAgent['jsonRpc'] }, store: JournalStore, name: string): Promise<{ check: ResultCheck; journal: DelegationJournal }> {
+async function delegateTo(
+  agent: SigningAgent | { card: SigningAgent['card']; jsonRpc: SigningAgent['jsonRpc'] },
+  store: JournalStore,
+  name: string,
+): Promise<{ check: ResultCheck; journal: DelegationJournal }> {
   const run = await newRun(agent as unknown as AgentServer, store, `change x «${name}»`);
   await within(run.runner.start(), 15_000, name);
   const entries = await run.entries();
   const journal = DelegationJournal.fromEntries(entries);
   const { promised } = signedResultsOf(agent.card);
-  const check = await checkResult({ journal, final: finalTaskOf(entries), keys: await resultKeys([], agent.card), signaturesPromised: promised, signer: new URL(agent.jsonRpc.url).origin });
+  const check = await checkResult({
+    journal,
+    final: finalTaskOf(entries),
+    keys: await resultKeys([], agent.card),
+    signaturesPromised: promised,
+    signer: new URL(agent.jsonRpc.url).origin,
+  });
   return { check, journal };
 }
 
@@ -53,22 +63,31 @@ describe('result check: a signing agent that tampers with what it sends', () => 
   });
 
   for (const c of CASES) {
-    it(c.failure ? `${c.name}: not verified (${c.failure}), and no patch is offered` : `${c.name}: verified, with the signed patch byte for byte`, async () => {
-      const { check, journal } = await delegateTo(agent, store, c.name);
-      assert.equal(journal.decide()?.outcome === 'completed' || journal.decide()?.outcome === 'failed', true, journal.decide()?.reason);
-      if (!c.failure) {
-        assert.equal(check.status, 'verified', check.detail);
+    it(
+      c.failure
+        ? `${c.name}: not verified (${c.failure}), and no patch is offered`
+        : `${c.name}: verified, with the signed patch byte for byte`,
+      async () => {
+        const { check, journal } = await delegateTo(agent, store, c.name);
+        assert.equal(
+          journal.decide()?.outcome === 'completed' || journal.decide()?.outcome === 'failed',
+          true,
+          journal.decide()?.reason,
+        );
+        if (!c.failure) {
+          assert.equal(check.status, 'verified', check.detail);
+          assert.match(check.detail, c.why);
+          assert.ok(check.status === 'verified' && check.patch);
+          assert.equal(check.patch.bytes.toString('utf8'), SIGNED_PATCH);
+          assert.equal(check.patch.artifactId, PATCH_ID);
+          return;
+        }
+        assert.equal(check.status, 'invalid', `${c.name} was ${check.status}: ${check.detail}`);
+        assert.equal(check.status === 'invalid' && check.failure, c.failure, check.detail);
         assert.match(check.detail, c.why);
-        assert.ok(check.status === 'verified' && check.patch);
-        assert.equal(check.patch.bytes.toString('utf8'), SIGNED_PATCH);
-        assert.equal(check.patch.artifactId, PATCH_ID);
-        return;
-      }
-      assert.equal(check.status, 'invalid', `${c.name} was ${check.status}: ${check.detail}`);
-      assert.equal(check.status === 'invalid' && check.failure, c.failure, check.detail);
-      assert.match(check.detail, c.why);
-      assert.ok(!('patch' in check), 'a result that did not verify offers no patch');
-    });
+        assert.ok(!('patch' in check), 'a result that did not verify offers no patch');
+      },
+    );
   }
 
   it('the journal shows the final changes.patch, not one streamed before it under the same name', async () => {
@@ -91,7 +110,10 @@ describe('result check: a signing agent that tampers with what it sends', () => 
     }
     for (const name of ['dup-evil-after', 'dup-identical']) {
       const r = await delegateTo(plain, store, name);
-      assert.ok(r.check.status === 'invalid' && r.check.failure === 'artifact-duplicate', `${name}: ${r.check.status} ${r.check.detail}`);
+      assert.ok(
+        r.check.status === 'invalid' && r.check.failure === 'artifact-duplicate',
+        `${name}: ${r.check.status} ${r.check.detail}`,
+      );
     }
     const two = await delegateTo(plain, store, 'two-patches');
     assert.ok(two.check.status === 'invalid' && two.check.failure === 'patch-ambiguous', two.check.detail);
@@ -104,7 +126,11 @@ describe("result check: Baton's gateway", () => {
   let store: JournalStore;
   before(async () => {
     tmp = tempDir();
-    gw = await startGateway({ stateDir: join(tmp.dir, 'gw'), localAgents: [scriptedAgent({ steps: 3 })], log: () => undefined });
+    gw = await startGateway({
+      stateDir: join(tmp.dir, 'gw'),
+      localAgents: [scriptedAgent({ steps: 3 })],
+      log: () => undefined,
+    });
     store = new JournalStore(join(tmp.dir, 'journals'));
   });
   after(async () => {
@@ -114,18 +140,32 @@ describe("result check: Baton's gateway", () => {
   });
 
   /** Delegates to the echo route over one of its interfaces and checks the result. */
-  async function delegate(binding: string, version: string): Promise<{ check: ResultCheck; journal: DelegationJournal; entries: JournalEntry[]; card: AgentCard }> {
-    const raw = (await (await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json()) as unknown;
+  async function delegate(
+    binding: string,
+    version: string,
+  ): Promise<{ check: ResultCheck; journal: DelegationJournal; entries: JournalEntry[]; card: AgentCard }> {
+    const raw = (await (
+      await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })
+    ).json()) as unknown;
     const card = normalizeCard(raw);
     const iface = card.supportedInterfaces.find((i) => i.protocolBinding === binding && i.protocolVersion === version);
     assert.ok(iface, `${binding} ${version}`);
     const endpoint = { url: iface.url, protocolBinding: binding, protocolVersion: version };
     const connection = await connectAgent({ card, endpoint, getToken: async () => gw.token });
-    const run = await newRun({ card, jsonRpc: endpoint } as unknown as AgentServer, store, 'Echo', { connection, endpoint });
+    const run = await newRun({ card, jsonRpc: endpoint } as unknown as AgentServer, store, 'Echo', {
+      connection,
+      endpoint,
+    });
     await within(run.runner.start(), 20_000, 'delegation');
     const entries = await run.entries();
     const journal = DelegationJournal.fromEntries(entries);
-    const check = await checkResult({ journal, final: finalTaskOf(entries), keys: await resultKeys([], card), signaturesPromised: signedResultsOf(card).promised, signer: gw.url });
+    const check = await checkResult({
+      journal,
+      final: finalTaskOf(entries),
+      keys: await resultKeys([], card),
+      signaturesPromised: signedResultsOf(card).promised,
+      signer: gw.url,
+    });
     return { check, journal, entries, card };
   }
 
@@ -139,8 +179,14 @@ describe("result check: Baton's gateway", () => {
   it('over A2A 0.3 the agent signs the request as 0.3 carried it, which is not the one sent: not verified, and it says why', async () => {
     for (const binding of ['JSONRPC', 'HTTP+JSON']) {
       const { check } = await delegate(binding, '0.3');
-      assert.ok(check.status === 'invalid' && check.failure === 'request-mismatch', `${binding}: ${check.status} ${check.detail}`);
-      assert.match(check.detail, /went over A2A 0\.3, which does not carry all of what Baton sent.*approve the agent's A2A 1\.0 interface/);
+      assert.ok(
+        check.status === 'invalid' && check.failure === 'request-mismatch',
+        `${binding}: ${check.status} ${check.detail}`,
+      );
+      assert.match(
+        check.detail,
+        /went over A2A 0\.3, which does not carry all of what Baton sent.*approve the agent's A2A 1\.0 interface/,
+      );
     }
   });
 
@@ -150,13 +196,33 @@ describe("result check: Baton's gateway", () => {
     // Who ran it comes from the signed claims.
     assert.deepEqual(check.status === 'verified' && check.executor, { id: 'echo', kind: 'builtin', confined: false });
     const row = await gw.store.getTask('echo', journal.taskId ?? '');
-    const stored = JSON.parse(row?.snapshot ?? '{}') as { artifacts?: Array<{ name?: string; parts: Array<{ text?: string }> }> };
-    const signedPatch = stored.artifacts?.find((a) => a.name === PATCH_ARTIFACT.name)?.parts.map((p) => p.text ?? '').join('');
+    const stored = JSON.parse(row?.snapshot ?? '{}') as {
+      artifacts?: Array<{ name?: string; parts: Array<{ text?: string }> }>;
+    };
+    const signedPatch = stored.artifacts
+      ?.find((a) => a.name === PATCH_ARTIFACT.name)
+      ?.parts.map((p) => p.text ?? '')
+      .join('');
     assert.ok(signedPatch);
     assert.equal(check.status === 'verified' && check.patch?.bytes.toString('utf8'), signedPatch);
     // A key the card does not name (another gateway's, a rotated one) does not verify it.
     const otherKey = await generateSigningKey();
-    const other = await checkResult({ journal, final: finalTaskOf(entries), keys: await resultKeys([], { ...card, capabilities: card.capabilities && { ...card.capabilities, extensions: card.capabilities.extensions.map((e) => ({ ...e, params: e.params && { ...e.params, publicKeyJwk: otherKey.publicJwk } })) } }), signaturesPromised: true, signer: gw.url });
+    const other = await checkResult({
+      journal,
+      final: finalTaskOf(entries),
+      keys: await resultKeys([], {
+        ...card,
+        capabilities: card.capabilities && {
+          ...card.capabilities,
+          extensions: card.capabilities.extensions.map((e) => ({
+            ...e,
+            params: e.params && { ...e.params, publicKeyJwk: otherKey.publicJwk },
+          })),
+        },
+      }),
+      signaturesPromised: true,
+      signer: gw.url,
+    });
     assert.ok(other.status === 'invalid' && other.failure === 'unknown-key', other.detail);
   });
 });

@@ -24,7 +24,18 @@ after(async () => {
   tmp.cleanup();
 });
 
-async function withServer(o: { script: Script; executorOptions?: ScriptedExecutorOptions; replay?: boolean; legacy?: boolean; bearer?: string; apiKey?: string; streaming?: boolean }, fn: (s: AgentServer) => Promise<void>): Promise<void> {
+async function withServer(
+  o: {
+    script: Script;
+    executorOptions?: ScriptedExecutorOptions;
+    replay?: boolean;
+    legacy?: boolean;
+    bearer?: string;
+    apiKey?: string;
+    streaming?: boolean;
+  },
+  fn: (s: AgentServer) => Promise<void>,
+): Promise<void> {
   const s = await startAgentServer(o);
   try {
     await fn(s);
@@ -62,7 +73,9 @@ describe('delegation runner', () => {
         assert.equal(v.outcomeReason, 'All done');
         assert.ok(seen.includes('working'), `states seen: ${seen.join(',')}`);
         assert.deepEqual(
-          v.timeline.filter((e) => e.kind === 'step' || e.kind === 'status').map((e) => ('text' in e ? e.text : undefined)),
+          v.timeline
+            .filter((e) => e.kind === 'step' || e.kind === 'status')
+            .map((e) => ('text' in e ? e.text : undefined)),
           [undefined, 'Reading', 'Editing', 'All done'],
         );
         assert.equal(v.actions.reviewChanges, true);
@@ -116,7 +129,11 @@ describe('delegation runner', () => {
     await withServer({ script: longRunning }, async (s) => {
       const run = await newRun(s, store, 'Long');
       void run.runner.start();
-      await within(waitFor(() => run.journal.state() === 'working'), 5000, 'working');
+      await within(
+        waitFor(() => run.journal.state() === 'working'),
+        5000,
+        'working',
+      );
       const d = await within(run.runner.cancel(), 10_000, 'cancel');
       assert.equal(d.outcome, 'canceled');
       assert.equal(d.cancelConfirmed, true);
@@ -129,7 +146,11 @@ describe('delegation runner', () => {
     await withServer({ script: longRunning, executorOptions: { cancel: { delayMs: 300 } } }, async (s) => {
       const run = await newRun(s, store, 'Long');
       void run.runner.start();
-      await within(waitFor(() => run.journal.state() === 'working'), 5000, 'working');
+      await within(
+        waitFor(() => run.journal.state() === 'working'),
+        5000,
+        'working',
+      );
       const d = await within(run.runner.cancel(), 10_000, 'cancel');
       assert.equal(d.outcome, 'canceled');
       assert.equal(d.cancelConfirmed, true);
@@ -140,7 +161,11 @@ describe('delegation runner', () => {
     await withServer({ script: longRunning, executorOptions: { cancel: 'never' } }, async (s) => {
       const run = await newRun(s, store, 'Long', { runner: { cancelWaitMs: 300 } });
       void run.runner.start();
-      await within(waitFor(() => run.journal.state() === 'working'), 5000, 'working');
+      await within(
+        waitFor(() => run.journal.state() === 'working'),
+        5000,
+        'working',
+      );
       const d = await within(run.runner.cancel(), 10_000, 'cancel');
       assert.equal(d.outcome, 'canceled');
       assert.equal(d.cancelConfirmed, false);
@@ -202,7 +227,8 @@ describe('delegation runner', () => {
       {
         script: async (t) => {
           t.task();
-          for (let i = 0; i < chunks.length; i++) t.artifact('big', 'changes.patch', chunks[i], { append: i > 0, lastChunk: i === chunks.length - 1 });
+          for (let i = 0; i < chunks.length; i++)
+            t.artifact('big', 'changes.patch', chunks[i], { append: i > 0, lastChunk: i === chunks.length - 1 });
           t.status(TaskState.TASK_STATE_COMPLETED);
         },
       },
@@ -265,7 +291,11 @@ describe('delegation runner', () => {
   it('bearer and API-key tokens are sent to the pinned origin, as the card asks', async () => {
     await withServer({ script: progress, bearer: 's3cret' }, async (s) => {
       const asked: string[] = [];
-      const connection = await connectAgent({ card: s.card, endpoint: s.jsonRpc, getToken: async (o) => (asked.push(o), 's3cret') });
+      const connection = await connectAgent({
+        card: s.card,
+        endpoint: s.jsonRpc,
+        getToken: async (o) => (asked.push(o), 's3cret'),
+      });
       const run = await newRun(s, store, 'Auth', { connection });
       await within(run.runner.start(), 10_000, 'start');
       assert.equal(run.journal.decide()?.outcome, 'completed');
@@ -292,7 +322,12 @@ describe('delegation runner', () => {
     await assert.rejects(f('http://evil.example/a2a'), /Refused/);
     assert.deepEqual(calls, []);
     let init: RequestInit | undefined;
-    const g = pinnedFetch('http://127.0.0.1:1', { kind: 'bearer' }, async () => 'tok', async (_i, i2) => ((init = i2), new Response('{}')));
+    const g = pinnedFetch(
+      'http://127.0.0.1:1',
+      { kind: 'bearer' },
+      async () => 'tok',
+      async (_i, i2) => ((init = i2), new Response('{}')),
+    );
     await g('http://127.0.0.1:1/a2a', { method: 'POST' });
     assert.equal(new Headers(init?.headers).get('authorization'), 'Bearer tok');
     assert.equal(init?.redirect, 'error');
@@ -305,14 +340,23 @@ describe('delegation runner', () => {
     await within(run.runner.start(), 10_000, 'start');
     const d = run.journal.decide();
     assert.equal(d?.outcome, 'failed');
-    assert.match(d?.reason ?? '', /Could not reach the agent at http:\/\/127\.0\.0\.1:\d+\/a2a\/jsonrpc.*ECONNREFUSED.*Nothing was sent/);
+    assert.match(
+      d?.reason ?? '',
+      /Could not reach the agent at http:\/\/127\.0\.0\.1:\d+\/a2a\/jsonrpc.*ECONNREFUSED.*Nothing was sent/,
+    );
   });
 
   it('contact lost mid-task → unknown; "check again" reconciles once the agent is back', async () => {
     const s = await startAgentServer({ script: longRunning, replay: true });
-    const run = await newRun(s, store, 'Fragile', { runner: { reconnect: { initialDelayMs: 5, maxDelayMs: 20, maxAttempts: 3 } } });
+    const run = await newRun(s, store, 'Fragile', {
+      runner: { reconnect: { initialDelayMs: 5, maxDelayMs: 20, maxAttempts: 3 } },
+    });
     void run.runner.start();
-    await within(waitFor(() => run.journal.state() === 'working'), 5000, 'working');
+    await within(
+      waitFor(() => run.journal.state() === 'working'),
+      5000,
+      'working',
+    );
     const taskId = run.journal.taskId ?? '';
     const settled = run.runner.whenSettled();
     await s.close();
@@ -328,7 +372,14 @@ describe('delegation runner', () => {
     const back = await startAgentServer({ script: progress, port: s.port });
     try {
       await back.taskStore.save(
-        { id: taskId, contextId: run.journal.contextId ?? '', status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, artifacts: [], history: [], metadata: undefined },
+        {
+          id: taskId,
+          contextId: run.journal.contextId ?? '',
+          status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
+          artifacts: [],
+          history: [],
+          metadata: undefined,
+        },
         new ServerCallContext(),
       );
       await within(run.runner.checkAgain(), 10_000, 'check again (up)');
@@ -362,7 +413,11 @@ async function signedIn(run: Run): Promise<void> {
   const taskId = run.journal.taskId ?? '';
   await within(
     (async () => {
-      while ((await run.connection.client.getTask({ tenant: '', id: taskId, historyLength: 0 })).status?.state === TaskState.TASK_STATE_AUTH_REQUIRED) await sleep(10);
+      while (
+        (await run.connection.client.getTask({ tenant: '', id: taskId, historyLength: 0 })).status?.state ===
+        TaskState.TASK_STATE_AUTH_REQUIRED
+      )
+        await sleep(10);
     })(),
     10_000,
     'the agent goes on after sign-in',
@@ -402,7 +457,8 @@ describe('delegation runner: auth-required', () => {
       await within(run.runner.start(), 10_000, 'start');
       assert.equal(run.journal.decide()?.outcome, 'auth-required');
       const before = (await run.entries()).length;
-      for (let i = 0; i < 3; i++) assert.equal(await within(run.runner.checkIfAuthorized(), 10_000, 'a look while it waits'), false);
+      for (let i = 0; i < 3; i++)
+        assert.equal(await within(run.runner.checkIfAuthorized(), 10_000, 'a look while it waits'), false);
       assert.equal((await run.entries()).length, before, 'looking while the task waits adds nothing to the journal');
       assert.equal(run.journal.decide()?.outcome, 'auth-required');
       authorize();

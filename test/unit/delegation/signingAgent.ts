@@ -49,33 +49,82 @@ export interface Tamper {
 }
 
 export function textPart(text: string, filename: string = PATCH_ARTIFACT.name): Artifact['parts'][number] {
-  return { content: { $case: 'text', value: text }, filename, mediaType: PATCH_ARTIFACT.mediaType, metadata: undefined };
+  return {
+    content: { $case: 'text', value: text },
+    filename,
+    mediaType: PATCH_ARTIFACT.mediaType,
+    metadata: undefined,
+  };
 }
 
-export function artifactOf(artifactId: string, name: string, texts: readonly string[], extra: Partial<Artifact> = {}): Artifact {
-  return { artifactId, name, description: '', parts: texts.map((t) => textPart(t, name)), metadata: undefined, extensions: [], ...extra };
+export function artifactOf(
+  artifactId: string,
+  name: string,
+  texts: readonly string[],
+  extra: Partial<Artifact> = {},
+): Artifact {
+  return {
+    artifactId,
+    name,
+    description: '',
+    parts: texts.map((t) => textPart(t, name)),
+    metadata: undefined,
+    extensions: [],
+    ...extra,
+  };
 }
 
 export function artifactEvent(p: Played, artifact: Artifact, append: boolean, lastChunk: boolean): StreamResponse {
-  return { payload: { $case: 'artifactUpdate', value: { taskId: p.taskId, contextId: p.contextId, artifact, append, lastChunk, metadata: undefined } } };
+  return {
+    payload: {
+      $case: 'artifactUpdate',
+      value: { taskId: p.taskId, contextId: p.contextId, artifact, append, lastChunk, metadata: undefined },
+    },
+  };
 }
 
-export function agentMessage(p: Pick<Played, 'taskId' | 'contextId'>, text: string, messageId = `m-${p.taskId}`): Message {
-  return { messageId, contextId: p.contextId, taskId: p.taskId, role: Role.ROLE_AGENT, parts: [textPart(text, '')], metadata: undefined, extensions: [], referenceTaskIds: [] };
+export function agentMessage(
+  p: Pick<Played, 'taskId' | 'contextId'>,
+  text: string,
+  messageId = `m-${p.taskId}`,
+): Message {
+  return {
+    messageId,
+    contextId: p.contextId,
+    taskId: p.taskId,
+    role: Role.ROLE_AGENT,
+    parts: [textPart(text, '')],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
 }
 
 export function statusEvent(p: Played, status: TaskStatus): StreamResponse {
-  return { payload: { $case: 'statusUpdate', value: { taskId: p.taskId, contextId: p.contextId, status, metadata: undefined } } };
+  return {
+    payload: {
+      $case: 'statusUpdate',
+      value: { taskId: p.taskId, contextId: p.contextId, status, metadata: undefined },
+    },
+  };
 }
 
 function play(params: SendMessageRequest): Played {
   const taskId = randomUUID();
   const contextId = params.message?.contextId || randomUUID();
   const ids = { taskId, contextId };
-  const done: TaskStatus = { state: TaskState.TASK_STATE_COMPLETED, message: agentMessage(ids, 'done: one file changed'), timestamp: new Date().toISOString() };
+  const done: TaskStatus = {
+    state: TaskState.TASK_STATE_COMPLETED,
+    message: agentMessage(ids, 'done: one file changed'),
+    timestamp: new Date().toISOString(),
+  };
   const partial: Played = { ...ids, params, events: [], task: undefined as unknown as Task };
   const events = [
-    statusEvent(partial, { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() }),
+    statusEvent(partial, {
+      state: TaskState.TASK_STATE_WORKING,
+      message: undefined,
+      timestamp: new Date().toISOString(),
+    }),
     artifactEvent(partial, artifactOf(PATCH_ID, PATCH_ARTIFACT.name, [PATCH_CHUNKS[0]]), false, false),
     artifactEvent(partial, artifactOf(PATCH_ID, '', [PATCH_CHUNKS[1]]), true, true),
     statusEvent(partial, done),
@@ -102,16 +151,28 @@ class TamperingHandler implements A2ARequestHandler {
   ) {}
 
   private scenario(params: SendMessageRequest): Tamper {
-    const text = (params.message?.parts ?? []).map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('\n');
+    const text = (params.message?.parts ?? [])
+      .map((p) => (p.content?.$case === 'text' ? p.content.value : ''))
+      .join('\n');
     const name = /«([^»]+)»/.exec(text)?.[1];
     return (name !== undefined && this.scenarios.get(name)) || {};
   }
 
   private async settle(p: Played, t: Tamper): Promise<void> {
     const signedTask = t.signedTask ? t.signedTask(p) : p.task;
-    const body = envelopeBody(signedTask, signedTask.status ?? p.task.status ?? { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, sentRequestDigest(p.params), { id: 'tamper', kind: 'test' }, null);
+    const body = envelopeBody(
+      signedTask,
+      signedTask.status ??
+        p.task.status ?? { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
+      sentRequestDigest(p.params),
+      { id: 'tamper', kind: 'test' },
+      null,
+    );
     const claims = t.claims ? t.claims(body, p) : body;
-    const jws = await signResultEnvelope({ v: 1, ...claims, issuedAt: new Date().toISOString() }, t.otherKey ? this.otherKey : this.key());
+    const jws = await signResultEnvelope(
+      { v: 1, ...claims, issuedAt: new Date().toISOString() },
+      t.otherKey ? this.otherKey : this.key(),
+    );
     const honest: Task = { ...structuredClone(p.task), metadata: { ...(p.task.metadata ?? {}), [META.envelope]: jws } };
     this.finals.set(p.taskId, t.final ? t.final(honest, p) : honest);
   }
@@ -123,7 +184,14 @@ class TamperingHandler implements A2ARequestHandler {
     yield {
       payload: {
         $case: 'task',
-        value: { id: p.taskId, contextId: p.contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() }, artifacts: [], history: p.task.history, metadata: undefined },
+        value: {
+          id: p.taskId,
+          contextId: p.contextId,
+          status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() },
+          artifacts: [],
+          history: p.task.history,
+          metadata: undefined,
+        },
       },
     };
     for (const ev of t.events ? t.events(p) : p.events) yield ev;
@@ -179,7 +247,10 @@ export interface SigningAgent {
 }
 
 /** Starts the agent; `promise: false` serves a card that does not declare signed results. */
-export async function startSigningAgent(scenarios: ReadonlyMap<string, Tamper>, opts: { key?: SigningKey; promise?: boolean; port?: number } = {}): Promise<SigningAgent> {
+export async function startSigningAgent(
+  scenarios: ReadonlyMap<string, Tamper>,
+  opts: { key?: SigningKey; promise?: boolean; port?: number } = {},
+): Promise<SigningAgent> {
   const key = opts.key ?? (await generateSigningKey());
   const app = express();
   const { port, close } = await listenOnLoopback(app, opts.port);
@@ -191,7 +262,16 @@ export async function startSigningAgent(scenarios: ReadonlyMap<string, Tamper>, 
     supportedInterfaces: [{ url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
     capabilities: {
       streaming: true,
-      extensions: opts.promise === false ? [] : [{ uri: SIGNED_RESULT_EXTENSION_URI, required: false, params: { metadataKey: META.envelope, alg: 'EdDSA', publicKeyJwk: key.publicJwk } }],
+      extensions:
+        opts.promise === false
+          ? []
+          : [
+              {
+                uri: SIGNED_RESULT_EXTENSION_URI,
+                required: false,
+                params: { metadataKey: META.envelope, alg: 'EdDSA', publicKeyJwk: key.publicJwk },
+              },
+            ],
     },
     securitySchemes: {},
     securityRequirements: [],

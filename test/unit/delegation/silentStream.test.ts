@@ -82,11 +82,17 @@ for (const replay of [true, false]) {
       const entries = await run.entries();
       const lost = entries.filter((e) => e.kind === 'connection' && e.status === 'lost');
       assert.equal(lost.length, 1);
-      assert.match(lost[0].kind === 'connection' ? (lost[0].error ?? '') : '', /no event for 300 ms while the agent reports the task completed/);
+      assert.match(
+        lost[0].kind === 'connection' ? (lost[0].error ?? '') : '',
+        /no event for 300 ms while the agent reports the task completed/,
+      );
       if (replay) {
         // The events the stall withheld were fetched with Last-Event-ID: each once, none missing.
         const seqs = eventSeqs(entries);
-        assert.deepEqual(seqs, seqs.map((_, i) => i + 1));
+        assert.deepEqual(
+          seqs,
+          seqs.map((_, i) => i + 1),
+        );
       }
       assert.equal(entries.filter((e) => e.kind === 'outcome').length, 1);
     });
@@ -100,11 +106,17 @@ for (const replay of [true, false]) {
           stall.setCutPoint(CUT_POINTS.midEvent);
           const endpoint = { ...long.jsonRpc, url: `http://127.0.0.1:${stall.port}/a2a/jsonrpc` };
           const connection = await connectAgent({ card: long.card, endpoint });
-          const run = await newRun(long, store, 'Take your time', { endpoint, connection, runner: { silenceCheckMs: 300 } });
+          const run = await newRun(long, store, 'Take your time', {
+            endpoint,
+            connection,
+            runner: { silenceCheckMs: 300 },
+          });
           const settledAt: number[] = [];
           const stepsSeenAt: number[] = [];
           run.runner.onDidChange((j) => {
-            const steps = j.view(Date.now()).timeline.filter((e) => e.kind === 'step' && /^Step \d/.test(e.text)).length;
+            const steps = j
+              .view(Date.now())
+              .timeline.filter((e) => e.kind === 'step' && /^Step \d/.test(e.text)).length;
             if (steps > stepsSeenAt.length) stepsSeenAt.push(Date.now());
             if (j.decide()) settledAt.push(Date.now());
           });
@@ -112,14 +124,24 @@ for (const replay of [true, false]) {
           assert.equal(stall.cuts, 1, 'the stream was stalled');
           assert.equal(run.journal.decide()?.outcome, 'completed');
           const entries = await run.entries();
-          assert.deepEqual(entries.filter((e) => e.kind === 'connection' && e.status === 'lost'), []);
+          assert.deepEqual(
+            entries.filter((e) => e.kind === 'connection' && e.status === 'lost'),
+            [],
+          );
           if (replay) {
             const seqs = eventSeqs(entries);
-            assert.deepEqual(seqs, seqs.map((_, i) => i + 1), 'every event once, in order');
+            assert.deepEqual(
+              seqs,
+              seqs.map((_, i) => i + 1),
+              'every event once, in order',
+            );
           }
           assert.equal(run.journal.patch()?.text, PATCH);
           // Progress came back while the task was still running, not all at once at the end.
-          assert.ok(stepsSeenAt.length > 0 && settledAt.length > 0 && stepsSeenAt[0] < settledAt[0], 'steps arrived before the task settled');
+          assert.ok(
+            stepsSeenAt.length > 0 && settledAt.length > 0 && stepsSeenAt[0] < settledAt[0],
+            'steps arrived before the task settled',
+          );
         } finally {
           await stall.close();
           await long.close();

@@ -24,7 +24,11 @@ async function script(t: Turn): Promise<void> {
   }
   for (let i = 0; i < CHUNKS.length; i++) {
     await t.sleep(2);
-    t.artifact('patch', 'changes.patch', CHUNKS[i], { append: i > 0, lastChunk: i === CHUNKS.length - 1, mediaType: 'text/x-diff' });
+    t.artifact('patch', 'changes.patch', CHUNKS[i], {
+      append: i > 0,
+      lastChunk: i === CHUNKS.length - 1,
+      mediaType: 'text/x-diff',
+    });
   }
   await t.sleep(2);
   t.status(TaskState.TASK_STATE_COMPLETED, 'Done');
@@ -32,7 +36,8 @@ async function script(t: Turn): Promise<void> {
 
 async function inBatches<T>(n: number, size: number, fn: (i: number) => Promise<T>): Promise<T[]> {
   const out: T[] = [];
-  for (let i = 0; i < n; i += size) out.push(...(await Promise.all(Array.from({ length: Math.min(size, n - i) }, (_, k) => fn(i + k)))));
+  for (let i = 0; i < n; i += size)
+    out.push(...(await Promise.all(Array.from({ length: Math.min(size, n - i) }, (_, k) => fn(i + k)))));
   return out;
 }
 
@@ -81,7 +86,11 @@ for (const replay of [true, false]) {
             const taskId = run.journal.taskId ?? '';
             const served = server.replay?.logs.get(taskId)?.events.length ?? -1;
             const seqs = eventSeqs(entries);
-            assert.deepEqual(seqs, Array.from({ length: served }, (_, i) => i + 1), 'every event once, in order');
+            assert.deepEqual(
+              seqs,
+              Array.from({ length: served }, (_, i) => i + 1),
+              'every event once, in order',
+            );
           } else {
             const local = entries.filter((e) => e.kind === 'event').map((e) => (e.kind === 'event' ? e.seq : 0));
             assert.equal(new Set(local).size, local.length, 'no event journaled twice');

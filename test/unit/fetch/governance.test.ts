@@ -9,7 +9,16 @@ import express from 'express';
 import { AgentCard } from '@a2a-js/sdk';
 import { agentCardHandler } from '@a2a-js/sdk/server/express';
 import type { RegistryState, ServedCard } from '../../../src/core/agentRegistry';
-import { addAgent, approveAgent, callableEndpoint, EMPTY_REGISTRY, findAgent, pinnedKeysFor, recordFetch, recordNotModified } from '../../../src/core/agentRegistry';
+import {
+  addAgent,
+  approveAgent,
+  callableEndpoint,
+  EMPTY_REGISTRY,
+  findAgent,
+  pinnedKeysFor,
+  recordFetch,
+  recordNotModified,
+} from '../../../src/core/agentRegistry';
 import { fetchAgentCard } from '../../../src/node/safeFetch';
 import type { FetchAgentCardOptions } from '../../../src/node/safeFetch';
 import type { SigningKey } from '../../../src/node/signing';
@@ -25,10 +34,17 @@ let otherKey: SigningKey;
 async function publish(description: string, key: SigningKey, legacyInterface = false): Promise<void> {
   // Built and signed the way src/gateway/cards.ts does: an in-memory SDK card, signed as served.
   const raw: Record<string, unknown> = { ...v1Card(base), description };
-  if (legacyInterface) (raw.supportedInterfaces as unknown[]).push({ url: `${base}/a2a/formatter`, protocolBinding: 'JSONRPC', protocolVersion: '0.3' });
+  if (legacyInterface)
+    (raw.supportedInterfaces as unknown[]).push({
+      url: `${base}/a2a/formatter`,
+      protocolBinding: 'JSONRPC',
+      protocolVersion: '0.3',
+    });
   const card = AgentCard.fromJSON(raw);
   card.signatures = [];
-  card.signatures = [(await createCardSignature(card as unknown as Record<string, unknown>, key)) as AgentCard['signatures'][number]];
+  card.signatures = [
+    (await createCardSignature(card as unknown as Record<string, unknown>, key)) as AgentCard['signatures'][number],
+  ];
   current = card;
 }
 
@@ -36,7 +52,10 @@ before(async () => {
   gatewayKey = await generateSigningKey();
   otherKey = await generateSigningKey();
   const app = express();
-  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: async () => current, legacyCompat: { enabled: true } }));
+  app.use(
+    '/.well-known/agent-card.json',
+    agentCardHandler({ agentCardProvider: async () => current, legacyCompat: { enabled: true } }),
+  );
   server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -55,14 +74,24 @@ async function refresh(state: RegistryState, cardUrl: string): Promise<RegistryS
   const r = await fetchAgentCard(cardUrl, { ...opts, ...(entry?.served?.etag ? { etag: entry.served.etag } : {}) });
   if (r.notModified) return recordNotModified(state, cardUrl, new Date().toISOString());
   const signature = await verifyAgentCard(r.card.raw, { pinnedKeys: pinnedKeysFor(state, entry?.origin ?? '') });
-  const served: ServedCard = { card: r.card, digest: r.digest, signature, etag: r.etag, fetchedAt: new Date().toISOString() };
+  const served: ServedCard = {
+    card: r.card,
+    digest: r.digest,
+    signature,
+    etag: r.etag,
+    fetchedAt: new Date().toISOString(),
+  };
   return recordFetch(state, cardUrl, served);
 }
 
 describe('governance flow against a real SDK card server', () => {
   it('review, change, refused approval, re-review, approval with pinned key, 304, and a foreign signature', async () => {
     const cardUrl = `${base}/.well-known/agent-card.json`;
-    let s = addAgent(EMPTY_REGISTRY, { cardUrl: base.replace(/\/?$/, '/.well-known/agent-card.json'), source: 'user', now: new Date().toISOString() });
+    let s = addAgent(EMPTY_REGISTRY, {
+      cardUrl: base.replace(/\/?$/, '/.well-known/agent-card.json'),
+      source: 'user',
+      now: new Date().toISOString(),
+    });
     s = await refresh(s, cardUrl);
     const reviewed = findAgent(s, cardUrl)!;
     assert.equal(reviewed.served?.card.format, '1.0', 'A2A-Version 1.0 gets the 1.0 card, not the legacy rendering');
@@ -76,10 +105,16 @@ describe('governance flow against a real SDK card server', () => {
     assert.equal(refusedApproval.ok ? 'approved' : refusedApproval.reason, 'card-changed');
 
     // The user re-reviews and approves what is served now: the gateway's key is pinned for the origin.
-    const r = approveAgent(s, cardUrl, { reviewedDigest: findAgent(s, cardUrl)!.served!.digest, now: new Date().toISOString() });
+    const r = approveAgent(s, cardUrl, {
+      reviewedDigest: findAgent(s, cardUrl)!.served!.digest,
+      now: new Date().toISOString(),
+    });
     assert.ok(r.ok, r.ok ? '' : r.message);
     s = r.state;
-    assert.deepEqual(pinnedKeysFor(s, base).map((k) => k.thumbprint), [gatewayKey.kid]);
+    assert.deepEqual(
+      pinnedKeysFor(s, base).map((k) => k.thumbprint),
+      [gatewayKey.kid],
+    );
     assert.equal(callableEndpoint(findAgent(s, cardUrl)!)?.url, `${base}/a2a/formatter`);
 
     // An unchanged card: 304 via the ETag, still approved.
@@ -91,7 +126,10 @@ describe('governance flow against a real SDK card server', () => {
     s = await refresh(s, cardUrl);
     const e = findAgent(s, cardUrl)!;
     assert.equal(e.status, 'pending');
-    assert.deepEqual(e.changes.map((c) => c.path), ['description']);
+    assert.deepEqual(
+      e.changes.map((c) => c.path),
+      ['description'],
+    );
     assert.equal(e.served?.signature.status, 'invalid');
     const blocked = approveAgent(s, cardUrl, { reviewedDigest: e.served!.digest, now: new Date().toISOString() });
     assert.equal(blocked.ok ? 'approved' : blocked.reason, 'invalid-signature');
@@ -99,7 +137,11 @@ describe('governance flow against a real SDK card server', () => {
 
   it('the legacy (0.3) rendering a client gets without A2A-Version is not what was signed', async () => {
     await publish('Formats code with prettier.', gatewayKey, true);
-    assert.equal((await verifyAgentCard(AgentCard.toJSON(current) as Record<string, unknown>)).status, 'invalid', 'AgentCard.toJSON re-shapes the card (drops empty fields): sign the served object');
+    assert.equal(
+      (await verifyAgentCard(AgentCard.toJSON(current) as Record<string, unknown>)).status,
+      'invalid',
+      'AgentCard.toJSON re-shapes the card (drops empty fields): sign the served object',
+    );
     const v1 = await fetchAgentCard(base, opts);
     assert.ok(!v1.notModified && (await verifyAgentCard(v1.card.raw)).status === 'verified');
     const r = await fetchAgentCard(base, { ...opts, headers: { 'a2a-version': '0.3' } });

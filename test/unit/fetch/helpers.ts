@@ -16,7 +16,11 @@ export function unresolvable(host: string): Resolver {
 }
 
 /** Waits for `p` to fail with a SafeFetchError of `code` (and a message matching `message`), and returns the error. */
-export async function refused(p: Promise<unknown>, code: SafeFetchErrorCode, message?: RegExp): Promise<SafeFetchError> {
+export async function refused(
+  p: Promise<unknown>,
+  code: SafeFetchErrorCode,
+  message?: RegExp,
+): Promise<SafeFetchError> {
   try {
     await p;
   } catch (e) {

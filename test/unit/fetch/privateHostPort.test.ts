@@ -15,7 +15,10 @@ describe('private hosts with a port', () => {
     allowed = createServer((_q, r) => r.end('{"ok":true}'));
     other = createServer((_q, r) => r.end('{"ok":true}'));
     other.on('connection', () => otherConnections++);
-    await Promise.all([new Promise<void>((ok) => allowed.listen(0, '127.0.0.1', ok)), new Promise<void>((ok) => other.listen(0, '127.0.0.1', ok))]);
+    await Promise.all([
+      new Promise<void>((ok) => allowed.listen(0, '127.0.0.1', ok)),
+      new Promise<void>((ok) => other.listen(0, '127.0.0.1', ok)),
+    ]);
   });
   after(() => {
     allowed.close();
@@ -23,12 +26,17 @@ describe('private hosts with a port', () => {
   });
 
   it('allows http to exactly that host and port', async () => {
-    const r = await safeFetch(`http://127.0.0.1:${port(allowed)}/x`, { allowPrivateHosts: [`127.0.0.1:${port(allowed)}`] });
+    const r = await safeFetch(`http://127.0.0.1:${port(allowed)}/x`, {
+      allowPrivateHosts: [`127.0.0.1:${port(allowed)}`],
+    });
     assert.equal(r.status, 200);
   });
 
   it('refuses the same host on another port, without connecting', async () => {
-    await assert.rejects(safeFetch(`http://127.0.0.1:${port(other)}/x`, { allowPrivateHosts: [`127.0.0.1:${port(allowed)}`] }), (e: unknown) => e instanceof SafeFetchError && e.code === 'insecure-scheme');
+    await assert.rejects(
+      safeFetch(`http://127.0.0.1:${port(other)}/x`, { allowPrivateHosts: [`127.0.0.1:${port(allowed)}`] }),
+      (e: unknown) => e instanceof SafeFetchError && e.code === 'insecure-scheme',
+    );
     assert.equal(otherConnections, 0);
   });
 

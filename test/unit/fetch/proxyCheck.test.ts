@@ -21,7 +21,9 @@ let proxyUrl: string;
 before(async () => {
   pki = makeTestPki();
   server = await startHttps(pki, (_req, res: ServerResponse) => {
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(v1Card(`https://agents.test:${server.port}`)));
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify(v1Card(`https://agents.test:${server.port}`)));
   });
   proxy = await startConnectProxy();
   proxyUrl = `http://127.0.0.1:${proxy.port}`;
@@ -55,7 +57,11 @@ describe('card fetch through http.proxy: names are checked before the proxy gets
     it(`refuses ${what}, and the proxy sees nothing`, async () => {
       const tunnels = proxy.tunnels.length;
       const requests = server.requests.length;
-      const e = await refused(fetchAgentCard(`https://${host}:${server.port}/card.json`, viaProxy(resolve ? { resolve } : {})), 'blocked-address', /through the proxy.*baton\.privateHosts/s);
+      const e = await refused(
+        fetchAgentCard(`https://${host}:${server.port}/card.json`, viaProxy(resolve ? { resolve } : {})),
+        'blocked-address',
+        /through the proxy.*baton\.privateHosts/s,
+      );
       assert.ok(e.details.range && e.details.range !== 'unicast', e.details.range);
       assert.equal(proxy.tunnels.length, tunnels, 'no CONNECT reached the proxy');
       assert.equal(server.requests.length, requests);
@@ -65,8 +71,15 @@ describe('card fetch through http.proxy: names are checked before the proxy gets
   it('refuses a name it cannot resolve itself, and says what the user can do', async () => {
     const nxdomain = unresolvable('agents.test');
     const tunnels = proxy.tunnels.length;
-    await refused(fetchAgentCard(`https://agents.test:${server.port}/card.json`, viaProxy({ resolve: nxdomain })), 'dns', /before handing a fetch to your proxy.*baton\.privateHosts/s);
-    await refused(fetchAgentCard(`https://agents.test:${server.port}/card.json`, viaProxy({ resolve: resolvesTo() })), 'dns');
+    await refused(
+      fetchAgentCard(`https://agents.test:${server.port}/card.json`, viaProxy({ resolve: nxdomain })),
+      'dns',
+      /before handing a fetch to your proxy.*baton\.privateHosts/s,
+    );
+    await refused(
+      fetchAgentCard(`https://agents.test:${server.port}/card.json`, viaProxy({ resolve: resolvesTo() })),
+      'dns',
+    );
     assert.equal(proxy.tunnels.length, tunnels);
   });
 
@@ -74,36 +87,67 @@ describe('card fetch through http.proxy: names are checked before the proxy gets
     const hanging: Resolver = () => new Promise(() => undefined);
     const tunnels = proxy.tunnels.length;
     const started = Date.now();
-    await refused(fetchAgentCard(`https://agents.test:${server.port}/card.json`, viaProxy({ resolve: hanging, timeoutMs: 300 })), 'timeout');
+    await refused(
+      fetchAgentCard(`https://agents.test:${server.port}/card.json`, viaProxy({ resolve: hanging, timeoutMs: 300 })),
+      'timeout',
+    );
     assert.ok(Date.now() - started < 2000);
     assert.equal(proxy.tunnels.length, tunnels);
   });
 
   it('a name resolving to public addresses goes through the proxy (by name), and the result says what was checked', async () => {
     const tunnels = proxy.tunnels.length;
-    const r = await fetchAgentCard(`https://agents.test:${server.port}/card.json`, viaProxy({ resolve: resolvesTo('93.184.215.14', '2606:4700:4700::1111') }));
+    const r = await fetchAgentCard(
+      `https://agents.test:${server.port}/card.json`,
+      viaProxy({ resolve: resolvesTo('93.184.215.14', '2606:4700:4700::1111') }),
+    );
     assert.ok(!r.notModified);
     assert.equal(r.pinning, 'proxy');
-    assert.deepEqual(r.proxied, { proxy: `${proxyUrl}/`, host: 'agents.test', checked: 'public', addresses: ['93.184.215.14', '2606:4700:4700::1111'] });
+    assert.deepEqual(r.proxied, {
+      proxy: `${proxyUrl}/`,
+      host: 'agents.test',
+      checked: 'public',
+      addresses: ['93.184.215.14', '2606:4700:4700::1111'],
+    });
     // The proxy is asked for the name, as corporate proxies that filter by host name expect.
     assert.deepEqual(proxy.tunnels.slice(tunnels), [`agents.test:${server.port}`]);
     const text = proxyCheckText(r.proxied);
-    assert.match(text, new RegExp(`through the proxy ${proxyUrl}/; agents\\.test resolved to public addresses only \\(93\\.184\\.215\\.14, 2606:4700:4700::1111\\)`));
+    assert.match(
+      text,
+      new RegExp(
+        `through the proxy ${proxyUrl}/; agents\\.test resolved to public addresses only \\(93\\.184\\.215\\.14, 2606:4700:4700::1111\\)`,
+      ),
+    );
     assert.match(text, /could not pin/);
   });
 
   it('a host in baton.privateHosts is fetched through the proxy unchecked, and says so', async () => {
-    const r = await fetchAgentCard(`https://localhost:${server.port}/card.json`, viaProxy({ allowPrivateHosts: ['localhost'] }));
+    const r = await fetchAgentCard(
+      `https://localhost:${server.port}/card.json`,
+      viaProxy({ allowPrivateHosts: ['localhost'] }),
+    );
     assert.ok(!r.notModified);
     assert.deepEqual(r.proxied, { proxy: `${proxyUrl}/`, host: 'localhost', checked: 'allowed-host', addresses: [] });
-    assert.match(proxyCheckText(r.proxied), /localhost is listed in baton\.privateHosts, so its address was not checked/);
+    assert.match(
+      proxyCheckText(r.proxied),
+      /localhost is listed in baton\.privateHosts, so its address was not checked/,
+    );
   });
 
   it('the proxy’s credentials never show in what is reported', async () => {
     const withCredentials = `http://user:s3cret@127.0.0.1:${proxy.port}`;
-    const e = await refused(safeFetch(`https://agents.test:${server.port}/`, viaProxy({ proxy: withCredentials, resolve: resolvesTo('10.0.0.5') })), 'blocked-address');
+    const e = await refused(
+      safeFetch(
+        `https://agents.test:${server.port}/`,
+        viaProxy({ proxy: withCredentials, resolve: resolvesTo('10.0.0.5') }),
+      ),
+      'blocked-address',
+    );
     assert.doesNotMatch(e.message, /s3cret/);
-    const r = await safeFetch(`https://agents.test:${server.port}/`, viaProxy({ proxy: withCredentials, resolve: resolvesTo('93.184.215.14') }));
+    const r = await safeFetch(
+      `https://agents.test:${server.port}/`,
+      viaProxy({ proxy: withCredentials, resolve: resolvesTo('93.184.215.14') }),
+    );
     assert.equal(r.proxied?.proxy, `http://127.0.0.1:${proxy.port}/`);
   });
 
@@ -114,7 +158,11 @@ describe('card fetch through http.proxy: names are checked before the proxy gets
       calls++;
       return [{ address: '127.0.0.1', family: 4 }];
     };
-    await refused(safeFetch(`https://agents.test:${server.port}/`, viaProxy({ noProxy: ['.test'], resolve: loopback })), 'blocked-address', /Refused to connect to agents\.test/);
+    await refused(
+      safeFetch(`https://agents.test:${server.port}/`, viaProxy({ noProxy: ['.test'], resolve: loopback })),
+      'blocked-address',
+      /Refused to connect to agents\.test/,
+    );
     assert.equal(calls, 1, 'one resolution, inside the connection');
     assert.equal(proxy.tunnels.length, tunnels);
   });

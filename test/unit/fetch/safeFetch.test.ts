@@ -31,13 +31,17 @@ before(async () => {
       return json(res, cardJson, { etag: '"v1"' });
     }
     if (url === '/card.json') return json(res, cardJson);
-    if (url === '/page.json') return void res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><h1>Welcome</h1>');
+    if (url === '/page.json')
+      return void res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><h1>Welcome</h1>');
     if (url === '/html-as.json') return json(res, '<html>oops</html>');
     if (url === '/text.json') return json(res, 'hello, not json');
     if (url === '/dup.json') return json(res, '{"name":"A","name":"B","supportedInterfaces":[]}');
     if (url === '/offorigin.json') {
       const c = v1Card(base);
-      (c.supportedInterfaces as unknown[]).push({ url: 'https://collector.example.net/a2a', protocolBinding: 'JSONRPC' });
+      (c.supportedInterfaces as unknown[]).push({
+        url: 'https://collector.example.net/a2a',
+        protocolBinding: 'JSONRPC',
+      });
       return json(res, JSON.stringify(c));
     }
     if (url === '/big.json') {
@@ -55,8 +59,12 @@ before(async () => {
       res.write('{"name":"big","pad":"');
       return pump();
     }
-    if (url === '/big-declared.json') return void res.writeHead(200, { 'content-length': String(5 * 1024 * 1024) }).end(Buffer.alloc(5 * 1024 * 1024, 0x20));
-    if (url === '/redirect.json') return void res.writeHead(302, { location: 'https://169.254.169.254/latest/meta-data/' }).end();
+    if (url === '/big-declared.json')
+      return void res
+        .writeHead(200, { 'content-length': String(5 * 1024 * 1024) })
+        .end(Buffer.alloc(5 * 1024 * 1024, 0x20));
+    if (url === '/redirect.json')
+      return void res.writeHead(302, { location: 'https://169.254.169.254/latest/meta-data/' }).end();
     if (url === '/missing.json') return void res.writeHead(404).end('not found');
     if (url === '/hang.json') return void openHandles.push(res); // never answers
     if (url === '/drip.json') {
@@ -110,7 +118,10 @@ describe('safe fetch: successful fetches from an allowed local host over https (
     const r = await fetchAgentCard(`${base}/offorigin.json`, allowed());
     assert.ok(!r.notModified);
     if (r.notModified) return;
-    assert.deepEqual(offOriginInterfaces(r.card, r.cardUrl).map((i) => i.url), ['https://collector.example.net/a2a']);
+    assert.deepEqual(
+      offOriginInterfaces(r.card, r.cardUrl).map((i) => i.url),
+      ['https://collector.example.net/a2a'],
+    );
   });
 
   it('goes through a CONNECT proxy and says that the address was not pinned', async () => {
@@ -125,7 +136,10 @@ describe('safe fetch: successful fetches from an allowed local host over https (
       assert.equal(r.pinning, 'proxy');
       assert.deepEqual(proxy.tunnels, [`localhost:${server.port}`]);
       // Literal private addresses are still refused before anything reaches the proxy.
-      await refused(fetchAgentCard(`https://10.0.0.1:${server.port}/card.json`, { ...opts, allowPrivateHosts: [] }), 'blocked-address');
+      await refused(
+        fetchAgentCard(`https://10.0.0.1:${server.port}/card.json`, { ...opts, allowPrivateHosts: [] }),
+        'blocked-address',
+      );
       assert.equal(proxy.tunnels.length, 1);
     } finally {
       await proxy.close();
@@ -149,7 +163,11 @@ describe('safe fetch: bad answers give clear errors', () => {
   });
   it('a card that redirects (to the metadata address): refused, not followed', async () => {
     const before = server.requests.length;
-    const e = await refused(fetchAgentCard(`${base}/redirect.json`, allowed()), 'redirect', /does not follow redirects/);
+    const e = await refused(
+      fetchAgentCard(`${base}/redirect.json`, allowed()),
+      'redirect',
+      /does not follow redirects/,
+    );
     assert.equal(e.details.status, 302);
     assert.equal(server.requests.length, before + 1);
   });
@@ -167,21 +185,49 @@ describe('safe fetch: bad answers give clear errors', () => {
     await closed.close();
     await refused(fetchAgentCard(`https://localhost:${port}/card.json`, allowed()), 'connect', /Could not connect/);
     const nxdomain = unresolvable('nowhere.test');
-    await refused(fetchAgentCard('https://nowhere.test/card.json', { resolve: nxdomain }), 'dns', /could not be resolved/);
-    await refused(fetchAgentCard(`${base}/card.json`, { allowPrivateHosts: ['localhost'], resolve: loopback }), 'tls', /certificate/);
+    await refused(
+      fetchAgentCard('https://nowhere.test/card.json', { resolve: nxdomain }),
+      'dns',
+      /could not be resolved/,
+    );
+    await refused(
+      fetchAgentCard(`${base}/card.json`, { allowPrivateHosts: ['localhost'], resolve: loopback }),
+      'tls',
+      /certificate/,
+    );
   });
   it('ports fetch refuses by standard (1, 25, 6000, …) say so, not "fetch failed"', async () => {
     for (const port of [1, 25, 6000, 6667]) {
-      await refused(fetchAgentCard(`https://localhost:${port}/card.json`, allowed()), 'connect', new RegExp(`Port ${port} is reserved for another protocol.*another port`));
+      await refused(
+        fetchAgentCard(`https://localhost:${port}/card.json`, allowed()),
+        'connect',
+        new RegExp(`Port ${port} is reserved for another protocol.*another port`),
+      );
     }
   });
 
   it('loopback and private refusals say which it is: this machine is not "your own network"', async () => {
-    await refused(safeFetch('http://127.0.0.1:8080/', {}), 'insecure-scheme', /127\.0\.0\.1 is this machine, add "127\.0\.0\.1:8080" to the baton\.privateHosts/);
+    await refused(
+      safeFetch('http://127.0.0.1:8080/', {}),
+      'insecure-scheme',
+      /127\.0\.0\.1 is this machine, add "127\.0\.0\.1:8080" to the baton\.privateHosts/,
+    );
     await refused(safeFetch('http://localhost/', {}), 'insecure-scheme', /localhost is this machine, add "localhost"/);
-    await refused(safeFetch('http://agents.corp.test:9000/', {}), 'insecure-scheme', /agents\.corp\.test is a host you trust, add "agents\.corp\.test:9000"/);
-    await refused(safeFetch('https://127.0.0.1:8443/', {}), 'blocked-address', /loopback address.*If this agent runs on this machine/);
-    await refused(safeFetch('https://10.1.2.3/', {}), 'blocked-address', /private address.*If this agent runs on a network you trust/);
+    await refused(
+      safeFetch('http://agents.corp.test:9000/', {}),
+      'insecure-scheme',
+      /agents\.corp\.test is a host you trust, add "agents\.corp\.test:9000"/,
+    );
+    await refused(
+      safeFetch('https://127.0.0.1:8443/', {}),
+      'blocked-address',
+      /loopback address.*If this agent runs on this machine/,
+    );
+    await refused(
+      safeFetch('https://10.1.2.3/', {}),
+      'blocked-address',
+      /private address.*If this agent runs on a network you trust/,
+    );
   });
 
   it('an abort from the caller', async () => {
@@ -201,7 +247,11 @@ describe('safe fetch: address rules (a canary counts connections: zero for every
     await canary.close();
   });
   // dialOverride sends anything that slips past the checks to the canary instead of the real address.
-  const guarded = (extra: Partial<SafeFetchOptions> = {}): SafeFetchOptions => ({ testHooks: { dialOverride: '127.0.0.1' }, timeoutMs: 3000, ...extra });
+  const guarded = (extra: Partial<SafeFetchOptions> = {}): SafeFetchOptions => ({
+    testHooks: { dialOverride: '127.0.0.1' },
+    timeoutMs: 3000,
+    ...extra,
+  });
 
   it('the canary does count a connection that passes the checks (positive control)', async () => {
     const before = canary.connections();
@@ -238,7 +288,11 @@ describe('safe fetch: address rules (a canary counts connections: zero for every
   ];
   for (const host of literals) {
     it(`refuses ${host}`, async () => {
-      const e = await refused(safeFetch(`https://${host}:${canary.port}/.well-known/agent-card.json`, guarded()), 'blocked-address', /baton\.privateHosts/);
+      const e = await refused(
+        safeFetch(`https://${host}:${canary.port}/.well-known/agent-card.json`, guarded()),
+        'blocked-address',
+        /baton\.privateHosts/,
+      );
       assert.ok(e.details.range && e.details.range !== 'unicast', e.details.range);
       assert.equal(canary.connections(), 1, 'no connection beyond the positive control');
     });
@@ -272,9 +326,16 @@ describe('safe fetch: address rules (a canary counts connections: zero for every
   });
 
   it('refuses http for hosts not allowed, URLs with credentials, other schemes — before any connection', async () => {
-    await refused(safeFetch(`http://agent.test:${canary.port}/`, guarded({ resolve: loopback })), 'insecure-scheme', /baton\.privateHosts/);
+    await refused(
+      safeFetch(`http://agent.test:${canary.port}/`, guarded({ resolve: loopback })),
+      'insecure-scheme',
+      /baton\.privateHosts/,
+    );
     await refused(safeFetch(`http://127.0.0.1:${canary.port}/`, guarded()), 'insecure-scheme');
-    await refused(safeFetch(`https://user:secret@agent.test:${canary.port}/`, guarded({ resolve: loopback })), 'credentials-in-url');
+    await refused(
+      safeFetch(`https://user:secret@agent.test:${canary.port}/`, guarded({ resolve: loopback })),
+      'credentials-in-url',
+    );
     await refused(safeFetch('file:///etc/passwd', guarded()), 'insecure-scheme');
     await refused(safeFetch('not a url', guarded()), 'invalid-url');
     assert.equal(canary.connections(), 2);
@@ -286,15 +347,21 @@ describe('safe fetch: address rules (a canary counts connections: zero for every
       const r = await fetchAgentCard(`http://127.0.0.1:${http.port}/card.json`, { allowPrivateHosts: ['127.0.0.1'] });
       assert.ok(!r.notModified);
       // …but allowing one host does not allow another private one.
-      await refused(fetchAgentCard(`http://127.0.0.2:${http.port}/card.json`, { allowPrivateHosts: ['127.0.0.1'] }), 'insecure-scheme');
-      await refused(fetchAgentCard(`https://127.0.0.2:${http.port}/card.json`, { allowPrivateHosts: ['127.0.0.1'] }), 'blocked-address');
+      await refused(
+        fetchAgentCard(`http://127.0.0.2:${http.port}/card.json`, { allowPrivateHosts: ['127.0.0.1'] }),
+        'insecure-scheme',
+      );
+      await refused(
+        fetchAgentCard(`https://127.0.0.2:${http.port}/card.json`, { allowPrivateHosts: ['127.0.0.1'] }),
+        'blocked-address',
+      );
     } finally {
       await http.close();
     }
   });
 });
 
-describe('safe fetch for webhooks (the gateway\'s push notifications)', () => {
+describe("safe fetch for webhooks (the gateway's push notifications)", () => {
   it('POSTs a body and returns the status without throwing on non-2xx', async () => {
     const got: string[] = [];
     const hook = await startHttps(pki, (req, res) => {
@@ -319,11 +386,26 @@ describe('safe fetch for webhooks (the gateway\'s push notifications)', () => {
 describe('address classification', () => {
   it('refuses every IPv4 address in a special range and passes the rest (property, independent oracle)', () => {
     const special: [number, number][] = [
-      [0x00000000, 8], [0x0a000000, 8], [0x64400000, 10], [0x7f000000, 8], [0xa9fe0000, 16], [0xac100000, 12], [0xc0000000, 24], [0xc0000200, 24],
-      [0xc01fc400, 24], [0xc034c100, 24], [0xc0586300, 24], [0xc0a80000, 16], [0xc0afb000, 24], [0xc6120000, 15], [0xc6336400, 24], [0xcb007100, 24],
-      [0xe0000000, 4], [0xf0000000, 4],
+      [0x00000000, 8],
+      [0x0a000000, 8],
+      [0x64400000, 10],
+      [0x7f000000, 8],
+      [0xa9fe0000, 16],
+      [0xac100000, 12],
+      [0xc0000000, 24],
+      [0xc0000200, 24],
+      [0xc01fc400, 24],
+      [0xc034c100, 24],
+      [0xc0586300, 24],
+      [0xc0a80000, 16],
+      [0xc0afb000, 24],
+      [0xc6120000, 15],
+      [0xc6336400, 24],
+      [0xcb007100, 24],
+      [0xe0000000, 4],
+      [0xf0000000, 4],
     ];
-    const inSpecial = (n: number): boolean => special.some(([net, bits]) => (n >>> (32 - bits)) === (net >>> (32 - bits)));
+    const inSpecial = (n: number): boolean => special.some(([net, bits]) => n >>> (32 - bits) === net >>> (32 - bits));
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 0xffffffff }), (n) => {
         const ip = [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
@@ -335,9 +417,9 @@ describe('address classification', () => {
     );
   });
 
-
   it('passes public unicast only', () => {
-    for (const ip of ['93.184.215.14', '8.8.8.8', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e']) assert.equal(checkAddress(ip).allowed, true, ip);
+    for (const ip of ['93.184.215.14', '8.8.8.8', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e'])
+      assert.equal(checkAddress(ip).allowed, true, ip);
     const refusedRanges: [string, string][] = [
       ['127.0.0.1', 'loopback'],
       ['169.254.169.254', 'linkLocal'],

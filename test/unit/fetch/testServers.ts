@@ -26,11 +26,63 @@ export function makeTestPki(): TestPki {
     const run = (...args: string[]): void => {
       execFileSync('openssl', args, { cwd: dir, stdio: 'pipe', timeout: 30_000 });
     };
-    run('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=Baton Test CA');
-    run('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=localhost');
-    writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=DNS:localhost,DNS:agents.test,IP:127.0.0.1,IP:::1\nbasicConstraints=CA:FALSE\n');
-    run('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '1', '-extfile', 'ext.cnf');
-    return { ca: readFileSync(join(dir, 'ca.crt'), 'utf8'), key: readFileSync(join(dir, 'server.key'), 'utf8'), cert: readFileSync(join(dir, 'server.crt'), 'utf8') };
+    run(
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.crt',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=Baton Test CA',
+    );
+    run(
+      'req',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      'server.key',
+      '-out',
+      'server.csr',
+      '-subj',
+      '/CN=localhost',
+    );
+    writeFileSync(
+      join(dir, 'ext.cnf'),
+      'subjectAltName=DNS:localhost,DNS:agents.test,IP:127.0.0.1,IP:::1\nbasicConstraints=CA:FALSE\n',
+    );
+    run(
+      'x509',
+      '-req',
+      '-in',
+      'server.csr',
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      'server.crt',
+      '-days',
+      '1',
+      '-extfile',
+      'ext.cnf',
+    );
+    return {
+      ca: readFileSync(join(dir, 'ca.crt'), 'utf8'),
+      key: readFileSync(join(dir, 'server.key'), 'utf8'),
+      cert: readFileSync(join(dir, 'server.crt'), 'utf8'),
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

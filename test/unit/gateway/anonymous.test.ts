@@ -7,17 +7,26 @@ import { ConfigError, parseGatewayConfig, sha256HexOf } from '../../../src/gatew
 import { startGateway } from '../../../src/gateway/server';
 import { rpcPost, scriptedAgent, sendRequest, suiteGateway, tempDir, userMessage } from './helpers';
 
-const rpc = (url: string, headers: Record<string, string> = {}) => rpcPost(url, { method: 'GetTask', params: { id: 'nope' } }, headers);
+const rpc = (url: string, headers: Record<string, string> = {}) =>
+  rpcPost(url, { method: 'GetTask', params: { id: 'nope' } }, headers);
 
-describe('gateway: a loopback gateway that serves requests without a token (the demo\'s team gateway)', () => {
+describe("gateway: a loopback gateway that serves requests without a token (the demo's team gateway)", () => {
   const token = `team-${randomUUID()}`;
-  const gw = suiteGateway({ localAgents: [scriptedAgent({ steps: 2 })], tokens: [{ principal: 'alice', sha256: sha256HexOf(token) }], anonymousPrincipal: 'demo' });
+  const gw = suiteGateway({
+    localAgents: [scriptedAgent({ steps: 2 })],
+    tokens: [{ principal: 'alice', sha256: sha256HexOf(token) }],
+    anonymousPrincipal: 'demo',
+  });
 
   it('an SDK client with no token delegates and completes; the card requires no token but still offers one', async () => {
-    const card = (await (await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json()) as { securitySchemes: Record<string, unknown>; securityRequirements?: unknown[] };
+    const card = (await (
+      await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })
+    ).json()) as { securitySchemes: Record<string, unknown>; securityRequirements?: unknown[] };
     assert.ok('bearer' in card.securitySchemes);
     assert.deepEqual(card.securityRequirements ?? [], []);
-    const index = (await (await fetch(`${gw.url}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json()) as { securityRequirements?: unknown[] };
+    const index = (await (
+      await fetch(`${gw.url}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })
+    ).json()) as { securityRequirements?: unknown[] };
     assert.deepEqual(index.securityRequirements ?? [], []);
     const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory({})] });
     const client = await factory.createFromUrl(`${gw.url}/a2a/echo/.well-known/agent-card.json`, '');
@@ -26,7 +35,7 @@ describe('gateway: a loopback gateway that serves requests without a token (the 
     assert.equal(result.status?.state, TaskState.TASK_STATE_COMPLETED);
   });
 
-  it('a wrong or malformed token is still refused, and a principal\'s tasks stay its own', async () => {
+  it("a wrong or malformed token is still refused, and a principal's tasks stay its own", async () => {
     for (const auth of ['Bearer wrong-token', `Basic ${token}`, 'Bearer ']) {
       assert.equal((await rpc(`${gw.url}/a2a/echo`, { Authorization: auth })).status, 401, auth);
     }
@@ -38,21 +47,41 @@ describe('gateway: a loopback gateway that serves requests without a token (the 
     const call = async (taskId: string, headers: Record<string, string>): Promise<unknown> => {
       const res = await rpcPost(`${gw.url}/a2a/echo`, { id: 2, method: 'GetTask', params: { id: taskId } }, headers);
       const j = (await res.json()) as { error?: { code?: number; message: string }; result?: { id: string } };
-      return { status: res.status, code: j.error?.code, message: j.error?.message.replace(taskId, '<id>'), found: j.result?.id === taskId };
+      return {
+        status: res.status,
+        code: j.error?.code,
+        message: j.error?.message.replace(taskId, '<id>'),
+        found: j.result?.id === taskId,
+      };
     };
     assert.deepEqual(await call(id, {}), { status: 200, code: undefined, message: undefined, found: true });
-    assert.deepEqual(await call(id, { Authorization: `Bearer ${token}` }), await call(randomUUID(), { Authorization: `Bearer ${token}` }), 'alice sees the anonymous task as unknown');
+    assert.deepEqual(
+      await call(id, { Authorization: `Bearer ${token}` }),
+      await call(randomUUID(), { Authorization: `Bearer ${token}` }),
+      'alice sees the anonymous task as unknown',
+    );
   });
 
   it('refuses to start with it on an address other machines reach, in the config and in the server', async () => {
-    assert.throws(() => parseGatewayConfig(JSON.stringify({ host: '0.0.0.0', anonymous: { principal: 'demo' } }), 'g.json', {}), (e: unknown) => e instanceof ConfigError && /only on a loopback address/.test(e.message));
+    assert.throws(
+      () => parseGatewayConfig(JSON.stringify({ host: '0.0.0.0', anonymous: { principal: 'demo' } }), 'g.json', {}),
+      (e: unknown) => e instanceof ConfigError && /only on a loopback address/.test(e.message),
+    );
     for (const host of ['0.0.0.0', '::', '10.0.0.1', '192.168.1.2', 'example.com']) {
       const d = tempDir();
-      await assert.rejects(startGateway({ stateDir: d.path, host, anonymousPrincipal: 'demo', log: () => undefined }), /only on a loopback address/, host);
+      await assert.rejects(
+        startGateway({ stateDir: d.path, host, anonymousPrincipal: 'demo', log: () => undefined }),
+        /only on a loopback address/,
+        host,
+      );
       d[Symbol.dispose]();
     }
     for (const host of ['127.0.0.1', 'localhost', '[::1]', '127.0.0.2']) {
-      assert.equal(parseGatewayConfig(JSON.stringify({ host, anonymous: { principal: 'demo' } }), 'g.json', {}).anonymousPrincipal, 'demo', host);
+      assert.equal(
+        parseGatewayConfig(JSON.stringify({ host, anonymous: { principal: 'demo' } }), 'g.json', {}).anonymousPrincipal,
+        'demo',
+        host,
+      );
     }
   });
 });
@@ -61,7 +90,10 @@ describe('gateway: an unknown agent is a 404 that names the agents, with or with
   const gw = suiteGateway();
 
   it('answers 404 "unknown agent" (not 401) for a mistyped agent name', async () => {
-    for (const headers of [{}, { Authorization: 'Bearer wrong' }, { Authorization: `Bearer ${gw.token}` }] as Record<string, string>[]) {
+    for (const headers of [{}, { Authorization: 'Bearer wrong' }, { Authorization: `Bearer ${gw.token}` }] as Record<
+      string,
+      string
+    >[]) {
       const res = await rpc(`${gw.url}/a2a/formater`, headers);
       assert.equal(res.status, 404);
       const body = (await res.json()) as { error: { message: string } };

@@ -21,7 +21,11 @@ function statusOf(ev: StreamResponse | undefined): { state?: TaskState; text?: s
   if (ev?.payload?.$case === 'statusUpdate') {
     const v = ev.payload.value;
     const c = v.status?.message?.parts[0]?.content;
-    return { state: v.status?.state, text: c?.$case === 'text' ? c.value : undefined, outcome: v.metadata?.['baton/outcome'] };
+    return {
+      state: v.status?.state,
+      text: c?.$case === 'text' ? c.value : undefined,
+      outcome: v.metadata?.['baton/outcome'],
+    };
   }
   if (ev?.payload?.$case === 'task') return { state: ev.payload.value.status?.state };
   return {};
@@ -36,7 +40,12 @@ describe('gateway: a local agent asks, the caller replies on the same task', () 
   const dir = tempDir();
   let gw: RunningGateway;
   before(async () => {
-    gw = await startGateway({ stateDir: dir.path, localAgents: [scriptedAgent({ id: 'asker', ask: QUESTION }), scriptedAgent({ id: 'busy', waitForCancel: true })], limits: { cancelGraceMs: 300 }, log: () => undefined });
+    gw = await startGateway({
+      stateDir: dir.path,
+      localAgents: [scriptedAgent({ id: 'asker', ask: QUESTION }), scriptedAgent({ id: 'busy', waitForCancel: true })],
+      limits: { cancelGraceMs: 300 },
+      log: () => undefined,
+    });
   });
   after(async () => {
     await gw.close();
@@ -56,7 +65,11 @@ describe('gateway: a local agent asks, the caller replies on the same task', () 
     const reply = buildReplyMessage('reply-1', task.id, task.contextId, '2');
     const second = await bounded(collect(c.sendMessageStream(sendRequest(reply))), 'second turn');
     const seqs = [...first, ...second].map(seqOf);
-    assert.deepEqual(seqs, seqs.map((_, i) => i + 1), 'one event log across both turns');
+    assert.deepEqual(
+      seqs,
+      seqs.map((_, i) => i + 1),
+      'one event log across both turns',
+    );
     assert.equal(statusOf(second[0]).state, TaskState.TASK_STATE_WORKING);
     const end = statusOf(second[second.length - 1]);
     assert.equal(end.state, TaskState.TASK_STATE_COMPLETED);
@@ -64,9 +77,15 @@ describe('gateway: a local agent asks, the caller replies on the same task', () 
     assert.ok(second.some((e) => e.payload?.$case === 'artifactUpdate'));
 
     const stored = await c.getTask({ tenant: '', id: task.id });
-    assert.deepEqual(stored.history.map((m) => m.messageId), [first[0].payload?.$case === 'task' ? first[0].payload.value.history[0].messageId : '', 'reply-1']);
+    assert.deepEqual(
+      stored.history.map((m) => m.messageId),
+      [first[0].payload?.$case === 'task' ? first[0].payload.value.history[0].messageId : '', 'reply-1'],
+    );
     // The same reply sent again (a retry) finds the task, and a reply to a finished task is refused.
-    await assert.rejects(c.sendMessage(sendRequest(buildReplyMessage('reply-2', task.id, task.contextId, '1'))), /has ended; start a new task/);
+    await assert.rejects(
+      c.sendMessage(sendRequest(buildReplyMessage('reply-2', task.id, task.contextId, '1'))),
+      /has ended; start a new task/,
+    );
   });
 
   it('a blocking reply (poll-only clients) returns the finished task; a retry of it answers the same', async () => {
@@ -86,13 +105,19 @@ describe('gateway: a local agent asks, the caller replies on the same task', () 
     const c = await client();
     const t = await c.sendMessage(sendRequest(userMessage('ctx')));
     assert.ok('id' in t);
-    await assert.rejects(c.sendMessage(sendRequest(buildReplyMessage('wrong-ctx', t.id, 'another-context', '1'))), /is not the context of task .*send the reply with contextId/);
+    await assert.rejects(
+      c.sendMessage(sendRequest(buildReplyMessage('wrong-ctx', t.id, 'another-context', '1'))),
+      /is not the context of task .*send the reply with contextId/,
+    );
     const ok = await c.sendMessage(sendRequest(buildReplyMessage('right-ctx', t.id, t.contextId, '1')));
     assert.ok('id' in ok && ok.status?.state === TaskState.TASK_STATE_COMPLETED);
     const busy = await clientFor(`${gw.url}/a2a/busy/.well-known/agent-card.json`, gw.token);
     const w = await busy.sendMessage(sendRequest(userMessage('work'), true));
     assert.ok('id' in w);
-    await assert.rejects(busy.sendMessage(sendRequest(buildReplyMessage('unasked', w.id, w.contextId, '1'))), /is working and has not asked anything; reply when it is input-required/);
+    await assert.rejects(
+      busy.sendMessage(sendRequest(buildReplyMessage('unasked', w.id, w.contextId, '1'))),
+      /is working and has not asked anything; reply when it is input-required/,
+    );
     await busy.cancelTask({ tenant: '', id: w.id, metadata: undefined });
   });
 
@@ -100,10 +125,19 @@ describe('gateway: a local agent asks, the caller replies on the same task', () 
     const c = await client();
     const t = await c.sendMessage(sendRequest(userMessage('race')));
     assert.ok('id' in t && t.status?.state === TaskState.TASK_STATE_INPUT_REQUIRED);
-    const results = await Promise.allSettled(['a', 'b'].map((x) => c.sendMessage(sendRequest(buildReplyMessage(`race-${x}`, t.id, t.contextId, x)))));
-    assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1, JSON.stringify(results.map((r) => (r.status === 'rejected' ? String(r.reason) : 'ok'))));
+    const results = await Promise.allSettled(
+      ['a', 'b'].map((x) => c.sendMessage(sendRequest(buildReplyMessage(`race-${x}`, t.id, t.contextId, x)))),
+    );
+    assert.equal(
+      results.filter((r) => r.status === 'fulfilled').length,
+      1,
+      JSON.stringify(results.map((r) => (r.status === 'rejected' ? String(r.reason) : 'ok'))),
+    );
     const refused = results.find((r) => r.status === 'rejected');
-    assert.match(String(refused?.status === 'rejected' ? refused.reason : ''), /no longer waiting for a reply|is working and has not asked anything/);
+    assert.match(
+      String(refused?.status === 'rejected' ? refused.reason : ''),
+      /no longer waiting for a reply|is working and has not asked anything/,
+    );
     const done = await c.getTask({ tenant: '', id: t.id });
     assert.equal(done.history.filter((m) => m.messageId.startsWith('race-')).length, 1);
   });
@@ -137,7 +171,12 @@ describe('gateway: stopping while a local agent waits for a reply', () => {
   it('a clean stop records failed, saying the question can no longer be answered; after the restart a reply is refused', async () => {
     using dir = tempDir();
     const agents = () => [scriptedAgent({ id: 'asker', ask: QUESTION })];
-    let gw = await startGateway({ stateDir: dir.path, localAgents: agents(), limits: { cancelGraceMs: 300 }, log: () => undefined });
+    let gw = await startGateway({
+      stateDir: dir.path,
+      localAgents: agents(),
+      limits: { cancelGraceMs: 300 },
+      log: () => undefined,
+    });
     let t: Task | undefined;
     try {
       const c = await clientFor(`${gw.url}/a2a/asker/.well-known/agent-card.json`, gw.token);
@@ -153,8 +192,14 @@ describe('gateway: stopping while a local agent waits for a reply', () => {
       const now = await c.getTask({ tenant: '', id: t.id });
       assert.equal(now.status?.state, TaskState.TASK_STATE_FAILED);
       assert.equal(now.metadata?.['baton/outcome'], 'failed');
-      assert.match(taskText(now), /stopped while this task waited for your reply.*nothing was changed in your repository: start a new task/);
-      await assert.rejects(c.sendMessage(sendRequest(buildReplyMessage('after-restart', t.id, t.contextId, '1'))), /has ended; start a new task/);
+      assert.match(
+        taskText(now),
+        /stopped while this task waited for your reply.*nothing was changed in your repository: start a new task/,
+      );
+      await assert.rejects(
+        c.sendMessage(sendRequest(buildReplyMessage('after-restart', t.id, t.contextId, '1'))),
+        /has ended; start a new task/,
+      );
     } finally {
       await gw.close();
     }
@@ -162,7 +207,10 @@ describe('gateway: stopping while a local agent waits for a reply', () => {
 
   it('kill -9 while it waits: the restarted gateway records failed with the same explanation', async () => {
     using dir = tempDir();
-    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'fixtures/gatewayChild.ts'), dir.path], { stdio: ['ignore', 'pipe', 'pipe'], cwd: join(__dirname, '../../..') });
+    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'fixtures/gatewayChild.ts'), dir.path], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: join(__dirname, '../../..'),
+    });
     try {
       const line = await bounded(
         new Promise<string>((resolve, reject) => {
@@ -184,7 +232,11 @@ describe('gateway: stopping while a local agent waits for a reply', () => {
         child.once('exit', () => res());
         child.kill('SIGKILL');
       });
-      const gw = await startGateway({ stateDir: dir.path, localAgents: [scriptedAgent({ id: 'asker', ask: QUESTION })], log: () => undefined });
+      const gw = await startGateway({
+        stateDir: dir.path,
+        localAgents: [scriptedAgent({ id: 'asker', ask: QUESTION })],
+        log: () => undefined,
+      });
       try {
         const c2 = await clientFor(`${gw.url}/a2a/asker/.well-known/agent-card.json`, gw.token);
         const now = await c2.getTask({ tenant: '', id: r.id });

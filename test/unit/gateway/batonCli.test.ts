@@ -31,7 +31,11 @@ describe('baton command line against a real gateway and the built-in formatter',
   before(async () => {
     mkdirSync(join(repo, 'src'), { recursive: true });
     writeFileSync(join(repo, 'src', 'ugly.js'), 'const  a = {b:1,\n  c:2}\nfunction f( x ){return x+1}\n');
-    const git = (...a: string[]): string => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...a], { cwd: repo, encoding: 'utf8' });
+    const git = (...a: string[]): string =>
+      execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...a], {
+        cwd: repo,
+        encoding: 'utf8',
+      });
     git('init', '-q');
     git('add', '.');
     git('commit', '-qm', 'init');
@@ -47,7 +51,11 @@ describe('baton command line against a real gateway and the built-in formatter',
   it('a reader that closes the pipe early (baton … | head) ends the output quietly, without an EPIPE stack trace', async () => {
     const { spawn } = await import('node:child_process');
     for (const args of [['agents'], ['agents', '--json']]) {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '../../../src/gateway/batonCli.ts'), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', join(__dirname, '../../../src/gateway/batonCli.ts'), ...args],
+        { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       child.stdout.destroy(); // the reader is gone before the first line is written
       let stderr = '';
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -81,13 +89,21 @@ describe('baton command line against a real gateway and the built-in formatter',
     assert.match(text, new RegExp(`changes\\.patch saved to .*patches/${id}\\.patch`));
     assert.match(text, /apply it from the repository's top folder with: git apply /);
     assert.ok(existsSync(saved), saved);
-    assert.equal(execFileSync('git', ['status', '--porcelain', '--untracked-files=all'], { cwd: repo, encoding: 'utf8' }), '', 'nothing new in the repository');
+    assert.equal(
+      execFileSync('git', ['status', '--porcelain', '--untracked-files=all'], { cwd: repo, encoding: 'utf8' }),
+      '',
+      'nothing new in the repository',
+    );
   });
 
   it('delegate formatter "format src" --repo <sample> prints live progress, saves the patch, exits 0', async () => {
     const out = capture();
     const patchFile = join(state.path, 'out.patch');
-    const code = await batonMain(['delegate', 'formatter', 'format src', '--repo', repo, '--out', patchFile], out.stream, env);
+    const code = await batonMain(
+      ['delegate', 'formatter', 'format src', '--repo', repo, '--out', patchFile],
+      out.stream,
+      env,
+    );
     const text = out.text();
     assert.equal(code, 0, text);
     assert.match(text, /^delegating to .* as [0-9a-f-]{36}$/m);
@@ -101,7 +117,10 @@ describe('baton command line against a real gateway and the built-in formatter',
     assert.match(patch, /src\/ugly\.js/);
     assert.match(patch, /^\+const a = \{ b: 1, c: 2 \};$/m);
     // The user's tree is untouched: the change only comes back as a patch.
-    assert.equal(readFileSync(join(repo, 'src', 'ugly.js'), 'utf8'), 'const  a = {b:1,\n  c:2}\nfunction f( x ){return x+1}\n');
+    assert.equal(
+      readFileSync(join(repo, 'src', 'ugly.js'), 'utf8'),
+      'const  a = {b:1,\n  c:2}\nfunction f( x ){return x+1}\n',
+    );
 
     const id = /as ([0-9a-f-]{36})/.exec(text)?.[1] ?? '';
     const status = capture();
@@ -127,7 +146,18 @@ describe('baton command line: a task that waits for authorization, through the g
     remote = await startRemote(0, 'remote-token-for-the-cli-test', false);
     gw = await startGateway({
       stateDir: state.path,
-      remoteAgents: [{ id: 'remote', name: 'Remote', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0', auth: { kind: 'bearer', token: 'remote-token-for-the-cli-test' }, skills: [] }],
+      remoteAgents: [
+        {
+          id: 'remote',
+          name: 'Remote',
+          description: 'proxied',
+          url: remote.url,
+          protocolBinding: 'JSONRPC',
+          protocolVersion: '1.0',
+          auth: { kind: 'bearer', token: 'remote-token-for-the-cli-test' },
+          skills: [],
+        },
+      ],
       log: () => undefined,
     });
     env = { BATON_GATEWAY: gw.url, BATON_TOKEN: gw.token, BATON_CLI_DIR: journals.path, BATON_STATE_DIR: state.path };
@@ -165,7 +195,12 @@ describe('baton command line: results from a signing agent that tampers with the
   before(async () => {
     agent = await startSigningAgent(scenarios);
     // No gateway is involved; the CLI only needs one named to start.
-    env = { BATON_GATEWAY: agent.base, BATON_TOKEN: 'unused', BATON_CLI_DIR: journals.path, BATON_STATE_DIR: join(outDir.path, 'state') };
+    env = {
+      BATON_GATEWAY: agent.base,
+      BATON_TOKEN: 'unused',
+      BATON_CLI_DIR: journals.path,
+      BATON_STATE_DIR: join(outDir.path, 'state'),
+    };
   });
   after(async () => {
     await agent.close();
@@ -175,7 +210,11 @@ describe('baton command line: results from a signing agent that tampers with the
   async function delegate(name: string, extra: string[] = []): Promise<{ code: number; text: string; file: string }> {
     const out = capture();
     const file = join(outDir.path, `${name}-${Math.random().toString(36).slice(2)}.patch`);
-    const code = await batonMain(['delegate', agent.cardUrl, `change x «${name}»`, '--out', file, ...extra], out.stream, env);
+    const code = await batonMain(
+      ['delegate', agent.cardUrl, `change x «${name}»`, '--out', file, ...extra],
+      out.stream,
+      env,
+    );
     return { code, text: out.text(), file };
   }
 
@@ -189,7 +228,18 @@ describe('baton command line: results from a signing agent that tampers with the
     assert.deepEqual(Object.keys(JSON.parse(readFileSync(keysFile, 'utf8')) as object), [agent.base]);
   });
 
-  for (const name of ['dup-evil-after', 'dup-identical', 'streamed-other-patch', 'final-extra', 'chunk-changed', 'signed-failed', 'stream-message', 'request-other', 'other-context', 'unsigned']) {
+  for (const name of [
+    'dup-evil-after',
+    'dup-identical',
+    'streamed-other-patch',
+    'final-extra',
+    'chunk-changed',
+    'signed-failed',
+    'stream-message',
+    'request-other',
+    'other-context',
+    'unsigned',
+  ]) {
     it(`${name}: exits 16, says what did not match, saves nothing`, async () => {
       const c = CASES.find((x) => x.name === name);
       assert.ok(c);
@@ -206,7 +256,10 @@ describe('baton command line: results from a signing agent that tampers with the
   it('--json carries the check: status, what failed and why', async () => {
     const r = await delegate('chunk-extra', ['--json']);
     assert.equal(r.code, EXIT_UNVERIFIED, r.text);
-    const last = JSON.parse(r.text.trim().split('\n').at(-1) ?? '{}') as { patch?: string; signature?: { status: string; failure?: string; detail: string } };
+    const last = JSON.parse(r.text.trim().split('\n').at(-1) ?? '{}') as {
+      patch?: string;
+      signature?: { status: string; failure?: string; detail: string };
+    };
     assert.equal(last.patch, undefined);
     assert.equal(last.signature?.status, 'invalid');
     assert.equal(last.signature?.failure, 'artifact-differs');
@@ -220,7 +273,10 @@ describe('baton command line: results from a signing agent that tampers with the
     agent = await startSigningAgent(scenarios, { port: Number(port) });
     const r = await delegate('honest');
     assert.equal(r.code, EXIT_UNVERIFIED, r.text);
-    assert.match(r.text, /^signature: INVALID — The result envelope is signed with a key that is not pinned for this agent\.$/m);
+    assert.match(
+      r.text,
+      /^signature: INVALID — The result envelope is signed with a key that is not pinned for this agent\.$/m,
+    );
     assert.match(r.text, /remove its origin from .*result-keys\.json/);
     assert.equal(existsSync(r.file), false);
     const keysFile = join(journals.path, 'result-keys.json');

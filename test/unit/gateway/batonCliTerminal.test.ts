@@ -38,22 +38,34 @@ interface CliRun {
 
 function cli(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
   return new Promise((done) => {
-    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, encoding: 'utf8', timeout: 60_000 }, (error, stdout, stderr) => {
-      const code = error && typeof error.code === 'number' ? error.code : error ? null : 0;
-      done({ code, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', CLI, ...args],
+      { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, encoding: 'utf8', timeout: 60_000 },
+      (error, stdout, stderr) => {
+        const code = error && typeof error.code === 'number' ? error.code : error ? null : 0;
+        done({ code, stdout, stderr });
+      },
+    );
   });
 }
 
 function assertInert(text: string, what: string): void {
   const m = CONTROL.exec(text);
-  assert.equal(m, null, `${what} wrote U+${m?.[0].charCodeAt(0).toString(16).padStart(4, '0')} at ${m?.index}:\n${JSON.stringify(text)}`);
+  assert.equal(
+    m,
+    null,
+    `${what} wrote U+${m?.[0].charCodeAt(0).toString(16).padStart(4, '0')} at ${m?.index}:\n${JSON.stringify(text)}`,
+  );
 }
 
 /** Every line is one the CLI writes itself, or an indented continuation of agent text. */
 function assertOwnLines(text: string, own: readonly RegExp[]): void {
   for (const l of text.split('\n').filter(Boolean)) {
-    assert.ok(own.some((re) => re.test(l)) || l.startsWith('    '), `a line the CLI does not write: ${JSON.stringify(l)}`);
+    assert.ok(
+      own.some((re) => re.test(l)) || l.startsWith('    '),
+      `a line the CLI does not write: ${JSON.stringify(l)}`,
+    );
   }
 }
 
@@ -85,7 +97,16 @@ describe('baton command line: agent text reaches the terminal neutralised', () =
             {
               uri: AGENT_INDEX_EXTENSION_URI,
               required: false,
-              params: { agents: [{ id: `evil${EVIL.dcs}`, name: `${EVIL.c1}Name${EVIL.cr}`, description: `${EVIL.bidi}${EVIL.del}\n${EVIL.lines}`, cardUrl: '/a2a/jsonrpc/.well-known/agent-card.json' }] },
+              params: {
+                agents: [
+                  {
+                    id: `evil${EVIL.dcs}`,
+                    name: `${EVIL.c1}Name${EVIL.cr}`,
+                    description: `${EVIL.bidi}${EVIL.del}\n${EVIL.lines}`,
+                    cardUrl: '/a2a/jsonrpc/.well-known/agent-card.json',
+                  },
+                ],
+              },
             },
           ],
         },
@@ -104,7 +125,15 @@ describe('baton command line: agent text reaches the terminal neutralised', () =
     assert.equal(r.code, 10, `${r.stdout}\n${r.stderr}`);
     assertInert(r.stdout, 'stdout');
     assertInert(r.stderr, 'stderr');
-    assertOwnLines(r.stdout, [/^delegating to /, /^ {2}\[[a-z-]+\]/, /^ {2}· /, /^ {2}artifact /, /^ {2}(agent|you): /, /^ {2}(info|warning|error): /, /^failed: /]);
+    assertOwnLines(r.stdout, [
+      /^delegating to /,
+      /^ {2}\[[a-z-]+\]/,
+      /^ {2}· /,
+      /^ {2}artifact /,
+      /^ {2}(agent|you): /,
+      /^ {2}(info|warning|error): /,
+      /^failed: /,
+    ]);
     // The failed run is not redrawn as completed: its outcome line says failed, and no line starts like a CLI line it did not write.
     assert.match(r.stdout, /^failed: /m);
     assert.doesNotMatch(r.stdout, /^completed/m);
@@ -112,10 +141,16 @@ describe('baton command line: agent text reaches the terminal neutralised', () =
     assert.doesNotMatch(r.stdout, /^baton: /m);
     // What the agent sent is still there to read.
     assert.ok(r.stdout.includes('delegating to Evilx\\x1b[2J\\x1b[H\\x1b]0;pwned\\x07 ('), r.stdout);
-    assert.ok(r.stdout.includes('\\x1b]52;c;cm0gLXJmIH4K\\x07ok\n    completed\n      [completed] all good\n    baton: done'), r.stdout);
+    assert.ok(
+      r.stdout.includes('\\x1b]52;c;cm0gLXJmIH4K\\x07ok\n    completed\n      [completed] all good\n    baton: done'),
+      r.stdout,
+    );
     assert.ok(r.stdout.includes('  artifact notesfailed\\x0dcompleted\\x1b]0;pwned\\x07 (4 bytes)'), r.stdout);
     assert.ok(r.stdout.includes('\\x9b2J\\x9d0;t\\x9c'), r.stdout);
-    assert.ok(r.stdout.includes('failed\\x08\\x08\\x08\\x08\\x08\\x08completed report\\u202eexe.txt \\u2066x\\u2069'), r.stdout);
+    assert.ok(
+      r.stdout.includes('failed\\x08\\x08\\x08\\x08\\x08\\x08completed report\\u202eexe.txt \\u2066x\\u2069'),
+      r.stdout,
+    );
   });
 
   it('status: the agent name, reason and task id from the journal are neutralised too', async () => {
@@ -139,7 +174,10 @@ describe('baton command line: agent text reaches the terminal neutralised', () =
   });
 
   it('--json stays exact JSON: control characters escaped, values unchanged', async () => {
-    for (const args of [['agents', '--json'], ['delegate', cardUrl, 'json please', '--json', '--out', join(state.path, 'z.patch')]]) {
+    for (const args of [
+      ['agents', '--json'],
+      ['delegate', cardUrl, 'json please', '--json', '--out', join(state.path, 'z.patch')],
+    ]) {
       const r = await cli(args, env);
       assertInert(r.stdout, `${args[0]} --json`);
       const values = r.stdout
@@ -163,8 +201,16 @@ describe('baton command line: agent text reaches the terminal neutralised', () =
   });
 
   it('errors that quote the card go to stderr neutralised', async () => {
-    for (const url of [`\x1b]0;pwned\x07${agent.base}/a2a`, `https://elsewhere.example/${EVIL.clear}${EVIL.bidi}`, `ftp${EVIL.osc52}://x/`]) {
-      const bad = await startAgentServer({ script: hostile, wireCard: true, cardFields: { supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] } });
+    for (const url of [
+      `\x1b]0;pwned\x07${agent.base}/a2a`,
+      `https://elsewhere.example/${EVIL.clear}${EVIL.bidi}`,
+      `ftp${EVIL.osc52}://x/`,
+    ]) {
+      const bad = await startAgentServer({
+        script: hostile,
+        wireCard: true,
+        cardFields: { supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] },
+      });
       try {
         const r = await cli(['delegate', `${bad.base}/.well-known/agent-card.json`, 'x'], env);
         assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);

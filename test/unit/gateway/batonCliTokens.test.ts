@@ -32,7 +32,10 @@ after(() => patches[Symbol.dispose]());
 async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | Error; text: string }> {
   const out = capture();
   try {
-    return { code: await batonMain([...argv, '--out', join(patches.path, `${randomUUID()}.patch`)], out.stream, env), text: out.text() };
+    return {
+      code: await batonMain([...argv, '--out', join(patches.path, `${randomUUID()}.patch`)], out.stream, env),
+      text: out.text(),
+    };
   } catch (e) {
     return { code: e as Error, text: out.text() };
   }
@@ -45,7 +48,9 @@ interface Seen {
 }
 
 /** A plain HTTP server: records every request and answers with `answer`. */
-async function startRecorder(answer: (req: IncomingMessage, base: string) => { status: number; headers?: Record<string, string>; body?: unknown }): Promise<{ base: string; seen: Seen[]; close(): Promise<void> }> {
+async function startRecorder(
+  answer: (req: IncomingMessage, base: string) => { status: number; headers?: Record<string, string>; body?: unknown },
+): Promise<{ base: string; seen: Seen[]; close(): Promise<void> }> {
   const seen: Seen[] = [];
   let base = '';
   const server: Server = createServer((req, res) => {
@@ -108,10 +113,19 @@ describe('baton command line: the gateway token goes only to the gateway origin'
   let withEnvToken: NodeJS.ProcessEnv;
   let withTokenFile: NodeJS.ProcessEnv;
   before(async () => {
-    gw = await startGateway({ stateDir: state.path, localAgents: [scriptedAgent({ id: 'echo', steps: 1 })], log: () => undefined });
+    gw = await startGateway({
+      stateDir: state.path,
+      localAgents: [scriptedAgent({ id: 'echo', steps: 1 })],
+      log: () => undefined,
+    });
     // What baton-gateway writes for the command line: its URL and token file.
     writeFileSync(join(state.path, 'gateway.json'), JSON.stringify({ url: gw.url, tokenFile: gw.tokenFile }));
-    withEnvToken = { BATON_GATEWAY: gw.url, BATON_TOKEN: gw.token, BATON_CLI_DIR: journals.path, BATON_STATE_DIR: state.path };
+    withEnvToken = {
+      BATON_GATEWAY: gw.url,
+      BATON_TOKEN: gw.token,
+      BATON_CLI_DIR: journals.path,
+      BATON_STATE_DIR: state.path,
+    };
     withTokenFile = { BATON_CLI_DIR: journals.path, BATON_STATE_DIR: state.path };
   });
   after(async () => {
@@ -133,7 +147,10 @@ describe('baton command line: the gateway token goes only to the gateway origin'
       for (const env of [withEnvToken, withTokenFile]) {
         const r = await run(['delegate', `${agent.base}/.well-known/agent-card.json`, 'hello'], env);
         assert.equal(r.code, 0, `${String(r.code)}\n${r.text}`);
-        assert.ok(agent.requests.some((q) => q.method === 'POST'), 'the task was sent to the agent');
+        assert.ok(
+          agent.requests.some((q) => q.method === 'POST'),
+          'the task was sent to the agent',
+        );
         assertNoToken(agent.requests, gw.token, 'another port on the same host');
       }
     } finally {
@@ -149,11 +166,20 @@ describe('baton command line: the gateway token goes only to the gateway origin'
     ['upper-case scheme', (port: number) => `HTTP://127.0.0.1:${port}`],
   ] as const) {
     it(`another origin spelled as ${label} gets no token`, async () => {
-      const agent = await startAgentServer({ script: completes, declareBearer: true, wireCard: true, streaming: false, cardBase: spell });
+      const agent = await startAgentServer({
+        script: completes,
+        declareBearer: true,
+        wireCard: true,
+        streaming: false,
+        cardBase: spell,
+      });
       try {
         const r = await run(['delegate', `${spell(agent.port)}/.well-known/agent-card.json`, 'hello'], withEnvToken);
         assert.equal(r.code, 0, `${String(r.code)}\n${r.text}`);
-        assert.ok(agent.requests.some((q) => q.method === 'POST'), 'the task was sent to the agent');
+        assert.ok(
+          agent.requests.some((q) => q.method === 'POST'),
+          'the task was sent to the agent',
+        );
         assertNoToken(agent.requests, gw.token, label);
       } finally {
         await agent.close();
@@ -172,7 +198,8 @@ describe('baton command line: the gateway token goes only to the gateway origin'
         t.status(TaskState.TASK_STATE_WORKING, 'thinking');
         await t.canceled;
       },
-      declareBearer: true, wireCard: true,
+      declareBearer: true,
+      wireCard: true,
       streaming: false,
     });
     try {
@@ -196,12 +223,18 @@ describe('baton command line: the gateway token goes only to the gateway origin'
   });
 
   it('a card whose interface carries credentials is refused before anything is sent to it', async () => {
-    const rec = await startRecorder((_req, base) => ({ status: 200, body: bearerCard(`${base.replace('http://', 'http://user:pass@')}/a2a`) }));
+    const rec = await startRecorder((_req, base) => ({
+      status: 200,
+      body: bearerCard(`${base.replace('http://', 'http://user:pass@')}/a2a`),
+    }));
     try {
       const r = await run(['delegate', `${rec.base}/.well-known/agent-card.json`, 'hello'], withEnvToken);
       assert.ok(r.code instanceof Error && /credentials/.test(r.code.message), String(r.code));
       assert.ok(!(r.code as Error).message.includes('pass'), 'the message does not repeat the credentials');
-      assert.deepEqual(rec.seen.map((s) => s.method), ['GET']);
+      assert.deepEqual(
+        rec.seen.map((s) => s.method),
+        ['GET'],
+      );
       assertNoToken(rec.seen, gw.token, 'card with credentials');
     } finally {
       await rec.close();
@@ -220,9 +253,14 @@ describe('baton command line: the gateway token goes only to the gateway origin'
   });
 
   it('redirects are not followed: not from a card URL, not from an interface', async () => {
-    const toGatewayCard = await startRecorder(() => ({ status: 302, headers: { location: `${gw.url}/a2a/echo/.well-known/agent-card.json` } }));
+    const toGatewayCard = await startRecorder(() => ({
+      status: 302,
+      headers: { location: `${gw.url}/a2a/echo/.well-known/agent-card.json` },
+    }));
     const toGatewayTask = await startRecorder((req, base) =>
-      req.method === 'GET' ? { status: 200, body: bearerCard(`${base}/a2a`) } : { status: 307, headers: { location: `${gw.url}/a2a/echo` } },
+      req.method === 'GET'
+        ? { status: 200, body: bearerCard(`${base}/a2a`) }
+        : { status: 307, headers: { location: `${gw.url}/a2a/echo` } },
     );
     try {
       const a = await run(['delegate', `${toGatewayCard.base}/.well-known/agent-card.json`, 'hello'], withEnvToken);
@@ -230,7 +268,10 @@ describe('baton command line: the gateway token goes only to the gateway origin'
       assertNoToken(toGatewayCard.seen, gw.token, 'card redirect');
       const b = await run(['delegate', `${toGatewayTask.base}/.well-known/agent-card.json`, 'hello'], withEnvToken);
       assert.notEqual(b.code, 0, b.text);
-      assert.ok(toGatewayTask.seen.some((s) => s.method === 'POST'), 'the task was attempted at the card origin');
+      assert.ok(
+        toGatewayTask.seen.some((s) => s.method === 'POST'),
+        'the task was attempted at the card origin',
+      );
       assertNoToken(toGatewayTask.seen, gw.token, 'interface redirect');
     } finally {
       await toGatewayCard.close();
@@ -239,11 +280,18 @@ describe('baton command line: the gateway token goes only to the gateway origin'
   });
 
   it('the local token file does not go to a gateway named by --gateway or $BATON_GATEWAY', async () => {
-    const other = await startRecorder((req, base) => (req.method === 'GET' ? { status: 200, body: bearerCard(`${base}/a2a/echo`) } : { status: 401, body: { error: 'unauthorized' } }));
+    const other = await startRecorder((req, base) =>
+      req.method === 'GET'
+        ? { status: 200, body: bearerCard(`${base}/a2a/echo`) }
+        : { status: 401, body: { error: 'unauthorized' } },
+    );
     try {
       await run(['delegate', 'echo', 'hello', '--gateway', other.base], withTokenFile);
       await run(['delegate', 'echo', 'hello'], { ...withTokenFile, BATON_GATEWAY: other.base });
-      assert.ok(other.seen.filter((s) => s.method === 'POST').length >= 2, 'both delegations reached the other gateway');
+      assert.ok(
+        other.seen.filter((s) => s.method === 'POST').length >= 2,
+        'both delegations reached the other gateway',
+      );
       assertNoToken(other.seen, gw.token, 'another gateway');
       assert.ok(!other.seen.some((s) => GATEWAY_TOKEN_RE.test(s.authorization ?? '')));
     } finally {

@@ -51,7 +51,12 @@ describe('gateway: the built-in agents honour the scope of the request, through 
     const patch = String(task.artifacts.find((a) => a.name === 'changes.patch')?.parts[0]?.content?.value ?? '');
     const touched = [...patch.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1]).sort();
     const statusText = task.status?.message?.parts[0]?.content;
-    return { steps: texts(events), touched, state: task.status?.state, final: statusText?.$case === 'text' ? statusText.value : '' };
+    return {
+      steps: texts(events),
+      touched,
+      state: task.status?.state,
+      final: statusText?.$case === 'text' ? statusText.value : '',
+    };
   }
 
   it('"Format the files under src/" to the formatter: a patch of src/ only; the first step of the agent says the scope', async () => {
@@ -62,11 +67,15 @@ describe('gateway: the built-in agents honour the scope of the request, through 
     assert.equal(r.steps[2], 'Scope: src/ (named in the task): 5 files');
   });
 
-  it('a folder and a selection sent as context by the extension\'s own message builder decide the scope; their text names nothing', async () => {
+  it("a folder and a selection sent as context by the extension's own message builder decide the scope; their text names nothing", async () => {
     const { message } = buildDelegationMessage({
       requestId: randomUUID(),
       task: 'Format these',
-      selection: { path: 'README.md', range: { startLine: 0, startCharacter: 0, endLine: 1, endCharacter: 0 }, text: 'Demo shop (see package.json and src/cart.js)\n' },
+      selection: {
+        path: 'README.md',
+        range: { startLine: 0, startCharacter: 0, endLine: 1, endCharacter: 0 },
+        text: 'Demo shop (see package.json and src/cart.js)\n',
+      },
       files: [{ path: 'config/', text: '' }],
       repository: { root: repo, baseCommit: '', uncommittedDigest: '' },
       capabilities: READ_ONLY,
@@ -84,7 +93,16 @@ describe('gateway: the built-in agents honour the scope of the request, through 
     const { message } = buildDelegationMessage({
       requestId: randomUUID(),
       task: 'Fix the lint problems',
-      diagnostics: [{ path: 'src/cart.js', range: { startLine: 1, startCharacter: 0, endLine: 1, endCharacter: 3 }, severity: 'warning', message: 'Unexpected var, use let or const instead.', source: 'eslint', code: 'no-var' }],
+      diagnostics: [
+        {
+          path: 'src/cart.js',
+          range: { startLine: 1, startCharacter: 0, endLine: 1, endCharacter: 3 },
+          severity: 'warning',
+          message: 'Unexpected var, use let or const instead.',
+          source: 'eslint',
+          code: 'no-var',
+        },
+      ],
       repository: { root: repo, baseCommit: '', uncommittedDigest: '' },
       capabilities: READ_ONLY,
       chain: [],
@@ -97,16 +115,27 @@ describe('gateway: the built-in agents honour the scope of the request, through 
   });
 
   it('a task whose paths all match nothing fails with a reason that lists them and what exists', async () => {
-    const r = await delegate('lint-fix', userMessage('Fix the lint problems in lib/cart.js', { [META.repository]: repo }));
+    const r = await delegate(
+      'lint-fix',
+      userMessage('Fix the lint problems in lib/cart.js', { [META.repository]: repo }),
+    );
     assert.equal(r.state, TaskState.TASK_STATE_FAILED);
     assert.deepEqual(r.touched, []);
-    assert.match(r.final, /Nothing in the repository matches lib\/cart\.js, the path the task names\. The repository has: .*src\//);
+    assert.match(
+      r.final,
+      /Nothing in the repository matches lib\/cart\.js, the path the task names\. The repository has: .*src\//,
+    );
   });
 
   it('the cards say how scope works', async () => {
     for (const id of ['formatter', 'lint-fix']) {
-      const card = (await (await fetch(`${gw.url}/a2a/${id}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json()) as { skills: Array<{ description: string; examples: string[] }> };
-      assert.match(card.skills[0].description, /Scope: the files and folders sent as context; else the paths and globs the task names .*; else /);
+      const card = (await (
+        await fetch(`${gw.url}/a2a/${id}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })
+      ).json()) as { skills: Array<{ description: string; examples: string[] }> };
+      assert.match(
+        card.skills[0].description,
+        /Scope: the files and folders sent as context; else the paths and globs the task names .*; else /,
+      );
       assert.ok(card.skills[0].examples.some((e) => /src\//.test(e)));
     }
   });

@@ -2,7 +2,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError, parseGatewayConfig, sha256HexOf } from '../../../src/gateway/config';
 
-const parse = (v: unknown, env: NodeJS.ProcessEnv = {}): ReturnType<typeof parseGatewayConfig> => parseGatewayConfig(typeof v === 'string' ? v : JSON.stringify(v), 'gateway.json', env);
+const parse = (v: unknown, env: NodeJS.ProcessEnv = {}): ReturnType<typeof parseGatewayConfig> =>
+  parseGatewayConfig(typeof v === 'string' ? v : JSON.stringify(v), 'gateway.json', env);
 
 describe('gateway config', () => {
   it('reads a full team config, secrets from the environment, tokens kept only as digests', () => {
@@ -14,7 +15,14 @@ describe('gateway config', () => {
         tokens: [{ principal: 'ci', tokenEnv: 'CI_TOKEN' }],
         localAgents: ['formatter'],
         agents: { reviewer: { url: 'https://r.example/a2a/', protocolVersion: '0.3', auth: { bearerEnv: 'R' } } },
-        limits: { cancelGraceSeconds: 3, headersTimeoutSeconds: 20, bodyIdleSeconds: 5, bodyTimeoutSeconds: 30, maxJsonDepth: 32, maxJsonMembers: 5000 },
+        limits: {
+          cancelGraceSeconds: 3,
+          headersTimeoutSeconds: 20,
+          bodyIdleSeconds: 5,
+          bodyTimeoutSeconds: 30,
+          maxJsonDepth: 32,
+          maxJsonMembers: 5000,
+        },
       },
       { PG: 'postgres://u@h/db', CI_TOKEN: 'a-long-enough-ci-token', R: 'remote-secret' },
     );
@@ -25,7 +33,10 @@ describe('gateway config', () => {
     assert.equal(c.remoteAgents[0].protocolVersion, '0.3');
     assert.deepEqual(c.localAgents, ['formatter']);
     const { headersTimeoutSeconds, bodyIdleSeconds, bodyTimeoutSeconds, maxJsonDepth, maxJsonMembers } = c.limits;
-    assert.deepEqual({ headersTimeoutSeconds, bodyIdleSeconds, bodyTimeoutSeconds, maxJsonDepth, maxJsonMembers }, { headersTimeoutSeconds: 20, bodyIdleSeconds: 5, bodyTimeoutSeconds: 30, maxJsonDepth: 32, maxJsonMembers: 5000 });
+    assert.deepEqual(
+      { headersTimeoutSeconds, bodyIdleSeconds, bodyTimeoutSeconds, maxJsonDepth, maxJsonMembers },
+      { headersTimeoutSeconds: 20, bodyIdleSeconds: 5, bodyTimeoutSeconds: 30, maxJsonDepth: 32, maxJsonMembers: 5000 },
+    );
   });
 
   it('names the file, the field and what to do', () => {
@@ -35,10 +46,19 @@ describe('gateway config', () => {
       [{ port: 70000 }, /^gateway\.json: port: must be a whole number from 0 to 65535/],
       [{ roots: ['relative/dir'] }, /roots\[0\]: must be an absolute folder path/],
       [{ agents: { 'Bad Id': { url: 'https://x' } } }, /agents\.Bad Id: an agent id must be lower-case/],
-      [{ agents: { r: { url: 'https://user:pw@x.example' } } }, /agents\.r\.url: must not carry credentials; put them under "auth"/],
+      [
+        { agents: { r: { url: 'https://user:pw@x.example' } } },
+        /agents\.r\.url: must not carry credentials; put them under "auth"/,
+      ],
       [{ agents: { r: { url: 'ftp://x.example' } } }, /agents\.r\.url: must use https/],
-      [{ agents: { r: { url: 'https://x', auth: { bearerEnv: 'NOPE' } } } }, /agents\.r\.auth\.bearerEnv: environment variable NOPE is not set; export it/],
-      [{ agents: { r: { url: 'https://x', protocolVersion: '2.0' } } }, /agents\.r\.protocolVersion: must be "1\.0" or "0\.3"/],
+      [
+        { agents: { r: { url: 'https://x', auth: { bearerEnv: 'NOPE' } } } },
+        /agents\.r\.auth\.bearerEnv: environment variable NOPE is not set; export it/,
+      ],
+      [
+        { agents: { r: { url: 'https://x', protocolVersion: '2.0' } } },
+        /agents\.r\.protocolVersion: must be "1\.0" or "0\.3"/,
+      ],
       [{ tokens: [{ principal: 'a', token: 'short' }] }, /tokens\[0\]: the token is shorter than 16 characters/],
       [{ tokens: [{ principal: 'a', sha256: 'xyz' }] }, /tokens\[0\]\.sha256: must be 64 hex digits/],
       [{ store: { kind: 'mysql' } }, /store\.kind: must be "sqlite" or "postgres"/],
@@ -48,7 +68,11 @@ describe('gateway config', () => {
       [{ limits: { bodyIdleSeconds: 0 } }, /limits\.bodyIdleSeconds: must be a whole number from 1 to 600/],
     ];
     for (const [input, message] of cases) {
-      assert.throws(() => parse(input), (e: unknown) => e instanceof ConfigError && message.test(e.message), JSON.stringify(input));
+      assert.throws(
+        () => parse(input),
+        (e: unknown) => e instanceof ConfigError && message.test(e.message),
+        JSON.stringify(input),
+      );
     }
   });
 });

@@ -23,7 +23,12 @@ function stateOf(ev: StreamResponse | undefined): TaskState | undefined {
   return undefined;
 }
 
-async function rpc(gw: RunningGateway, agent: string, method: string, params: Record<string, unknown>): Promise<{ result?: unknown; error?: { code: number; message: string } }> {
+async function rpc(
+  gw: RunningGateway,
+  agent: string,
+  method: string,
+  params: Record<string, unknown>,
+): Promise<{ result?: unknown; error?: { code: number; message: string } }> {
   const res = await fetch(`${gw.url}/a2a/${agent}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${gw.token}`, 'A2A-Version': '1.0' },
@@ -33,9 +38,15 @@ async function rpc(gw: RunningGateway, agent: string, method: string, params: Re
 }
 
 /** Waits until the route's card shows what the remote's own card says (it is read in the background). */
-async function cardSettles(gw: RunningGateway, agent: string, ok: (card: { capabilities?: { pushNotifications?: boolean } }) => boolean): Promise<void> {
+async function cardSettles(
+  gw: RunningGateway,
+  agent: string,
+  ok: (card: { capabilities?: { pushNotifications?: boolean } }) => boolean,
+): Promise<void> {
   for (let i = 0; i < 500; i++) {
-    const res = await fetch(`${gw.url}/a2a/${agent}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } });
+    const res = await fetch(`${gw.url}/a2a/${agent}/.well-known/agent-card.json`, {
+      headers: { 'A2A-Version': '1.0' },
+    });
     if (ok((await res.json()) as { capabilities?: { pushNotifications?: boolean } })) return;
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -59,7 +70,18 @@ for (const legacy of [false, true]) {
       remote = await startRemote(2, REMOTE_TOKEN, legacy, { serveCard: true });
       gw = await startGateway({
         stateDir: dir.path,
-        remoteAgents: [{ id: 'remote', name: 'Remote', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC', protocolVersion: legacy ? '0.3' : '1.0', auth: { kind: 'bearer', token: REMOTE_TOKEN }, skills: [] }],
+        remoteAgents: [
+          {
+            id: 'remote',
+            name: 'Remote',
+            description: 'proxied',
+            url: remote.url,
+            protocolBinding: 'JSONRPC',
+            protocolVersion: legacy ? '0.3' : '1.0',
+            auth: { kind: 'bearer', token: REMOTE_TOKEN },
+            skills: [],
+          },
+        ],
         limits: { cancelGraceMs: 2000 },
         log: () => undefined,
       });
@@ -80,7 +102,10 @@ for (const legacy of [false, true]) {
 
     it('a remote that answers with a Message: the stream is that one Message', async () => {
       const events = await collect(client.sendMessageStream(sendRequest(userMessage('reply'))));
-      assert.deepEqual(events.map((e) => e.payload?.$case), ['message']);
+      assert.deepEqual(
+        events.map((e) => e.payload?.$case),
+        ['message'],
+      );
       const p = events[0]?.payload;
       assert.equal(p?.$case === 'message' ? p.value.parts[0]?.content?.value : undefined, 'hello back');
     });
@@ -103,7 +128,11 @@ for (const legacy of [false, true]) {
       assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
       await bounded(subscribed, 'the subscription to end');
       assert.equal(events[0]?.payload?.$case, 'task', 'the first event is the task');
-      assert.equal(stateOf(events[events.length - 1]), TaskState.TASK_STATE_COMPLETED, `ended at ${String(stateOf(events[events.length - 1]))}`);
+      assert.equal(
+        stateOf(events[events.length - 1]),
+        TaskState.TASK_STATE_COMPLETED,
+        `ended at ${String(stateOf(events[events.length - 1]))}`,
+      );
     });
 
     it("push-config calls answer PushNotificationNotSupported when the route's card offers no push, and nothing is created", async () => {
@@ -122,7 +151,14 @@ for (const legacy of [false, true]) {
         assert.equal(out.error?.code, PUSH_NOT_SUPPORTED, `${method}: ${JSON.stringify(out)}`);
       }
       // A send that asks for push is refused too, before anything runs.
-      const withPush = { ...sendRequest(userMessage('go')), configuration: { acceptedOutputModes: [], returnImmediately: false, taskPushNotificationConfig: { tenant: '', id: '', taskId: '', url, token: '', authentication: undefined } } };
+      const withPush = {
+        ...sendRequest(userMessage('go')),
+        configuration: {
+          acceptedOutputModes: [],
+          returnImmediately: false,
+          taskPushNotificationConfig: { tenant: '', id: '', taskId: '', url, token: '', authentication: undefined },
+        },
+      };
       await assert.rejects(client.sendMessage(withPush), /push/i);
       assert.deepEqual(await gw.store.listPushConfigs('remote', asked.id), []);
     });
@@ -131,7 +167,11 @@ for (const legacy of [false, true]) {
       const first = userMessage('ask');
       const asked = taskOf(await client.sendMessage(sendRequest(first)));
       assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
-      const answer = { ...userMessage('c.ts', undefined, first.messageId), taskId: asked.id, contextId: asked.contextId };
+      const answer = {
+        ...userMessage('c.ts', undefined, first.messageId),
+        taskId: asked.id,
+        contextId: asked.contextId,
+      };
       const done = taskOf(await client.sendMessage(sendRequest(answer)));
       assert.equal(done.id, asked.id);
       assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
@@ -148,14 +188,33 @@ for (const legacy of [false, true]) {
       const events = await bounded(collect(client.sendMessageStream(sendRequest(answer))), 'the follow-up stream');
       assert.ok(events.length >= 2, `got ${events.length} events`);
       assert.equal(stateOf(events[events.length - 1]), TaskState.TASK_STATE_COMPLETED);
-      const said = events.find((e) => e.payload?.$case === 'statusUpdate' && e.payload.value.status?.message?.parts[0]?.content?.value === 'got b.ts');
+      const said = events.find(
+        (e) =>
+          e.payload?.$case === 'statusUpdate' &&
+          e.payload.value.status?.message?.parts[0]?.content?.value === 'got b.ts',
+      );
       assert.ok(said, 'the remote saw the answer and its reply came through');
     });
   });
 }
 
 /** The fields of an A2A 1.0 AgentCard (its JSON schema allows no others). */
-const CARD_1_0_FIELDS = new Set(['capabilities', 'defaultInputModes', 'defaultOutputModes', 'description', 'documentationUrl', 'iconUrl', 'name', 'provider', 'securityRequirements', 'securitySchemes', 'signatures', 'skills', 'supportedInterfaces', 'version']);
+const CARD_1_0_FIELDS = new Set([
+  'capabilities',
+  'defaultInputModes',
+  'defaultOutputModes',
+  'description',
+  'documentationUrl',
+  'iconUrl',
+  'name',
+  'provider',
+  'securityRequirements',
+  'securitySchemes',
+  'signatures',
+  'skills',
+  'supportedInterfaces',
+  'version',
+]);
 
 describe('gateway conformance: which card form a request gets', () => {
   const dir = tempDir();
@@ -168,14 +227,21 @@ describe('gateway conformance: which card form a request gets', () => {
     dir[Symbol.dispose]();
   });
 
-  const read = async (path: string, headers: Record<string, string>): Promise<{ card: Record<string, unknown>; vary: string }> => {
+  const read = async (
+    path: string,
+    headers: Record<string, string>,
+  ): Promise<{ card: Record<string, unknown>; vary: string }> => {
     const res = await fetch(`${gw.url}${path}`, { headers });
     assert.equal(res.status, 200);
     return { card: (await res.json()) as Record<string, unknown>, vary: res.headers.get('vary') ?? '' };
   };
   const is10 = (card: Record<string, unknown>, what: string): void => {
     assert.ok(Array.isArray(card.supportedInterfaces), `${what}: no supportedInterfaces`);
-    assert.deepEqual(Object.keys(card).filter((k) => !CARD_1_0_FIELDS.has(k)), [], `${what}: fields a 1.0 card does not have`);
+    assert.deepEqual(
+      Object.keys(card).filter((k) => !CARD_1_0_FIELDS.has(k)),
+      [],
+      `${what}: fields a 1.0 card does not have`,
+    );
   };
   const is03 = (card: Record<string, unknown>, what: string): void => {
     assert.equal(card.protocolVersion, '0.3', what);
@@ -184,7 +250,10 @@ describe('gateway conformance: which card form a request gets', () => {
 
   it("the gateway's own card: a bare fetch gets the 1.0 form (it names no interfaces: it is an index)", async () => {
     const { card } = await read('/.well-known/agent-card.json', {});
-    assert.deepEqual(Object.keys(card).filter((k) => !CARD_1_0_FIELDS.has(k)), []);
+    assert.deepEqual(
+      Object.keys(card).filter((k) => !CARD_1_0_FIELDS.has(k)),
+      [],
+    );
   });
 
   for (const path of ['/a2a/echo/.well-known/agent-card.json']) {
@@ -221,13 +290,18 @@ describe('gateway conformance: which card form a request gets', () => {
     const etag = first.headers.get('etag');
     assert.ok(etag, 'an ETag');
     await first.arrayBuffer();
-    const again = await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0', 'If-None-Match': etag } });
+    const again = await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`, {
+      headers: { 'A2A-Version': '1.0', 'If-None-Match': etag },
+    });
     assert.equal(again.status, 304);
   });
 
   it('a 0.3 SDK client and a 1.0 one both complete a task on the route', async () => {
     for (const legacy of [true, false]) {
-      const client = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token, { legacy, replay: false });
+      const client = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token, {
+        legacy,
+        replay: false,
+      });
       const t = taskOf(await client.sendMessage(sendRequest(userMessage(`hi ${String(legacy)}`))));
       assert.equal(t.status?.state, TaskState.TASK_STATE_COMPLETED, `legacy ${String(legacy)}`);
     }
@@ -244,7 +318,18 @@ describe('gateway conformance: through the proxy route to a foreign 0.3 agent (n
     remote = await startForeignAgent();
     gw = await startGateway({
       stateDir: dir.path,
-      remoteAgents: [{ id: 'foreign', name: 'Foreign', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC', protocolVersion: '0.3', auth: { kind: 'none' }, skills: [] }],
+      remoteAgents: [
+        {
+          id: 'foreign',
+          name: 'Foreign',
+          description: 'proxied',
+          url: remote.url,
+          protocolBinding: 'JSONRPC',
+          protocolVersion: '0.3',
+          auth: { kind: 'none' },
+          skills: [],
+        },
+      ],
       limits: { cancelGraceMs: 1000 },
       log: (l) => logs.push(l),
     });
@@ -257,24 +342,40 @@ describe('gateway conformance: through the proxy route to a foreign 0.3 agent (n
   });
 
   it('a remote that reports progress, and its end, as full task snapshots: progress arrives as status updates and the end is signed', async () => {
-      const events = await bounded(collect(client.sendMessageStream(sendRequest(userMessage('snapshots')))), 'the snapshot stream');
-      assert.equal(events[0]?.payload?.$case, 'task');
-      const progress = events.flatMap((e) => (e.payload?.$case === 'statusUpdate' && e.payload.value.status?.state === TaskState.TASK_STATE_WORKING ? [String(e.payload.value.status.message?.parts[0]?.content?.value)] : []));
-      assert.deepEqual(progress, ['reading', 'writing']);
-      assert.ok(events.slice(1).every((e) => e.payload?.$case !== 'task'), 'after the first event, updates only (A2A 1.0)');
-      const made = events.find((e) => e.payload?.$case === 'artifactUpdate');
-      assert.equal(made?.payload?.$case === 'artifactUpdate' ? made.payload.value.artifact?.name : undefined, 'changes.patch');
-      const end = events[events.length - 1];
-      assert.equal(end?.payload?.$case, 'statusUpdate');
-      assert.equal(stateOf(end), TaskState.TASK_STATE_COMPLETED);
-      assert.equal(typeof (end?.payload?.value as { metadata?: Record<string, unknown> }).metadata?.['baton/resultEnvelope'], 'string', 'the result is signed');
-      const id = events[0]?.payload?.$case === 'task' ? events[0].payload.value.id : '';
-      const task = await client.getTask({ tenant: '', id });
-      assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
-      assert.equal(typeof task.metadata?.['baton/resultEnvelope'], 'string');
-      assert.match(String(task.artifacts[0]?.parts[0]?.content?.value), /^diff --git a\/f/);
-    });
-
+    const events = await bounded(
+      collect(client.sendMessageStream(sendRequest(userMessage('snapshots')))),
+      'the snapshot stream',
+    );
+    assert.equal(events[0]?.payload?.$case, 'task');
+    const progress = events.flatMap((e) =>
+      e.payload?.$case === 'statusUpdate' && e.payload.value.status?.state === TaskState.TASK_STATE_WORKING
+        ? [String(e.payload.value.status.message?.parts[0]?.content?.value)]
+        : [],
+    );
+    assert.deepEqual(progress, ['reading', 'writing']);
+    assert.ok(
+      events.slice(1).every((e) => e.payload?.$case !== 'task'),
+      'after the first event, updates only (A2A 1.0)',
+    );
+    const made = events.find((e) => e.payload?.$case === 'artifactUpdate');
+    assert.equal(
+      made?.payload?.$case === 'artifactUpdate' ? made.payload.value.artifact?.name : undefined,
+      'changes.patch',
+    );
+    const end = events[events.length - 1];
+    assert.equal(end?.payload?.$case, 'statusUpdate');
+    assert.equal(stateOf(end), TaskState.TASK_STATE_COMPLETED);
+    assert.equal(
+      typeof (end?.payload?.value as { metadata?: Record<string, unknown> }).metadata?.['baton/resultEnvelope'],
+      'string',
+      'the result is signed',
+    );
+    const id = events[0]?.payload?.$case === 'task' ? events[0].payload.value.id : '';
+    const task = await client.getTask({ tenant: '', id });
+    assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
+    assert.equal(typeof task.metadata?.['baton/resultEnvelope'], 'string');
+    assert.match(String(task.artifacts[0]?.parts[0]?.content?.value), /^diff --git a\/f/);
+  });
 });
 
 describe("gateway: a remote's protocol version comes from its card unless the config names one", () => {
@@ -284,7 +385,14 @@ describe("gateway: a remote's protocol version comes from its card unless the co
   const logs: string[] = [];
   before(async () => {
     remote = await startForeignAgent();
-    const base = { name: 'Foreign', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC' as const, auth: { kind: 'none' as const }, skills: [] };
+    const base = {
+      name: 'Foreign',
+      description: 'proxied',
+      url: remote.url,
+      protocolBinding: 'JSONRPC' as const,
+      auth: { kind: 'none' as const },
+      skills: [],
+    };
     gw = await startGateway({
       stateDir: dir.path,
       remoteAgents: [
@@ -301,12 +409,18 @@ describe("gateway: a remote's protocol version comes from its card unless the co
   });
 
   /** The remote's card has been read once the route card lists its skill. */
-  const cardRead = (agent: string): Promise<void> => cardSettles(gw, agent, (c) => JSON.stringify(c).includes('"id":"x"'));
+  const cardRead = (agent: string): Promise<void> =>
+    cardSettles(gw, agent, (c) => JSON.stringify(c).includes('"id":"x"'));
 
   it('no protocolVersion in the config: a remote whose card says 0.3 is spoken to in 0.3', async () => {
     await cardRead('follows-card');
-    const client = await clientFor(`${gw.url}/a2a/follows-card/.well-known/agent-card.json`, gw.token, { replay: false });
-    const events = await bounded(collect(client.sendMessageStream(sendRequest(userMessage('snapshots')))), 'the stream');
+    const client = await clientFor(`${gw.url}/a2a/follows-card/.well-known/agent-card.json`, gw.token, {
+      replay: false,
+    });
+    const events = await bounded(
+      collect(client.sendMessageStream(sendRequest(userMessage('snapshots')))),
+      'the stream',
+    );
     assert.equal(stateOf(events[events.length - 1]), TaskState.TASK_STATE_COMPLETED);
     assert.ok(remote.calls.includes('message/stream'));
   });
@@ -314,8 +428,14 @@ describe("gateway: a remote's protocol version comes from its card unless the co
   it('a config that says 1.0 to a 0.3 remote: the config is followed, and the error and the log say what the card says', async () => {
     await cardRead('says-1-0');
     const client = await clientFor(`${gw.url}/a2a/says-1-0/.well-known/agent-card.json`, gw.token, { replay: false });
-    await assert.rejects(client.sendMessage(sendRequest(userMessage('snapshots'))), /protocolVersion 1\.0, but its card offers A2A 0\.3/);
-    assert.ok(logs.some((l) => l.includes('says-1-0') && l.includes('its card offers A2A 0.3')), logs.join('\n'));
+    await assert.rejects(
+      client.sendMessage(sendRequest(userMessage('snapshots'))),
+      /protocolVersion 1\.0, but its card offers A2A 0\.3/,
+    );
+    assert.ok(
+      logs.some((l) => l.includes('says-1-0') && l.includes('its card offers A2A 0.3')),
+      logs.join('\n'),
+    );
   });
 });
 
@@ -328,7 +448,18 @@ for (const version of ['0.3', '1.0'] as const) {
       remote = await startForeignAgent();
       gw = await startGateway({
         stateDir: dir.path,
-        remoteAgents: [{ id: 'foreign', name: 'Foreign', description: 'proxied', url: remote.url, protocolBinding: 'JSONRPC', protocolVersion: version, auth: { kind: 'none' }, skills: [] }],
+        remoteAgents: [
+          {
+            id: 'foreign',
+            name: 'Foreign',
+            description: 'proxied',
+            url: remote.url,
+            protocolBinding: 'JSONRPC',
+            protocolVersion: version,
+            auth: { kind: 'none' },
+            skills: [],
+          },
+        ],
         limits: { cancelGraceMs: 2000 },
         log: () => undefined,
       });
@@ -341,9 +472,25 @@ for (const version of ['0.3', '1.0'] as const) {
 
     it('cancels the task that event names on the remote, and the error says so', async () => {
       const client = await clientFor(`${gw.url}/a2a/foreign/.well-known/agent-card.json`, gw.token, { replay: false });
-      await assert.rejects(client.sendMessage(sendRequest(userMessage('broken'))), /first event the gateway cannot read .*its task foreign-1 there was canceled/);
+      await assert.rejects(
+        client.sendMessage(sendRequest(userMessage('broken'))),
+        /first event the gateway cannot read .*its task foreign-1 there was canceled/,
+      );
       assert.equal(remote.tasks.get('foreign-1')?.state, 'canceled', 'not left running unfollowed');
-      assert.deepEqual((await client.listTasks({ tenant: '', contextId: '', status: 0, pageToken: '', statusTimestampAfter: undefined, pageSize: 10 })).tasks, [], 'no task recorded here');
+      assert.deepEqual(
+        (
+          await client.listTasks({
+            tenant: '',
+            contextId: '',
+            status: 0,
+            pageToken: '',
+            statusTimestampAfter: undefined,
+            pageSize: 10,
+          })
+        ).tasks,
+        [],
+        'no task recorded here',
+      );
     });
   });
 }
@@ -367,7 +514,9 @@ describe('gateway conformance: the HTTP+JSON binding answers application/json (A
     });
 
   it('a result and an error both come as application/json, the error in the AIP-193 shape', async () => {
-    const sent = await call('POST', '/message:send', { message: { messageId: 'ct-1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } });
+    const sent = await call('POST', '/message:send', {
+      message: { messageId: 'ct-1', role: 'ROLE_USER', parts: [{ text: 'hi' }] },
+    });
     assert.equal(sent.status, 200);
     assert.match(sent.headers.get('content-type') ?? '', /^application\/json/);
     assert.ok(((await sent.json()) as { task?: { id?: string } }).task?.id);

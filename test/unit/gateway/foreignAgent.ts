@@ -29,11 +29,29 @@ export interface ForeignAgent {
 }
 
 function message(text: string, role: 'agent' | 'user', taskId: string, contextId: string): Json {
-  return { kind: 'message', messageId: `m-${taskId}-${text}`, role, parts: [{ kind: 'text', text }], taskId, contextId };
+  return {
+    kind: 'message',
+    messageId: `m-${taskId}-${text}`,
+    role,
+    parts: [{ kind: 'text', text }],
+    taskId,
+    contextId,
+  };
 }
 
 function taskJson(t: ForeignTask): Json {
-  return { kind: 'task', id: t.id, contextId: t.contextId, status: { state: t.state, message: message(t.note, 'agent', t.id, t.contextId), timestamp: new Date().toISOString() }, artifacts: t.artifacts, history: t.history };
+  return {
+    kind: 'task',
+    id: t.id,
+    contextId: t.contextId,
+    status: {
+      state: t.state,
+      message: message(t.note, 'agent', t.id, t.contextId),
+      timestamp: new Date().toISOString(),
+    },
+    artifacts: t.artifacts,
+    history: t.history,
+  };
 }
 
 /** Serves a 0.3 card (its `protocolVersion` is what the card says) and the agent at /rpc. */
@@ -73,16 +91,26 @@ export async function startForeignAgent(opts: { cardVersion?: string } = {}): Pr
         t.state = 'canceled';
         t.note = 'canceled';
       }
-      if (method === 'GetTask' || method === 'CancelTask') return reply({ id: t.id, contextId: t.contextId, status: { state: `TASK_STATE_${t.state.toUpperCase()}` } });
+      if (method === 'GetTask' || method === 'CancelTask')
+        return reply({ id: t.id, contextId: t.contextId, status: { state: `TASK_STATE_${t.state.toUpperCase()}` } });
       return reply(taskJson(t));
     }
-    if (method !== 'message/stream' && method !== 'SendStreamingMessage') return void res.json({ jsonrpc: '2.0', id, error: { code: -32601, message: `not here: ${method}` } });
+    if (method !== 'message/stream' && method !== 'SendStreamingMessage')
+      return void res.json({ jsonrpc: '2.0', id, error: { code: -32601, message: `not here: ${method}` } });
     const msg = (params.message ?? {}) as Json;
     const text = String(((msg.parts as Json[] | undefined)?.[0] ?? {}).text ?? '');
-    const t: ForeignTask = { id: `foreign-${++n}`, contextId: `ctx-${n}`, state: 'submitted', note: 'queued', artifacts: [], history: [{ ...msg, kind: 'message' }] };
+    const t: ForeignTask = {
+      id: `foreign-${++n}`,
+      contextId: `ctx-${n}`,
+      state: 'submitted',
+      note: 'queued',
+      artifacts: [],
+      history: [{ ...msg, kind: 'message' }],
+    };
     tasks.set(t.id, t);
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    const send = (result: unknown): void => void res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`);
+    const send = (result: unknown): void =>
+      void res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`);
     if (text === 'broken') {
       // Its task is under way, but what it sends first is no A2A event.
       t.state = 'working';
@@ -96,7 +124,14 @@ export async function startForeignAgent(opts: { cardVersion?: string } = {}): Pr
     const steps: Array<() => void> = [
       () => Object.assign(t, { state: 'working', note: 'reading' }),
       () => Object.assign(t, { state: 'working', note: 'writing' }),
-      () => Object.assign(t, { state: 'completed', note: 'done', artifacts: [{ artifactId: 'p', name: 'changes.patch', parts: [{ kind: 'text', text: 'diff --git a/f b/f\n' }] }] }),
+      () =>
+        Object.assign(t, {
+          state: 'completed',
+          note: 'done',
+          artifacts: [
+            { artifactId: 'p', name: 'changes.patch', parts: [{ kind: 'text', text: 'diff --git a/f b/f\n' }] },
+          ],
+        }),
     ];
     let i = 0;
     const next = (): void => {

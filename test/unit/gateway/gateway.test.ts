@@ -17,7 +17,11 @@ describe('gateway: local agents over A2A', () => {
     gw = await startGateway({
       stateDir: dir.path,
       roots: [repos.path],
-      localAgents: [scriptedAgent({ steps: 5 }), scriptedAgent({ id: 'stuck', hang: true }), scriptedAgent({ id: 'slow', waitForCancel: true })],
+      localAgents: [
+        scriptedAgent({ steps: 5 }),
+        scriptedAgent({ id: 'stuck', hang: true }),
+        scriptedAgent({ id: 'slow', waitForCancel: true }),
+      ],
       tokens: [{ principal: 'other', sha256: sha256HexOf(otherToken) }],
       limits: { cancelGraceMs: 300 },
       log: () => undefined,
@@ -30,23 +34,43 @@ describe('gateway: local agents over A2A', () => {
   });
 
   it('serves public cards: the gateway index and each agent with real URLs, streaming, bearer and the replay extension', async () => {
-    const root = (await (await fetch(`${gw.url}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json()) as Record<string, unknown>;
-    const ext = (root.capabilities as { extensions: Array<{ uri: string; params?: { agents?: Array<{ id: string; cardUrl: string }> } }> }).extensions;
+    const root = (await (
+      await fetch(`${gw.url}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })
+    ).json()) as Record<string, unknown>;
+    const ext = (
+      root.capabilities as {
+        extensions: Array<{ uri: string; params?: { agents?: Array<{ id: string; cardUrl: string }> } }>;
+      }
+    ).extensions;
     const index = ext.find((e) => e.uri === 'urn:baton:a2a:agent-index:v1');
-    assert.deepEqual(index?.params?.agents?.map((a) => a.id), ['echo', 'stuck', 'slow']);
-    const card = (await (await fetch(new URL(index?.params?.agents?.[0].cardUrl ?? '', `${gw.url}/`), { headers: { 'A2A-Version': '1.0' } })).json()) as {
+    assert.deepEqual(
+      index?.params?.agents?.map((a) => a.id),
+      ['echo', 'stuck', 'slow'],
+    );
+    const card = (await (
+      await fetch(new URL(index?.params?.agents?.[0].cardUrl ?? '', `${gw.url}/`), {
+        headers: { 'A2A-Version': '1.0' },
+      })
+    ).json()) as {
       supportedInterfaces: Array<{ url: string; protocolBinding: string; protocolVersion: string }>;
       capabilities: { streaming: boolean; extensions: Array<{ uri: string }> };
       securitySchemes: Record<string, unknown>;
       skills: Array<{ id: string }>;
     };
-    assert.ok(card.supportedInterfaces.some((i) => i.url === `${gw.url}/a2a/echo` && i.protocolBinding === 'JSONRPC' && i.protocolVersion === '1.0'));
+    assert.ok(
+      card.supportedInterfaces.some(
+        (i) => i.url === `${gw.url}/a2a/echo` && i.protocolBinding === 'JSONRPC' && i.protocolVersion === '1.0',
+      ),
+    );
     assert.ok(card.supportedInterfaces.some((i) => i.protocolBinding === 'HTTP+JSON'));
     assert.ok(card.supportedInterfaces.some((i) => i.protocolVersion === '0.3'));
     assert.equal(card.capabilities.streaming, true);
     assert.ok(card.capabilities.extensions.some((e) => e.uri === 'urn:baton:a2a:replay:v1'));
     assert.ok('bearer' in card.securitySchemes);
-    assert.deepEqual(card.skills.map((s) => s.id), ['echo']);
+    assert.deepEqual(
+      card.skills.map((s) => s.id),
+      ['echo'],
+    );
   });
 
   it('refuses A2A calls without a valid token', async () => {
@@ -64,10 +88,22 @@ describe('gateway: local agents over A2A', () => {
   it('streams a task with seq 1..n on every event and ends completed with the patch', async () => {
     const client = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token);
     const events = await collect(client.sendMessageStream(sendRequest(userMessage('format src'))));
-    assert.deepEqual(events.map(seqOf), events.map((_, i) => i + 1));
+    assert.deepEqual(
+      events.map(seqOf),
+      events.map((_, i) => i + 1),
+    );
     assert.equal(events[0].payload?.$case, 'task');
-    const steps = events.filter((e) => e.payload?.$case === 'statusUpdate').map((e) => (e.payload?.value as { status?: { message?: { parts: Array<{ content?: { value: unknown } }> } } }).status?.message?.parts[0]?.content?.value);
-    assert.deepEqual(steps.filter((s) => typeof s === 'string' && s.startsWith('step')), ['step 1', 'step 2', 'step 3', 'step 4', 'step 5']);
+    const steps = events
+      .filter((e) => e.payload?.$case === 'statusUpdate')
+      .map(
+        (e) =>
+          (e.payload?.value as { status?: { message?: { parts: Array<{ content?: { value: unknown } }> } } }).status
+            ?.message?.parts[0]?.content?.value,
+      );
+    assert.deepEqual(
+      steps.filter((s) => typeof s === 'string' && s.startsWith('step')),
+      ['step 1', 'step 2', 'step 3', 'step 4', 'step 5'],
+    );
     const last = events[events.length - 1];
     assert.equal(last.payload?.$case, 'statusUpdate');
     const lastStatus = last.payload?.$case === 'statusUpdate' ? last.payload.value : undefined;
@@ -84,26 +120,48 @@ describe('gateway: local agents over A2A', () => {
     const plain = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token, { replay: false });
     const events = await collect(plain.sendMessageStream(sendRequest(userMessage('plain'))));
     assert.ok(events.length >= 7, `got ${events.length} events`);
-    assert.deepEqual(events.map(seqOf), events.map(() => undefined));
+    assert.deepEqual(
+      events.map(seqOf),
+      events.map(() => undefined),
+    );
     const taskId = events[0].payload?.$case === 'task' ? events[0].payload.value.id : '';
-    const legacy = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token, { legacy: true, replay: false });
+    const legacy = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token, {
+      legacy: true,
+      replay: false,
+    });
     const old = await collect(legacy.sendMessageStream(sendRequest(userMessage('plain 0.3'))));
     assert.ok(old.length >= 7);
-    assert.deepEqual(old.map(seqOf), old.map(() => undefined));
+    assert.deepEqual(
+      old.map(seqOf),
+      old.map(() => undefined),
+    );
     // The same stored events, asked for without the extension: ids on the SSE lines, none in the events.
     const res = await fetch(`${gw.url}/a2a/echo`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${gw.token}`, 'Last-Event-ID': '0' },
+      headers: {
+        'Content-Type': 'application/json',
+        'A2A-Version': '1.0',
+        Authorization: `Bearer ${gw.token}`,
+        'Last-Event-ID': '0',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 'p', method: 'SubscribeToTask', params: { id: taskId } }),
     });
     assert.equal(res.headers.get('a2a-extensions'), null);
     const sse = await readSse(res);
-    assert.deepEqual(sse.map((e) => Number(e.id)), events.map((_, i) => i + 1));
+    assert.deepEqual(
+      sse.map((e) => Number(e.id)),
+      events.map((_, i) => i + 1),
+    );
     for (const e of sse) assert.doesNotMatch(e.data, /baton\/seq/);
     // The replay client, on the same task: each event carries its seq.
     const replaying = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token);
-    const again = await collect(replaying.resubscribeTask({ tenant: '', id: taskId }, { serviceParameters: { 'Last-Event-ID': '2' } }));
-    assert.deepEqual(again.map(seqOf), events.slice(2).map((_, i) => i + 3));
+    const again = await collect(
+      replaying.resubscribeTask({ tenant: '', id: taskId }, { serviceParameters: { 'Last-Event-ID': '2' } }),
+    );
+    assert.deepEqual(
+      again.map(seqOf),
+      events.slice(2).map((_, i) => i + 3),
+    );
   });
 
   it('replays after Last-Event-ID with id: lines, then closes on a finished task', async () => {
@@ -113,15 +171,26 @@ describe('gateway: local agents over A2A', () => {
     const n = events.length;
     const res = await fetch(`${gw.url}/a2a/echo`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${gw.token}`, 'Last-Event-ID': '3', 'A2A-Extensions': 'urn:baton:a2a:replay:v1' },
+      headers: {
+        'Content-Type': 'application/json',
+        'A2A-Version': '1.0',
+        Authorization: `Bearer ${gw.token}`,
+        'Last-Event-ID': '3',
+        'A2A-Extensions': 'urn:baton:a2a:replay:v1',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'SubscribeToTask', params: { id: taskId } }),
     });
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
     assert.equal(res.headers.get('a2a-extensions'), 'urn:baton:a2a:replay:v1');
     const sse = await readSse(res);
-    assert.deepEqual(sse.map((e) => Number(e.id)), Array.from({ length: n - 3 }, (_, i) => i + 4));
-    const parsed = sse.map((e) => JSON.parse(e.data) as { id: number; result: Record<string, { metadata?: Record<string, unknown> }> });
+    assert.deepEqual(
+      sse.map((e) => Number(e.id)),
+      Array.from({ length: n - 3 }, (_, i) => i + 4),
+    );
+    const parsed = sse.map(
+      (e) => JSON.parse(e.data) as { id: number; result: Record<string, { metadata?: Record<string, unknown> }> },
+    );
     assert.ok(parsed.every((p, i) => p.id === 7 && Object.values(p.result)[0].metadata?.['baton/seq'] === i + 4));
     // The same via the cursor in request metadata, over HTTP+JSON.
     const rest = await fetch(`${gw.url}/a2a/echo/tasks/${taskId}:subscribe`, {
@@ -130,7 +199,10 @@ describe('gateway: local agents over A2A', () => {
       body: JSON.stringify({ metadata: { 'baton/cursor': n - 1 } }),
     });
     const restSse = await readSse(rest);
-    assert.deepEqual(restSse.map((e) => Number(e.id)), [n]);
+    assert.deepEqual(
+      restSse.map((e) => Number(e.id)),
+      [n],
+    );
     // Without a cursor, a finished task is an error (plain A2A).
     const plain = await fetch(`${gw.url}/a2a/echo`, {
       method: 'POST',
@@ -152,22 +224,47 @@ describe('gateway: local agents over A2A', () => {
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id } }),
       });
       const j = (await res.json()) as { error: { message: string } };
-      return { status: res.status, code: (j.error as { code?: number }).code, message: j.error.message.replace(id, '<id>') };
+      return {
+        status: res.status,
+        code: (j.error as { code?: number }).code,
+        message: j.error.message.replace(id, '<id>'),
+      };
     };
     assert.deepEqual(await call(taskId), await call(randomUUID()));
-    const listed = await (await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, otherToken)).listTasks({ tenant: '', contextId: '', status: 0, pageToken: '', statusTimestampAfter: undefined });
+    const listed = await (
+      await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, otherToken)
+    ).listTasks({ tenant: '', contextId: '', status: 0, pageToken: '', statusTimestampAfter: undefined });
     assert.equal(listed.tasks.length, 0);
   });
 
   it('makes one task for concurrent sends of the same messageId, and another body under the id is a task of its own', async () => {
     const client = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token);
     const msg = userMessage('once');
-    const results = await Promise.all(Array.from({ length: 6 }, () => client.sendMessage(sendRequest(structuredClone(msg)))));
+    const results = await Promise.all(
+      Array.from({ length: 6 }, () => client.sendMessage(sendRequest(structuredClone(msg)))),
+    );
     const ids = new Set(results.map((r) => ('id' in r ? r.id : '')));
     assert.equal(ids.size, 1);
-    const list = await client.listTasks({ tenant: '', contextId: '', status: 0, pageToken: '', statusTimestampAfter: undefined, pageSize: 100 });
+    const list = await client.listTasks({
+      tenant: '',
+      contextId: '',
+      status: 0,
+      pageToken: '',
+      statusTimestampAfter: undefined,
+      pageSize: 100,
+    });
     assert.equal(list.tasks.filter((t) => t.history[0]?.messageId === msg.messageId).length, 1);
-    const changed = { ...structuredClone(msg), parts: [{ content: { $case: 'text' as const, value: 'twice' }, metadata: undefined, filename: '', mediaType: 'text/plain' }] };
+    const changed = {
+      ...structuredClone(msg),
+      parts: [
+        {
+          content: { $case: 'text' as const, value: 'twice' },
+          metadata: undefined,
+          filename: '',
+          mediaType: 'text/plain',
+        },
+      ],
+    };
     const other = await client.sendMessage(sendRequest(changed));
     assert.ok('id' in other && !ids.has(other.id), 'never answered with the first task');
     assert.equal(other.history[0]?.parts[0]?.content?.value, 'twice');
@@ -175,8 +272,14 @@ describe('gateway: local agents over A2A', () => {
 
   it('refuses a repository outside the roots it was started with', async () => {
     const client = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token);
-    await assert.rejects(client.sendMessage(sendRequest(userMessage('x', { 'baton/repository': '/etc' }))), /outside the folders this gateway serves/);
-    await assert.rejects(client.sendMessage(sendRequest(userMessage('x', { 'baton/repository': `${repos.path}/../..` }))), /outside the folders|does not exist/);
+    await assert.rejects(
+      client.sendMessage(sendRequest(userMessage('x', { 'baton/repository': '/etc' }))),
+      /outside the folders this gateway serves/,
+    );
+    await assert.rejects(
+      client.sendMessage(sendRequest(userMessage('x', { 'baton/repository': `${repos.path}/../..` }))),
+      /outside the folders|does not exist/,
+    );
     const ok = await client.sendMessage(sendRequest(userMessage('x', { 'baton/repository': repos.path })));
     assert.ok('id' in ok && ok.status?.state === TaskState.TASK_STATE_COMPLETED);
   });
@@ -199,14 +302,24 @@ describe('gateway: local agents over A2A', () => {
     const client = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token, { legacy: true });
     const events = await collect(client.sendMessageStream(sendRequest(userMessage('old client'))));
     const last = events[events.length - 1];
-    assert.equal(last.payload?.$case === 'statusUpdate' ? last.payload.value.status?.state : undefined, TaskState.TASK_STATE_COMPLETED);
+    assert.equal(
+      last.payload?.$case === 'statusUpdate' ? last.payload.value.status?.state : undefined,
+      TaskState.TASK_STATE_COMPLETED,
+    );
     const res = await client.sendMessage(sendRequest(userMessage('old blocking')));
     assert.ok('id' in res && res.status?.state === TaskState.TASK_STATE_COMPLETED);
   });
 
   it('names an unknown agent', async () => {
-    const res = await fetch(`${gw.url}/a2a/nobody`, { method: 'POST', headers: { Authorization: `Bearer ${gw.token}`, 'Content-Type': 'application/json' }, body: '{}' });
+    const res = await fetch(`${gw.url}/a2a/nobody`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${gw.token}`, 'Content-Type': 'application/json' },
+      body: '{}',
+    });
     assert.equal(res.status, 404);
-    assert.match(JSON.stringify(await res.json()), /unknown agent \\"nobody\\"; this gateway serves: echo, stuck, slow/);
+    assert.match(
+      JSON.stringify(await res.json()),
+      /unknown agent \\"nobody\\"; this gateway serves: echo, stuck, slow/,
+    );
   });
 });

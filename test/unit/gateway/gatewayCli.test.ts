@@ -10,8 +10,14 @@ import { tempDir } from './helpers';
 const CLI = resolve(__dirname, '../../../src/gateway/cli.ts');
 
 /** Starts the real `baton-gateway` program and returns its first stdout line (the info JSON), then stops it. */
-async function startAndStop(args: string[], env: NodeJS.ProcessEnv): Promise<{ info: Record<string, unknown>; file: Record<string, unknown>; code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+async function startAndStop(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ info: Record<string, unknown>; file: Record<string, unknown>; code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -37,14 +43,22 @@ describe('baton-gateway program: which agents it serves and which coding CLIs it
     mkdirSync(bin);
     writeFileSync(join(bin, 'claude'), '#!/bin/sh\necho "claude 1.0"\n');
     chmodSync(join(bin, 'claude'), 0o755);
-    const r = await startAndStop(['--state', join(dir.path, 'state'), '--no-agent', 'lint-fix'], { PATH: `${bin}:/usr/bin:/bin` });
+    const r = await startAndStop(['--state', join(dir.path, 'state'), '--no-agent', 'lint-fix'], {
+      PATH: `${bin}:/usr/bin:/bin`,
+    });
     const agents = r.info.agents as string[];
     assert.ok(agents.includes('formatter'), JSON.stringify(agents));
     assert.ok(!agents.includes('lint-fix'), JSON.stringify(agents));
     assert.ok(agents.includes('claude'));
     const clis = r.file.codingClis as Array<{ id: string; found: boolean; binaries: string[] }>;
-    assert.deepEqual(clis.map((c) => c.id), ['claude', 'codex', 'gemini', 'copilot', 'opencode']);
-    assert.deepEqual(clis.filter((c) => c.found).map((c) => c.id), ['claude']);
+    assert.deepEqual(
+      clis.map((c) => c.id),
+      ['claude', 'codex', 'gemini', 'copilot', 'opencode'],
+    );
+    assert.deepEqual(
+      clis.filter((c) => c.found).map((c) => c.id),
+      ['claude'],
+    );
     assert.ok(clis.every((c) => c.binaries.length > 0));
   });
 });
@@ -56,7 +70,11 @@ describe('baton-gateway program: a port in use', () => {
     await new Promise<void>((r) => busy.listen(0, '127.0.0.1', () => r()));
     const port = (busy.address() as AddressInfo).port;
     try {
-      const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--state', join(dir.path, 'state'), '--port', String(port), '--no-local-agents'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', CLI, '--state', join(dir.path, 'state'), '--port', String(port), '--no-local-agents'],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       let stderr = '';
       let stdout = '';
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -69,7 +87,10 @@ describe('baton-gateway program: a port in use', () => {
         }, 60_000).unref();
       });
       assert.notEqual(code, 0);
-      assert.match(stderr, new RegExp(`127\\.0\\.0\\.1:${port} is already in use; stop what listens there or choose another port`));
+      assert.match(
+        stderr,
+        new RegExp(`127\\.0\\.0\\.1:${port} is already in use; stop what listens there or choose another port`),
+      );
       assert.doesNotMatch(stderr, /Cannot read properties/);
       assert.equal(stdout, '', 'no info line: it never listened');
     } finally {

@@ -9,7 +9,12 @@ import type { Message, SendMessageRequest, StreamResponse } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { Client } from '@a2a-js/sdk/client';
 import { REPLAY_EXTENSION_URI } from '../../../src/core/batonProfile';
-import type { LocalAgent, LocalRunEvent, LocalRunRequest, LocalRunResult } from '../../../src/gateway/agents/localAgent';
+import type {
+  LocalAgent,
+  LocalRunEvent,
+  LocalRunRequest,
+  LocalRunResult,
+} from '../../../src/gateway/agents/localAgent';
 import { startGateway } from '../../../src/gateway/server';
 import type { GatewayOptions, RunningGateway } from '../../../src/gateway/server';
 
@@ -53,7 +58,11 @@ export function scriptedAgent(o: ScriptedAgentOptions = {}): LocalAgent & { read
         try {
           answer = await req.ask(o.ask);
         } catch (e) {
-          return { outcome: req.signal.aborted && Date.now() < req.deadline ? 'canceled' : 'expired', reason: `not answered: ${(e as Error).message}`, patch: '' };
+          return {
+            outcome: req.signal.aborted && Date.now() < req.deadline ? 'canceled' : 'expired',
+            reason: `not answered: ${(e as Error).message}`,
+            patch: '',
+          };
         }
       }
       if (o.waitForCancel) {
@@ -75,11 +84,14 @@ export function scriptedAgent(o: ScriptedAgentOptions = {}): LocalAgent & { read
  * scripted agent unless `opts` says otherwise), closed and its state folder removed after them. Its
  * fields are read inside the tests, once it has started.
  */
-export function suiteGateway(opts: Partial<Omit<GatewayOptions, 'stateDir'>> = {}): RunningGateway & { readonly stateDir: string } {
+export function suiteGateway(
+  opts: Partial<Omit<GatewayOptions, 'stateDir'>> = {},
+): RunningGateway & { readonly stateDir: string } {
   const dir = tempDir();
   let running: RunningGateway | undefined;
   const started = (): RunningGateway => {
-    if (!running) throw new Error('The gateway starts before the tests: read it inside a test or hook, not in the describe block.');
+    if (!running)
+      throw new Error('The gateway starts before the tests: read it inside a test or hook, not in the describe block.');
     return running;
   };
   before(async () => {
@@ -120,9 +132,20 @@ export function suiteGateway(opts: Partial<Omit<GatewayOptions, 'stateDir'>> = {
  * A JSON-RPC POST to a gateway route as A2A 1.0, for what the SDK's client would never send (no token,
  * a wrong one, a hostile body): `body` is sent as written when it is a string.
  */
-export function rpcPost(url: string, body: string | { readonly method: string; readonly params: unknown; readonly id?: number }, headers: Record<string, string> = {}): Promise<Response> {
-  const text = typeof body === 'string' ? body : JSON.stringify({ jsonrpc: '2.0', id: body.id ?? 1, method: body.method, params: body.params });
-  return fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', ...headers }, body: text });
+export function rpcPost(
+  url: string,
+  body: string | { readonly method: string; readonly params: unknown; readonly id?: number },
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  const text =
+    typeof body === 'string'
+      ? body
+      : JSON.stringify({ jsonrpc: '2.0', id: body.id ?? 1, method: body.method, params: body.params });
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', ...headers },
+    body: text,
+  });
 }
 
 /** A fetch with the bearer token and, when `extensions` are given, the `A2A-Extensions` header on every call. */
@@ -139,11 +162,18 @@ export function bearerFetch(token: string, extensions: readonly string[] = []): 
  * An SDK client of a gateway route. It activates the replay profile as Baton's own client does (events
  * carry `baton/seq`) unless `replay: false` (a plain A2A client).
  */
-export async function clientFor(cardUrl: string, token: string, opts: { legacy?: boolean; preferRest?: boolean; replay?: boolean } = {}): Promise<Client> {
+export async function clientFor(
+  cardUrl: string,
+  token: string,
+  opts: { legacy?: boolean; preferRest?: boolean; replay?: boolean } = {},
+): Promise<Client> {
   const fetchImpl = bearerFetch(token, opts.replay === false ? [] : [REPLAY_EXTENSION_URI]);
   const legacyCompat = { enabled: Boolean(opts.legacy) };
   const factory = new ClientFactory({
-    transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat }), new RestTransportFactory({ fetchImpl, legacyCompat })],
+    transports: [
+      new JsonRpcTransportFactory({ fetchImpl, legacyCompat }),
+      new RestTransportFactory({ fetchImpl, legacyCompat }),
+    ],
     ...(opts.preferRest ? { preferredTransports: ['HTTP+JSON'] } : {}),
     cardResolver: new (await import('@a2a-js/sdk/client')).DefaultAgentCardResolver({ fetchImpl, legacyCompat }),
   });
@@ -158,7 +188,11 @@ export async function clientFor(cardUrl: string, token: string, opts: { legacy?:
   return factory.createFromUrl(cardUrl, '');
 }
 
-export function userMessage(text: string, metadata?: Record<string, unknown>, messageId: string = randomUUID()): Message {
+export function userMessage(
+  text: string,
+  metadata?: Record<string, unknown>,
+  messageId: string = randomUUID(),
+): Message {
   return {
     messageId,
     contextId: '',
@@ -196,7 +230,10 @@ export async function collect<T>(it: AsyncIterable<T>, limit = 100_000): Promise
 }
 
 /** Reads an SSE response into (id, data) pairs, bounded by a timeout. */
-export async function readSse(res: Response, timeoutMs = 10_000): Promise<Array<{ id?: string; event?: string; data: string }>> {
+export async function readSse(
+  res: Response,
+  timeoutMs = 10_000,
+): Promise<Array<{ id?: string; event?: string; data: string }>> {
   const out: Array<{ id?: string; event?: string; data: string }> = [];
   const text = await Promise.race([
     res.text(),

@@ -50,12 +50,23 @@ for (const { legacy, binding } of variants) {
     it("relays a stream with the gateway's seq, keeps the remote's task id, and holds the remote's credentials", async () => {
       const client = await clientFor(`${gw.url}/a2a/remote/.well-known/agent-card.json`, gw.token);
       const events = await collect(client.sendMessageStream(sendRequest(userMessage('go'))));
-      assert.deepEqual(events.map(seqOf), events.map((_, i) => i + 1));
-      const working = events.filter((e) => e.payload?.$case === 'statusUpdate' && e.payload.value.status?.state === TaskState.TASK_STATE_WORKING);
+      assert.deepEqual(
+        events.map(seqOf),
+        events.map((_, i) => i + 1),
+      );
+      const working = events.filter(
+        (e) => e.payload?.$case === 'statusUpdate' && e.payload.value.status?.state === TaskState.TASK_STATE_WORKING,
+      );
       assert.equal(working.length, 50);
       const last = events[events.length - 1];
-      assert.equal(last.payload?.$case === 'statusUpdate' ? last.payload.value.status?.state : -1, TaskState.TASK_STATE_COMPLETED);
-      assert.equal(typeof (last.payload?.value as { metadata?: Record<string, unknown> }).metadata?.['baton/resultEnvelope'], 'string');
+      assert.equal(
+        last.payload?.$case === 'statusUpdate' ? last.payload.value.status?.state : -1,
+        TaskState.TASK_STATE_COMPLETED,
+      );
+      assert.equal(
+        typeof (last.payload?.value as { metadata?: Record<string, unknown> }).metadata?.['baton/resultEnvelope'],
+        'string',
+      );
       const id = events[0].payload?.$case === 'task' ? events[0].payload.value.id : '';
       const task = await client.getTask({ tenant: '', id });
       assert.equal(task.id, id);
@@ -70,28 +81,57 @@ for (const { legacy, binding } of variants) {
       const client = await clientFor(`${gw.url}/a2a/remote/.well-known/agent-card.json`, gw.token);
       const first = await collect(client.sendMessageStream(sendRequest(userMessage('auth'))));
       const last = first[first.length - 1];
-      assert.equal(last.payload?.$case === 'statusUpdate' ? last.payload.value.status?.state : -1, TaskState.TASK_STATE_AUTH_REQUIRED);
+      assert.equal(
+        last.payload?.$case === 'statusUpdate' ? last.payload.value.status?.state : -1,
+        TaskState.TASK_STATE_AUTH_REQUIRED,
+      );
       const id = first[0].payload?.$case === 'task' ? first[0].payload.value.id : '';
       const cursor = seqOf(last) ?? 0;
       // Not authorized yet: subscribing again brings nothing new and ends.
-      assert.deepEqual(await collect(client.resubscribeTask({ tenant: '', id }, { serviceParameters: { 'Last-Event-ID': String(cursor) } })), []);
+      assert.deepEqual(
+        await collect(
+          client.resubscribeTask({ tenant: '', id }, { serviceParameters: { 'Last-Event-ID': String(cursor) } }),
+        ),
+        [],
+      );
       remote.executor.authorize();
       // The remote goes on by itself (the gateway relays nothing meanwhile: the turn ended).
       // (GetTask through the gateway asks the remote while the task is not over.)
-      for (let i = 0; i < 500 && (await client.getTask({ tenant: '', id })).status?.state === TaskState.TASK_STATE_AUTH_REQUIRED; i++) await new Promise((r) => setTimeout(r, 10));
+      for (
+        let i = 0;
+        i < 500 && (await client.getTask({ tenant: '', id })).status?.state === TaskState.TASK_STATE_AUTH_REQUIRED;
+        i++
+      )
+        await new Promise((r) => setTimeout(r, 10));
       const events: StreamResponse[] = [];
-      for await (const ev of client.resubscribeTask({ tenant: '', id }, { serviceParameters: { 'Last-Event-ID': String(cursor) } })) {
+      for await (const ev of client.resubscribeTask(
+        { tenant: '', id },
+        { serviceParameters: { 'Last-Event-ID': String(cursor) } },
+      )) {
         events.push(ev);
         // The task ends only once this subscriber has what the remote did meanwhile.
         remote.executor.finishAuthTask = true;
       }
-      assert.deepEqual(events.map(seqOf), events.map((_, i) => cursor + 1 + i), 'continues the seq without a gap');
+      assert.deepEqual(
+        events.map(seqOf),
+        events.map((_, i) => cursor + 1 + i),
+        'continues the seq without a gap',
+      );
       // What the remote did unseen arrives (the artifact it made), then the rest, ending on the signed result.
       const made = events.find((e) => e.payload?.$case === 'artifactUpdate');
-      assert.equal(made?.payload?.$case === 'artifactUpdate' ? made.payload.value.artifact?.name : undefined, 'changes.patch');
+      assert.equal(
+        made?.payload?.$case === 'artifactUpdate' ? made.payload.value.artifact?.name : undefined,
+        'changes.patch',
+      );
       const end = events[events.length - 1];
-      assert.equal(end.payload?.$case === 'statusUpdate' ? end.payload.value.status?.state : -1, TaskState.TASK_STATE_COMPLETED);
-      assert.equal(typeof (end.payload?.value as { metadata?: Record<string, unknown> }).metadata?.['baton/resultEnvelope'], 'string');
+      assert.equal(
+        end.payload?.$case === 'statusUpdate' ? end.payload.value.status?.state : -1,
+        TaskState.TASK_STATE_COMPLETED,
+      );
+      assert.equal(
+        typeof (end.payload?.value as { metadata?: Record<string, unknown> }).metadata?.['baton/resultEnvelope'],
+        'string',
+      );
       const task = await client.getTask({ tenant: '', id });
       assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
       assert.match(String(task.artifacts[0]?.parts[0]?.content?.value), /^diff --git a\/auth/);
@@ -122,7 +162,18 @@ describe('gateway: a relay whose stream to the remote breaks while the remote fi
     cut.setCutPoint(CUT_POINTS.midEvent);
     gw = await startGateway({
       stateDir: dir.path,
-      remoteAgents: [{ id: 'remote', name: 'Remote', description: 'proxied', url: `http://127.0.0.1:${cut.port}/rpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0', auth: { kind: 'bearer', token: remoteToken }, skills: [] }],
+      remoteAgents: [
+        {
+          id: 'remote',
+          name: 'Remote',
+          description: 'proxied',
+          url: `http://127.0.0.1:${cut.port}/rpc`,
+          protocolBinding: 'JSONRPC',
+          protocolVersion: '1.0',
+          auth: { kind: 'bearer', token: remoteToken },
+          skills: [],
+        },
+      ],
       log: () => undefined,
     });
   });
@@ -137,12 +188,24 @@ describe('gateway: a relay whose stream to the remote breaks while the remote fi
     const client = await clientFor(`${gw.url}/a2a/remote/.well-known/agent-card.json`, gw.token);
     const events = await collect(client.sendMessageStream(sendRequest(userMessage('patch later'))));
     assert.equal(cut.cuts, 1, 'the relay lost its stream');
-    assert.deepEqual(events.map(seqOf), events.map((_, i) => i + 1));
+    assert.deepEqual(
+      events.map(seqOf),
+      events.map((_, i) => i + 1),
+    );
     const made = events.find((e) => e.payload?.$case === 'artifactUpdate');
-    assert.equal(made?.payload?.$case === 'artifactUpdate' ? made.payload.value.artifact?.name : undefined, 'changes.patch');
+    assert.equal(
+      made?.payload?.$case === 'artifactUpdate' ? made.payload.value.artifact?.name : undefined,
+      'changes.patch',
+    );
     const end = events[events.length - 1];
-    assert.equal(end.payload?.$case === 'statusUpdate' ? end.payload.value.status?.state : -1, TaskState.TASK_STATE_COMPLETED);
-    assert.equal(typeof (end.payload?.value as { metadata?: Record<string, unknown> }).metadata?.['baton/resultEnvelope'], 'string');
+    assert.equal(
+      end.payload?.$case === 'statusUpdate' ? end.payload.value.status?.state : -1,
+      TaskState.TASK_STATE_COMPLETED,
+    );
+    assert.equal(
+      typeof (end.payload?.value as { metadata?: Record<string, unknown> }).metadata?.['baton/resultEnvelope'],
+      'string',
+    );
     const id = events[0].payload?.$case === 'task' ? events[0].payload.value.id : '';
     // GetTask of a finished task answers from the gateway's store: the artifact is there.
     const task = await client.getTask({ tenant: '', id });

@@ -32,8 +32,21 @@ describe('gateway: delegation chains through proxies', () => {
   before(async () => {
     remote = await startRemote(3, remoteToken, false);
     const [portA, portB] = [await freePort(), await freePort()];
-    const common = { tokens: [{ principal: 'team', sha256: sha256HexOf(team) }], log: () => undefined, localAgents: [] };
-    const hop = (id: string, port: number, to: string) => ({ id, name: id, description: 'proxied', url: `http://127.0.0.1:${port}/a2a/${to}`, protocolBinding: 'JSONRPC' as const, protocolVersion: '1.0' as const, auth: { kind: 'bearer' as const, token: team }, skills: [] });
+    const common = {
+      tokens: [{ principal: 'team', sha256: sha256HexOf(team) }],
+      log: () => undefined,
+      localAgents: [],
+    };
+    const hop = (id: string, port: number, to: string) => ({
+      id,
+      name: id,
+      description: 'proxied',
+      url: `http://127.0.0.1:${port}/a2a/${to}`,
+      protocolBinding: 'JSONRPC' as const,
+      protocolVersion: '1.0' as const,
+      auth: { kind: 'bearer' as const, token: team },
+      skills: [],
+    });
     // A's "ping" goes to B's "pong", which comes back to A's "ping"; A's "self" points at itself.
     a = await startGateway({
       ...common,
@@ -42,10 +55,24 @@ describe('gateway: delegation chains through proxies', () => {
       remoteAgents: [
         hop('ping', portB, 'pong'),
         hop('self', portA, 'self'),
-        { id: 'remote', name: 'Remote', description: 'an SDK agent', url: remote.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0', auth: { kind: 'bearer', token: remoteToken }, skills: [] },
+        {
+          id: 'remote',
+          name: 'Remote',
+          description: 'an SDK agent',
+          url: remote.url,
+          protocolBinding: 'JSONRPC',
+          protocolVersion: '1.0',
+          auth: { kind: 'bearer', token: remoteToken },
+          skills: [],
+        },
       ],
     });
-    b = await startGateway({ ...common, stateDir: dirs[1].path, port: portB, remoteAgents: [hop('pong', portA, 'ping')] });
+    b = await startGateway({
+      ...common,
+      stateDir: dirs[1].path,
+      port: portB,
+      remoteAgents: [hop('pong', portA, 'ping')],
+    });
   });
   after(async () => {
     await a?.close();
@@ -56,7 +83,10 @@ describe('gateway: delegation chains through proxies', () => {
 
   it('forwards the message with its hop added to baton/chain, after the caller’s entries', async () => {
     const client = await clientFor(`${a.url}/a2a/remote/.well-known/agent-card.json`, team);
-    const done = await bounded(client.sendMessage(sendRequest(userMessage('go', { [META.chain]: ['vscode:alice'] }))), 'a forwarded send');
+    const done = await bounded(
+      client.sendMessage(sendRequest(userMessage('go', { [META.chain]: ['vscode:alice'] }))),
+      'a forwarded send',
+    );
     const id = 'id' in done ? done.id : '';
     assert.equal('id' in done ? done.status?.state : undefined, TaskState.TASK_STATE_COMPLETED);
     // What the remote agent received (it keeps the first message in the task's history).
@@ -65,7 +95,8 @@ describe('gateway: delegation chains through proxies', () => {
       headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id, historyLength: 10 } }),
     });
-    const task = ((await res.json()) as { result?: { history?: Array<{ metadata?: Record<string, unknown> }> } }).result;
+    const task = ((await res.json()) as { result?: { history?: Array<{ metadata?: Record<string, unknown> }> } })
+      .result;
     const chain = task?.history?.[0]?.metadata?.[META.chain] as string[] | undefined;
     assert.equal(chain?.length, 2, JSON.stringify(task?.history?.[0]?.metadata));
     assert.equal(chain[0], 'vscode:alice');
@@ -74,22 +105,50 @@ describe('gateway: delegation chains through proxies', () => {
 
   it('refuses a loop between two gateways that proxy each other, with an error that names it, and leaves no task behind', async () => {
     const client = await clientFor(`${a.url}/a2a/ping/.well-known/agent-card.json`, team);
-    await assert.rejects(bounded(client.sendMessage(sendRequest(userMessage('loop'))), 'a send around the loop'), /delegation cycle: this message already went through ping on this gateway/);
-    for (const [gw, agent] of [[a, 'ping'], [b, 'pong']] as const) {
+    await assert.rejects(
+      bounded(client.sendMessage(sendRequest(userMessage('loop'))), 'a send around the loop'),
+      /delegation cycle: this message already went through ping on this gateway/,
+    );
+    for (const [gw, agent] of [
+      [a, 'ping'],
+      [b, 'pong'],
+    ] as const) {
       const c = await clientFor(`${gw.url}/a2a/${agent}/.well-known/agent-card.json`, team);
-      const list = await c.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 10, pageToken: '', historyLength: 0, statusTimestampAfter: undefined, includeArtifacts: false });
-      assert.deepEqual(list.tasks.map((t) => t.id), [], `${agent} kept a task`);
+      const list = await c.listTasks({
+        tenant: '',
+        contextId: '',
+        status: TaskState.TASK_STATE_UNSPECIFIED,
+        pageSize: 10,
+        pageToken: '',
+        historyLength: 0,
+        statusTimestampAfter: undefined,
+        includeArtifacts: false,
+      });
+      assert.deepEqual(
+        list.tasks.map((t) => t.id),
+        [],
+        `${agent} kept a task`,
+      );
     }
   });
 
   it('refuses a remote that points back at the same route', async () => {
     const client = await clientFor(`${a.url}/a2a/self/.well-known/agent-card.json`, team);
-    await assert.rejects(bounded(client.sendMessage(sendRequest(userMessage('me again'))), 'a send to itself'), /delegation cycle/);
+    await assert.rejects(
+      bounded(client.sendMessage(sendRequest(userMessage('me again'))), 'a send to itself'),
+      /delegation cycle/,
+    );
   });
 
   it('refuses a chain that is already 16 hops long, and says so', async () => {
     const client = await clientFor(`${a.url}/a2a/remote/.well-known/agent-card.json`, team);
     const long = Array.from({ length: 16 }, (_, i) => `hop-${i}`);
-    await assert.rejects(bounded(client.sendMessage(sendRequest(userMessage('far', { [META.chain]: long }))), 'a send at the end of a long chain'), /the delegation chain is 16 hops long, the limit is 16/);
+    await assert.rejects(
+      bounded(
+        client.sendMessage(sendRequest(userMessage('far', { [META.chain]: long }))),
+        'a send at the end of a long chain',
+      ),
+      /the delegation chain is 16 hops long, the limit is 16/,
+    );
   });
 });

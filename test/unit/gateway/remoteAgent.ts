@@ -17,7 +17,16 @@ function textPart(value: string): Part {
 }
 
 function agentMessage(text: string, taskId: string, contextId: string): Message {
-  return { messageId: randomUUID(), contextId, taskId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+  return {
+    messageId: randomUUID(),
+    contextId,
+    taskId,
+    role: Role.ROLE_AGENT,
+    parts: [textPart(text)],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
 }
 
 /**
@@ -37,7 +46,18 @@ export class CountingExecutor implements AgentExecutor {
     const text = ctx.userMessage.parts[0]?.content?.$case === 'text' ? ctx.userMessage.parts[0].content.value : '';
     if (text === 'reply') {
       // A direct answer: a Message, no task.
-      bus.publish(AgentEvent.message({ messageId: `reply-${taskId}`, contextId, taskId: '', role: Role.ROLE_AGENT, parts: [textPart('hello back')], metadata: undefined, extensions: [], referenceTaskIds: [] }));
+      bus.publish(
+        AgentEvent.message({
+          messageId: `reply-${taskId}`,
+          contextId,
+          taskId: '',
+          role: Role.ROLE_AGENT,
+          parts: [textPart('hello back')],
+          metadata: undefined,
+          extensions: [],
+          referenceTaskIds: [],
+        }),
+      );
       bus.finished();
       return;
     }
@@ -45,49 +65,219 @@ export class CountingExecutor implements AgentExecutor {
       // A follow-up to an "ask" task: the answer finishes it.
       // First the task as it stands (still input-required), as SDK agents do.
       bus.publish(AgentEvent.task(ctx.task));
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: agentMessage(`got ${text}`, taskId, contextId), timestamp: undefined }, metadata: undefined }));
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId,
+          status: {
+            state: TaskState.TASK_STATE_WORKING,
+            message: agentMessage(`got ${text}`, taskId, contextId),
+            timestamp: undefined,
+          },
+          metadata: undefined,
+        }),
+      );
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId,
+          status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
+          metadata: undefined,
+        }),
+      );
       bus.finished();
       return;
     }
-    bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: [ctx.userMessage], metadata: undefined }));
+    bus.publish(
+      AgentEvent.task({
+        id: taskId,
+        contextId,
+        status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined },
+        artifacts: [],
+        history: [ctx.userMessage],
+        metadata: undefined,
+      }),
+    );
     if (text === 'patch later') {
       // Works on after the first events; the patch and the end come later (the relay may be gone by then).
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: '1' }, metadata: undefined }));
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: '2' }, metadata: undefined }));
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId,
+          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: '1' },
+          metadata: undefined,
+        }),
+      );
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId,
+          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: '2' },
+          metadata: undefined,
+        }),
+      );
       await new Promise((r) => setTimeout(r, 150));
-      bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'p', name: 'changes.patch', description: '', parts: [{ content: { $case: 'text', value: 'diff --git a/later b/later\n' }, metadata: undefined, filename: 'changes.patch', mediaType: 'text/x-diff' }], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
+      bus.publish(
+        AgentEvent.artifactUpdate({
+          taskId,
+          contextId,
+          artifact: {
+            artifactId: 'p',
+            name: 'changes.patch',
+            description: '',
+            parts: [
+              {
+                content: { $case: 'text', value: 'diff --git a/later b/later\n' },
+                metadata: undefined,
+                filename: 'changes.patch',
+                mediaType: 'text/x-diff',
+              },
+            ],
+            metadata: undefined,
+            extensions: [],
+          },
+          append: false,
+          lastChunk: true,
+          metadata: undefined,
+        }),
+      );
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId,
+          status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
+          metadata: undefined,
+        }),
+      );
       bus.finished();
       return;
     }
     if (text === 'auth') {
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_AUTH_REQUIRED, message: undefined, timestamp: undefined }, metadata: undefined }));
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId,
+          status: { state: TaskState.TASK_STATE_AUTH_REQUIRED, message: undefined, timestamp: undefined },
+          metadata: undefined,
+        }),
+      );
       await this.signedIn;
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: 'signed in' }, metadata: undefined }));
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId,
+          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: 'signed in' },
+          metadata: undefined,
+        }),
+      );
       // Work done while nobody follows the task: the gateway must still end up with this artifact.
-      bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'p', name: 'changes.patch', description: '', parts: [{ content: { $case: 'text', value: 'diff --git a/auth b/auth\n' }, metadata: undefined, filename: 'changes.patch', mediaType: 'text/x-diff' }], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
+      bus.publish(
+        AgentEvent.artifactUpdate({
+          taskId,
+          contextId,
+          artifact: {
+            artifactId: 'p',
+            name: 'changes.patch',
+            description: '',
+            parts: [
+              {
+                content: { $case: 'text', value: 'diff --git a/auth b/auth\n' },
+                metadata: undefined,
+                filename: 'changes.patch',
+                mediaType: 'text/x-diff',
+              },
+            ],
+            metadata: undefined,
+            extensions: [],
+          },
+          append: false,
+          lastChunk: true,
+          metadata: undefined,
+        }),
+      );
       while (!this.cancels.has(taskId) && !this.finishAuthTask) await new Promise((r) => setTimeout(r, 10));
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId,
+          status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
+          metadata: undefined,
+        }),
+      );
       bus.finished();
       return;
     }
     if (text === 'ask') {
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_INPUT_REQUIRED, message: agentMessage('which file?', taskId, contextId), timestamp: undefined }, metadata: undefined }));
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId,
+          status: {
+            state: TaskState.TASK_STATE_INPUT_REQUIRED,
+            message: agentMessage('which file?', taskId, contextId),
+            timestamp: undefined,
+          },
+          metadata: undefined,
+        }),
+      );
       bus.finished();
       return;
     }
     if (text === 'wait') {
       while (!this.cancels.has(taskId)) await new Promise((r) => setTimeout(r, 10));
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined }, metadata: undefined }));
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId,
+          status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined },
+          metadata: undefined,
+        }),
+      );
       bus.finished();
       return;
     }
     for (let i = 1; i <= this.n; i++) {
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: String(i) }, metadata: { i } }));
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId,
+          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: String(i) },
+          metadata: { i },
+        }),
+      );
     }
-    bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'p', name: 'changes.patch', description: '', parts: [{ content: { $case: 'text', value: 'diff --git a/a b/a\n' }, metadata: undefined, filename: 'changes.patch', mediaType: 'text/x-diff' }], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
-    bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
+    bus.publish(
+      AgentEvent.artifactUpdate({
+        taskId,
+        contextId,
+        artifact: {
+          artifactId: 'p',
+          name: 'changes.patch',
+          description: '',
+          parts: [
+            {
+              content: { $case: 'text', value: 'diff --git a/a b/a\n' },
+              metadata: undefined,
+              filename: 'changes.patch',
+              mediaType: 'text/x-diff',
+            },
+          ],
+          metadata: undefined,
+          extensions: [],
+        },
+        append: false,
+        lastChunk: true,
+        metadata: undefined,
+      }),
+    );
+    bus.publish(
+      AgentEvent.statusUpdate({
+        taskId,
+        contextId,
+        status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
+        metadata: undefined,
+      }),
+    );
     bus.finished();
   }
   /** Lets the "auth" task finish (after the test has seen it go on). */
@@ -98,7 +288,12 @@ export class CountingExecutor implements AgentExecutor {
   }
 }
 
-export async function startRemote(n: number, requiredToken: string, legacy: boolean, opts: { serveCard?: boolean } = {}): Promise<{ url: string; seenAuth: string[]; executor: CountingExecutor; close(): Promise<void> }> {
+export async function startRemote(
+  n: number,
+  requiredToken: string,
+  legacy: boolean,
+  opts: { serveCard?: boolean } = {},
+): Promise<{ url: string; seenAuth: string[]; executor: CountingExecutor; close(): Promise<void> }> {
   const seenAuth: string[] = [];
   const app = express();
   let url = '';
@@ -107,10 +302,22 @@ export async function startRemote(n: number, requiredToken: string, legacy: bool
     description: 'SDK agent',
     supportedInterfaces: [
       { url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: legacy ? '0.3' : '1.0' },
-      { url: url.replace(/\/rpc$/, '/rest'), protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: legacy ? '0.3' : '1.0' },
+      {
+        url: url.replace(/\/rpc$/, '/rest'),
+        protocolBinding: 'HTTP+JSON',
+        tenant: '',
+        protocolVersion: legacy ? '0.3' : '1.0',
+      },
     ],
-    provider: undefined, version: '1', capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: {}, securityRequirements: [], defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'], skills: [], signatures: [],
+    provider: undefined,
+    version: '1',
+    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [],
+    signatures: [],
   });
   const executor = new CountingExecutor(n);
   const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), executor);
@@ -121,12 +328,38 @@ export async function startRemote(n: number, requiredToken: string, legacy: bool
     next();
   });
   // Its card at the origin (behind the same bearer check); a 0.3 caller gets the card's 0.3 form.
-  if (opts.serveCard) app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: () => Promise.resolve(card()), legacyCompat: { enabled: legacy } }));
-  app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }), ...(legacy ? { legacyCompat: { enabled: true } } : {}) }));
-  app.use('/rest', restHandler({ requestHandler: handler, userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }) }));
+  if (opts.serveCard)
+    app.use(
+      '/.well-known/agent-card.json',
+      agentCardHandler({ agentCardProvider: () => Promise.resolve(card()), legacyCompat: { enabled: legacy } }),
+    );
+  app.use(
+    '/rpc',
+    jsonRpcHandler({
+      requestHandler: handler,
+      userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }),
+      ...(legacy ? { legacyCompat: { enabled: true } } : {}),
+    }),
+  );
+  app.use(
+    '/rest',
+    restHandler({
+      requestHandler: handler,
+      userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }),
+    }),
+  );
   const server: Server = await new Promise((r) => {
     const s = app.listen(0, '127.0.0.1', () => r(s));
   });
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
-  return { url, seenAuth, executor, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+  return {
+    url,
+    seenAuth,
+    executor,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
 }

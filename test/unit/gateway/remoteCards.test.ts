@@ -22,8 +22,24 @@ const TOKEN = 'remote-card-secret-0123456789';
 class DoneExecutor implements AgentExecutor {
   execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const { taskId, contextId } = ctx;
-    bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: [ctx.userMessage], metadata: undefined }));
-    bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
+    bus.publish(
+      AgentEvent.task({
+        id: taskId,
+        contextId,
+        status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined },
+        artifacts: [],
+        history: [ctx.userMessage],
+        metadata: undefined,
+      }),
+    );
+    bus.publish(
+      AgentEvent.statusUpdate({
+        taskId,
+        contextId,
+        status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
+        metadata: undefined,
+      }),
+    );
     bus.finished();
     return Promise.resolve();
   }
@@ -65,8 +81,26 @@ async function startCanary(): Promise<Listening> {
 }
 
 const SKILLS = [
-  { id: 'review', name: 'Review code', description: 'Reviews a diff', tags: ['review'], examples: ['review this'], inputModes: [], outputModes: [], securityRequirements: [{ schemes: { apiKey: { list: [] } } }] },
-  { id: 'explain', name: 'Explain', description: 'Explains code', tags: [], examples: [], inputModes: [], outputModes: [], securityRequirements: [] },
+  {
+    id: 'review',
+    name: 'Review code',
+    description: 'Reviews a diff',
+    tags: ['review'],
+    examples: ['review this'],
+    inputModes: [],
+    outputModes: [],
+    securityRequirements: [{ schemes: { apiKey: { list: [] } } }],
+  },
+  {
+    id: 'explain',
+    name: 'Explain',
+    description: 'Explains code',
+    tags: [],
+    examples: [],
+    inputModes: [],
+    outputModes: [],
+    securityRequirements: [],
+  },
 ];
 
 interface RemoteOptions {
@@ -95,7 +129,14 @@ async function startRemote(o: RemoteOptions = {}): Promise<Listening & { url: st
       provider: undefined,
       version: '7',
       capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-      securitySchemes: { apiKey: { scheme: { $case: 'apiKeySecurityScheme', value: { description: 'remote key', location: 'header', name: 'X-Key' } } } },
+      securitySchemes: {
+        apiKey: {
+          scheme: {
+            $case: 'apiKeySecurityScheme',
+            value: { description: 'remote key', location: 'header', name: 'X-Key' },
+          },
+        },
+      },
       securityRequirements: [{ schemes: { apiKey: { list: [] } } }],
       defaultInputModes: ['text/markdown'],
       defaultOutputModes: ['application/json'],
@@ -111,9 +152,20 @@ async function startRemote(o: RemoteOptions = {}): Promise<Listening & { url: st
   });
   if (o.cardRoute) app.get('/.well-known/agent-card.json', o.cardRoute);
   // A 0.3 remote: the SDK's card handler answers a 0.3 caller with the 0.3 form of its card.
-  else if (o.legacy) app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: () => Promise.resolve(card()), legacyCompat: { enabled: true } }));
+  else if (o.legacy)
+    app.use(
+      '/.well-known/agent-card.json',
+      agentCardHandler({ agentCardProvider: () => Promise.resolve(card()), legacyCompat: { enabled: true } }),
+    );
   else app.get('/.well-known/agent-card.json', (_req, res) => void res.json(AgentCard.toJSON(card())));
-  app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }), ...(o.legacy ? { legacyCompat: { enabled: true } } : {}) }));
+  app.use(
+    '/rpc',
+    jsonRpcHandler({
+      requestHandler: handler,
+      userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }),
+      ...(o.legacy ? { legacyCompat: { enabled: true } } : {}),
+    }),
+  );
   const l = await listen(app, requests);
   origin = l.origin;
   return { ...l, url: `${l.origin}/rpc` };
@@ -151,10 +203,19 @@ async function until(what: string, ok: () => Promise<boolean> | boolean, ms = 8_
 
 const skillIds = (card: { skills: Array<{ id: string }> }): string[] => card.skills.map((s) => s.id);
 
-async function withGateway(cfg: RemoteAgentConfig, body: (gw: RunningGateway, logs: string[]) => Promise<void>, refreshMs?: number): Promise<void> {
+async function withGateway(
+  cfg: RemoteAgentConfig,
+  body: (gw: RunningGateway, logs: string[]) => Promise<void>,
+  refreshMs?: number,
+): Promise<void> {
   const dir = tempDir();
   const logs: string[] = [];
-  const gw = await startGateway({ stateDir: dir.path, remoteAgents: [cfg], log: (l) => logs.push(l), ...(refreshMs ? { remoteCardRefreshMs: refreshMs } : {}) });
+  const gw = await startGateway({
+    stateDir: dir.path,
+    remoteAgents: [cfg],
+    log: (l) => logs.push(l),
+    ...(refreshMs ? { remoteCardRefreshMs: refreshMs } : {}),
+  });
   try {
     await body(gw, logs);
   } finally {
@@ -182,7 +243,10 @@ describe("gateway: a proxied remote's route card shows the remote's own card", (
       const card = await routeCard(gw);
       assert.deepEqual(skillIds(card), ['review', 'explain']);
       // Per-skill security names the remote's schemes; the route card carries none of them.
-      assert.deepEqual((card.skills as Array<{ securityRequirements?: unknown[] }>).map((s) => s.securityRequirements ?? []), [[], []]);
+      assert.deepEqual(
+        (card.skills as Array<{ securityRequirements?: unknown[] }>).map((s) => s.securityRequirements ?? []),
+        [[], []],
+      );
       assert.equal(card.description, 'The remote describes itself');
       assert.deepEqual(card.defaultInputModes, ['text/markdown']);
       assert.deepEqual(card.defaultOutputModes, ['application/json']);
@@ -194,7 +258,9 @@ describe("gateway: a proxied remote's route card shows the remote's own card", (
       assert.ok(ifaces.length > 0);
       for (const i of ifaces) assert.equal(i.url, `${gw.url}/a2a/remote`);
       assert.deepEqual(Object.keys(card.securitySchemes as object), ['bearer']);
-      const jwk = (card.capabilities as { extensions: Array<{ uri: string; params?: { publicKeyJwk?: PublicJwk } }> }).extensions.find((e) => e.uri === 'urn:baton:a2a:signed-result:v1')?.params?.publicKeyJwk;
+      const jwk = (
+        card.capabilities as { extensions: Array<{ uri: string; params?: { publicKeyJwk?: PublicJwk } }> }
+      ).extensions.find((e) => e.uri === 'urn:baton:a2a:signed-result:v1')?.params?.publicKeyJwk;
       assert.ok(jwk);
       assert.equal((await verifyAgentCard(card, { pinnedKeys: [await toVerifiedKey(jwk)] })).status, 'verified');
       // The card was read with the gateway's credentials for the remote.
@@ -206,10 +272,15 @@ describe("gateway: a proxied remote's route card shows the remote's own card", (
   });
 
   it("keeps the operator's description when the config gives one", async () => {
-    await withGateway(remoteConfig(remote.url, { description: 'Operator text', descriptionIsDefault: undefined }), async (gw) => {
-      await until('the remote skills on the route card', async () => skillIds(await routeCard(gw)).includes('review'));
-      assert.equal((await routeCard(gw)).description, 'Operator text');
-    });
+    await withGateway(
+      remoteConfig(remote.url, { description: 'Operator text', descriptionIsDefault: undefined }),
+      async (gw) => {
+        await until('the remote skills on the route card', async () =>
+          skillIds(await routeCard(gw)).includes('review'),
+        );
+        assert.equal((await routeCard(gw)).description, 'Operator text');
+      },
+    );
   });
 
   it("forwards to the pinned url, not to the interfaces the remote's card names", async () => {
@@ -218,8 +289,14 @@ describe("gateway: a proxied remote's route card shows the remote's own card", (
       const client = await clientFor(`${gw.url}/a2a/remote/.well-known/agent-card.json`, gw.token);
       const events = await collect(client.sendMessageStream(sendRequest(userMessage('go'))));
       const last = events[events.length - 1];
-      assert.equal(last.payload?.$case === 'statusUpdate' ? last.payload.value.status?.state : -1, TaskState.TASK_STATE_COMPLETED);
-      assert.ok(remote.requests.some((r) => r.path === '/rpc' || r.path === '/'), 'the remote got the task');
+      assert.equal(
+        last.payload?.$case === 'statusUpdate' ? last.payload.value.status?.state : -1,
+        TaskState.TASK_STATE_COMPLETED,
+      );
+      assert.ok(
+        remote.requests.some((r) => r.path === '/rpc' || r.path === '/'),
+        'the remote got the task',
+      );
       assert.deepEqual(canary.requests, [], 'the canary the card points at got nothing');
     });
   });
@@ -230,7 +307,9 @@ describe("gateway: a 0.3 remote's card is read through the SDK's compat converte
     const remote = await startRemote({ legacy: true });
     try {
       await withGateway(remoteConfig(remote.url, { protocolVersion: '0.3' }), async (gw) => {
-        await until('the remote skills on the route card', async () => skillIds(await routeCard(gw)).includes('review'));
+        await until('the remote skills on the route card', async () =>
+          skillIds(await routeCard(gw)).includes('review'),
+        );
         const card = await routeCard(gw);
         assert.deepEqual(skillIds(card), ['review', 'explain']);
         for (const i of card.supportedInterfaces as Array<{ url: string }>) assert.equal(i.url, `${gw.url}/a2a/remote`);
@@ -247,7 +326,9 @@ describe('gateway: a remote whose card cannot be used', () => {
     await gone.close();
     await withGateway(remoteConfig(`${gone.origin}/rpc`), async (gw, logs) => {
       assert.deepEqual(skillIds(await routeCard(gw)), ['configured']);
-      await until('the log line', () => logs.some((l) => l.includes('remote agent remote: its card could not be read')));
+      await until('the log line', () =>
+        logs.some((l) => l.includes('remote agent remote: its card could not be read')),
+      );
       assert.deepEqual(skillIds(await routeCard(gw)), ['configured']);
       assert.equal((await routeCard(gw)).description, 'Remote A2A agent (default)');
     });
@@ -256,8 +337,16 @@ describe('gateway: a remote whose card cannot be used', () => {
   const bad: Array<[string, (canaryOrigin: string) => (req: Request, res: Response) => void, RegExp]> = [
     ['not JSON', () => (_req, res) => void res.type('json').send('{"name": '), /is not JSON/],
     ['a JSON list', () => (_req, res) => void res.json([1, 2]), /is not a JSON object/],
-    ['skills that are not a list', () => (_req, res) => void res.json({ name: 'x', skills: 'all of them' }), /skills is not a list/],
-    ['over 1 MiB', () => (_req, res) => void res.json({ name: 'x', description: 'y'.repeat(1024 * 1024 + 10), skills: [] }), /larger than 1048576 bytes/],
+    [
+      'skills that are not a list',
+      () => (_req, res) => void res.json({ name: 'x', skills: 'all of them' }),
+      /skills is not a list/,
+    ],
+    [
+      'over 1 MiB',
+      () => (_req, res) => void res.json({ name: 'x', description: 'y'.repeat(1024 * 1024 + 10), skills: [] }),
+      /larger than 1048576 bytes/,
+    ],
     [
       'over 1 MiB without a length',
       () => (_req, res) => {
@@ -267,7 +356,11 @@ describe('gateway: a remote whose card cannot be used', () => {
       },
       /larger than 1048576 bytes/,
     ],
-    ['a redirect', (canaryOrigin) => (_req, res) => res.redirect(302, `${canaryOrigin}/.well-known/agent-card.json`), /could not be fetched/],
+    [
+      'a redirect',
+      (canaryOrigin) => (_req, res) => res.redirect(302, `${canaryOrigin}/.well-known/agent-card.json`),
+      /could not be fetched/,
+    ],
   ];
   for (const [what, route, why] of bad) {
     it(`serves the configured card when the remote serves ${what}, logging it once across refreshes`, async () => {
@@ -296,14 +389,24 @@ describe('gateway: a remote whose card cannot be used', () => {
 });
 
 describe('config: cardUrl', () => {
-  const parse = (agent: Record<string, unknown>): RemoteAgentConfig => parseGatewayConfig(JSON.stringify({ agents: { r: { url: 'https://r.example/a2a/', ...agent } } }), 'gateway.json', {}).remoteAgents[0];
+  const parse = (agent: Record<string, unknown>): RemoteAgentConfig =>
+    parseGatewayConfig(
+      JSON.stringify({ agents: { r: { url: 'https://r.example/a2a/', ...agent } } }),
+      'gateway.json',
+      {},
+    ).remoteAgents[0];
 
   it('is optional; by default the card is looked for under the url, then at its origin', () => {
     const c = parse({});
     assert.equal(c.cardUrl, undefined);
     assert.equal(c.descriptionIsDefault, true);
-    assert.deepEqual(remoteCardUrls(c), ['https://r.example/a2a/.well-known/agent-card.json', 'https://r.example/.well-known/agent-card.json']);
-    assert.deepEqual(remoteCardUrls(parse({ url: 'https://r.example' })), ['https://r.example/.well-known/agent-card.json']);
+    assert.deepEqual(remoteCardUrls(c), [
+      'https://r.example/a2a/.well-known/agent-card.json',
+      'https://r.example/.well-known/agent-card.json',
+    ]);
+    assert.deepEqual(remoteCardUrls(parse({ url: 'https://r.example' })), [
+      'https://r.example/.well-known/agent-card.json',
+    ]);
     assert.equal(parse({ description: 'mine' }).descriptionIsDefault, undefined);
   });
 

@@ -9,7 +9,14 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { SendMessageRequest } from '@a2a-js/sdk';
-import { A2AError, ERROR_INFO_TYPE, A2A_ERROR_DOMAIN, JsonRpcTransportError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import {
+  A2AError,
+  ERROR_INFO_TYPE,
+  A2A_ERROR_DOMAIN,
+  JsonRpcTransportError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+} from '@a2a-js/sdk/errors';
 import { remoteStream, remoteStreamBatches } from '../../../src/gateway/remoteStream';
 import type { RemoteCall, RemoteEndpoint, RemoteEvent } from '../../../src/gateway/remoteStream';
 import { toWireEvent, wireKind } from '../../../src/gateway/eventLog';
@@ -37,7 +44,12 @@ interface TestServer {
 /** A raw HTTP server on 127.0.0.1:0, closed (with its connections) when the test ends. */
 async function serve(t: TestContext, handler: Handler): Promise<TestServer> {
   let socketClosed!: () => void;
-  const s: TestServer = { url: '', requests: [], connections: 0, firstSocketClosed: new Promise<void>((r) => (socketClosed = r)) };
+  const s: TestServer = {
+    url: '',
+    requests: [],
+    connections: 0,
+    firstSocketClosed: new Promise<void>((r) => (socketClosed = r)),
+  };
   const server = createServer((req, res) => {
     if (s.requests.length === 0) req.socket.once('close', () => socketClosed());
     const chunks: Buffer[] = [];
@@ -89,11 +101,17 @@ function sseHead(res: ServerResponse): void {
   res.flushHeaders();
 }
 
-function endpoint(url: string, binding: RemoteEndpoint['binding'] = 'JSONRPC', headers: Record<string, string> = { Authorization: 'Bearer remote-secret' }): RemoteEndpoint {
+function endpoint(
+  url: string,
+  binding: RemoteEndpoint['binding'] = 'JSONRPC',
+  headers: Record<string, string> = { Authorization: 'Bearer remote-secret' },
+): RemoteEndpoint {
   return { url, binding, headers: () => ({ ...headers }) };
 }
 
-const params = SendMessageRequest.fromJSON({ message: { messageId: 'm-1', role: 'ROLE_USER', parts: [{ text: 'hello é€😀' }] } });
+const params = SendMessageRequest.fromJSON({
+  message: { messageId: 'm-1', role: 'ROLE_USER', parts: [{ text: 'hello é€😀' }] },
+});
 const SEND: RemoteCall = { kind: 'send', params };
 
 function ctl(t: TestContext): AbortSignal {
@@ -104,10 +122,23 @@ function ctl(t: TestContext): AbortSignal {
 
 // Well-formed wire events (they pass toWireEvent unchanged, so what arrives must deep-equal them).
 const statusUpdate = (n: number, text = `step ${n}`): Json => ({
-  statusUpdate: { taskId: 'task-1', contextId: 'ctx-1', status: { state: 'TASK_STATE_WORKING', message: { messageId: `s${n}`, role: 'ROLE_AGENT', parts: [{ text }] } } },
+  statusUpdate: {
+    taskId: 'task-1',
+    contextId: 'ctx-1',
+    status: { state: 'TASK_STATE_WORKING', message: { messageId: `s${n}`, role: 'ROLE_AGENT', parts: [{ text }] } },
+  },
 });
-const taskEvent: Json = { task: { id: 'task-1', contextId: 'ctx-1', status: { state: 'TASK_STATE_SUBMITTED' }, history: [] } };
-const artifactEvent = (text: string): Json => ({ artifactUpdate: { taskId: 'task-1', contextId: 'ctx-1', artifact: { artifactId: 'a1', parts: [{ text }] }, append: false } });
+const taskEvent: Json = {
+  task: { id: 'task-1', contextId: 'ctx-1', status: { state: 'TASK_STATE_SUBMITTED' }, history: [] },
+};
+const artifactEvent = (text: string): Json => ({
+  artifactUpdate: {
+    taskId: 'task-1',
+    contextId: 'ctx-1',
+    artifact: { artifactId: 'a1', parts: [{ text }] },
+    append: false,
+  },
+});
 
 const rpcIdOf = (body: string): unknown => (JSON.parse(body) as Json).id;
 const envelope = (id: unknown, result: Json): string => JSON.stringify({ jsonrpc: '2.0', id, result });
@@ -116,8 +147,16 @@ const notFoundInfo = { '@type': ERROR_INFO_TYPE, reason: 'TASK_NOT_FOUND', domai
 
 describe('remoteStream: JSON-RPC binding', () => {
   it('reassembles events cut at awkward points (mid-line, between CR and LF, inside a UTF-8 character, data: with and without a space, comments, id:, multi-line data) plus a 1 MiB event in small chunks', async (t) => {
-    const big = artifactEvent(`${'x€é😀'.repeat(1024 * 1024 / 10)}end`);
-    const sent = [taskEvent, statusUpdate(1, 'ünïcödé ✓'), statusUpdate(2), statusUpdate(3), statusUpdate(4), big, statusUpdate(5)];
+    const big = artifactEvent(`${'x€é😀'.repeat((1024 * 1024) / 10)}end`);
+    const sent = [
+      taskEvent,
+      statusUpdate(1, 'ünïcödé ✓'),
+      statusUpdate(2),
+      statusUpdate(3),
+      statusUpdate(4),
+      big,
+      statusUpdate(5),
+    ];
     const srv = await serve(t, async (_req, res, body) => {
       const id = rpcIdOf(body);
       const [e0, e1, e2, e3, e4, e5, e6] = sent.map((r) => envelope(id, r));
@@ -190,7 +229,9 @@ describe('remoteStream: JSON-RPC binding', () => {
       sseHead(res);
       res.end(`data: ${envelope(rpcIdOf(body), statusUpdate(1))}\n\n`);
     });
-    const { events, error } = await drain(remoteStream(endpoint(srv.url), { kind: 'subscribe', taskId: 'task-1' }, ctl(t)));
+    const { events, error } = await drain(
+      remoteStream(endpoint(srv.url), { kind: 'subscribe', taskId: 'task-1' }, ctl(t)),
+    );
     assert.equal(error, undefined);
     assert.deepEqual(events, [statusUpdate(1)]);
     const rpc = JSON.parse(srv.requests[0].body) as Json;
@@ -218,7 +259,9 @@ describe('remoteStream: JSON-RPC binding', () => {
       sseHead(res);
       await writeAsync(res, `data: ${envelope(id, statusUpdate(1))}\n\n`);
       await pause();
-      res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32001, message: 'task task-1 is gone', data: [notFoundInfo] } })}\n\n`);
+      res.end(
+        `data: ${JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32001, message: 'task task-1 is gone', data: [notFoundInfo] } })}\n\n`,
+      );
     });
     const { events, error } = await drain(remoteStream(endpoint(srv.url), SEND, ctl(t)));
     assert.deepEqual(events, [statusUpdate(1)]);
@@ -230,7 +273,9 @@ describe('remoteStream: JSON-RPC binding', () => {
   it('an unknown error code mid-stream throws the SDK JsonRpcTransportError', async (t) => {
     const srv = await serve(t, (_req, res, body) => {
       sseHead(res);
-      res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: rpcIdOf(body), error: { code: -31999, message: 'odd' } })}\n\n`);
+      res.end(
+        `data: ${JSON.stringify({ jsonrpc: '2.0', id: rpcIdOf(body), error: { code: -31999, message: 'odd' } })}\n\n`,
+      );
     });
     const { events, error } = await drain(remoteStream(endpoint(srv.url), SEND, ctl(t)));
     assert.deepEqual(events, []);
@@ -256,10 +301,15 @@ describe('remoteStream: JSON-RPC binding', () => {
   it('a non-stream JSON-RPC error answer throws the mapped SDK error before any event', async (t) => {
     const srv = await serve(t, (_req, res, body) => {
       res.writeHead(200, { 'Content-Type': 'application/json' });
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: rpcIdOf(body), error: { code: -32001, message: 'Task not found: t9' } }));
+      res.end(
+        JSON.stringify({ jsonrpc: '2.0', id: rpcIdOf(body), error: { code: -32001, message: 'Task not found: t9' } }),
+      );
     });
     const gen = remoteStream(endpoint(srv.url), { kind: 'subscribe', taskId: 't9' }, ctl(t));
-    await assert.rejects(bounded(gen.next(), 'first event'), (e: unknown) => e instanceof TaskNotFoundError && e.message === 'Task not found: t9');
+    await assert.rejects(
+      bounded(gen.next(), 'first event'),
+      (e: unknown) => e instanceof TaskNotFoundError && e.message === 'Task not found: t9',
+    );
   });
 
   it('HTTP 500 with a plain body throws an Error naming the status', async (t) => {
@@ -268,7 +318,14 @@ describe('remoteStream: JSON-RPC binding', () => {
       res.end('backend exploded');
     });
     const gen = remoteStream(endpoint(srv.url), SEND, ctl(t));
-    await assert.rejects(bounded(gen.next(), 'first event'), (e: unknown) => e instanceof Error && !(e instanceof A2AError) && /HTTP 500/.test(e.message) && /backend exploded/.test(e.message));
+    await assert.rejects(
+      bounded(gen.next(), 'first event'),
+      (e: unknown) =>
+        e instanceof Error &&
+        !(e instanceof A2AError) &&
+        /HTTP 500/.test(e.message) &&
+        /backend exploded/.test(e.message),
+    );
   });
 
   it('HTTP 200 that is not an event stream and not an error throws, naming what came', async (t) => {
@@ -290,7 +347,14 @@ describe('remoteStream: JSON-RPC binding', () => {
       res.end();
     });
     const gen = remoteStream(endpoint(srv.url), SEND, ctl(t));
-    await assert.rejects(bounded(gen.next(), 'first event'), (e: unknown) => e instanceof Error && /redirect/.test(e.message) && /HTTP 302/.test(e.message) && e.message.includes(elsewhere.url));
+    await assert.rejects(
+      bounded(gen.next(), 'first event'),
+      (e: unknown) =>
+        e instanceof Error &&
+        /redirect/.test(e.message) &&
+        /HTTP 302/.test(e.message) &&
+        e.message.includes(elsewhere.url),
+    );
     assert.equal(srv.requests.length, 1);
     assert.equal(elsewhere.connections, 0);
     assert.equal(elsewhere.requests.length, 0);
@@ -347,9 +411,16 @@ describe('remoteStream: JSON-RPC binding', () => {
       const srv = await serve(t, async (_req, res, body) => {
         sseHead(res);
         const ev = envelope(rpcIdOf(body), artifactEvent('y'.repeat(4 * 1024 * 1024 + 100)));
-        const text = shape === 'one data line' ? `data: ${ev}\n\n` : `${ev.match(/.{1,65536}/g)!.map((l) => `data: ${l}\n`).join('')}\n`;
+        const text =
+          shape === 'one data line'
+            ? `data: ${ev}\n\n`
+            : `${ev
+                .match(/.{1,65536}/g)!
+                .map((l) => `data: ${l}\n`)
+                .join('')}\n`;
         const bytes = Buffer.from(text);
-        for (let i = 0; i < bytes.length && !res.destroyed; i += 256 * 1024) await writeAsync(res, bytes.subarray(i, i + 256 * 1024));
+        for (let i = 0; i < bytes.length && !res.destroyed; i += 256 * 1024)
+          await writeAsync(res, bytes.subarray(i, i + 256 * 1024));
         res.end();
       });
       const { events, error } = await drain(remoteStream(endpoint(srv.url), SEND, ctl(t)));
@@ -376,7 +447,11 @@ describe('remoteStream: JSON-RPC binding', () => {
       sseHead(res);
       res.end(`data: ${envelope(rpcIdOf(body), statusUpdate(1))}\n\n`);
     });
-    const ep: RemoteEndpoint = { url: srv.url, binding: 'JSONRPC', headers: () => (calls++, { Authorization: 'Bearer remote-secret', 'X-Api-Key': 'k-123' }) };
+    const ep: RemoteEndpoint = {
+      url: srv.url,
+      binding: 'JSONRPC',
+      headers: () => (calls++, { Authorization: 'Bearer remote-secret', 'X-Api-Key': 'k-123' }),
+    };
     const { error } = await drain(remoteStream(ep, SEND, ctl(t)));
     assert.equal(error, undefined);
     assert.equal(calls, 1);
@@ -386,7 +461,16 @@ describe('remoteStream: JSON-RPC binding', () => {
     assert.equal(h['a2a-version'], '1.0');
     assert.equal(h['content-type'], 'application/json');
     assert.equal(h['content-length'], String(Buffer.byteLength(srv.requests[0].body)));
-    const allowed = new Set(['host', 'connection', 'authorization', 'x-api-key', 'a2a-version', 'accept', 'content-type', 'content-length']);
+    const allowed = new Set([
+      'host',
+      'connection',
+      'authorization',
+      'x-api-key',
+      'a2a-version',
+      'accept',
+      'content-type',
+      'content-length',
+    ]);
     assert.deepEqual(
       Object.keys(h).filter((k) => !allowed.has(k)),
       [],
@@ -452,7 +536,9 @@ describe('remoteStream: HTTP+JSON binding', () => {
       }
       res.end();
     });
-    const { events, error } = await drain(remoteStream(endpoint(`${srv.url}/api/v1/`, 'HTTP+JSON', { 'X-Remote-Key': 'rk' }), SEND, ctl(t)));
+    const { events, error } = await drain(
+      remoteStream(endpoint(`${srv.url}/api/v1/`, 'HTTP+JSON', { 'X-Remote-Key': 'rk' }), SEND, ctl(t)),
+    );
     assert.equal(error, undefined);
     assert.deepEqual(events, sent);
     const req = srv.requests[0];
@@ -469,7 +555,9 @@ describe('remoteStream: HTTP+JSON binding', () => {
       sseHead(res);
       res.end(`data: ${JSON.stringify(statusUpdate(7))}\n\n`);
     });
-    const { events, error } = await drain(remoteStream(endpoint(`${srv.url}/api`, 'HTTP+JSON'), { kind: 'subscribe', taskId: 'task 1/x' }, ctl(t)));
+    const { events, error } = await drain(
+      remoteStream(endpoint(`${srv.url}/api`, 'HTTP+JSON'), { kind: 'subscribe', taskId: 'task 1/x' }, ctl(t)),
+    );
     assert.equal(error, undefined);
     assert.deepEqual(events, [statusUpdate(7)]);
     const req = srv.requests[0];
@@ -486,7 +574,9 @@ describe('remoteStream: HTTP+JSON binding', () => {
       sseHead(res);
       await writeAsync(res, `data: ${JSON.stringify(statusUpdate(1))}\n\n`);
       await pause();
-      res.end(`event: error\ndata: ${JSON.stringify({ error: { code: 404, status: 'NOT_FOUND', message: 'task went away', details: [notFoundInfo] } })}\n\n`);
+      res.end(
+        `event: error\ndata: ${JSON.stringify({ error: { code: 404, status: 'NOT_FOUND', message: 'task went away', details: [notFoundInfo] } })}\n\n`,
+      );
     });
     const { events, error } = await drain(remoteStream(endpoint(srv.url, 'HTTP+JSON'), SEND, ctl(t)));
     assert.deepEqual(events, [statusUpdate(1)]);
@@ -508,10 +598,18 @@ describe('remoteStream: HTTP+JSON binding', () => {
   it('a non-stream REST error answer throws the SDK error with the HTTP status', async (t) => {
     const srv = await serve(t, (_req, res) => {
       res.writeHead(404, { 'Content-Type': 'application/json' });
-      res.end(JSON.stringify({ error: { code: 404, status: 'NOT_FOUND', message: 'no task t9', details: [notFoundInfo] } }));
+      res.end(
+        JSON.stringify({ error: { code: 404, status: 'NOT_FOUND', message: 'no task t9', details: [notFoundInfo] } }),
+      );
     });
     const gen = remoteStream(endpoint(srv.url, 'HTTP+JSON'), { kind: 'subscribe', taskId: 't9' }, ctl(t));
-    await assert.rejects(bounded(gen.next(), 'first event'), (e: unknown) => e instanceof TaskNotFoundError && e.message === 'no task t9' && (e as TaskNotFoundError & { statusCode: number }).statusCode === 404);
+    await assert.rejects(
+      bounded(gen.next(), 'first event'),
+      (e: unknown) =>
+        e instanceof TaskNotFoundError &&
+        e.message === 'no task t9' &&
+        (e as TaskNotFoundError & { statusCode: number }).statusCode === 404,
+    );
   });
 });
 
@@ -527,7 +625,8 @@ describe('remoteStream: the text of each event as received (stored and relayed a
 
   it('JSON-RPC: the result text inside the SDK framing is kept byte for byte; other framings are parsed whole and keep none', async (t) => {
     // Text no serialiser of ours would produce: escapes, an unknown member, members out of order.
-    const odd = '{"statusUpdate":{"status":{"state":"TASK_STATE_WORKING"},"taskId":"task-1","contextId":"ctx-1","x-vendor":[1,2.50,"\\u00e9\\n"]}}';
+    const odd =
+      '{"statusUpdate":{"status":{"state":"TASK_STATE_WORKING"},"taskId":"task-1","contextId":"ctx-1","x-vendor":[1,2.50,"\\u00e9\\n"]}}';
     const srv = await serve(t, async (_req, res, body) => {
       const id = JSON.stringify(rpcIdOf(body));
       sseHead(res);
@@ -536,11 +635,19 @@ describe('remoteStream: the text of each event as received (stored and relayed a
       await writeAsync(res, `data: { "jsonrpc": "2.0", "id": ${id}, "result": ${odd} }\n\n`);
       // A second "result" member: the framing matches but the text after it is not one value; JSON
       // reading takes the last member, and that is what must be stored, not the first one's text.
-      await writeAsync(res, `data: {"jsonrpc":"2.0","id":${id},"result":${JSON.stringify(statusUpdate(1))},"result":${JSON.stringify(statusUpdate(2))}}\n\n`);
+      await writeAsync(
+        res,
+        `data: {"jsonrpc":"2.0","id":${id},"result":${JSON.stringify(statusUpdate(1))},"result":${JSON.stringify(statusUpdate(2))}}\n\n`,
+      );
       // Over two data lines: the text has a newline in it, so it is serialised again.
-      await writeAsync(res, `data: {"jsonrpc":"2.0","id":${id},"result":\ndata: ${JSON.stringify(statusUpdate(3))}}\n\n`);
+      await writeAsync(
+        res,
+        `data: {"jsonrpc":"2.0","id":${id},"result":\ndata: ${JSON.stringify(statusUpdate(3))}}\n\n`,
+      );
       // Not well-formed (a numeric state): normalised by the SDK's reading, so the text is not kept.
-      res.end(`data: {"jsonrpc":"2.0","id":${id},"result":{"statusUpdate":{"taskId":"task-1","status":{"state":3}}}}\n\n`);
+      res.end(
+        `data: {"jsonrpc":"2.0","id":${id},"result":{"statusUpdate":{"taskId":"task-1","status":{"state":3}}}}\n\n`,
+      );
     });
     const got = await batches(remoteStreamBatches(endpoint(srv.url), SEND, ctl(t)));
     assert.equal(got.length, 5);
@@ -559,7 +666,9 @@ describe('remoteStream: the text of each event as received (stored and relayed a
   it('JSON-RPC: a response for another id in the SDK framing is still refused', async (t) => {
     const srv = await serve(t, (_req, res, body) => {
       sseHead(res);
-      res.end(`data: {"jsonrpc":"2.0","id":${JSON.stringify(`${String(rpcIdOf(body))}0`)},"result":${JSON.stringify(statusUpdate(1))}}\n\n`);
+      res.end(
+        `data: {"jsonrpc":"2.0","id":${JSON.stringify(`${String(rpcIdOf(body))}0`)},"result":${JSON.stringify(statusUpdate(1))}}\n\n`,
+      );
     });
     const { events, error } = await drain(remoteStream(endpoint(srv.url), SEND, ctl(t)));
     assert.deepEqual(events, []);
@@ -584,7 +693,12 @@ describe('remoteStream: the text of each event as received (stored and relayed a
 
 describe('toWireEvent', () => {
   it('returns a well-formed event as the very same object', () => {
-    for (const ev of [statusUpdate(1), taskEvent, artifactEvent('a'), { message: { messageId: 'm', role: 'ROLE_AGENT', parts: [{ text: 'hi' }] } }]) {
+    for (const ev of [
+      statusUpdate(1),
+      taskEvent,
+      artifactEvent('a'),
+      { message: { messageId: 'm', role: 'ROLE_AGENT', parts: [{ text: 'hi' }] } },
+    ]) {
       assert.equal(toWireEvent(ev), ev);
     }
   });
@@ -593,7 +707,9 @@ describe('toWireEvent', () => {
     // A status that is not an object is read the way the SDK reads it: an empty status.
     assert.deepEqual(toWireEvent({ statusUpdate: { status: 'bogus' } }), { statusUpdate: { status: {} } });
     // A numeric state is not the wire's enum name: normalised through the SDK's enum reading.
-    assert.deepEqual(toWireEvent({ statusUpdate: { taskId: 't', status: { state: 42 } } }), { statusUpdate: { taskId: 't', status: { state: 'UNRECOGNIZED' } } });
+    assert.deepEqual(toWireEvent({ statusUpdate: { taskId: 't', status: { state: 42 } } }), {
+      statusUpdate: { taskId: 't', status: { state: 'UNRECOGNIZED' } },
+    });
     assert.equal(toWireEvent({}), undefined);
     assert.equal(toWireEvent({ foo: 1 }), undefined);
     assert.equal(toWireEvent({ statusUpdate: null }), undefined);

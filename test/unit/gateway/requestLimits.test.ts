@@ -105,7 +105,11 @@ describe('gateway: per-request time limits, also for authenticated clients', () 
   });
 
   it('still serves a normal request completely', async () => {
-    const res = await rpcPost(`${gw.url}/a2a/echo`, { method: 'GetTask', params: { id: 'no-such-task' } }, { Authorization: `Bearer ${gw.token}` });
+    const res = await rpcPost(
+      `${gw.url}/a2a/echo`,
+      { method: 'GetTask', params: { id: 'no-such-task' } },
+      { Authorization: `Bearer ${gw.token}` },
+    );
     const j = (await res.json()) as { error?: { message: string } };
     assert.match(j.error?.message ?? '', /not found/i);
   });
@@ -147,11 +151,23 @@ describe('gateway: work per request is bounded and other clients keep being serv
 
   it('refuses too many array items the same way, and accepts a large body within the limits', async () => {
     const items = `[${Array.from({ length: 20_000 }, () => '{}').join(',')}]`;
-    const res = await post(`{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id":"x","metadata":{"list":${items}}}}`);
+    const res = await post(
+      `{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id":"x","metadata":{"list":${items}}}}`,
+    );
     assert.equal(res.status, 413);
-    assert.match(((await res.json()) as { error: { message: string } }).error.message, /more than 10000 JSON members and array items/);
+    assert.match(
+      ((await res.json()) as { error: { message: string } }).error.message,
+      /more than 10000 JSON members and array items/,
+    );
     // 6 MiB of text in a few members is fine: size is capped by bytes, not members.
-    const big = await post(JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'GetTask', params: { id: 'no-such-task', metadata: { pad: 'x'.repeat(6 * 1024 * 1024) } } }));
+    const big = await post(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'GetTask',
+        params: { id: 'no-such-task', metadata: { pad: 'x'.repeat(6 * 1024 * 1024) } },
+      }),
+    );
     const j = (await big.json()) as { error?: { message: string } };
     assert.doesNotMatch(j.error?.message ?? '', /members|exceeds|nested/);
   });
@@ -159,7 +175,12 @@ describe('gateway: work per request is bounded and other clients keep being serv
   it('refuses a compressed body instead of inflating it', async () => {
     const res = await fetch(`${gw.url}/a2a/echo`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip', Authorization: `Bearer ${gw.token}`, 'A2A-Version': '1.0' },
+      headers: {
+        'Content-Type': 'application/json',
+        'Content-Encoding': 'gzip',
+        Authorization: `Bearer ${gw.token}`,
+        'A2A-Version': '1.0',
+      },
       body: new Uint8Array([0x1f, 0x8b, 0x08, 0x00]),
     });
     const j = (await res.json()) as { jsonrpc: string; error: { code: number; message: string } };

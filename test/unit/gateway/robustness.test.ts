@@ -7,7 +7,18 @@ import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { clientFor, readSse, scriptedAgent, sendRequest, tempDir, userMessage } from './helpers';
 
-const METHODS = ['SendMessage', 'SendStreamingMessage', 'GetTask', 'ListTasks', 'CancelTask', 'SubscribeToTask', 'GetExtendedAgentCard', 'message/send', 'tasks/get', 'nope'];
+const METHODS = [
+  'SendMessage',
+  'SendStreamingMessage',
+  'GetTask',
+  'ListTasks',
+  'CancelTask',
+  'SubscribeToTask',
+  'GetExtendedAgentCard',
+  'message/send',
+  'tasks/get',
+  'nope',
+];
 
 /** One agent whose single progress line is over the SDK client's 4 MiB event limit. */
 const hugeAgent: LocalAgent = {
@@ -39,7 +50,12 @@ describe('gateway: bad input gets a well-formed error, never a crash', () => {
   const post = async (body: string | Uint8Array, headers: Record<string, string> = {}): Promise<Response> =>
     fetch(`${gw.url}/a2a/echo`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${gw.token}`, 'A2A-Version': '1.0', ...headers },
+      headers: {
+        'Content-Type': 'application/json',
+        Authorization: `Bearer ${gw.token}`,
+        'A2A-Version': '1.0',
+        ...headers,
+      },
       body,
     });
 
@@ -51,7 +67,11 @@ describe('gateway: bad input gets a well-formed error, never a crash', () => {
       return;
     }
     assert.match(ct, /json/, what);
-    const j = (await res.json()) as { jsonrpc?: string; error?: { code?: unknown; message?: unknown }; result?: unknown };
+    const j = (await res.json()) as {
+      jsonrpc?: string;
+      error?: { code?: unknown; message?: unknown };
+      result?: unknown;
+    };
     assert.equal(j.jsonrpc, '2.0', what);
     assert.ok(j.error !== undefined || j.result !== undefined, what);
     if (j.error) {
@@ -67,17 +87,25 @@ describe('gateway: bad input gets a well-formed error, never a crash', () => {
   };
 
   it('answers arbitrary bodies, JSON values and near-miss JSON-RPC requests (property)', async () => {
-    const rpcLike = fc.record({
-      jsonrpc: fc.oneof(fc.constant('2.0'), fc.constant('1.0'), fc.constant(2), fc.constant(null)),
-      id: fc.oneof(fc.integer(), fc.string(), fc.constant(null), fc.double(), fc.object()),
-      method: fc.oneof(fc.constantFrom(...METHODS), fc.string()),
-      params: fc.oneof(fc.anything(), fc.record({ id: fc.string(), message: fc.anything(), metadata: fc.anything() })),
-    }, { requiredKeys: [] });
+    const rpcLike = fc.record(
+      {
+        jsonrpc: fc.oneof(fc.constant('2.0'), fc.constant('1.0'), fc.constant(2), fc.constant(null)),
+        id: fc.oneof(fc.integer(), fc.string(), fc.constant(null), fc.double(), fc.object()),
+        method: fc.oneof(fc.constantFrom(...METHODS), fc.string()),
+        params: fc.oneof(
+          fc.anything(),
+          fc.record({ id: fc.string(), message: fc.anything(), metadata: fc.anything() }),
+        ),
+      },
+      { requiredKeys: [] },
+    );
     const body = fc.oneof(
       fc.string(),
       fc.json(),
       rpcLike.map((o) => JSON.stringify(o)),
-      fc.string({ unit: 'binary' }).map((s) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: s } })),
+      fc
+        .string({ unit: 'binary' })
+        .map((s) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: s } })),
     );
     await fc.assert(
       fc.asyncProperty(body, fc.boolean(), async (b, legacy) => {
@@ -90,13 +118,33 @@ describe('gateway: bad input gets a well-formed error, never a crash', () => {
 
   it('refuses lone surrogates, deep nesting, huge bodies and wrong content types clearly', async () => {
     const cases: Array<[string, string | Uint8Array, RegExp, Record<string, string>?]> = [
-      ['lone surrogate', '{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"\\ud800"}}', /lone UTF-16 surrogate/],
-      ['lone surrogate in a key', '{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"\\udc00":1}}', /lone UTF-16 surrogate/],
-      ['deep nesting', `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":${'['.repeat(200_000)}${']'.repeat(200_000)}}`, /nested deeper than 64/],
-      ['huge body', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { pad: 'x'.repeat(2 * 1024 * 1024) } }), /exceeds 1048576 bytes/],
+      [
+        'lone surrogate',
+        '{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"\\ud800"}}',
+        /lone UTF-16 surrogate/,
+      ],
+      [
+        'lone surrogate in a key',
+        '{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"\\udc00":1}}',
+        /lone UTF-16 surrogate/,
+      ],
+      [
+        'deep nesting',
+        `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":${'['.repeat(200_000)}${']'.repeat(200_000)}}`,
+        /nested deeper than 64/,
+      ],
+      [
+        'huge body',
+        JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { pad: 'x'.repeat(2 * 1024 * 1024) } }),
+        /exceeds 1048576 bytes/,
+      ],
       ['malformed JSON', '{"jsonrpc": "2.0", "id": 1, "method": ', /not JSON/],
       ['invalid UTF-8', new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]), /not JSON/],
-      ['wrong version', '{"jsonrpc":"1.0","id":1,"method":"GetTask","params":{"id":"x"}}', /Invalid JSON-RPC Request|invalid/i],
+      [
+        'wrong version',
+        '{"jsonrpc":"1.0","id":1,"method":"GetTask","params":{"id":"x"}}',
+        /Invalid JSON-RPC Request|invalid/i,
+      ],
       ['unknown method', '{"jsonrpc":"2.0","id":1,"method":"DoEverything","params":{}}', /method/i],
       ['wrong content type', '{}', /Content-Type/, { 'Content-Type': 'text/plain' }],
     ];
@@ -114,7 +162,12 @@ describe('gateway: bad input gets a well-formed error, never a crash', () => {
     const res = await fetch(`${gw.url}/a2a/huge`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${gw.token}`, 'A2A-Version': '1.0' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendStreamingMessage', params: { message: { messageId: 'huge-1', role: 'ROLE_USER', parts: [{ text: 'go' }] } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendStreamingMessage',
+        params: { message: { messageId: 'huge-1', role: 'ROLE_USER', parts: [{ text: 'go' }] } },
+      }),
     });
     const events = await readSse(res);
     const last = events[events.length - 1];
@@ -130,7 +183,12 @@ describe('gateway: bad input gets a well-formed error, never a crash', () => {
       method: 'POST',
       signal: ac.signal,
       headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${gw.token}`, 'A2A-Version': '1.0' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendStreamingMessage', params: { message: { messageId: 'dc-1', role: 'ROLE_USER', parts: [{ text: 'go' }] } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendStreamingMessage',
+        params: { message: { messageId: 'dc-1', role: 'ROLE_USER', parts: [{ text: 'go' }] } },
+      }),
     });
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     const first = new TextDecoder().decode((await reader.read()).value);
@@ -140,7 +198,12 @@ describe('gateway: bad input gets a well-formed error, never a crash', () => {
     await reader.cancel().catch(() => undefined);
     const client = await clientFor(`${gw.url}/a2a/slow/.well-known/agent-card.json`, gw.token);
     // The same messageId again is the same task: blocking send waits for it to finish.
-    const again = await client.sendMessage(sendRequest({ ...userMessage('go', undefined, 'dc-1'), parts: [{ content: { $case: 'text', value: 'go' }, metadata: undefined, filename: '', mediaType: '' }] }));
+    const again = await client.sendMessage(
+      sendRequest({
+        ...userMessage('go', undefined, 'dc-1'),
+        parts: [{ content: { $case: 'text', value: 'go' }, metadata: undefined, filename: '', mediaType: '' }],
+      }),
+    );
     assert.ok('id' in again);
     assert.equal(again.id, taskId);
     assert.equal(again.status?.state, TaskState.TASK_STATE_COMPLETED);

@@ -18,8 +18,13 @@ describe('gateway: keys, signed cards and signed results', () => {
 
   it('signs every card it serves, with the key its cards publish', async () => {
     for (const path of ['/.well-known/agent-card.json', '/a2a/echo/.well-known/agent-card.json']) {
-      const card = (await (await fetch(`${gw.url}${path}`, { headers: { 'A2A-Version': '1.0' } })).json()) as Record<string, unknown>;
-      const jwk = ((card.capabilities as { extensions: Array<{ uri: string; params?: { publicKeyJwk?: PublicJwk } }> }).extensions.find((e) => e.uri === 'urn:baton:a2a:signed-result:v1'))?.params?.publicKeyJwk;
+      const card = (await (await fetch(`${gw.url}${path}`, { headers: { 'A2A-Version': '1.0' } })).json()) as Record<
+        string,
+        unknown
+      >;
+      const jwk = (
+        card.capabilities as { extensions: Array<{ uri: string; params?: { publicKeyJwk?: PublicJwk } }> }
+      ).extensions.find((e) => e.uri === 'urn:baton:a2a:signed-result:v1')?.params?.publicKeyJwk;
       assert.ok(jwk, path);
       const check = await verifyAgentCard(card, { pinnedKeys: [await toVerifiedKey(jwk)] });
       assert.equal(check.status, 'verified', `${path}: ${JSON.stringify(check)}`);
@@ -29,8 +34,11 @@ describe('gateway: keys, signed cards and signed results', () => {
   });
 
   it('puts a result envelope on the terminal task that verifies against what GetTask returns, and fails on a tampered patch', async () => {
-    const card = (await (await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json()) as { capabilities: { extensions: Array<{ uri: string; params?: { publicKeyJwk?: PublicJwk } }> } };
-    const jwk = card.capabilities.extensions.find((e) => e.uri === 'urn:baton:a2a:signed-result:v1')?.params?.publicKeyJwk as PublicJwk;
+    const card = (await (
+      await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })
+    ).json()) as { capabilities: { extensions: Array<{ uri: string; params?: { publicKeyJwk?: PublicJwk } }> } };
+    const jwk = card.capabilities.extensions.find((e) => e.uri === 'urn:baton:a2a:signed-result:v1')?.params
+      ?.publicKeyJwk as PublicJwk;
     const client = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token);
     const msg = userMessage('format src');
     const done = await client.sendMessage(sendRequest(msg));
@@ -39,21 +47,33 @@ describe('gateway: keys, signed cards and signed results', () => {
     const task = await client.getTask({ tenant: '', id: done.id });
     const jws = task.metadata?.['baton/resultEnvelope'];
     assert.equal(typeof jws, 'string');
-    const artifacts = task.artifacts.map((a) => Artifact.toJSON(a) as { artifactId: string; name?: string; parts: unknown[] });
+    const artifacts = task.artifacts.map(
+      (a) => Artifact.toJSON(a) as { artifactId: string; name?: string; parts: unknown[] },
+    );
     const ok = await verifyResultEnvelope(String(jws), {
       keys: [await toVerifiedKey(jwk)],
       taskId: task.id,
       artifacts,
       requestDigest: requestDigest(SendMessageRequest.toJSON(sendRequest(msg)) as Record<string, unknown>),
-      status: TaskStatus.toJSON(task.status ?? { state: 0, message: undefined, timestamp: undefined }) as Record<string, unknown>,
+      status: TaskStatus.toJSON(task.status ?? { state: 0, message: undefined, timestamp: undefined }) as Record<
+        string,
+        unknown
+      >,
     });
     assert.equal(ok.ok, true, JSON.stringify(ok));
     if (ok.ok) {
       assert.equal(ok.envelope.executor?.id, 'echo');
       assert.deepEqual(ok.envelope.capabilities, { write: false, shell: false, network: false });
     }
-    const tampered = artifacts.map((a) => ({ ...a, parts: [{ text: 'diff --git a/evil b/evil\n', mediaType: 'text/x-diff' }] }));
-    const bad = await verifyResultEnvelope(String(jws), { keys: [await toVerifiedKey(jwk)], taskId: task.id, artifacts: tampered });
+    const tampered = artifacts.map((a) => ({
+      ...a,
+      parts: [{ text: 'diff --git a/evil b/evil\n', mediaType: 'text/x-diff' }],
+    }));
+    const bad = await verifyResultEnvelope(String(jws), {
+      keys: [await toVerifiedKey(jwk)],
+      taskId: task.id,
+      artifacts: tampered,
+    });
     assert.equal(bad.ok, false);
     if (!bad.ok) assert.equal(bad.failure, 'artifact-mismatch');
   });
@@ -64,7 +84,11 @@ describe('gateway: artifact digest', () => {
     const { artifactDigest } = await import('../../../src/node/signing');
     const { fastArtifactDigest } = await import('../../../src/gateway/resultEnvelope');
     const cases = [
-      { artifactId: 'a', name: 'changes.patch', parts: [{ text: 'diff --git a/x b/x\n', mediaType: 'text/x-diff', filename: 'changes.patch' }] },
+      {
+        artifactId: 'a',
+        name: 'changes.patch',
+        parts: [{ text: 'diff --git a/x b/x\n', mediaType: 'text/x-diff', filename: 'changes.patch' }],
+      },
       { artifactId: 'b', parts: [{ text: 'é😀\u2028' }, { text: 'second chunk' }] },
       { artifactId: 'c', name: '', parts: [{ data: { z: 1, a: [true, null, 1.5] } }] },
     ];

@@ -17,11 +17,18 @@ import { bounded, tempDir } from './helpers';
 /** better-sqlite3's surface used here (the store itself is what is under test). */
 interface RawDb {
   exec(sql: string): void;
-  prepare(sql: string): { run(...p: unknown[]): unknown; get(...p: unknown[]): unknown; all(...p: unknown[]): unknown[] };
+  prepare(sql: string): {
+    run(...p: unknown[]): unknown;
+    get(...p: unknown[]): unknown;
+    all(...p: unknown[]): unknown[];
+  };
   pragma(sql: string, o?: { simple: boolean }): unknown;
   close(): void;
 }
-const Database = createRequire(__filename)('better-sqlite3') as new (file: string, opts?: { readonly?: boolean }) => RawDb;
+const Database = createRequire(__filename)('better-sqlite3') as new (
+  file: string,
+  opts?: { readonly?: boolean },
+) => RawDb;
 
 const AGENT = 'echo';
 
@@ -31,20 +38,43 @@ function body(taskId: string, seq: number): string {
     statusUpdate: {
       taskId,
       contextId: 'ctx',
-      status: { state: 'TASK_STATE_WORKING', message: { messageId: `${taskId}-${seq}`, role: 'ROLE_AGENT', parts: [{ text: seq % 3 === 0 ? `line one\nline two ✓ ${seq}` : `step ${seq}` }] } },
+      status: {
+        state: 'TASK_STATE_WORKING',
+        message: {
+          messageId: `${taskId}-${seq}`,
+          role: 'ROLE_AGENT',
+          parts: [{ text: seq % 3 === 0 ? `line one\nline two ✓ ${seq}` : `step ${seq}` }],
+        },
+      },
       metadata: { 'baton/seq': seq },
     },
   });
 }
 const row = (taskId: string, seq: number): EventRow => ({ seq, body: body(taskId, seq) });
-const rows = (taskId: string, from: number, to: number): EventRow[] => Array.from({ length: to - from + 1 }, (_, i) => row(taskId, from + i));
+const rows = (taskId: string, from: number, to: number): EventRow[] =>
+  Array.from({ length: to - from + 1 }, (_, i) => row(taskId, from + i));
 
 function newTask(id: string): NewTask {
-  return { agent: AGENT, id, contextId: 'ctx', principal: 'alice', kind: 'local', state: TaskState.TASK_STATE_WORKING, snapshot: JSON.stringify({ id, contextId: 'ctx' }), owner: 'inst-1' };
+  return {
+    agent: AGENT,
+    id,
+    contextId: 'ctx',
+    principal: 'alice',
+    kind: 'local',
+    state: TaskState.TASK_STATE_WORKING,
+    snapshot: JSON.stringify({ id, contextId: 'ctx' }),
+    owner: 'inst-1',
+  };
 }
 
 async function appendRows(store: GatewayStore, taskId: string, events: EventRow[]): Promise<void> {
-  await store.append({ agent: AGENT, taskId, events, state: TaskState.TASK_STATE_WORKING, snapshot: JSON.stringify({ id: taskId, n: events.length }) });
+  await store.append({
+    agent: AGENT,
+    taskId,
+    events,
+    state: TaskState.TASK_STATE_WORKING,
+    snapshot: JSON.stringify({ id: taskId, n: events.length }),
+  });
 }
 
 /** Creates a task (its first event, seq 1, is a page of its own) and appends batches of these sizes. */
@@ -59,7 +89,8 @@ async function buildTask(store: GatewayStore, taskId: string, sizes: readonly nu
 }
 
 /** What readEvents must return: the contiguous events after afterSeq, at most limit of them. */
-const model = (all: readonly EventRow[], afterSeq: number, limit: number): EventRow[] => all.filter((e) => e.seq > afterSeq).slice(0, Math.max(0, limit));
+const model = (all: readonly EventRow[], afterSeq: number, limit: number): EventRow[] =>
+  all.filter((e) => e.seq > afterSeq).slice(0, Math.max(0, limit));
 
 function openStore(t: TestContext, file: string): SqliteGatewayStore {
   const store = new SqliteGatewayStore({ file, driver: 'better-sqlite3' });
@@ -84,12 +115,38 @@ CREATE TABLE baton_tasks (
   PRIMARY KEY (agent, id));
 CREATE INDEX baton_tasks_by_principal ON baton_tasks (agent, principal, updated_at DESC, id DESC);
 CREATE TABLE baton_events (agent TEXT NOT NULL, task_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (agent, task_id, seq));`);
-    const insTask = old.prepare('INSERT INTO baton_tasks (agent, id, context_id, principal, kind, state, last_seq, snapshot, owner, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+    const insTask = old.prepare(
+      'INSERT INTO baton_tasks (agent, id, context_id, principal, kind, state, last_seq, snapshot, owner, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    );
     const insEvent = old.prepare('INSERT INTO baton_events (agent, task_id, seq, body) VALUES (?, ?, ?, ?)');
     const oldA = rows('old-a', 1, 25);
     const oldB = rows('old-b', 1, 3);
-    insTask.run(AGENT, 'old-a', 'ctx', 'alice', 'local', TaskState.TASK_STATE_WORKING, 25, '{"id":"old-a"}', null, 1, 2);
-    insTask.run(AGENT, 'old-b', 'ctx', 'alice', 'local', TaskState.TASK_STATE_COMPLETED, 3, '{"id":"old-b"}', null, 1, 2);
+    insTask.run(
+      AGENT,
+      'old-a',
+      'ctx',
+      'alice',
+      'local',
+      TaskState.TASK_STATE_WORKING,
+      25,
+      '{"id":"old-a"}',
+      null,
+      1,
+      2,
+    );
+    insTask.run(
+      AGENT,
+      'old-b',
+      'ctx',
+      'alice',
+      'local',
+      TaskState.TASK_STATE_COMPLETED,
+      3,
+      '{"id":"old-b"}',
+      null,
+      1,
+      2,
+    );
     // Inserted out of order: the migration must not depend on rowid order.
     for (const e of [...oldA].reverse()) insEvent.run(AGENT, 'old-a', e.seq, e.body);
     for (const e of oldB) insEvent.run(AGENT, 'old-b', e.seq, e.body);
@@ -113,11 +170,15 @@ CREATE TABLE baton_events (agent TEXT NOT NULL, task_id TEXT NOT NULL, seq INTEG
 
     const raw = new Database(file, { readonly: true });
     try {
-      const tables = (raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+      const tables = (
+        raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]
+      ).map((r) => r.name);
       assert.ok(!tables.includes('baton_events'), `tables: ${tables.join(', ')}`);
       assert.ok(tables.includes('baton_event_pages'));
       // The old events are one page each; the two new batches are two pages.
-      const pages = raw.prepare("SELECT first_seq, last_seq FROM baton_event_pages WHERE task_id = 'old-a' ORDER BY last_seq").all() as { first_seq: number; last_seq: number }[];
+      const pages = raw
+        .prepare("SELECT first_seq, last_seq FROM baton_event_pages WHERE task_id = 'old-a' ORDER BY last_seq")
+        .all() as { first_seq: number; last_seq: number }[];
       assert.equal(pages.length, 27);
       assert.deepEqual(pages.slice(-2), [
         { first_seq: 26, last_seq: 28 },
@@ -148,12 +209,30 @@ describe('SQLite store: migration from pages kept in a WITHOUT ROWID table', () 
 CREATE TABLE baton_event_pages (
   agent TEXT NOT NULL, task_id TEXT NOT NULL, last_seq INTEGER NOT NULL, first_seq INTEGER NOT NULL, bodies TEXT NOT NULL,
   PRIMARY KEY (agent, task_id, last_seq)) WITHOUT ROWID;`);
-    const insTask = raw1.prepare('INSERT INTO baton_tasks (agent, id, context_id, principal, kind, state, last_seq, snapshot, owner, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
-    const insPage = raw1.prepare('INSERT INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) VALUES (?, ?, ?, ?, ?)');
+    const insTask = raw1.prepare(
+      'INSERT INTO baton_tasks (agent, id, context_id, principal, kind, state, last_seq, snapshot, owner, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    const insPage = raw1.prepare(
+      'INSERT INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) VALUES (?, ?, ?, ?, ?)',
+    );
     const all = rows('wr', 1, 40);
     insTask.run(AGENT, 'wr', 'ctx', 'alice', 'local', TaskState.TASK_STATE_WORKING, 40, '{"id":"wr"}', null, 1, 2);
     // Pages of 1, 9, 30 events, inserted last first.
-    for (const [from, to] of [[11, 40], [2, 10], [1, 1]] as const) insPage.run(AGENT, 'wr', to, from, all.slice(from - 1, to).map((e) => e.body).join('\n'));
+    for (const [from, to] of [
+      [11, 40],
+      [2, 10],
+      [1, 1],
+    ] as const)
+      insPage.run(
+        AGENT,
+        'wr',
+        to,
+        from,
+        all
+          .slice(from - 1, to)
+          .map((e) => e.body)
+          .join('\n'),
+      );
     raw1.close();
 
     const store = openStore(t, file);
@@ -167,8 +246,13 @@ CREATE TABLE baton_event_pages (
 
     const raw = new Database(file, { readonly: true });
     try {
-      const tables = raw.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name LIKE 'baton_event_pages%'").all() as { name: string; sql: string }[];
-      assert.deepEqual(tables.map((x) => x.name), ['baton_event_pages']);
+      const tables = raw
+        .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name LIKE 'baton_event_pages%'")
+        .all() as { name: string; sql: string }[];
+      assert.deepEqual(
+        tables.map((x) => x.name),
+        ['baton_event_pages'],
+      );
       assert.doesNotMatch(tables[0].sql, /WITHOUT\s+ROWID/i);
       assert.equal((raw.prepare('SELECT count(*) AS n FROM baton_event_pages').get() as { n: number }).n, 4);
     } finally {
@@ -193,7 +277,9 @@ describe('SQLite store: event pages', () => {
     const limits = [0, 1, 2, 3, 4, 5, 7, 499, 500, 501, 502, 1000];
     // Cursors are >= 0 (requestContext refuses negative ones); seqs start at 1. Every start near a
     // page edge (pages end at seqs 1, 2, 5, 505, 508, 509, 511, 518), and a sample inside the big page.
-    const starts = Array.from({ length: all.length + 2 }, (_, i) => i).filter((i) => i <= 12 || i >= 500 || i % 13 === 0);
+    const starts = Array.from({ length: all.length + 2 }, (_, i) => i).filter(
+      (i) => i <= 12 || i >= 500 || i % 13 === 0,
+    );
     for (const afterSeq of starts) {
       for (const limit of limits) {
         const got = await store.readEvents(AGENT, 'pages', afterSeq, limit);
@@ -207,7 +293,11 @@ describe('SQLite store: event pages', () => {
         if (limit <= 7) assert.deepEqual(got, want, `afterSeq=${afterSeq} limit=${limit}`);
       }
       // Bodies in full for one long read from every start (they come out of the page intact).
-      assert.deepEqual(await store.readEvents(AGENT, 'pages', afterSeq, 1000), model(all, afterSeq, 1000), `afterSeq=${afterSeq}`);
+      assert.deepEqual(
+        await store.readEvents(AGENT, 'pages', afterSeq, 1000),
+        model(all, afterSeq, 1000),
+        `afterSeq=${afterSeq}`,
+      );
     }
     assert.deepEqual(await store.readEvents(AGENT, 'nope', 0, 10), []);
   });
@@ -220,11 +310,15 @@ describe('SQLite store: event pages', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 0, maxLength: 12 }),
-        fc.array(fc.tuple(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: 60 })), { minLength: 1, maxLength: 20 }),
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: 60 })), {
+          minLength: 1,
+          maxLength: 20,
+        }),
         async (sizes, queries) => {
           const taskId = `t${n++}`;
           const all = await buildTask(store, taskId, sizes);
-          for (const [afterSeq, limit] of queries) assert.deepEqual(await store.readEvents(AGENT, taskId, afterSeq, limit), model(all, afterSeq, limit));
+          for (const [afterSeq, limit] of queries)
+            assert.deepEqual(await store.readEvents(AGENT, taskId, afterSeq, limit), model(all, afterSeq, limit));
         },
       ),
       { numRuns: 80 },
@@ -240,11 +334,18 @@ describe('SQLite store: event pages', () => {
     const taskBefore = await store.getTask(AGENT, 'strict');
 
     await assert.rejects(
-      async () => appendRows(store, 'strict', [row('strict', 5), { seq: 6, body: '{"statusUpdate":\n{}}' }, row('strict', 7)]),
+      async () =>
+        appendRows(store, 'strict', [row('strict', 5), { seq: 6, body: '{"statusUpdate":\n{}}' }, row('strict', 7)]),
       /not single-line JSON/,
     );
-    await assert.rejects(async () => appendRows(store, 'strict', [row('strict', 5), row('strict', 6), row('strict', 8)]), /not contiguous/);
-    await assert.rejects(async () => appendRows(store, 'strict', [row('strict', 6), row('strict', 5)]), /not contiguous/);
+    await assert.rejects(
+      async () => appendRows(store, 'strict', [row('strict', 5), row('strict', 6), row('strict', 8)]),
+      /not contiguous/,
+    );
+    await assert.rejects(
+      async () => appendRows(store, 'strict', [row('strict', 6), row('strict', 5)]),
+      /not contiguous/,
+    );
 
     assert.deepEqual(await store.readEvents(AGENT, 'strict', 0, 100), before);
     assert.deepEqual(await store.getTask(AGENT, 'strict'), taskBefore);
@@ -288,22 +389,41 @@ describe('SqliteWorkerStore: the same store on its own thread', () => {
       [504, 10],
       [505, 10],
     ] as const) {
-      assert.deepEqual(await bounded(store.readEvents(AGENT, 'w', afterSeq, limit), 'read'), model(all, afterSeq, limit), `afterSeq=${afterSeq} limit=${limit}`);
+      assert.deepEqual(
+        await bounded(store.readEvents(AGENT, 'w', afterSeq, limit), 'read'),
+        model(all, afterSeq, limit),
+        `afterSeq=${afterSeq} limit=${limit}`,
+      );
     }
     const task = await bounded(store.getTask(AGENT, 'w'), 'getTask');
     assert.equal(task?.lastSeq, 505);
     assert.equal(task?.principal, 'alice');
 
     // The worker's errors come back as rejections with the store's message, and nothing is stored.
-    await assert.rejects(bounded(appendRows(store, 'w', [row('w', 506), row('w', 508)]), 'bad append'), /not contiguous/);
-    await assert.rejects(bounded(appendRows(store, 'w', [{ seq: 506, body: 'a\nb' }]), 'bad append'), /not single-line JSON/);
+    await assert.rejects(
+      bounded(appendRows(store, 'w', [row('w', 506), row('w', 508)]), 'bad append'),
+      /not contiguous/,
+    );
+    await assert.rejects(
+      bounded(appendRows(store, 'w', [{ seq: 506, body: 'a\nb' }]), 'bad append'),
+      /not single-line JSON/,
+    );
     assert.deepEqual(await bounded(store.readEvents(AGENT, 'w', 500, 100), 'read'), model(all, 500, 100));
     assert.equal(await bounded(store.integrityCheck(), 'integrity'), 'ok');
 
     await bounded(store.close(), 'close');
-    const calls: (() => Promise<unknown>)[] = [() => store.readEvents(AGENT, 'w', 0, 10), () => store.getTask(AGENT, 'w'), () => appendRows(store, 'w', [row('w', 506)]), () => store.integrityCheck()];
+    const calls: (() => Promise<unknown>)[] = [
+      () => store.readEvents(AGENT, 'w', 0, 10),
+      () => store.getTask(AGENT, 'w'),
+      () => appendRows(store, 'w', [row('w', 506)]),
+      () => store.integrityCheck(),
+    ];
     for (const call of calls) {
-      await assert.rejects(bounded(call(), 'a call after close'), (e: unknown) => e instanceof Error && /SQLite thread/.test(e.message), 'a call after close must reject with a clear error');
+      await assert.rejects(
+        bounded(call(), 'a call after close'),
+        (e: unknown) => e instanceof Error && /SQLite thread/.test(e.message),
+        'a call after close must reject with a clear error',
+      );
     }
     await bounded(store.close(), 'a second close'); // harmless
 
@@ -316,11 +436,14 @@ describe('SqliteWorkerStore: the same store on its own thread', () => {
     const dir = tempDir('baton-pages-');
     t.after(() => dir[Symbol.dispose]());
     const file = join(dir.path, 'no', 'such', 'folder', 'baton.sqlite');
-    await assert.rejects(bounded(SqliteWorkerStore.open({ file, driver: 'better-sqlite3' }), 'the worker to fail to open'), (e: unknown) => {
-      assert.ok(e instanceof Error);
-      assert.doesNotMatch(e.message, /bounded wait exceeded/);
-      assert.match(e.message, /directory does not exist|unable to open|cannot open/i);
-      return true;
-    });
+    await assert.rejects(
+      bounded(SqliteWorkerStore.open({ file, driver: 'better-sqlite3' }), 'the worker to fail to open'),
+      (e: unknown) => {
+        assert.ok(e instanceof Error);
+        assert.doesNotMatch(e.message, /bounded wait exceeded/);
+        assert.match(e.message, /directory does not exist|unable to open|cannot open/i);
+        return true;
+      },
+    );
   });
 });

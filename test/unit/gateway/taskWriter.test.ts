@@ -44,7 +44,8 @@ class GatedStore {
 
   /** Resolves once `n` appends have started. */
   async untilStarted(n: number): Promise<void> {
-    while (this.started.length < n) await bounded(new Promise<void>((r) => this.arrived.push(r)), `append ${n} to start`);
+    while (this.started.length < n)
+      await bounded(new Promise<void>((r) => this.arrived.push(r)), `append ${n} to start`);
   }
 
   release(): void {
@@ -57,19 +58,42 @@ class GatedStore {
 }
 
 function task(id: string): Task {
-  return { id, contextId: 'ctx', status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: [], metadata: undefined };
+  return {
+    id,
+    contextId: 'ctx',
+    status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined },
+    artifacts: [],
+    history: [],
+    metadata: undefined,
+  };
 }
 
-const working = (n: number): Record<string, unknown> => ({ statusUpdate: { taskId: 't1', contextId: 'ctx', status: { state: 'TASK_STATE_WORKING', timestamp: String(n) } } });
+const working = (n: number): Record<string, unknown> => ({
+  statusUpdate: { taskId: 't1', contextId: 'ctx', status: { state: 'TASK_STATE_WORKING', timestamp: String(n) } },
+});
 
-async function setUp(t: TestContext): Promise<{ gated: GatedStore; writer: TaskWriter; notices: AppendNotice[]; store: SqliteGatewayStore }> {
+async function setUp(
+  t: TestContext,
+): Promise<{ gated: GatedStore; writer: TaskWriter; notices: AppendNotice[]; store: SqliteGatewayStore }> {
   const dir = tempDir('baton-writer-');
   const store = new SqliteGatewayStore({ file: join(dir.path, 'g.sqlite'), driver: 'better-sqlite3' });
   t.after(async () => {
     await store.close();
     dir[Symbol.dispose]();
   });
-  await store.createTask({ agent: AGENT, id: 't1', contextId: 'ctx', principal: 'p', kind: 'proxy', state: TaskState.TASK_STATE_SUBMITTED, snapshot: '{}', owner: 'me' }, { seq: 1, body: '{"task":{"id":"t1"}}' });
+  await store.createTask(
+    {
+      agent: AGENT,
+      id: 't1',
+      contextId: 'ctx',
+      principal: 'p',
+      kind: 'proxy',
+      state: TaskState.TASK_STATE_SUBMITTED,
+      snapshot: '{}',
+      owner: 'me',
+    },
+    { seq: 1, body: '{"task":{"id":"t1"}}' },
+  );
   const gated = new GatedStore(store);
   const hub = new EventHub();
   const notices: AppendNotice[] = [];
@@ -93,7 +117,10 @@ describe('TaskWriter', () => {
     void second.then(() => (secondDone = true));
     gated.release();
     await bounded(first, 'first commit');
-    assert.deepEqual(notices.map((n) => n.rows.map((r) => r.seq)), [[2, 3]]);
+    assert.deepEqual(
+      notices.map((n) => n.rows.map((r) => r.seq)),
+      [[2, 3]],
+    );
     await gated.untilStarted(2);
     await new Promise((r) => setImmediate(r));
     assert.equal(secondDone, false, 'the wait for seq 4 resolved while seq 4 was still uncommitted');
@@ -101,8 +128,14 @@ describe('TaskWriter', () => {
     gated.release();
     await bounded(second, 'second commit');
     assert.equal((await store.getTask(AGENT, 't1'))?.lastSeq, 4);
-    assert.deepEqual(notices.map((n) => n.rows.map((r) => r.seq)), [[2, 3], [4]]);
-    assert.deepEqual(gated.started.map((b) => b.events.map((e) => e.seq)), [[2, 3], [4]]);
+    assert.deepEqual(
+      notices.map((n) => n.rows.map((r) => r.seq)),
+      [[2, 3], [4]],
+    );
+    assert.deepEqual(
+      gated.started.map((b) => b.events.map((e) => e.seq)),
+      [[2, 3], [4]],
+    );
     await bounded(writer.committed(), 'nothing left');
   });
 
@@ -119,8 +152,14 @@ describe('TaskWriter', () => {
     await gated.untilStarted(1);
     gated.release();
     await bounded(waiting, 'held events');
-    assert.deepEqual(gated.started.map((b) => b.events.map((e) => e.seq)), [[2, 3]]);
-    assert.deepEqual(notices.map((n) => n.rows.map((r) => r.seq)), [[2, 3]]);
+    assert.deepEqual(
+      gated.started.map((b) => b.events.map((e) => e.seq)),
+      [[2, 3]],
+    );
+    assert.deepEqual(
+      notices.map((n) => n.rows.map((r) => r.seq)),
+      [[2, 3]],
+    );
   });
 
   it('a failed commit fails its waiters and everything added meanwhile, and refuses further events', async (t) => {

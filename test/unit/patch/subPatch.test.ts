@@ -15,11 +15,14 @@ const numbered = (n: number): string => Array.from({ length: n }, (_, i) => `l${
 
 function edited(base: string, changes: Record<number, string[] | null>): string {
   const out: string[] = [];
-  base.trimEnd().split('\n').forEach((l, i) => {
-    const c = changes[i + 1];
-    if (c === undefined) out.push(l);
-    else if (c !== null) out.push(...c);
-  });
+  base
+    .trimEnd()
+    .split('\n')
+    .forEach((l, i) => {
+      const c = changes[i + 1];
+      if (c === undefined) out.push(l);
+      else if (c !== null) out.push(...c);
+    });
   return out.join('\n') + '\n';
 }
 
@@ -66,14 +69,23 @@ describe('sub-patches', () => {
   it('refuses unknown ids, refused files without override, and hunk picks on added files', () => {
     assert.throws(() => buildSubPatch(patch, report, { hunks: ['nope#1'] }), /not in this patch/);
     assert.throws(() => buildSubPatch(patch, report, {}), /Nothing is selected/);
-    const risky = parsePatchText('diff --git a/.envrc b/.envrc\nnew file mode 100644\nindex 0000000..1111111\n--- /dev/null\n+++ b/.envrc\n@@ -0,0 +1,2 @@\n+a\n+b\n');
+    const risky = parsePatchText(
+      'diff --git a/.envrc b/.envrc\nnew file mode 100644\nindex 0000000..1111111\n--- /dev/null\n+++ b/.envrc\n@@ -0,0 +1,2 @@\n+a\n+b\n',
+    );
     const riskyReport = classifyPatch(risky);
     assert.throws(
       () => buildSubPatch(risky, riskyReport, { files: ['.envrc'] }),
-      (e: unknown) => e instanceof PatchSelectionError && e.refusals.map((r) => r.id).join() === '.envrc:sensitive-file',
+      (e: unknown) =>
+        e instanceof PatchSelectionError && e.refusals.map((r) => r.id).join() === '.envrc:sensitive-file',
     );
-    assert.equal(buildSubPatch(risky, riskyReport, { files: ['.envrc'], overrides: ['.envrc:sensitive-file'] }).files.length, 1);
+    assert.equal(
+      buildSubPatch(risky, riskyReport, { files: ['.envrc'], overrides: ['.envrc:sensitive-file'] }).files.length,
+      1,
+    );
     const twoHunkAdd = parsePatchText('--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1 @@\n+a\n@@ -0,0 +2 @@\n+b\n');
-    assert.throws(() => buildSubPatch(twoHunkAdd, classifyPatch(twoHunkAdd), { hunks: ['n.txt#1'] }), /whole or not at all/);
+    assert.throws(
+      () => buildSubPatch(twoHunkAdd, classifyPatch(twoHunkAdd), { hunks: ['n.txt#1'] }),
+      /whole or not at all/,
+    );
   });
 });

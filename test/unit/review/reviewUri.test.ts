@@ -2,12 +2,22 @@
 // editor reads a path difference as a rename), and the review and side travel in the query.
 import * as assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CHANGES_SCHEME, changeEntry, changesQuery, parseReviewDoc, REVIEW_SCHEME, reviewDocQuery, reviewOfUri, type SideRef } from '../../../src/core/review/reviewUri';
+import {
+  CHANGES_SCHEME,
+  changeEntry,
+  changesQuery,
+  parseReviewDoc,
+  REVIEW_SCHEME,
+  reviewDocQuery,
+  reviewOfUri,
+  type SideRef,
+} from '../../../src/core/review/reviewUri';
 
 const REVIEW = '6c9734e4-1f0a-4b7e-9d1c-2f4e5a6b7c8d';
 
 /** The path a side is shown under: the file's own path, whatever the side (what the extension puts in the URI's path). */
-const pathOf = (s: SideRef | undefined): string | undefined => (s === undefined ? undefined : s.kind === 'file' ? s.file : s.doc.file);
+const pathOf = (s: SideRef | undefined): string | undefined =>
+  s === undefined ? undefined : s.kind === 'file' ? s.file : s.doc.file;
 
 describe('review document URIs', () => {
   it('round-trip review, side and file through the query, for awkward file names too', () => {

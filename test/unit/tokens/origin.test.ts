@@ -1,6 +1,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { legacyTokenHost, normalizeOrigin, OriginError, sameOrigin, tokenSource, tryNormalizeOrigin } from '../../../src/core/origin';
+import {
+  legacyTokenHost,
+  normalizeOrigin,
+  OriginError,
+  sameOrigin,
+  tokenSource,
+  tryNormalizeOrigin,
+} from '../../../src/core/origin';
 
 describe('normalizeOrigin: one key per origin', () => {
   for (const [input, want] of [
@@ -24,9 +31,23 @@ describe('normalizeOrigin: one key per origin', () => {
     it(`${JSON.stringify(input)} → ${want}`, () => assert.equal(normalizeOrigin(input), want));
   }
 
-  for (const bad of ['', '   ', 'ftp://agents.example.com', 'file:///etc/passwd', 'https://user:pw@agents.example.com', 'https://user@agents.example.com', 'javascript:alert(1)', 'https://', 'https://exa mple.com', 'https://.']) {
+  for (const bad of [
+    '',
+    '   ',
+    'ftp://agents.example.com',
+    'file:///etc/passwd',
+    'https://user:pw@agents.example.com',
+    'https://user@agents.example.com',
+    'javascript:alert(1)',
+    'https://',
+    'https://exa mple.com',
+    'https://.',
+  ]) {
     it(`refuses ${JSON.stringify(bad)} with a message that says what to give`, () => {
-      assert.throws(() => normalizeOrigin(bad), (e: unknown) => e instanceof OriginError && /origin|host/.test(e.message));
+      assert.throws(
+        () => normalizeOrigin(bad),
+        (e: unknown) => e instanceof OriginError && /origin|host/.test(e.message),
+      );
       assert.equal(tryNormalizeOrigin(bad), undefined);
     });
   }
@@ -47,14 +68,23 @@ describe('tokenSource: which token goes with a request', () => {
   const approvedOrigin = 'https://agents.example.com:8443';
 
   it('the gateway origin, however spelled, gets the gateway token', () => {
-    for (const o of ['http://127.0.0.1:4000', 'HTTP://127.0.0.1:4000', 'http://2130706433:4000', 'http://127.0.0.1.:4000']) {
+    for (const o of [
+      'http://127.0.0.1:4000',
+      'HTTP://127.0.0.1:4000',
+      'http://2130706433:4000',
+      'http://127.0.0.1.:4000',
+    ]) {
       assert.deepEqual(tokenSource(o, { gatewayOrigin, approvedOrigin }), { kind: 'gateway' }, o);
     }
   });
 
   it('the approved origin gets the token stored for exactly that origin', () => {
     for (const o of ['https://agents.example.com:8443', 'https://AGENTS.example.com.:8443']) {
-      assert.deepEqual(tokenSource(o, { gatewayOrigin, approvedOrigin }), { kind: 'stored', origin: 'https://agents.example.com:8443' }, o);
+      assert.deepEqual(
+        tokenSource(o, { gatewayOrigin, approvedOrigin }),
+        { kind: 'stored', origin: 'https://agents.example.com:8443' },
+        o,
+      );
     }
   });
 
@@ -77,12 +107,24 @@ describe('tokenSource: which token goes with a request', () => {
   });
 
   it('with the card origin known, the gateway token goes only to agents whose card the gateway served', () => {
-    assert.deepEqual(tokenSource('http://127.0.0.1:4000', { gatewayOrigin, cardOrigin: 'http://127.0.0.1:4000' }), { kind: 'gateway' });
-    assert.deepEqual(tokenSource('http://127.0.0.1:4000', { gatewayOrigin, cardOrigin: 'HTTP://127.0.0.1:4000/' }), { kind: 'gateway' });
+    assert.deepEqual(tokenSource('http://127.0.0.1:4000', { gatewayOrigin, cardOrigin: 'http://127.0.0.1:4000' }), {
+      kind: 'gateway',
+    });
+    assert.deepEqual(tokenSource('http://127.0.0.1:4000', { gatewayOrigin, cardOrigin: 'HTTP://127.0.0.1:4000/' }), {
+      kind: 'gateway',
+    });
     for (const cardOrigin of ['https://evil.example.net', 'http://127.0.0.1:4001', 'https://127.0.0.1:4000']) {
-      assert.deepEqual(tokenSource('http://127.0.0.1:4000', { gatewayOrigin, cardOrigin }), { kind: 'none' }, cardOrigin);
+      assert.deepEqual(
+        tokenSource('http://127.0.0.1:4000', { gatewayOrigin, cardOrigin }),
+        { kind: 'none' },
+        cardOrigin,
+      );
       // A token the user stored for the gateway origin, and approved there, is still theirs to send.
-      assert.deepEqual(tokenSource('http://127.0.0.1:4000', { gatewayOrigin, cardOrigin, approvedOrigin: gatewayOrigin }), { kind: 'stored', origin: gatewayOrigin }, cardOrigin);
+      assert.deepEqual(
+        tokenSource('http://127.0.0.1:4000', { gatewayOrigin, cardOrigin, approvedOrigin: gatewayOrigin }),
+        { kind: 'stored', origin: gatewayOrigin },
+        cardOrigin,
+      );
     }
   });
 
@@ -91,7 +133,9 @@ describe('tokenSource: which token goes with a request', () => {
   });
 
   it('a scope that is not an origin matches nothing', () => {
-    assert.deepEqual(tokenSource('https://agents.example.com', { approvedOrigin: 'ftp://agents.example.com' }), { kind: 'none' });
+    assert.deepEqual(tokenSource('https://agents.example.com', { approvedOrigin: 'ftp://agents.example.com' }), {
+      kind: 'none',
+    });
   });
 });
 
@@ -104,6 +148,12 @@ describe('legacyTokenHost: old host-keyed tokens belong to the https origin only
   });
 
   it('gives plain http origins none, so an old token never goes out in cleartext', () => {
-    for (const o of ['http://agents.example.com', 'http://agents.example.com:443', 'http://127.0.0.1:4000', 'ftp://agents.example.com']) assert.equal(legacyTokenHost(o), undefined, o);
+    for (const o of [
+      'http://agents.example.com',
+      'http://agents.example.com:443',
+      'http://127.0.0.1:4000',
+      'ftp://agents.example.com',
+    ])
+      assert.equal(legacyTokenHost(o), undefined, o);
   });
 });

@@ -51,7 +51,13 @@ describe('BatonStorage: one token per origin', () => {
   it('keys tokens by normalised origin: spellings of one origin share one key', async () => {
     const { storage, secrets } = newStorage();
     await storage.setToken('HTTPS://Agents.Example.com:443/', 't1');
-    for (const o of ['https://agents.example.com', 'agents.example.com', 'https://agents.example.com.', 'https://AGENTS.example.com/a2a']) assert.equal(await storage.getToken(o), 't1', o);
+    for (const o of [
+      'https://agents.example.com',
+      'agents.example.com',
+      'https://agents.example.com.',
+      'https://AGENTS.example.com/a2a',
+    ])
+      assert.equal(await storage.getToken(o), 't1', o);
     assert.deepEqual([...secrets.values.keys()], ['baton.token.https://agents.example.com']);
     assert.equal(tokenKey('[::1]:8443'), 'baton.token.https://[::1]:8443');
   });
@@ -69,7 +75,8 @@ describe('BatonStorage: one token per origin', () => {
 
   it('refuses what is not an http(s) origin', async () => {
     const { storage } = newStorage();
-    for (const bad of ['ftp://agents.example.com', 'https://u:p@agents.example.com', 'https://exa mple.com']) await assert.rejects(storage.setToken(bad, 'x'), /origin|credentials|host/, bad);
+    for (const bad of ['ftp://agents.example.com', 'https://u:p@agents.example.com', 'https://exa mple.com'])
+      await assert.rejects(storage.setToken(bad, 'x'), /origin|credentials|host/, bad);
   });
 
   it('a token kept under the old host key moves to the https origin of that host, and only there', async () => {
@@ -122,15 +129,34 @@ describe('the token the extension sends: looked up by the exact origin of the re
   });
 
   /** Sends one message to `server` the way DelegationService.connect does; returns the Authorization it saw. */
-  async function send(server: AgentServer, storage: BatonStorage, approvedOrigin: string | undefined, gateway?: { origin: string; token: string; cardOrigin?: string }): Promise<string | undefined> {
+  async function send(
+    server: AgentServer,
+    storage: BatonStorage,
+    approvedOrigin: string | undefined,
+    gateway?: { origin: string; token: string; cardOrigin?: string },
+  ): Promise<string | undefined> {
     const conn = await connectAgent({
       card: server.card,
       endpoint: server.jsonRpc,
-      getToken: scopedGetToken({ gatewayOrigin: gateway?.origin, approvedOrigin, cardOrigin: gateway?.cardOrigin ?? approvedOrigin }, { gateway: () => gateway?.token, stored: (o) => storage.getToken(o) }),
+      getToken: scopedGetToken(
+        { gatewayOrigin: gateway?.origin, approvedOrigin, cardOrigin: gateway?.cardOrigin ?? approvedOrigin },
+        { gateway: () => gateway?.token, stored: (o) => storage.getToken(o) },
+      ),
     });
     const seen = server.requests.length;
     await conn.client.sendMessage({
-      message: { messageId: crypto.randomUUID(), contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: 'hi' }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+      message: {
+        messageId: crypto.randomUUID(),
+        contextId: '',
+        taskId: '',
+        role: Role.ROLE_USER,
+        parts: [
+          { content: { $case: 'text', value: 'hi' }, metadata: undefined, filename: '', mediaType: 'text/plain' },
+        ],
+        metadata: undefined,
+        extensions: [],
+        referenceTaskIds: [],
+      },
       configuration: undefined,
       metadata: undefined,
       tenant: '',
@@ -150,11 +176,19 @@ describe('the token the extension sends: looked up by the exact origin of the re
     const { storage, secrets } = newStorage();
     secrets.values.set(`baton.token.127.0.0.1:${agent.port}`, 'old-host-token');
     assert.equal(await send(agent, storage, agent.base), undefined);
-    assert.equal(secrets.values.get(`baton.token.127.0.0.1:${agent.port}`), 'old-host-token', 'left for its https origin');
+    assert.equal(
+      secrets.values.get(`baton.token.127.0.0.1:${agent.port}`),
+      'old-host-token',
+      'left for its https origin',
+    );
   });
 
   it('a token the user stored for that http origin is sent, however the origin was spelled', async () => {
-    for (const spelled of [`http://127.0.0.1:${agent.port}`, `HTTP://127.0.0.1.:${agent.port}/`, `http://2130706433:${agent.port}`]) {
+    for (const spelled of [
+      `http://127.0.0.1:${agent.port}`,
+      `HTTP://127.0.0.1.:${agent.port}/`,
+      `http://2130706433:${agent.port}`,
+    ]) {
       const { storage } = newStorage();
       await storage.setToken(spelled, 'stored-for-http');
       assert.equal(await send(agent, storage, agent.base), 'Bearer stored-for-http', spelled);
@@ -176,7 +210,21 @@ describe('the token the extension sends: looked up by the exact origin of the re
     assert.equal(await send(agent, storage, undefined, { origin: agent.base, token: 'gw' }), 'Bearer gw');
     assert.equal(await send(other, storage, other.base, { origin: agent.base, token: 'gw' }), undefined);
     // A card served elsewhere that names the gateway as its interface: no gateway token.
-    assert.equal(await send(agent, storage, agent.base, { origin: agent.base, token: 'gw', cardOrigin: 'https://cards.evil.example' }), undefined);
-    assert.equal(await send(agent, storage, agent.base, { origin: agent.base, token: 'gw', cardOrigin: `HTTP://127.0.0.1:${agent.port}/` }), 'Bearer gw');
+    assert.equal(
+      await send(agent, storage, agent.base, {
+        origin: agent.base,
+        token: 'gw',
+        cardOrigin: 'https://cards.evil.example',
+      }),
+      undefined,
+    );
+    assert.equal(
+      await send(agent, storage, agent.base, {
+        origin: agent.base,
+        token: 'gw',
+        cardOrigin: `HTTP://127.0.0.1:${agent.port}/`,
+      }),
+      'Bearer gw',
+    );
   });
 });

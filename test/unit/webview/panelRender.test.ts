@@ -14,7 +14,11 @@ const repo = resolve(__dirname, '../../..');
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const bundle = join(repo, 'dist/webview/panel.js');
 const shots = join(repo, 'test-results/webview');
-const skip = !existsSync(CHROMIUM) ? 'Chromium is not installed (test/integration/setup.sh installs it)' : !existsSync(bundle) ? 'dist/webview/panel.js is not built (npm run build)' : false;
+const skip = !existsSync(CHROMIUM)
+  ? 'Chromium is not installed (test/integration/setup.sh installs it)'
+  : !existsSync(bundle)
+    ? 'dist/webview/panel.js is not built (npm run build)'
+    : false;
 
 const page404: string[] = [];
 let server: Server;
@@ -41,9 +45,26 @@ function delegation(over: Partial<DelegationView>): DelegationView {
     executor: 'formatter (built-in) via baton-gateway',
     confined: true,
     timeline: [
-      { seq: 1, at: new Date(Date.now() - 70_000).toISOString(), kind: 'status', text: 'Submitted', state: 'submitted' },
-      { seq: 2, at: new Date(Date.now() - 60_000).toISOString(), kind: 'step', text: 'Prepared a throwaway copy of the repository' },
-      { seq: 3, at: new Date(Date.now() - 50_000).toISOString(), kind: 'message', markdown: true, text: 'Formatting **3 files** with `prettier`' },
+      {
+        seq: 1,
+        at: new Date(Date.now() - 70_000).toISOString(),
+        kind: 'status',
+        text: 'Submitted',
+        state: 'submitted',
+      },
+      {
+        seq: 2,
+        at: new Date(Date.now() - 60_000).toISOString(),
+        kind: 'step',
+        text: 'Prepared a throwaway copy of the repository',
+      },
+      {
+        seq: 3,
+        at: new Date(Date.now() - 50_000).toISOString(),
+        kind: 'message',
+        markdown: true,
+        text: 'Formatting **3 files** with `prettier`',
+      },
     ],
     artifacts: [],
     ...over,
@@ -51,7 +72,15 @@ function delegation(over: Partial<DelegationView>): DelegationView {
 }
 
 function snapshot(d?: DelegationView): PanelSnapshot {
-  return { title: 'Baton', trusted: true, agents: 2, delegations: 1, producedAt: new Date().toISOString(), refreshCount: 0, delegation: d };
+  return {
+    title: 'Baton',
+    trusted: true,
+    agents: 2,
+    delegations: 1,
+    producedAt: new Date().toISOString(),
+    refreshCount: 0,
+    delegation: d,
+  };
 }
 
 async function open(snap: PanelSnapshot): Promise<Page> {
@@ -60,11 +89,25 @@ async function open(snap: PanelSnapshot): Promise<Page> {
     if (!r.url().startsWith(base)) page404.push(r.url());
   });
   await page.goto(`${base}/index.html`);
-  await page.waitForFunction(() => (globalThis as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'ready'));
-  await page.evaluate((s) => (globalThis as unknown as { postMessage: (m: unknown, o: string) => void }).postMessage({ type: 'snapshot', snapshot: s }, '*'), snap);
+  await page.waitForFunction(() =>
+    (globalThis as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'ready'),
+  );
+  await page.evaluate(
+    (s) =>
+      (globalThis as unknown as { postMessage: (m: unknown, o: string) => void }).postMessage(
+        { type: 'snapshot', snapshot: s },
+        '*',
+      ),
+    snap,
+  );
   await page.waitForSelector('#state, .empty');
   // Expensive entries are rendered over several frames: wait until every one is.
-  await page.waitForFunction(() => !(globalThis as unknown as { document: { querySelector(s: string): unknown } }).document.querySelector('.render-pending'));
+  await page.waitForFunction(
+    () =>
+      !(globalThis as unknown as { document: { querySelector(s: string): unknown } }).document.querySelector(
+        '.render-pending',
+      ),
+  );
   return page;
 }
 
@@ -79,7 +122,11 @@ describe('delegation panel in a real browser', { skip }, () => {
       if (name === '/index.html') {
         res.writeHead(200, { 'content-type': 'text/html' }).end(html);
       } else if (file && existsSync(file)) {
-        res.writeHead(200, { 'content-type': file.endsWith('.js') ? 'text/javascript' : file.endsWith('.css') ? 'text/css' : 'font/ttf' }).end(readFileSync(file));
+        res
+          .writeHead(200, {
+            'content-type': file.endsWith('.js') ? 'text/javascript' : file.endsWith('.css') ? 'text/css' : 'font/ttf',
+          })
+          .end(readFileSync(file));
       } else res.writeHead(404).end();
     });
     await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
@@ -88,7 +135,16 @@ describe('delegation panel in a real browser', { skip }, () => {
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--disable-dev-shm-usage',
+      ],
     });
   });
   after(async () => {
@@ -104,18 +160,50 @@ describe('delegation panel in a real browser', { skip }, () => {
     await page.screenshot({ path: join(shots, 'working.png') });
     await page.click('#cancel');
     const msgs = (await posted(page)) as { type: string; method?: string }[];
-    assert.ok(msgs.some((m) => m.type === 'request' && m.method === 'cancel'), JSON.stringify(msgs));
+    assert.ok(
+      msgs.some((m) => m.type === 'request' && m.method === 'cancel'),
+      JSON.stringify(msgs),
+    );
     await page.close();
   });
 
   it('explains its badges: read-only says it may only propose a patch; unconfined says why; built-in says it needs no sandbox', async () => {
-    const ro = await open(snapshot(delegation({ confined: undefined, executorKind: 'builtin', executorDetail: 'Built-in agent: runs inside the gateway on its throwaway workspace only and runs no repository code.' })));
-    assert.match(await ro.innerText('.facts'), /read-only may only propose a patch; you review it before anything changes/);
-    assert.match((await ro.getAttribute('.facts .chip >> text=read-only', 'title')) ?? '', /only read and propose a patch/);
-    assert.equal(await ro.locator('.facts .chip', { hasText: 'unconfined' }).count(), 0, 'a built-in agent is not shown as unconfined');
+    const ro = await open(
+      snapshot(
+        delegation({
+          confined: undefined,
+          executorKind: 'builtin',
+          executorDetail:
+            'Built-in agent: runs inside the gateway on its throwaway workspace only and runs no repository code.',
+        }),
+      ),
+    );
+    assert.match(
+      await ro.innerText('.facts'),
+      /read-only may only propose a patch; you review it before anything changes/,
+    );
+    assert.match(
+      (await ro.getAttribute('.facts .chip >> text=read-only', 'title')) ?? '',
+      /only read and propose a patch/,
+    );
+    assert.equal(
+      await ro.locator('.facts .chip', { hasText: 'unconfined' }).count(),
+      0,
+      'a built-in agent is not shown as unconfined',
+    );
     assert.match((await ro.getAttribute('.facts .chip >> text=built-in', 'title')) ?? '', /runs no repository code/);
     await ro.close();
-    const un = await open(snapshot(delegation({ confined: false, executorKind: 'headless', executorDetail: 'Unconfined: bubblewrap (bwrap) is not installed. The agent runs with your user rights; only its working folder is a throwaway copy (apt-get install bubblewrap to confine it).', capabilities: { write: true, shell: true, network: false } })));
+    const un = await open(
+      snapshot(
+        delegation({
+          confined: false,
+          executorKind: 'headless',
+          executorDetail:
+            'Unconfined: bubblewrap (bwrap) is not installed. The agent runs with your user rights; only its working folder is a throwaway copy (apt-get install bubblewrap to confine it).',
+          capabilities: { write: true, shell: true, network: false },
+        }),
+      ),
+    );
     const facts = await un.innerText('.facts');
     assert.match(facts, /Runs without a sandbox on this machine: bubblewrap \(bwrap\) is not installed/);
     assert.match(facts, /changes come back only as a patch you review/);
@@ -131,7 +219,13 @@ describe('delegation panel in a real browser', { skip }, () => {
       '<img src="https://evil.invalid/x.png" onerror="window.__pwned=1"> <script>window.__pwned=2</script>',
       '<a href="vscode://file/etc/passwd">file</a> <iframe src="https://evil.invalid"></iframe> <form action="https://evil.invalid"><input></form>',
     ].join('\n\n');
-    const page = await open(snapshot(delegation({ timeline: [{ seq: 1, at: new Date().toISOString(), kind: 'message', markdown: true, text: evil }] })));
+    const page = await open(
+      snapshot(
+        delegation({
+          timeline: [{ seq: 1, at: new Date().toISOString(), kind: 'message', markdown: true, text: evil }],
+        }),
+      ),
+    );
     await page.waitForTimeout(300);
     assert.equal(await page.locator('#app img').count(), 0);
     assert.equal(await page.locator('#app iframe, #app form, #app input, #app script').count(), 0);
@@ -139,19 +233,27 @@ describe('delegation panel in a real browser', { skip }, () => {
     assert.deepEqual(hrefs, ['https://example.com/docs']);
     assert.equal(await page.evaluate(() => (globalThis as unknown as { __pwned?: number }).__pwned), undefined);
     assert.match(await page.innerText('#timeline'), /\[image: tracker\]/);
-    assert.deepEqual(page404.filter((u) => u.includes('evil')), []);
+    assert.deepEqual(
+      page404.filter((u) => u.includes('evil')),
+      [],
+    );
     await page.screenshot({ path: join(shots, 'sanitised.png') });
     await page.close();
   });
 
   it('shows the reply box for input-required and posts the reply', async () => {
-    const page = await open(snapshot(delegation({ state: 'input-required', question: 'Which **quote style**: single or double?' })));
+    const page = await open(
+      snapshot(delegation({ state: 'input-required', question: 'Which **quote style**: single or double?' })),
+    );
     await page.locator('#reply-text').click();
     await page.keyboard.type('single quotes');
     await page.screenshot({ path: join(shots, 'input-required.png') });
     await page.click('#send-reply');
     const msgs = (await posted(page)) as { type: string; method?: string; params?: { text?: string } }[];
-    assert.ok(msgs.some((m) => m.method === 'reply' && m.params?.text === 'single quotes'), JSON.stringify(msgs));
+    assert.ok(
+      msgs.some((m) => m.method === 'reply' && m.params?.text === 'single quotes'),
+      JSON.stringify(msgs),
+    );
     await page.close();
   });
 
@@ -162,16 +264,107 @@ describe('delegation panel in a real browser', { skip }, () => {
       checkOk: true,
       drift: { headMoved: false, changedFiles: ['src/app.js'] },
       files: [
-        { id: 'src/app.js', path: 'src/app.js', status: 'modified', added: 7, removed: 5, binary: false, applies: true, checkErrors: [], risks: [], selection: 'all', dirty: false, applied: 'none',
-          hunks: [ { id: 'src/app.js#1', header: '@@ -1,4 +1,4 @@', added: 3, removed: 2, selected: true, applied: false }, { id: 'src/app.js#2', header: '@@ -20,6 +20,8 @@ function main()', added: 4, removed: 3, selected: true, applied: false } ] },
-        { id: 'README.md', path: 'README.md', status: 'added', added: 12, removed: 0, binary: false, applies: true, checkErrors: [], risks: [], selection: 'all', dirty: false, applied: 'none', hunks: [{ id: 'README.md#1', header: '@@ -0,0 +1,12 @@', added: 12, removed: 0, selected: true, applied: false }] },
-        { id: '.github/workflows/ci.yml', path: '.github/workflows/ci.yml', status: 'modified', added: 2, removed: 0, binary: false, applies: true, checkErrors: [], selection: 'none', dirty: false, applied: 'none', hunks: [],
-          risks: [{ id: '.github/workflows/ci.yml:sensitive-file', kind: 'sensitive-file', severity: 'refuse', reason: 'CI workflows run with repository secrets: a change here runs code on the next push.', allowed: false }] },
-        { id: 'package.json', path: 'package.json', status: 'modified', added: 1, removed: 1, binary: false, applies: true, checkErrors: [], selection: 'all', dirty: false, applied: 'none', hunks: [],
-          risks: [{ id: 'package.json:package-scripts', kind: 'package-scripts', severity: 'flag', reason: 'Changes package.json scripts (postinstall): they run on the next npm install.', allowed: false }] },
+        {
+          id: 'src/app.js',
+          path: 'src/app.js',
+          status: 'modified',
+          added: 7,
+          removed: 5,
+          binary: false,
+          applies: true,
+          checkErrors: [],
+          risks: [],
+          selection: 'all',
+          dirty: false,
+          applied: 'none',
+          hunks: [
+            { id: 'src/app.js#1', header: '@@ -1,4 +1,4 @@', added: 3, removed: 2, selected: true, applied: false },
+            {
+              id: 'src/app.js#2',
+              header: '@@ -20,6 +20,8 @@ function main()',
+              added: 4,
+              removed: 3,
+              selected: true,
+              applied: false,
+            },
+          ],
+        },
+        {
+          id: 'README.md',
+          path: 'README.md',
+          status: 'added',
+          added: 12,
+          removed: 0,
+          binary: false,
+          applies: true,
+          checkErrors: [],
+          risks: [],
+          selection: 'all',
+          dirty: false,
+          applied: 'none',
+          hunks: [
+            { id: 'README.md#1', header: '@@ -0,0 +1,12 @@', added: 12, removed: 0, selected: true, applied: false },
+          ],
+        },
+        {
+          id: '.github/workflows/ci.yml',
+          path: '.github/workflows/ci.yml',
+          status: 'modified',
+          added: 2,
+          removed: 0,
+          binary: false,
+          applies: true,
+          checkErrors: [],
+          selection: 'none',
+          dirty: false,
+          applied: 'none',
+          hunks: [],
+          risks: [
+            {
+              id: '.github/workflows/ci.yml:sensitive-file',
+              kind: 'sensitive-file',
+              severity: 'refuse',
+              reason: 'CI workflows run with repository secrets: a change here runs code on the next push.',
+              allowed: false,
+            },
+          ],
+        },
+        {
+          id: 'package.json',
+          path: 'package.json',
+          status: 'modified',
+          added: 1,
+          removed: 1,
+          binary: false,
+          applies: true,
+          checkErrors: [],
+          selection: 'all',
+          dirty: false,
+          applied: 'none',
+          hunks: [],
+          risks: [
+            {
+              id: 'package.json:package-scripts',
+              kind: 'package-scripts',
+              severity: 'flag',
+              reason: 'Changes package.json scripts (postinstall): they run on the next npm install.',
+              allowed: false,
+            },
+          ],
+        },
       ],
     };
-    const page = await open(snapshot(delegation({ state: 'completed', terminal: true, endedAt: new Date().toISOString(), patch: { files: 4, additions: 22, deletions: 6 }, review })));
+    const page = await open(
+      snapshot(
+        delegation({
+          state: 'completed',
+          terminal: true,
+          endedAt: new Date().toISOString(),
+          patch: { files: 4, additions: 22, deletions: 6 },
+          review,
+        }),
+      ),
+    );
     assert.match(await page.innerText('#refusals'), /CI workflows run with repository secrets/);
     assert.match(await page.innerText('#drift'), /src\/app\.js/);
     assert.equal(await page.locator('[data-select-hunk]').count(), 2);
@@ -182,14 +375,42 @@ describe('delegation panel in a real browser', { skip }, () => {
     await page.click('#reject');
     const msgs = (await posted(page)) as { method?: string; params?: Record<string, unknown> }[];
     const methods = msgs.map((m) => m.method).filter(Boolean);
-    assert.ok(msgs.some((m) => m.method === 'reviewOverride' && m.params?.riskId === '.github/workflows/ci.yml:sensitive-file' && m.params.allow === true), JSON.stringify(methods));
-    assert.ok(msgs.some((m) => m.method === 'reviewSelect' && m.params?.hunkId === 'src/app.js#2' && m.params.selected === false), JSON.stringify(msgs.filter((m) => m.method === 'reviewSelect')));
+    assert.ok(
+      msgs.some(
+        (m) =>
+          m.method === 'reviewOverride' &&
+          m.params?.riskId === '.github/workflows/ci.yml:sensitive-file' &&
+          m.params.allow === true,
+      ),
+      JSON.stringify(methods),
+    );
+    assert.ok(
+      msgs.some(
+        (m) => m.method === 'reviewSelect' && m.params?.hunkId === 'src/app.js#2' && m.params.selected === false,
+      ),
+      JSON.stringify(msgs.filter((m) => m.method === 'reviewSelect')),
+    );
     assert.ok(methods.includes('reviewApply') && methods.includes('reviewReject'), JSON.stringify(methods));
     await page.close();
   });
 
   it('after a partial apply: applied files and hunks are marked, the rest can still be selected and applied, and undone', async () => {
-    const file = (id: string, over: Partial<ReviewFileView>): ReviewFileView => ({ id, path: id, status: 'modified', added: 2, removed: 1, binary: false, applies: true, checkErrors: [], risks: [], selection: 'none', dirty: false, applied: 'none', hunks: [], ...over });
+    const file = (id: string, over: Partial<ReviewFileView>): ReviewFileView => ({
+      id,
+      path: id,
+      status: 'modified',
+      added: 2,
+      removed: 1,
+      binary: false,
+      applies: true,
+      checkErrors: [],
+      risks: [],
+      selection: 'none',
+      dirty: false,
+      applied: 'none',
+      hunks: [],
+      ...over,
+    });
     const review: NonNullable<DelegationView['review']> = {
       state: 'ready',
       target: 'git',
@@ -197,13 +418,36 @@ describe('delegation panel in a real browser', { skip }, () => {
       message: 'Applied 2 file(s).',
       files: [
         file('src/styles.css', { applied: 'all' }),
-        file('src/pricing.js', { applied: 'some', hunks: [{ id: 'src/pricing.js#1', header: '@@ -1,3 +1,3 @@', added: 1, removed: 1, selected: false, applied: true }, { id: 'src/pricing.js#2', header: '@@ -9,4 +9,4 @@ function describePrice', added: 1, removed: 1, selected: false, applied: false }] }),
+        file('src/pricing.js', {
+          applied: 'some',
+          hunks: [
+            { id: 'src/pricing.js#1', header: '@@ -1,3 +1,3 @@', added: 1, removed: 1, selected: false, applied: true },
+            {
+              id: 'src/pricing.js#2',
+              header: '@@ -9,4 +9,4 @@ function describePrice',
+              added: 1,
+              removed: 1,
+              selected: false,
+              applied: false,
+            },
+          ],
+        }),
         file('src/cart.js', {}),
         file('README.md', { status: 'added', added: 3, removed: 0 }),
       ],
       applied: { at: new Date().toISOString(), files: ['src/styles.css', 'src/pricing.js'], undoable: true },
     };
-    const page = await open(snapshot(delegation({ state: 'completed', terminal: true, endedAt: new Date().toISOString(), patch: { files: 4, additions: 9, deletions: 3 }, review })));
+    const page = await open(
+      snapshot(
+        delegation({
+          state: 'completed',
+          terminal: true,
+          endedAt: new Date().toISOString(),
+          patch: { files: 4, additions: 9, deletions: 3 },
+          review,
+        }),
+      ),
+    );
     assert.equal(await page.getAttribute('[data-file="src/styles.css"]', 'data-applied'), 'all');
     assert.match(await page.innerText('[data-file="src/styles.css"]'), /applied/);
     assert.match(await page.innerText('[data-file="src/pricing.js"]'), /partly applied/);
@@ -218,23 +462,53 @@ describe('delegation panel in a real browser', { skip }, () => {
     await page.click('#select-all');
     await page.click('[data-select-hunk="src/pricing.js#2"]');
     const msgs = (await posted(page)) as { method?: string; params?: Record<string, unknown> }[];
-    assert.ok(msgs.some((m) => m.method === 'reviewSelectAll' && m.params?.selected === true), JSON.stringify(msgs));
-    assert.ok(msgs.some((m) => m.method === 'reviewSelect' && m.params?.hunkId === 'src/pricing.js#2' && m.params.selected === true), JSON.stringify(msgs));
+    assert.ok(
+      msgs.some((m) => m.method === 'reviewSelectAll' && m.params?.selected === true),
+      JSON.stringify(msgs),
+    );
+    assert.ok(
+      msgs.some(
+        (m) => m.method === 'reviewSelect' && m.params?.hunkId === 'src/pricing.js#2' && m.params.selected === true,
+      ),
+      JSON.stringify(msgs),
+    );
     // With everything left selected, Apply names how many and Select None clears it.
-    const selected = { ...review, files: review.files.map((f) => (f.applied === 'all' ? f : { ...f, selection: f.applied === 'some' ? ('some' as const) : ('all' as const) })) };
-    await page.evaluate((s) => (globalThis as unknown as { postMessage: (m: unknown, o: string) => void }).postMessage({ type: 'snapshot', snapshot: s }, '*'), snapshot(delegation({ state: 'completed', terminal: true, review: selected })));
+    const selected = {
+      ...review,
+      files: review.files.map((f) =>
+        f.applied === 'all' ? f : { ...f, selection: f.applied === 'some' ? ('some' as const) : ('all' as const) },
+      ),
+    };
+    await page.evaluate(
+      (s) =>
+        (globalThis as unknown as { postMessage: (m: unknown, o: string) => void }).postMessage(
+          { type: 'snapshot', snapshot: s },
+          '*',
+        ),
+      snapshot(delegation({ state: 'completed', terminal: true, review: selected })),
+    );
     await page.waitForSelector('#apply:not([disabled])');
     assert.match(await page.innerText('#apply'), /Apply Selected \(3\)/);
     await page.click('#select-none');
     await page.click('#apply');
-    const after = ((await posted(page)) as { method?: string; params?: Record<string, unknown> }[]).filter((m) => m.method);
-    assert.ok(after.some((m) => m.method === 'reviewSelectAll' && m.params?.selected === false), JSON.stringify(after));
-    assert.ok(after.some((m) => m.method === 'reviewApply'), JSON.stringify(after));
+    const after = ((await posted(page)) as { method?: string; params?: Record<string, unknown> }[]).filter(
+      (m) => m.method,
+    );
+    assert.ok(
+      after.some((m) => m.method === 'reviewSelectAll' && m.params?.selected === false),
+      JSON.stringify(after),
+    );
+    assert.ok(
+      after.some((m) => m.method === 'reviewApply'),
+      JSON.stringify(after),
+    );
     await page.close();
   });
 
   it('auth-required: Set Token… and Check Again ask the host to store a token and to follow the task again', async () => {
-    const page = await open(snapshot(delegation({ state: 'auth-required', reason: 'The agent needs a token for agents.example.com.' })));
+    const page = await open(
+      snapshot(delegation({ state: 'auth-required', reason: 'The agent needs a token for agents.example.com.' })),
+    );
     await page.click('#provide-token');
     await page.click('#check-again');
     const methods = ((await posted(page)) as { method?: string }[]).map((m) => m.method).filter(Boolean);
@@ -295,33 +569,59 @@ describe('delegation panel in a real browser', { skip }, () => {
       { seq: 3, at: at(), kind: 'note' as const, text: 'b'.repeat(3 * 1024 * 1024) },
       { seq: 4, at: at(), kind: 'step' as const, markdown: true, text: 'still **here**' },
     ];
-    const page = await open(snapshot(delegation({ timeline, title: 't'.repeat(1024 * 1024), reason: 'r'.repeat(1024 * 1024) })));
+    const page = await open(
+      snapshot(delegation({ timeline, title: 't'.repeat(1024 * 1024), reason: 'r'.repeat(1024 * 1024) })),
+    );
     assert.equal(await page.locator('#timeline > li').count(), 4);
     const notes = await page.locator('#timeline .render-note').allInnerTexts();
     assert.equal(notes.length, 3, notes.join('\n'));
     assert.match(notes[0], /Shortened: showing the first [\d,]+ of 5,242,880 characters/);
     assert.match(notes[2], /Shortened: showing the first [\d,]+ of 3,145,728 characters/);
     const lengths = await page.$$eval('#timeline > li', (lis) => lis.map((li) => (li.textContent ?? '').length));
-    assert.ok(lengths.every((n) => n < 120_000), JSON.stringify(lengths));
+    assert.ok(
+      lengths.every((n) => n < 120_000),
+      JSON.stringify(lengths),
+    );
     assert.ok(((await page.textContent('header h1')) ?? '').length < 2000);
     assert.equal(await page.locator('#timeline > li').last().locator('strong').innerText(), 'here');
     // Responsive: the elapsed counter keeps ticking (a redraw each second does not re-render the markdown).
     const t0 = Date.now();
-    assert.ok((await page.evaluate(() => new Promise<number>((r) => { const s = performance.now(); setTimeout(() => r(performance.now() - s), 0); }))) < 1000);
+    assert.ok(
+      (await page.evaluate(
+        () =>
+          new Promise<number>((r) => {
+            const s = performance.now();
+            setTimeout(() => r(performance.now() - s), 0);
+          }),
+      )) < 1000,
+    );
     assert.ok(Date.now() - t0 < 5000);
     await page.screenshot({ path: join(shots, 'hostile-huge.png') });
     // The full text is offered another way: the host opens it in a plain-text editor.
     await page.locator('#timeline > li').first().locator('.open-full').click();
-    assert.ok(((await posted(page)) as { method?: string; params?: { seq?: number } }[]).some((m) => m.method === 'showFullText' && m.params?.seq === 1));
+    assert.ok(
+      ((await posted(page)) as { method?: string; params?: { seq?: number } }[]).some(
+        (m) => m.method === 'showFullText' && m.params?.seq === 1,
+      ),
+    );
     await page.close();
   });
 
   it('shows the latest entries of a very long timeline and says how many earlier ones are not shown', async () => {
-    const timeline = Array.from({ length: 5000 }, (_, i) => ({ seq: i + 1, at: at(), kind: 'message' as const, markdown: true, text: `entry **${i + 1}** ${'> '.repeat(i % 7)}quoted` }));
+    const timeline = Array.from({ length: 5000 }, (_, i) => ({
+      seq: i + 1,
+      at: at(),
+      kind: 'message' as const,
+      markdown: true,
+      text: `entry **${i + 1}** ${'> '.repeat(i % 7)}quoted`,
+    }));
     const page = await open(snapshot(delegation({ timeline })));
     const shown = await page.locator('#timeline > li.entry').count();
     assert.ok(shown > 0 && shown <= 500, `${shown} entries shown`);
-    assert.match(await page.innerText('#timeline-omitted'), new RegExp(`${(5000 - shown).toLocaleString('en-US')} earlier entries are not shown`));
+    assert.match(
+      await page.innerText('#timeline-omitted'),
+      new RegExp(`${(5000 - shown).toLocaleString('en-US')} earlier entries are not shown`),
+    );
     assert.match(await page.locator('#timeline > li.entry').last().innerText(), /entry 5000/);
     assert.equal(await page.locator('#cancel').count(), 1);
     await page.close();
@@ -330,32 +630,68 @@ describe('delegation panel in a real browser', { skip }, () => {
   it('paints the state and Cancel at once when a hundred and more entries are expensive to render, then renders them all', async () => {
     // Superlinear for the markdown parser, yet shallow: each entry costs it tens to hundreds of milliseconds.
     const costly = (i: number) => `${i} ${'_a_b'.repeat(2_500)}`;
-    const timeline = Array.from({ length: 150 }, (_, i) => ({ seq: i + 1, at: at(), kind: 'message' as const, markdown: true, text: costly(i) }));
+    const timeline = Array.from({ length: 150 }, (_, i) => ({
+      seq: i + 1,
+      at: at(),
+      kind: 'message' as const,
+      markdown: true,
+      text: costly(i),
+    }));
     const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
     await page.goto(`${base}/index.html`);
-    await page.waitForFunction(() => (globalThis as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'ready'));
+    await page.waitForFunction(() =>
+      (globalThis as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'ready'),
+    );
     const started = Date.now();
-    await page.evaluate((s) => (globalThis as unknown as { postMessage: (m: unknown, o: string) => void }).postMessage({ type: 'snapshot', snapshot: s }, '*'), snapshot(delegation({ timeline })));
+    await page.evaluate(
+      (s) =>
+        (globalThis as unknown as { postMessage: (m: unknown, o: string) => void }).postMessage(
+          { type: 'snapshot', snapshot: s },
+          '*',
+        ),
+      snapshot(delegation({ timeline })),
+    );
     await page.waitForSelector('#cancel', { timeout: 10_000 });
     const painted = Date.now() - started;
     assert.ok(painted < 5_000, `the first paint took ${painted} ms`);
     assert.equal(await page.locator('#timeline > li').count(), 150);
     await page.click('#cancel');
     assert.ok(((await posted(page)) as { method?: string }[]).some((m) => m.method === 'cancel'));
-    await page.waitForFunction(() => !(globalThis as unknown as { document: { querySelector(s: string): unknown } }).document.querySelector('.render-pending'), undefined, { timeout: 240_000 });
+    await page.waitForFunction(
+      () =>
+        !(globalThis as unknown as { document: { querySelector(s: string): unknown } }).document.querySelector(
+          '.render-pending',
+        ),
+      undefined,
+      { timeout: 240_000 },
+    );
     assert.equal(await page.locator('#timeline .md').count(), 150);
     await page.close();
   });
 
   it('renders the rest of the panel when one entry cannot be rendered at all, and a hostile question still gets a reply box', async () => {
-    const broken = { seq: 2, at: 'not a time', kind: 'message' as const, markdown: true, text: null as unknown as string };
+    const broken = {
+      seq: 2,
+      at: 'not a time',
+      kind: 'message' as const,
+      markdown: true,
+      text: null as unknown as string,
+    };
     const timeline = [
       { seq: 1, at: at(), kind: 'step' as const, markdown: true, text: 'first **ok**' },
       broken,
-      { seq: 3, at: at(), kind: 'message' as const, markdown: true, text: `mixed ${'> 1. **['.repeat(2000)} and ${'x'.repeat(200_000)}` },
+      {
+        seq: 3,
+        at: at(),
+        kind: 'message' as const,
+        markdown: true,
+        text: `mixed ${'> 1. **['.repeat(2000)} and ${'x'.repeat(200_000)}`,
+      },
       { seq: 4, at: at(), kind: 'step' as const, markdown: true, text: 'last **ok**' },
     ];
-    const page = await open(snapshot(delegation({ state: 'input-required', timeline, question: `${'- > '.repeat(4000)}which one?` })));
+    const page = await open(
+      snapshot(delegation({ state: 'input-required', timeline, question: `${'- > '.repeat(4000)}which one?` })),
+    );
     assert.equal(await page.getAttribute('#state', 'data-state'), 'input-required');
     assert.equal(await page.locator('#timeline > li').count(), 4);
     assert.match(await page.innerText('#timeline'), /first ok[\s\S]*could not be shown[\s\S]*last ok/);
@@ -363,23 +699,56 @@ describe('delegation panel in a real browser', { skip }, () => {
     await page.locator('#reply-text').click();
     await page.keyboard.type('the first');
     await page.click('#send-reply');
-    assert.ok(((await posted(page)) as { method?: string; params?: { text?: string } }[]).some((m) => m.method === 'reply' && m.params?.text === 'the first'));
+    assert.ok(
+      ((await posted(page)) as { method?: string; params?: { text?: string } }[]).some(
+        (m) => m.method === 'reply' && m.params?.text === 'the first',
+      ),
+    );
     await page.close();
   });
 
   const terminal: [DelegationView['state'], Partial<DelegationView>, RegExp][] = [
-    ['completed', { patch: { files: 3, additions: 12, deletions: 9 }, artifacts: [{ name: 'changes.patch', mediaType: 'text/x-diff', bytes: 1834, digest: 'sha256:0f3c9a1b2c3d4e5f60718293a4b5c6d7e8f9', isPatch: true }], signature: { status: 'verified', detail: 'gateway key 7Q2…' } }, /Review Changes/],
+    [
+      'completed',
+      {
+        patch: { files: 3, additions: 12, deletions: 9 },
+        artifacts: [
+          {
+            name: 'changes.patch',
+            mediaType: 'text/x-diff',
+            bytes: 1834,
+            digest: 'sha256:0f3c9a1b2c3d4e5f60718293a4b5c6d7e8f9',
+            isPatch: true,
+          },
+        ],
+        signature: { status: 'verified', detail: 'gateway key 7Q2…' },
+      },
+      /Review Changes/,
+    ],
     ['failed', { reason: 'prettier exited with code 2: src/broken.js: SyntaxError' }, /SyntaxError/],
     ['unknown', { reason: 'The stream broke and the agent did not answer GetTask for 60 s.' }, /Check again/],
     ['expired', {}, /deadline passed/],
     ['canceled', { cancelConfirmed: false }, /did not confirm/],
-    ['auth-required', { reason: 'Sign in at https://agents.example.com/authorize, then come back.' }, /secret storage[\s\S]*Sign in at/],
-    ['completed', { patch: { files: 1, additions: 1, deletions: 0 }, signature: { status: 'invalid', detail: 'artifact changes.patch does not match its signed digest' } }, /does not match/],
+    [
+      'auth-required',
+      { reason: 'Sign in at https://agents.example.com/authorize, then come back.' },
+      /secret storage[\s\S]*Sign in at/,
+    ],
+    [
+      'completed',
+      {
+        patch: { files: 1, additions: 1, deletions: 0 },
+        signature: { status: 'invalid', detail: 'artifact changes.patch does not match its signed digest' },
+      },
+      /does not match/,
+    ],
   ];
   for (const [state, over, expect] of terminal) {
     it(`shows the ${state} outcome distinctly${over.signature ? ` (signature ${over.signature.status})` : ''}`, async () => {
       const done = !['auth-required'].includes(state);
-      const page = await open(snapshot(delegation({ state, terminal: done, endedAt: done ? new Date().toISOString() : undefined, ...over })));
+      const page = await open(
+        snapshot(delegation({ state, terminal: done, endedAt: done ? new Date().toISOString() : undefined, ...over })),
+      );
       assert.equal(await page.getAttribute('#state', 'data-state'), state);
       assert.match(await page.innerText('body'), expect);
       assert.equal(await page.locator('#cancel').count(), done ? 0 : 1);

@@ -1,7 +1,16 @@
 /** Real git repositories in temp folders for the workspace, harness and agent tests. */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
@@ -81,7 +90,12 @@ export function fingerprint(dir: string): string {
       else if (st.isDirectory()) {
         h.update(`D ${r}\n`);
         walk(r);
-      } else h.update(`F ${r} ${st.mode} ${createHash('sha256').update(readFileSync(join(dir, r))).digest('hex')}\n`);
+      } else
+        h.update(
+          `F ${r} ${st.mode} ${createHash('sha256')
+            .update(readFileSync(join(dir, r)))
+            .digest('hex')}\n`,
+        );
     }
   };
   walk('');
@@ -94,7 +108,12 @@ export function fingerprint(dir: string): string {
 /** `git apply --check` of a patch on a repository's working tree; returns git's message on failure. */
 export function applyCheck(repo: string, patch: string): { ok: boolean; message: string } {
   try {
-    execFileSync('git', ['apply', '--check', '-'], { cwd: repo, env: GIT_ENV, input: patch, stdio: ['pipe', 'pipe', 'pipe'] });
+    execFileSync('git', ['apply', '--check', '-'], {
+      cwd: repo,
+      env: GIT_ENV,
+      input: patch,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     return { ok: true, message: '' };
   } catch (e) {
     return { ok: false, message: String((e as { stderr?: Buffer }).stderr ?? e) };

@@ -1,5 +1,15 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,7 +29,13 @@ describe('WorkspaceManager', () => {
   after(() => space.dispose());
 
   it('copies HEAD plus staged, unstaged and untracked files, not ignored ones, detached and without a remote', async () => {
-    const repo = makeRepo(space.base, 'basic', { 'a.txt': 'a\n', 'b.txt': 'b\n', 'gone.txt': 'bye\n', '.gitignore': 'build/\n*.log\n', 'src/x.js': 'x\n' });
+    const repo = makeRepo(space.base, 'basic', {
+      'a.txt': 'a\n',
+      'b.txt': 'b\n',
+      'gone.txt': 'bye\n',
+      '.gitignore': 'build/\n*.log\n',
+      'src/x.js': 'x\n',
+    });
     sh(repo, 'remote', 'add', 'origin', 'https://example.invalid/r.git');
     write(repo, 'a.txt', 'a staged\n');
     sh(repo, 'add', 'a.txt');
@@ -59,7 +75,13 @@ describe('WorkspaceManager', () => {
 
   it('returns a patch (edits, additions, deletions, renames, binary, mode) that git apply --check accepts on the user tree', async () => {
     const big = Array.from({ length: 40 }, (_, i) => `line ${i}\n`).join('');
-    const repo = makeRepo(space.base, 'patching', { 'keep.txt': 'keep\n', 'edit.txt': 'one\ntwo\n', 'del.txt': 'del\n', 'old-name.txt': big, 'run.sh': 'echo hi\n' });
+    const repo = makeRepo(space.base, 'patching', {
+      'keep.txt': 'keep\n',
+      'edit.txt': 'one\ntwo\n',
+      'del.txt': 'del\n',
+      'old-name.txt': big,
+      'run.sh': 'echo hi\n',
+    });
     write(repo, 'dirty.txt', 'uncommitted and untracked\n');
     const before = fingerprint(repo);
     const ws = await manager.prepare({ taskId: id(), repoPath: repo });
@@ -116,16 +138,31 @@ describe('WorkspaceManager', () => {
     const bare = join(space.base, 'bare.git');
     sh(space.base, 'init', '-q', '--bare', bare);
     const beforeBare = fingerprint(bare);
-    await assert.rejects(manager.prepare({ taskId: 'bare-1', repoPath: bare }), (e: unknown) => e instanceof WorkspaceError && e.code === 'bare-repository' && /bare repository/.test(e.message));
+    await assert.rejects(
+      manager.prepare({ taskId: 'bare-1', repoPath: bare }),
+      (e: unknown) => e instanceof WorkspaceError && e.code === 'bare-repository' && /bare repository/.test(e.message),
+    );
     assert.equal(fingerprint(bare), beforeBare);
     assert.equal(existsSync(join(space.root, 'bare-1')), false);
     assert.equal(existsSync(join(space.root, PRIVATE_DIR_NAME, 'bare-1')), false);
-    await assert.rejects(manager.prepare({ taskId: id(), repoPath: join(space.base, 'nope') }), (e: unknown) => e instanceof WorkspaceError && e.code === 'repository-missing');
+    await assert.rejects(
+      manager.prepare({ taskId: id(), repoPath: join(space.base, 'nope') }),
+      (e: unknown) => e instanceof WorkspaceError && e.code === 'repository-missing',
+    );
     const repo = makeRepo(space.base, 'dotgit', { 'a.txt': 'a\n' });
-    await assert.rejects(manager.prepare({ taskId: id(), repoPath: join(repo, '.git') }), (e: unknown) => e instanceof WorkspaceError && (e.code === 'not-a-work-tree' || e.code === 'bare-repository'));
-    await assert.rejects(manager.prepare({ taskId: '../escape', repoPath: repo }), (e: unknown) => e instanceof WorkspaceError && e.code === 'invalid-task-id');
+    await assert.rejects(
+      manager.prepare({ taskId: id(), repoPath: join(repo, '.git') }),
+      (e: unknown) => e instanceof WorkspaceError && (e.code === 'not-a-work-tree' || e.code === 'bare-repository'),
+    );
+    await assert.rejects(
+      manager.prepare({ taskId: '../escape', repoPath: repo }),
+      (e: unknown) => e instanceof WorkspaceError && e.code === 'invalid-task-id',
+    );
     const ws = await manager.prepare({ taskId: 'dup', repoPath: repo });
-    await assert.rejects(manager.prepare({ taskId: 'dup', repoPath: repo }), (e: unknown) => e instanceof WorkspaceError && e.code === 'workspace-exists');
+    await assert.rejects(
+      manager.prepare({ taskId: 'dup', repoPath: repo }),
+      (e: unknown) => e instanceof WorkspaceError && e.code === 'workspace-exists',
+    );
     await manager.remove(ws);
   });
 
@@ -198,8 +235,13 @@ describe('WorkspaceManager', () => {
 
   it('leaves submodules empty and LFS pointers as pointers, and says so', async () => {
     const sub = makeRepo(space.base, 'sub-origin', { 'lib.txt': 'lib\n' });
-    const pointer = 'version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n';
-    const repo = makeRepo(space.base, 'super', { 'main.txt': 'main\n', '.gitattributes': '*.bin filter=lfs diff=lfs merge=lfs -text\n', 'big.bin': pointer });
+    const pointer =
+      'version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n';
+    const repo = makeRepo(space.base, 'super', {
+      'main.txt': 'main\n',
+      '.gitattributes': '*.bin filter=lfs diff=lfs merge=lfs -text\n',
+      'big.bin': pointer,
+    });
     sh(repo, '-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', sub, 'vendor/sub');
     sh(repo, 'commit', '-qm', 'add submodule');
     const before = fingerprint(repo);
@@ -251,7 +293,9 @@ describe('WorkspaceManager', () => {
       mkdirSync(join(ws.dir, 'hooks'));
       for (const hook of ['post-checkout', 'pre-commit', 'post-index-change', 'reference-transaction']) {
         writeFileSync(join(ws.dir, 'hooks', hook), `#!/bin/sh\ntouch "${markers}/clone-${hook}"\n`, { mode: 0o755 });
-        writeFileSync(join(ws.dir, '.git/hooks', hook), `#!/bin/sh\ntouch "${markers}/clone-git-${hook}"\n`, { mode: 0o755 });
+        writeFileSync(join(ws.dir, '.git/hooks', hook), `#!/bin/sh\ntouch "${markers}/clone-git-${hook}"\n`, {
+          mode: 0o755,
+        });
       }
       write(ws.dir, '.gitattributes', '* filter=evil diff=evil\n*.txt filter=evil diff=evil\n');
       write(ws.dir, 'a.txt', 'changed by the agent\n');

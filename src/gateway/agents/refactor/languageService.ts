@@ -76,8 +76,19 @@ export const COMPILER_OPTIONS: ts.CompilerOptions = {
   lib: ['lib.es2022.full.d.ts'],
 };
 
-const FORMAT: ts.FormatCodeSettings = { ...ts.getDefaultFormatCodeSettings('\n'), indentSize: 2, tabSize: 2, convertTabsToSpaces: true, semicolons: ts.SemicolonPreference.Ignore };
-const PREFERENCES: ts.UserPreferences = { quotePreference: 'auto', importModuleSpecifierPreference: 'relative', providePrefixAndSuffixTextForRename: false, allowRenameOfImportPath: false };
+const FORMAT: ts.FormatCodeSettings = {
+  ...ts.getDefaultFormatCodeSettings('\n'),
+  indentSize: 2,
+  tabSize: 2,
+  convertTabsToSpaces: true,
+  semicolons: ts.SemicolonPreference.Ignore,
+};
+const PREFERENCES: ts.UserPreferences = {
+  quotePreference: 'auto',
+  importModuleSpecifierPreference: 'relative',
+  providePrefixAndSuffixTextForRename: false,
+  allowRenameOfImportPath: false,
+};
 
 /** TypeScript's lib files: beside the bundle (dist/ts-lib) when bundled, else the package's own. */
 function libDir(): string {
@@ -183,22 +194,43 @@ export class ProjectService {
     const groups: { key: Set<string>; items: { item: ts.NavigateToItem; own: boolean }[] }[] = [];
     for (const item of items) {
       const at = `${item.fileName}:${item.textSpan.start}`;
-      const locs = this.service.findRenameLocations(item.fileName, item.textSpan.start, false, false, PREFERENCES) ?? [];
+      const locs =
+        this.service.findRenameLocations(item.fileName, item.textSpan.start, false, false, PREFERENCES) ?? [];
       const defs = this.service.getDefinitionAtPosition(item.fileName, item.textSpan.start) ?? [];
-      const key = new Set([at, ...locs.map((l) => `${l.fileName}:${l.textSpan.start}`), ...defs.map((d) => `${d.fileName}:${d.textSpan.start}`)]);
-      const own = defs.length === 0 || defs.some((d) => d.fileName === item.fileName && d.textSpan.start === item.textSpan.start);
+      const key = new Set([
+        at,
+        ...locs.map((l) => `${l.fileName}:${l.textSpan.start}`),
+        ...defs.map((d) => `${d.fileName}:${d.textSpan.start}`),
+      ]);
+      const own =
+        defs.length === 0 || defs.some((d) => d.fileName === item.fileName && d.textSpan.start === item.textSpan.start);
       const same = groups.filter((g) => [...key].some((k) => g.key.has(k)));
       for (const g of same) groups.splice(groups.indexOf(g), 1);
-      groups.push({ key: new Set([...key, ...same.flatMap((g) => [...g.key])]), items: [{ item, own }, ...same.flatMap((g) => g.items)] });
+      groups.push({
+        key: new Set([...key, ...same.flatMap((g) => [...g.key])]),
+        items: [{ item, own }, ...same.flatMap((g) => g.items)],
+      });
     }
     const out: Candidate[] = [];
     for (const g of groups) {
       const pool = inScope ? g.items.filter((i) => inScope.has(i.item.fileName)) : g.items;
       if (!pool.length) continue;
-      const chosen = [...pool].sort((a, b) => Number(b.own) - Number(a.own) || rank(a.item.kind) - rank(b.item.kind) || a.item.fileName.localeCompare(b.item.fileName) || a.item.textSpan.start - b.item.textSpan.start)[0].item;
+      const chosen = [...pool].sort(
+        (a, b) =>
+          Number(b.own) - Number(a.own) ||
+          rank(a.item.kind) - rank(b.item.kind) ||
+          a.item.fileName.localeCompare(b.item.fileName) ||
+          a.item.textSpan.start - b.item.textSpan.start,
+      )[0].item;
       const sf = this.service.getProgram()?.getSourceFile(chosen.fileName);
       const lc = sf ? sf.getLineAndCharacterOfPosition(chosen.textSpan.start) : { line: 0, character: 0 };
-      out.push({ file: this.rel(chosen.fileName), line: lc.line + 1, column: lc.character + 1, kind: kindWords(chosen), pos: chosen.textSpan.start });
+      out.push({
+        file: this.rel(chosen.fileName),
+        line: lc.line + 1,
+        column: lc.character + 1,
+        kind: kindWords(chosen),
+        pos: chosen.textSpan.start,
+      });
     }
     return out.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line);
   }
@@ -210,7 +242,8 @@ export class ProjectService {
     if (!info.canRename) throw new Error(`it cannot be renamed: ${info.localizedErrorMessage}`);
     const locs = this.service.findRenameLocations(abs, pos, false, false, PREFERENCES) ?? [];
     const outside = locs.filter((l) => !this.isProjectFile(l.fileName));
-    if (outside.length) throw new Error(`it is declared outside the repository (${outside[0].fileName}), so it cannot be renamed here`);
+    if (outside.length)
+      throw new Error(`it is declared outside the repository (${outside[0].fileName}), so it cannot be renamed here`);
     const byFile = new Map<string, ts.TextChange[]>();
     for (const l of locs) {
       const list = byFile.get(l.fileName) ?? [];
@@ -234,7 +267,8 @@ export class ProjectService {
    */
   fixesFor(file: string): FixStep[] {
     const abs = this.abs(file);
-    if (!this.service.getSemanticDiagnostics(abs).length && !this.service.getSuggestionDiagnostics(abs).length) return [];
+    if (!this.service.getSemanticDiagnostics(abs).length && !this.service.getSuggestionDiagnostics(abs).length)
+      return [];
     const out: FixStep[] = [];
     for (const [fixId, description] of FIX_ALL) {
       const changes = this.combined(abs, fixId);
@@ -288,6 +322,11 @@ function rank(kind: string): number {
 }
 
 function kindWords(item: ts.NavigateToItem): string {
-  const kind = item.kind === ts.ScriptElementKind.localFunctionElement ? 'function' : item.kind === ts.ScriptElementKind.localClassElement ? 'class' : item.kind;
+  const kind =
+    item.kind === ts.ScriptElementKind.localFunctionElement
+      ? 'function'
+      : item.kind === ts.ScriptElementKind.localClassElement
+        ? 'class'
+        : item.kind;
   return item.containerName ? `${kind} in ${item.containerName}` : kind;
 }

@@ -9,7 +9,10 @@
 import type { Candidate } from './languageService';
 import { globToRegExp, namedPaths, repoRelative } from '../scope';
 
-export type RefactorOp = { readonly kind: 'rename'; readonly from: string; readonly to: string } | { readonly kind: 'organize-imports' } | { readonly kind: 'fix-all' };
+export type RefactorOp =
+  | { readonly kind: 'rename'; readonly from: string; readonly to: string }
+  | { readonly kind: 'organize-imports' }
+  | { readonly kind: 'fix-all' };
 
 export interface RefactorRequest {
   readonly ops: readonly RefactorOp[];
@@ -34,7 +37,9 @@ const RENAME = new RegExp(
 const ORGANIZE = /\b(organi[sz]e|sort|tidy|clean\s*up)\s+(?:the\s+|all\s+)?imports?\b/i;
 const FIX_ALL = /\bfix[\s-]*all\b|\bapply\s+(?:all\s+)?(?:the\s+)?(?:safe\s+)?(?:code\s+)?fix(?:es)?\b/i;
 const RESERVED = new Set(
-  'break case catch class const continue debugger default delete do else enum export extends false finally for function if import in instanceof new null return super switch this throw true try typeof var void while with yield let static implements interface package private protected public await'.split(' '),
+  'break case catch class const continue debugger default delete do else enum export extends false finally for function if import in instanceof new null return super switch this throw true try typeof var void while with yield let static implements interface package private protected public await'.split(
+    ' ',
+  ),
 );
 
 export function parseRefactorRequest(text: string): RefactorRequest | { readonly error: string } {
@@ -42,7 +47,8 @@ export function parseRefactorRequest(text: string): RefactorRequest | { readonly
   const rename = RENAME.exec(t);
   if (rename?.groups) {
     const { from, to } = rename.groups;
-    if (RESERVED.has(to)) return { error: `"${to}" is a reserved word in JavaScript and cannot be a name; choose another.` };
+    if (RESERVED.has(to))
+      return { error: `"${to}" is a reserved word in JavaScript and cannot be a name; choose another.` };
     if (from === to) return { error: `"${from}" already has that name.` };
     return { ops: [{ kind: 'rename', from, to }], paths: pathsIn(scopeText(t)) };
   }
@@ -52,7 +58,9 @@ export function parseRefactorRequest(text: string): RefactorRequest | { readonly
   if (ORGANIZE.test(t)) ops.push({ kind: 'organize-imports' });
   if (!ops.length) {
     const looksLikeRename = /^\s*rename\b/i.test(t);
-    return { error: `${looksLikeRename ? 'A rename reads "rename <name> to <new name>" with plain identifiers.' : 'This task is not one the refactoring agent understands.'}\n${HELP}` };
+    return {
+      error: `${looksLikeRename ? 'A rename reads "rename <name> to <new name>" with plain identifiers.' : 'This task is not one the refactoring agent understands.'}\n${HELP}`,
+    };
   }
   return { ops, paths: pathsIn(t) };
 }
@@ -89,23 +97,32 @@ export function ambiguityQuestion(name: string, to: string, candidates: readonly
 }
 
 /** Which candidate a reply names: "2", "#2", "the one in src/cart.js", "src/cart.js:4"; or why none. */
-export function pickCandidate(reply: string, candidates: readonly Candidate[]): { readonly index: number } | { readonly why: string } {
+export function pickCandidate(
+  reply: string,
+  candidates: readonly Candidate[],
+): { readonly index: number } | { readonly why: string } {
   const r = reply.trim().replace(/^[`'"]+|[`'".!]+$/g, '');
   if (!r) return { why: 'the reply was empty' };
   const num = /^(?:#|no\.?\s*|number\s+|option\s+|the\s+)?(\d+)(?:st|nd|rd|th)?(?:\s+one)?$/i.exec(r);
   if (num) {
     const n = Number(num[1]);
-    return n >= 1 && n <= candidates.length ? { index: n - 1 } : { why: `there is no number ${n}: choose 1 to ${candidates.length}` };
+    return n >= 1 && n <= candidates.length
+      ? { index: n - 1 }
+      : { why: `there is no number ${n}: choose 1 to ${candidates.length}` };
   }
   for (const m of r.matchAll(/([\w./@*-]+\.[\w]+)(?::(\d+))?/g)) {
     const path = m[1].replace(/^\.\//, '');
     const line = m[2] === undefined ? undefined : Number(m[2]);
-    const inFile = candidates.map((c, i) => ({ c, i })).filter(({ c }) => c.file === path || c.file.endsWith(`/${path}`));
+    const inFile = candidates
+      .map((c, i) => ({ c, i }))
+      .filter(({ c }) => c.file === path || c.file.endsWith(`/${path}`));
     if (!inFile.length) continue;
     if (line !== undefined) {
       const at = inFile.find(({ c }) => c.line === line);
       if (at) return { index: at.i };
-      return { why: `none of them is at line ${line} of ${inFile[0].c.file} (there: line ${inFile.map(({ c }) => c.line).join(', ')})` };
+      return {
+        why: `none of them is at line ${line} of ${inFile[0].c.file} (there: line ${inFile.map(({ c }) => c.line).join(', ')})`,
+      };
     }
     if (inFile.length === 1) return { index: inFile[0].i };
     return { why: `${inFile[0].c.file} has ${inFile.length} of them: reply with the number or file:line` };

@@ -20,8 +20,12 @@ export interface WorkerApi {
 }
 
 type Method = keyof WorkerApi;
-export type WorkerCall = { [M in Method]: { readonly id: number; readonly method: M; readonly args: Parameters<WorkerApi[M]> } }[Method];
-export type WorkerReply = { readonly id: number; readonly ok: true; readonly value: unknown } | { readonly id: number; readonly ok: false; readonly error: string };
+export type WorkerCall = {
+  [M in Method]: { readonly id: number; readonly method: M; readonly args: Parameters<WorkerApi[M]> };
+}[Method];
+export type WorkerReply =
+  | { readonly id: number; readonly ok: true; readonly value: unknown }
+  | { readonly id: number; readonly ok: false; readonly error: string };
 
 function startWorker(): Worker {
   // Bundled: dist/gateway-refactor.js beside dist/gateway.js (scripts/build.mjs).
