@@ -1,4 +1,5 @@
-// Imports go downward only (DESIGN.md "Layers"): a back-edge fails this test with the file and import.
+// Imports go downward only (docs/architecture.md "Layers"): a back-edge fails this test with the file and
+// import, and so does a file outside the known layers (a new top-level folder of src/ has no rules yet).
 import * as assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { builtinModules } from 'node:module';
@@ -43,7 +44,14 @@ export function violations(
   const out: Violation[] = [];
   for (const file of files) {
     const layer = layerOf(file);
-    if (!layer) continue;
+    if (!layer) {
+      out.push({
+        file: relative(root, file),
+        spec: '',
+        why: `not in a layer: put it under src/{${Object.keys(mayImport).join(',')}}/, or add its folder to the layer table here and in docs/architecture.md`,
+      });
+      continue;
+    }
     for (const { fileName: spec } of ts.preProcessFile(read(file), true, true).importedFiles) {
       const rel = relative(root, file);
       if (spec === 'vscode' && layer !== 'extension')
@@ -74,7 +82,7 @@ describe('layering', () => {
     assert.deepEqual(found, [], found.map((v) => `${v.file}: '${v.spec}' — ${v.why}`).join('\n'));
   });
 
-  it('catches back-edges (core→node, node→extension, webview→extension, vscode outside extension)', () => {
+  it('catches back-edges (core→node, node→extension, webview→extension, vscode outside extension) and files outside the layers', () => {
     const fake: Record<string, string> = {
       [join(src, 'core/a.ts')]: "import { x } from '../node/git';\nimport { readFileSync } from 'node:fs';",
       [join(src, 'node/b.ts')]: "import type { y } from '../extension/extension';",
@@ -83,13 +91,17 @@ describe('layering', () => {
       [join(src, 'gateway/d.ts')]: "import * as vscode from 'vscode';",
       [join(src, 'extension/e.ts')]:
         "import { ok } from '../core/protocol/panelProtocol';\nimport { alsoOk } from '../node/git';",
+      [join(src, 'shared/f.ts')]: "import { x } from '../core/batonProfile';",
+      [join(src, 'g.ts')]: '',
     };
     const found = violations(Object.keys(fake), (f) => fake[f]).map((v) => `${v.file}|${v.spec}`);
     assert.deepEqual(found.sort(), [
       'src/core/a.ts|../node/git',
       'src/core/a.ts|node:fs',
+      'src/g.ts|',
       'src/gateway/d.ts|vscode',
       'src/node/b.ts|../extension/extension',
+      'src/shared/f.ts|',
       'src/webview/c.ts|../core/batonProfile',
       'src/webview/c.ts|../extension/panel/delegationPanel',
     ]);

@@ -23,34 +23,57 @@ const ICON: Record<string, [string, string | undefined]> = {
   expired: ['watch', 'errorForeground'],
 };
 
+type Summary = ReturnType<DelegationService['list']>[number];
+
+interface DelegationIndex {
+  readonly byId: ReadonlyMap<string, Summary>;
+  /** Children of each delegation, newest first; the key `undefined` holds the roots. */
+  readonly children: ReadonlyMap<string | undefined, readonly Summary[]>;
+}
+
+function indexDelegations(list: readonly Summary[]): DelegationIndex {
+  const byId = new Map(list.map((d) => [d.requestId, d]));
+  const children = new Map<string | undefined, Summary[]>();
+  for (const d of [...list].sort((a, b) => b.createdAt - a.createdAt)) {
+    // A child whose parent is not (or no longer) listed is shown at the top level.
+    const parent = d.parentRequestId && byId.has(d.parentRequestId) ? d.parentRequestId : undefined;
+    const siblings = children.get(parent);
+    if (siblings) siblings.push(d);
+    else children.set(parent, [d]);
+  }
+  return { byId, children };
+}
+
 /** The Delegations view: every delegation, newest first, children under the delegation that started them. */
 export class DelegationsViewProvider extends Disposable implements vscode.TreeDataProvider<DelegationNode> {
   private readonly _onDidChangeTreeData = this._register(new vscode.EventEmitter<void>());
   readonly onDidChangeTreeData = this._onDidChangeTreeData.event;
 
+  /** The list as of the last change, indexed once: a tree of n items asks for n items and their children. */
+  private index: DelegationIndex | undefined;
+
   constructor(private readonly service: DelegationService) {
     super();
-    this._register(service.onDidChange(() => this._onDidChangeTreeData.fire()));
+    this._register(
+      service.onDidChange(() => {
+        this.index = undefined;
+        this._onDidChangeTreeData.fire();
+      }),
+    );
   }
 
   get count(): number {
-    return this.service.list().length;
+    return this.indexed().byId.size;
   }
 
   getChildren(node?: DelegationNode): DelegationNode[] {
-    const all = this.service.list().sort((a, b) => b.createdAt - a.createdAt);
-    return all
-      .filter((d) =>
-        node
-          ? d.parentRequestId === node.id
-          : !d.parentRequestId || !all.some((p) => p.requestId === d.parentRequestId),
-      )
-      .map((d) => ({ id: d.requestId }));
+    return (this.indexed().children.get(node?.id) ?? []).map((d) => ({ id: d.requestId }));
   }
 
   getTreeItem(node: DelegationNode): vscode.TreeItem {
-    const d = this.service.list().find((x) => x.requestId === node.id);
-    const hasChildren = this.service.list().some((x) => x.parentRequestId === node.id);
+    const { byId, children } = this.indexed();
+    const d = byId.get(node.id);
+    const hasChildren = (children.get(node.id)?.length ?? 0) > 0;
     const item = new vscode.TreeItem(
       d?.title ?? node.id,
       hasChildren ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
@@ -69,5 +92,9 @@ export class DelegationsViewProvider extends Disposable implements vscode.TreeDa
     item.contextValue = `delegation.${running ? 'running' : 'done'}${view?.actions.reviewChanges ? '.patch' : ''}`;
     item.command = { command: 'baton.openDelegation', title: vscode.l10n.t('Open'), arguments: [node.id] };
     return item;
+  }
+
+  private indexed(): DelegationIndex {
+    return (this.index ??= indexDelegations(this.service.list()));
   }
 }
