@@ -1,5 +1,5 @@
 /**
- * Review and apply of a big agent patch (issue 7): a repository of 2,000 files and a patch changing
+ * Review and apply of a big agent patch: a repository of 2,000 files and a patch changing
  * 100,000 lines (25 replaced lines per file: 50,000 removed + 50,000 added). Prints, with both medians
  * measured alternately in the same run:
  *   BENCH review ratio=<prepareReview (parse + classification + check) / bare `git apply --check`>  goal ≤ 1.5

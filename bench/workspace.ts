@@ -3,7 +3,7 @@
  * checkout, the caller's uncommitted and untracked files copied in, tree A recorded) against the
  * cheapest way git itself gives a second working tree (`git worktree add --detach`), on a repository
  * of 20,000 files with some uncommitted and untracked files. Measured alternately in the same run;
- * cleanup is not timed. Goal (issue 3): ratio <= 1.2.
+ * cleanup is not timed. Goal: ratio <= 1.2.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

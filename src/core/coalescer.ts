@@ -1,5 +1,5 @@
 /**
- * Host-side update coalescer for a webview panel (issue 6 "Watch"): however fast events arrive, the
+ * Host-side update coalescer for a webview panel: however fast events arrive, the
  * panel gets at most one post per interval (default ~60/s) carrying the latest snapshot. While the
  * panel is hidden nothing is posted (a hidden webview drops `postMessage`); the latest snapshot is
  * produced and posted when it is shown again.

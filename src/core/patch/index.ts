@@ -1,4 +1,4 @@
-/** The patch model, its parser, the risk classifier and sub-patch building (issue 7). */
+/** The patch model, its parser, the risk classifier and sub-patch building. */
 export { PatchParseError, displayPath } from './patchModel';
 export type { ByteRange, ParsedPatch, PatchFile, PatchFileStatus, PatchHunk, PatchSelection } from './patchModel';
 export { PatchStreamParser, gitQuotePath, parsePatchBytes, parsePatchText } from './patchParser';

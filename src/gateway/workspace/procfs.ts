@@ -1,6 +1,6 @@
 /**
  * What Linux's /proc says about a process: whether a pid still names the process we started (its
- * start time) and where it runs (its cwd). Used so that a reused pid is never killed (issue 3).
+ * start time) and where it runs (its cwd). Used so that a reused pid is never killed (docs/architecture.md "Headless workspace").
  */
 import { readFileSync, readlinkSync } from 'node:fs';
 import { sep } from 'node:path';

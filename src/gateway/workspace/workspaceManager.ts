@@ -1,5 +1,5 @@
 /**
- * Throwaway workspaces for local agents (issue 3, DESIGN "Headless workspace").
+ * Throwaway workspaces for local agents (docs/architecture.md "Headless workspace").
  *
  * Layout under the root (default ~/.baton/ws; never the shared temp dir, because CLIs read
  * instruction files from parent folders):

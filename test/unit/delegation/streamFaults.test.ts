@@ -1,4 +1,4 @@
-// Issue 6 "Bad input": a loopback proxy cuts the stream before the first event, mid-event,
+// Bad input from the network: a loopback proxy cuts the stream before the first event, mid-event,
 // mid-artifact and at the final event, 25 times each. Every delegation must end completed, with the
 // full artifact (from GetTask) and — against an agent with the replay profile — every event in the
 // journal exactly once; and no cut may create a second task.
