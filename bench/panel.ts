@@ -13,6 +13,7 @@ import { UpdateCoalescer } from '../src/core/coalescer';
 import { DelegationJournal } from '../src/core/delegation';
 import { buildDelegationMessage } from '../src/core/delegation/context';
 import { READ_ONLY } from '../src/core/delegation/guards';
+import { delegationPanelView } from '../src/core/delegation/panelView';
 import type { DelegationView } from '../src/core/protocol/delegationView';
 
 const EVENTS_PER_S = 10_000;
@@ -100,7 +101,7 @@ export async function run(): Promise<void> {
   journal.apply({ kind: 'task', at: Date.now(), taskId: 't', contextId: 'c' });
   const webview = new HeadlessWebview();
   const coalescer = new UpdateCoalescer<DelegationView>({
-    produce: () => journal.view(Date.now()),
+    produce: () => delegationPanelView(journal.view(Date.now())),
     post: (view) => webview.postMessage({ type: 'delegation', view }),
     clock: {
       now: () => performance.now(),

@@ -11,22 +11,18 @@ import type { Artifact, Message, Part, StreamResponse, Task } from '@a2a-js/sdk'
 import { TaskState } from '@a2a-js/sdk';
 import { META, PATCH_ARTIFACT } from './batonProfile';
 import { canonicalize } from './jcs';
-import type {
-  ArtifactView,
-  CapabilitySet,
-  DelegationOutcome,
-  DelegationState,
-  DelegationView,
-  TimelineEntry,
-} from './protocol/delegationView';
+import type { DelegationRecord, JournalTimelineEntry, RecordedArtifact, ResultCheckRecord } from './delegation/record';
+import type { CapabilitySet, DelegationOutcome, DelegationState } from './protocol/delegationView';
+import { timelineEntryText, type TimelineCode, type TimelineParam } from './protocol/timelineText';
 
 export type {
-  CapabilitySet,
-  DelegationOutcome,
-  DelegationState,
-  DelegationView,
-  TimelineEntry,
-} from './protocol/delegationView';
+  DelegationRecord,
+  ExecutorInfo,
+  JournalTimelineEntry,
+  RecordedArtifact,
+  ResultCheckRecord,
+} from './delegation/record';
+export type { CapabilitySet, DelegationOutcome, DelegationState, SignatureCheck } from './protocol/delegationView';
 
 export const DELEGATION_OUTCOMES: readonly DelegationOutcome[] = [
   'completed',
@@ -98,6 +94,15 @@ export interface DelegationRequest {
   readonly chain: readonly string[];
 }
 
+/**
+ * Baton's words in a journal entry: a code with its params, rendered in the reader's language where it
+ * is shown (src/core/protocol/timelineText.ts), or a stored text (entries older versions wrote, and
+ * text that is not Baton's own).
+ */
+export type EntryWords =
+  | { readonly code: TimelineCode; readonly params?: readonly TimelineParam[] }
+  | { readonly code?: undefined; readonly text: string };
+
 /** One line of a delegation's journal. `at` is epoch ms. SDK objects are in their in-memory (ts-proto) shape. */
 export type JournalEntry =
   | { readonly kind: 'request'; readonly at: number; readonly request: DelegationRequest }
@@ -127,7 +132,11 @@ export type JournalEntry =
     }
   | { readonly kind: 'reply'; readonly at: number; readonly message: Message }
   | { readonly kind: 'cancel'; readonly at: number; readonly by: 'user' | 'deadline' }
-  | { readonly kind: 'cancelResult'; readonly at: number; readonly confirmed: boolean; readonly detail: string }
+  /** The cancel's answer; `detail` is how older versions wrote it (now `code`/`params`). */
+  | ({ readonly kind: 'cancelResult'; readonly at: number; readonly confirmed: boolean } & (
+      | { readonly code: TimelineCode; readonly params?: readonly TimelineParam[] }
+      | { readonly code?: undefined; readonly detail: string }
+    ))
   | {
       readonly kind: 'connection';
       readonly at: number;
@@ -135,12 +144,9 @@ export type JournalEntry =
       readonly attempt?: number;
       readonly error?: string;
     }
-  | {
-      readonly kind: 'notice';
-      readonly at: number;
-      readonly level: 'info' | 'warning' | 'error';
-      readonly text: string;
-    }
+  | ({ readonly kind: 'notice'; readonly at: number; readonly level: 'info' | 'warning' | 'error' } & EntryWords)
+  /** What the result check found (signature, executor, the patch it approved), when it is done. */
+  | ({ readonly kind: 'resultCheck'; readonly at: number } & ResultCheckRecord)
   /** The outcome `decideOutcome` reached, recorded when it changes. */
   | {
       readonly kind: 'outcome';
@@ -484,7 +490,8 @@ export class DelegationJournal {
   private _maxSeq = 0;
   private _localSeq = 0;
   private _eventCount = 0;
-  private _timeline: TimelineEntry[] = [];
+  private _timeline: JournalTimelineEntry[] = [];
+  private _resultCheck?: ResultCheckRecord;
   /**
    * A GetTask snapshot taken while events before it were still missing (after a reconnect, before the
    * replay): its state change is shown when the replayed event with that seq arrives, so the timeline
@@ -611,7 +618,7 @@ export class DelegationJournal {
         return true;
       case 'sendFailed':
         this._sendFailed = { delivered: e.delivered, error: e.error };
-        this.note(e.at, 'error', `Sending failed: ${e.error}`);
+        this.note(e.at, 'error', { code: 'send.failed', params: [e.error] });
         return true;
       case 'task':
         this.bindTask(e.taskId, e.contextId);
@@ -630,22 +637,25 @@ export class DelegationJournal {
         return true;
       case 'cancel':
         this._cancelBy ??= e.by;
-        this.note(
-          e.at,
-          'info',
-          e.by === 'deadline' ? 'The deadline passed; canceling the task at the agent.' : 'Cancel requested.',
-        );
+        this.note(e.at, 'info', { code: e.by === 'deadline' ? 'cancel.deadline' : 'cancel.user' });
         return true;
       case 'cancelResult':
         this._cancelAnswered = true;
         this._cancelConfirmed = this._cancelConfirmed || e.confirmed;
-        this.note(e.at, e.confirmed ? 'info' : 'warning', e.detail);
+        this.note(e.at, e.confirmed ? 'info' : 'warning', e.code ? e : { text: e.detail });
         return true;
       case 'connection':
         this.applyConnection(e);
         return true;
       case 'notice':
-        this.note(e.at, e.level, e.text);
+        this.note(e.at, e.level, e);
+        return true;
+      case 'resultCheck':
+        this._resultCheck = {
+          signature: e.signature,
+          ...(e.executor ? { executor: e.executor } : {}),
+          ...(e.patch ? { patch: e.patch } : {}),
+        };
         return true;
       case 'outcome':
         this._recorded = { outcome: e.outcome, reason: e.reason, cancelConfirmed: e.cancelConfirmed };
@@ -659,7 +669,11 @@ export class DelegationJournal {
     switch (e.status) {
       case 'lost':
         this._reconnecting = true;
-        this.note(e.at, 'warning', `Connection to the agent lost${e.error ? ` (${e.error})` : ''}; reconnecting.`);
+        this.note(
+          e.at,
+          'warning',
+          e.error ? { code: 'connection.lostBecause', params: [e.error] } : { code: 'connection.lost' },
+        );
         break;
       case 'retrying':
         this._reconnecting = true;
@@ -667,7 +681,7 @@ export class DelegationJournal {
       case 'restored':
         this._reconnecting = false;
         this._contactLost = undefined;
-        this.note(e.at, 'info', 'Reconnected to the agent.');
+        this.note(e.at, 'info', { code: 'connection.restored' });
         break;
       case 'gaveUp':
         this._reconnecting = false;
@@ -675,7 +689,9 @@ export class DelegationJournal {
         this.note(
           e.at,
           'error',
-          `Gave up reconnecting after ${e.attempt ?? 0} attempts${e.error ? ` (${e.error})` : ''}.`,
+          e.error
+            ? { code: 'connection.gaveUpBecause', params: [e.attempt ?? 0, e.error] }
+            : { code: 'connection.gaveUp', params: [e.attempt ?? 0] },
         );
         break;
       case 'checking':
@@ -683,7 +699,7 @@ export class DelegationJournal {
         this._contactLost = undefined;
         this._sendFailed = undefined;
         this._reconnecting = true;
-        this.note(e.at, 'info', 'Checking the task again.');
+        this.note(e.at, 'info', { code: 'connection.checking' });
         break;
     }
   }
@@ -796,7 +812,7 @@ export class DelegationJournal {
   private updateArtifactEntry(acc: ArtifactAccumulator, at: number): void {
     const i = acc.timelineIndex - this._timelineBase;
     const first = i >= 0 && i < this._timeline.length ? this._timeline[i].at : iso(at);
-    const entry: TimelineEntry = {
+    const entry: JournalTimelineEntry = {
       kind: 'artifact',
       at: first,
       artifactId: acc.artifactId,
@@ -857,12 +873,25 @@ export class DelegationJournal {
     return [...this._conflicts.values()];
   }
 
-  private note(at: number, level: 'info' | 'warning' | 'error', text: string): void {
-    this.push({ kind: 'notice', at: iso(at), level, text });
+  /** A notice in the timeline: its code and params, with the English line for readers without a translation. */
+  private note(at: number, level: 'info' | 'warning' | 'error', words: EntryWords): void {
+    if (words.code === undefined) {
+      this.push({ kind: 'notice', at: iso(at), level, text: words.text });
+      return;
+    }
+    const params = words.params ?? [];
+    this.push({
+      kind: 'notice',
+      at: iso(at),
+      level,
+      code: words.code,
+      params,
+      text: timelineEntryText({ code: words.code, params, text: '' }),
+    });
   }
 
   /** Appends to the timeline and returns the entry's absolute index. */
-  private push(entry: TimelineEntry): number {
+  private push(entry: JournalTimelineEntry): number {
     this._timeline.push(entry);
     if (this._timeline.length > this._timelineLimit * 2) {
       const drop = this._timeline.length - this._timelineLimit;
@@ -912,12 +941,17 @@ export class DelegationJournal {
     return 'starting';
   }
 
-  view(now: number): DelegationView {
+  /** What the result check recorded last, if it ran. */
+  get resultCheck(): ResultCheckRecord | undefined {
+    return this._resultCheck;
+  }
+
+  view(now: number): DelegationRecord {
     const r = this.request;
     const decided = this.decide() ?? this._recorded;
     const state = this.state();
     const ended = this._endedAt;
-    const artifacts: ArtifactView[] = [...this._artifacts.values()].map((a) => {
+    const artifacts: RecordedArtifact[] = [...this._artifacts.values()].map((a) => {
       return {
         artifactId: a.artifactId,
         name: a.name,
@@ -953,6 +987,7 @@ export class DelegationJournal {
       timelineOmitted: this._timelineBase + this._timeline.length - timeline.length,
       artifacts,
       ...(interrupted && this._stateText ? { prompt: this._stateText } : {}),
+      ...(this._resultCheck ? { resultCheck: this._resultCheck } : {}),
       actions: {
         cancel: !settled && state !== 'unknown' && state !== 'canceling',
         reply: state === 'input-required',

@@ -134,9 +134,7 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
   );
 
   function delegationView(id: string) {
-    const v = service.panelView(id);
-    const review = reviews.get(id);
-    return v && review ? { ...v, review: review.view() } : v;
+    return service.panelView(id, reviews.get(id)?.view());
   }
 
   async function openReview(id: string): Promise<ReviewSession> {

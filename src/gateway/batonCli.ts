@@ -27,8 +27,7 @@ import type { VerifiedKey } from '../core/agentRegistry';
 import { META } from '../core/batonProfile';
 import { normalizeAgentCard, readAgentIndex } from '../core/agentCard';
 import { DelegationJournal } from '../core/delegation';
-import type { DelegationRequest } from '../core/delegation';
-import type { DelegationOutcome, DelegationView, TimelineEntry } from '../core/protocol/delegationView';
+import type { DelegationOutcome, DelegationRecord, DelegationRequest, JournalTimelineEntry } from '../core/delegation';
 import { sameOrigin, tryNormalizeOrigin } from '../core/origin';
 import { terminalBlock, terminalJson, terminalLine } from '../core/terminalText';
 import { connectAgent, normalizeCard, scopedGetToken } from '../node/a2a/clientFactory';
@@ -184,7 +183,7 @@ const t = terminalLine;
 const block = (s: string): string => terminalBlock(s);
 
 /** How one timeline entry is shown; every string in it may come from the agent. */
-function timelineLine(e: TimelineEntry): string {
+function timelineLine(e: JournalTimelineEntry): string {
   switch (e.kind) {
     case 'artifact':
       return `  artifact ${t(e.name)} (${e.size} bytes${e.complete ? '' : ', more coming'})`;
@@ -205,7 +204,7 @@ function follow(
   requestId: string,
   out: NodeJS.WritableStream,
   json: boolean,
-): Promise<DelegationView> {
+): Promise<DelegationRecord> {
   let printed = 0;
   return new Promise((resolveView) => {
     const show = (): void => {
@@ -317,7 +316,7 @@ function signatureLine(check: ResultCheck, env: NodeJS.ProcessEnv): string {
 
 async function finish(
   manager: DelegationManager,
-  view: DelegationView,
+  view: DelegationRecord,
   out: NodeJS.WritableStream,
   json: boolean,
   patchOut: string | undefined,

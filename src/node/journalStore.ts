@@ -78,6 +78,7 @@ export function decodeEntry(raw: unknown): JournalEntry {
     case 'connection':
     case 'notice':
     case 'outcome':
+    case 'resultCheck':
       return o as unknown as JournalEntry;
     default:
       throw new Error(`unknown entry kind ${JSON.stringify(o.kind).slice(0, 40)}`);

@@ -2,6 +2,7 @@ import { html, nothing, type TemplateResult } from 'lit';
 import { unsafeHTML } from 'lit/directives/unsafe-html.js';
 import { PANEL_LIMITS } from '../core/protocol/panelLimits';
 import type { DelegationState, DelegationView, TimelineEntry } from '../core/protocol/panelProtocol';
+import { timelineEntryText } from '../core/protocol/timelineText';
 import { renderAgentText } from './markdown';
 import { reviewTemplate, type ReviewActions } from './reviewView';
 
@@ -151,10 +152,11 @@ function timeOf(at: unknown): string {
 /** One timeline entry. Whatever goes wrong with it stays in its own row: the rest of the panel renders. */
 function entry(e: TimelineEntry, a: DelegationActions): TemplateResult {
   try {
+    const line = timelineEntryText(e);
     return html`<li class="entry ${e.kind}" data-seq=${e.seq}>
       <vscode-icon name=${ENTRY_ICON[e.kind] ?? 'info'}></vscode-icon>
       <time datetime=${e.at} title=${e.at}>${timeOf(e.at)}</time>
-      <div class="body">${agentText(e.text, e.markdown === true, e.fullChars, '', () => a.showFullText(e.seq))}</div>
+      <div class="body">${agentText(line, e.markdown === true, e.fullChars, '', () => a.showFullText(e.seq))}</div>
     </li>`;
   } catch (err) {
     return html`<li class="entry error">

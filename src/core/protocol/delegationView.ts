@@ -1,11 +1,13 @@
 /**
  * The delegation panel's view model: what the host posts to the panel for one delegation. Plain JSON
  * (no SDK objects, no functions) so it crosses `postMessage` unchanged and the webview may import it
- * (the webview may import only src/core/protocol). Produced by `DelegationJournal.view()` in
- * src/core/delegation.ts.
+ * (the webview may import only src/core/protocol). Produced by `delegationPanelView` in
+ * src/core/delegation/panelView.ts from the journal's record and what else the panel shows.
  */
+import type { ReviewView } from './panelProtocol';
+import type { TimelineCode, TimelineParam } from './timelineText';
 
-/** How a delegation ended (or paused). DESIGN.md "One task model". */
+/** How a delegation ended (or paused). */
 export type DelegationOutcome =
   'completed' | 'failed' | 'canceled' | 'rejected' | 'input-required' | 'auth-required' | 'unknown' | 'expired';
 
@@ -24,77 +26,81 @@ export interface CapabilitySet {
   readonly network: boolean;
 }
 
-export type TimelineEntry =
-  /** The task's state changed; `text` is the agent's status message, if any (markdown). */
-  | { readonly kind: 'status'; readonly at: string; readonly state: string; readonly text?: string }
-  /** A progress message while the task is working (a status update with a message and no state change). */
-  | { readonly kind: 'step'; readonly at: string; readonly text: string }
-  /** One artifact; updated in place as appended chunks arrive. */
-  | {
-      readonly kind: 'artifact';
-      readonly at: string;
-      readonly artifactId: string;
-      readonly name: string;
-      readonly size: number;
-      readonly chunks: number;
-      readonly complete: boolean;
-    }
-  /** A message: the agent's answer (when it replies with a Message) or the user's reply. */
-  | { readonly kind: 'message'; readonly at: string; readonly role: 'agent' | 'user'; readonly text: string }
-  /** Something Baton did or saw: reconnecting, cancel sent, deadline passed, an event refused. */
-  | {
-      readonly kind: 'notice';
-      readonly at: string;
-      readonly level: 'info' | 'warning' | 'error';
-      readonly text: string;
-    };
+/** What Baton checked about a finished delegation's signed result. */
+export interface SignatureCheck {
+  readonly status: 'verified' | 'invalid' | 'unsigned';
+  readonly detail: string;
+}
+
+/** The returned patch in numbers. */
+export interface PatchStats {
+  readonly files: number;
+  readonly additions: number;
+  readonly deletions: number;
+}
+
+export interface TimelineEntry {
+  /** The event's per-task sequence number (or a host-assigned one for local notes). */
+  readonly seq: number;
+  /** ISO time. */
+  readonly at: string;
+  readonly kind: 'status' | 'message' | 'step' | 'artifact' | 'error' | 'note';
+  /**
+   * Baton's words for the entry, rendered where it is shown (`timelineEntryText` in timelineText.ts);
+   * absent when the whole line is `text`.
+   */
+  readonly code?: TimelineCode;
+  readonly params?: readonly TimelineParam[];
+  /**
+   * The agent's text (plain, or markdown when `markdown`, rendered sanitised by the panel); without a
+   * `code`, the whole line.
+   */
+  readonly text: string;
+  readonly markdown?: boolean;
+  readonly state?: DelegationState;
+  /** The text's length before it was shortened for the panel (see panelLimits.ts); absent when it was not. */
+  readonly fullChars?: number;
+}
 
 export interface ArtifactView {
-  readonly artifactId: string;
   readonly name: string;
-  readonly mediaType: string;
-  readonly filename: string;
-  /** Characters of text content (or bytes of raw content). */
-  readonly size: number;
-  /** True once the content comes from `GetTask` after the task settled (never only from streamed chunks). */
-  readonly final: boolean;
-  /** The start of the text content, for display; the full content is in the host. */
-  readonly preview: string;
+  readonly mediaType?: string;
+  readonly bytes: number;
+  readonly digest?: string;
   readonly isPatch: boolean;
 }
 
 export interface DelegationView {
-  readonly requestId: string;
+  readonly id: string;
+  /** First line of the task as the user wrote it. */
   readonly title: string;
-  readonly who: string;
-  readonly agent: { readonly id: string; readonly name: string; readonly endpoint: string };
-  readonly parentRequestId?: string;
+  readonly agent: { readonly name: string; readonly endpoint: string };
   readonly state: DelegationState;
-  readonly outcome?: DelegationOutcome;
-  /** Why it ended like this, in words the user can act on (the agent's reason for failed/rejected). */
-  readonly outcomeReason?: string;
-  /** For canceled/expired: whether the agent confirmed the cancel. */
-  readonly cancelConfirmed?: boolean;
-  readonly taskId?: string;
-  readonly contextId?: string;
-  /** ISO times. */
-  readonly createdAt: string;
+  readonly terminal: boolean;
+  readonly startedAt: string;
   readonly endedAt?: string;
   readonly deadline?: string;
-  readonly elapsedMs: number;
-  /** Negative once the deadline has passed. */
-  readonly deadlineRemainingMs?: number;
-  readonly capabilities: { readonly requested: CapabilitySet; readonly effective: CapabilitySet };
+  readonly capabilities: CapabilitySet;
+  /** Who executed it and how, as the agent reported it. */
+  readonly executor?: string;
+  /** `builtin` (runs in the gateway, no repository code), `headless` (a coding CLI), `remote`. */
+  readonly executorKind?: string;
+  /** How it runs, in the gateway's words: why it is unconfined, or what its sandbox allows. */
+  readonly executorDetail?: string;
+  readonly confined?: boolean;
+  /** Why it ended the way it did (the agent's reason, or what Baton saw). */
+  readonly reason?: string;
+  /** The question the agent asked when `input-required`. */
+  readonly question?: string;
+  /** The question's length before it was shortened for the panel; absent when it was not. */
+  readonly questionChars?: number;
   readonly timeline: readonly TimelineEntry[];
-  /** Older timeline entries not included (the journal has them all). */
-  readonly timelineOmitted: number;
+  /** Earlier timeline entries not in `timeline` (the journal has them). */
+  readonly timelineOmitted?: number;
   readonly artifacts: readonly ArtifactView[];
-  /** When the agent asked for input or auth: its question. */
-  readonly prompt?: string;
-  readonly actions: {
-    readonly cancel: boolean;
-    readonly reply: boolean;
-    readonly checkAgain: boolean;
-    readonly reviewChanges: boolean;
-  };
+  readonly patch?: PatchStats;
+  readonly signature?: SignatureCheck;
+  readonly cancelConfirmed?: boolean;
+  /** The review of the returned changes.patch, once the user opened it. */
+  readonly review?: ReviewView;
 }

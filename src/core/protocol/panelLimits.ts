@@ -4,7 +4,8 @@
  * rendered many times a second. The host trims every snapshot to these bounds before posting it, and
  * the panel applies them again to whatever it receives, so neither side depends on the other.
  */
-import type { DelegationView, TimelineEntry } from './panelProtocol';
+import type { DelegationView, TimelineEntry } from './delegationView';
+import type { TimelineParam } from './timelineText';
 
 export const PANEL_LIMITS = {
   /** Timeline entries in one snapshot: the latest ones; the count of earlier ones is shown instead. */
@@ -15,6 +16,8 @@ export const PANEL_LIMITS = {
   snapshotChars: 2_000_000,
   /** Characters of a title or another one-line field. */
   lineChars: 500,
+  /** Characters of one value in Baton's own words for an entry (an error message the agent sent, a name). */
+  paramChars: 2_000,
   /**
    * Characters of one entry the panel renders as markdown; the rest of it is not shown. The parser's
    * emphasis matching is superlinear on hostile text (`_a_b_a_b…`): 10,000 characters cost at most a
@@ -60,6 +63,11 @@ function bounded(text: unknown, max: number): string {
   return typeof text === 'string' ? shorten(text, max).text : '';
 }
 
+/** A timeline param (an error message, a count), bounded; anything but a string or number becomes ''. */
+function boundedParam(p: unknown): TimelineParam {
+  return typeof p === 'number' ? p : bounded(p, PANEL_LIMITS.paramChars);
+}
+
 /**
  * A delegation view within `PANEL_LIMITS`: the latest timeline entries that fit the character budget
  * (`timelineOmitted` counts the rest), each entry's text shortened with its full length kept in
@@ -81,7 +89,8 @@ export function boundDelegationView(d: DelegationView): DelegationView {
     const cut = shorten(text, Math.min(PANEL_LIMITS.entryChars, budget));
     budget -= cut.text.length;
     const fullChars = Math.max(cut.total, e.fullChars ?? 0);
-    timeline.push({ ...e, text: cut.text, ...(fullChars > cut.text.length ? { fullChars } : {}) });
+    const params = Array.isArray(e.params) ? { params: e.params.map(boundedParam) } : {};
+    timeline.push({ ...e, ...params, text: cut.text, ...(fullChars > cut.text.length ? { fullChars } : {}) });
   }
   timeline.reverse();
   const question = typeof d.question === 'string' ? shorten(d.question, PANEL_LIMITS.entryChars) : undefined;

@@ -4,6 +4,9 @@
  * input (a compromised or buggy panel can post anything), so the host only acts on what
  * `parseWebviewMessage` returns.
  */
+import type { DelegationState, DelegationView } from './delegationView';
+
+export type { DelegationState, DelegationView, TimelineEntry } from './delegationView';
 
 /** Bumped when the shape of `PanelUiState` changes; older saved state is migrated or dropped. */
 export const PANEL_STATE_VERSION = 1;
@@ -125,78 +128,6 @@ export interface ReviewView {
 /** The longest reply the panel may send (the host refuses longer ones). */
 export const MAX_REPLY_LENGTH = 100_000;
 
-export type DelegationState =
-  | 'queued'
-  | 'starting'
-  | 'reconnecting'
-  | 'canceling'
-  | 'submitted'
-  | 'working'
-  | 'input-required'
-  | 'auth-required'
-  | 'completed'
-  | 'failed'
-  | 'canceled'
-  | 'rejected'
-  | 'unknown'
-  | 'expired';
-
-export interface TimelineEntry {
-  /** The event's per-task sequence number (or a host-assigned one for local notes). */
-  readonly seq: number;
-  /** ISO time. */
-  readonly at: string;
-  readonly kind: 'status' | 'message' | 'step' | 'artifact' | 'error' | 'note';
-  /** Plain text, or markdown from the agent when `markdown` (rendered sanitised by the panel). */
-  readonly text: string;
-  readonly markdown?: boolean;
-  readonly state?: DelegationState;
-  /** The text's length before it was shortened for the panel (see panelLimits.ts); absent when it was not. */
-  readonly fullChars?: number;
-}
-
-export interface ArtifactView {
-  readonly name: string;
-  readonly mediaType?: string;
-  readonly bytes: number;
-  readonly digest?: string;
-  readonly isPatch: boolean;
-}
-
-export interface DelegationView {
-  readonly id: string;
-  /** First line of the task as the user wrote it. */
-  readonly title: string;
-  readonly agent: { readonly name: string; readonly endpoint: string };
-  readonly state: DelegationState;
-  readonly terminal: boolean;
-  readonly startedAt: string;
-  readonly endedAt?: string;
-  readonly deadline?: string;
-  readonly capabilities: { readonly write: boolean; readonly shell: boolean; readonly network: boolean };
-  /** Who executed it and how, as the agent reported it. */
-  readonly executor?: string;
-  /** `builtin` (runs in the gateway, no repository code), `headless` (a coding CLI), `remote`. */
-  readonly executorKind?: string;
-  /** How it runs, in the gateway's words: why it is unconfined, or what its sandbox allows. */
-  readonly executorDetail?: string;
-  readonly confined?: boolean;
-  /** Why it ended the way it did (the agent's reason, or what Baton saw). */
-  readonly reason?: string;
-  /** The question the agent asked when `input-required`. */
-  readonly question?: string;
-  /** The question's length before it was shortened for the panel; absent when it was not. */
-  readonly questionChars?: number;
-  readonly timeline: readonly TimelineEntry[];
-  /** Earlier timeline entries not in `timeline` (the journal has them). */
-  readonly timelineOmitted?: number;
-  readonly artifacts: readonly ArtifactView[];
-  readonly patch?: { readonly files: number; readonly additions: number; readonly deletions: number };
-  readonly signature?: { readonly status: 'verified' | 'invalid' | 'unsigned'; readonly detail: string };
-  readonly cancelConfirmed?: boolean;
-  /** The review of the returned changes.patch, once the user opened it. */
-  readonly review?: ReviewView;
-}
 export type PanelRequestMethod = keyof PanelRequests;
 
 export type WebviewToHostMessage =

@@ -1,24 +1,33 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import { userInfo } from 'node:os';
-import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { callableEndpoint, pinnedKeysFor, type AgentEntry } from '../../core/agentRegistry';
 import { META } from '../../core/batonProfile';
-import { DelegationJournal, isFinalOutcome, type DelegationRequest, type OutcomeDecision } from '../../core/delegation';
+import {
+  DelegationJournal,
+  type DelegationRecord,
+  type DelegationRequest,
+  type ExecutorInfo,
+  type JournalEntry,
+  type OutcomeDecision,
+} from '../../core/delegation';
 import { buildDelegationMessage } from '../../core/delegation/context';
-import { parsePatchText } from '../../core/patch';
-import { boundDelegationView, PANEL_LIMITS } from '../../core/protocol/panelLimits';
-import type {
-  DelegationState as PanelState,
-  DelegationView as PanelView,
-  TimelineEntry as PanelEntry,
-} from '../../core/protocol/panelProtocol';
-import type { DelegationView as JournalView } from '../../core/protocol/delegationView';
+import { delegationPanelView, panelTimelineEntry } from '../../core/delegation/panelView';
+import type { DelegationView, PatchStats } from '../../core/protocol/delegationView';
+import type { ReviewView } from '../../core/protocol/panelProtocol';
+import { timelineEntryText } from '../../core/protocol/timelineText';
 import { connectAgent, normalizeCard, scopedGetToken } from '../../node/a2a/clientFactory';
 import { DelegationManager } from '../../node/a2a/delegationManager';
+import { ApprovedPatchError, ApprovedPatches, type ApprovedPatch } from '../../node/approvedPatches';
+import {
+  adoptLegacyResultCheck,
+  readSidecar,
+  writeSidecar,
+  type DelegationSidecar,
+} from '../../node/delegationSidecar';
 import { auditRecordFor, JournalStore, type ReviewAuditInfo } from '../../node/journalStore';
-import { captureWorkingState, repositoryTopLevel, type WorkingState } from '../../node/patchDrift';
+import { captureWorkingState, repositoryTopLevel } from '../../node/patchDrift';
 import { checkResult, finalTaskOf, resultKeys, signedResultsOf } from '../../node/resultCheck';
 import type { AgentService } from '../agents/agentService';
 import type { GatewaySupervisor } from '../gateway/gatewaySupervisor';
@@ -30,30 +39,16 @@ import type { StartChoice } from './startFlow';
 /** The shortest time between two automatic checks of one delegation waiting for authorization. */
 const AUTH_RECHECK_MIN_MS = 15_000;
 
-/** What Baton checked about a finished delegation's signed result. */
-export interface SignatureCheck {
-  readonly status: 'verified' | 'invalid' | 'unsigned';
-  readonly detail: string;
-}
-
-/**
- * Per-delegation facts the journal does not hold: the drift base, where the repository is, and the
- * result check with the patch it approved for review (its bytes in `<id>.review.patch`, their digest here).
- */
-interface Sidecar {
-  readonly folder: string;
-  readonly base?: WorkingState;
-  signature?: SignatureCheck;
-  patch?: { readonly artifactId: string; readonly sha256: string };
-  executor?: string;
-  executorKind?: string;
-  /** How the agent runs, as the gateway said it (why unconfined, what the sandbox allows). */
-  executorDetail?: string;
-  confined?: boolean;
-}
-
-function sha256(bytes: Uint8Array): string {
-  return `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+/** Who ran it, as the result check found it: what the agent signed next to a verified result, else the task's metadata. */
+function executorOf(executor: unknown): ExecutorInfo | undefined {
+  if (!executor || typeof executor !== 'object') return undefined;
+  const x = executor as { id?: unknown; kind?: unknown; confined?: unknown; detail?: unknown };
+  return {
+    label: `${String(x.id ?? '?')} (${String(x.kind ?? 'agent')})`,
+    ...(typeof x.kind === 'string' ? { kind: x.kind } : {}),
+    ...(typeof x.detail === 'string' ? { detail: x.detail.slice(0, 500) } : {}),
+    ...(typeof x.confined === 'boolean' ? { confined: x.confined } : {}),
+  };
 }
 
 /**
@@ -64,15 +59,11 @@ function sha256(bytes: Uint8Array): string {
 export class DelegationService extends Disposable {
   private manager: DelegationManager | undefined;
   private readonly store: JournalStore;
-  private readonly sidecars = new Map<string, Sidecar>();
+  private readonly sidecars = new Map<string, DelegationSidecar>();
   /** The result check running or done per delegation: a review waits for it. */
   private readonly checks = new Map<string, Promise<void>>();
-  /** The patch bytes the check approved, by delegation (also on disk, for after a reload). */
-  /** The approved patch bytes per delegation, with the digest they were checked against and their statistics (computed once). */
-  private readonly reviewBytes = new Map<
-    string,
-    { readonly sha256: string; readonly bytes: Buffer; stats?: PanelView['patch'] }
-  >();
+  /** The patch bytes each check approved, with their statistics (computed once per patch). */
+  private readonly patches: ApprovedPatches;
   private readonly _onDidChange = this._register(new vscode.EventEmitter<string>());
   readonly onDidChange = this._onDidChange.event;
   private readonly _onDidSettle = this._register(new vscode.EventEmitter<{ id: string; decision: OutcomeDecision }>());
@@ -89,6 +80,7 @@ export class DelegationService extends Disposable {
     super();
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.store = new JournalStore(dir);
+    this.patches = new ApprovedPatches(dir);
   }
 
   /** Reloads every journal and re-attaches the delegations still in flight. */
@@ -102,7 +94,11 @@ export class DelegationService extends Disposable {
     const unsubscribe = this.manager.onDidChange((id) => this._onDidChange.fire(id));
     this._register({ dispose: () => unsubscribe() });
     this._register({ dispose: () => this.manager?.dispose() });
-    for (const s of this.manager.list()) this.loadSidecar(s.requestId);
+    for (const s of this.manager.list()) {
+      this.loadSidecar(s.requestId);
+      const journal = this.manager.get(s.requestId);
+      if (journal) adoptLegacyResultCheck(this.dir, journal, Date.now());
+    }
     this._onDidChange.fire('*');
   }
 
@@ -111,33 +107,14 @@ export class DelegationService extends Disposable {
     return this.manager;
   }
 
-  private sidecarFile(id: string): string {
-    return join(this.dir, `${id}.baton.json`);
-  }
-
-  private reviewPatchFile(id: string): string {
-    return join(this.dir, `${id}.review.patch`);
-  }
-
-  private loadSidecar(id: string): Sidecar | undefined {
+  private loadSidecar(id: string): DelegationSidecar | undefined {
     if (this.sidecars.has(id)) return this.sidecars.get(id);
-    const f = this.sidecarFile(id);
-    if (!existsSync(f)) return undefined;
-    try {
-      const s = JSON.parse(readFileSync(f, 'utf8')) as Sidecar;
-      this.sidecars.set(id, s);
-      return s;
-    } catch {
-      return undefined;
-    }
+    const s = readSidecar(this.dir, id);
+    if (s) this.sidecars.set(id, s);
+    return s;
   }
 
-  private saveSidecar(id: string, s: Sidecar): void {
-    this.sidecars.set(id, s);
-    writeFileSync(this.sidecarFile(id), JSON.stringify(s), { mode: 0o600 });
-  }
-
-  sidecar(id: string): { folder: string; base?: WorkingState } | undefined {
+  sidecar(id: string): DelegationSidecar | undefined {
     return this.loadSidecar(id);
   }
 
@@ -225,7 +202,9 @@ export class DelegationService extends Disposable {
       contextDigests,
       chain: [agent.cardUrl],
     };
-    this.saveSidecar(requestId, { folder: root ?? folder ?? '', base });
+    const sidecar: DelegationSidecar = { folder: root ?? folder ?? '', ...(base ? { base } : {}) };
+    writeSidecar(this.dir, requestId, sidecar);
+    this.sidecars.set(requestId, sidecar);
     await this.m.start(request);
     this.log.info(`delegation ${requestId}: started to ${request.agent.name} at ${request.agent.endpoint}`);
     return requestId;
@@ -243,7 +222,7 @@ export class DelegationService extends Disposable {
     return this.manager?.queuedCount ?? 0;
   }
 
-  journalView(id: string): JournalView | undefined {
+  journalView(id: string): DelegationRecord | undefined {
     return this.manager?.view(id);
   }
 
@@ -254,52 +233,32 @@ export class DelegationService extends Disposable {
    */
   async reviewPatch(id: string): Promise<Buffer | undefined> {
     await (this.checks.get(id) ?? this.check(id));
-    const side = this.loadSidecar(id);
-    if (!side?.signature)
+    const check = this.manager?.get(id)?.resultCheck;
+    if (!check)
       throw new Error(vscode.l10n.t('Baton could not check this result, so it will not review it. See the Baton log.'));
-    if (side.signature.status === 'invalid') {
+    if (check.signature.status === 'invalid') {
       throw new Error(
-        vscode.l10n.t('The result did not verify, so Baton will not review or apply it: {0}', side.signature.detail),
+        vscode.l10n.t('The result did not verify, so Baton will not review or apply it: {0}', check.signature.detail),
       );
     }
-    const bytes = this.approvedBytes(id, side);
-    return bytes && Buffer.from(bytes);
+    if (!check.patch) return undefined;
+    return Buffer.from(this.approvedPatch(id, check.patch.sha256).bytes);
   }
 
-  /** The approved patch bytes, checked against the digest recorded when they were approved. */
-  private approvedBytes(id: string, side: Sidecar | undefined): Buffer | undefined {
-    if (!side?.patch || side.signature?.status === 'invalid') return undefined;
-    return this.approved(id, side.patch.sha256).bytes;
-  }
-
-  /**
-   * The approved bytes held in memory for this digest, or read from disk and checked against it. Bytes
-   * in memory were checked when they were stored: the panel asks for them on every snapshot, so they
-   * are not hashed again.
-   */
-  private approved(
-    id: string,
-    digest: string,
-  ): { readonly sha256: string; readonly bytes: Buffer; stats?: PanelView['patch'] } {
-    const held = this.reviewBytes.get(id);
-    if (held?.sha256 === digest) return held;
-    let bytes: Buffer;
+  /** The approved patch with this digest, or an error that says what to do. */
+  private approvedPatch(id: string, digest: string): ApprovedPatch {
     try {
-      bytes = readFileSync(this.reviewPatchFile(id));
-    } catch {
-      throw new Error(vscode.l10n.t('The checked patch of this delegation is missing from {0}.', this.dir));
-    }
-    if (sha256(bytes) !== digest) {
-      this.reviewBytes.delete(id);
+      return this.patches.get(id, digest);
+    } catch (e) {
+      if (!(e instanceof ApprovedPatchError)) throw e;
       throw new Error(
-        vscode.l10n.t(
-          'The checked patch of this delegation changed on disk since it was checked; Baton will not review it.',
-        ),
+        e.reason === 'missing'
+          ? vscode.l10n.t('The checked patch of this delegation is missing from {0}.', this.dir)
+          : vscode.l10n.t(
+              'The checked patch of this delegation changed on disk since it was checked; Baton will not review it.',
+            ),
       );
     }
-    const entry = { sha256: digest, bytes };
-    this.reviewBytes.set(id, entry);
-    return entry;
   }
 
   reply(id: string, text: string): Promise<void> {
@@ -359,12 +318,16 @@ export class DelegationService extends Disposable {
   async recordReview(id: string, review: ReviewAuditInfo, text: string): Promise<void> {
     const journal = this.manager?.get(id);
     if (!journal) return;
-    const entry = { kind: 'notice' as const, at: Date.now(), level: 'info' as const, text };
-    journal.apply(entry);
-    await this.store.append(id, entry, { sync: true });
+    await this.record(journal, { kind: 'notice', at: Date.now(), level: 'info', text });
     const decision = journal.decide();
     if (decision) await this.store.appendAudit({ ...auditRecordFor(journal, decision, Date.now()), review });
     this._onDidChange.fire(id);
+  }
+
+  /** Applies an entry the service learned to the delegation's journal and persists it (fsync'd). */
+  private async record(journal: DelegationJournal, entry: JournalEntry): Promise<void> {
+    journal.apply(entry);
+    await this.store.append(journal.requestId, entry, { sync: true });
   }
 
   readAudit() {
@@ -386,8 +349,8 @@ export class DelegationService extends Disposable {
   }
 
   /**
-   * Checks the result against the keys held for the agent's origin (src/node/resultCheck.ts) and keeps
-   * the patch it approves: the bytes checked, written once, with their digest in the sidecar.
+   * Checks the result against the keys held for the agent's origin (src/node/resultCheck.ts), keeps the
+   * patch it approves (the bytes checked) and records what it found in the journal.
    */
   private async checkNow(id: string): Promise<void> {
     try {
@@ -396,7 +359,6 @@ export class DelegationService extends Disposable {
       const loaded = await this.store.load(id);
       const journal = DelegationJournal.fromEntries(loaded.entries);
       const final = finalTaskOf(loaded.entries);
-      const side = this.loadSidecar(id) ?? { folder: '' };
       const entry = this.agents.find(journal.request.agent.id);
       const card = entry?.approval ? normalizeCard(entry.approval.card.raw) : undefined;
       const pinned = entry ? pinnedKeysFor(this.agents.registry, entry.origin) : [];
@@ -407,30 +369,23 @@ export class DelegationService extends Disposable {
         signaturesPromised: card ? signedResultsOf(card).promised : pinned.length > 0,
         signer: new URL(journal.request.agent.endpoint).origin,
       });
-      side.signature = { status: r.status, detail: r.detail };
       // Next to a verified result, who ran it is what the agent signed, not the task's metadata.
-      const executor = r.status === 'verified' ? r.executor : final?.metadata?.[META.executor];
-      side.executor = undefined;
-      side.confined = undefined;
-      if (executor && typeof executor === 'object') {
-        const x = executor as { id?: unknown; kind?: unknown; confined?: unknown; detail?: unknown };
-        side.executor = `${String(x.id ?? '?')} (${String(x.kind ?? 'agent')})`;
-        side.executorKind = typeof x.kind === 'string' ? x.kind : undefined;
-        side.executorDetail = typeof x.detail === 'string' ? x.detail.slice(0, 500) : undefined;
-        side.confined = typeof x.confined === 'boolean' ? x.confined : undefined;
-      }
-      this.reviewBytes.delete(id);
-      if (r.status !== 'invalid' && r.patch) {
-        writeFileSync(this.reviewPatchFile(id), r.patch.bytes, { mode: 0o600 });
-        side.patch = { artifactId: r.patch.artifactId, sha256: r.patch.sha256 };
-        this.reviewBytes.set(id, { sha256: r.patch.sha256, bytes: r.patch.bytes });
-      } else {
-        side.patch = undefined;
-        rmSync(this.reviewPatchFile(id), { force: true });
-      }
+      const executor = executorOf(r.status === 'verified' ? r.executor : final?.metadata?.[META.executor]);
+      const approved = r.status !== 'invalid' && r.patch ? r.patch : undefined;
+      if (approved) this.patches.store(id, approved.bytes, approved.sha256);
+      else this.patches.remove(id);
       if (r.status === 'invalid')
         this.log.warn(`delegation ${id}: the result did not verify (${r.failure}): ${r.detail}`);
-      this.saveSidecar(id, side);
+      const live = this.manager?.get(id);
+      const checked: JournalEntry = {
+        kind: 'resultCheck',
+        at: Date.now(),
+        signature: { status: r.status, detail: r.detail },
+        ...(executor ? { executor } : {}),
+        ...(approved ? { patch: { artifactId: approved.artifactId, sha256: approved.sha256 } } : {}),
+      };
+      if (live) await this.record(live, checked);
+      else await this.store.append(id, checked, { sync: true });
     } catch (e) {
       this.log.warn(
         `delegation ${id}: could not check the result signature: ${e instanceof Error ? e.message : String(e)}`,
@@ -438,59 +393,22 @@ export class DelegationService extends Disposable {
     }
   }
 
-  /** The panel's view of a delegation. */
-  panelView(id: string): PanelView | undefined {
-    const v = this.journalView(id);
-    if (!v) return undefined;
-    const side = this.loadSidecar(id);
-    let patchStats: PanelView['patch'];
-    if (v.outcome && side?.patch && side.signature?.status !== 'invalid') {
-      try {
-        // Parsed once per approved patch, not on every snapshot.
-        const held = this.approved(id, side.patch.sha256);
-        if (!held.stats) {
-          const parsed = parsePatchText(held.bytes.toString('utf8'));
-          held.stats = {
-            files: parsed.files.length,
-            additions: parsed.files.reduce((n, f) => n + f.added, 0),
-            deletions: parsed.files.reduce((n, f) => n + f.removed, 0),
-          };
-        }
-        patchStats = held.stats;
-      } catch {
-        patchStats = undefined;
-      }
+  /** The panel's view of a delegation, with the review of its patch when one is open. */
+  panelView(id: string, review?: ReviewView): DelegationView | undefined {
+    const record = this.journalView(id);
+    if (!record) return undefined;
+    return delegationPanelView(record, { patch: this.patchStats(id, record), review });
+  }
+
+  /** The approved patch's statistics (computed when it was stored or read back), if there is one. */
+  private patchStats(id: string, record: DelegationRecord): PatchStats | undefined {
+    const approved = record.resultCheck?.patch;
+    if (!approved) return undefined;
+    try {
+      return this.patches.get(id, approved.sha256).stats;
+    } catch {
+      return undefined;
     }
-    const first = Math.max(0, v.timeline.length - PANEL_LIMITS.timelineEntries);
-    return boundDelegationView({
-      id: v.requestId,
-      title: v.title,
-      agent: { name: v.agent.name, endpoint: v.agent.endpoint },
-      state: v.state as PanelState,
-      terminal: isFinalOutcome(v.outcome),
-      startedAt: v.createdAt,
-      endedAt: v.endedAt,
-      deadline: v.deadline,
-      capabilities: v.capabilities.effective,
-      executor: side?.executor,
-      executorKind: side?.executorKind,
-      executorDetail: side?.executorDetail,
-      confined: side?.confined,
-      reason: v.outcomeReason,
-      question: v.prompt,
-      // Only what the panel can show is mapped; the bounds also apply to each entry's text.
-      timeline: v.timeline.slice(first).map((e, i) => panelEntry(e, first + i + 1 + v.timelineOmitted)),
-      timelineOmitted: v.timelineOmitted + first,
-      artifacts: v.artifacts.map((a) => ({
-        name: a.name || a.filename,
-        mediaType: a.mediaType,
-        bytes: a.size,
-        isPatch: a.isPatch,
-      })),
-      patch: patchStats,
-      signature: side?.signature,
-      cancelConfirmed: v.cancelConfirmed,
-    });
   }
 
   /**
@@ -503,33 +421,6 @@ export class DelegationService extends Disposable {
     if (!v) return undefined;
     if (seq === undefined) return v.prompt;
     const e = v.timeline[seq - 1 - v.timelineOmitted];
-    return e ? panelEntry(e, seq).text : undefined;
-  }
-}
-
-/** One journal timeline entry as the panel shows it (before the panel's bounds are applied). */
-function panelEntry(e: JournalView['timeline'][number], seq: number): PanelEntry {
-  switch (e.kind) {
-    case 'status':
-      return { seq, at: e.at, kind: 'status', text: e.text ? `**${e.state}** — ${e.text}` : e.state, markdown: true };
-    case 'step':
-      return { seq, at: e.at, kind: 'step', text: e.text, markdown: true };
-    case 'artifact':
-      return {
-        seq,
-        at: e.at,
-        kind: 'artifact',
-        text: `${e.name} · ${e.size.toLocaleString()} characters${e.chunks > 1 ? ` in ${e.chunks} chunks` : ''}${e.complete ? '' : ' (streaming…)'}`,
-      };
-    case 'message':
-      return {
-        seq,
-        at: e.at,
-        kind: 'message',
-        text: e.role === 'user' ? `You: ${e.text}` : e.text,
-        markdown: e.role === 'agent',
-      };
-    case 'notice':
-      return { seq, at: e.at, kind: e.level === 'error' ? 'error' : 'note', text: e.text };
+    return e ? timelineEntryText(panelTimelineEntry(e, seq)) : undefined;
   }
 }

@@ -6,8 +6,8 @@
  */
 import type {
   DelegationJournalOptions,
+  DelegationRecord,
   DelegationRequest,
-  DelegationView,
   OutcomeDecision,
 } from '../../core/delegation';
 import { DelegationJournal, isFinalOutcome } from '../../core/delegation';
@@ -73,12 +73,13 @@ export class DelegationManager {
       const journal = DelegationJournal.fromEntries(loaded.entries, options.journalOptions);
       m.slots.set(journal.requestId, { journal });
       if (loaded.tornTail || loaded.skipped) {
-        journal.apply({
-          kind: 'notice',
-          at: m.now(),
-          level: 'warning',
-          text: `The journal was cut by a crash; ${loaded.tornTail ? 'a partial last line was dropped' : ''}${loaded.skipped ? ` ${loaded.skipped} unreadable lines were skipped` : ''}. Missing events are fetched again from the agent where it supports replay.`,
-        });
+        const words =
+          loaded.tornTail && loaded.skipped
+            ? ({ code: 'journal.tornTailSkipped', params: [loaded.skipped] } as const)
+            : loaded.tornTail
+              ? ({ code: 'journal.tornTail' } as const)
+              : ({ code: 'journal.skipped', params: [loaded.skipped] } as const);
+        journal.apply({ kind: 'notice', at: m.now(), level: 'warning', ...words });
       }
       if (!journal.started) m.queue.push(journal.requestId);
       else if (!journal.decide()) void m.attach(journal.requestId, (r) => r.resume());
@@ -111,7 +112,7 @@ export class DelegationManager {
     return this.slots.get(requestId)?.journal;
   }
 
-  view(requestId: string): DelegationView | undefined {
+  view(requestId: string): DelegationRecord | undefined {
     return this.get(requestId)?.view(this.now());
   }
 

@@ -348,10 +348,7 @@ export class DelegationRunner {
   private async cancelAtAgent(): Promise<void> {
     const taskId = this.journal.taskId;
     if (!this.journal.started) {
-      await this.record(
-        { kind: 'cancelResult', at: this.now(), confirmed: true, detail: 'Canceled before anything was sent.' },
-        true,
-      );
+      await this.record({ kind: 'cancelResult', at: this.now(), confirmed: true, code: 'cancel.beforeSend' }, true);
       return;
     }
     if (!taskId) {
@@ -360,7 +357,7 @@ export class DelegationRunner {
           kind: 'cancelResult',
           at: this.now(),
           confirmed: false,
-          detail: 'The agent had not reported a task yet, so there was nothing to cancel there.',
+          code: 'cancel.noTask',
         },
         true,
       );
@@ -375,17 +372,12 @@ export class DelegationRunner {
       await this.record({ kind: 'snapshot', at: this.now(), source: 'cancel', task }, true);
       const state = task.status?.state;
       const confirmed = state === TaskState.TASK_STATE_CANCELED;
-      await this.record(
-        {
-          kind: 'cancelResult',
-          at: this.now(),
-          confirmed,
-          detail: confirmed
-            ? 'The agent confirmed the cancel.'
-            : `The agent answered the cancel but the task is ${task.status ? TaskState[task.status.state] : 'in no state'}.`,
-        },
-        true,
-      );
+      const answer = confirmed
+        ? ({ code: 'cancel.confirmed' } as const)
+        : task.status
+          ? ({ code: 'cancel.otherState', params: [TaskState[task.status.state]] } as const)
+          : ({ code: 'cancel.noState' } as const);
+      await this.record({ kind: 'cancelResult', at: this.now(), confirmed, ...answer }, true);
     } catch (e) {
       // Already finished, unknown to the agent, or no answer in time: ask once what state it is in.
       let confirmed = false;
@@ -396,18 +388,12 @@ export class DelegationRunner {
       } catch {
         // No answer either: the cancel stays unconfirmed.
       }
-      const detail = isAbort(e)
-        ? `The agent did not confirm the cancel within ${seconds} s.`
-        : `The agent refused or failed the cancel: ${errorText(e)}.`;
-      await this.record(
-        {
-          kind: 'cancelResult',
-          at: this.now(),
-          confirmed,
-          detail: confirmed ? 'The agent confirmed the cancel.' : detail,
-        },
-        true,
-      );
+      const answer = confirmed
+        ? ({ code: 'cancel.confirmed' } as const)
+        : isAbort(e)
+          ? ({ code: 'cancel.timeout', params: [seconds] } as const)
+          : ({ code: 'cancel.refused', params: [errorText(e)] } as const);
+      await this.record({ kind: 'cancelResult', at: this.now(), confirmed, ...answer }, true);
     }
   }
 
@@ -431,7 +417,8 @@ export class DelegationRunner {
               kind: 'notice',
               at: this.now(),
               level: 'error',
-              text: `Unexpected error while following the task: ${errorText(e)}`,
+              code: 'follow.failed',
+              params: [errorText(e)],
             },
             true,
           );
@@ -500,7 +487,7 @@ export class DelegationRunner {
         } catch (e) {
           if (signal.aborted) return;
           await this.record(
-            { kind: 'notice', at: this.now(), level: 'warning', text: `Sending the reply failed: ${errorText(e)}` },
+            { kind: 'notice', at: this.now(), level: 'warning', code: 'reply.failed', params: [errorText(e)] },
             false,
           );
         }
@@ -532,7 +519,8 @@ export class DelegationRunner {
               kind: 'notice',
               at: this.now(),
               level: 'warning',
-              text: `The agent sent an event over the 4 MiB streaming limit; following the task by polling instead. (${errorText(error)})`,
+              code: 'stream.tooLargeBecause',
+              params: [errorText(error)],
             },
             true,
           );
@@ -543,7 +531,7 @@ export class DelegationRunner {
               kind: 'notice',
               at: this.now(),
               level: 'warning',
-              text: 'Streaming from the agent keeps failing; following the task by polling instead.',
+              code: 'stream.keepsFailing',
             },
             true,
           );
@@ -740,7 +728,7 @@ export class DelegationRunner {
           kind: 'notice',
           at: this.now(),
           level: 'warning',
-          text: `The agent sent an event over the 4 MiB streaming limit; following the task by polling instead.`,
+          code: 'stream.tooLarge',
         },
         true,
       );
@@ -896,7 +884,8 @@ export class DelegationRunner {
             kind: 'notice',
             at: this.now(),
             level: 'warning',
-            text: `Could not fetch the events missed while disconnected: ${errorText(e)}`,
+            code: 'replay.failed',
+            params: [errorText(e)],
           },
           false,
         );
@@ -1004,7 +993,8 @@ export class DelegationRunner {
         kind: 'notice',
         at: this.now(),
         level: 'warning',
-        text: `Could not fetch the final artifacts from the agent (${lastError}); showing what was streamed.${announce ? '' : ' Check Again later to fetch them.'}`,
+        code: announce ? 'final.failed' : 'final.failedRetry',
+        params: [lastError],
       },
       true,
     );
@@ -1033,7 +1023,8 @@ export class DelegationRunner {
       kind: 'notice',
       at: this.now(),
       level: 'error',
-      text: `Could not write the delegation journal: ${this.storeError}. This delegation may not survive a reload.`,
+      code: 'journal.writeFailed',
+      params: [this.storeError],
     });
   }
 }
