@@ -39,8 +39,6 @@ export interface FollowLimits {
   readonly pollIntervalMs: number;
   /** How long fetching the events missed while away may take, once the task has settled. */
   readonly drainTimeoutMs: number;
-  /** A bound on one `GetTask` while reconnecting; undefined: only the abort signal bounds it. */
-  readonly callTimeoutMs: number | undefined;
 }
 
 /** The delegation runner's limits (the extension and the `baton` CLI). */
@@ -54,7 +52,6 @@ export const CLIENT_FOLLOW: FollowLimits = {
   pollAfterFailedStreams: 3,
   pollIntervalMs: 1_000,
   drainTimeoutMs: 5_000,
-  callTimeoutMs: undefined,
 };
 
 /** The gateway's proxy relay to a remote agent: it gives up sooner, and a caller is waiting on its events. */
@@ -68,7 +65,6 @@ export const PROXY_FOLLOW: FollowLimits = {
   pollAfterFailedStreams: 0,
   pollIntervalMs: 1_000,
   drainTimeoutMs: 0,
-  callTimeoutMs: 15_000,
 };
 
 /** The counters carried from state to state. */
