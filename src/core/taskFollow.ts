@@ -4,12 +4,14 @@
  * (A2A §3.7): a stream that ends or breaks before the task settles is followed by `GetTask`, then a new
  * subscription, with backoff; when streaming is not possible the task is followed by polling.
  *
- *   sending ──opened──▶ streaming ──settled──▶ done
- *      │                   │ ▲ silent ──▶ subscribing ──opened──┘
- *      │ in doubt          │ ended (wait)
- *      ▼                   ▼
- *   reconciling ──running──▶ subscribing, or polling (wait) ──tick──▶ reconciling
- *      │ settled ──▶ draining ──drained──▶ done          unanswered (wait) ──▶ reconciling, or lost
+ *   sending      opened → streaming · answered → done | reconciling · refused → done ·
+ *                not delivered → sending (wait) | done · in doubt, too big → reconciling
+ *   streaming    settled → done · silent → subscribing · ended → reconciling (wait) | lost
+ *   reconciling  settled → draining | done · running → subscribing | polling · unanswered →
+ *                reconciling (wait) | lost · resend → resending | lost · missing → done
+ *   subscribing, resending  opened → streaming · (subscribing) unanswered → as reconciling
+ *   polling      tick → reconciling         draining  drained → done
+ *   any state    aborted → stopped
  *
  * `nextFollow` is pure: it decides the next state, the counters and what the caller should record
  * (`FollowEffect`). `followTask` runs it with the I/O the caller injects (send, stream, get task,
@@ -195,10 +197,9 @@ export function startAfterLostStream<S>(
   polling: boolean,
   random: () => number = Math.random,
 ): FollowStep<S> {
-  const step = nextFollow<S>(
+  const step = afterStream<S>(
     limits,
     initialContext(polling),
-    { kind: 'streaming', stream: undefined as never },
     { kind: 'ended', progressed: false, taskKnown: true, tooBig: false },
     random,
   );
