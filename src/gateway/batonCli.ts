@@ -4,7 +4,7 @@
  * `Last-Event-ID` replay, journals persisted with fsync).
  *
  *   baton agents [--gateway URL]
- *   baton delegate <agent|card-url> "<task>" [--file F]… [--repo DIR] [--json] [--out FILE]
+ *   baton delegate <agent|card-url> "<task>" [--file F]… [--repo DIR] [--write] [--json] [--out FILE]
  *   baton status|watch|cancel <request-id>
  *   baton reply <request-id> "<text>"
  *
@@ -21,18 +21,20 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Role } from '@a2a-js/sdk';
-import type { AgentCard, Message } from '@a2a-js/sdk';
+import type { AgentCard } from '@a2a-js/sdk';
 import type { VerifiedKey } from '../core/agentRegistry';
-import { META } from '../core/batonProfile';
 import { normalizeAgentCard, readAgentIndex } from '../core/agentCard';
 import { DelegationJournal } from '../core/delegation';
 import type { DelegationOutcome, DelegationRecord, DelegationRequest, JournalTimelineEntry } from '../core/delegation';
+import type { RepositoryContext } from '../core/delegation/context';
+import { buildDelegationRequest } from '../core/delegation/request';
+import { READ_ONLY } from '../core/delegation/guards';
 import { sameOrigin, tryNormalizeOrigin } from '../core/origin';
 import { terminalBlock, terminalJson, terminalLine } from '../core/terminalText';
 import { connectAgent, normalizeCard, scopedGetToken } from '../node/a2a/clientFactory';
 import { DelegationManager } from '../node/a2a/delegationManager';
 import { JournalStore } from '../node/journalStore';
+import { delegationRepository } from '../node/patchDrift';
 import { checkResult, finalTaskOf, resultKeys, signedResultsOf } from '../node/resultCheck';
 import type { ResultCheck } from '../node/resultCheck';
 import { defaultStateDir } from './cliPaths';
@@ -53,7 +55,8 @@ export const EXIT_UNVERIFIED = 16;
 
 const USAGE = `usage:
   baton agents [--gateway URL]
-  baton delegate <agent|card-url> "<task>" [--file F]... [--repo DIR] [--json] [--out FILE] [--gateway URL]
+  baton delegate <agent|card-url> "<task>" [--file F]... [--repo DIR] [--write] [--json] [--out FILE] [--gateway URL]
+                                 the agent may only propose a patch unless --write lets it edit its copy;
                                  the patch is saved to --out, else ~/.baton/cli/patches/<request-id>.patch
   baton status <request-id>      print where a delegation is
   baton watch <request-id>       follow it until it ends (asks again after lost contact or an authorization)
@@ -379,6 +382,34 @@ async function finish(
   return check.status === 'invalid' ? EXIT_UNVERIFIED : EXIT[outcome];
 }
 
+export interface CliRequestInput {
+  readonly requestId: string;
+  readonly createdAt: number;
+  readonly who: string;
+  readonly agent: DelegationRequest['agent'];
+  readonly task: string;
+  /** `--file`: paths the agent reads from its copy of the repository (their text does not travel). */
+  readonly files: readonly string[];
+  /** `--repo`, as `delegationRepository` describes it. */
+  readonly repository: RepositoryContext | undefined;
+  /** `--write`: the agent may edit its copy (read-only otherwise, as in the extension). */
+  readonly write: boolean;
+}
+
+/** The request `baton delegate` sends: the extension's builder, with the extension's defaults. */
+export function cliDelegationRequest(input: CliRequestInput): DelegationRequest {
+  return buildDelegationRequest({
+    requestId: input.requestId,
+    task: input.task,
+    paths: input.files,
+    repository: input.repository,
+    capabilities: input.write ? { ...READ_ONLY, write: true } : READ_ONLY,
+    agent: input.agent,
+    who: input.who,
+    createdAt: input.createdAt,
+  });
+}
+
 /** An error as the one line `baton` prints for it on stderr. */
 function errorLine(e: unknown): string {
   return block(e instanceof Error ? e.message : String(e));
@@ -397,6 +428,7 @@ export async function batonMain(
       repo: { type: 'string' },
       json: { type: 'boolean' },
       out: { type: 'string' },
+      write: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     allowPositionals: true,
@@ -436,28 +468,10 @@ export async function batonMain(
     if (!iface) throw new Error(`the card at ${cardUrl} lists no interface to call`);
     checkInterfaceUrl(iface.url, cardUrl);
     cards.set(iface.url, card);
-    const requestId = randomUUID();
-    const repo = values.repo ? resolve(values.repo) : undefined;
-    const files = (values.file as string[] | undefined) ?? [];
-    const requested = { write: true, shell: false, network: false };
-    const message: Message = {
-      messageId: requestId,
-      contextId: '',
-      taskId: '',
-      role: Role.ROLE_USER,
-      parts: [{ content: { $case: 'text', value: task }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
-      metadata: {
-        ...(repo ? { [META.repository]: repo } : {}),
-        ...(files.length ? { [META.files]: files } : {}),
-        [META.capabilities]: requested,
-      },
-      extensions: [],
-      referenceTaskIds: [],
-    };
     const id = /\/a2a\/([^/]+)\//.exec(new URL(cardUrl).pathname)?.[1] ?? target;
-    const request: DelegationRequest = {
-      requestId,
-      title: task.slice(0, 120),
+    const request = cliDelegationRequest({
+      requestId: randomUUID(),
+      createdAt: Date.now(),
       who: userInfo().username,
       agent: {
         id,
@@ -466,12 +480,12 @@ export async function batonMain(
         protocolBinding: iface.protocolBinding,
         protocolVersion: iface.protocolVersion,
       },
-      message,
-      createdAt: Date.now(),
-      capabilities: { requested, effective: requested },
-      contextDigests: [],
-      chain: [id],
-    };
+      task,
+      files: (values.file as string[] | undefined) ?? [],
+      repository: (await delegationRepository(values.repo ? resolve(values.repo) : undefined)).repository,
+      write: values.write === true,
+    });
+    const requestId = request.requestId;
     const manager = await openManager(gw, env, cards);
     try {
       if (!json) line(out, `delegating to ${t(card.name)} (${t(iface.url)}) as ${requestId}`);

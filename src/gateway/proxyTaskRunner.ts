@@ -13,6 +13,9 @@ import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a
 import type { Client } from '@a2a-js/sdk/client';
 import { RequestMalformedError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
 import { META } from '../core/batonProfile';
+import { sleep } from '../core/sleep';
+import { followTask, PROXY_FOLLOW, startAfterLostStream, startStreaming } from '../core/taskFollow';
+import type { FollowIO } from '../core/taskFollow';
 import { baseAgentCard } from './cards';
 import { statusEvent } from './a2aBuild';
 import type { RemoteAgentConfig } from './config';
@@ -29,7 +32,6 @@ import type { TaskRow } from './store/gatewayStore';
 import type { DirectReply, StartedTask, TaskRunner } from './taskRunner';
 import { endsTurn, isTerminal } from './taskStates';
 
-const RECONNECT_ATTEMPTS = 6;
 /** The longest delegation chain a proxy forwards (each gateway hop adds one entry). */
 const MAX_CHAIN = 16;
 type RemoteVersion = '1.0' | '0.3';
@@ -105,18 +107,6 @@ interface Relay {
   readonly abort: AbortController;
   readonly done: Promise<void>;
   readonly writer: TaskWriter;
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const t = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
 
 export class ProxyTaskRunner implements TaskRunner {
@@ -565,15 +555,21 @@ export class ProxyTaskRunner implements TaskRunner {
     }) as Json;
   }
 
+  /**
+   * Relays the remote's events until the turn ends, following the task with the shared state machine
+   * (src/core/taskFollow.ts, `PROXY_FOLLOW`): a stream that ends or breaks is followed by GetTask, then
+   * a new subscription, with backoff; after `PROXY_FOLLOW.maxAttempts` rounds without an event from the
+   * remote the outcome is unknown.
+   */
   private async relay(
     writer: TaskWriter,
     initial: WireStream | undefined,
     abort: AbortController,
     pending: readonly RemoteEvent[],
   ): Promise<void> {
-    let stream = initial;
-    let attempt = 0;
     const client = await this.getClient();
+    const stopped = (): boolean => abort.signal.aborted || this.closed;
+    const relayLog = (what: string): void => this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId}: ${what}`);
     /** False when the relay is over (the turn ended or it was stopped). */
     const take = async (batch: readonly RemoteEvent[]): Promise<boolean> => {
       for (const { ev, raw } of batch) {
@@ -583,52 +579,76 @@ export class ProxyTaskRunner implements TaskRunner {
       }
       return true;
     };
-    if (!(await take(pending))) return;
-    while (!abort.signal.aborted && !this.closed) {
-      if (stream) {
+    if (!(await take(pending)) || stopped() || (!initial && endsTurn(writer.state))) return;
+    const io: FollowIO<WireStream> = {
+      consume: async (stream) => {
+        let progressed = false;
+        let error: string | undefined;
         try {
           for await (const batch of stream) {
-            attempt = 0;
-            if (!(await take(batch))) return;
+            progressed = true;
+            if (!(await take(batch))) break;
           }
         } catch (e) {
-          if (abort.signal.aborted || this.closed) return;
-          this.ctx.log(
-            `relay of ${this.cfg.id} task ${writer.taskId}: stream broke (${(e as Error).message}); reconnecting`,
-          );
+          if (stopped()) return { kind: 'aborted' };
+          error = (e as Error).message;
         }
-      }
-      if (endsTurn(writer.state) || abort.signal.aborted || this.closed) return;
+        if (stopped()) return { kind: 'aborted' };
+        if (endsTurn(writer.state)) {
+          if (error !== undefined) relayLog(`stream broke (${error}); reconnecting`);
+          return { kind: 'settled' };
+        }
+        return { kind: 'ended', progressed, taskKnown: true, tooBig: false, error };
+      },
       // A2A §3.7: a stream is not reliable delivery. Ask where the task is, then subscribe again.
-      if (++attempt > RECONNECT_ATTEMPTS) {
-        writer.setOwner(null);
-        await writer.push(
-          statusEvent(
-            writer.taskId,
-            writer.contextId,
-            TaskState.TASK_STATE_FAILED,
-            `unknown outcome: lost contact with the remote agent ${this.cfg.id}; check the task there before retrying`,
-            { [META.outcome]: 'unknown' },
-          ),
-        );
-        return;
-      }
-      await sleep(Math.min(200 * 2 ** attempt, 5_000), abort.signal);
-      try {
-        const t = await client.getTask(
-          { tenant: '', id: writer.taskId },
-          { signal: AbortSignal.timeout(REMOTE_CALL_MS) },
-        );
-        if (endsTurn(t.status?.state)) {
+      reconcile: async () => {
+        try {
+          const t = await client.getTask(
+            { tenant: '', id: writer.taskId },
+            { signal: AbortSignal.timeout(REMOTE_CALL_MS) },
+          );
+          if (!endsTurn(t.status?.state)) return { kind: 'running' };
           await this.catchUp(writer, t);
-          return;
+          return { kind: 'settled', missedEvents: false };
+        } catch (e) {
+          return { kind: 'unanswered', gone: false, error: (e as Error).message };
         }
-        stream = await this.openStream({ kind: 'subscribe', taskId: writer.taskId }, abort.signal);
-      } catch (e) {
-        this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId}: reconnect failed (${(e as Error).message})`);
-        stream = undefined;
-      }
-    }
+      },
+      subscribe: async (signal) => {
+        try {
+          return {
+            kind: 'opened',
+            stream: await this.openStream({ kind: 'subscribe', taskId: writer.taskId }, signal),
+          };
+        } catch (e) {
+          return { kind: 'unanswered', gone: false, error: (e as Error).message };
+        }
+      },
+      effect: (effect) => {
+        if (effect.kind === 'streamLost' && effect.error !== undefined)
+          relayLog(`stream broke (${effect.error}); reconnecting`);
+        if (effect.kind === 'unanswered') relayLog(`reconnect failed (${effect.error})`);
+        return Promise.resolve();
+      },
+    };
+    const end = await followTask({
+      io,
+      limits: PROXY_FOLLOW,
+      start: initial ? startStreaming(initial, false) : startAfterLostStream<WireStream>(PROXY_FOLLOW, false),
+      signal: abort.signal,
+      stopped,
+    });
+    if (end.state.kind !== 'lost') return;
+    writer.setOwner(null);
+    await writer.push(
+      statusEvent(
+        writer.taskId,
+        writer.contextId,
+        TaskState.TASK_STATE_FAILED,
+        `unknown outcome: lost contact with the remote agent ${this.cfg.id}; check the task there before retrying`,
+        { [META.outcome]: 'unknown' },
+      ),
+    );
   }
 
   async fetchTask(row: TaskRow, historyLength: number | undefined): Promise<Task | undefined> {

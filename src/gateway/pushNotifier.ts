@@ -18,6 +18,7 @@ import { isIP } from 'node:net';
 import { TaskPushNotificationConfig } from '@a2a-js/sdk';
 import type { TaskState } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
+import { sleep } from '../core/sleep';
 import { checkAddress, hostMatches, safeFetch, SafeFetchError } from '../node/safeFetch';
 import type { Resolver, SafeFetchOptions } from '../node/safeFetch';
 import { EventHub } from './eventLog';
@@ -337,7 +338,7 @@ export class PushNotifier {
       }
       // A newer state supersedes this one: the lane's next round sends the task as it is then.
       if (!last.retry || i === attempts || this.closed || lane.dirty) break;
-      await this.sleep((this.opts.backoffMs ?? DEFAULTS.backoffMs) * 2 ** (i - 1));
+      await sleep((this.opts.backoffMs ?? DEFAULTS.backoffMs) * 2 ** (i - 1), this.abort.signal, { unref: true });
     }
     if (!last.ok)
       this.log(
@@ -377,21 +378,6 @@ export class PushNotifier {
           : refusal(e, u).message;
       return { ok: false, retry, why: `${e.code}: ${message}` };
     }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.abort.signal.aborted) return resolve();
-      const t = setTimeout(done, ms);
-      t.unref();
-      const signal = this.abort.signal;
-      function done(): void {
-        clearTimeout(t);
-        signal.removeEventListener('abort', done);
-        resolve();
-      }
-      signal.addEventListener('abort', done, { once: true });
-    });
   }
 
   /** Lets deliveries in flight finish for a short while (the last states of tasks a shutdown ended), then aborts the rest. */

@@ -5,6 +5,7 @@
  * META.uncommittedDigest); at review `detectDrift` says which files under the patch changed since.
  */
 import { createHash } from 'node:crypto';
+import type { RepositoryContext } from '../core/delegation/context';
 import { runGit } from './git';
 import { currentDigest } from './patchSnapshot';
 
@@ -125,4 +126,25 @@ export async function repositoryTopLevel(folder: string): Promise<string | undef
   } catch {
     return undefined;
   }
+}
+
+/**
+ * What a delegation started from `folder` says about its repository: the repository's top level with
+ * its base commit and uncommitted digest (so review can tell drift), or the folder itself outside a
+ * repository. `base` is the captured state, kept by the caller as the drift base.
+ */
+export async function delegationRepository(folder: string | undefined): Promise<{
+  readonly root: string | undefined;
+  readonly base: WorkingState | undefined;
+  readonly repository: RepositoryContext | undefined;
+}> {
+  const root = folder ? await repositoryTopLevel(folder) : undefined;
+  const base = root ? await captureWorkingState(root) : undefined;
+  const repository =
+    root && base
+      ? { root, baseCommit: base.baseCommit ?? '', uncommittedDigest: base.uncommittedDigest }
+      : folder
+        ? { root: folder, baseCommit: '', uncommittedDigest: '' }
+        : undefined;
+  return { root, base, repository };
 }

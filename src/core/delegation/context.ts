@@ -64,6 +64,10 @@ export interface DelegationMessageInput {
   readonly selection?: SelectionContext;
   readonly files?: readonly FileContext[];
   readonly diagnostics?: readonly DiagnosticContext[];
+  /** Repository-relative paths named for the agent to read itself (their text does not travel). */
+  readonly paths?: readonly string[];
+  /** Paths open with unsaved changes: the agent's copy of the repository has their saved text. */
+  readonly unsaved?: readonly string[];
   readonly repository?: RepositoryContext;
   /** The capabilities the user asked for (the agent reports the effective ones). */
   readonly capabilities: CapabilitySet;
@@ -153,7 +157,11 @@ export function buildDelegationMessage(
   };
   if (input.deadline !== undefined) metadata[META.deadline] = new Date(input.deadline).toISOString();
   const files = [
-    ...new Set([...(input.selection ? [input.selection.path] : []), ...(input.files ?? []).map((f) => f.path)]),
+    ...new Set([
+      ...(input.selection ? [input.selection.path] : []),
+      ...(input.files ?? []).map((f) => f.path),
+      ...(input.paths ?? []),
+    ]),
   ];
   if (files.length > 0) metadata[META.files] = files;
   if (input.repository) {
@@ -162,6 +170,7 @@ export function buildDelegationMessage(
     metadata[META.uncommittedDigest] = input.repository.uncommittedDigest;
     digests.push({ kind: 'uncommitted', digest: input.repository.uncommittedDigest });
   }
+  if (input.unsaved && input.unsaved.length > 0) metadata[`${META.files}.unsaved`] = [...input.unsaved];
   const message: Message = {
     messageId: input.requestId,
     contextId: '',

@@ -12,7 +12,6 @@ import {
   type JournalEntry,
   type OutcomeDecision,
 } from '../../core/delegation';
-import { buildDelegationMessage } from '../../core/delegation/context';
 import { delegationPanelView, panelTimelineEntry } from '../../core/delegation/panelView';
 import type { DelegationView, PatchStats } from '../../core/protocol/delegationView';
 import type { ReviewView } from '../../core/protocol/panelProtocol';
@@ -27,13 +26,14 @@ import {
   type DelegationSidecar,
 } from '../../node/delegationSidecar';
 import { auditRecordFor, JournalStore, type ReviewAuditInfo } from '../../node/journalStore';
-import { captureWorkingState, repositoryTopLevel } from '../../node/patchDrift';
+import { delegationRepository } from '../../node/patchDrift';
 import { checkResult, finalTaskOf, resultKeys, signedResultsOf } from '../../node/resultCheck';
 import type { AgentService } from '../agents/agentService';
 import type { GatewaySupervisor } from '../gateway/gatewaySupervisor';
 import { Disposable } from '../lifecycle';
 import type { BatonStorage } from '../storage';
 import type { CollectedContext } from './context';
+import { extensionDelegationRequest } from './delegationRequest';
 import type { StartChoice } from './startFlow';
 
 /** The shortest time between two automatic checks of one delegation waiting for authorization. */
@@ -163,29 +163,11 @@ export class DelegationService extends Disposable {
     if (!endpoint || !agent.approval) throw new Error(vscode.l10n.t('{0} is not approved.', agent.cardUrl));
     const requestId = randomUUID();
     const folder = context.folder?.uri.fsPath;
-    const root = folder ? await repositoryTopLevel(folder) : undefined;
-    const base = root ? await captureWorkingState(root) : undefined;
-    const deadline = Date.now() + choice.deadlineMinutes * 60_000;
-    const { message, contextDigests } = buildDelegationMessage({
+    const { root, base, repository } = await delegationRepository(folder);
+    const createdAt = Date.now();
+    const request = extensionDelegationRequest({
       requestId,
-      task: choice.task,
-      selection: context.selection,
-      files: context.files,
-      diagnostics: context.diagnostics,
-      repository:
-        root && base
-          ? { root, baseCommit: base.baseCommit ?? '', uncommittedDigest: base.uncommittedDigest }
-          : folder
-            ? { root: folder, baseCommit: '', uncommittedDigest: '' }
-            : undefined,
-      capabilities: choice.capabilities,
-      deadline,
-      chain: [agent.cardUrl],
-    });
-    if (context.unsaved.length && message.metadata) message.metadata[`${META.files}.unsaved`] = context.unsaved;
-    const request: DelegationRequest = {
-      requestId,
-      title: choice.task.split('\n')[0].slice(0, 200),
+      createdAt,
       who: userInfo().username,
       agent: {
         id: agent.cardUrl,
@@ -195,13 +177,11 @@ export class DelegationService extends Disposable {
         protocolVersion: endpoint.protocolVersion,
         cardDigest: agent.approval.digest,
       },
-      message,
-      createdAt: Date.now(),
-      deadline,
-      capabilities: { requested: choice.capabilities, effective: choice.capabilities },
-      contextDigests,
-      chain: [agent.cardUrl],
-    };
+      choice,
+      context,
+      repository,
+      deadline: createdAt + choice.deadlineMinutes * 60_000,
+    });
     const sidecar: DelegationSidecar = { folder: root ?? folder ?? '', ...(base ? { base } : {}) };
     writeSidecar(this.dir, requestId, sidecar);
     this.sidecars.set(requestId, sidecar);

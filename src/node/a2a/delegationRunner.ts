@@ -23,6 +23,24 @@ import { A2AError } from '@a2a-js/sdk/errors';
 import type { DelegationJournal, JournalEntry, OutcomeDecision } from '../../core/delegation';
 import { isFinalOutcome, isInterruptedTaskState, isTerminalTaskState, partsText, seqOf } from '../../core/delegation';
 import { buildReplyMessage } from '../../core/delegation/context';
+import { sleep } from '../../core/sleep';
+import {
+  backoffMs,
+  CLIENT_FOLLOW,
+  followTask,
+  startReconciling,
+  startSending,
+  startStreaming,
+} from '../../core/taskFollow';
+import type {
+  FollowEffect,
+  FollowIO,
+  FollowLimits,
+  FollowStep,
+  ReconcileEvent,
+  SendEvent,
+  StreamEvent,
+} from '../../core/taskFollow';
 import type { AgentConnection } from './clientFactory';
 
 /** Where journal entries are persisted (src/node/journalStore.ts implements it). */
@@ -31,12 +49,8 @@ export interface JournalSink {
   append(requestId: string, entry: JournalEntry, options: { sync: boolean }): Promise<void>;
 }
 
-export interface ReconnectPolicy {
-  readonly initialDelayMs: number;
-  readonly maxDelayMs: number;
-  /** Reconnect attempts (GetTask/SubscribeToTask rounds) before the outcome is `unknown`. */
-  readonly maxAttempts: number;
-}
+/** The reconnect limits a runner may change (`maxAttempts`: GetTask rounds without an answer before `unknown`). */
+export type ReconnectPolicy = Pick<FollowLimits, 'initialDelayMs' | 'maxDelayMs' | 'maxAttempts'>;
 
 export interface DelegationRunnerOptions {
   readonly connection: AgentConnection;
@@ -64,7 +78,6 @@ export interface DelegationRunnerOptions {
   readonly onOutcome?: (journal: DelegationJournal, decision: OutcomeDecision) => void;
 }
 
-const DEFAULT_RECONNECT: ReconnectPolicy = { initialDelayMs: 250, maxDelayMs: 10_000, maxAttempts: 8 };
 const NOT_DELIVERED_CODES = new Set([
   'ECONNREFUSED',
   'ENOTFOUND',
@@ -73,6 +86,14 @@ const NOT_DELIVERED_CODES = new Set([
   'ENETUNREACH',
   'ERR_INVALID_URL',
 ]);
+
+/** A stream of events from the agent (a send, a reply or a subscription). */
+type RemoteStream = AsyncGenerator<StreamResponse, void, undefined>;
+
+/** A non-streamed send's answer as the event a stream would have brought. */
+function asStreamResponse(r: Message | Task): StreamResponse {
+  return 'messageId' in r ? { payload: { $case: 'message', value: r } } : { payload: { $case: 'task', value: r } };
+}
 
 type Drive =
   { readonly kind: 'send' } | { readonly kind: 'reply'; readonly message: Message } | { readonly kind: 'reconcile' };
@@ -145,11 +166,9 @@ export class DelegationRunner {
   private readonly sink: JournalSink;
   private readonly now: () => number;
   private readonly newId: () => string;
-  private readonly policy: ReconnectPolicy;
-  private readonly startAttempts: number;
+  /** How the task is followed (src/core/taskFollow.ts): the client's preset with this runner's options. */
+  private readonly limits: FollowLimits;
   private readonly cancelWaitMs: number;
-  private readonly drainTimeoutMs: number;
-  private readonly pollIntervalMs: number;
   private readonly silenceCheckMs: number;
   /** Stops the stream being followed (and only it) when it has gone silent. */
   private streamStop?: AbortController;
@@ -169,11 +188,14 @@ export class DelegationRunner {
     this.sink = options.sink;
     this.now = options.now ?? Date.now;
     this.newId = options.newId ?? randomUUID;
-    this.policy = { ...DEFAULT_RECONNECT, ...options.reconnect };
-    this.startAttempts = options.startAttempts ?? 3;
+    this.limits = {
+      ...CLIENT_FOLLOW,
+      ...options.reconnect,
+      startAttempts: options.startAttempts ?? CLIENT_FOLLOW.startAttempts,
+      drainTimeoutMs: options.drainTimeoutMs ?? CLIENT_FOLLOW.drainTimeoutMs,
+      pollIntervalMs: options.pollIntervalMs ?? CLIENT_FOLLOW.pollIntervalMs,
+    };
     this.cancelWaitMs = options.cancelWaitMs ?? 10_000;
-    this.drainTimeoutMs = options.drainTimeoutMs ?? 5_000;
-    this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
     this.silenceCheckMs = options.silenceCheckMs ?? 60_000;
     this.onOutcome = options.onOutcome;
     this.pollOnly = !this.conn.streaming;
@@ -448,169 +470,154 @@ export class DelegationRunner {
     return { signal, serviceParameters };
   }
 
-  private backoff(attempt: number): number {
-    const base = Math.min(this.policy.maxDelayMs, this.policy.initialDelayMs * 2 ** Math.max(0, attempt - 1));
-    return base / 2 + Math.random() * (base / 2);
-  }
-
-  private sleep(ms: number, signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      if (signal.aborted) return resolve();
-      const t = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(t);
-        signal.removeEventListener('abort', done);
-        resolve();
-      }
-      signal.addEventListener('abort', done, { once: true });
-    });
-  }
-
   private async drive(drive: Drive, signal: AbortSignal): Promise<void> {
-    let stream: AsyncGenerator<StreamResponse, void, undefined> | undefined;
-    if (drive.kind === 'send') {
-      const sent = await this.sendFirst(signal);
-      if (sent === 'settled' || signal.aborted) return;
-      stream = sent === 'reconcile' ? undefined : sent;
-    } else if (drive.kind === 'reply') {
-      if (!this.pollOnly)
-        stream = this.conn.client.sendMessageStream(
-          this.sendParams(drive.message),
-          this.options(this.streamSignal(signal)),
+    const start = await this.startOf(drive, signal);
+    if (!start) return;
+    const end = await followTask({ io: this.followIO(), limits: this.limits, start, signal });
+    if (end.state.kind === 'done') return this.settle();
+    if (end.state.kind === 'lost') return this.giveUp(end.state.attempts, end.state.error);
+  }
+
+  /** Where following starts: sending the first message, on the stream of a reply, or asking where the task is. */
+  private async startOf(drive: Drive, signal: AbortSignal): Promise<FollowStep<RemoteStream> | undefined> {
+    if (drive.kind === 'send') return startSending(this.pollOnly);
+    if (drive.kind === 'reconcile') return startReconciling(this.pollOnly);
+    if (!this.pollOnly)
+      return startStreaming(
+        this.conn.client.sendMessageStream(this.sendParams(drive.message), this.options(this.streamSignal(signal))),
+        false,
+      );
+    try {
+      const r = await this.conn.client.sendMessage(this.sendParams(drive.message, true), this.options(signal));
+      await this.handle(asStreamResponse(r));
+    } catch (e) {
+      if (signal.aborted) return undefined;
+      await this.record(
+        { kind: 'notice', at: this.now(), level: 'warning', code: 'reply.failed', params: [errorText(e)] },
+        false,
+      );
+    }
+    return startReconciling(true);
+  }
+
+  /** The follow machine's I/O: the agent's client, with everything it sees journaled. */
+  private followIO(): FollowIO<RemoteStream> {
+    return {
+      send: (_attempt, context, signal) => this.sendFirst(context.polling, signal),
+      resend: async (signal) => {
+        await this.record({ kind: 'send', at: this.now(), attempt: this.journal.sendAttempts + 1 }, true);
+        return { kind: 'opened', stream: this.openSend(signal) };
+      },
+      consume: (stream, signal) => this.consumeToEnd(stream, signal),
+      reconcile: (_context, signal) => this.reconcile(signal),
+      subscribe: (signal) => Promise.resolve({ kind: 'opened', stream: this.subscribe(signal) }),
+      drain: (signal) => this.drain(signal),
+      effect: (effect) => this.recordEffect(effect),
+    };
+  }
+
+  /** Reads a stream into the journal and says how it ended. */
+  private async consumeToEnd(stream: RemoteStream, signal: AbortSignal): Promise<StreamEvent | { kind: 'aborted' }> {
+    const before = this.journal.eventCount;
+    const error = await this.consume(stream, signal);
+    if (signal.aborted) return { kind: 'aborted' };
+    if (this.journal.decide()) return { kind: 'settled' };
+    // A running task on a stream that may be half-open: subscribe again (from the last event with the
+    // replay profile; from the task as it is without); this is not a lost connection.
+    if (error instanceof SilentStreamError && error.stillRunning) return { kind: 'silent' };
+    return {
+      kind: 'ended',
+      progressed: this.journal.eventCount > before,
+      taskKnown: this.journal.taskId !== undefined && this.journal.taskId !== '',
+      tooBig: error !== undefined && isSizeError(error),
+      error: error === undefined ? undefined : errorText(error),
+    };
+  }
+
+  /** Which task, and what state is it in? */
+  private async reconcile(signal: AbortSignal): Promise<ReconcileEvent<RemoteStream> | { kind: 'aborted' }> {
+    if (!this.journal.taskId) {
+      const found = await this.findTask(signal);
+      if (signal.aborted) return { kind: 'aborted' };
+      if (found === 'resend') return { kind: 'resend' };
+      if (found === undefined) {
+        await this.record(
+          {
+            kind: 'sendFailed',
+            at: this.now(),
+            delivered: 'maybe',
+            error:
+              'the connection broke before the agent reported a task, and the agent cannot say whether it received it',
+          },
+          true,
         );
-      else {
-        try {
-          const r = await this.conn.client.sendMessage(this.sendParams(drive.message, true), this.options(signal));
-          await this.handle(
-            'messageId' in r ? { payload: { $case: 'message', value: r } } : { payload: { $case: 'task', value: r } },
-          );
-        } catch (e) {
-          if (signal.aborted) return;
-          await this.record(
-            { kind: 'notice', at: this.now(), level: 'warning', code: 'reply.failed', params: [errorText(e)] },
-            false,
-          );
-        }
+        return { kind: 'missing' };
       }
     }
-    // `attempt` counts rounds without contact (GetTask failing); `streamFailures` counts streams that
-    // broke without delivering anything new while GetTask works — then polling is the way to follow.
-    let attempt = 0;
-    let streamFailures = 0;
-    for (;;) {
-      if (stream) {
-        const before = this.journal.eventCount;
-        const error = await this.consume(stream, signal);
-        stream = undefined;
-        if (signal.aborted) return;
-        if (this.journal.decide()) return this.settle();
-        if (error instanceof SilentStreamError && error.stillRunning) {
-          // A running task on a stream that may be half-open: subscribe again (from the last event with
-          // the replay profile; from the task as it is without); this is not a lost connection.
-          stream = this.subscribe(signal);
-          continue;
-        }
-        if (this.journal.eventCount > before) streamFailures = 0;
-        else streamFailures++;
-        if (error !== undefined && isSizeError(error)) {
-          this.pollOnly = true;
-          await this.record(
-            {
-              kind: 'notice',
-              at: this.now(),
-              level: 'warning',
-              code: 'stream.tooLargeBecause',
-              params: [errorText(error)],
-            },
-            true,
-          );
-        } else if (streamFailures >= 3 && this.journal.taskId) {
-          this.pollOnly = true;
-          await this.record(
-            {
-              kind: 'notice',
-              at: this.now(),
-              level: 'warning',
-              code: 'stream.keepsFailing',
-            },
-            true,
-          );
-        }
-        if (this.journal.state() !== 'reconnecting') {
+    let task: Task;
+    try {
+      task = await this.taskAtAgent(signal);
+    } catch (e) {
+      if (signal.aborted) return { kind: 'aborted' };
+      const ae = agentError(e);
+      if (ae && /not ?found/i.test(`${ae.name} ${ae.message}`))
+        return { kind: 'unanswered', gone: true, error: `the agent no longer knows task ${this.journal.taskId}` };
+      return { kind: 'unanswered', gone: false, error: errorText(e) };
+    }
+    const wasReconnecting = this.journal.state() === 'reconnecting';
+    await this.record({ kind: 'snapshot', at: this.now(), source: 'getTask', task }, true);
+    if (wasReconnecting && !this.journal.decide())
+      await this.record({ kind: 'connection', at: this.now(), status: 'restored' }, true);
+    return this.journal.decide() ? { kind: 'settled', missedEvents: this.conn.replay } : { kind: 'running' };
+  }
+
+  /** Journals what a transition of the follow machine calls for. */
+  private async recordEffect(effect: FollowEffect): Promise<void> {
+    switch (effect.kind) {
+      case 'retryingSend':
+        await this.record(
+          { kind: 'connection', at: this.now(), status: 'retrying', attempt: effect.attempt, error: effect.error },
+          false,
+        );
+        return;
+      case 'sendFailed':
+        await this.record({ kind: 'sendFailed', at: this.now(), delivered: 'no', error: effect.error }, true);
+        return;
+      case 'pollingInstead':
+        this.pollOnly = true;
+        await this.record(
+          {
+            kind: 'notice',
+            at: this.now(),
+            level: 'warning',
+            ...(effect.why !== 'tooBig'
+              ? { code: 'stream.keepsFailing' }
+              : effect.error === undefined
+                ? { code: 'stream.tooLarge' }
+                : { code: 'stream.tooLargeBecause', params: [effect.error] }),
+          },
+          true,
+        );
+        return;
+      case 'streamLost':
+        if (this.journal.state() !== 'reconnecting')
           await this.record(
             {
               kind: 'connection',
               at: this.now(),
               status: 'lost',
-              error: error === undefined ? 'the stream ended before the task settled' : errorText(error),
+              error: effect.error ?? 'the stream ended before the task settled',
             },
             true,
           );
-        }
-        await this.sleep(this.backoff(Math.max(1, streamFailures)), signal);
-        if (signal.aborted) return;
-      }
-      // Reconcile: which task, and what state is it in?
-      if (!this.journal.taskId) {
-        const found = await this.findTask(signal);
-        if (signal.aborted) return;
-        if (found === 'resend') {
-          attempt++;
-          if (attempt > this.policy.maxAttempts) return this.giveUp(attempt - 1, 'no answer to the first message');
-          if (attempt > 1) await this.sleep(this.backoff(attempt), signal);
-          if (signal.aborted) return;
-          await this.record({ kind: 'send', at: this.now(), attempt: this.journal.sendAttempts + 1 }, true);
-          stream = this.openSend(signal);
-          continue;
-        }
-        if (found === undefined) {
+        return;
+      case 'unanswered':
+        if (effect.willRetry)
           await this.record(
-            {
-              kind: 'sendFailed',
-              at: this.now(),
-              delivered: 'maybe',
-              error:
-                'the connection broke before the agent reported a task, and the agent cannot say whether it received it',
-            },
-            true,
+            { kind: 'connection', at: this.now(), status: 'retrying', attempt: effect.attempt, error: effect.error },
+            false,
           );
-          return this.settle();
-        }
-      }
-      let task: Task;
-      try {
-        task = await this.taskAtAgent(signal);
-      } catch (e) {
-        if (signal.aborted) return;
-        const ae = agentError(e);
-        attempt++;
-        if (ae && /not ?found/i.test(`${ae.name} ${ae.message}`))
-          return this.giveUp(attempt, `the agent no longer knows task ${this.journal.taskId}`);
-        if (attempt > this.policy.maxAttempts) return this.giveUp(attempt - 1, errorText(e));
-        await this.record(
-          { kind: 'connection', at: this.now(), status: 'retrying', attempt, error: errorText(e) },
-          false,
-        );
-        await this.sleep(this.backoff(attempt), signal);
-        if (signal.aborted) return;
-        continue;
-      }
-      attempt = 0;
-      const wasReconnecting = this.journal.state() === 'reconnecting';
-      await this.record({ kind: 'snapshot', at: this.now(), source: 'getTask', task }, true);
-      if (wasReconnecting && !this.journal.decide())
-        await this.record({ kind: 'connection', at: this.now(), status: 'restored' }, true);
-      if (this.journal.decide()) {
-        if (this.conn.replay && !this.pollOnly) await this.drain(signal);
-        if (signal.aborted) return;
-        return this.settle();
-      }
-      if (this.pollOnly) {
-        await this.sleep(this.pollIntervalMs, signal);
-        if (signal.aborted) return;
-        continue;
-      }
-      stream = this.subscribe(signal);
+        return;
     }
   }
 
@@ -641,61 +648,50 @@ export class DelegationRunner {
     );
   }
 
-  /** Sends the first message. Returns the stream to follow, or 'settled' when the outcome is already decided. */
+  /**
+   * Sends the first message, streaming or (`polling`) with `returnImmediately`, and says what came of
+   * it. A streamed send pulls its first event here, so a refused connection is told apart from a broken
+   * stream; either way a failure is classified once, by `sendFailure`.
+   */
   private async sendFirst(
+    polling: boolean,
     signal: AbortSignal,
-  ): Promise<AsyncGenerator<StreamResponse, void, undefined> | 'settled' | 'reconcile'> {
-    for (let attempt = 1; ; attempt++) {
-      await this.record({ kind: 'send', at: this.now(), attempt: this.journal.sendAttempts + 1 }, true);
-      if (!this.pollOnly) {
+  ): Promise<SendEvent<RemoteStream> | { kind: 'aborted' }> {
+    await this.record({ kind: 'send', at: this.now(), attempt: this.journal.sendAttempts + 1 }, true);
+    let answer: { stream: RemoteStream; first: IteratorResult<StreamResponse, void> } | { reply: Message | Task };
+    try {
+      if (polling)
+        answer = {
+          reply: await this.conn.client.sendMessage(
+            this.sendParams(this.journal.request.message, true),
+            this.options(signal),
+          ),
+        };
+      else {
         const stream = this.openSend(signal);
-        // Pull the first event here so a refused connection is told apart from a broken stream.
-        let first: IteratorResult<StreamResponse, void>;
-        try {
-          first = await stream.next();
-        } catch (e) {
-          if (signal.aborted) return 'settled';
-          const verdict = await this.sendError(e, attempt, signal);
-          if (verdict === 'retry') continue;
-          if (verdict === 'settled') return 'settled';
-          // 'follow': the request may have reached the agent; reconcile.
-          return 'reconcile';
-        }
-        if (first.done) {
-          await this.record(
-            { kind: 'connection', at: this.now(), status: 'lost', error: 'the stream closed before the first event' },
-            true,
-          );
-          return 'reconcile';
-        }
-        await this.handle(first.value);
-        return stream;
+        answer = { stream, first: await stream.next() };
       }
-      try {
-        const r = await this.conn.client.sendMessage(
-          this.sendParams(this.journal.request.message, true),
-          this.options(signal),
-        );
-        await this.handle(
-          'messageId' in r ? { payload: { $case: 'message', value: r } } : { payload: { $case: 'task', value: r } },
-        );
-        if (this.journal.decide()) {
-          await this.settle();
-          return 'settled';
-        }
-        return 'reconcile';
-      } catch (e) {
-        if (signal.aborted) return 'settled';
-        const verdict = await this.sendError(e, attempt, signal);
-        if (verdict === 'retry') continue;
-        if (verdict === 'settled') return 'settled';
-        return 'reconcile';
-      }
+    } catch (e) {
+      if (signal.aborted) return { kind: 'aborted' };
+      return this.sendFailure(e);
     }
+    if ('reply' in answer) {
+      await this.handle(asStreamResponse(answer.reply));
+      return { kind: 'answered', settled: this.journal.decide() !== undefined };
+    }
+    if (answer.first.done) {
+      await this.record(
+        { kind: 'connection', at: this.now(), status: 'lost', error: 'the stream closed before the first event' },
+        true,
+      );
+      return { kind: 'inDoubt' };
+    }
+    await this.handle(answer.first.value);
+    return { kind: 'opened', stream: answer.stream };
   }
 
-  /** Classifies a failed first send: retry (provably not delivered), settled (refused), or follow (in doubt). */
-  private async sendError(e: unknown, attempt: number, signal: AbortSignal): Promise<'retry' | 'settled' | 'follow'> {
+  /** Classifies a failed first send: refused, provably not delivered, too big to stream, or in doubt. */
+  private async sendFailure(e: unknown): Promise<SendEvent<RemoteStream>> {
     const ae = agentError(e);
     if (ae) {
       // The agent answered with an error: it received the request and created nothing.
@@ -703,39 +699,15 @@ export class DelegationRunner {
         { kind: 'sendFailed', at: this.now(), delivered: 'no', error: `the agent refused the request: ${ae.message}` },
         true,
       );
-      await this.settle();
-      return 'settled';
+      return { kind: 'refused' };
     }
     const code = causeCode(e);
     const httpStatus = e instanceof Error ? /\b(4\d\d)\b/.exec(e.message)?.[1] : undefined;
-    if ((code && NOT_DELIVERED_CODES.has(code)) || httpStatus) {
-      if (code && attempt < this.startAttempts) {
-        await this.record(
-          { kind: 'connection', at: this.now(), status: 'retrying', attempt, error: errorText(e) },
-          false,
-        );
-        await this.sleep(this.backoff(attempt), signal);
-        return signal.aborted ? 'settled' : 'retry';
-      }
-      await this.record({ kind: 'sendFailed', at: this.now(), delivered: 'no', error: errorText(e) }, true);
-      await this.settle();
-      return 'settled';
-    }
-    if (isSizeError(e)) {
-      this.pollOnly = true;
-      await this.record(
-        {
-          kind: 'notice',
-          at: this.now(),
-          level: 'warning',
-          code: 'stream.tooLarge',
-        },
-        true,
-      );
-      return 'follow';
-    }
+    if ((code && NOT_DELIVERED_CODES.has(code)) || httpStatus)
+      return { kind: 'notDelivered', error: errorText(e), retryable: code !== undefined };
+    if (isSizeError(e)) return { kind: 'tooBig' };
     await this.record({ kind: 'connection', at: this.now(), status: 'lost', error: errorText(e) }, true);
-    return 'follow';
+    return { kind: 'inDoubt' };
   }
 
   /**
@@ -872,7 +844,7 @@ export class DelegationRunner {
     const ac = new AbortController();
     const onAbort = (): void => ac.abort();
     signal.addEventListener('abort', onAbort, { once: true });
-    const timer = setTimeout(() => ac.abort(), this.drainTimeoutMs);
+    const timer = setTimeout(() => ac.abort(), this.limits.drainTimeoutMs);
     try {
       for await (const ev of this.subscribe(ac.signal)) {
         await this.handle(ev);
@@ -985,7 +957,7 @@ export class DelegationRunner {
       } catch (e) {
         lastError = errorText(e);
         if (this.disposed) return;
-        await new Promise((r) => setTimeout(r, this.backoff(attempt)));
+        await sleep(backoffMs(this.limits, attempt));
       }
     }
     await this.record(

@@ -6,7 +6,11 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { discoverLocalAgents } from '../../../src/gateway/agents/discover';
 import { batonMain, EXIT_UNVERIFIED } from '../../../src/gateway/batonCli';
+import { READ_ONLY } from '../../../src/core/delegation/guards';
+import { extensionDelegationRequest } from '../../../src/extension/delegate/delegationRequest';
 import { startGateway } from '../../../src/gateway/server';
+import { decodeEntry, encodeEntry, JournalStore } from '../../../src/node/journalStore';
+import { delegationRepository } from '../../../src/node/patchDrift';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { tempDir } from './helpers';
 import { startRemote } from './remoteAgent';
@@ -70,6 +74,36 @@ describe('baton command line against a real gateway and the built-in formatter',
     assert.equal(await batonMain(['agents'], out.stream, env), 0);
     assert.match(out.text(), /^formatter\s/m);
     assert.match(out.text(), /^lint-fix\s/m);
+  });
+
+  it('sends the request the extension builds for the same task, agent and repository (read-only, same title)', async () => {
+    const out = capture();
+    const task = `format src ${'and keep it tidy '.repeat(12)}\nwith a second line`;
+    const code = await batonMain(
+      ['delegate', 'formatter', task, '--repo', repo, '--out', join(state.path, 'same.patch')],
+      out.stream,
+      env,
+    );
+    assert.equal(code, 0, out.text());
+    const id = /as ([0-9a-f-]{36})/.exec(out.text())?.[1] ?? '';
+    const [first] = (await new JournalStore(journals.path).load(id)).entries;
+    assert.equal(first?.kind, 'request');
+    const sent = first.request;
+    const extension = extensionDelegationRequest({
+      requestId: sent.requestId,
+      createdAt: sent.createdAt,
+      who: sent.who,
+      agent: sent.agent,
+      choice: { task, capabilities: READ_ONLY },
+      context: { files: [], diagnostics: [], unsaved: [] },
+      repository: (await delegationRepository(repo)).repository,
+      deadline: undefined,
+    });
+    const asJournaled = decodeEntry(
+      JSON.parse(JSON.stringify(encodeEntry({ kind: 'request', at: 0, request: extension }))),
+    );
+    assert.equal(asJournaled.kind, 'request');
+    assert.deepEqual(sent, asJournaled.request);
   });
 
   it('without --out the patch is saved beside the journals, never in the working directory or the repository', async () => {
