@@ -190,8 +190,11 @@ export class WorkspaceManager {
     // The clone and its checkout (the slow part) run while tree A is computed from the caller's
     // tree, which hashes only what the caller's own index says changed.
     const cloneDone = (async () => {
+      // probeRepository got here, so git accepted the repository's owner at its work tree; the
+      // clone's upload-pack checks the git dir by its own path.
       await runGit(['clone', '--shared', '--no-checkout', '--quiet', '--', repo.commonDir, base.dir], {
         cwd: this.root,
+        safeDirectories: [repo.commonDir],
       });
       await runGit(['remote', 'remove', 'origin'], { cwd: base.dir });
       if (repo.head) await runGit(['checkout', '--quiet', '--detach', repo.head], { cwd: base.dir });
