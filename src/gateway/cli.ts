@@ -18,6 +18,7 @@ import { defaultStateDir } from './cliPaths';
 import { ConfigError, loadGatewayConfig } from './config';
 import type { GatewayConfig } from './config';
 import { startGateway } from './server';
+import { defaultWorkspaceRoot } from './workspace/workspaceRoot';
 
 const USAGE = `usage: baton-gateway [options]
 
@@ -104,7 +105,11 @@ async function main(argv: string[]): Promise<number> {
       }
       cliPaths[id] = resolve(spec.slice(eq + 1));
     }
-    const found = await discoverLocalAgents({ workspaceRoot: join(stateDir, 'ws'), cliPaths, agentPaceMs: pace });
+    const found = await discoverLocalAgents({
+      workspaceRoot: defaultWorkspaceRoot(stateDir),
+      cliPaths,
+      agentPaceMs: pace,
+    });
     const without = new Set((values['no-agent'] as string[] | undefined) ?? []);
     localAgents = (wanted === true ? found : found.filter((a) => wanted.includes(a.id))).filter(
       (a) => !without.has(a.id),

@@ -127,7 +127,8 @@ export function resolveRepository(raw: unknown, roots: readonly string[]): strin
     throw new RequestMalformedError(`repository ${raw} does not exist on the gateway's machine`);
   }
   for (const root of roots) {
-    const rel = relative(root, real);
+    // The root is resolved like the repository is: on macOS /tmp and /var are symlinks.
+    const rel = relative(realRoot(root), real);
     if (rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel))) return real;
   }
   throw new RequestMalformedError(
@@ -135,6 +136,14 @@ export function resolveRepository(raw: unknown, roots: readonly string[]): strin
       ? `repository ${raw} is outside the folders this gateway serves (${roots.join(', ')}); start the gateway with --root <folder> to allow it`
       : `repository ${raw} cannot be used: this gateway was started without --root, so it serves no repositories`,
   );
+}
+
+function realRoot(root: string): string {
+  try {
+    return realpathSync(root);
+  } catch {
+    return root; // a root that does not exist (yet) contains nothing that does
+  }
 }
 
 /** The files sent as context: the `baton/files` metadata, then the paths of selection and file parts it does not list. */

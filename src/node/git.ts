@@ -1,10 +1,45 @@
 /**
  * The one way Baton runs git. Every call is hardened, because an agent can write the `.git/config`
  * of a workspace and a cloned repository can carry hooks, fsmonitor commands and diff/filter
- * drivers: no system or global config, hooks and fsmonitor off, no external diff or textconv,
+ * drivers: no repository-chosen programs, hooks and fsmonitor off, no external diff or textconv,
  * no pager, no prompts, no optional locks.
+ *
+ * The system and global config are not read as they are (`GIT_CONFIG_NOSYSTEM=1`, and
+ * `GIT_CONFIG_GLOBAL` names a file Baton writes): they can name programs too (credential helpers,
+ * filter and diff drivers, fsmonitor, pager, hooks path, aliases). But some of the user's settings
+ * make their checkout what it is, and without them Baton's git would see another tree than the
+ * user's git does. Once per process (and per environment that decides where that config lives)
+ * Baton reads `git config --list --show-scope --includes` outside any repository, keeps only the
+ * entries of the system and global scopes that are on KEPT_SETTINGS, and writes them to a private
+ * file (a 0700 temp folder, removed at exit). A repository's own config is never a source: an agent
+ * can write it. What is kept, and why:
+ *
+ * - `core.autocrlf`, `core.eol`, `core.safecrlf`: line endings. Git for Windows sets
+ *   `core.autocrlf=true` in its system config, so the user's tree has CRLF while the blobs have LF;
+ *   without it the throwaway copy gets LF files and its patch does not apply to the user's CRLF tree.
+ * - `safe.directory` (every value, in order): a repository the user marked safe (VS Code's "Manage
+ *   Unsafe Repositories" writes it to the global config) must not fail with "dubious ownership".
+ *   Git honours it only from protected config, and from `-c` only since 2.38, so it goes in the file.
+ * - `core.longpaths`: Git for Windows refuses paths over 260 characters without it.
+ * - `core.ignorecase`, `core.symlinks`, `core.precomposeunicode`: how the file system behaves
+ *   (Windows, macOS); git probes them at `init`/`clone`, some installers set them globally.
+ * - `core.protectNTFS`, `core.protectHFS`: refuse paths that Windows or macOS would alias to `.git`;
+ *   they only add checks.
+ * - `core.attributesFile`: attributes are data (eol, text, binary). The drivers they name live in
+ *   config, are not on the list, and stay dropped, as do hooks, fsmonitor, pager, credential
+ *   helpers, `diff.*`, `filter.*`, `merge.*`, aliases and `include`s (their entries are listed
+ *   already expanded).
+ *
+ * The same setup checks `git --version` (Baton needs 2.32: `rev-parse --path-format=absolute`,
+ * `GIT_CONFIG_GLOBAL`) and fails every call with an error that says what to do when git is missing
+ * or older.
  */
 import { execFile, spawn } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 
 export class GitError extends Error {
   constructor(
@@ -28,6 +63,12 @@ export interface GitOptions {
   readonly okCodes?: readonly number[];
   readonly maxBuffer?: number;
   readonly signal?: AbortSignal;
+  /**
+   * Git dirs of repositories git already accepted by their work tree (owned by the user, or marked
+   * safe there), that this call enters by the git dir itself: `clone` runs upload-pack in `<top>/.git`,
+   * which git checks as another folder than the `<top>` the user marked safe.
+   */
+  readonly safeDirectories?: readonly string[];
 }
 
 export interface GitResult {
@@ -51,8 +92,26 @@ export const HARDENING_CONFIG: readonly string[] = [
   'maintenance.auto=false',
 ];
 
+/** Settings carried over from the user's system and global config (lower case, as git lists keys). */
+export const KEPT_SETTINGS: ReadonlySet<string> = new Set([
+  'core.autocrlf',
+  'core.eol',
+  'core.safecrlf',
+  'safe.directory',
+  'core.longpaths',
+  'core.ignorecase',
+  'core.symlinks',
+  'core.precomposeunicode',
+  'core.protectntfs',
+  'core.protecthfs',
+  'core.attributesfile',
+]);
+
+/** The oldest git Baton works with. */
+export const MIN_GIT_VERSION: GitVersion = { major: 2, minor: 32, patch: 0 };
+
 /** Environment every git call runs with, on top of the caller's PATH/HOME. */
-export function hardenedEnv(extra?: Readonly<Record<string, string>>): NodeJS.ProcessEnv {
+export function hardenedEnv(extra?: Readonly<Record<string, string>>, globalConfig = '/dev/null'): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const k of ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TMPDIR', 'SYSTEMROOT']) {
     const v = process.env[k];
@@ -61,7 +120,7 @@ export function hardenedEnv(extra?: Readonly<Record<string, string>>): NodeJS.Pr
   return {
     ...env,
     GIT_CONFIG_NOSYSTEM: '1',
-    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_CONFIG_GLOBAL: globalConfig,
     GIT_TERMINAL_PROMPT: '0',
     GIT_ASKPASS: '',
     SSH_ASKPASS: '',
@@ -78,16 +137,231 @@ export function hardenedArgs(args: readonly string[]): string[] {
   return [...HARDENING_CONFIG.flatMap((c) => ['-c', c]), ...args];
 }
 
+export interface GitVersion {
+  readonly major: number;
+  readonly minor: number;
+  readonly patch: number;
+}
+
+/** Reads `git --version` output: "git version 2.39.5", "…2.45.1.windows.1", "…2.39.3 (Apple Git-146)". */
+export function parseGitVersion(text: string): GitVersion | undefined {
+  const m = /\bgit version (\d+)\.(\d+)(?:\.(\d+))?/.exec(text);
+  return m ? { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3] ?? 0) } : undefined;
+}
+
+export function versionAtLeast(v: GitVersion, min: GitVersion): boolean {
+  if (v.major !== min.major) return v.major > min.major;
+  if (v.minor !== min.minor) return v.minor > min.minor;
+  return v.patch >= min.patch;
+}
+
+const formatVersion = (v: GitVersion): string => `${v.major}.${v.minor}.${v.patch}`;
+
+/** The error for a git that is too old (or says a version Baton cannot read). */
+export function versionError(output: string): GitError | undefined {
+  const v = parseGitVersion(output);
+  if (v && versionAtLeast(v, MIN_GIT_VERSION)) return undefined;
+  const found = v ? `git ${formatVersion(v)}` : `a git that reports its version as "${output.trim()}"`;
+  return new GitError(
+    `Baton needs git ${formatVersion(MIN_GIT_VERSION)} or newer, and found ${found}. Install a newer git (https://git-scm.com/downloads), make sure it comes first on PATH, then restart VS Code or the gateway.`,
+    ['--version'],
+    null,
+    '',
+  );
+}
+
+/**
+ * The variables that decide which git runs and which system and global config it reads. Only these
+ * reach the config listing; the setup is cached per their values.
+ */
+const USER_CONFIG_VARS = [
+  'PATH',
+  'HOME',
+  'XDG_CONFIG_HOME',
+  'GIT_CONFIG_GLOBAL',
+  'GIT_CONFIG_SYSTEM',
+  'GIT_CONFIG_NOSYSTEM',
+  'USERPROFILE',
+  'HOMEDRIVE',
+  'HOMEPATH',
+  'SYSTEMROOT',
+  'PROGRAMDATA',
+] as const;
+
+type UserConfigEnv = Partial<Record<(typeof USER_CONFIG_VARS)[number], string>>;
+
+function userConfigEnv(extra?: Readonly<Record<string, string>>): UserConfigEnv {
+  const out: UserConfigEnv = {};
+  for (const k of USER_CONFIG_VARS) {
+    const v = extra?.[k] ?? process.env[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
+}
+
+interface GitSetup {
+  /** The private folder. */
+  readonly dir: string;
+  /** The kept settings, as config text. */
+  readonly text: string;
+  /** The file GIT_CONFIG_GLOBAL names: the kept settings. */
+  readonly globalConfig: string;
+}
+
+const setups = new Map<string, Promise<GitSetup>>();
+const setupDirs: string[] = [];
+
+function gitSetup(extra?: Readonly<Record<string, string>>): Promise<GitSetup> {
+  const userEnv = userConfigEnv(extra);
+  const key = JSON.stringify(USER_CONFIG_VARS.map((k) => userEnv[k] ?? null));
+  const cached = setups.get(key);
+  if (cached) return cached;
+  const made = prepareSetup(userEnv);
+  setups.set(key, made);
+  // A failure is not kept: the user may install or upgrade git and try again without restarting.
+  made.catch(() => {
+    if (setups.get(key) === made) setups.delete(key);
+  });
+  return made;
+}
+
+function execText(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  cwd?: string,
+): Promise<{ stdout: string; stderr: string; error: (Error & { code?: unknown }) | null }> {
+  return new Promise((resolve) => {
+    execFile('git', args, { env, cwd, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) =>
+      resolve({ stdout, stderr, error }),
+    );
+  });
+}
+
+async function prepareSetup(userEnv: UserConfigEnv): Promise<GitSetup> {
+  const env: NodeJS.ProcessEnv = { ...userEnv, LC_ALL: 'C', GIT_TERMINAL_PROMPT: '0' };
+  const ver = await execText(['--version'], env);
+  if (ver.error) {
+    if (ver.error.code === 'ENOENT')
+      throw new GitError(
+        `Baton needs git ${formatVersion(MIN_GIT_VERSION)} or newer, and git is not on PATH. Install git (https://git-scm.com/downloads) so that \`git --version\` works in a terminal, then restart VS Code or the gateway.`,
+        ['--version'],
+        null,
+        '',
+      );
+    throw new GitError(
+      `git --version failed: ${ver.stderr.trim() || ver.error.message}`,
+      ['--version'],
+      null,
+      ver.stderr,
+    );
+  }
+  const tooOld = versionError(ver.stdout);
+  if (tooOld) throw tooOld;
+
+  const dir = privateDir();
+  // Outside any repository: a ceiling right above the empty private folder stops git's search.
+  const listing = await execText(
+    ['config', '--list', '--show-scope', '-z', '--includes'],
+    { ...env, GIT_CEILING_DIRECTORIES: dirname(dir) },
+    dir,
+  );
+  if (listing.error)
+    throw new GitError(
+      `Git cannot read your git configuration: ${listing.stderr.trim() || listing.error.message}. Fix the file it names (git config --global --edit opens yours), then try again.`,
+      ['config', '--list'],
+      null,
+      listing.stderr,
+    );
+  const globalConfig = join(dir, 'config');
+  const text = configText(keptEntries(listing.stdout));
+  writeFileSync(globalConfig, text, { mode: 0o600 });
+  return { dir, text, globalConfig };
+}
+
+function privateDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-git-'));
+  if (setupDirs.length === 0)
+    process.once('exit', () => {
+      for (const d of setupDirs) rmSync(d, { recursive: true, force: true });
+    });
+  setupDirs.push(dir);
+  return dir;
+}
+
+/** The kept entries of `git config --list --show-scope -z` output, in order (`scope\0key\nvalue\0`). */
+export function keptEntries(listing: string): { key: string; value: string | undefined }[] {
+  const fields = listing.split('\0');
+  const out: { key: string; value: string | undefined }[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const scope = fields[i];
+    const entry = fields[i + 1];
+    const nl = entry.indexOf('\n');
+    const key = (nl < 0 ? entry : entry.slice(0, nl)).toLowerCase();
+    if ((scope === 'system' || scope === 'global') && KEPT_SETTINGS.has(key))
+      out.push({ key, value: nl < 0 ? undefined : entry.slice(nl + 1) });
+  }
+  return out;
+}
+
+/** A config file with the entries, values quoted so that any text reads back as it was. */
+export function configText(entries: readonly { key: string; value: string | undefined }[]): string {
+  const lines: string[] = [];
+  let section: string | undefined;
+  const quote = (text: string): string => `"${text.replace(/[\\"\n\t]/g, (c) => CONFIG_ESCAPES[c])}"`;
+  for (const { key, value } of entries) {
+    // section[.subsection].name: the subsection is everything between the first and the last dot.
+    const first = key.indexOf('.');
+    const last = key.lastIndexOf('.');
+    const header = first === last ? key.slice(0, first) : `${key.slice(0, first)} ${quote(key.slice(first + 1, last))}`;
+    if (header !== section) lines.push(`[${header}]`);
+    section = header;
+    lines.push(`\t${key.slice(last + 1)}${value === undefined ? '' : ` = ${quote(value)}`}`);
+  }
+  return lines.length ? lines.join('\n') + '\n' : '';
+}
+
+const CONFIG_ESCAPES: Record<string, string> = { '\\': '\\\\', '"': '\\"', '\n': '\\n', '\t': '\\t' };
+
+/** The environment for one git call: hardened, with the kept settings as the global config. */
+async function gitEnv(
+  extra?: Readonly<Record<string, string>>,
+  safeDirectories?: readonly string[],
+): Promise<NodeJS.ProcessEnv> {
+  const setup = await gitSetup(extra);
+  return hardenedEnv(extra, safeDirectories?.length ? withSafe(setup, safeDirectories) : setup.globalConfig);
+}
+
+/** The kept settings plus more `safe.directory` entries, in a file of their own (written once). */
+function withSafe(setup: GitSetup, dirs: readonly string[]): string {
+  const name = createHash('sha256').update(JSON.stringify(dirs)).digest('hex').slice(0, 16);
+  const file = join(setup.dir, `config-${name}`);
+  if (!existsSync(file)) {
+    const more = configText(dirs.map((value) => ({ key: 'safe.directory', value })));
+    writeFileSync(file, setup.text + more, { mode: 0o600 });
+  }
+  return file;
+}
+
+/** Git's message for a failed call, with what to do where git's own text does not say it. */
+function failureMessage(args: readonly string[], stderr: string, err: Error | null): string {
+  const dubious = /detected dubious ownership in repository at '([^'\n]*)'/.exec(stderr);
+  if (dubious)
+    return `git ${args.slice(0, 3).join(' ')}: git refuses the repository at ${dubious[1]} because another user owns it ("dubious ownership"). If you trust it, mark it safe: in VS Code run "Git: Manage Unsafe Repositories", or run git config --global --add safe.directory "${dubious[1]}"; then try again.`;
+  const first = stderr.trim().split('\n').slice(-3).join(' ') || (err?.message ?? 'failed');
+  return `git ${args.slice(0, 3).join(' ')}: ${first}`;
+}
+
 /** Runs git with hardening; rejects with a GitError (naming the command and git's message) on failure. */
-export function runGit(args: readonly string[], opts: GitOptions): Promise<GitResult> {
+export async function runGit(args: readonly string[], opts: GitOptions): Promise<GitResult> {
   const full = hardenedArgs(args);
+  const env = await gitEnv(opts.env, opts.safeDirectories);
   return new Promise((resolve, reject) => {
     const child = execFile(
       'git',
       full,
       {
         cwd: opts.cwd,
-        env: hardenedEnv(opts.env),
+        env,
         encoding: 'buffer',
         maxBuffer: opts.maxBuffer ?? 512 * 1024 * 1024,
         signal: opts.signal,
@@ -103,8 +377,7 @@ export function runGit(args: readonly string[], opts: GitOptions): Promise<GitRe
           resolve({ stdout, stderr, exitCode: code });
           return;
         }
-        const first = stderr.trim().split('\n').slice(-3).join(' ') || (err?.message ?? 'failed');
-        reject(new GitError(`git ${args.slice(0, 3).join(' ')}: ${first}`, args, code, stderr));
+        reject(new GitError(failureMessage(args, stderr, err), args, code, stderr));
       },
     );
     if (opts.input !== undefined) child.stdin?.end(opts.input);
@@ -118,10 +391,14 @@ export async function git(args: readonly string[], opts: GitOptions): Promise<st
 }
 
 /** Streams a large input into git (e.g. a 50 MB patch into `git apply`) without buffering twice. */
-export function spawnGit(args: readonly string[], opts: Omit<GitOptions, 'input' | 'maxBuffer'>) {
+export async function spawnGit(
+  args: readonly string[],
+  opts: Omit<GitOptions, 'input' | 'maxBuffer'>,
+): Promise<ChildProcessWithoutNullStreams> {
+  const env = await gitEnv(opts.env, opts.safeDirectories);
   return spawn('git', hardenedArgs(args), {
     cwd: opts.cwd,
-    env: hardenedEnv(opts.env),
+    env,
     signal: opts.signal,
     stdio: ['pipe', 'pipe', 'pipe'],
   });

@@ -229,7 +229,7 @@ async function runApply(
     const r = await runGit([...args, input.path], { cwd: root, env: { ...C_ENV, ...env }, okCodes: [1, 128], signal });
     return { exitCode: r.exitCode, stdout: r.stdout.toString('utf8'), stderr: r.stderr };
   }
-  const child = spawnGit(args, { cwd: root, env: { ...C_ENV, ...env }, signal });
+  const child = await spawnGit(args, { cwd: root, env: { ...C_ENV, ...env }, signal });
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   child.stdout.on('data', (d: Buffer) => out.push(d));

@@ -4,7 +4,10 @@
  * the path and why. Paths are compared after folding the spellings that file systems treat alike:
  * case, Unicode compatibility forms (fullwidth `．ｇｉｔ`), characters that render as nothing
  * (zero-width, bidi controls, HFS+-ignored code points), Windows' trailing dots and spaces,
- * NTFS stream suffixes (`.git::$INDEX_ALLOCATION`) and 8.3 short names (`GIT~1`).
+ * NTFS stream suffixes (`.git::$INDEX_ALLOCATION`) and 8.3 short names (`GIT~1`, `GITHUB~1`,
+ * `VSCODE~1`: Windows generates one for every name that is not 8.3 itself, so each protected name has
+ * one). Windows device names (`NUL`, `CON`, `COM1`, … with any extension) are refused: there, writing
+ * such a path reaches the device instead of a file.
  */
 import type { PatchFile, PatchHunk, ParsedPatch, PatchSelection } from './patchModel';
 import { applyHunks } from './patchText';
@@ -107,6 +110,57 @@ const HOOK_FILES = new Set([
 ]);
 const MODES = new Set(['100644', '100755', '120000', '160000', '040000']);
 
+/** Every name the checks below look for, as foldSegment spells it (`.git` first: it wins a tie). */
+const PROTECTED_NAMES: readonly string[] = [
+  '.git',
+  '.github',
+  'workflows',
+  'actions',
+  ...SENSITIVE_DIRS.keys(),
+  ...HOOK_DIRS,
+  ...SENSITIVE_NAMES.keys(),
+  ...HOOK_FILES,
+];
+
+/** The parts of the 8.3 name Windows generates for a long name: the stem before `~N` and up to 3 extension characters. */
+function shortNameParts(long: string): { stem: string; ext: string } {
+  const bare = long.replace(/^\.+/, '');
+  const dot = bare.lastIndexOf('.');
+  const clean = (t: string): string => t.replace(/[. ]/g, '').replace(/[+,;=[\]]/g, '_');
+  return dot < 0
+    ? { stem: clean(bare), ext: '' }
+    : { stem: clean(bare.slice(0, dot)), ext: clean(bare.slice(dot + 1)) };
+}
+
+/**
+ * Whether a folded segment can be the 8.3 alias of a long name: `github~1` of `.github`,
+ * `devcon~1.jso` of `.devcontainer.json`, or the hashed form past the fourth alias (`gi4f2a~1`: two
+ * characters of the name and four hex digits).
+ */
+function isShortNameOf(folded: string, long: string): boolean {
+  const m = /^([^~]+)~(\d+)(?:\.([^.]+))?$/.exec(folded);
+  if (!m) return false;
+  const { stem, ext } = shortNameParts(long);
+  if ((m[3] ?? '') !== ext.slice(0, 3)) return false;
+  const keep = Math.min(stem.length, 7 - m[2].length);
+  if (m[1] === stem.slice(0, keep)) return true;
+  return (
+    m[1].length === keep && keep >= 6 && m[1].slice(0, 2) === stem.slice(0, 2) && /^[0-9a-f]{4}$/.test(m[1].slice(2))
+  );
+}
+
+/** The protected name a folded segment stands for, when it is one's 8.3 alias; else the segment itself. */
+function longNameOf(folded: string): string {
+  if (!folded.includes('~')) return folded;
+  return PROTECTED_NAMES.find((long) => isShortNameOf(folded, long)) ?? folded;
+}
+
+/** The Windows device name a folded segment opens (`nul`, `com1.txt`, `lpt9 .log`), if any. */
+function deviceName(folded: string): string | undefined {
+  const m = /^(con|prn|aux|nul|com[0-9]|lpt[0-9]|conin\$|conout\$) *(?:\..*)?$/.exec(folded);
+  return m ? m[1].toUpperCase() : undefined;
+}
+
 interface PathFinding {
   kind: RiskKind;
   reason: string;
@@ -122,7 +176,7 @@ export function classifyPath(path: string): PathFinding[] {
     out.push({ kind: 'absolute-path', reason: 'the path is absolute: it would write outside the repository' });
   }
   const segs = segmentsOf(path);
-  const folded = segs.map(foldSegment);
+  const folded = segs.map(foldSegment).map(longNameOf);
   if (folded.some((f) => f === '..'))
     out.push({ kind: 'traversal', reason: "the path contains '..': it would write outside the repository" });
   else if (
@@ -133,6 +187,12 @@ export function classifyPath(path: string): PathFinding[] {
     if (!out.some((f) => f.kind === 'absolute-path'))
       out.push({ kind: 'invalid-path', reason: "the path has empty or '.' segments" });
   }
+  const device = folded.map(deviceName).find((d) => d !== undefined);
+  if (device)
+    out.push({
+      kind: 'invalid-path',
+      reason: `the path uses ${device}, a device name on Windows: there it would reach the device, not a file`,
+    });
   if (folded.some(isDotGit))
     out.push({
       kind: 'git-dir',

@@ -13,7 +13,7 @@ import { createLintFixAgent } from './lintFixAgent';
 import { createRefactorAgent } from './refactorAgent';
 
 export interface DiscoverOptions {
-  /** Workspace root (default ~/.baton/ws); ignored when `manager` is given. */
+  /** Workspace root (default: workspace/workspaceRoot.ts); ignored when `manager` is given. */
   readonly workspaceRoot?: string;
   readonly manager?: WorkspaceManager;
   /** Configured CLI executables (machine-scoped settings), by harness id. */

@@ -1,8 +1,8 @@
 /**
  * Throwaway workspaces for local agents (docs/architecture.md "Headless workspace").
  *
- * Layout under the root (default ~/.baton/ws; never the shared temp dir, because CLIs read
- * instruction files from parent folders):
+ * Layout under the root (default ~/.baton/ws, %LOCALAPPDATA%\baton\ws on Windows: workspaceRoot.ts;
+ * never the shared temp dir, because CLIs read instruction files from parent folders):
  *   <root>/<taskId>/                    the agent's folder: a `git clone --shared` of the caller's
  *                                       repository, detached at its HEAD, remote removed, plus the
  *                                       caller's uncommitted and untracked (non-ignored) files
@@ -25,6 +25,7 @@ import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { GitError, git, runGit } from '../../node/git';
 import { cwdInside, isAlive, processStartTime, selfStartTime } from './procfs';
+import { defaultWorkspaceRoot } from './workspaceRoot';
 
 export const PRIVATE_DIR_NAME = '.baton-private';
 const EMPTY_TREE: Record<string, string> = {
@@ -55,7 +56,7 @@ export class WorkspaceError extends Error {
 }
 
 export interface WorkspaceManagerOptions {
-  /** Where workspaces live; default ~/.baton/ws. Tests pass a temp folder. */
+  /** Where workspaces live; default defaultWorkspaceRoot(). Tests pass a temp folder. */
   readonly root?: string;
   /** The real home whose XDG git ignore file counts for "non-ignored" (default os.homedir()). */
   readonly userHome?: string;
@@ -121,7 +122,7 @@ export class WorkspaceManager {
   private readonly userHome: string;
 
   constructor(opts: WorkspaceManagerOptions = {}) {
-    this.root = resolve(opts.root ?? join(homedir(), '.baton', 'ws'));
+    this.root = resolve(opts.root ?? defaultWorkspaceRoot());
     this.userHome = opts.userHome ?? homedir();
   }
 
@@ -190,8 +191,11 @@ export class WorkspaceManager {
     // The clone and its checkout (the slow part) run while tree A is computed from the caller's
     // tree, which hashes only what the caller's own index says changed.
     const cloneDone = (async () => {
+      // probeRepository got here, so git accepted the repository's owner at its work tree; the
+      // clone's upload-pack checks the git dir by its own path.
       await runGit(['clone', '--shared', '--no-checkout', '--quiet', '--', repo.commonDir, base.dir], {
         cwd: this.root,
+        safeDirectories: [repo.commonDir],
       });
       await runGit(['remote', 'remove', 'origin'], { cwd: base.dir });
       if (repo.head) await runGit(['checkout', '--quiet', '--detach', repo.head], { cwd: base.dir });

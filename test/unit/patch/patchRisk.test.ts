@@ -100,6 +100,66 @@ describe('risk classifier: paths', () => {
     for (const [p, kind] of Object.entries(cases)) assert.ok(kinds(p).includes(kind), `${p}: ${kinds(p).join(',')}`);
   });
 
+  it("refuses Windows 8.3 short names of every protected folder and file, as the long name's own class", () => {
+    const cases: Record<string, RiskKind> = {
+      'GITHUB~1/workflows/ci.yml': 'sensitive-file',
+      'github~2/WORKFL~1/ci.yml': 'sensitive-file',
+      '.github/WORKFL~1/release.yml': 'sensitive-file',
+      'GITHUB~1/actions/setup/action.yml': 'sensitive-file',
+      'GI7A3F~1/workflows/ci.yml': 'sensitive-file',
+      'VSCODE~1/tasks.json': 'sensitive-file',
+      'pkg/vscode~3/launch.json': 'sensitive-file',
+      'VSCODE~1./settings.json': 'sensitive-file',
+      'DEVCON~1/devcontainer.json': 'sensitive-file',
+      'DEVCON~1.JSO': 'sensitive-file',
+      'ENVRC~1': 'sensitive-file',
+      'GITATT~1': 'sensitive-file',
+      'GITMOD~1': 'sensitive-file',
+      'HUSKY~1/pre-commit': 'hook-file',
+      'GITHOO~1/commit-msg': 'hook-file',
+      'GIT-HO~1/pre-push': 'hook-file',
+      'HOOKS~1/pre-push': 'hook-file',
+      'PRE-CO~1.YAM': 'hook-file',
+      'LEFTHO~1.YML': 'hook-file',
+      'HUSKYR~1.JSO': 'hook-file',
+      'GIT~1/config': 'git-dir',
+      'sub/GIT~12/hooks/pre-commit': 'git-dir',
+    };
+    for (const [p, kind] of Object.entries(cases)) {
+      const found = classifyPath(p).filter((f) => f.kind === kind);
+      assert.equal(found.length, 1, `${p}: ${kinds(p).join(',')}`);
+    }
+    // The reason is the long name's own text.
+    assert.deepEqual(
+      classifyPath('VSCODE~1/tasks.json').map((f) => f.reason),
+      classifyPath('.vscode/tasks.json').map((f) => f.reason),
+    );
+  });
+
+  it('refuses Windows device names in any case, with any extension and trailing dots or spaces', () => {
+    const names = ['NUL', 'CON', 'PRN', 'AUX', 'CONIN$', 'CONOUT$'];
+    for (let i = 1; i <= 9; i++) names.push(`COM${i}`, `LPT${i}`);
+    for (const name of names) {
+      for (const p of [
+        name,
+        name.toLowerCase(),
+        `src/${name[0]}${name.slice(1).toLowerCase()}.txt`,
+        `${name}.tar.gz`,
+        `${name}.`,
+        `${name} `,
+        `${name} .log`,
+        `${name}:stream`,
+        `dir/${name}/x.ts`,
+      ]) {
+        const found = classifyPath(p).filter((f) => f.kind === 'invalid-path');
+        assert.equal(found.length, 1, `${p}: ${kinds(p).join(',')}`);
+        assert.match(found[0].reason, new RegExp(`uses ${name.replace('$', '\\$')}, a device name on Windows`));
+      }
+    }
+    assert.ok(kinds('COM\u00b9.txt').includes('invalid-path'), 'COM¹ is COM1 to Windows');
+    assert.equal(classifyPatch(parsePatchText(addFile('docs/nul.md'))).refusedFiles.size, 1);
+  });
+
   it('accepts ordinary paths, including look-alikes that are not special', () => {
     for (const p of [
       'src/index.ts',
@@ -114,6 +174,15 @@ describe('risk classifier: paths', () => {
       'café.txt',
       '..foo',
       'foo..bar/x',
+      'nullable.ts',
+      'src/console/log.ts',
+      'auxiliary/x',
+      'com10.txt',
+      'lpt.txt',
+      'con-fig.json',
+      'docs/GITHUB~1.md',
+      'backup~1.txt',
+      'GITHUB~1/README.md',
     ]) {
       assert.deepEqual(kinds(p), [], p);
     }
