@@ -19,10 +19,13 @@ import {
 import { boundDelegationView, oneLine } from '../core/protocol/panelLimits';
 import { agentReviewTemplate } from './agentReviewView';
 import { delegationTemplate } from './delegationView';
+import { configureL10n } from './l10n';
 import { startRenderFrame } from './markdown';
 import { agentStyles, delegationStyles, panelStyles, reviewStyles } from './styles';
 import { vscodeApi } from './vscodeApi';
 
+// Before anything renders: every string the panel shows is looked up in the host's translations.
+configureL10n(document.getElementById('app'));
 const vscode = vscodeApi();
 let uiState: PanelUiState = migratePanelState(vscode.getState());
 vscode.setState(uiState);

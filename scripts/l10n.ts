@@ -1,0 +1,93 @@
+// Writes l10n/bundle.l10n.json, the English runtime strings translators start from, from the
+// sources: the first argument of every `l10n.t(...)` (webview, @vscode/l10n) and `vscode.l10n.t(...)`
+// (host) call under src/. The message is the key, as VS Code expects. A call whose message is not a
+// plain string literal cannot be extracted and stops the script with its file and line.
+//   npm run l10n            regenerate the bundle
+//   npm run l10n -- --check exit 1 when the committed bundle is not what the sources give
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import ts from 'typescript';
+
+export const root = resolve(__dirname, '..');
+export const bundlePath = join(root, 'l10n', 'bundle.l10n.json');
+
+export interface Extracted {
+  readonly messages: readonly string[];
+  /** Calls whose message is computed: `file:line` and what was found instead of a literal. */
+  readonly problems: readonly string[];
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) return sourceFiles(p);
+    return /\.tsx?$/.test(name) && !name.endsWith('.d.ts') ? [p] : [];
+  });
+}
+
+/** `l10n.t` or `<anything>.l10n.t`: the @vscode/l10n namespace import and `vscode.l10n`. */
+function isL10nT(callee: ts.Expression): boolean {
+  if (!ts.isPropertyAccessExpression(callee) || callee.name.text !== 't') return false;
+  const owner = callee.expression;
+  if (ts.isIdentifier(owner)) return owner.text === 'l10n';
+  return ts.isPropertyAccessExpression(owner) && owner.name.text === 'l10n';
+}
+
+/** The messages of one file's `l10n.t` calls, in source order. */
+export function extractFromSource(fileName: string, text: string): Extracted {
+  const file = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const messages: string[] = [];
+  const problems: string[] = [];
+  const where = (n: ts.Node) => `${fileName}:${file.getLineAndCharacterOfPosition(n.getStart(file)).line + 1}`;
+  const visit = (node: ts.Node): void => {
+    if (ts.isTaggedTemplateExpression(node) && isL10nT(node.tag)) {
+      problems.push(`${where(node)}: use l10n.t('…{0}…', value), not a tagged template`);
+    } else if (ts.isCallExpression(node) && isL10nT(node.expression)) {
+      const first = node.arguments[0];
+      if (first && (ts.isStringLiteral(first) || ts.isNoSubstitutionTemplateLiteral(first))) messages.push(first.text);
+      else
+        problems.push(`${where(node)}: the message must be a string literal, found ${first?.getText(file) ?? 'none'}`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(file);
+  return { messages, problems };
+}
+
+/** Every message under `src/`, each once, sorted so the bundle's diff shows only what changed. */
+export function extractAll(srcDir: string = join(root, 'src')): Extracted {
+  const messages = new Set<string>();
+  const problems: string[] = [];
+  for (const f of sourceFiles(srcDir)) {
+    const found = extractFromSource(relative(root, f), readFileSync(f, 'utf8'));
+    found.messages.forEach((m) => messages.add(m));
+    problems.push(...found.problems);
+  }
+  return { messages: [...messages].sort(), problems };
+}
+
+/** The bundle file's text for these messages: English, each message its own translation. */
+export function bundleText(messages: readonly string[]): string {
+  return JSON.stringify(Object.fromEntries(messages.map((m) => [m, m])), null, 2) + '\n';
+}
+
+function main(): void {
+  const { messages, problems } = extractAll();
+  if (problems.length) {
+    console.error(`l10n: ${problems.length} call(s) cannot be extracted:\n  ${problems.join('\n  ')}`);
+    process.exit(1);
+  }
+  const text = bundleText(messages);
+  if (process.argv.includes('--check')) {
+    const current = readFileSync(bundlePath, 'utf8');
+    if (current !== text) {
+      console.error(`l10n: ${relative(root, bundlePath)} is out of date with the sources: run npm run l10n`);
+      process.exit(1);
+    }
+    return;
+  }
+  writeFileSync(bundlePath, text);
+  console.log(`l10n: ${messages.length} messages in ${relative(root, bundlePath)}`);
+}
+
+if (require.main === module) main();

@@ -1,0 +1,20 @@
+import * as l10n from '@vscode/l10n';
+
+/** The attribute of the panel's root element that carries the host's translations (see webviewHtml.ts). */
+export const L10N_ATTRIBUTE = 'data-l10n';
+
+/**
+ * Loads the translations the host put in the page, once, before the first render. English needs
+ * none: without a bundle (or with one that cannot be read) `l10n.t` returns the English message.
+ */
+export function configureL10n(root: Element | null): void {
+  const raw = root?.getAttribute(L10N_ATTRIBUTE);
+  if (!raw) return;
+  try {
+    const contents: unknown = JSON.parse(raw);
+    if (contents && typeof contents === 'object' && !Array.isArray(contents))
+      l10n.config({ contents: contents as Record<string, string> });
+  } catch {
+    // A bundle that does not parse leaves the panel in English rather than blank.
+  }
+}
