@@ -18,3 +18,22 @@ export function configureL10n(root: Element | null): void {
     // A bundle that does not parse leaves the panel in English rather than blank.
   }
 }
+
+/** "1 file", "3 files": one message per form, so a language with other plural rules can say both right. */
+export function fileCount(n: number): string {
+  return n === 1 ? l10n.t('{0} file', n) : l10n.t('{0} files', n);
+}
+
+/** A signature's status in words (the status itself stays the `class`/data for styling and tests). */
+export function signatureLabel(status: 'verified' | 'unsigned' | 'invalid' | 'unknown'): string {
+  switch (status) {
+    case 'verified':
+      return l10n.t('verified');
+    case 'unsigned':
+      return l10n.t('unsigned');
+    case 'invalid':
+      return l10n.t('invalid');
+    case 'unknown':
+      return l10n.t('unknown');
+  }
+}
