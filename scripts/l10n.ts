@@ -1,11 +1,13 @@
 // Writes l10n/bundle.l10n.json, the English runtime strings translators start from, from the
 // sources: the first argument of every `l10n.t(...)` (webview, @vscode/l10n) and `vscode.l10n.t(...)`
-// (host) call under src/. The message is the key, as VS Code expects. A call whose message is not a
-// plain string literal cannot be extracted and stops the script with its file and line.
+// (host) call under src/, and of every `t(...)` call under src/core, whose pure renderers take the
+// translate function as `t` (src/core/l10n.ts). The message is the key, as VS Code expects. A call
+// whose message is not a plain string literal cannot be extracted and stops the script with its file
+// and line.
 //   npm run l10n            regenerate the bundle
 //   npm run l10n -- --check exit 1 when the committed bundle is not what the sources give
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';
 
 export const root = resolve(__dirname, '..');
@@ -33,16 +35,22 @@ function isL10nT(callee: ts.Expression): boolean {
   return ts.isPropertyAccessExpression(owner) && owner.name.text === 'l10n';
 }
 
-/** The messages of one file's `l10n.t` calls, in source order. */
-export function extractFromSource(fileName: string, text: string): Extracted {
+/** A bare `t(...)`: the translate function a pure renderer of src/core is given. */
+function isBareT(callee: ts.Expression): boolean {
+  return ts.isIdentifier(callee) && callee.text === 't';
+}
+
+/** The messages of one file's `l10n.t` calls (and bare `t` calls when `bareT`), in source order. */
+export function extractFromSource(fileName: string, text: string, bareT = false): Extracted {
+  const isMessageCall = (callee: ts.Expression) => isL10nT(callee) || (bareT && isBareT(callee));
   const file = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
   const messages: string[] = [];
   const problems: string[] = [];
   const where = (n: ts.Node) => `${fileName}:${file.getLineAndCharacterOfPosition(n.getStart(file)).line + 1}`;
   const visit = (node: ts.Node): void => {
-    if (ts.isTaggedTemplateExpression(node) && isL10nT(node.tag)) {
+    if (ts.isTaggedTemplateExpression(node) && isMessageCall(node.tag)) {
       problems.push(`${where(node)}: use l10n.t('…{0}…', value), not a tagged template`);
-    } else if (ts.isCallExpression(node) && isL10nT(node.expression)) {
+    } else if (ts.isCallExpression(node) && isMessageCall(node.expression)) {
       const first = node.arguments[0];
       if (first && (ts.isStringLiteral(first) || ts.isNoSubstitutionTemplateLiteral(first))) messages.push(first.text);
       else
@@ -58,8 +66,9 @@ export function extractFromSource(fileName: string, text: string): Extracted {
 export function extractAll(srcDir: string = join(root, 'src')): Extracted {
   const messages = new Set<string>();
   const problems: string[] = [];
+  const core = join(srcDir, 'core') + sep;
   for (const f of sourceFiles(srcDir)) {
-    const found = extractFromSource(relative(root, f), readFileSync(f, 'utf8'));
+    const found = extractFromSource(relative(root, f), readFileSync(f, 'utf8'), f.startsWith(core));
     found.messages.forEach((m) => messages.add(m));
     problems.push(...found.problems);
   }

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { bundlePath, bundleText, extractAll, extractFromSource, root } from '../../scripts/l10n';
+import { english } from '../../src/core/l10n';
 
 const readJson = (p: string): unknown => JSON.parse(readFileSync(join(root, p), 'utf8'));
 
@@ -97,6 +98,18 @@ describe('l10n bundle', () => {
     assert.match(found.problems[0], /^y\.ts:2: the message must be a string literal/);
     assert.match(found.problems[1], /^y\.ts:3: /);
     assert.match(found.problems[2], /^y\.ts:4: .*tagged template/);
+  });
+
+  it('in src/core, also extracts the bare t(...) of a renderer that is given the translate function', () => {
+    const source = "export const say = (t: Translate, n: number) => t('{0} file(s) refused', n);\nt(dynamic);";
+    const core = extractFromSource('src/core/x.ts', source, true);
+    assert.deepEqual(core.messages, ['{0} file(s) refused']);
+    assert.equal(core.problems.length, 1);
+    assert.deepEqual(extractFromSource('src/node/x.ts', source).messages, []);
+  });
+
+  it('english fills {0}, {1}… like vscode.l10n.t without a translation', () => {
+    assert.equal(english('{0} of {1} files, {0} left, {2} stays', 3, 'four'), '3 of four files, 3 left, {2} stays');
   });
 
   it('a bundle is English: each message its own translation, one per line', () => {

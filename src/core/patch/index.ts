@@ -11,6 +11,8 @@ export {
   unresolvedRefusals,
 } from './patchRisk';
 export type { ClassifyOptions, RiskItem, RiskKind, RiskReport, RiskSeverity } from './patchRisk';
+export { riskReasonText } from './riskText';
+export type { RiskMessage, SensitiveFolder, SensitiveName } from './riskText';
 export {
   NOTHING_APPLIED,
   PatchSelectionError,

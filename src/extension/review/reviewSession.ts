@@ -13,6 +13,7 @@ import {
   remainingHunks,
   remainingOf,
   remainingOffered,
+  riskReasonText,
   type AppliedParts,
   type PatchFile,
   type PatchSelection,
@@ -211,11 +212,12 @@ export class ReviewSession extends Disposable {
   }
 
   private refused(f: PatchFile): Error {
+    const refusal = this.review?.risks.items.find((i) => i.fileId === f.id && i.severity === 'refuse');
     return new Error(
       vscode.l10n.t(
         '{0} is refused: {1} Allow it first if you are sure.',
         displayPath(f),
-        this.review?.risks.items.find((i) => i.fileId === f.id && i.severity === 'refuse')?.reason ?? '',
+        refusal ? riskReasonText(refusal.message, vscode.l10n.t) : '',
       ),
     );
   }
@@ -563,7 +565,7 @@ export class ReviewSession extends Disposable {
             id: i.id,
             kind: i.kind,
             severity: i.severity,
-            reason: i.reason,
+            reason: riskReasonText(i.message, vscode.l10n.t),
             allowed: this.overrides.has(i.id),
           })),
         selection: choice.kind === 'all' ? 'all' : choice.kind === 'none' ? 'none' : 'some',
