@@ -15,6 +15,7 @@ import type {
   TimelineEntry as PanelEntry,
 } from '../../core/protocol/panelProtocol';
 import type { DelegationView as JournalView } from '../../core/protocol/delegationView';
+import { resultCheckText } from '../../core/resultText';
 import { connectAgent, normalizeCard, scopedGetToken } from '../../node/a2a/clientFactory';
 import { DelegationManager } from '../../node/a2a/delegationManager';
 import { auditRecordFor, JournalStore, type ReviewAuditInfo } from '../../node/journalStore';
@@ -407,7 +408,8 @@ export class DelegationService extends Disposable {
         signaturesPromised: card ? signedResultsOf(card).promised : pinned.length > 0,
         signer: new URL(journal.request.agent.endpoint).origin,
       });
-      side.signature = { status: r.status, detail: r.detail };
+      // Shown in the panel in the user's language; the log line below keeps the English detail.
+      side.signature = { status: r.status, detail: resultCheckText(r.text, vscode.l10n.t) };
       // Next to a verified result, who ran it is what the agent signed, not the task's metadata.
       const executor = r.status === 'verified' ? r.executor : final?.metadata?.[META.executor];
       side.executor = undefined;
