@@ -1,7 +1,7 @@
 // Writes l10n/bundle.l10n.json, the English runtime strings translators start from, from the
 // sources: the first argument of every `l10n.t(...)` (webview, @vscode/l10n) and `vscode.l10n.t(...)`
 // (host) call under src/, and of every `t(...)` call under src/core, whose pure renderers take the
-// translate function as `t` (src/core/l10n.ts). The message is the key, as VS Code expects. A call
+// translate function as `t` (src/core/protocol/l10n.ts). The message is the key, as VS Code expects. A call
 // whose message is not a plain string literal cannot be extracted and stops the script with its file
 // and line.
 //   npm run l10n            regenerate the bundle

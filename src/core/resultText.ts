@@ -4,7 +4,7 @@
  * the `baton` CLI in English (`resultCheckText(m, english)`, the check's `detail`).
  */
 import { PATCH_ARTIFACT } from './batonProfile';
-import type { Translate } from './l10n';
+import type { Translate } from './protocol/l10n';
 
 export type ResultMessage =
   | { readonly code: 'no-task' | 'not-finished' | 'no-final-task' | 'state-mismatch' | 'patch-not-text' }

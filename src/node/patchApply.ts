@@ -29,7 +29,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { english } from '../core/l10n';
+import { english } from '../core/protocol/l10n';
 import { applyMessageText, type ApplyMessage } from '../core/patch/applyText';
 import type { ParsedPatch, PatchFile, PatchFileStatus, PatchSelection } from '../core/patch/patchModel';
 import { gitQuotePath } from '../core/patch/patchParser';

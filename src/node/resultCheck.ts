@@ -17,7 +17,7 @@ import type { AgentCard, Task } from '@a2a-js/sdk';
 import type { VerifiedKey } from '../core/agentRegistry';
 import { META, PATCH_ARTIFACT, SIGNED_RESULT_EXTENSION_URI } from '../core/batonProfile';
 import { isTerminalTaskState, partsText } from '../core/delegation';
-import { english } from '../core/l10n';
+import { english } from '../core/protocol/l10n';
 import { resultCheckText, type ResultMessage } from '../core/resultText';
 import type { ArtifactConflict, DelegationJournal, DelegationRequest, JournalEntry } from '../core/delegation';
 import { sendMessageParams } from './a2a/delegationRunner';

@@ -1,4 +1,5 @@
 import * as l10n from '@vscode/l10n';
+import type { Translate } from '../core/protocol/l10n';
 
 /** The attribute of the panel's root element that carries the host's translations (see webviewHtml.ts). */
 export const L10N_ATTRIBUTE = 'data-l10n';
@@ -18,6 +19,9 @@ export function configureL10n(root: Element | null): void {
     // A bundle that does not parse leaves the panel in English rather than blank.
   }
 }
+
+/** What the panel gives a pure renderer of src/core/protocol as its `t`: the host's translations. */
+export const t: Translate = l10n.t;
 
 /** "1 file", "3 files": one message per form, so a language with other plural rules can say both right. */
 export function fileCount(n: number): string {

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { bundlePath, bundleText, extractAll, extractFromSource, root } from '../../scripts/l10n';
-import { english } from '../../src/core/l10n';
+import { english } from '../../src/core/protocol/l10n';
 
 const readJson = (p: string): unknown => JSON.parse(readFileSync(join(root, p), 'utf8'));
 

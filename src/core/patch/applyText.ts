@@ -4,7 +4,7 @@
  * `message` of outcomes and errors in English (`applyMessageText(m, english)`). `detail` is what git or
  * the file system said: it is shown as it is.
  */
-import type { Translate } from '../l10n';
+import type { Translate } from '../protocol/l10n';
 
 export type ApplyMessage =
   /** The rest of a partly applied patch no longer applies to the tree; nothing was written. */

@@ -6,7 +6,7 @@
  * (zero-width, bidi controls, HFS+-ignored code points), Windows' trailing dots and spaces,
  * NTFS stream suffixes (`.git::$INDEX_ALLOCATION`) and 8.3 short names (`GIT~1`).
  */
-import { english } from '../l10n';
+import { english } from '../protocol/l10n';
 import type { PatchFile, PatchHunk, ParsedPatch, PatchSelection } from './patchModel';
 import { applyHunks } from './patchText';
 import { riskReasonText, type RiskMessage, type SensitiveFolder, type SensitiveName } from './riskText';

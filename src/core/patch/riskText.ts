@@ -3,7 +3,7 @@
  * made where it is shown: the review in the editor says it in the user's language, logs and the CLI
  * in English (`riskReasonText(m, english)`, the `reason` of a risk item).
  */
-import type { Translate } from '../l10n';
+import type { Translate } from '../protocol/l10n';
 
 export type RiskMessage =
   | {

@@ -2,7 +2,7 @@
 // English (logs, the CLI), the panel says it in the user's language.
 import * as assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { english, type Translate } from '../../../src/core/l10n';
+import { english, type Translate } from '../../../src/core/protocol/l10n';
 import { resultCheckText, type ResultMessage } from '../../../src/core/resultText';
 
 describe('result check messages', () => {

@@ -5,7 +5,7 @@ import * as assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { english, type Translate } from '../../../src/core/l10n';
+import { english, type Translate } from '../../../src/core/protocol/l10n';
 import { applyMessageText, type ApplyMessage } from '../../../src/core/patch/applyText';
 import { PatchApplyError, applyReviewed, finishMerge, prepareReview } from '../../../src/node/patchApply';
 import { cleanup, makePatch, makeRepo, sh, tempDir, treeHash, write } from './helpers';

@@ -2,7 +2,7 @@
 // English for logs and the CLI (the item's `reason`), in the user's language in the editor.
 import * as assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { english, type Translate } from '../../../src/core/l10n';
+import { english, type Translate } from '../../../src/core/protocol/l10n';
 import { classifyPatch, classifyPath } from '../../../src/core/patch/patchRisk';
 import { parsePatchText } from '../../../src/core/patch/patchParser';
 import { riskReasonText, type RiskMessage } from '../../../src/core/patch/riskText';
