@@ -16,6 +16,8 @@
  */
 import type { AgentInterfaceInfo, NormalizedAgentCard } from './agentCard';
 import { AgentCardError, agentCardDigest, normalizeAgentCard, originOf } from './agentCard';
+import { approvalRefusalText, type ApprovalMessage } from './approvalText';
+import { english } from './protocol/l10n';
 import { isPlainHttp } from './origin';
 import { canonicalize, memberPath } from './jcs';
 
@@ -286,7 +288,12 @@ export type ApprovalRefusal =
 
 export type ApproveResult =
   | { readonly ok: true; readonly state: RegistryState }
-  | { readonly ok: false; readonly reason: ApprovalRefusal; readonly message: string };
+  /** `why` is the refusal as data (said in the user's language by the extension), `message` in English. */
+  | { readonly ok: false; readonly reason: ApprovalRefusal; readonly why: ApprovalMessage; readonly message: string };
+
+function refused(reason: ApprovalRefusal, why: ApprovalMessage): ApproveResult {
+  return { ok: false, reason, why, message: approvalRefusalText(why, english) };
+}
 
 export interface ApproveInput {
   /** The digest shown to the reviewer. Approval is refused when the served card differs. */
@@ -306,41 +313,16 @@ export interface ApproveInput {
  */
 export function approveAgent(state: RegistryState, cardUrl: string, input: ApproveInput): ApproveResult {
   const entry = findAgent(state, cardUrl);
-  if (!entry) return { ok: false, reason: 'unknown-agent', message: `No agent with card URL ${cardUrl}.` };
-  if (entry.status === 'unavailable')
-    return {
-      ok: false,
-      reason: 'unavailable',
-      message: 'The agent card could not be fetched; refresh it before approving.',
-    };
+  if (!entry) return refused('unknown-agent', { code: 'unknown-agent', cardUrl });
+  if (entry.status === 'unavailable') return refused('unavailable', { code: 'unavailable' });
   const served = entry.served;
-  if (!served)
-    return {
-      ok: false,
-      reason: 'no-card',
-      message: 'The agent card has not been fetched yet; refresh it before approving.',
-    };
-  if (served.digest !== input.reviewedDigest) {
-    return {
-      ok: false,
-      reason: 'card-changed',
-      message: 'The agent card changed after you opened the review. Review it again before approving.',
-    };
-  }
+  if (!served) return refused('no-card', { code: 'no-card' });
+  if (served.digest !== input.reviewedDigest) return refused('card-changed', { code: 'card-changed' });
   const sig = served.signature;
-  if (sig.status === 'invalid')
-    return {
-      ok: false,
-      reason: 'invalid-signature',
-      message: `The card's signature is invalid (${sig.reason}); it cannot be approved.`,
-    };
+  if (sig.status === 'invalid') return refused('invalid-signature', { code: 'invalid-signature', detail: sig.reason });
   const pinned = state.originKeys[entry.origin];
   if (pinned && pinned.keys.length > 0 && sig.status !== 'verified') {
-    return {
-      ok: false,
-      reason: 'signature-required',
-      message: `Cards from ${entry.origin} were signed before; this one is not, so it cannot be approved.`,
-    };
+    return refused('signature-required', { code: 'signature-required', origin: entry.origin });
   }
   const card = served.card;
   const chosen: AgentInterfaceInfo | undefined =
@@ -348,19 +330,16 @@ export function approveAgent(state: RegistryState, cardUrl: string, input: Appro
       ? card.preferredInterface
       : card.interfaces.find((i) => i.url === input.endpointUrl);
   if (!chosen) {
-    const message =
+    return refused(
+      'endpoint-not-in-card',
       input.endpointUrl === undefined
-        ? 'The card lists no interface to call (a gateway index card): add the agents it lists instead.'
-        : `${input.endpointUrl} is not one of the card's interfaces.`;
-    return { ok: false, reason: 'endpoint-not-in-card', message };
+        ? { code: 'no-interface' }
+        : { code: 'endpoint-not-in-card', url: input.endpointUrl },
+    );
   }
   const offOrigin = chosen.origin !== entry.origin;
   if (offOrigin && !input.acknowledgeOffOrigin) {
-    return {
-      ok: false,
-      reason: 'endpoint-off-origin',
-      message: `The card at ${entry.origin} sends requests to ${chosen.origin}. Approve only if you trust that origin; no token stored for ${entry.origin} is sent there.`,
-    };
+    return refused('endpoint-off-origin', { code: 'endpoint-off-origin', origin: entry.origin, target: chosen.origin });
   }
   const approval: Approval = {
     digest: served.digest,

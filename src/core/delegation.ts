@@ -653,6 +653,7 @@ export class DelegationJournal {
       case 'resultCheck':
         this._resultCheck = {
           signature: e.signature,
+          ...(e.message ? { message: e.message } : {}),
           ...(e.executor ? { executor: e.executor } : {}),
           ...(e.patch ? { patch: e.patch } : {}),
         };

@@ -29,6 +29,8 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { english } from '../core/protocol/l10n';
+import { applyMessageText, type ApplyMessage } from '../core/patch/applyText';
 import type { ParsedPatch, PatchFile, PatchFileStatus, PatchSelection } from '../core/patch/patchModel';
 import { gitQuotePath } from '../core/patch/patchParser';
 import type { RiskReport } from '../core/patch/patchRisk';
@@ -140,6 +142,9 @@ export type ApplyOutcome =
   | { readonly kind: 'conflicts'; readonly pending: PendingMerge }
   | {
       readonly kind: 'failed';
+      /** Why, as data: the host says it in the user's language (`applyMessageText`). */
+      readonly failure: ApplyMessage;
+      /** Why, in English (logs, the CLI). */
       readonly message: string;
       readonly files: readonly FileCheck[];
       readonly restored: readonly string[];
@@ -158,12 +163,13 @@ export interface ApplyOptions {
 }
 
 export class PatchApplyError extends Error {
+  /** The `message` is English (logs, the CLI); the host says `why` in the user's language. */
   constructor(
-    message: string,
+    readonly why: ApplyMessage,
     readonly code: 'inconsistent' | 'edited-since' | 'unresolved' | 'not-repository',
     readonly paths: readonly string[] = [],
   ) {
-    super(message);
+    super(applyMessageText(why, english));
     this.name = 'PatchApplyError';
   }
 }
@@ -337,7 +343,7 @@ function numstatAgrees(files: readonly (PatchFile | SelectedFile)[], stdout: str
   return tokens.slice(t).every((x) => x === '');
 }
 
-const DISAGREE = "git reads this patch differently from Baton's parser; it will not be applied";
+const DISAGREE = applyMessageText({ code: 'parsers-disagree', restored: false }, english);
 
 /**
  * `git apply --check` with per-file results. The fast path (one git run, numstat on stdout) answers
@@ -554,9 +560,9 @@ function untouched(parts: RecordParts, files: readonly SelectedFile[]): string[]
   return out;
 }
 
-function failed(message: string, files: readonly FileCheck[], snapshot: Snapshot | undefined): ApplyOutcome {
+function failed(failure: ApplyMessage, files: readonly FileCheck[], snapshot: Snapshot | undefined): ApplyOutcome {
   const restored = snapshot ? restoreSnapshot(snapshot) : [];
-  return { kind: 'failed', message, files, restored };
+  return { kind: 'failed', failure, message: applyMessageText(failure, english), files, restored };
 }
 
 /**
@@ -565,7 +571,8 @@ function failed(message: string, files: readonly FileCheck[], snapshot: Snapshot
  * patch; every other failure is an outcome with the user's files restored.
  */
 export async function applyReviewed(review: PatchReview, opts: ApplyOptions): Promise<ApplyOutcome> {
-  if (!review.check.consistent) throw new PatchApplyError(review.check.errors.join('; '), 'inconsistent');
+  if (!review.check.consistent)
+    throw new PatchApplyError({ code: 'inconsistent', detail: review.check.errors.join('; ') }, 'inconsistent');
   const applied = opts.applied ?? NOTHING_APPLIED;
   const continuing = applied.files.size > 0 || applied.hunks.size > 0;
   const sub = buildSubPatch(review.patch, review.risks, opts.selection, applied);
@@ -575,13 +582,17 @@ export async function applyReviewed(review: PatchReview, opts: ApplyOptions): Pr
   if (continuing && review.target.kind === 'git' && !threeWay) {
     // The review's check was against the tree before the first apply: check the rest against the tree as it is now.
     const pre = await gitCheck(root, sub.files, { sub, source: review.source }, opts.signal);
-    if (!pre.consistent) throw new PatchApplyError(pre.errors.join('; ') || DISAGREE, 'inconsistent');
-    if (!pre.ok)
-      return failed(
-        `The rest of the patch does not apply to your current tree; your files are unchanged. ${[...pre.errors, ...pre.files.flatMap((f) => f.errors.map((e) => `${f.path}: ${e}`))].join('; ')}`,
-        pre.files,
-        undefined,
+    if (!pre.consistent)
+      throw new PatchApplyError(
+        pre.errors.length
+          ? { code: 'inconsistent', detail: pre.errors.join('; ') }
+          : { code: 'parsers-disagree', restored: false },
+        'inconsistent',
       );
+    if (!pre.ok) {
+      const detail = [...pre.errors, ...pre.files.flatMap((f) => f.errors.map((e) => `${f.path}: ${e}`))].join('; ');
+      return failed({ code: 'rest-does-not-apply', detail }, pre.files, undefined);
+    }
   }
   const snapshot = takeSnapshot(root, touchedPaths(sub.files));
   if (review.target.kind === 'folder') return applyPlain(review, sub, snapshot, overrides);
@@ -624,11 +635,11 @@ export async function applyReviewed(review: PatchReview, opts: ApplyOptions): Pr
         [...verdict.errors, ...verdict.files.flatMap((f) => f.errors.map((e) => e))].join('; ') ||
         r.stderr.trim() ||
         `git apply exited with ${r.exitCode}`;
-      return failed(`The patch did not apply; your files are unchanged. ${msg}`, verdict.files, snapshot);
+      return failed({ code: 'did-not-apply', detail: msg }, verdict.files, snapshot);
     }
     if (!numstatAgrees(sub.files, r.stdout)) {
       restoreSnapshot(snapshot);
-      throw new PatchApplyError(`${DISAGREE}. Your files were restored.`, 'inconsistent');
+      throw new PatchApplyError({ code: 'parsers-disagree', restored: true }, 'inconsistent');
     }
     const fileChecks = sub.files.map((s) => ({
       fileId: s.file.id,
@@ -638,7 +649,7 @@ export async function applyReviewed(review: PatchReview, opts: ApplyOptions): Pr
     }));
     const parts = recordFor(review, sub.files, snapshot, threeWay, overrides, true);
     const skipped = untouched(parts, sub.files);
-    if (skipped.length) return failed(`git skipped ${skipped.join(', ')}; nothing was applied.`, fileChecks, snapshot);
+    if (skipped.length) return failed({ code: 'git-skipped', paths: skipped }, fileChecks, snapshot);
     return { kind: 'applied', applied: { record: parts.record, snapshot } };
   } catch (e) {
     restoreSnapshot(snapshot);
@@ -661,11 +672,7 @@ function applyPlain(
     return { fileId: s.file.id, path: s.file.newPath ?? s.file.oldPath ?? '', ok: errors.length === 0, errors };
   });
   if (plan.errors.size)
-    return failed(
-      `The patch did not apply; your files are unchanged. ${[...plan.errors.values()].flat().join('; ')}`,
-      files,
-      undefined,
-    );
+    return failed({ code: 'did-not-apply', detail: [...plan.errors.values()].flat().join('; ') }, files, undefined);
   try {
     for (const [path, w] of plan.writes) {
       const abs = insideRoot(root, path);
@@ -680,11 +687,7 @@ function applyPlain(
     }
   } catch (e) {
     restoreSnapshot(snapshot);
-    return failed(
-      `Writing failed, your files were restored: ${e instanceof Error ? e.message : String(e)}`,
-      files,
-      undefined,
-    );
+    return failed({ code: 'write-failed', detail: e instanceof Error ? e.message : String(e) }, files, undefined);
   }
   return {
     kind: 'applied',
@@ -765,12 +768,7 @@ export function unresolvedConflicts(pending: PendingMerge): string[] {
 /** Completes a 3-way apply once the user resolved every conflict: records the final digests. */
 export function finishMerge(pending: PendingMerge): AppliedPatch {
   const left = unresolvedConflicts(pending);
-  if (left.length)
-    throw new PatchApplyError(
-      `These files still have conflict markers: ${left.join(', ')}. Resolve them or abort.`,
-      'unresolved',
-      left,
-    );
+  if (left.length) throw new PatchApplyError({ code: 'conflict-markers', paths: left }, 'unresolved', left);
   const digests = pending.record.digests.map((d) => ({ ...d, after: currentDigest(pending.snapshot.root, d.path) }));
   return { record: { ...pending.record, digests }, snapshot: pending.snapshot };
 }
@@ -784,11 +782,7 @@ export function undoApply(applied: AppliedPatch): string[] {
     .filter((d) => currentDigest(applied.snapshot.root, d.path) !== d.after)
     .map((d) => d.path);
   if (edited.length) {
-    throw new PatchApplyError(
-      `Undo would discard edits made since the apply, in: ${edited.join(', ')}. Revert those edits first or undo by hand.`,
-      'edited-since',
-      edited,
-    );
+    throw new PatchApplyError({ code: 'edited-since-apply', paths: edited }, 'edited-since', edited);
   }
   return restoreSnapshot(applied.snapshot);
 }
@@ -805,11 +799,7 @@ export function undoApplies(applies: readonly AppliedPatch[]): string[] {
     .filter(([path, { root, after }]) => currentDigest(root, path) !== after)
     .map(([path]) => path);
   if (edited.length) {
-    throw new PatchApplyError(
-      `Undo would discard edits made since the apply, in: ${edited.join(', ')}. Revert those edits first or undo by hand.`,
-      'edited-since',
-      edited,
-    );
+    throw new PatchApplyError({ code: 'edited-since-apply', paths: edited }, 'edited-since', edited);
   }
   const restored = new Set<string>();
   for (const a of [...applies].reverse()) for (const p of restoreSnapshot(a.snapshot)) restored.add(p);

@@ -17,6 +17,8 @@ import type { AgentCard, Task } from '@a2a-js/sdk';
 import type { VerifiedKey } from '../core/agentRegistry';
 import { META, PATCH_ARTIFACT, SIGNED_RESULT_EXTENSION_URI } from '../core/batonProfile';
 import { isTerminalTaskState, partsText } from '../core/delegation';
+import { english } from '../core/protocol/l10n';
+import { resultCheckText, type ResultMessage } from '../core/resultText';
 import type { ArtifactConflict, DelegationJournal, DelegationRequest, JournalEntry } from '../core/delegation';
 import { sendMessageParams } from './a2a/delegationRunner';
 import { requestDigest, toVerifiedKey, verifyResultEnvelope } from './signing';
@@ -31,7 +33,11 @@ export interface ReviewPatch {
   readonly sha256: string;
 }
 
-export type ResultCheck =
+/**
+ * `text` is what the check says, as data: the host says it in the user's language; `detail` is the
+ * same in English, for logs and the CLI.
+ */
+export type ResultCheck = (
   | {
       readonly status: 'verified';
       readonly detail: string;
@@ -43,7 +49,8 @@ export type ResultCheck =
   /** No signature was promised and none came: the patch is the final task's, unverified. */
   | { readonly status: 'unsigned'; readonly detail: string; readonly patch?: ReviewPatch }
   /** Verification failed, or the result is ambiguous: no patch is offered for review. */
-  | { readonly status: 'invalid'; readonly detail: string; readonly failure: string };
+  | { readonly status: 'invalid'; readonly detail: string; readonly failure: string }
+) & { readonly text: ResultMessage };
 
 export interface ResultCheckInput {
   /** The delegation as the user saw it: its request, task, state and what was streamed. */
@@ -114,35 +121,38 @@ function isPatchArtifact(a: ArtifactLike): boolean {
   );
 }
 
-/** The patch among the final artifacts, as bytes; a string says why there is no single text patch. */
-function patchOf(artifacts: readonly ArtifactLike[]): ReviewPatch | undefined | string {
+/** The patch among the final artifacts, as bytes; a message says why there is no single text patch. */
+function patchOf(artifacts: readonly ArtifactLike[]): ReviewPatch | undefined | ResultMessage {
   const patches = artifacts.filter(isPatchArtifact);
   if (patches.length === 0) return undefined;
   if (patches.length > 1)
-    return `The task carries ${patches.length} ${PATCH_ARTIFACT.name} artifacts (${patches.map((p) => p.artifactId).join(', ')}): Baton cannot tell which one to review.`;
+    return { code: 'patch-ambiguous', count: patches.length, ids: patches.map((p) => p.artifactId) };
   const [p] = patches;
   const texts: string[] = [];
   for (const part of p.parts) {
     const text = typeof part === 'object' && part !== null ? (part as { text?: unknown }).text : undefined;
-    if (typeof text !== 'string')
-      return `${PATCH_ARTIFACT.name} carries a part that is not text: Baton reviews text patches only, so part of what was sent would not be shown.`;
+    if (typeof text !== 'string') return { code: 'patch-not-text' };
     texts.push(text);
   }
   const bytes = Buffer.from(texts.join(''), 'utf8');
   return { artifactId: p.artifactId, bytes, sha256: sha256(bytes) };
 }
 
-function conflictText(c: ArtifactConflict): string {
+function conflictText(c: ArtifactConflict): ResultMessage {
   const name = c.name || c.artifactId;
-  const final = 'the final result the agent signed';
   switch (c.kind) {
     case 'not-final':
-      return `Artifact "${name}" was streamed but is not in ${final}: what was shown is not what the agent returned. Do not apply it.`;
+      return { code: 'artifact-not-final', name };
     case 'differs':
-      return `Artifact "${name}" as streamed differs from ${final}. Do not apply it.`;
+      return { code: 'artifact-differs', name };
     case 'after-final':
-      return `Artifact "${name}" was updated after ${final} was taken. Do not apply it.`;
+      return { code: 'artifact-after-final', name };
   }
+}
+
+/** A ReviewPatch, or nothing when `patchOf` found none or said why not. */
+function isReviewPatch(p: ReturnType<typeof patchOf>): p is ReviewPatch {
+  return p !== undefined && 'bytes' in p;
 }
 
 /**
@@ -155,69 +165,64 @@ function ambiguity(
   final: Task,
   artifacts: readonly ArtifactLike[],
   signed: boolean,
-): { failure: string; detail: string } | undefined {
+): { failure: string; text: ResultMessage } | undefined {
   if (final.id !== journal.taskId)
     return {
       failure: 'task-mismatch',
-      detail: `The agent answered with task ${final.id}, not ${journal.taskId ?? '(none)'}.`,
+      text: { code: 'task-mismatch', taskId: final.id, expected: journal.taskId ?? '(none)' },
     };
   if (journal.contextId && final.contextId !== journal.contextId)
     return {
       failure: 'task-mismatch',
-      detail: `The final task is in context ${final.contextId}, not ${journal.contextId}.`,
+      text: { code: 'context-mismatch', contextId: final.contextId, expected: journal.contextId },
     };
   const seen = new Set<string>();
   for (const a of artifacts) {
     if (seen.has(a.artifactId))
-      return {
-        failure: 'artifact-duplicate',
-        detail: `The task lists artifact "${a.name || a.artifactId}" more than once: Baton cannot tell which one to show.`,
-      };
+      return { failure: 'artifact-duplicate', text: { code: 'artifact-duplicate', name: a.name || a.artifactId } };
     seen.add(a.artifactId);
   }
   if (signed) {
     const [conflict] = journal.artifactConflicts();
-    if (conflict) return { failure: `artifact-${conflict.kind}`, detail: conflictText(conflict) };
+    if (conflict) return { failure: `artifact-${conflict.kind}`, text: conflictText(conflict) };
     if (journal.taskState !== final.status?.state)
-      return { failure: 'result-mismatch', detail: 'The state the stream showed differs from the signed final task.' };
+      return { failure: 'result-mismatch', text: { code: 'state-mismatch' } };
     const shown = journal.stateText;
     const finalText = partsText(final.status?.message?.parts) || undefined;
     if (shown !== finalText) {
       return {
         failure: 'result-mismatch',
-        detail: `The status message shown (${JSON.stringify(shown ?? '')}) differs from the one in the signed final status (${JSON.stringify(finalText ?? '')}).`,
+        text: { code: 'status-mismatch', shown: JSON.stringify(shown ?? ''), signed: JSON.stringify(finalText ?? '') },
       };
     }
   }
   const patch = patchOf(artifacts);
-  if (typeof patch === 'string') return { failure: 'patch-ambiguous', detail: patch };
+  if (patch !== undefined && !isReviewPatch(patch)) return { failure: 'patch-ambiguous', text: patch };
   return undefined;
 }
 
-function invalid(failure: string, detail: string): ResultCheck {
-  return { status: 'invalid', failure, detail };
+function invalid(failure: string, text: ResultMessage): ResultCheck {
+  return { status: 'invalid', failure, text, detail: resultCheckText(text, english) };
+}
+
+function unsigned(text: ResultMessage, patch?: ReviewPatch): ResultCheck {
+  return { status: 'unsigned', text, detail: resultCheckText(text, english), ...(patch ? { patch } : {}) };
 }
 
 /** Checks a settled delegation's result; see the file comment for what `verified` guarantees. */
 export async function checkResult(input: ResultCheckInput): Promise<ResultCheck> {
   const { journal, final, signer } = input;
   const taskId = journal.taskId;
-  if (!taskId) return { status: 'unsigned', detail: 'the agent returned no task, so there is no result to check' };
-  if (!isTerminalTaskState(journal.taskState))
-    return { status: 'unsigned', detail: 'the task has not finished: a result is checked when it ends' };
+  if (!taskId) return unsigned({ code: 'no-task' });
+  if (!isTerminalTaskState(journal.taskState)) return unsigned({ code: 'not-finished' });
   if (!final) {
-    if (input.signaturesPromised)
-      return invalid(
-        'no-final-task',
-        'The final task could not be fetched from the agent, so nothing of this result is verified. Do not apply what was streamed.',
-      );
+    if (input.signaturesPromised) return invalid('no-final-task', { code: 'no-final-task' });
     const streamed = journal.patch();
     const bytes = streamed && streamed.otherParts.length === 0 ? Buffer.from(streamed.text, 'utf8') : undefined;
-    return {
-      status: 'unsigned',
-      detail: 'the agent sent no signed result',
-      ...(streamed && bytes ? { patch: { artifactId: streamed.artifactId, bytes, sha256: sha256(bytes) } } : {}),
-    };
+    return unsigned(
+      { code: 'no-signature', streamedDiffers: false },
+      streamed && bytes ? { artifactId: streamed.artifactId, bytes, sha256: sha256(bytes) } : undefined,
+    );
   }
   const artifacts = final.artifacts.map((a) => Artifact.toJSON(a) as unknown as ArtifactLike);
   const jws = final.metadata?.[META.envelope];
@@ -225,24 +230,19 @@ export async function checkResult(input: ResultCheckInput): Promise<ResultCheck>
   if (!checkable) {
     if (input.signaturesPromised) {
       return typeof jws === 'string'
-        ? invalid(
-            'unknown-key',
-            `The result is signed, but Baton holds no key for ${signer} to check it with: the card promised signed results without naming a key it could pin.`,
-          )
-        : invalid(
-            'unsigned',
-            `${signer} promised signed results, but this result carries no signature: it may have been replaced on the way. Do not apply it.`,
-          );
+        ? invalid('unknown-key', { code: 'unknown-key', signer })
+        : invalid('unsigned', { code: 'promised-unsigned', signer });
     }
     const bad = ambiguity(journal, final, artifacts, false);
-    if (bad) return invalid(bad.failure, bad.detail);
+    if (bad) return invalid(bad.failure, bad.text);
     const patch = patchOf(artifacts);
-    const streamed =
-      journal.artifactConflicts().length > 0
-        ? '; what was streamed differs from the final task, which is what is shown'
-        : '';
-    const detail = `${typeof jws === 'string' ? `signed, but no key is pinned for ${signer} to check it with` : 'the agent sent no signed result'}${streamed}`;
-    return { status: 'unsigned', detail, ...(patch && typeof patch !== 'string' ? { patch } : {}) };
+    const streamedDiffers = journal.artifactConflicts().length > 0;
+    return unsigned(
+      typeof jws === 'string'
+        ? { code: 'no-pinned-key', signer, streamedDiffers }
+        : { code: 'no-signature', streamedDiffers },
+      isReviewPatch(patch) ? patch : undefined,
+    );
   }
   const r = await verifyResultEnvelope(jws, {
     keys: input.keys,
@@ -263,20 +263,20 @@ export async function checkResult(input: ResultCheckInput): Promise<ResultCheck>
     const legacy = r.failure === 'request-mismatch' && version.startsWith('0.');
     return invalid(
       r.failure,
-      legacy
-        ? `${r.message} The request went over A2A ${version}, which does not carry all of what Baton sent, so the agent signed what it received instead: approve the agent's A2A 1.0 interface to get results that verify.`
-        : r.message,
+      legacy ? { code: 'envelope-legacy', detail: r.message, version } : { code: 'envelope', detail: r.message },
     );
   }
   const bad = ambiguity(journal, final, artifacts, true);
-  if (bad) return invalid(bad.failure, bad.detail);
+  if (bad) return invalid(bad.failure, bad.text);
   const patch = patchOf(artifacts);
   const executor = r.envelope.executor;
+  const text: ResultMessage = { code: 'verified', signer, kid: r.key.kid };
   return {
     status: 'verified',
-    detail: `signed by ${signer}’s key ${r.key.kid.slice(0, 12)}`,
+    text,
+    detail: resultCheckText(text, english),
     kid: r.key.kid,
-    ...(patch && typeof patch !== 'string' ? { patch } : {}),
+    ...(isReviewPatch(patch) ? { patch } : {}),
     ...(executor && typeof executor === 'object' ? { executor } : {}),
   };
 }

@@ -1,5 +1,7 @@
+import * as l10n from '@vscode/l10n';
 import { html, nothing, type TemplateResult } from 'lit';
 import type { AgentReviewView, PanelRequests } from '../core/protocol/panelProtocol';
+import { signatureLabel } from './l10n';
 
 export interface AgentReviewActions {
   send<M extends 'approveAgent' | 'rejectAgent'>(method: M, params: PanelRequests[M]['params']): void;
@@ -30,13 +32,13 @@ export function agentReviewTemplate(r: AgentReviewView, a: AgentReviewActions, t
   const statusLabel =
     r.status === 'pending'
       ? r.pendingReason === 'card-changed'
-        ? 'Card changed: review again'
-        : 'Pending review'
+        ? l10n.t('Card changed: review again')
+        : l10n.t('Pending review')
       : r.status === 'approved'
-        ? 'Approved'
+        ? l10n.t('Approved')
         : r.status === 'rejected'
-          ? 'Rejected'
-          : 'Unavailable';
+          ? l10n.t('Rejected')
+          : l10n.t('Unavailable');
   return html`
     <header class="header">
       <vscode-icon name="organization" size="20"></vscode-icon>
@@ -66,13 +68,13 @@ export function agentReviewTemplate(r: AgentReviewView, a: AgentReviewActions, t
     ${
       r.changes.length
         ? html`<section class="changes" id="card-changes">
-            <h2><vscode-icon name="diff"></vscode-icon> What changed since you approved it</h2>
+            <h2><vscode-icon name="diff"></vscode-icon> ${l10n.t('What changed since you approved it')}</h2>
             <table>
               <thead>
                 <tr>
-                  <th>Field</th>
-                  <th>Before</th>
-                  <th>Now</th>
+                  <th>${l10n.t('Field')}</th>
+                  <th>${l10n.t('Before')}</th>
+                  <th>${l10n.t('Now')}</th>
                 </tr>
               </thead>
               <tbody>
@@ -103,39 +105,41 @@ export function agentReviewTemplate(r: AgentReviewView, a: AgentReviewActions, t
     }
     <section class="facts">
       <div>
-        <span class="k">Signature</span
+        <span class="k">${l10n.t('Signature')}</span
         ><span class="sig ${r.signature.status}" id="card-signature"
-          >${r.signature.status} <span class="muted">${r.signature.detail}</span></span
+          >${signatureLabel(r.signature.status)} <span class="muted">${r.signature.detail}</span></span
         >
       </div>
       <div>
-        <span class="k">Card digest</span
-        ><code id="card-digest" title=${r.digest ?? ''}>${r.digest ? r.digest.slice(0, 23) + '…' : 'not fetched'}</code>
+        <span class="k">${l10n.t('Card digest')}</span
+        ><code id="card-digest" title=${r.digest ?? ''}
+          >${r.digest ? r.digest.slice(0, 23) + '…' : l10n.t('not fetched')}</code
+        >
       </div>
-      <div><span class="k">Card URL</span>${url(r.cardUrl)}</div>
-      ${r.approvedEndpoint ? html`<div><span class="k">Pinned endpoint</span>${url(r.approvedEndpoint)}</div>` : nothing}
+      <div><span class="k">${l10n.t('Card URL')}</span>${url(r.cardUrl)}</div>
+      ${r.approvedEndpoint ? html`<div><span class="k">${l10n.t('Pinned endpoint')}</span>${url(r.approvedEndpoint)}</div>` : nothing}
     </section>
-    <h2>Interfaces</h2>
+    <h2>${l10n.t('Interfaces')}</h2>
     <ul class="plain">
-      ${r.interfaces.map((i) => html`<li>${url(i.url)} <span class="chip">${i.binding}${i.protocolVersion ? ` ${i.protocolVersion}` : ''}</span>${i.preferred ? html` <span class="chip">preferred</span>` : nothing}${i.offOrigin ? html` <span class="chip warn">another origin than the card's</span>` : nothing}${i.insecure ? html` <span class="chip warn">http</span>` : nothing}</li>`)}
+      ${r.interfaces.map((i) => html`<li>${url(i.url)} <span class="chip">${i.binding}${i.protocolVersion ? ` ${i.protocolVersion}` : ''}</span>${i.preferred ? html` <span class="chip">${l10n.t('preferred')}</span>` : nothing}${i.offOrigin ? html` <span class="chip warn">${l10n.t("another origin than the card's")}</span>` : nothing}${i.insecure ? html` <span class="chip warn">http</span>` : nothing}</li>`)}
     </ul>
-    <h2>Skills</h2>
+    <h2>${l10n.t('Skills')}</h2>
     <ul class="plain skills">
       ${r.skills.map((s) => html`<li><strong>${s.name}</strong> — ${s.description}${s.tags.length ? html` <span class="muted">${s.tags.join(', ')}</span>` : nothing}</li>`)}
     </ul>
-    <h2>Authentication</h2>
+    <h2>${l10n.t('Authentication')}</h2>
     ${
       r.auth.length
         ? html`<ul class="plain">
             ${r.auth.map((x) => html`<li><strong>${x.name}</strong>: ${x.detail}</li>`)}
           </ul>`
-        : html`<p class="muted">None declared.</p>`
+        : html`<p class="muted">${l10n.t('None declared.')}</p>`
     }
     ${
       r.extensions.length
-        ? html`<h2>Extensions</h2>
+        ? html`<h2>${l10n.t('Extensions')}</h2>
             <ul class="plain">
-              ${r.extensions.map((x) => html`<li><code>${x.uri}</code>${x.required ? html` <span class="chip warn">required</span>` : nothing}</li>`)}
+              ${r.extensions.map((x) => html`<li><code>${x.uri}</code>${x.required ? html` <span class="chip warn">${l10n.t('required')}</span>` : nothing}</li>`)}
             </ul>`
         : nothing
     }
@@ -151,9 +155,12 @@ export function agentReviewTemplate(r: AgentReviewView, a: AgentReviewActions, t
                       acknowledged = (e.target as HTMLInputElement).checked;
                       a.redraw();
                     }}
-                    >Requests go to ${preferred?.url}, another origin than the card's (${r.origin}). The token stored
-                    for ${r.origin} is never sent there; only a token you store for ${preferred?.origin}
-                    is.</vscode-checkbox
+                    >${l10n.t(
+                      "Requests go to {0}, another origin than the card's ({1}). The token stored for {1} is never sent there; only a token you store for {2} is.",
+                      preferred?.url ?? '',
+                      r.origin,
+                      preferred?.origin ?? '',
+                    )}</vscode-checkbox
                   >`
                 : nothing
             }
@@ -162,7 +169,7 @@ export function agentReviewTemplate(r: AgentReviewView, a: AgentReviewActions, t
               icon="pass"
               ?disabled=${!canApprove || a.busy}
               @click=${() => r.digest && a.send('approveAgent', { digest: r.digest, endpointUrl: preferred?.url, acknowledgeOffOrigin: needsAck && acknowledged })}
-              >Approve</vscode-button
+              >${l10n.t('Approve')}</vscode-button
             >
             <vscode-button
               id="reject-agent"
@@ -170,9 +177,9 @@ export function agentReviewTemplate(r: AgentReviewView, a: AgentReviewActions, t
               icon="circle-slash"
               ?disabled=${!trusted || a.busy || r.status === 'rejected'}
               @click=${() => a.send('rejectAgent', {})}
-              >Reject</vscode-button
+              >${l10n.t('Reject')}</vscode-button
             >
-            ${!trusted ? html`<span class="muted">Approving is disabled in Restricted Mode.</span>` : r.signature.status === 'invalid' ? html`<span class="error">An invalid signature blocks approval.</span>` : nothing}
+            ${!trusted ? html`<span class="muted">${l10n.t('Approving is disabled in Restricted Mode.')}</span>` : r.signature.status === 'invalid' ? html`<span class="error">${l10n.t('An invalid signature blocks approval.')}</span>` : nothing}
           </div>`
         : nothing
     }

@@ -1,8 +1,10 @@
+import * as l10n from '@vscode/l10n';
 import { html, nothing, type TemplateResult } from 'lit';
 import { unsafeHTML } from 'lit/directives/unsafe-html.js';
 import { PANEL_LIMITS } from '../core/protocol/panelLimits';
 import type { DelegationState, DelegationView, TimelineEntry } from '../core/protocol/panelProtocol';
 import { timelineEntryText } from '../core/protocol/timelineText';
+import { fileCount, signatureLabel, t } from './l10n';
 import { renderAgentText } from './markdown';
 import { reviewTemplate, type ReviewActions } from './reviewView';
 
@@ -17,24 +19,25 @@ export interface DelegationActions extends ReviewActions {
   readonly busy: boolean;
 }
 
+// Labels are looked up when shown, not when this module loads: the translations are configured first.
 const STATE: Record<
   DelegationState,
-  { label: string; icon: string; tone: 'running' | 'ok' | 'bad' | 'warn' | 'muted' }
+  { label: () => string; icon: string; tone: 'running' | 'ok' | 'bad' | 'warn' | 'muted' }
 > = {
-  queued: { label: 'Queued', icon: 'clock', tone: 'muted' },
-  starting: { label: 'Starting', icon: 'loading', tone: 'running' },
-  reconnecting: { label: 'Reconnecting', icon: 'loading', tone: 'warn' },
-  canceling: { label: 'Canceling', icon: 'loading', tone: 'muted' },
-  submitted: { label: 'Submitted', icon: 'loading', tone: 'running' },
-  working: { label: 'Working', icon: 'loading', tone: 'running' },
-  'input-required': { label: 'Needs your input', icon: 'comment-discussion', tone: 'warn' },
-  'auth-required': { label: 'Needs authorization', icon: 'key', tone: 'warn' },
-  completed: { label: 'Completed', icon: 'pass', tone: 'ok' },
-  failed: { label: 'Failed', icon: 'error', tone: 'bad' },
-  canceled: { label: 'Canceled', icon: 'circle-slash', tone: 'muted' },
-  rejected: { label: 'Rejected by the agent', icon: 'close', tone: 'bad' },
-  unknown: { label: 'Outcome unknown', icon: 'question', tone: 'warn' },
-  expired: { label: 'Expired', icon: 'watch', tone: 'bad' },
+  queued: { label: () => l10n.t('Queued'), icon: 'clock', tone: 'muted' },
+  starting: { label: () => l10n.t('Starting'), icon: 'loading', tone: 'running' },
+  reconnecting: { label: () => l10n.t('Reconnecting'), icon: 'loading', tone: 'warn' },
+  canceling: { label: () => l10n.t('Canceling'), icon: 'loading', tone: 'muted' },
+  submitted: { label: () => l10n.t('Submitted'), icon: 'loading', tone: 'running' },
+  working: { label: () => l10n.t('Working'), icon: 'loading', tone: 'running' },
+  'input-required': { label: () => l10n.t('Needs your input'), icon: 'comment-discussion', tone: 'warn' },
+  'auth-required': { label: () => l10n.t('Needs authorization'), icon: 'key', tone: 'warn' },
+  completed: { label: () => l10n.t('Completed'), icon: 'pass', tone: 'ok' },
+  failed: { label: () => l10n.t('Failed'), icon: 'error', tone: 'bad' },
+  canceled: { label: () => l10n.t('Canceled'), icon: 'circle-slash', tone: 'muted' },
+  rejected: { label: () => l10n.t('Rejected by the agent'), icon: 'close', tone: 'bad' },
+  unknown: { label: () => l10n.t('Outcome unknown'), icon: 'question', tone: 'warn' },
+  expired: { label: () => l10n.t('Expired'), icon: 'watch', tone: 'bad' },
 };
 
 const ENTRY_ICON: Record<TimelineEntry['kind'], string> = {
@@ -51,7 +54,8 @@ export function formatDuration(ms: number): string {
   const h = Math.floor(s / 3600);
   const m = Math.floor((s % 3600) / 60);
   const sec = s % 60;
-  return h ? `${h}h ${m}m` : m ? `${m}m ${String(sec).padStart(2, '0')}s` : `${sec}s`;
+  if (h) return l10n.t('{0}h {1}m', h, m);
+  return m ? l10n.t('{0}m {1}s', m, String(sec).padStart(2, '0')) : l10n.t('{0}s', sec);
 }
 
 function capabilityChips(c: DelegationView['capabilities']): TemplateResult {
@@ -59,30 +63,36 @@ function capabilityChips(c: DelegationView['capabilities']): TemplateResult {
     c.write
       ? html`<span
           class="chip warn"
-          title="The agent may edit files in its throwaway copy; edits come back only as a patch for you to review"
-          >write</span
+          title=${l10n.t(
+            'The agent may edit files in its throwaway copy; edits come back only as a patch for you to review',
+          )}
+          >${l10n.t('write')}</span
         >`
       : html`<span
           class="chip"
-          title="The agent may only read and propose a patch: nothing reaches your files until you apply it"
-          >read-only</span
+          title=${l10n.t('The agent may only read and propose a patch: nothing reaches your files until you apply it')}
+          >${l10n.t('read-only')}</span
         >`,
     c.shell
       ? html`<span
           class="chip warn"
-          title="The agent may run shell commands. A throwaway copy is not a sandbox: unconfined, a shell can reach anything you can"
-          >shell</span
+          title=${l10n.t(
+            'The agent may run shell commands. A throwaway copy is not a sandbox: unconfined, a shell can reach anything you can',
+          )}
+          >${l10n.t('shell')}</span
         >`
       : nothing,
     c.network
-      ? html`<span class="chip warn" title="The agent may reach the network beyond its own model API">network</span>`
+      ? html`<span class="chip warn" title=${l10n.t('The agent may reach the network beyond its own model API')}
+          >${l10n.t('network')}</span
+        >`
       : nothing,
   ];
   // Said in words too: "read-only" beside a returned patch puzzles people until they read this.
   const hint =
     c.write || c.shell || c.network
-      ? 'changes come back only as a patch you review'
-      : 'may only propose a patch; you review it before anything changes';
+      ? l10n.t('changes come back only as a patch you review')
+      : l10n.t('may only propose a patch; you review it before anything changes');
   return html`${chips} <span class="muted cap-hint">${hint}</span>`;
 }
 
@@ -91,20 +101,27 @@ function executionChip(d: DelegationView): TemplateResult | typeof nothing {
   if (d.executorKind === 'builtin') {
     return html` <span
       class="chip"
-      title=${d.executorDetail ?? 'Runs inside the gateway on its throwaway copy only; it runs no repository code, so no sandbox is needed'}
-      >built-in</span
+      title=${
+        d.executorDetail ??
+        l10n.t(
+          'Runs inside the gateway on its throwaway copy only; it runs no repository code, so no sandbox is needed',
+        )
+      }
+      >${l10n.t('built-in')}</span
     >`;
   }
   if (d.confined === false) {
-    const why = (d.executorDetail ?? 'it has your user rights; only its working folder is a throwaway copy.').replace(
-      /^Unconfined:\s*/,
-      '',
-    );
-    return html` <span class="chip warn" title=${`Runs without a sandbox on this machine: ${why}`}>unconfined</span>
-      <div class="muted exec-detail">Runs without a sandbox on this machine: ${why}</div>`;
+    const why = (
+      d.executorDetail ?? l10n.t('it has your user rights; only its working folder is a throwaway copy.')
+    ).replace(/^Unconfined:\s*/, '');
+    const detail = l10n.t('Runs without a sandbox on this machine: {0}', why);
+    return html` <span class="chip warn" title=${detail}>${l10n.t('unconfined')}</span>
+      <div class="muted exec-detail">${detail}</div>`;
   }
   if (d.confined)
-    return html` <span class="chip" title=${d.executorDetail ?? 'Confined with bubblewrap'}>confined</span>`;
+    return html` <span class="chip" title=${d.executorDetail ?? l10n.t('Confined with bubblewrap')}
+      >${l10n.t('confined')}</span
+    >`;
   return nothing;
 }
 
@@ -135,7 +152,7 @@ function agentText(
                   ev.preventDefault();
                   openFull();
                 }}
-                >Open the full text in an editor</a
+                >${l10n.t('Open the full text in an editor')}</a
               >`
             : nothing
         }
@@ -152,7 +169,7 @@ function timeOf(at: unknown): string {
 /** One timeline entry. Whatever goes wrong with it stays in its own row: the rest of the panel renders. */
 function entry(e: TimelineEntry, a: DelegationActions): TemplateResult {
   try {
-    const line = timelineEntryText(e);
+    const line = timelineEntryText(e, t);
     return html`<li class="entry ${e.kind}" data-seq=${e.seq}>
       <vscode-icon name=${ENTRY_ICON[e.kind] ?? 'info'}></vscode-icon>
       <time datetime=${e.at} title=${e.at}>${timeOf(e.at)}</time>
@@ -162,7 +179,10 @@ function entry(e: TimelineEntry, a: DelegationActions): TemplateResult {
     return html`<li class="entry error">
       <vscode-icon name="warning"></vscode-icon><time></time>
       <div class="render-note muted">
-        This entry could not be shown (${err instanceof Error ? err.message.slice(0, 200) : 'unknown error'}).
+        ${l10n.t(
+          'This entry could not be shown ({0}).',
+          err instanceof Error ? err.message.slice(0, 200) : l10n.t('unknown error'),
+        )}
       </div>
     </li>`;
   }
@@ -172,8 +192,17 @@ function timeline(d: DelegationView, a: DelegationActions): TemplateResult {
   const shown =
     d.timeline.length > PANEL_LIMITS.timelineEntries ? d.timeline.slice(-PANEL_LIMITS.timelineEntries) : d.timeline;
   const omitted = (d.timelineOmitted ?? 0) + d.timeline.length - shown.length;
-  return html`<h2>Timeline <span class="muted">(${omitted + shown.length})</span></h2>
-    ${omitted > 0 ? html`<p class="muted" id="timeline-omitted">${omitted.toLocaleString('en-US')} earlier entries are not shown (the delegation's journal keeps them).</p>` : nothing}
+  return html`<h2>${l10n.t('Timeline')} <span class="muted">(${omitted + shown.length})</span></h2>
+    ${
+      omitted > 0
+        ? html`<p class="muted" id="timeline-omitted">
+            ${l10n.t(
+              "{0} earlier entries are not shown (the delegation's journal keeps them).",
+              omitted.toLocaleString('en-US'),
+            )}
+          </p>`
+        : nothing
+    }
     <ol class="timeline" id="timeline">
       ${shown.map((e) => entry(e, a))}
     </ol>`;
@@ -185,51 +214,57 @@ function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult 
       return html`<div class="banner warn" role="alert">
         <vscode-icon name="question"></vscode-icon>
         <div>
-          <strong>Baton lost contact and cannot tell how this ended.</strong> The agent may still be working or may have
-          finished. Check the agent's own status before starting it again; Baton never retries it
-          blindly.${d.reason ? html`<div class="muted">${d.reason}</div>` : nothing}
+          <strong>${l10n.t('Baton lost contact and cannot tell how this ended.')}</strong>
+          ${l10n.t(
+            "The agent may still be working or may have finished. Check the agent's own status before starting it again; Baton never retries it blindly.",
+          )}${d.reason ? html`<div class="muted">${d.reason}</div>` : nothing}
         </div>
         <vscode-button id="check-again" secondary icon="refresh" ?disabled=${a.busy} @click=${() => a.checkAgain()}
-          >Check again</vscode-button
+          >${l10n.t('Check again')}</vscode-button
         >
       </div>`;
     case 'expired':
       return html`<div class="banner bad" role="alert">
         <vscode-icon name="watch"></vscode-icon>
         <div>
-          <strong>The deadline passed.</strong> Baton canceled the task at the
-          agent.${d.reason ? html` ${d.reason}` : nothing}
+          <strong>${l10n.t('The deadline passed.')}</strong> ${l10n.t(
+            'Baton canceled the task at the agent.',
+          )}${d.reason ? html` ${d.reason}` : nothing}
         </div>
       </div>`;
     case 'failed':
     case 'rejected':
       return html`<div class="banner bad" role="alert">
         <vscode-icon name="error"></vscode-icon>
-        <div><strong>${STATE[d.state].label}.</strong> ${d.reason ?? 'The agent gave no reason.'}</div>
+        <div><strong>${STATE[d.state].label()}.</strong> ${d.reason ?? l10n.t('The agent gave no reason.')}</div>
       </div>`;
     case 'canceled':
       return html`<div class="banner" role="status">
         <vscode-icon name="circle-slash"></vscode-icon>
         <div>
-          Canceled.
-          ${d.cancelConfirmed === false ? 'The agent did not confirm the cancel in time; it may still be running.' : 'The agent confirmed.'}
+          ${l10n.t('Canceled.')}
+          ${
+            d.cancelConfirmed === false
+              ? l10n.t('The agent did not confirm the cancel in time; it may still be running.')
+              : l10n.t('The agent confirmed.')
+          }
         </div>
       </div>`;
     case 'auth-required':
       return html`<div class="banner warn" role="alert">
         <vscode-icon name="key"></vscode-icon>
         <div>
-          <strong>The agent needs authorization for ${new URL(d.agent.endpoint).host}.</strong> Set a token (kept in VS
-          Code's secret storage, sent only to that host) and Baton picks the task up again; if the agent asked you to
-          sign in elsewhere, do that: Baton checks again when you come back to this window, or press Check
-          Again.${d.reason ? html`<div class="muted">${d.reason}</div>` : nothing}
+          <strong>${l10n.t('The agent needs authorization for {0}.', new URL(d.agent.endpoint).host)}</strong>
+          ${l10n.t(
+            "Set a token (kept in VS Code's secret storage, sent only to that host) and Baton picks the task up again; if the agent asked you to sign in elsewhere, do that: Baton checks again when you come back to this window, or press Check Again.",
+          )}${d.reason ? html`<div class="muted">${d.reason}</div>` : nothing}
         </div>
         <div class="banner-actions">
           <vscode-button id="provide-token" icon="key" ?disabled=${a.busy} @click=${() => a.provideToken()}
-            >Set Token…</vscode-button
+            >${l10n.t('Set Token…')}</vscode-button
           >
           <vscode-button id="check-again" secondary icon="refresh" ?disabled=${a.busy} @click=${() => a.checkAgain()}
-            >Check Again</vscode-button
+            >${l10n.t('Check Again')}</vscode-button
           >
         </div>
       </div>`;
@@ -246,20 +281,22 @@ function replyBox(d: DelegationView, a: DelegationActions): TemplateResult | typ
     if (text) a.reply(text);
   };
   return html`<section class="reply">
-    <h3><vscode-icon name="comment-discussion"></vscode-icon> The agent asks</h3>
+    <h3><vscode-icon name="comment-discussion"></vscode-icon> ${l10n.t('The agent asks')}</h3>
     ${d.question ? agentText(d.question, true, d.questionChars, 'question', () => a.showFullText()) : nothing}
     <vscode-textarea
       id="reply-text"
       rows="3"
-      placeholder="Your answer…"
+      placeholder=${l10n.t('Your answer…')}
       resize="vertical"
       @keydown=${(e: KeyboardEvent) => {
         if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) send();
       }}
     ></vscode-textarea>
     <div class="actions">
-      <vscode-button id="send-reply" icon="send" ?disabled=${a.busy} @click=${send}>Send Reply</vscode-button>
-      <span class="muted">Ctrl+Enter</span>
+      <vscode-button id="send-reply" icon="send" ?disabled=${a.busy} @click=${send}
+        >${l10n.t('Send Reply')}</vscode-button
+      >
+      <span class="muted">${l10n.t('Ctrl+Enter')}</span>
     </div>
   </section>`;
 }
@@ -275,34 +312,45 @@ export function delegationTemplate(d: DelegationView, a: DelegationActions, now:
       <div class="title">
         <h1 title=${d.title}>${d.title}</h1>
         <div class="muted">
-          to <strong>${d.agent.name}</strong> ·
-          <span class="endpoint" title="Baton only calls the endpoint you approved">${d.agent.endpoint}</span>
+          ${l10n.t('to')} <strong>${d.agent.name}</strong> ·
+          <span class="endpoint" title=${l10n.t('Baton only calls the endpoint you approved')}
+            >${d.agent.endpoint}</span
+          >
         </div>
       </div>
       <span class="spacer"></span>
       <span class="state ${st.tone}" id="state" data-state=${d.state}
-        ><vscode-icon name=${st.icon} ?spin=${st.icon === 'loading'}></vscode-icon>${st.label}</span
+        ><vscode-icon name=${st.icon} ?spin=${st.icon === 'loading'}></vscode-icon>${st.label()}</span
       >
     </header>
     <section class="facts">
-      <div><span class="k">Elapsed</span><span id="elapsed">${formatDuration(ended - started)}</span></div>
+      <div><span class="k">${l10n.t('Elapsed')}</span><span id="elapsed">${formatDuration(ended - started)}</span></div>
       <div>
-        <span class="k">Deadline</span
+        <span class="k">${l10n.t('Deadline')}</span
         ><span
-          >${deadline === undefined ? 'none' : d.terminal ? new Date(deadline).toLocaleTimeString() : `${formatDuration(deadline - now)} left`}</span
+          >${
+            deadline === undefined
+              ? l10n.t('none')
+              : d.terminal
+                ? new Date(deadline).toLocaleTimeString()
+                : l10n.t('{0} left', formatDuration(deadline - now))
+          }</span
         >
       </div>
-      <div><span class="k">Capabilities</span><span>${capabilityChips(d.capabilities)}</span></div>
-      <div><span class="k">Executed by</span><span>${d.executor ?? 'not reported'}${executionChip(d)}</span></div>
+      <div><span class="k">${l10n.t('Capabilities')}</span><span>${capabilityChips(d.capabilities)}</span></div>
+      <div>
+        <span class="k">${l10n.t('Executed by')}</span
+        ><span>${d.executor ?? l10n.t('not reported')}${executionChip(d)}</span>
+      </div>
       ${
         d.signature
           ? html`<div class="wide">
-              <span class="k">Signed result</span
+              <span class="k">${l10n.t('Signed result')}</span
               ><span class="sig ${d.signature.status}" id="signature"
                 ><vscode-icon
                   name=${d.signature.status === 'verified' ? 'verified' : d.signature.status === 'invalid' ? 'error' : 'unverified'}
                 ></vscode-icon
-                >${d.signature.status} <span class="muted">${d.signature.detail}</span></span
+                >${signatureLabel(d.signature.status)} <span class="muted">${d.signature.detail}</span></span
               >
             </div>`
           : nothing
@@ -313,25 +361,26 @@ export function delegationTemplate(d: DelegationView, a: DelegationActions, now:
       ${
         d.patch
           ? html`<vscode-button id="review" icon="diff" @click=${() => a.review()}
-                >Review Changes <vscode-badge variant="counter">${d.patch.files}</vscode-badge></vscode-button
+                >${l10n.t('Review Changes')}
+                <vscode-badge variant="counter">${d.patch.files}</vscode-badge></vscode-button
               >
               <span class="muted"
-                >${d.patch.files} file${d.patch.files === 1 ? '' : 's'}, <span class="add">+${d.patch.additions}</span>
+                >${fileCount(d.patch.files)}, <span class="add">+${d.patch.additions}</span>
                 <span class="del">−${d.patch.deletions}</span></span
               >`
           : nothing
       }
       <span class="spacer"></span>
-      ${d.terminal ? nothing : html`<vscode-button id="cancel" secondary icon="debug-stop" ?disabled=${a.busy} @click=${() => a.cancel()}>Cancel</vscode-button>`}
+      ${d.terminal ? nothing : html`<vscode-button id="cancel" secondary icon="debug-stop" ?disabled=${a.busy} @click=${() => a.cancel()}>${l10n.t('Cancel')}</vscode-button>`}
     </div>
     ${d.review ? reviewTemplate(d.review, a) : nothing}
     <vscode-divider></vscode-divider>
     ${timeline(d, a)}
     ${
       d.artifacts.length
-        ? html`<h2>Artifacts</h2>
+        ? html`<h2>${l10n.t('Artifacts')}</h2>
             <ul class="artifacts">
-              ${d.artifacts.map((x) => html`<li><vscode-icon name=${x.isPatch ? 'diff' : 'file'}></vscode-icon> ${x.name} <span class="muted">${x.mediaType ?? ''} · ${x.bytes.toLocaleString()} bytes${x.digest ? html` · <code title=${x.digest}>${x.digest.slice(0, 19)}…</code>` : nothing}</span></li>`)}
+              ${d.artifacts.map((x) => html`<li><vscode-icon name=${x.isPatch ? 'diff' : 'file'}></vscode-icon> ${x.name} <span class="muted">${x.mediaType ?? ''} · ${l10n.t('{0} bytes', x.bytes.toLocaleString())}${x.digest ? html` · <code title=${x.digest}>${x.digest.slice(0, 19)}…</code>` : nothing}</span></li>`)}
             </ul>`
         : nothing
     }

@@ -4,6 +4,7 @@ import '@vscode-elements/elements/dist/vscode-divider/index.js';
 import '@vscode-elements/elements/dist/vscode-icon/index.js';
 import '@vscode-elements/elements/dist/vscode-textarea/index.js';
 import '@vscode-elements/elements/dist/vscode-checkbox/index.js';
+import * as l10n from '@vscode/l10n';
 import { html, nothing, render } from 'lit';
 import {
   PANEL_STATE_VERSION,
@@ -19,10 +20,13 @@ import {
 import { boundDelegationView, oneLine } from '../core/protocol/panelLimits';
 import { agentReviewTemplate } from './agentReviewView';
 import { delegationTemplate } from './delegationView';
+import { configureL10n } from './l10n';
 import { startRenderFrame } from './markdown';
 import { agentStyles, delegationStyles, panelStyles, reviewStyles } from './styles';
 import { vscodeApi } from './vscodeApi';
 
+// Before anything renders: every string the panel shows is looked up in the host's translations.
+configureL10n(document.getElementById('app'));
 const vscode = vscodeApi();
 let uiState: PanelUiState = migratePanelState(vscode.getState());
 vscode.setState(uiState);
@@ -109,28 +113,30 @@ function delegationOrFallback(d: DelegationView) {
 }
 
 function fallbackView(d: DelegationView | undefined, e: unknown) {
-  const why = e instanceof Error ? e.message.slice(0, 300) : 'unknown error';
+  const why = e instanceof Error ? e.message.slice(0, 300) : l10n.t('unknown error');
   return html`<header class="header">
       <vscode-icon name="rocket" size="20"></vscode-icon>
-      <div class="title"><h1>${oneLine(typeof d?.title === 'string' ? d.title : 'Delegation')}</h1></div>
+      <div class="title"><h1>${oneLine(typeof d?.title === 'string' ? d.title : l10n.t('Delegation'))}</h1></div>
       <span class="spacer"></span>
       <span class="state" id="state" data-state=${String(d?.state ?? 'unknown')}>${String(d?.state ?? 'unknown')}</span>
     </header>
     <div class="banner warn" role="alert">
       <vscode-icon name="warning"></vscode-icon>
       <div>
-        Part of this delegation could not be shown (${why}). Its journal keeps everything; the Delegations view and the
-        audit log show it.
+        ${l10n.t(
+          'Part of this delegation could not be shown ({0}). Its journal keeps everything; the Delegations view and the audit log show it.',
+          why,
+        )}
       </div>
     </div>
     <div class="actions toolbar">
       <span class="spacer"></span
-      >${d && !d.terminal ? html`<vscode-button id="cancel" secondary icon="debug-stop" ?disabled=${busy !== undefined} @click=${() => actions.cancel()}>Cancel</vscode-button>` : nothing}
+      >${d && !d.terminal ? html`<vscode-button id="cancel" secondary icon="debug-stop" ?disabled=${busy !== undefined} @click=${() => actions.cancel()}>${l10n.t('Cancel')}</vscode-button>` : nothing}
     </div>`;
 }
 
 function view() {
-  if (!snapshot) return html`<p class="muted">Connecting to Baton…</p>`;
+  if (!snapshot) return html`<p class="muted">${l10n.t('Connecting to Baton…')}</p>`;
   const s = snapshot;
   if (s.agentReview) {
     return html`${agentReviewTemplate(s.agentReview, actions, s.trusted)}${lastError ? html`<p class="error" role="alert">${lastError}</p>` : nothing}`;
@@ -140,7 +146,7 @@ function view() {
   }
   return html` <header class="header">
       <vscode-icon name="rocket" size="20"></vscode-icon>
-      <h1>Delegation</h1>
+      <h1>${l10n.t('Delegation')}</h1>
       <vscode-badge variant="counter">${s.delegations}</vscode-badge>
       <span class="spacer"></span>
       <vscode-button
@@ -149,27 +155,35 @@ function view() {
         icon="refresh"
         ?disabled=${busy !== undefined}
         @click=${() => void run('refresh', {})}
-        >Refresh</vscode-button
+        >${l10n.t('Refresh')}</vscode-button
       >
     </header>
     ${
       s.trusted
         ? nothing
         : html`<div class="banner warning" role="alert">
-            <vscode-icon name="shield"></vscode-icon> Restricted Mode: Baton shows agents and past delegations, but
-            nothing is delegated, run or applied until you trust this workspace.
+            <vscode-icon name="shield"></vscode-icon>
+            ${l10n.t(
+              'Restricted Mode: Baton shows agents and past delegations, but nothing is delegated, run or applied until you trust this workspace.',
+            )}
           </div>`
     }
     <section class="stats">
-      ${stat('organization', 'approved agents', s.agents)} ${stat('history', 'delegations', s.delegations)}
-      ${stat(s.trusted ? 'workspace-trusted' : 'workspace-untrusted', 'workspace', s.trusted ? 'trusted' : 'restricted')}
+      ${stat('organization', l10n.t('approved agents'), s.agents)}
+      ${stat('history', l10n.t('delegations'), s.delegations)}
+      ${stat(
+        s.trusted ? 'workspace-trusted' : 'workspace-untrusted',
+        l10n.t('workspace'),
+        s.trusted ? l10n.t('trusted') : l10n.t('restricted'),
+      )}
     </section>
     <vscode-divider></vscode-divider>
     <section class="empty">
-      <h2>No delegation selected</h2>
+      <h2>${l10n.t('No delegation selected')}</h2>
       <p>
-        Hand a bounded task to an agent. Its status, steps and artifacts stream here, and the changes it proposes come
-        back as a patch you review before anything touches your files.
+        ${l10n.t(
+          'Hand a bounded task to an agent. Its status, steps and artifacts stream here, and the changes it proposes come back as a patch you review before anything touches your files.',
+        )}
       </p>
       <div class="actions">
         <vscode-button
@@ -177,7 +191,7 @@ function view() {
           icon="rocket"
           ?disabled=${!s.trusted || busy !== undefined}
           @click=${command('baton.delegate')}
-          >Delegate…</vscode-button
+          >${l10n.t('Delegate…')}</vscode-button
         >
         <vscode-button
           id="add-agent"
@@ -185,13 +199,17 @@ function view() {
           icon="add"
           ?disabled=${!s.trusted || busy !== undefined}
           @click=${command('baton.addAgent')}
-          >Add Agent…</vscode-button
+          >${l10n.t('Add Agent…')}</vscode-button
         >
       </div>
     </section>
     <footer class="footer muted">
       <span id="refresh-status"
-        >${s.refreshCount === 0 ? 'Up to date' : `Refreshed ${s.refreshCount}× · ${new Date(s.producedAt).toLocaleTimeString()}`}</span
+        >${
+          s.refreshCount === 0
+            ? l10n.t('Up to date')
+            : l10n.t('Refreshed {0}× · {1}', s.refreshCount, new Date(s.producedAt).toLocaleTimeString())
+        }</span
       >
       ${lastError ? html`<span class="error" role="alert">${lastError}</span>` : nothing}
       <a
@@ -201,7 +219,7 @@ function view() {
           e.preventDefault();
           setUi({ timelineExpanded: !uiState.timelineExpanded });
         }}
-        >${uiState.timelineExpanded ? 'Compact' : 'Expand'}</a
+        >${uiState.timelineExpanded ? l10n.t('Compact') : l10n.t('Expand')}</a
       >
     </footer>`;
 }

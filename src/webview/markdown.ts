@@ -1,3 +1,4 @@
+import * as l10n from '@vscode/l10n';
 import DOMPurify from 'dompurify';
 import { marked } from 'marked';
 import { PANEL_LIMITS, shorten } from '../core/protocol/panelLimits';
@@ -89,12 +90,16 @@ function domDepth(root: Element, limit: number): number {
   return deepest;
 }
 
-function toHtml(text: string): { ok: true; html: string } | { ok: false; why: string } {
+/** The HTML, or the note saying in one sentence why the text is shown as plain text instead. */
+function toHtml(text: string): { ok: true; html: string } | { ok: false; note: string } {
   const depth = markdownDepth(text, PANEL_LIMITS.markdownDepth);
   if (depth > PANEL_LIMITS.markdownDepth)
     return {
       ok: false,
-      why: `too deeply nested (more than ${PANEL_LIMITS.markdownDepth} levels of quotes, lists or emphasis)`,
+      note: l10n.t(
+        'Shown as plain text: too deeply nested (more than {0} levels of quotes, lists or emphasis).',
+        PANEL_LIMITS.markdownDepth,
+      ),
     };
   let html: string;
   try {
@@ -102,7 +107,10 @@ function toHtml(text: string): { ok: true; html: string } | { ok: false; why: st
   } catch (e) {
     return {
       ok: false,
-      why: `the markdown could not be rendered (${e instanceof Error ? e.message.split('\n', 1)[0] : String(e)})`,
+      note: l10n.t(
+        'Shown as plain text: the markdown could not be rendered ({0}).',
+        e instanceof Error ? e.message.split('\n', 1)[0] : String(e),
+      ),
     };
   }
   // Raw HTML in agent text nests too, and no markdown estimate sees it: check what came out.
@@ -111,7 +119,10 @@ function toHtml(text: string): { ok: true; html: string } | { ok: false; why: st
   const wrapper = document.createElement('div');
   wrapper.append(probe.content);
   if (domDepth(wrapper, PANEL_LIMITS.domDepth) > PANEL_LIMITS.domDepth)
-    return { ok: false, why: `too deeply nested (more than ${PANEL_LIMITS.domDepth} levels of HTML)` };
+    return {
+      ok: false,
+      note: l10n.t('Shown as plain text: too deeply nested (more than {0} levels of HTML).', PANEL_LIMITS.domDepth),
+    };
   return { ok: true, html };
 }
 
@@ -126,12 +137,12 @@ function render(text: string, markdown: boolean, fullChars: number | undefined):
   const cut = shorten(text, markdown ? PANEL_LIMITS.markdownChars : PANEL_LIMITS.entryChars);
   const shortened = cut.text.length < total;
   const shownNote = shortened
-    ? `Shortened: showing the first ${count(cut.text.length)} of ${count(total)} characters.`
+    ? l10n.t('Shortened: showing the first {0} of {1} characters.', count(cut.text.length), count(total))
     : undefined;
   if (markdown) {
     const out = toHtml(cut.text);
     if (out.ok) return { kind: 'html', html: out.html, notes: shownNote ? [shownNote] : [], shortened };
-    notes.push(`Shown as plain text: ${out.why}.`);
+    notes.push(out.note);
   }
   if (shownNote) notes.push(shownNote);
   return { kind: 'plain', text: cut.text, notes, shortened };
@@ -168,7 +179,12 @@ export function renderAgentText(
   fullChars?: number,
 ): RenderedText & { readonly pending?: boolean } {
   if (typeof text !== 'string')
-    return { kind: 'plain', text: '', notes: ['This entry could not be shown: it has no text.'], shortened: false };
+    return {
+      kind: 'plain',
+      text: '',
+      notes: [l10n.t('This entry could not be shown: it has no text.')],
+      shortened: false,
+    };
   const hit = cache.get(text);
   if (hit && hit.markdown === markdown && hit.fullChars === fullChars) {
     cache.delete(text);

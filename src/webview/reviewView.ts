@@ -1,5 +1,7 @@
+import * as l10n from '@vscode/l10n';
 import { html, nothing, type TemplateResult } from 'lit';
 import type { PanelRequests, ReviewFileView, ReviewView } from '../core/protocol/panelProtocol';
+import { fileCount } from './l10n';
 
 export interface ReviewActions {
   send<
@@ -19,12 +21,21 @@ export interface ReviewActions {
   readonly busy: boolean;
 }
 
+// The one-letter status is git's (A, M, D…), the same in every language; its title says it in words.
 const STATUS_LABEL: Record<ReviewFileView['status'], string> = {
   added: 'A',
   deleted: 'D',
   modified: 'M',
   renamed: 'R',
   copied: 'C',
+};
+
+const STATUS_TITLE: Record<ReviewFileView['status'], () => string> = {
+  added: () => l10n.t('added'),
+  deleted: () => l10n.t('deleted'),
+  modified: () => l10n.t('modified'),
+  renamed: () => l10n.t('renamed'),
+  copied: () => l10n.t('copied'),
 };
 
 function fileRow(f: ReviewFileView, a: ReviewActions, editable: boolean): TemplateResult {
@@ -39,7 +50,7 @@ function fileRow(f: ReviewFileView, a: ReviewActions, editable: boolean): Templa
         ?disabled=${!editable || refused || done || a.busy}
         @change=${(e: Event) => a.send('reviewSelect', { fileId: f.id, selected: (e.target as HTMLInputElement).checked })}
       ></vscode-checkbox>
-      <span class="status-letter ${f.status}" title=${f.status}>${STATUS_LABEL[f.status]}</span>
+      <span class="status-letter ${f.status}" title=${STATUS_TITLE[f.status]()}>${STATUS_LABEL[f.status]}</span>
       <a
         href="#"
         class="path"
@@ -51,10 +62,18 @@ function fileRow(f: ReviewFileView, a: ReviewActions, editable: boolean): Templa
         >${f.oldPath ? html`${f.oldPath} → ` : nothing}${f.path}</a
       >
       <span class="add">+${f.added}</span><span class="del">−${f.removed}</span>
-      ${f.applied === 'all' ? html`<span class="chip ok">applied</span>` : f.applied === 'some' ? html`<span class="chip ok" title="Some hunks are applied; the others can still be">partly applied</span>` : nothing}
-      ${f.binary ? html`<span class="chip warn">binary</span>` : nothing}
-      ${f.dirty ? html`<span class="chip warn" title="Save or revert it before applying">unsaved</span>` : nothing}
-      ${f.applies || done ? nothing : html`<span class="chip bad" title=${f.checkErrors.join('\n')}>does not apply</span>`}
+      ${
+        f.applied === 'all'
+          ? html`<span class="chip ok">${l10n.t('applied')}</span>`
+          : f.applied === 'some'
+            ? html`<span class="chip ok" title=${l10n.t('Some hunks are applied; the others can still be')}
+                >${l10n.t('partly applied')}</span
+              >`
+            : nothing
+      }
+      ${f.binary ? html`<span class="chip warn">${l10n.t('binary')}</span>` : nothing}
+      ${f.dirty ? html`<span class="chip warn" title=${l10n.t('Save or revert it before applying')}>${l10n.t('unsaved')}</span>` : nothing}
+      ${f.applies || done ? nothing : html`<span class="chip bad" title=${f.checkErrors.join('\n')}>${l10n.t('does not apply')}</span>`}
     </div>
     ${
       f.risks.length
@@ -66,7 +85,7 @@ function fileRow(f: ReviewFileView, a: ReviewActions, editable: boolean): Templa
                     name=${r.severity === 'refuse' ? (r.allowed ? 'unlock' : 'lock') : 'warning'}
                   ></vscode-icon>
                   <span>${r.reason}</span>
-                  ${r.severity === 'refuse' && editable ? html`<vscode-button secondary data-allow=${r.id} ?disabled=${a.busy} @click=${() => a.send('reviewOverride', { riskId: r.id, allow: !r.allowed })}>${r.allowed ? 'Refuse again' : 'Allow anyway'}</vscode-button>` : nothing}
+                  ${r.severity === 'refuse' && editable ? html`<vscode-button secondary data-allow=${r.id} ?disabled=${a.busy} @click=${() => a.send('reviewOverride', { riskId: r.id, allow: !r.allowed })}>${r.allowed ? l10n.t('Refuse again') : l10n.t('Allow anyway')}</vscode-button>` : nothing}
                 </li>`,
             )}
           </ul>`
@@ -86,7 +105,7 @@ function fileRow(f: ReviewFileView, a: ReviewActions, editable: boolean): Templa
                   ></vscode-checkbox>
                   <code>${h.header}</code> <span class="add">+${h.added}</span
                   ><span class="del">−${h.removed}</span
-                  >${h.applied ? html` <span class="chip ok">applied</span>` : nothing}
+                  >${h.applied ? html` <span class="chip ok">${l10n.t('applied')}</span>` : nothing}
                 </li>`,
             )}
           </ul>`
@@ -98,10 +117,14 @@ function fileRow(f: ReviewFileView, a: ReviewActions, editable: boolean): Templa
 export function reviewTemplate(r: ReviewView, a: ReviewActions): TemplateResult {
   if (r.state === 'preparing') {
     return html`<section class="review" id="review">
-      <h2>Changes</h2>
+      <h2>${l10n.t('Changes')}</h2>
       <p class="muted">
-        <vscode-icon name="loading" spin></vscode-icon> Reading and checking the
-        patch${r.progress !== undefined ? html` (${Math.round(r.progress * 100)}%)` : nothing}…
+        <vscode-icon name="loading" spin></vscode-icon>
+        ${
+          r.progress !== undefined
+            ? l10n.t('Reading and checking the patch ({0}%)…', Math.round(r.progress * 100))
+            : l10n.t('Reading and checking the patch…')
+        }
       </p>
     </section>`;
   }
@@ -114,10 +137,9 @@ export function reviewTemplate(r: ReviewView, a: ReviewActions): TemplateResult 
   );
   return html`<section class="review" id="review" data-review-state=${r.state}>
     <h2>
-      Changes
+      ${l10n.t('Changes')}
       <span class="muted"
-        >(${r.files.length}
-        file${r.files.length === 1 ? '' : 's'}${r.target === 'folder' ? ', plain folder' : ''})</span
+        >(${r.target === 'folder' ? l10n.t('{0}, plain folder', fileCount(r.files.length)) : fileCount(r.files.length)})</span
       >
     </h2>
     ${
@@ -136,14 +158,15 @@ export function reviewTemplate(r: ReviewView, a: ReviewActions): TemplateResult 
           </div>`
         : nothing
     }
-    ${r.checkOk === true && editable ? html`<p class="ok" id="check"><vscode-icon name="pass"></vscode-icon> Applies cleanly to your current tree.</p>` : nothing}
+    ${r.checkOk === true && editable ? html`<p class="ok" id="check"><vscode-icon name="pass"></vscode-icon> ${l10n.t('Applies cleanly to your current tree.')}</p>` : nothing}
     ${
       r.checkOk === false && editable
         ? html`<div class="banner warn" id="check">
             <vscode-icon name="warning"></vscode-icon>
             <div>
-              Some files do not apply cleanly to your current tree. Apply with a 3-way merge to resolve the conflicts in
-              the merge editor.
+              ${l10n.t(
+                'Some files do not apply cleanly to your current tree. Apply with a 3-way merge to resolve the conflicts in the merge editor.',
+              )}
             </div>
             <vscode-button
               id="apply-3way"
@@ -151,7 +174,7 @@ export function reviewTemplate(r: ReviewView, a: ReviewActions): TemplateResult 
               icon="git-merge"
               ?disabled=${a.busy || !selectedFiles.length}
               @click=${() => a.send('reviewApply', { threeWay: true })}
-              >Apply with 3-way Merge</vscode-button
+              >${l10n.t('Apply with 3-way Merge')}</vscode-button
             >
           </div>`
         : nothing
@@ -161,8 +184,11 @@ export function reviewTemplate(r: ReviewView, a: ReviewActions): TemplateResult 
         ? html`<div class="banner warn" id="drift">
             <vscode-icon name="history"></vscode-icon>
             <div>
-              Your tree moved since the delegation
-              started${r.drift.headMoved ? ' (HEAD changed)' : ''}.${r.drift.changedFiles.length ? html` Changed under the patch: <code>${r.drift.changedFiles.join(', ')}</code>` : nothing}
+              ${
+                r.drift.headMoved
+                  ? l10n.t('Your tree moved since the delegation started (HEAD changed).')
+                  : l10n.t('Your tree moved since the delegation started.')
+              }${r.drift.changedFiles.length ? html` ${l10n.t('Changed under the patch:')} <code>${r.drift.changedFiles.join(', ')}</code>` : nothing}
             </div>
           </div>`
         : nothing
@@ -170,11 +196,11 @@ export function reviewTemplate(r: ReviewView, a: ReviewActions): TemplateResult 
     ${
       refused.length
         ? html`<div class="refusals" id="refusals">
-            <h3><vscode-icon name="shield"></vscode-icon> Refused by default (${refused.length})</h3>
+            <h3><vscode-icon name="shield"></vscode-icon> ${l10n.t('Refused by default ({0})', refused.length)}</h3>
             <ul>
               ${refused.map(({ f, x }) => html`<li><code>${f.path}</code> — ${x.reason}</li>`)}
             </ul>
-            <p class="muted">These are left out. Allow an item below only if you are sure.</p>
+            <p class="muted">${l10n.t('These are left out. Allow an item below only if you are sure.')}</p>
           </div>`
         : nothing
     }
@@ -187,7 +213,7 @@ export function reviewTemplate(r: ReviewView, a: ReviewActions): TemplateResult 
               icon="check-all"
               ?disabled=${a.busy || selectable.every((f) => f.selection === 'all')}
               @click=${() => a.send('reviewSelectAll', { selected: true })}
-              >Select All</vscode-button
+              >${l10n.t('Select All')}</vscode-button
             >
             <vscode-button
               id="select-none"
@@ -195,9 +221,19 @@ export function reviewTemplate(r: ReviewView, a: ReviewActions): TemplateResult 
               icon="clear-all"
               ?disabled=${a.busy || !selectedFiles.length}
               @click=${() => a.send('reviewSelectAll', { selected: false })}
-              >Select None</vscode-button
+              >${l10n.t('Select None')}</vscode-button
             >
-            ${r.applied ? html`<span class="muted" id="remaining">${open.length} of ${r.files.length} file${r.files.length === 1 ? '' : 's'} left to apply</span>` : nothing}
+            ${
+              r.applied
+                ? html`<span class="muted" id="remaining"
+                    >${
+                      r.files.length === 1
+                        ? l10n.t('{0} of {1} file left to apply', open.length, r.files.length)
+                        : l10n.t('{0} of {1} files left to apply', open.length, r.files.length)
+                    }</span
+                  >`
+                : nothing
+            }
           </div>`
         : nothing
     }
@@ -206,7 +242,7 @@ export function reviewTemplate(r: ReviewView, a: ReviewActions): TemplateResult 
     </ul>
     <div class="actions">
       <vscode-button id="open-changes" secondary icon="diff-multiple" @click=${() => a.send('reviewOpen', {})}
-        >Open Changes Editor</vscode-button
+        >${l10n.t('Open Changes Editor')}</vscode-button
       >
       ${
         editable
@@ -215,8 +251,11 @@ export function reviewTemplate(r: ReviewView, a: ReviewActions): TemplateResult 
                 icon="check"
                 ?disabled=${a.busy || !selectedFiles.length || (r.checkOk === false && selectedFiles.some((f) => !f.applies))}
                 @click=${() => a.send('reviewApply', { threeWay: false })}
-                >Apply
-                ${!r.applied && selectedFiles.length === r.files.length ? 'All' : `Selected (${selectedFiles.length})`}</vscode-button
+                >${
+                  !r.applied && selectedFiles.length === r.files.length
+                    ? l10n.t('Apply All')
+                    : l10n.t('Apply Selected ({0})', selectedFiles.length)
+                }</vscode-button
               >
               <vscode-button
                 id="reject"
@@ -224,7 +263,7 @@ export function reviewTemplate(r: ReviewView, a: ReviewActions): TemplateResult 
                 icon="close"
                 ?disabled=${a.busy}
                 @click=${() => a.send('reviewReject', {})}
-                >Reject</vscode-button
+                >${l10n.t('Reject')}</vscode-button
               >`
           : nothing
       }
@@ -235,7 +274,7 @@ export function reviewTemplate(r: ReviewView, a: ReviewActions): TemplateResult 
                 icon="check"
                 ?disabled=${a.busy}
                 @click=${() => a.send('reviewMerge', { action: 'finish' })}
-                >Finish Merge</vscode-button
+                >${l10n.t('Finish Merge')}</vscode-button
               >
               <vscode-button
                 id="abort-merge"
@@ -243,11 +282,11 @@ export function reviewTemplate(r: ReviewView, a: ReviewActions): TemplateResult 
                 icon="discard"
                 ?disabled=${a.busy}
                 @click=${() => a.send('reviewMerge', { action: 'abort' })}
-                >Abort and Restore</vscode-button
+                >${l10n.t('Abort and Restore')}</vscode-button
               >`
           : nothing
       }
-      ${r.applied?.undoable ? html`<vscode-button id="undo" secondary icon="discard" ?disabled=${a.busy} @click=${() => a.send('reviewUndo', {})}>Undo Apply</vscode-button>` : nothing}
+      ${r.applied?.undoable ? html`<vscode-button id="undo" secondary icon="discard" ?disabled=${a.busy} @click=${() => a.send('reviewUndo', {})}>${l10n.t('Undo Apply')}</vscode-button>` : nothing}
     </div>
   </section>`;
 }

@@ -6,6 +6,7 @@
  */
 import type { CapabilitySet, DelegationOutcome, DelegationState, SignatureCheck } from '../protocol/delegationView';
 import type { TimelineCode, TimelineParam } from '../protocol/timelineText';
+import type { ResultMessage } from '../resultText';
 
 /** Who executed a delegation and how, as the agent reported it (signed, when the result verified). */
 export interface ExecutorInfo {
@@ -20,7 +21,9 @@ export interface ExecutorInfo {
 
 /** What the result check found: recorded in the journal when the check is done, the latest one counts. */
 export interface ResultCheckRecord {
+  /** `detail` is English (logs, the CLI); `message` is the same as data, for the UI to say in its language. */
   readonly signature: SignatureCheck;
+  readonly message?: ResultMessage;
   readonly executor?: ExecutorInfo;
   /** The patch the check approved for review: its bytes are kept beside the journal, their digest here. */
   readonly patch?: { readonly artifactId: string; readonly sha256: string };

@@ -11,6 +11,10 @@ export {
   unresolvedRefusals,
 } from './patchRisk';
 export type { ClassifyOptions, RiskItem, RiskKind, RiskReport, RiskSeverity } from './patchRisk';
+export { riskReasonText } from './riskText';
+export { applyMessageText } from './applyText';
+export type { ApplyMessage } from './applyText';
+export type { RiskMessage, SensitiveFolder, SensitiveName } from './riskText';
 export {
   NOTHING_APPLIED,
   PatchSelectionError,

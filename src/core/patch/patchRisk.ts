@@ -9,8 +9,10 @@
  * one). Windows device names (`NUL`, `CON`, `COM1`, … with any extension) are refused: there, writing
  * such a path reaches the device instead of a file.
  */
+import { english } from '../protocol/l10n';
 import type { PatchFile, PatchHunk, ParsedPatch, PatchSelection } from './patchModel';
 import { applyHunks } from './patchText';
+import { riskReasonText, type RiskMessage, type SensitiveFolder, type SensitiveName } from './riskText';
 
 export type RiskKind =
   | 'invalid-path'
@@ -37,7 +39,9 @@ export interface RiskItem {
   readonly kind: RiskKind;
   /** `refuse`: left out unless overridden. `flag`: applied by default, shown for attention. */
   readonly severity: RiskSeverity;
-  /** One sentence for the user. */
+  /** Why, as data: the host says it in the user's language (`riskReasonText`). */
+  readonly message: RiskMessage;
+  /** Why, in English: one sentence for logs, the CLI and the audit record. */
   readonly reason: string;
 }
 
@@ -86,15 +90,15 @@ function isDotGit(folded: string): boolean {
 }
 
 /** Names folded by foldSegment, matched at any depth. */
-const SENSITIVE_NAMES = new Map<string, string>([
-  ['.gitattributes', 'can change how git filters, diffs and checks out files'],
-  ['.gitmodules', 'can point submodules at other repositories'],
-  ['.envrc', 'is run by direnv when you enter the folder'],
-  ['.devcontainer.json', 'configures a dev container that runs code on open'],
+const SENSITIVE_NAMES = new Map<string, SensitiveName>([
+  ['.gitattributes', 'git-attributes'],
+  ['.gitmodules', 'git-modules'],
+  ['.envrc', 'direnv'],
+  ['.devcontainer.json', 'devcontainer-file'],
 ]);
-const SENSITIVE_DIRS = new Map<string, string>([
-  ['.vscode', 'holds editor tasks, launch configurations and settings that can run code'],
-  ['.devcontainer', 'configures a dev container that runs code on open'],
+const SENSITIVE_DIRS = new Map<string, SensitiveFolder>([
+  ['.vscode', 'editor-folder'],
+  ['.devcontainer', 'devcontainer-folder'],
 ]);
 const HOOK_DIRS = new Set(['.husky', '.githooks', '.git-hooks', '.hooks']);
 const HOOK_FILES = new Set([
@@ -163,64 +167,53 @@ function deviceName(folded: string): string | undefined {
 
 interface PathFinding {
   kind: RiskKind;
-  reason: string;
+  message: RiskMessage;
 }
 
 /** Every reason a single repository-relative path is refused; empty when it is acceptable. */
 export function classifyPath(path: string): PathFinding[] {
   const out: PathFinding[] = [];
-  if (path === '') return [{ kind: 'invalid-path', reason: 'the patch names an empty path' }];
+  if (path === '') return [{ kind: 'invalid-path', message: { code: 'empty-path' } }];
   // eslint-disable-next-line no-control-regex
-  if (/[\x00-\x1f\x7f]/.test(path)) out.push({ kind: 'invalid-path', reason: 'the path contains control characters' });
+  if (/[\x00-\x1f\x7f]/.test(path)) out.push({ kind: 'invalid-path', message: { code: 'control-characters' } });
   if (/^[\\/]/.test(path) || /^[A-Za-z]:/.test(path) || /^[\\/]{2}/.test(path) || /^[\uff0f\uff3c]/.test(path)) {
-    out.push({ kind: 'absolute-path', reason: 'the path is absolute: it would write outside the repository' });
+    out.push({ kind: 'absolute-path', message: { code: 'absolute' } });
   }
   const segs = segmentsOf(path);
   const folded = segs.map(foldSegment).map(longNameOf);
-  if (folded.some((f) => f === '..'))
-    out.push({ kind: 'traversal', reason: "the path contains '..': it would write outside the repository" });
+  if (folded.some((f) => f === '..')) out.push({ kind: 'traversal', message: { code: 'traversal' } });
   else if (
     segs.slice(0, -1).some((s) => s === '' || s === '.') ||
     segs[segs.length - 1] === '' ||
     folded.some((f) => f === '.')
   ) {
     if (!out.some((f) => f.kind === 'absolute-path'))
-      out.push({ kind: 'invalid-path', reason: "the path has empty or '.' segments" });
+      out.push({ kind: 'invalid-path', message: { code: 'empty-segments' } });
   }
   const device = folded.map(deviceName).find((d) => d !== undefined);
-  if (device)
-    out.push({
-      kind: 'invalid-path',
-      reason: `the path uses ${device}, a device name on Windows: there it would reach the device, not a file`,
-    });
-  if (folded.some(isDotGit))
-    out.push({
-      kind: 'git-dir',
-      reason: "the path is inside git's own folder (.git): it could install hooks or change configuration",
-    });
+  if (device) out.push({ kind: 'invalid-path', message: { code: 'device-name', device } });
+  if (folded.some(isDotGit)) out.push({ kind: 'git-dir', message: { code: 'git-dir' } });
   for (let i = 0; i < folded.length; i++) {
     const f = folded[i];
     const last = i === folded.length - 1;
     if (f === '.github' && (folded[i + 1] === 'workflows' || folded[i + 1] === 'actions') && !last) {
-      out.push({
-        kind: 'sensitive-file',
-        reason: "the path is a CI workflow or action: it runs with the repository's secrets",
-      });
+      out.push({ kind: 'sensitive-file', message: { code: 'ci-workflow' } });
       break;
     }
-    if (!last && SENSITIVE_DIRS.has(f)) {
-      out.push({ kind: 'sensitive-file', reason: `the path is under ${f}/, which ${SENSITIVE_DIRS.get(f)}` });
+    const dir = SENSITIVE_DIRS.get(f);
+    if (!last && dir) {
+      out.push({ kind: 'sensitive-file', message: { code: dir, folder: f } });
       break;
     }
     if (!last && HOOK_DIRS.has(f)) {
-      out.push({ kind: 'hook-file', reason: `the path is under ${f}/, a git hook folder: it runs on commit or push` });
+      out.push({ kind: 'hook-file', message: { code: 'hook-folder', folder: f } });
       break;
     }
-    if (last && SENSITIVE_NAMES.has(f)) out.push({ kind: 'sensitive-file', reason: `${f} ${SENSITIVE_NAMES.get(f)}` });
-    if (last && HOOK_FILES.has(f))
-      out.push({ kind: 'hook-file', reason: `${f} configures git hooks that run on commit or push` });
-    if (last && (SENSITIVE_DIRS.has(f) || HOOK_DIRS.has(f))) {
-      out.push({ kind: 'sensitive-file', reason: `the path replaces the ${f} folder` });
+    const name = last ? SENSITIVE_NAMES.get(f) : undefined;
+    if (name) out.push({ kind: 'sensitive-file', message: { code: name, name: f } });
+    if (last && HOOK_FILES.has(f)) out.push({ kind: 'hook-file', message: { code: 'hook-config', name: f } });
+    if (last && (dir || HOOK_DIRS.has(f))) {
+      out.push({ kind: 'sensitive-file', message: { code: 'replaces-folder', folder: f } });
     }
   }
   return out;
@@ -285,26 +278,18 @@ function hunkTouchesScripts(h: PatchHunk): boolean {
 function fileFindings(f: PatchFile, opts: ClassifyOptions): PathFinding[] {
   const out: PathFinding[] = [];
   const paths = [...new Set([f.oldPath, f.newPath].filter((p): p is string => p !== undefined))];
-  if (paths.length === 0) out.push({ kind: 'invalid-path', reason: 'the patch names no path for this file' });
+  if (paths.length === 0) out.push({ kind: 'invalid-path', message: { code: 'no-path' } });
   for (const p of paths) out.push(...classifyPath(p));
-  if (f.newMode === '120000' || f.oldMode === '120000')
-    out.push({
-      kind: 'symlink',
-      reason: 'the change creates or edits a symbolic link, which can point outside the repository',
-    });
-  if (f.newMode === '160000' || f.oldMode === '160000')
-    out.push({ kind: 'submodule', reason: 'the change adds or moves a submodule (another repository)' });
+  if (f.newMode === '120000' || f.oldMode === '120000') out.push({ kind: 'symlink', message: { code: 'symlink' } });
+  if (f.newMode === '160000' || f.oldMode === '160000') out.push({ kind: 'submodule', message: { code: 'submodule' } });
   for (const m of [f.oldMode, f.newMode]) {
     if (m !== undefined && !MODES.has(m) && !/^100[0-7]{3}$/.test(m))
-      out.push({ kind: 'odd-mode', reason: `the file mode ${m} is not a regular file mode` });
+      out.push({ kind: 'odd-mode', message: { code: 'odd-mode', mode: m } });
   }
   if (isExec(f.newMode) && !isExec(f.oldMode) && f.status !== 'deleted') {
-    out.push({
-      kind: 'executable',
-      reason: f.status === 'added' ? 'the new file is executable' : 'the change makes the file executable',
-    });
+    out.push({ kind: 'executable', message: { code: f.status === 'added' ? 'new-executable' : 'made-executable' } });
   }
-  if (f.binary) out.push({ kind: 'binary', reason: 'binary changes cannot be reviewed as text' });
+  if (f.binary) out.push({ kind: 'binary', message: { code: 'binary' } });
   const base = (f.newPath ?? f.oldPath ?? '').split('/').pop();
   if (base === 'package.json' && !f.binary) {
     let changed: string[] | undefined;
@@ -322,9 +307,7 @@ function fileFindings(f: PatchFile, opts: ClassifyOptions): PathFinding[] {
     if (flagged) {
       out.push({
         kind: 'package-scripts',
-        reason: changed?.length
-          ? `the change edits package.json scripts (${changed.join(', ')}), which npm runs`
-          : 'the change may edit package.json scripts, which npm runs',
+        message: changed?.length ? { code: 'package-scripts', scripts: changed } : { code: 'package-scripts-maybe' },
       });
     }
   }
@@ -348,7 +331,8 @@ export function classifyPatch(patch: ParsedPatch, opts: ClassifyOptions = {}): R
         path: f.newPath ?? f.oldPath ?? '',
         kind: finding.kind,
         severity,
-        reason: finding.reason,
+        message: finding.message,
+        reason: riskReasonText(finding.message, english),
       });
     }
   }

@@ -19,6 +19,7 @@ import {
   type ApproveResult,
   type RegistryState,
 } from '../../core/agentRegistry';
+import { approvalRefusalText } from '../../core/approvalText';
 import type { ProxyCheck } from '../../core/proxyCheck';
 import type { SafeFetchOptions } from '../../node/safeFetch';
 import { loadNet } from '../lazy';
@@ -223,7 +224,8 @@ export class AgentService extends Disposable {
       now: new Date().toISOString(),
     });
     if (result.ok) await this.commit(result.state);
-    return result;
+    // The refusal is shown to the user as its message: say it in their language.
+    return result.ok ? result : { ...result, message: approvalRefusalText(result.why, vscode.l10n.t) };
   }
 
   async reject(cardUrl: string): Promise<void> {

@@ -16,6 +16,7 @@ import { delegationPanelView, panelTimelineEntry } from '../../core/delegation/p
 import type { DelegationView, PatchStats } from '../../core/protocol/delegationView';
 import type { ReviewView } from '../../core/protocol/panelProtocol';
 import { timelineEntryText } from '../../core/protocol/timelineText';
+import { resultCheckText } from '../../core/resultText';
 import { connectAgent, normalizeCard, scopedGetToken } from '../../node/a2a/clientFactory';
 import { DelegationManager } from '../../node/a2a/delegationManager';
 import { ApprovedPatchError, ApprovedPatches, type ApprovedPatch } from '../../node/approvedPatches';
@@ -361,6 +362,7 @@ export class DelegationService extends Disposable {
         kind: 'resultCheck',
         at: Date.now(),
         signature: { status: r.status, detail: r.detail },
+        message: r.text,
         ...(executor ? { executor } : {}),
         ...(approved ? { patch: { artifactId: approved.artifactId, sha256: approved.sha256 } } : {}),
       };
@@ -377,7 +379,12 @@ export class DelegationService extends Disposable {
   panelView(id: string, review?: ReviewView): DelegationView | undefined {
     const record = this.journalView(id);
     if (!record) return undefined;
-    return delegationPanelView(record, { patch: this.patchStats(id, record), review });
+    const view = delegationPanelView(record, { patch: this.patchStats(id, record), review });
+    // The check is journaled as data (and in English for logs); the panel says it in the user's language.
+    const message = record.resultCheck?.message;
+    return message && view.signature
+      ? { ...view, signature: { ...view.signature, detail: resultCheckText(message, vscode.l10n.t) } }
+      : view;
   }
 
   /** The approved patch's statistics (computed when it was stored or read back), if there is one. */

@@ -136,6 +136,8 @@ export class DelegationPanel extends Disposable {
       codiconCssUri: asset('codicon.css'),
       title: vscode.l10n.t('Baton Delegation'),
       nonce: newNonce(),
+      language: vscode.env.language,
+      l10nBundle: vscode.l10n.bundle,
     });
   }
 

@@ -38,15 +38,24 @@ export interface PanelHtmlInput {
   readonly codiconCssUri: string;
   readonly title: string;
   readonly nonce: string;
+  /**
+   * `vscode.l10n.bundle`: the translations of the runtime strings, undefined in English. It reaches
+   * the panel as data (JSON in an escaped attribute the script reads), never as script, so the CSP
+   * stays nonce-only.
+   */
+  /** `vscode.env.language`, for the page's `lang` (screen readers pick their voice by it); English by default. */
+  readonly language?: string;
+  readonly l10nBundle?: { readonly [message: string]: string };
 }
 
 const escapeHtml = (s: string): string =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
 
 export function panelHtml(input: PanelHtmlInput): string {
-  const { cspSource, scriptUri, codiconCssUri, title, nonce } = input;
+  const { cspSource, scriptUri, codiconCssUri, title, nonce, l10nBundle } = input;
+  const bundle = l10nBundle ? ` data-l10n="${escapeHtml(JSON.stringify(l10nBundle))}"` : '';
   return `<!DOCTYPE html>
-<html lang="en">
+<html lang="${escapeHtml(input.language ?? 'en')}">
 <head>
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="${escapeHtml(contentSecurityPolicy(cspSource, nonce))}">
@@ -55,7 +64,7 @@ export function panelHtml(input: PanelHtmlInput): string {
 <title>${escapeHtml(title)}</title>
 </head>
 <body>
-<main id="app" aria-live="polite"></main>
+<main id="app" aria-live="polite"${bundle}></main>
 <script type="module" nonce="${nonce}" src="${escapeHtml(scriptUri)}"></script>
 </body>
 </html>`;

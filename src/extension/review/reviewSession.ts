@@ -13,10 +13,12 @@ import {
   remainingHunks,
   remainingOf,
   remainingOffered,
+  riskReasonText,
   type AppliedParts,
   type PatchFile,
   type PatchSelection,
 } from '../../core/patch';
+import { applyMessageText } from '../../core/patch/applyText';
 import type { ReviewFileView, ReviewView } from '../../core/protocol/panelProtocol';
 import { changeEntry } from '../../core/review/reviewUri';
 import {
@@ -51,6 +53,11 @@ export type ReviewRecord =
  * user may apply part of it, then more: each apply is one atomic step after a snapshot, of what is not
  * applied yet. Nothing is written to the user's tree except by `apply`.
  */
+/** An apply, merge or undo that did not go through, said in the user's language (the error's `message` is English). */
+function inUserLanguage(e: unknown): unknown {
+  return e instanceof PatchApplyError ? new Error(applyMessageText(e.why, vscode.l10n.t)) : e;
+}
+
 export class ReviewSession extends Disposable {
   private review: PatchReview | undefined;
   private readonly choices = new Map<string, FileChoice>();
@@ -211,11 +218,12 @@ export class ReviewSession extends Disposable {
   }
 
   private refused(f: PatchFile): Error {
+    const refusal = this.review?.risks.items.find((i) => i.fileId === f.id && i.severity === 'refuse');
     return new Error(
       vscode.l10n.t(
         '{0} is refused: {1} Allow it first if you are sure.',
         displayPath(f),
-        this.review?.risks.items.find((i) => i.fileId === f.id && i.severity === 'refuse')?.reason ?? '',
+        refusal ? riskReasonText(refusal.message, vscode.l10n.t) : '',
       ),
     );
   }
@@ -300,7 +308,9 @@ export class ReviewSession extends Disposable {
     if (blocked.length)
       throw new Error(vscode.l10n.t('Save or revert your unsaved changes first: {0}.', blocked.join(', ')));
     await this.beforeApply();
-    const outcome = await applyReviewed(review, { selection, threeWay, applied: parts });
+    const outcome = await applyReviewed(review, { selection, threeWay, applied: parts }).catch((e: unknown) => {
+      throw inUserLanguage(e);
+    });
     if (outcome.kind === 'applied') {
       this.recordApply(outcome.applied);
       this.message = vscode.l10n.t('Applied {0} file(s).', outcome.applied.record.files.length);
@@ -320,11 +330,9 @@ export class ReviewSession extends Disposable {
       await this.openMergeEditors();
       return false;
     }
-    this.message = outcome.message;
+    this.message = applyMessageText(outcome.failure, vscode.l10n.t);
     this._onDidChange.fire();
-    throw new Error(
-      outcome.message + (outcome.restored.length ? ' ' + vscode.l10n.t('Your files were restored.') : ''),
-    );
+    throw new Error(this.message + (outcome.restored.length ? ' ' + vscode.l10n.t('Your files were restored.') : ''));
   }
 
   /** Records an apply: what it wrote leaves the selection; the review stays open for the rest. */
@@ -379,7 +387,12 @@ export class ReviewSession extends Disposable {
   /** After the user resolved the conflicts in the merge editor. */
   finishMerge(): void {
     if (!this.pending) throw new Error(vscode.l10n.t('No merge in progress.'));
-    const done = finishMerge(this.pending);
+    let done: AppliedPatch;
+    try {
+      done = finishMerge(this.pending);
+    } catch (e) {
+      throw inUserLanguage(e);
+    }
     this.pending = undefined;
     this.state = 'ready';
     this.recordApply(done);
@@ -417,8 +430,7 @@ export class ReviewSession extends Disposable {
     try {
       restored = undoApplies(this.applies);
     } catch (e) {
-      if (e instanceof PatchApplyError) throw new Error(e.message);
-      throw e;
+      throw inUserLanguage(e);
     }
     for (const a of [...this.applies].reverse())
       this.record({ kind: 'undone', record: a.record, restored: restored.filter((p) => a.snapshot.files.has(p)) });
@@ -563,7 +575,7 @@ export class ReviewSession extends Disposable {
             id: i.id,
             kind: i.kind,
             severity: i.severity,
-            reason: i.reason,
+            reason: riskReasonText(i.message, vscode.l10n.t),
             allowed: this.overrides.has(i.id),
           })),
         selection: choice.kind === 'all' ? 'all' : choice.kind === 'none' ? 'none' : 'some',

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import type { DelegationState } from '../../core/protocol/panelProtocol';
 import type { DelegationService } from '../delegate/delegationService';
 import { Disposable } from '../lifecycle';
 
@@ -44,6 +45,28 @@ function indexDelegations(list: readonly Summary[]): DelegationIndex {
   return { byId, children };
 }
 
+/** A delegation's state in words, as the panel says it; an unknown code is shown as it is. */
+const STATE_LABEL: Record<DelegationState, () => string> = {
+  queued: () => vscode.l10n.t('Queued'),
+  starting: () => vscode.l10n.t('Starting'),
+  reconnecting: () => vscode.l10n.t('Reconnecting'),
+  canceling: () => vscode.l10n.t('Canceling'),
+  submitted: () => vscode.l10n.t('Submitted'),
+  working: () => vscode.l10n.t('Working'),
+  'input-required': () => vscode.l10n.t('Needs your input'),
+  'auth-required': () => vscode.l10n.t('Needs authorization'),
+  completed: () => vscode.l10n.t('Completed'),
+  failed: () => vscode.l10n.t('Failed'),
+  canceled: () => vscode.l10n.t('Canceled'),
+  rejected: () => vscode.l10n.t('Rejected by the agent'),
+  unknown: () => vscode.l10n.t('Outcome unknown'),
+  expired: () => vscode.l10n.t('Expired'),
+};
+
+export function delegationStateLabel(state: string): string {
+  return Object.hasOwn(STATE_LABEL, state) ? STATE_LABEL[state as DelegationState]() : state;
+}
+
 /** The Delegations view: every delegation, newest first, children under the delegation that started them. */
 export class DelegationsViewProvider extends Disposable implements vscode.TreeDataProvider<DelegationNode> {
   private readonly _onDidChangeTreeData = this._register(new vscode.EventEmitter<void>());
@@ -82,11 +105,12 @@ export class DelegationsViewProvider extends Disposable implements vscode.TreeDa
     if (!d) return item;
     const [icon, color] = ICON[d.state] ?? ['circle', undefined];
     item.iconPath = new vscode.ThemeIcon(icon, color ? new vscode.ThemeColor(color) : undefined);
-    item.description = `${d.agentName} · ${d.state}`;
+    const state = delegationStateLabel(d.state);
+    item.description = vscode.l10n.t('{0} · {1}', d.agentName, state);
     const view = this.service.journalView(node.id);
     item.tooltip = new vscode.MarkdownString(undefined, false);
     item.tooltip.appendText(
-      `${d.title}\n\n${d.agentName} — ${d.state}${view?.outcomeReason ? `\n${view.outcomeReason}` : ''}\n${new Date(d.createdAt).toLocaleString()}`,
+      `${d.title}\n\n${vscode.l10n.t('{0} — {1}', d.agentName, state)}${view?.outcomeReason ? `\n${view.outcomeReason}` : ''}\n${new Date(d.createdAt).toLocaleString()}`,
     );
     const running = !['completed', 'failed', 'canceled', 'rejected', 'expired'].includes(d.state);
     item.contextValue = `delegation.${running ? 'running' : 'done'}${view?.actions.reviewChanges ? '.patch' : ''}`;

@@ -3,6 +3,8 @@ import { describe, it } from 'node:test';
 import { parsePatchText } from '../../../src/core/patch/patchParser';
 import type { RiskKind } from '../../../src/core/patch/patchRisk';
 import { classifyPatch, classifyPath, defaultSelection, foldSegment } from '../../../src/core/patch/patchRisk';
+import { riskReasonText } from '../../../src/core/patch/riskText';
+import { english } from '../../../src/core/protocol/l10n';
 
 function kinds(path: string): RiskKind[] {
   return classifyPath(path).map((f) => f.kind);
@@ -131,8 +133,8 @@ describe('risk classifier: paths', () => {
     }
     // The reason is the long name's own text.
     assert.deepEqual(
-      classifyPath('VSCODE~1/tasks.json').map((f) => f.reason),
-      classifyPath('.vscode/tasks.json').map((f) => f.reason),
+      classifyPath('VSCODE~1/tasks.json').map((f) => riskReasonText(f.message, english)),
+      classifyPath('.vscode/tasks.json').map((f) => riskReasonText(f.message, english)),
     );
   });
 
@@ -153,7 +155,10 @@ describe('risk classifier: paths', () => {
       ]) {
         const found = classifyPath(p).filter((f) => f.kind === 'invalid-path');
         assert.equal(found.length, 1, `${p}: ${kinds(p).join(',')}`);
-        assert.match(found[0].reason, new RegExp(`uses ${name.replace('$', '\\$')}, a device name on Windows`));
+        assert.match(
+          riskReasonText(found[0].message, english),
+          new RegExp(`uses ${name.replace('$', '\\$')}, a device name on Windows`),
+        );
       }
     }
     assert.ok(kinds('COM\u00b9.txt').includes('invalid-path'), 'COM¹ is COM1 to Windows');

@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { DelegationView, PanelSnapshot, ReviewFileView } from '../../../src/core/protocol/panelProtocol';
+import { panelHtml } from '../../../src/extension/panel/webviewHtml';
 
 const repo = resolve(__dirname, '../../..');
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -83,12 +84,25 @@ function snapshot(d?: DelegationView): PanelSnapshot {
   };
 }
 
-async function open(snap: PanelSnapshot): Promise<Page> {
+/**
+ * The test page with the host's translations on the panel root exactly as the host writes them
+ * (panelHtml's `<main>` element), for the translated-panel test.
+ */
+function translatedPage(bundle: Record<string, string>): string {
+  const main = /<main [^>]*><\/main>/.exec(
+    panelHtml({ cspSource: '', scriptUri: '', codiconCssUri: '', title: '', nonce: 'n', l10nBundle: bundle }),
+  )?.[0];
+  assert.ok(main, 'panelHtml writes the panel root');
+  return html.replace('<main id="app"></main>', main);
+}
+let translated = '';
+
+async function open(snap: PanelSnapshot, path = '/index.html'): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
   page.on('request', (r) => {
     if (!r.url().startsWith(base)) page404.push(r.url());
   });
-  await page.goto(`${base}/index.html`);
+  await page.goto(`${base}${path}`);
   await page.waitForFunction(() =>
     (globalThis as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'ready'),
   );
@@ -118,9 +132,11 @@ describe('delegation panel in a real browser', { skip }, () => {
     mkdirSync(shots, { recursive: true });
     server = createServer((req, res) => {
       const name = (req.url ?? '/').split('?')[0];
-      const file = name === '/index.html' ? null : join(repo, 'dist/webview', name.replace(/^\/+/, ''));
+      const file = name.endsWith('.html') ? null : join(repo, 'dist/webview', name.replace(/^\/+/, ''));
       if (name === '/index.html') {
         res.writeHead(200, { 'content-type': 'text/html' }).end(html);
+      } else if (name === '/translated.html') {
+        res.writeHead(200, { 'content-type': 'text/html' }).end(translated);
       } else if (file && existsSync(file)) {
         res
           .writeHead(200, {
@@ -743,6 +759,25 @@ describe('delegation panel in a real browser', { skip }, () => {
       /does not match/,
     ],
   ];
+  it('shows the strings of the bundle the host passes, and a translation is text, never markup', async () => {
+    translated = translatedPage({
+      Cancel: 'Abbrechen',
+      Working: 'In Arbeit',
+      '{0} left': 'noch {0}',
+      Timeline: '</main><script>window.__pwned=1</script><b id="injected">Verlauf</b>',
+    });
+    const page = await open(snapshot(delegation({})), '/translated.html');
+    assert.equal(await page.innerText('#cancel'), 'Abbrechen');
+    assert.match(await page.innerText('#state'), /In Arbeit/);
+    assert.match(await page.innerText('.facts'), /noch \d+m \d\ds/);
+    assert.match(await page.innerText('h2'), /<\/main><script>window.__pwned=1<\/script><b id="injected">Verlauf/);
+    assert.equal(await page.locator('#injected').count(), 0);
+    assert.equal(await page.evaluate(() => (globalThis as unknown as { __pwned?: number }).__pwned), undefined);
+    // A message the bundle lacks stays English.
+    assert.match(await page.innerText('.facts'), /may only propose a patch/);
+    await page.close();
+  });
+
   for (const [state, over, expect] of terminal) {
     it(`shows the ${state} outcome distinctly${over.signature ? ` (signature ${over.signature.status})` : ''}`, async () => {
       const done = !['auth-required'].includes(state);
