@@ -1,5 +1,5 @@
 /**
- * The client's record of one delegation (DESIGN.md "One task model"): `requestId` (the first
+ * The client's record of one delegation (docs/architecture.md "One task model"): `requestId` (the first
  * message's `messageId`, the idempotency key) → `taskId`/`contextId` → a journal of entries, events
  * carrying a per-task `seq` → one outcome. Pure: no I/O, no clock (times are passed in).
  *

@@ -1,5 +1,6 @@
 /**
- * Persists delegation journals and the audit log (issue 6 "Never lose a delegation").
+ * Persists delegation journals and the audit log. Every entry is written before it is shown, so a crash
+ * or a reload loses nothing (docs/architecture.md, "One task model").
  *
  * One append-only JSON-lines file per delegation (`<requestId>.jsonl`) in a folder the caller gives
  * (the extension passes its globalStorage). Entries are written in order; entries that change state

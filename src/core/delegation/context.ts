@@ -1,5 +1,5 @@
 /**
- * Builds the first message of a delegation from explicit context only (issue 6 "Start"): the task
+ * Builds the first message of a delegation from explicit context only: the task
  * text, the selection (file, range, text), chosen files and chosen diagnostics travel as message parts,
  * each with its digest; the repository, base commit and a digest of the uncommitted state travel in
  * message metadata so the result can be checked against drift. Nothing else is sent.

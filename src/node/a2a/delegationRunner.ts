@@ -1,6 +1,6 @@
 /**
- * Runs one delegation against its agent and journals everything it sees (issue 6 "Never lose a
- * delegation"). Streams are not reliable delivery (A2A §3.7), so:
+ * Runs one delegation against its agent and journals everything it sees before anything
+ * is shown (docs/architecture.md, "One task model"). Streams are not reliable delivery (A2A §3.7), so:
  *
  * - a stream that ends or breaks before the task settles → `GetTask` → `SubscribeToTask` with backoff,
  *   sending `Last-Event-ID` when the agent declares the replay profile; events are de-duplicated by
