@@ -2,7 +2,8 @@ import * as l10n from '@vscode/l10n';
 import { html, nothing, type TemplateResult } from 'lit';
 import { unsafeHTML } from 'lit/directives/unsafe-html.js';
 import { PANEL_LIMITS } from '../core/protocol/panelLimits';
-import type { DelegationState, DelegationView, TimelineEntry } from '../core/protocol/panelProtocol';
+import type { DelegationView, TimelineEntry } from '../core/protocol/panelProtocol';
+import { stateLabel, stateLook } from '../core/protocol/delegationStates';
 import { timelineEntryText } from '../core/protocol/timelineText';
 import { fileCount, signatureLabel, t } from './l10n';
 import { renderAgentText } from './markdown';
@@ -20,25 +21,6 @@ export interface DelegationActions extends ReviewActions {
 }
 
 // Labels are looked up when shown, not when this module loads: the translations are configured first.
-const STATE: Record<
-  DelegationState,
-  { label: () => string; icon: string; tone: 'running' | 'ok' | 'bad' | 'warn' | 'muted' }
-> = {
-  queued: { label: () => l10n.t('Queued'), icon: 'clock', tone: 'muted' },
-  starting: { label: () => l10n.t('Starting'), icon: 'loading', tone: 'running' },
-  reconnecting: { label: () => l10n.t('Reconnecting'), icon: 'loading', tone: 'warn' },
-  canceling: { label: () => l10n.t('Canceling'), icon: 'loading', tone: 'muted' },
-  submitted: { label: () => l10n.t('Submitted'), icon: 'loading', tone: 'running' },
-  working: { label: () => l10n.t('Working'), icon: 'loading', tone: 'running' },
-  'input-required': { label: () => l10n.t('Needs your input'), icon: 'comment-discussion', tone: 'warn' },
-  'auth-required': { label: () => l10n.t('Needs authorization'), icon: 'key', tone: 'warn' },
-  completed: { label: () => l10n.t('Completed'), icon: 'pass', tone: 'ok' },
-  failed: { label: () => l10n.t('Failed'), icon: 'error', tone: 'bad' },
-  canceled: { label: () => l10n.t('Canceled'), icon: 'circle-slash', tone: 'muted' },
-  rejected: { label: () => l10n.t('Rejected by the agent'), icon: 'close', tone: 'bad' },
-  unknown: { label: () => l10n.t('Outcome unknown'), icon: 'question', tone: 'warn' },
-  expired: { label: () => l10n.t('Expired'), icon: 'watch', tone: 'bad' },
-};
 
 const ENTRY_ICON: Record<TimelineEntry['kind'], string> = {
   status: 'pulse',
@@ -236,7 +218,7 @@ function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult 
     case 'rejected':
       return html`<div class="banner bad" role="alert">
         <vscode-icon name="error"></vscode-icon>
-        <div><strong>${STATE[d.state].label()}.</strong> ${d.reason ?? l10n.t('The agent gave no reason.')}</div>
+        <div><strong>${stateLabel(d.state, t)}.</strong> ${d.reason ?? l10n.t('The agent gave no reason.')}</div>
       </div>`;
     case 'canceled':
       return html`<div class="banner" role="status">
@@ -302,7 +284,7 @@ function replyBox(d: DelegationView, a: DelegationActions): TemplateResult | typ
 }
 
 export function delegationTemplate(d: DelegationView, a: DelegationActions, now: number): TemplateResult {
-  const st = STATE[d.state];
+  const st = stateLook(d.state);
   const started = Date.parse(d.startedAt);
   const ended = d.endedAt ? Date.parse(d.endedAt) : now;
   const deadline = d.deadline ? Date.parse(d.deadline) : undefined;
@@ -320,7 +302,7 @@ export function delegationTemplate(d: DelegationView, a: DelegationActions, now:
       </div>
       <span class="spacer"></span>
       <span class="state ${st.tone}" id="state" data-state=${d.state}
-        ><vscode-icon name=${st.icon} ?spin=${st.icon === 'loading'}></vscode-icon>${st.label()}</span
+        ><vscode-icon name=${st.icon} ?spin=${st.spin}></vscode-icon>${stateLabel(d.state, t)}</span
       >
     </header>
     <section class="facts">

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { DelegationState } from '../../core/protocol/panelProtocol';
+import { stateLabel, stateLook, type StateTone } from '../../core/protocol/delegationStates';
 import type { DelegationService } from '../delegate/delegationService';
 import { Disposable } from '../lifecycle';
 
@@ -7,21 +7,13 @@ export interface DelegationNode {
   readonly id: string;
 }
 
-const ICON: Record<string, [string, string | undefined]> = {
-  queued: ['clock', undefined],
-  starting: ['loading~spin', undefined],
-  submitted: ['loading~spin', undefined],
-  working: ['loading~spin', 'progressBar.background'],
-  reconnecting: ['sync~spin', 'editorWarning.foreground'],
-  canceling: ['loading~spin', undefined],
-  'input-required': ['comment-discussion', 'editorWarning.foreground'],
-  'auth-required': ['key', 'editorWarning.foreground'],
-  completed: ['pass', 'testing.iconPassed'],
-  failed: ['error', 'errorForeground'],
-  canceled: ['circle-slash', undefined],
-  rejected: ['close', 'errorForeground'],
-  unknown: ['question', 'editorWarning.foreground'],
-  expired: ['watch', 'errorForeground'],
+/** The tree's colour for each tone of a state (the panel has its own in its styles). */
+const TONE_COLOR: Record<StateTone, string | undefined> = {
+  running: 'progressBar.background',
+  ok: 'testing.iconPassed',
+  bad: 'errorForeground',
+  warn: 'editorWarning.foreground',
+  muted: undefined,
 };
 
 type Summary = ReturnType<DelegationService['list']>[number];
@@ -46,25 +38,8 @@ function indexDelegations(list: readonly Summary[]): DelegationIndex {
 }
 
 /** A delegation's state in words, as the panel says it; an unknown code is shown as it is. */
-const STATE_LABEL: Record<DelegationState, () => string> = {
-  queued: () => vscode.l10n.t('Queued'),
-  starting: () => vscode.l10n.t('Starting'),
-  reconnecting: () => vscode.l10n.t('Reconnecting'),
-  canceling: () => vscode.l10n.t('Canceling'),
-  submitted: () => vscode.l10n.t('Submitted'),
-  working: () => vscode.l10n.t('Working'),
-  'input-required': () => vscode.l10n.t('Needs your input'),
-  'auth-required': () => vscode.l10n.t('Needs authorization'),
-  completed: () => vscode.l10n.t('Completed'),
-  failed: () => vscode.l10n.t('Failed'),
-  canceled: () => vscode.l10n.t('Canceled'),
-  rejected: () => vscode.l10n.t('Rejected by the agent'),
-  unknown: () => vscode.l10n.t('Outcome unknown'),
-  expired: () => vscode.l10n.t('Expired'),
-};
-
 export function delegationStateLabel(state: string): string {
-  return Object.hasOwn(STATE_LABEL, state) ? STATE_LABEL[state as DelegationState]() : state;
+  return stateLabel(state, vscode.l10n.t);
 }
 
 /** The Delegations view: every delegation, newest first, children under the delegation that started them. */
@@ -103,8 +78,12 @@ export class DelegationsViewProvider extends Disposable implements vscode.TreeDa
     );
     item.id = node.id;
     if (!d) return item;
-    const [icon, color] = ICON[d.state] ?? ['circle', undefined];
-    item.iconPath = new vscode.ThemeIcon(icon, color ? new vscode.ThemeColor(color) : undefined);
+    const look = stateLook(d.state);
+    const color = TONE_COLOR[look.tone];
+    item.iconPath = new vscode.ThemeIcon(
+      look.spin ? `${look.icon}~spin` : look.icon,
+      color ? new vscode.ThemeColor(color) : undefined,
+    );
     const state = delegationStateLabel(d.state);
     item.description = vscode.l10n.t('{0} · {1}', d.agentName, state);
     const view = this.service.journalView(node.id);
@@ -112,7 +91,7 @@ export class DelegationsViewProvider extends Disposable implements vscode.TreeDa
     item.tooltip.appendText(
       `${d.title}\n\n${vscode.l10n.t('{0} — {1}', d.agentName, state)}${view?.outcomeReason ? `\n${view.outcomeReason}` : ''}\n${new Date(d.createdAt).toLocaleString()}`,
     );
-    const running = !['completed', 'failed', 'canceled', 'rejected', 'expired'].includes(d.state);
+    const running = !look.final;
     item.contextValue = `delegation.${running ? 'running' : 'done'}${view?.actions.reviewChanges ? '.patch' : ''}`;
     item.command = { command: 'baton.openDelegation', title: vscode.l10n.t('Open'), arguments: [node.id] };
     return item;
