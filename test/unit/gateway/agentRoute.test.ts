@@ -16,7 +16,7 @@ import type { GatewayContext } from '../../../src/gateway/gatewayContext';
 import { CardSlot, publishCard } from '../../../src/gateway/http/cardRoute';
 import { openStore } from '../../../src/gateway/store/openStore';
 import type { GatewayStore } from '../../../src/gateway/store/gatewayStore';
-import { scriptedAgent, tempDir } from './helpers';
+import { clientFor, scriptedAgent, sendRequest, suiteGateway, tempDir, userMessage } from './helpers';
 
 const SITE: RouteSite = { baseUrl: 'http://10.9.8.7:4321', keys: { publicJwk: undefined }, tokenRequired: true };
 
@@ -154,6 +154,26 @@ describe('agent routes', () => {
         await route.runner.close();
       }
     });
+  });
+});
+
+describe('startGateway: everything is made from the address it listens on', () => {
+  const gw = suiteGateway({ port: 0 });
+
+  it('serves cards naming its own URL, and signs results with that URL as the issuer', async () => {
+    const index = (await (await fetch(`${gw.url}/.well-known/agent-card.json`)).json()) as {
+      provider?: { url?: string };
+    };
+    assert.equal(index.provider?.url, gw.url);
+    const client = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token);
+    const done = await client.sendMessage(sendRequest(userMessage('format src')));
+    assert.ok('id' in done);
+    const task = await client.getTask({ tenant: '', id: done.id });
+    const jws = String(task.metadata?.['baton/resultEnvelope']);
+    const claims = JSON.parse(Buffer.from(jws.split('.')[1] ?? '', 'base64url').toString('utf8')) as {
+      issuer?: string;
+    };
+    assert.equal(claims.issuer, gw.url);
   });
 });
 
