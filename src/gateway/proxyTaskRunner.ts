@@ -13,6 +13,8 @@ import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a
 import type { Client } from '@a2a-js/sdk/client';
 import { RequestMalformedError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
 import { META } from '../core/batonProfile';
+import { checkDelegationChain, readChain } from '../core/delegation/guards';
+import type { ChainLimits } from '../core/delegation/guards';
 import { baseAgentCard } from './cards';
 import { statusEvent } from './a2aBuild';
 import type { RemoteAgentConfig } from './config';
@@ -30,8 +32,11 @@ import type { DirectReply, StartedTask, TaskRunner } from './taskRunner';
 import { endsTurn, isTerminal } from './taskStates';
 
 const RECONNECT_ATTEMPTS = 6;
-/** The longest delegation chain a proxy forwards (each gateway hop adds one entry). */
-const MAX_CHAIN = 16;
+/**
+ * The delegation chains a proxy forwards: at most 16 entries (each gateway hop adds one); a proxy
+ * starts one child per message, so breadth is not its to limit.
+ */
+export const PROXY_CHAIN_LIMITS: ChainLimits = { maxDepth: 16, maxBreadth: Number.POSITIVE_INFINITY };
 type RemoteVersion = '1.0' | '0.3';
 const REMOTE_CALL_MS = 15_000;
 
@@ -293,28 +298,23 @@ export class ProxyTaskRunner implements TaskRunner {
     return `${this.ctx.identity}/${this.cfg.id}`;
   }
 
-  /** The `baton/chain` a message carries (entries that are not strings are not ours to read). */
-  private static chainOf(params: SendMessageRequest): string[] {
-    const c: unknown = params.message?.metadata?.[META.chain];
-    return Array.isArray(c) ? c.filter((x): x is string => typeof x === 'string') : [];
-  }
-
   /**
    * Refuses what would loop: a message this gateway already forwarded through this agent (two
-   * gateways that proxy each other, or a remote that points back here), or a chain past `MAX_CHAIN`.
-   * Checked before anything is claimed, started or stopped.
+   * gateways that proxy each other, or a remote that points back here), or a chain past
+   * `PROXY_CHAIN_LIMITS`. Checked before anything is claimed, started or stopped. Returns the chain to
+   * forward: the message's `baton/chain` with this hop added.
    */
-  private refuseLoop(params: SendMessageRequest): void {
-    const chain = ProxyTaskRunner.chainOf(params);
-    if (chain.includes(this.hop)) {
+  private refuseLoop(params: SendMessageRequest): readonly string[] {
+    const chain = readChain(params.message?.metadata);
+    const check = checkDelegationChain(chain, this.hop, 0, PROXY_CHAIN_LIMITS);
+    if (check.ok) return check.chain;
+    if (check.code === 'cycle')
       throw new RequestMalformedError(
         `delegation cycle: this message already went through ${this.cfg.id} on this gateway (chain: ${chain.join(' → ')}); check that the remote agent ${this.cfg.url} does not lead back here`,
       );
-    }
-    if (chain.length >= MAX_CHAIN)
-      throw new RequestMalformedError(
-        `the delegation chain is ${chain.length} hops long, the limit is ${MAX_CHAIN}: ${chain.join(' → ')}`,
-      );
+    throw new RequestMalformedError(
+      `the delegation chain is ${chain.length} hops long, the limit is ${PROXY_CHAIN_LIMITS.maxDepth}: ${chain.join(' → ')}`,
+    );
   }
 
   /**
@@ -327,10 +327,7 @@ export class ProxyTaskRunner implements TaskRunner {
     return {
       ...params,
       tenant: '',
-      message: {
-        ...msg,
-        metadata: { ...(msg.metadata ?? {}), [META.chain]: [...ProxyTaskRunner.chainOf(params), this.hop] },
-      },
+      message: { ...msg, metadata: { ...(msg.metadata ?? {}), [META.chain]: [...this.refuseLoop(params)] } },
     };
   }
 
