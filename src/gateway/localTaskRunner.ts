@@ -23,7 +23,7 @@ import { envelopeBody, sentRequestDigest } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
 import type { StartedTask, TaskRunner } from './taskRunner';
 import { isInstanceAlive } from './instanceLiveness';
-import { isTerminal } from './taskStates';
+import { isTerminal } from '../core/taskStates';
 
 /** Artifact events stay well under the SDK client's 4 MiB SSE event limit. */
 const ARTIFACT_CHUNK = 1024 * 1024;

@@ -14,6 +14,7 @@ import type { Client } from '@a2a-js/sdk/client';
 import { RequestMalformedError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
 import { META } from '../core/batonProfile';
 import { checkDelegationChain, readChain } from '../core/delegation/guards';
+import { isRecord } from '../core/isRecord';
 import type { ChainLimits } from '../core/delegation/guards';
 import { baseAgentCard } from './cards';
 import { statusEvent } from './a2aBuild';
@@ -29,7 +30,7 @@ import { requestDigest, requestKey, waitForBinding, waitForTask } from './localT
 import { envelopeBody, sentRequestDigest } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
 import type { DirectReply, StartedTask, TaskRunner } from './taskRunner';
-import { endsTurn, isTerminal } from './taskStates';
+import { endsTurn, isTerminal } from '../core/taskStates';
 
 const RECONNECT_ATTEMPTS = 6;
 /**
@@ -47,17 +48,13 @@ async function* asWire(stream: AsyncGenerator<StreamResponse, void, undefined>):
   for await (const r of stream) yield [{ ev: StreamResponse.toJSON(r) as Json, raw: undefined }];
 }
 
-function isJsonObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /** The messageId of a JSON-RPC (or HTTP+JSON) send's body, if it is one. */
 function sentMessageId(body: unknown): string | undefined {
   if (typeof body !== 'string' || !body.includes('messageId')) return undefined;
   try {
     const b = JSON.parse(body) as unknown;
-    const params = isJsonObject(b) && isJsonObject(b.params) ? b.params : b;
-    const id = isJsonObject(params) && isJsonObject(params.message) ? params.message.messageId : undefined;
+    const params = isRecord(b) && isRecord(b.params) ? b.params : b;
+    const id = isRecord(params) && isRecord(params.message) ? params.message.messageId : undefined;
     return typeof id === 'string' && id ? id : undefined;
   } catch {
     return undefined;
@@ -94,11 +91,11 @@ async function firstSseData(body: ReadableStream<Uint8Array>): Promise<string | 
 
 /** A task id in an event the gateway could not read: its `taskId`, `task.id`, or (a task) `id`. */
 function taskIdIn(v: unknown): string | undefined {
-  if (!isJsonObject(v)) return undefined;
+  if (!isRecord(v)) return undefined;
   for (const c of [
     v.taskId,
-    isJsonObject(v.task) ? v.task.id : undefined,
-    isJsonObject(v.statusUpdate) ? v.statusUpdate.taskId : undefined,
+    isRecord(v.task) ? v.task.id : undefined,
+    isRecord(v.statusUpdate) ? v.statusUpdate.taskId : undefined,
     v.id,
   ]) {
     if (typeof c === 'string' && c) return c;
@@ -241,7 +238,7 @@ export class ProxyTaskRunner implements TaskRunner {
     if (value === undefined && aside) {
       try {
         const env = JSON.parse((await aside) ?? 'null') as unknown;
-        value = isJsonObject(env) && 'result' in env ? env.result : env;
+        value = isRecord(env) && 'result' in env ? env.result : env;
       } catch {
         value = undefined;
       }

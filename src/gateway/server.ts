@@ -33,7 +33,7 @@ import type { PushOptions } from './pushNotifier';
 import { openStore } from './store/openStore';
 import type { GatewayStore } from './store/gatewayStore';
 import type { TaskRunner } from './taskRunner';
-import { isTerminal } from './taskStates';
+import { isTerminal } from '../core/taskStates';
 
 export interface GatewayOptions {
   /** Keys, the local token and the SQLite store live here (created 0700). */
