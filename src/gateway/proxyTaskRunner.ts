@@ -14,8 +14,8 @@ import type { Client } from '@a2a-js/sdk/client';
 import { RequestMalformedError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
 import { META } from '../core/batonProfile';
 import { checkDelegationChain, readChain } from '../core/delegation/guards';
-import { isRecord } from '../core/isRecord';
 import type { ChainLimits } from '../core/delegation/guards';
+import { isRecord } from '../core/isRecord';
 import { baseAgentCard } from './cards';
 import { statusEvent } from './a2aBuild';
 import type { RemoteAgentConfig } from './config';
@@ -298,13 +298,12 @@ export class ProxyTaskRunner implements TaskRunner {
   /**
    * Refuses what would loop: a message this gateway already forwarded through this agent (two
    * gateways that proxy each other, or a remote that points back here), or a chain past
-   * `PROXY_CHAIN_LIMITS`. Checked before anything is claimed, started or stopped. Returns the chain to
-   * forward: the message's `baton/chain` with this hop added.
+   * `PROXY_CHAIN_LIMITS`. Checked before anything is claimed, started or stopped.
    */
-  private refuseLoop(params: SendMessageRequest): readonly string[] {
+  private refuseLoop(params: SendMessageRequest): void {
     const chain = readChain(params.message?.metadata);
     const check = checkDelegationChain(chain, this.hop, 0, PROXY_CHAIN_LIMITS);
-    if (check.ok) return check.chain;
+    if (check.ok) return;
     if (check.code === 'cycle')
       throw new RequestMalformedError(
         `delegation cycle: this message already went through ${this.cfg.id} on this gateway (chain: ${chain.join(' → ')}); check that the remote agent ${this.cfg.url} does not lead back here`,
@@ -324,7 +323,10 @@ export class ProxyTaskRunner implements TaskRunner {
     return {
       ...params,
       tenant: '',
-      message: { ...msg, metadata: { ...(msg.metadata ?? {}), [META.chain]: [...this.refuseLoop(params)] } },
+      message: {
+        ...msg,
+        metadata: { ...(msg.metadata ?? {}), [META.chain]: [...readChain(msg.metadata), this.hop] },
+      },
     };
   }
 
