@@ -14,6 +14,7 @@ import { canonicalize } from './jcs';
 import type { DelegationRecord, JournalTimelineEntry, RecordedArtifact, ResultCheckRecord } from './delegation/record';
 import type { CapabilitySet, DelegationOutcome, DelegationState } from './protocol/delegationView';
 import { timelineEntryText, type TimelineCode, type TimelineParam } from './protocol/timelineText';
+import { isInterrupted as isInterruptedTaskState, isTerminal as isTerminalTaskState } from './taskStates';
 
 export type {
   DelegationRecord,
@@ -40,18 +41,8 @@ export function isFinalOutcome(o: DelegationOutcome | undefined): boolean {
   return o === 'completed' || o === 'failed' || o === 'canceled' || o === 'rejected' || o === 'expired';
 }
 
-export function isTerminalTaskState(s: TaskState | undefined): boolean {
-  return (
-    s === TaskState.TASK_STATE_COMPLETED ||
-    s === TaskState.TASK_STATE_FAILED ||
-    s === TaskState.TASK_STATE_CANCELED ||
-    s === TaskState.TASK_STATE_REJECTED
-  );
-}
-
-export function isInterruptedTaskState(s: TaskState | undefined): boolean {
-  return s === TaskState.TASK_STATE_INPUT_REQUIRED || s === TaskState.TASK_STATE_AUTH_REQUIRED;
-}
+// The state sets are named once, in taskStates.ts; these are their names on the client's side.
+export { isInterruptedTaskState, isTerminalTaskState };
 
 /** The agent as the user approved it: the pinned endpoint is the only place requests go. */
 export interface AgentRef {

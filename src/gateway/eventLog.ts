@@ -6,8 +6,9 @@
  */
 import { Message, StreamResponse, Task, TaskState, taskStateFromJSON } from '@a2a-js/sdk';
 import { META } from '../core/batonProfile';
+import { isRecord } from '../core/isRecord';
 import type { EventRow, GatewayStore, TaskRow } from './store/gatewayStore';
-import { endsTurn, isTerminal } from './taskStates';
+import { endsTurn, isTerminal } from '../core/taskStates';
 
 export interface AppendNotice {
   readonly rows: readonly EventRow[];
@@ -60,21 +61,17 @@ export type WireEvent = Json;
 
 const WIRE_KINDS: readonly WireKind[] = ['task', 'message', 'statusUpdate', 'artifactUpdate'];
 
-function isObject(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-const optObject = (v: unknown): boolean => v === undefined || isObject(v);
+const optObject = (v: unknown): boolean => v === undefined || isRecord(v);
 const optArray = (v: unknown): boolean => v === undefined || Array.isArray(v);
 const optString = (v: unknown): boolean => v === undefined || typeof v === 'string';
-const statusOk = (s: unknown): boolean => s === undefined || (isObject(s) && optString(s.state));
+const statusOk = (s: unknown): boolean => s === undefined || (isRecord(s) && optString(s.state));
 
 /** The event's kind when it has exactly one, else undefined. */
 export function wireKind(ev: WireEvent): WireKind | undefined {
   let found: WireKind | undefined;
   for (const k of WIRE_KINDS) {
     if (ev[k] === undefined) continue;
-    if (found || !isObject(ev[k])) return undefined;
+    if (found || !isRecord(ev[k])) return undefined;
     found = k;
   }
   return found;
@@ -100,7 +97,7 @@ function wellFormed(ev: WireEvent): boolean {
     case 'artifactUpdate':
       return (
         optString(v.taskId) &&
-        isObject(v.artifact) &&
+        isRecord(v.artifact) &&
         typeof v.artifact.artifactId === 'string' &&
         optArray(v.artifact.parts) &&
         (v.append === undefined || typeof v.append === 'boolean')
@@ -116,7 +113,7 @@ function wellFormed(ev: WireEvent): boolean {
  * read the way the SDK reads it, so odd input folds exactly as it would through the SDK's client.
  */
 export function toWireEvent(raw: unknown): WireEvent | undefined {
-  if (!isObject(raw)) return undefined;
+  if (!isRecord(raw)) return undefined;
   if (wellFormed(raw)) return raw;
   const normal = StreamResponse.toJSON(StreamResponse.fromJSON(raw)) as Json;
   return wireKind(normal) ? normal : undefined;
@@ -124,7 +121,7 @@ export function toWireEvent(raw: unknown): WireEvent | undefined {
 
 /** The task state named by a wire `status.state` (enum name or number). */
 export function wireState(status: unknown): TaskState {
-  const s = isObject(status) ? status.state : undefined;
+  const s = isRecord(status) ? status.state : undefined;
   if (typeof s === 'number') return s as TaskState;
   if (typeof s === 'string') return taskStateFromJSON(s);
   return TaskState.TASK_STATE_UNSPECIFIED;
@@ -158,11 +155,11 @@ export function withSeq(body: string, seq: number): string {
   } catch {
     return body;
   }
-  if (!isObject(ev)) return body;
+  if (!isRecord(ev)) return body;
   const k = wireKind(ev);
   if (!k) return body;
   const v = ev[k] as Json;
-  v.metadata = { ...(isObject(v.metadata) ? v.metadata : {}), [META.seq]: seq };
+  v.metadata = { ...(isRecord(v.metadata) ? v.metadata : {}), [META.seq]: seq };
   return JSON.stringify(ev);
 }
 
@@ -183,21 +180,21 @@ export function foldWire(task: Json, ev: WireEvent, k: WireKind | undefined = wi
       task.artifacts = v.artifacts;
       task.history = v.history;
       task.metadata = {
-        ...(isObject(task.metadata) ? task.metadata : {}),
-        ...(isObject(v.metadata) ? v.metadata : {}),
+        ...(isRecord(task.metadata) ? task.metadata : {}),
+        ...(isRecord(v.metadata) ? v.metadata : {}),
       };
       break;
     case 'statusUpdate':
       // Progress messages stay in the event log (replayable); the snapshot keeps the latest status
       // only, so it does not grow with every step an agent reports.
       if (v.status !== undefined) task.status = v.status;
-      if (isObject(v.metadata))
-        task.metadata = { ...(isObject(task.metadata) ? task.metadata : {}), ...withoutSeq(v.metadata) };
+      if (isRecord(v.metadata))
+        task.metadata = { ...(isRecord(task.metadata) ? task.metadata : {}), ...withoutSeq(v.metadata) };
       break;
     case 'artifactUpdate': {
       const a = v.artifact as Json;
       const arts = Array.isArray(task.artifacts) ? [...(task.artifacts as Json[])] : [];
-      const i = arts.findIndex((x) => isObject(x) && x.artifactId === a.artifactId);
+      const i = arts.findIndex((x) => isRecord(x) && x.artifactId === a.artifactId);
       if (i < 0) arts.push(a);
       else if (v.append === true)
         arts[i] = {
@@ -366,7 +363,7 @@ export class TaskWriter {
   snapshotJson(): string {
     return JSON.stringify({
       ...this.wire,
-      metadata: { ...(isObject(this.wire.metadata) ? this.wire.metadata : {}), [META.seq]: this.lastSeq },
+      metadata: { ...(isRecord(this.wire.metadata) ? this.wire.metadata : {}), [META.seq]: this.lastSeq },
     });
   }
 

@@ -14,8 +14,8 @@ import { RequestMalformedError, TaskNotCancelableError, UnsupportedOperationErro
 import { META, PATCH_ARTIFACT } from '../core/batonProfile';
 import { baseAgentCard } from './cards';
 import { canonicalize } from '../core/jcs';
+import { intersectCapabilities, readRequestedCapabilities } from '../core/delegation/guards';
 import type { Capabilities, LocalAgent, LocalRunEvent, LocalRunResult } from './agents/localAgent';
-import { READ_ONLY } from './agents/localAgent';
 import { artifactEvent, chunkText, contextPathsOf, promptOf, statusEvent, taskTextOf, textPart } from './a2aBuild';
 import { TaskWriter } from './eventLog';
 import type { GatewayContext } from './gatewayContext';
@@ -23,7 +23,7 @@ import { envelopeBody, sentRequestDigest } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
 import type { StartedTask, TaskRunner } from './taskRunner';
 import { isInstanceAlive } from './instanceLiveness';
-import { isTerminal } from './taskStates';
+import { isTerminal } from '../core/taskStates';
 
 /** Artifact events stay well under the SDK client's 4 MiB SSE event limit. */
 const ARTIFACT_CHUNK = 1024 * 1024;
@@ -87,31 +87,6 @@ export async function waitForBinding(
   throw new UnsupportedOperationError(
     `the task for messageId ${key.replace(/#.*$/, '')} could not be created; send the request again`,
   );
-}
-
-export function intersect(...caps: Capabilities[]): Capabilities {
-  return {
-    write: caps.every((c) => c.write),
-    shell: caps.every((c) => c.shell),
-    network: caps.every((c) => c.network),
-  };
-}
-
-function readCapabilities(v: unknown): Capabilities {
-  if (v === undefined || v === null) return READ_ONLY;
-  if (typeof v !== 'object' || Array.isArray(v))
-    throw new RequestMalformedError(
-      `metadata "${META.capabilities}" must be an object like {"write": false, "shell": false, "network": false}`,
-    );
-  const o = v as Record<string, unknown>;
-  const flag = (k: keyof Capabilities): boolean => {
-    const x = o[k];
-    if (x === undefined) return false;
-    if (typeof x !== 'boolean')
-      throw new RequestMalformedError(`metadata "${META.capabilities}".${k} must be true or false`);
-    return x;
-  };
-  return { write: flag('write'), shell: flag('shell'), network: flag('network') };
 }
 
 /** The repository a request names must be inside one of the gateway's roots (symlinks resolved). */
@@ -221,9 +196,14 @@ export class LocalTaskRunner implements TaskRunner {
     const md: Record<string, unknown> = { ...(params.metadata ?? {}), ...(msg.metadata ?? {}) };
     const repoPath = resolveRepository(md[META.repository], this.ctx.roots);
     const files = readFiles(md[META.files], msg.parts);
-    const requested = readCapabilities(md[META.capabilities]);
+    const requested = readRequestedCapabilities(md[META.capabilities]);
+    if (!requested.ok) throw new RequestMalformedError(requested.reason);
     const deadline = readDeadline(md[META.deadline], this.ctx.limits);
-    const capabilities = intersect(requested, this.agent.maxCapabilities, this.ctx.limits.capabilities);
+    const capabilities = intersectCapabilities(
+      requested.capabilities,
+      this.agent.maxCapabilities,
+      this.ctx.limits.capabilities,
+    );
     let digest: string;
     try {
       digest = requestDigest(params);

@@ -16,6 +16,9 @@ import { META } from '../core/batonProfile';
 import { sleep } from '../core/sleep';
 import { followTask, PROXY_FOLLOW, startAfterLostStream, startStreaming } from '../core/taskFollow';
 import type { FollowIO } from '../core/taskFollow';
+import { checkDelegationChain, readChain } from '../core/delegation/guards';
+import type { ChainLimits } from '../core/delegation/guards';
+import { isRecord } from '../core/isRecord';
 import { baseAgentCard } from './cards';
 import { statusEvent } from './a2aBuild';
 import type { RemoteAgentConfig } from './config';
@@ -30,10 +33,13 @@ import { requestDigest, requestKey, waitForBinding, waitForTask } from './localT
 import { envelopeBody, sentRequestDigest } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
 import type { DirectReply, StartedTask, TaskRunner } from './taskRunner';
-import { endsTurn, isTerminal } from './taskStates';
+import { endsTurn, isTerminal } from '../core/taskStates';
 
-/** The longest delegation chain a proxy forwards (each gateway hop adds one entry). */
-const MAX_CHAIN = 16;
+/**
+ * The delegation chains a proxy forwards: at most 16 entries (each gateway hop adds one); a proxy
+ * starts one child per message, so breadth is not its to limit.
+ */
+export const PROXY_CHAIN_LIMITS: ChainLimits = { maxDepth: 16, maxBreadth: Number.POSITIVE_INFINITY };
 type RemoteVersion = '1.0' | '0.3';
 const REMOTE_CALL_MS = 15_000;
 
@@ -44,17 +50,13 @@ async function* asWire(stream: AsyncGenerator<StreamResponse, void, undefined>):
   for await (const r of stream) yield [{ ev: StreamResponse.toJSON(r) as Json, raw: undefined }];
 }
 
-function isJsonObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /** The messageId of a JSON-RPC (or HTTP+JSON) send's body, if it is one. */
 function sentMessageId(body: unknown): string | undefined {
   if (typeof body !== 'string' || !body.includes('messageId')) return undefined;
   try {
     const b = JSON.parse(body) as unknown;
-    const params = isJsonObject(b) && isJsonObject(b.params) ? b.params : b;
-    const id = isJsonObject(params) && isJsonObject(params.message) ? params.message.messageId : undefined;
+    const params = isRecord(b) && isRecord(b.params) ? b.params : b;
+    const id = isRecord(params) && isRecord(params.message) ? params.message.messageId : undefined;
     return typeof id === 'string' && id ? id : undefined;
   } catch {
     return undefined;
@@ -91,11 +93,11 @@ async function firstSseData(body: ReadableStream<Uint8Array>): Promise<string | 
 
 /** A task id in an event the gateway could not read: its `taskId`, `task.id`, or (a task) `id`. */
 function taskIdIn(v: unknown): string | undefined {
-  if (!isJsonObject(v)) return undefined;
+  if (!isRecord(v)) return undefined;
   for (const c of [
     v.taskId,
-    isJsonObject(v.task) ? v.task.id : undefined,
-    isJsonObject(v.statusUpdate) ? v.statusUpdate.taskId : undefined,
+    isRecord(v.task) ? v.task.id : undefined,
+    isRecord(v.statusUpdate) ? v.statusUpdate.taskId : undefined,
     v.id,
   ]) {
     if (typeof c === 'string' && c) return c;
@@ -226,7 +228,7 @@ export class ProxyTaskRunner implements TaskRunner {
     if (value === undefined && aside) {
       try {
         const env = JSON.parse((await aside) ?? 'null') as unknown;
-        value = isJsonObject(env) && 'result' in env ? env.result : env;
+        value = isRecord(env) && 'result' in env ? env.result : env;
       } catch {
         value = undefined;
       }
@@ -283,28 +285,22 @@ export class ProxyTaskRunner implements TaskRunner {
     return `${this.ctx.identity}/${this.cfg.id}`;
   }
 
-  /** The `baton/chain` a message carries (entries that are not strings are not ours to read). */
-  private static chainOf(params: SendMessageRequest): string[] {
-    const c: unknown = params.message?.metadata?.[META.chain];
-    return Array.isArray(c) ? c.filter((x): x is string => typeof x === 'string') : [];
-  }
-
   /**
    * Refuses what would loop: a message this gateway already forwarded through this agent (two
-   * gateways that proxy each other, or a remote that points back here), or a chain past `MAX_CHAIN`.
-   * Checked before anything is claimed, started or stopped.
+   * gateways that proxy each other, or a remote that points back here), or a chain past
+   * `PROXY_CHAIN_LIMITS`. Checked before anything is claimed, started or stopped.
    */
   private refuseLoop(params: SendMessageRequest): void {
-    const chain = ProxyTaskRunner.chainOf(params);
-    if (chain.includes(this.hop)) {
+    const chain = readChain(params.message?.metadata);
+    const check = checkDelegationChain(chain, this.hop, 0, PROXY_CHAIN_LIMITS);
+    if (check.ok) return;
+    if (check.code === 'cycle')
       throw new RequestMalformedError(
         `delegation cycle: this message already went through ${this.cfg.id} on this gateway (chain: ${chain.join(' → ')}); check that the remote agent ${this.cfg.url} does not lead back here`,
       );
-    }
-    if (chain.length >= MAX_CHAIN)
-      throw new RequestMalformedError(
-        `the delegation chain is ${chain.length} hops long, the limit is ${MAX_CHAIN}: ${chain.join(' → ')}`,
-      );
+    throw new RequestMalformedError(
+      `the delegation chain is ${chain.length} hops long, the limit is ${PROXY_CHAIN_LIMITS.maxDepth}: ${chain.join(' → ')}`,
+    );
   }
 
   /**
@@ -319,7 +315,7 @@ export class ProxyTaskRunner implements TaskRunner {
       tenant: '',
       message: {
         ...msg,
-        metadata: { ...(msg.metadata ?? {}), [META.chain]: [...ProxyTaskRunner.chainOf(params), this.hop] },
+        metadata: { ...(msg.metadata ?? {}), [META.chain]: [...readChain(msg.metadata), this.hop] },
       },
     };
   }

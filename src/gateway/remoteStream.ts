@@ -13,7 +13,8 @@ import type { Agent as HttpAgent, IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { A2A_VERSION_HEADER, SendMessageRequest } from '@a2a-js/sdk';
 import { fromJsonRpcErrorResponse, fromRestErrorBody } from '@a2a-js/sdk/errors';
-import type { Json, WireEvent } from './eventLog';
+import { isRecord } from '../core/isRecord';
+import type { WireEvent } from './eventLog';
 import { toWireEvent } from './eventLog';
 
 /** The SDK client's default limit for one SSE event. */
@@ -39,10 +40,6 @@ export type RemoteCall =
   | { readonly kind: 'subscribe'; readonly taskId: string };
 
 let rpcIds = 1;
-
-function isObject(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** Reads at most `limit` characters of a response body. */
 async function readSome(res: IncomingMessage, limit: number): Promise<string> {
@@ -71,7 +68,7 @@ function errorFromBody(
   } catch {
     parsed = undefined;
   }
-  if (isObject(parsed) && isObject(parsed.error)) {
+  if (isRecord(parsed) && isRecord(parsed.error)) {
     if (binding === 'JSONRPC')
       return fromJsonRpcErrorResponse(parsed as unknown as Parameters<typeof fromJsonRpcErrorResponse>[0]);
     const h: Record<string, string> = {};
@@ -228,9 +225,9 @@ async function* readEvents(
       throw new Error(`the remote sent an event that is not JSON: ${raw.slice(0, 100)}`);
     }
     if (binding === 'JSONRPC') {
-      if (!isObject(parsed) || parsed.jsonrpc !== '2.0')
+      if (!isRecord(parsed) || parsed.jsonrpc !== '2.0')
         throw new Error(`the remote sent an event that is not a JSON-RPC 2.0 response: ${raw.slice(0, 100)}`);
-      if (isObject(parsed.error))
+      if (isRecord(parsed.error))
         throw fromJsonRpcErrorResponse(parsed as unknown as Parameters<typeof fromJsonRpcErrorResponse>[0]);
       if (parsed.id !== rpcId)
         throw new Error(
@@ -239,7 +236,7 @@ async function* readEvents(
       return asEvent(parsed.result, undefined, raw);
     }
     if (type === 'error') {
-      if (isObject(parsed) && isObject(parsed.error))
+      if (isRecord(parsed) && isRecord(parsed.error))
         throw fromRestErrorBody(parsed.error as Parameters<typeof fromRestErrorBody>[0], {
           statusCode: 200,
           headers: {},

@@ -39,7 +39,7 @@ import type { PushNotifier } from './pushNotifier';
 import { cursorOf, principalOf, signalOf } from './requestContext';
 import type { EventRow, TaskRow } from './store/gatewayStore';
 import type { DirectReply, TaskRunner } from './taskRunner';
-import { endsTurn, isTerminal } from './taskStates';
+import { endsTurn, isTerminal } from '../core/taskStates';
 
 const LIST_MAX = 100;
 /** A forwarded cancel waits the owner's grace period plus this (the NOTIFY trip, the owner's commit). */

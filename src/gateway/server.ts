@@ -3,7 +3,7 @@
  * supervisor and tests. Binds 127.0.0.1 unless told otherwise; every route but the public cards needs
  * a bearer token; tasks a dead process left running are recorded as "unknown outcome" on start.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, realpathSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
@@ -16,29 +16,24 @@ import type { NextFunction, Request, Response } from 'express';
 import { AgentCard } from '@a2a-js/sdk';
 import type { AgentCardSignature } from '@a2a-js/sdk';
 import { loadOrCreateSigningKey, signAgentCard, signResultEnvelope } from '../node/signing';
-import { legacyAgentCardRouter } from '@a2a-js/sdk/compat/v0_3/server/express';
+import type { SigningKey } from '../node/signing';
 import type { Capabilities, LocalAgent } from './agents/localAgent';
-import { READ_ONLY } from './agents/localAgent';
+import { AgentRoute, checkAgentIds, IndexRoute } from './agentRoute';
+import type { RouteHttp, RouteSite } from './agentRoute';
 import { ensureLocalToken, LOCAL_PRINCIPAL, TokenAuthenticator } from './auth';
-import { buildAgentCard, buildGatewayCard } from './cards';
 import type { CardKeys, IndexedAgent } from './cards';
 import type { RemoteAgentConfig, StoreConfig, TokenConfig } from './config';
 import { isLoopbackHost, sha256HexOf } from './config';
-import type { EnvelopeSigner, GatewayContext, GatewayLimits } from './gatewayContext';
-import { a2aRouter } from './http/a2aRoutes';
+import type { GatewayContext, GatewayLimits } from './gatewayContext';
 import { DEFAULT_BODY_LIMITS } from './http/jsonBody';
 import type { BodyLimits } from './http/jsonBody';
 import { HEARTBEAT_MS, isInstanceAlive } from './instanceLiveness';
-import { LocalTaskRunner } from './localTaskRunner';
-import { ProxyTaskRunner } from './proxyTaskRunner';
-import { mergeRemoteFacts, RemoteCardWatcher } from './remoteCard';
 import { PushingEventHub, PushNotifier } from './pushNotifier';
 import type { PushOptions } from './pushNotifier';
-import { GatewayRequestHandler } from './requestHandler';
 import { openStore } from './store/openStore';
 import type { GatewayStore } from './store/gatewayStore';
 import type { TaskRunner } from './taskRunner';
-import { isTerminal } from './taskStates';
+import { isTerminal } from '../core/taskStates';
 
 export interface GatewayOptions {
   /** Keys, the local token and the SQLite store live here (created 0700). */
@@ -104,6 +99,7 @@ const DEFAULT_LIMITS: GatewayLimits = {
 
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const log = opts.log ?? ((l: string) => process.stderr.write(`baton-gateway: ${l}\n`));
+  checkAgentIds(opts.localAgents ?? [], opts.remoteAgents ?? []);
   mkdirSync(opts.stateDir, { recursive: true, mode: 0o700 });
   chmodSync(opts.stateDir, 0o700);
   const tokenFile = join(opts.stateDir, 'token');
@@ -117,6 +113,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     [{ principal: LOCAL_PRINCIPAL, sha256: sha256HexOf(token) }, ...(opts.tokens ?? [])],
     opts.anonymousPrincipal,
   );
+  const roots = realRoots(opts.roots ?? []);
 
   const store = await openStore(opts.store ?? { kind: 'sqlite' }, opts.stateDir, opts.sqliteDriver, log);
   const push = new PushNotifier(
@@ -137,217 +134,77 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     HEARTBEAT_MS,
   );
   heartbeat.unref();
+  // Aborted once close() begins (or a failed start lets go of everything): nothing new is started.
+  const stopping = new AbortController();
+  const stop = (): void => {
+    stopping.abort();
+    clearInterval(heartbeat);
+  };
+  const release = async (): Promise<void> => {
+    stop();
+    await push.close();
+    await store.close();
+  };
 
   // The gateway's Ed25519 key (0600, created on first start): signs its cards and every result envelope.
   const signingKey = await loadOrCreateSigningKey(join(opts.stateDir, 'gateway-key.jwk'));
-  let baseUrl = '';
-  const keys: CardKeys = {
-    publicJwk: signingKey.publicJwk,
-    async sign(card: AgentCard): Promise<AgentCardSignature> {
-      const signed = await signAgentCard(AgentCard.toJSON(card) as Record<string, unknown>, signingKey);
-      const sigs = signed.signatures as Array<{ protected: string; signature: string }>;
-      const last = sigs[sigs.length - 1];
-      return { protected: last.protected, signature: last.signature, header: undefined };
-    },
-  };
-  const signEnvelope: EnvelopeSigner = (body) =>
-    signResultEnvelope({ v: 1, issuer: baseUrl, ...body, issuedAt: new Date().toISOString() }, signingKey);
-
-  const roots = (opts.roots ?? []).map((r) => {
-    try {
-      return realpathSync(r);
-    } catch {
-      throw new Error(`root ${r} does not exist; create it or remove it from --root / "roots"`);
-    }
-  });
-  const ctx: GatewayContext = {
-    store,
-    hub,
-    instanceId,
-    identity: `baton-gateway:${signingKey.kid}`,
-    roots,
-    limits: { ...DEFAULT_LIMITS, ...(opts.limits ?? {}) },
-    signEnvelope,
-    log,
-  };
-
-  const runners = new Map<string, { runner: TaskRunner; indexed: IndexedAgent; watcher?: RemoteCardWatcher }>();
-  // Set below, once the card cache exists: a remote's card changed, so its route card is built again.
-  let invalidateCard: (id: string) => void = () => undefined;
-  for (const a of opts.localAgents ?? []) {
-    if (runners.has(a.id)) throw new Error(`two agents are named ${a.id}; rename one in the config`);
-    runners.set(a.id, {
-      runner: new LocalTaskRunner(ctx, a),
-      indexed: { id: a.id, name: a.name, description: a.description, kind: a.kind },
-    });
-  }
-  for (const r of opts.remoteAgents ?? []) {
-    if (runners.has(r.id))
-      throw new Error(
-        `agent id ${r.id} is used by a local agent and a configured remote agent; rename the remote one in the config`,
-      );
-    const watcher = new RemoteCardWatcher(r, {
-      refreshMs: opts.remoteCardRefreshMs,
-      log,
-      onChange: () => invalidateCard(r.id),
-    });
-    runners.set(r.id, {
-      runner: new ProxyTaskRunner(ctx, r, () => watcher.facts),
-      indexed: { id: r.id, name: r.name, description: r.description, kind: 'remote' },
-      watcher,
-    });
-  }
-
-  await recoverOrphans(store, instanceId, runners, log);
-  let closed = false;
-  // Another instance was asked to cancel a task this one runs: cancel it here, the only writer.
-  store.onCancelRequest(instanceId, (agent, taskId) => {
-    if (!closed) void cancelOwnTask(store, instanceId, runners, agent, taskId, log);
-  });
-
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  // A request answered before its body was read (a wrong token, an unknown agent, a refused body) is
-  // not kept open while the client goes on sending: the connection closes once the answer is out.
-  app.use((req: Request, res: Response, next: NextFunction) => {
-    res.once('finish', () => {
-      if (!req.complete) req.socket.destroySoon();
-    });
-    next();
-  });
   const requestLimits: RequestLimits = {
     ...DEFAULT_REQUEST_LIMITS,
     ...(opts.maxBodyBytes ? { maxBytes: opts.maxBodyBytes } : {}),
     ...(opts.requestLimits ?? {}),
   };
-  const cardCache = new Map<string, Promise<AgentCard>>();
-  const cardOf = (id: string): Promise<AgentCard> => {
-    let c = cardCache.get(id);
-    if (!c) {
-      const entry = runners.get(id);
-      const facts = entry?.watcher?.facts;
-      c = entry
-        ? buildAgentCard(
-            entry.watcher
-              ? mergeRemoteFacts(entry.runner.baseCard(), entry.watcher.cfg, facts)
-              : entry.runner.baseCard(),
-            baseUrl,
-            id,
-            keys,
-            facts,
-            !opts.anonymousPrincipal,
-          )
-        : Promise.reject(new Error(`unknown agent ${id}`));
-      cardCache.set(id, c);
-    }
-    return c;
-  };
-  const indexed = [...runners.values()].map((r) => r.indexed);
-  let gatewayCard: Promise<AgentCard> | undefined;
 
-  app.use(
-    '/.well-known/agent-card.json',
-    cardRoute(() => (gatewayCard ??= buildGatewayCard(baseUrl, indexed, keys, !opts.anonymousPrincipal))),
-  );
-
-  const handlers = new Map<string, GatewayRequestHandler>();
-  const forgetResolved = new Map<string, () => void>();
-  invalidateCard = (id) => {
-    cardCache.delete(id);
-    forgetResolved.get(id)?.();
-  };
-  for (const [id, { runner }] of runners) {
-    let resolved: AgentCard | undefined;
-    forgetResolved.set(id, () => (resolved = undefined));
-    const handler = new GatewayRequestHandler(
-      ctx,
-      id,
-      () => {
-        if (!resolved) throw new Error('card not ready');
-        return resolved;
-      },
-      runner,
-      push,
-    );
-    handlers.set(id, handler);
-    const base = `/a2a/${encodeURIComponent(id)}`;
-    app.use(
-      `${base}/.well-known/agent-card.json`,
-      cardRoute(() => cardOf(id)),
-    );
-    app.use(
-      base,
-      auth.middleware(),
-      (_req: Request, _res: Response, next: NextFunction) => {
-        if (resolved) return next();
-        const pending = cardOf(id);
-        pending.then((c) => {
-          // A card that was replaced (the remote's card changed) meanwhile is not kept.
-          if (cardCache.get(id) === pending) resolved = c;
-          next();
-        }, next);
-      },
-      a2aRouter({ handler, bodyLimits: requestLimits, log }),
-    );
-  }
-  // An unknown agent is a 404 for everyone: the index that names the agents is public anyway, and a 401
-  // here would send a caller who mistyped the name off to look for a token.
-  app.use('/a2a', (req: Request, res: Response) => {
-    const name = decodeURIComponent(req.path.split('/')[1] ?? '');
-    const known = [...runners.keys()].join(', ') || 'none';
-    const message = name
-      ? `unknown agent "${name}"; this gateway serves: ${known}`
-      : `address an agent at /a2a/<agent>; this gateway serves: ${known}`;
-    res
-      .status(404)
-      .json(
-        req.method === 'POST'
-          ? { jsonrpc: '2.0', id: null, error: { code: -32601, message } }
-          : { error: { code: 404, status: 'NOT_FOUND', message } },
-      );
-  });
-  app.use((req: Request, res: Response) => {
-    res.status(404).json({
-      error: {
-        code: 404,
-        status: 'NOT_FOUND',
-        message: `no route ${req.method} ${req.path}; agents live under /a2a/<agent>, the index at /.well-known/agent-card.json`,
-      },
-    });
-  });
-  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    void _next;
-    log(`request failed: ${(err as Error).stack ?? String(err)}`);
-    if (!res.headersSent)
-      res.status(500).json({
-        error: { code: 500, status: 'INTERNAL', message: 'the gateway failed to handle this request; see its log' },
-      });
-    else if (!res.writableEnded) res.end();
-  });
-
+  // The server listens first: the routes, their cards and the envelopes' issuer are made from the
+  // address it got. A request that arrives meanwhile waits for them.
   const host = opts.host ?? '127.0.0.1';
+  const app = gatewayApp();
   const server = httpServer(app, requestLimits);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? 0, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  }).catch(async (e: unknown) => {
+  const listening = listen(server, host, opts.port ?? 0).catch(async (e: unknown) => {
     // Nothing is served: let go of what was opened, so the process can exit with the reason.
-    closed = true;
-    clearInterval(heartbeat);
-    await Promise.all([...runners.values()].map((r) => r.runner.close()));
-    await push.close();
-    await store.close();
+    await release();
     throw listenError(e, host, opts.port ?? 0);
   });
-  const port = (server.address() as AddressInfo).port;
-  const hostForUrl = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
-  baseUrl = (opts.publicUrl ?? `http://${hostForUrl}:${port}`).replace(/\/+$/, '');
+  const started = listening.then(async (port) => {
+    const baseUrl = (opts.publicUrl ?? `http://${urlHost(host)}:${port}`).replace(/\/+$/, '');
+    const site: RouteSite = { baseUrl, keys: cardKeys(signingKey), tokenRequired: !opts.anonymousPrincipal };
+    const ctx: GatewayContext = {
+      store,
+      hub,
+      instanceId,
+      identity: `baton-gateway:${signingKey.kid}`,
+      roots,
+      limits: { ...DEFAULT_LIMITS, ...(opts.limits ?? {}) },
+      signEnvelope: (body) =>
+        signResultEnvelope({ v: 1, issuer: baseUrl, ...body, issuedAt: new Date().toISOString() }, signingKey),
+      log,
+    };
+    const routes = agentRoutes(site, ctx, opts, push);
+    try {
+      await recoverOrphans(store, instanceId, routes, log);
+    } catch (e) {
+      await Promise.all([...routes.values()].map((r) => r.runner.close()));
+      await closeServer(server);
+      await release();
+      throw e;
+    }
+    // Another instance was asked to cancel a task this one runs: cancel it here, the only writer.
+    store.onCancelRequest(instanceId, (agent, taskId) => {
+      if (!stopping.signal.aborted) void cancelOwnTask(store, instanceId, routes, agent, taskId, log);
+    });
+    const index = new IndexRoute(
+      site,
+      [...routes.values()].map((r) => r.indexed),
+    );
+    return { port, baseUrl, routes, router: routesRouter(index, routes, { auth, bodyLimits: requestLimits, log }) };
+  });
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    started.then(({ router }) => router(req, res, next), next);
+  });
+  app.use(errorHandler(log));
+
+  const { port, baseUrl, routes } = await started;
   // In the background: a remote that is slow or down neither delays nor fails the start.
-  for (const { watcher } of runners.values()) watcher?.start();
+  for (const route of routes.values()) route.start();
 
   return {
     url: baseUrl,
@@ -356,19 +213,17 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     port,
     store,
     instanceId,
-    agents: indexed,
+    agents: [...routes.values()].map((r) => r.indexed),
     async close(): Promise<void> {
-      if (closed) return;
-      closed = true;
-      clearInterval(heartbeat);
-      await Promise.all([...runners.values()].map((r) => r.watcher?.close()));
+      if (stopping.signal.aborted) return;
+      stop();
+      await Promise.all([...routes.values()].map((r) => r.stopWatching()));
       const closing = new Promise<void>((r) => server.close(() => r()));
-      await Promise.all([...runners.values()].map((r) => r.runner.close()));
+      await Promise.all([...routes.values()].map((r) => r.runner.close()));
       server.closeAllConnections();
       await closing;
       // After the runners: the states a shutdown records are delivered too (for a bounded while).
-      await push.close();
-      await store.close();
+      await release();
     },
   };
 }
@@ -427,56 +282,131 @@ function httpServer(app: express.Express, limits: RequestLimits): Server {
   return server;
 }
 
-/**
- * Which form of the card a request gets. A2A-Version (header, or the query parameter A2A allows
- * instead) decides: 0.3 gets the 0.3 form, anything else 1.0. Without it, A2A says a *request* is
- * 0.3, but the card is fetched before any version is chosen and the well-known URI must return an
- * A2A 1.0 AgentCard (§14.3), which 1.0 clients and conformance suites fetch bare. The 0.3 SDK clients
- * fetch it with `Accept: application/json` and no version: that, and only that, gets the 0.3 form.
- */
-export function wantsLegacyCard(version: string | undefined, accept: string | undefined): boolean {
-  if (version) return version.trim().startsWith('0.');
-  return (accept ?? '')
-    .split(',')
-    .map((t) => t.split(';')[0]?.trim().toLowerCase())
-    .includes('application/json');
+/** One route per agent, local ones first (the order of the index), by agent id. */
+function agentRoutes(
+  site: RouteSite,
+  ctx: GatewayContext,
+  opts: GatewayOptions,
+  push: PushNotifier,
+): ReadonlyMap<string, AgentRoute> {
+  const routes = new Map<string, AgentRoute>();
+  for (const a of opts.localAgents ?? []) routes.set(a.id, AgentRoute.local(site, ctx, a, push));
+  for (const r of opts.remoteAgents ?? [])
+    routes.set(r.id, AgentRoute.remote(site, ctx, r, { refreshMs: opts.remoteCardRefreshMs, push }));
+  return routes;
 }
 
-/**
- * A public card: the SDK's 0.3 form for 0.3 clients (see `wantsLegacyCard`); everyone else the 1.0
- * wire JSON (`AgentCard.toJSON`) — the exact form the card signature covers. (The SDK's own
- * agentCardHandler serialises the in-memory object, whose security schemes are not wire JSON.)
- */
-function cardRoute(provider: () => Promise<AgentCard>): express.Router {
-  const router = express.Router();
-  const legacy = legacyAgentCardRouter({ agentCardProvider: provider, cache: { maxAge: 60 } });
-  router.use((req: Request, res: Response, next: NextFunction) => {
-    const q = req.query['A2A-Version'];
-    res.append('Vary', 'Accept');
-    if (wantsLegacyCard(req.header('A2A-Version') ?? (typeof q === 'string' ? q : undefined), req.header('accept')))
-      return legacy(req, res, next);
+/** The folders requests may name repositories in, with symlinks resolved. */
+function realRoots(roots: readonly string[]): string[] {
+  return roots.map((r) => {
+    try {
+      return realpathSync(r);
+    } catch {
+      throw new Error(`root ${r} does not exist; create it or remove it from --root / "roots"`);
+    }
+  });
+}
+
+/** The gateway's key as the card builder uses it: its public JWK, and a signature over a card's wire JSON. */
+function cardKeys(signingKey: SigningKey): CardKeys {
+  return {
+    publicJwk: signingKey.publicJwk,
+    async sign(card: AgentCard): Promise<AgentCardSignature> {
+      const signed = await signAgentCard(AgentCard.toJSON(card) as Record<string, unknown>, signingKey);
+      const sigs = signed.signatures as Array<{ protected: string; signature: string }>;
+      const last = sigs[sigs.length - 1];
+      return { protected: last.protected, signature: last.signature, header: undefined };
+    },
+  };
+}
+
+/** The host as it goes in the gateway's URL: an IPv6 address in brackets, "any address" as loopback. */
+function urlHost(host: string): string {
+  return host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+}
+
+/** Resolves with the port once the server listens. */
+function listen(server: Server, host: string, port: number): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+function closeServer(server: Server): Promise<void> {
+  const closing = new Promise<void>((r) => server.close(() => r()));
+  server.closeAllConnections();
+  return closing;
+}
+
+/** The express app before any route: what applies to every request. */
+function gatewayApp(): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  // A request answered before its body was read (a wrong token, an unknown agent, a refused body) is
+  // not kept open while the client goes on sending: the connection closes once the answer is out.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    res.once('finish', () => {
+      if (!req.complete) req.socket.destroySoon();
+    });
     next();
   });
-  router.get('/', (req: Request, res: Response, next: NextFunction) => {
-    provider().then((card) => {
-      const body = JSON.stringify(AgentCard.toJSON(card));
-      res.setHeader('Cache-Control', 'public, max-age=60');
-      res.append('Vary', 'A2A-Version');
-      // A2A §8.6: an ETag lets a client revalidate the card instead of fetching it again.
-      const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
-      res.setHeader('ETag', etag);
-      const known = (req.header('if-none-match') ?? '').split(',').map((t) => t.trim().replace(/^W\//, ''));
-      if (known.includes(etag) || known.includes('*')) return void res.status(304).end();
-      res.type('application/json').send(body);
-    }, next);
+  return app;
+}
+
+/** The index card, every agent's routes, and the answers for what no route serves. */
+function routesRouter(index: IndexRoute, routes: ReadonlyMap<string, AgentRoute>, http: RouteHttp): express.Router {
+  const router = express.Router();
+  router.use(index.router());
+  for (const route of routes.values()) router.use(route.router(http));
+  // An unknown agent is a 404 for everyone: the index that names the agents is public anyway, and a 401
+  // here would send a caller who mistyped the name off to look for a token.
+  router.use('/a2a', (req: Request, res: Response) => {
+    const name = decodeURIComponent(req.path.split('/')[1] ?? '');
+    const known = [...routes.keys()].join(', ') || 'none';
+    const message = name
+      ? `unknown agent "${name}"; this gateway serves: ${known}`
+      : `address an agent at /a2a/<agent>; this gateway serves: ${known}`;
+    res
+      .status(404)
+      .json(
+        req.method === 'POST'
+          ? { jsonrpc: '2.0', id: null, error: { code: -32601, message } }
+          : { error: { code: 404, status: 'NOT_FOUND', message } },
+      );
+  });
+  router.use((req: Request, res: Response) => {
+    res.status(404).json({
+      error: {
+        code: 404,
+        status: 'NOT_FOUND',
+        message: `no route ${req.method} ${req.path}; agents live under /a2a/<agent>, the index at /.well-known/agent-card.json`,
+      },
+    });
   });
   return router;
+}
+
+function errorHandler(log: (line: string) => void): express.ErrorRequestHandler {
+  return (err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    void _next;
+    log(`request failed: ${(err as Error).stack ?? String(err)}`);
+    if (!res.headersSent)
+      res.status(500).json({
+        error: { code: 500, status: 'INTERNAL', message: 'the gateway failed to handle this request; see its log' },
+      });
+    else if (!res.writableEnded) res.end();
+  };
 }
 
 async function recoverOrphans(
   store: GatewayStore,
   self: string,
-  runners: Map<string, { runner: TaskRunner }>,
+  runners: ReadonlyMap<string, { readonly runner: TaskRunner }>,
   log: (l: string) => void,
 ): Promise<void> {
   const instances = await store.instances();
@@ -501,7 +431,7 @@ async function recoverOrphans(
 async function cancelOwnTask(
   store: GatewayStore,
   self: string,
-  runners: Map<string, { runner: TaskRunner }>,
+  runners: ReadonlyMap<string, { readonly runner: TaskRunner }>,
   agent: string,
   taskId: string,
   log: (l: string) => void,
@@ -527,4 +457,5 @@ async function cancelOwnTask(
   }
 }
 
-export { READ_ONLY };
+export { READ_ONLY } from '../core/delegation/guards';
+export { wantsLegacyCard } from './http/cardRoute';

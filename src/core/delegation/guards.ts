@@ -1,12 +1,12 @@
 /**
- * Authority guards (DESIGN.md "Guards and authority"), pure:
+ * Authority guards, pure, used by every caller that grants capabilities or forwards a delegation:
  * `effective = caller grants ∩ local policy ∩ agent's declared capabilities ∩ request ∩ deployment
  * limits`, read-only by default; and the delegation chain's depth, breadth and cycle checks.
  */
 import { META } from '../batonProfile';
 import type { CapabilitySet } from '../delegation';
 
-export const READ_ONLY: CapabilitySet = { write: false, shell: false, network: false };
+export const READ_ONLY: CapabilitySet = Object.freeze({ write: false, shell: false, network: false });
 
 /**
  * Intersection of capability grants. A set that is missing, or that leaves a capability out, denies
@@ -23,6 +23,29 @@ export function parseCapabilities(v: unknown): CapabilitySet {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return READ_ONLY;
   const o = v as Record<string, unknown>;
   return { write: o.write === true, shell: o.shell === true, network: o.network === true };
+}
+
+export type CapabilityRequest =
+  { readonly ok: true; readonly capabilities: CapabilitySet } | { readonly ok: false; readonly reason: string };
+
+/**
+ * Reads the capabilities a request asks for (`baton/capabilities` in its metadata), strictly: none is
+ * read-only, a capability left out is not asked for, and anything malformed is refused with what to
+ * send instead (where `parseCapabilities` would quietly read it as read-only).
+ */
+export function readRequestedCapabilities(v: unknown): CapabilityRequest {
+  if (v === undefined || v === null) return { ok: true, capabilities: READ_ONLY };
+  if (typeof v !== 'object' || Array.isArray(v))
+    return {
+      ok: false,
+      reason: `metadata "${META.capabilities}" must be an object like {"write": false, "shell": false, "network": false}`,
+    };
+  const o = v as Record<string, unknown>;
+  for (const k of ['write', 'shell', 'network'] as const) {
+    if (o[k] !== undefined && typeof o[k] !== 'boolean')
+      return { ok: false, reason: `metadata "${META.capabilities}".${k} must be true or false` };
+  }
+  return { ok: true, capabilities: { write: o.write === true, shell: o.shell === true, network: o.network === true } };
 }
 
 export interface ChainLimits {
@@ -75,8 +98,11 @@ export function checkDelegationChain(
   return { ok: true, chain };
 }
 
-/** The chain a task or message carries in metadata (`baton/chain`); malformed → empty. */
-export function readChain(metadata: Record<string, unknown> | undefined): string[] {
+/**
+ * The chain a task or message carries in metadata (`baton/chain`): its string entries, in order (any
+ * other entry is not ours to read); not a list → empty.
+ */
+export function readChain(metadata: Readonly<Record<string, unknown>> | undefined): string[] {
   const v = metadata?.[META.chain];
-  return Array.isArray(v) && v.every((x) => typeof x === 'string') ? [...(v as string[])] : [];
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
 }

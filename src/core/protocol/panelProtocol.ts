@@ -4,6 +4,7 @@
  * input (a compromised or buggy panel can post anything), so the host only acts on what
  * `parseWebviewMessage` returns.
  */
+import { isRecord } from '../isRecord';
 import type { DelegationState, DelegationView } from './delegationView';
 
 export type { DelegationState, DelegationView, TimelineEntry } from './delegationView';
@@ -201,10 +202,6 @@ export type HostToWebviewMessage =
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string };
 
 const MAX_REQUEST_ID = Number.MAX_SAFE_INTEGER;
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function hasOnlyKeys(v: Record<string, unknown>, allowed: readonly string[]): boolean {
   return Object.keys(v).every((k) => allowed.includes(k));

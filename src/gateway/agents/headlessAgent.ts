@@ -7,6 +7,7 @@ import { existsSync, realpathSync } from 'node:fs';
 import { mkdir, symlink } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { delimiter, dirname, join, sep } from 'node:path';
+import { intersectCapabilities } from '../../core/delegation/guards';
 import { confineCommand } from '../confine';
 import type { ConfineOptions } from '../confine';
 import type { DetectedHarness } from '../harness/registry';
@@ -31,10 +32,6 @@ export interface HeadlessAgentOptions {
   readonly killGraceMs?: number;
 }
 
-export function intersect(a: Capabilities, b: Capabilities): Capabilities {
-  return { write: a.write && b.write, shell: a.shell && b.shell, network: a.network && b.network };
-}
-
 export function createHeadlessAgent(detected: DetectedHarness, opts: HeadlessAgentOptions): LocalAgent {
   const { spec } = detected;
   const maxCapabilities: Capabilities = { write: true, shell: true, network: true };
@@ -54,7 +51,7 @@ export function createHeadlessAgent(detected: DetectedHarness, opts: HeadlessAge
       },
     ],
     run: (request, emit) =>
-      runHeadless(detected, opts, intersect(request.capabilities, maxCapabilities), request, emit),
+      runHeadless(detected, opts, intersectCapabilities(request.capabilities, maxCapabilities), request, emit),
   };
 }
 

@@ -3,19 +3,16 @@
  * agents and headless coding CLIs, each in a throwaway workspace). The A2A executor adapts a
  * `LocalAgent` to the SDK's event bus; the agent knows nothing of A2A.
  */
+import type { CapabilitySet } from '../../core/delegation';
 import type { SkillInfo } from '../cards';
 
-/** What an agent may do. Read-only by default: the agent may only propose a patch. */
-export interface Capabilities {
-  /** Edit files in its workspace (the edits only ever come back as changes.patch). */
-  readonly write: boolean;
-  /** Run shell commands (refused where the harness can refuse it). */
-  readonly shell: boolean;
-  /** Reach the network beyond what the harness needs for its own model API. */
-  readonly network: boolean;
-}
-
-export const READ_ONLY: Capabilities = Object.freeze({ write: false, shell: false, network: false });
+/**
+ * What an agent may do, read-only by default (`READ_ONLY` in core/delegation/guards.ts): the agent may
+ * only propose a patch. `write`: edit files in its workspace (the edits only ever come back as
+ * changes.patch); `shell`: run shell commands (refused where the harness can refuse it); `network`:
+ * reach the network beyond what the harness needs for its own model API.
+ */
+export type Capabilities = CapabilitySet;
 
 export interface LocalRunRequest {
   /** The A2A task id; also names the workspace folder. */

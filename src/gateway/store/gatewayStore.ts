@@ -25,6 +25,23 @@ export interface TaskRow {
   readonly updatedAt: number;
 }
 
+/** A `baton_tasks` row as SQLite or PostgreSQL returns it (the same columns in both). */
+export function toTaskRow(r: Readonly<Record<string, unknown>>): TaskRow {
+  return {
+    agent: String(r.agent),
+    id: String(r.id),
+    contextId: String(r.context_id),
+    principal: String(r.principal),
+    kind: r.kind === 'proxy' ? 'proxy' : 'local',
+    state: Number(r.state) as TaskState,
+    lastSeq: Number(r.last_seq),
+    snapshot: String(r.snapshot),
+    owner: r.owner === null || r.owner === undefined ? null : String(r.owner),
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
+  };
+}
+
 export interface EventRow {
   readonly seq: number;
   /** One `StreamResponse` as A2A wire JSON, with `baton/seq` already in its metadata. */

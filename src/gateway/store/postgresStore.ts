@@ -13,7 +13,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import type { TaskState } from '@a2a-js/sdk';
 import type {
   AppendBatch,
   AppendListener,
@@ -26,7 +25,8 @@ import type {
   PushConfigRow,
   TaskRow,
 } from './gatewayStore';
-import { TERMINAL_STATES } from '../taskStates';
+import { TERMINAL_STATES } from '../../core/taskStates';
+import { toTaskRow } from './gatewayStore';
 
 const CHANNEL = 'baton_events';
 /** Cancel requests forwarded to the instance that runs a task: payload {instance, agent, taskId}. */
@@ -60,22 +60,6 @@ CREATE TABLE IF NOT EXISTS baton_push_configs (
 `;
 
 type Row = Record<string, unknown>;
-
-function toTaskRow(r: Row): TaskRow {
-  return {
-    agent: String(r.agent),
-    id: String(r.id),
-    contextId: String(r.context_id),
-    principal: String(r.principal),
-    kind: r.kind === 'proxy' ? 'proxy' : 'local',
-    state: Number(r.state) as TaskState,
-    lastSeq: Number(r.last_seq),
-    snapshot: String(r.snapshot),
-    owner: r.owner === null || r.owner === undefined ? null : String(r.owner),
-    createdAt: Number(r.created_at),
-    updatedAt: Number(r.updated_at),
-  };
-}
 
 /** The LISTEN connection's name in pg_stat_activity (operators can tell it from the pool's). */
 export const LISTEN_APPLICATION_NAME = 'baton-gateway-listen';

@@ -5,7 +5,6 @@
  * `synchronous=FULL`: a committed event survives `kill -9` and power loss.
  */
 import { createRequire } from 'node:module';
-import type { TaskState } from '@a2a-js/sdk';
 import type {
   AppendBatch,
   AppendListener,
@@ -18,7 +17,8 @@ import type {
   PushConfigRow,
   TaskRow,
 } from './gatewayStore';
-import { TERMINAL_STATES } from '../taskStates';
+import { TERMINAL_STATES } from '../../core/taskStates';
+import { toTaskRow } from './gatewayStore';
 
 type SqlValue = string | number | null;
 type Row = Record<string, SqlValue>;
@@ -95,22 +95,6 @@ CREATE TABLE IF NOT EXISTS baton_push_configs (
   agent TEXT NOT NULL, task_id TEXT NOT NULL, id TEXT NOT NULL, config TEXT NOT NULL, created_at INTEGER NOT NULL,
   PRIMARY KEY (agent, task_id, id));
 `;
-
-function toTaskRow(r: Row): TaskRow {
-  return {
-    agent: String(r.agent),
-    id: String(r.id),
-    contextId: String(r.context_id),
-    principal: String(r.principal),
-    kind: r.kind === 'proxy' ? 'proxy' : 'local',
-    state: Number(r.state) as TaskState,
-    lastSeq: Number(r.last_seq),
-    snapshot: String(r.snapshot),
-    owner: r.owner === null || r.owner === undefined ? null : String(r.owner),
-    createdAt: Number(r.created_at),
-    updatedAt: Number(r.updated_at),
-  };
-}
 
 /** One stored page: consecutive events from `firstSeq`, their bodies joined by newlines. */
 export interface EventPage {

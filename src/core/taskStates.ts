@@ -1,4 +1,4 @@
-/** Task-state sets the gateway decides on, named once. */
+/** Task-state sets the gateway and the client decide on, named once. */
 import { TaskState } from '@a2a-js/sdk';
 
 export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set([
@@ -18,6 +18,10 @@ export function isTerminal(s: TaskState | undefined): boolean {
   return s !== undefined && TERMINAL_STATES.has(s);
 }
 
+export function isInterrupted(s: TaskState | undefined): boolean {
+  return s !== undefined && INTERRUPTED_STATES.has(s);
+}
+
 export function endsTurn(s: TaskState | undefined): boolean {
-  return s !== undefined && (TERMINAL_STATES.has(s) || INTERRUPTED_STATES.has(s));
+  return isTerminal(s) || isInterrupted(s);
 }

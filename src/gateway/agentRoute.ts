@@ -1,0 +1,201 @@
+/**
+ * The gateway's routes, made once its address is known: one `AgentRoute` per agent (a local agent or a
+ * proxied remote) at /a2a/<agent>, and the `IndexRoute` at /.well-known/agent-card.json. Each owns its
+ * card, built from the real base URL and kept with its ETag until the route invalidates it (a remote's
+ * own card changed), its request handler and the task runner behind it.
+ */
+import express from 'express';
+import type { NextFunction, Request, Response } from 'express';
+import type { AgentCard } from '@a2a-js/sdk';
+import type { LocalAgent } from './agents/localAgent';
+import type { TokenAuthenticator } from './auth';
+import { buildAgentCard, buildGatewayCard } from './cards';
+import type { CardKeys, IndexedAgent } from './cards';
+import type { RemoteAgentConfig } from './config';
+import type { GatewayContext } from './gatewayContext';
+import { a2aRouter } from './http/a2aRoutes';
+import { cardRoute, CardSlot } from './http/cardRoute';
+import type { PublishedCard } from './http/cardRoute';
+import type { BodyLimits } from './http/jsonBody';
+import { LocalTaskRunner } from './localTaskRunner';
+import { ProxyTaskRunner } from './proxyTaskRunner';
+import type { PushNotifier } from './pushNotifier';
+import { mergeRemoteFacts, RemoteCardWatcher } from './remoteCard';
+import { GatewayRequestHandler } from './requestHandler';
+import type { TaskRunner } from './taskRunner';
+
+/** Where the gateway is reached and how its cards are signed: what every route's card is built from. */
+export interface RouteSite {
+  /** The URL clients reach the gateway at (no trailing slash). */
+  readonly baseUrl: string;
+  readonly keys: CardKeys;
+  /** False on a loopback gateway that serves requests without a token. */
+  readonly tokenRequired: boolean;
+}
+
+/** What a route serves: the agent as the index lists it, its runner, and (for a remote) its card watcher. */
+interface RouteAgent {
+  readonly indexed: IndexedAgent;
+  readonly runner: TaskRunner;
+  readonly watcher?: RemoteCardWatcher;
+}
+
+/** What the A2A part of every route shares: who may call, and what one request may cost. */
+export interface RouteHttp {
+  readonly auth: TokenAuthenticator;
+  readonly bodyLimits: BodyLimits;
+  readonly log: (line: string) => void;
+}
+
+export class AgentRoute {
+  readonly id: string;
+  /** The route's path: /a2a/<agent>. */
+  readonly path: string;
+  readonly indexed: IndexedAgent;
+  readonly runner: TaskRunner;
+  readonly watcher: RemoteCardWatcher | undefined;
+  readonly handler: GatewayRequestHandler;
+  private readonly card: CardSlot;
+
+  private constructor(
+    private readonly site: RouteSite,
+    ctx: GatewayContext,
+    make: (invalidate: () => void) => RouteAgent,
+    push: PushNotifier | undefined,
+  ) {
+    this.card = new CardSlot(() => this.buildCard());
+    const agent = make(() => this.invalidate());
+    this.indexed = agent.indexed;
+    this.runner = agent.runner;
+    this.watcher = agent.watcher;
+    this.id = agent.indexed.id;
+    this.path = `/a2a/${encodeURIComponent(this.id)}`;
+    this.handler = new GatewayRequestHandler(ctx, this.id, () => this.readyCard(), this.runner, push);
+  }
+
+  /** A built-in agent or headless CLI on this machine. */
+  static local(site: RouteSite, ctx: GatewayContext, agent: LocalAgent, push?: PushNotifier): AgentRoute {
+    return new AgentRoute(
+      site,
+      ctx,
+      () => ({
+        indexed: { id: agent.id, name: agent.name, description: agent.description, kind: agent.kind },
+        runner: new LocalTaskRunner(ctx, agent),
+      }),
+      push,
+    );
+  }
+
+  /** A remote A2A agent the gateway proxies; its route card follows the remote's own card as it changes. */
+  static remote(
+    site: RouteSite,
+    ctx: GatewayContext,
+    cfg: RemoteAgentConfig,
+    opts: { readonly refreshMs?: number; readonly push?: PushNotifier } = {},
+  ): AgentRoute {
+    return new AgentRoute(
+      site,
+      ctx,
+      (invalidate) => {
+        const watcher = new RemoteCardWatcher(cfg, { refreshMs: opts.refreshMs, log: ctx.log, onChange: invalidate });
+        return {
+          indexed: { id: cfg.id, name: cfg.name, description: cfg.description, kind: 'remote' },
+          runner: new ProxyTaskRunner(ctx, cfg, () => watcher.facts),
+          watcher,
+        };
+      },
+      opts.push,
+    );
+  }
+
+  /** The route's card as served (built on first use, again after `invalidate`). */
+  published(): Promise<PublishedCard> {
+    return this.card.get();
+  }
+
+  /** The card changed (a remote's own card did): the next request builds it again, with a new ETag. */
+  invalidate(): void {
+    this.card.invalidate();
+  }
+
+  /** The public card at <path>/.well-known/agent-card.json and, behind the token check, the A2A routes. */
+  router(http: RouteHttp): express.Router {
+    const router = express.Router();
+    router.use(`${this.path}/.well-known/agent-card.json`, cardRoute(this.card));
+    router.use(
+      this.path,
+      http.auth.middleware(),
+      // The request handler reads the card synchronously: make sure one is built before it runs.
+      (_req: Request, _res: Response, next: NextFunction) => {
+        if (this.card.current) return next();
+        this.card.get().then(() => next(), next);
+      },
+      a2aRouter({ handler: this.handler, bodyLimits: http.bodyLimits, log: http.log }),
+    );
+    return router;
+  }
+
+  /** Starts following the remote's own card, in the background; nothing for a local agent. */
+  start(): void {
+    this.watcher?.start();
+  }
+
+  async stopWatching(): Promise<void> {
+    await this.watcher?.close();
+  }
+
+  private readyCard(): AgentCard {
+    const ready = this.card.current;
+    if (!ready) throw new Error('card not ready');
+    return ready.card;
+  }
+
+  private buildCard(): Promise<AgentCard> {
+    const facts = this.watcher?.facts;
+    const base = this.watcher
+      ? mergeRemoteFacts(this.runner.baseCard(), this.watcher.cfg, facts)
+      : this.runner.baseCard();
+    return buildAgentCard(base, this.site.baseUrl, this.id, this.site.keys, facts, this.site.tokenRequired);
+  }
+}
+
+/** The gateway's own card: the index of the agents it serves. */
+export class IndexRoute {
+  private readonly card: CardSlot;
+
+  constructor(site: RouteSite, agents: readonly IndexedAgent[]) {
+    this.card = new CardSlot(() => buildGatewayCard(site.baseUrl, agents, site.keys, site.tokenRequired));
+  }
+
+  published(): Promise<PublishedCard> {
+    return this.card.get();
+  }
+
+  router(): express.Router {
+    const router = express.Router();
+    router.use('/.well-known/agent-card.json', cardRoute(this.card));
+    return router;
+  }
+}
+
+/**
+ * Refuses two agents under one name, before anything is opened: the local agents' ids, then the
+ * remote ones' (a remote may not take a local agent's name).
+ */
+export function checkAgentIds(
+  localAgents: readonly Pick<LocalAgent, 'id'>[],
+  remoteAgents: readonly Pick<RemoteAgentConfig, 'id'>[],
+): void {
+  const ids = new Set<string>();
+  for (const a of localAgents) {
+    if (ids.has(a.id)) throw new Error(`two agents are named ${a.id}; rename one in the config`);
+    ids.add(a.id);
+  }
+  for (const r of remoteAgents) {
+    if (ids.has(r.id))
+      throw new Error(
+        `agent id ${r.id} is used by a local agent and a configured remote agent; rename the remote one in the config`,
+      );
+    ids.add(r.id);
+  }
+}
