@@ -38,10 +38,45 @@ interface SqliteDriver {
 
 const requireHere = createRequire(__filename);
 
-/** True when this runtime ships `node:sqlite` without a flag (Node >= 22.13). */
+type Require = (id: string) => unknown;
+
+/**
+ * Whether this runtime has `node:sqlite`, found by loading it rather than from the version number:
+ * Node 22.5–22.12 have it only behind a flag, and an Electron build may ship without it.
+ */
+export function probeNodeSqlite(load: Require = requireHere): boolean {
+  try {
+    const mod = load('node:sqlite') as { DatabaseSync?: unknown } | undefined;
+    return typeof mod?.DatabaseSync === 'function';
+  } catch {
+    return false;
+  }
+}
+
+let nodeSqlite: boolean | undefined;
+/** `probeNodeSqlite` for this process, once. */
 export function hasNodeSqlite(): boolean {
-  const [major, minor] = process.versions.node.split('.').map(Number);
-  return major > 22 || (major === 22 && minor >= 13);
+  return (nodeSqlite ??= probeNodeSqlite());
+}
+
+/**
+ * What to do when neither driver loads. Inside VS Code (the extension starts the gateway on VS Code's
+ * own runtime) the only remedy is a newer VS Code; on a Node of one's own, a newer Node or a rebuild.
+ */
+export function noSqliteMessage(
+  versions: { readonly node: string; readonly electron?: string },
+  betterSqliteError: string,
+): string {
+  if (versions.electron)
+    return (
+      `This VS Code's runtime (Node ${versions.node}, Electron ${versions.electron}) has no node:sqlite, which ` +
+      `Baton's local gateway needs to keep its tasks. Update VS Code to 1.101 or newer, whose runtime has it.`
+    );
+  return (
+    `Node ${versions.node} has no node:sqlite (built in from Node 22.13) and better-sqlite3 cannot be loaded ` +
+    `(${betterSqliteError}). Run the gateway on Node 22.13 or newer, or reinstall better-sqlite3 for this ` +
+    `Node with "npm rebuild better-sqlite3".`
+  );
 }
 
 function openDriver(file: string, prefer: 'auto' | 'node:sqlite' | 'better-sqlite3'): SqliteDriver {
@@ -62,9 +97,7 @@ function openDriver(file: string, prefer: 'auto' | 'node:sqlite' | 'better-sqlit
   try {
     Database = requireHere('better-sqlite3') as typeof Database;
   } catch (e) {
-    throw new Error(
-      `cannot load better-sqlite3 on Node ${process.versions.node} (${(e as Error).message}); run the gateway on Node >= 22.13 (it then uses node:sqlite) or reinstall better-sqlite3 for this Node with "npm rebuild better-sqlite3"`,
-    );
+    throw new Error(noSqliteMessage(process.versions, (e as Error).message));
   }
   const db = new Database(file);
   return {
