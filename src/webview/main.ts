@@ -60,7 +60,8 @@ async function run<M extends PanelRequestMethod>(
   lastError = undefined;
   draw();
   try {
-    then?.(await request(method, params));
+    const result = await request(method, params);
+    then?.(result);
   } catch (e) {
     lastError = e instanceof Error ? e.message : String(e);
   } finally {
