@@ -1,10 +1,10 @@
 import * as l10n from '@vscode/l10n';
 import { html, nothing, type TemplateResult } from 'lit';
-import type { AgentReviewView, PanelRequests } from '../core/protocol/panelProtocol';
+import type { AgentReviewRequests, AgentReviewView } from '../core/protocol/panelProtocol';
 import { signatureLabel } from './l10n';
 
 export interface AgentReviewActions {
-  send<M extends 'approveAgent' | 'rejectAgent'>(method: M, params: PanelRequests[M]['params']): void;
+  send<M extends keyof AgentReviewRequests>(method: M, params: AgentReviewRequests[M]['params']): void;
   readonly busy: boolean;
   /** Re-renders after a local, UI-only change. */
   redraw(): void;

@@ -17,6 +17,8 @@ import {
   type PanelUiState,
   type DelegationView,
 } from '../core/protocol/panelProtocol';
+import type { AgentReviewActions } from './agentReviewView';
+import type { DelegationActions } from './delegationView';
 import { boundDelegationView, oneLine } from '../core/protocol/panelLimits';
 import { agentReviewTemplate } from './agentReviewView';
 import { delegationTemplate } from './delegationView';
@@ -37,6 +39,7 @@ let lastError: string | undefined;
 let nextId = 1;
 const waiting = new Map<number, (result: { ok: true; value: unknown } | { ok: false; error: string }) => void>();
 
+/** Sends a request; resolves with its method's result (the host answers each request's id once, for that request). */
 function request<M extends PanelRequestMethod>(
   method: M,
   params: PanelRequests[M]['params'],
@@ -51,17 +54,18 @@ function request<M extends PanelRequestMethod>(
   });
 }
 
-async function run<M extends PanelRequestMethod>(method: M, params: PanelRequests[M]['params']): Promise<void> {
+/** Sends a request with the panel busy meanwhile; `then` gets its result, an error shows in the panel. */
+async function run<M extends PanelRequestMethod>(
+  method: M,
+  params: PanelRequests[M]['params'],
+  then?: (result: PanelRequests[M]['result']) => void,
+): Promise<void> {
   busy = method;
   lastError = undefined;
   draw();
   try {
     const result = await request(method, params);
-    if (method === 'refresh') snapshot = bounded(result as PanelSnapshot);
-    if (method === 'reply') {
-      const box = document.getElementById('reply-text') as (HTMLElement & { value: string }) | null;
-      if (box) box.value = '';
-    }
+    then?.(result);
   } catch (e) {
     lastError = e instanceof Error ? e.message : String(e);
   } finally {
@@ -85,14 +89,30 @@ function stat(icon: string, label: string, value: string | number) {
   </div>`;
 }
 
-const actions = {
+const refresh = () => void run('refresh', {}, (s) => (snapshot = bounded(s)));
+
+function clearReplyBox(): void {
+  const box = document.getElementById('reply-text') as (HTMLElement & { value: string }) | null;
+  if (box) box.value = '';
+}
+
+/** What a delegation's panel asks of the host: the requests of a delegation panel only. */
+const actions: DelegationActions = {
   cancel: () => void run('cancel', {}),
-  reply: (text: string) => void run('reply', { text }),
+  reply: (text: string) => void run('reply', { text }, clearReplyBox),
   review: () => void run('reviewChanges', {}),
   checkAgain: () => void run('checkAgain', {}),
   provideToken: () => void run('provideToken', {}),
   showFullText: (seq?: number) => void run('showFullText', seq === undefined ? {} : { seq }),
-  send: <M extends PanelRequestMethod>(method: M, params: PanelRequests[M]['params']) => void run(method, params),
+  send: (method, params) => void run(method, params),
+  get busy() {
+    return busy !== undefined;
+  },
+};
+
+/** What an agent review panel asks of the host. */
+const agentActions: AgentReviewActions = {
+  send: (method, params) => void run(method, params),
   redraw: () => draw(),
   get busy() {
     return busy !== undefined;
@@ -139,7 +159,7 @@ function view() {
   if (!snapshot) return html`<p class="muted">${l10n.t('Connecting to Baton…')}</p>`;
   const s = snapshot;
   if (s.agentReview) {
-    return html`${agentReviewTemplate(s.agentReview, actions, s.trusted)}${lastError ? html`<p class="error" role="alert">${lastError}</p>` : nothing}`;
+    return html`${agentReviewTemplate(s.agentReview, agentActions, s.trusted)}${lastError ? html`<p class="error" role="alert">${lastError}</p>` : nothing}`;
   }
   if (s.delegation) {
     return html`${delegationOrFallback(s.delegation)}${lastError ? html`<p class="error" role="alert">${lastError}</p>` : nothing}`;
@@ -149,12 +169,7 @@ function view() {
       <h1>${l10n.t('Delegation')}</h1>
       <vscode-badge variant="counter">${s.delegations}</vscode-badge>
       <span class="spacer"></span>
-      <vscode-button
-        id="refresh"
-        secondary
-        icon="refresh"
-        ?disabled=${busy !== undefined}
-        @click=${() => void run('refresh', {})}
+      <vscode-button id="refresh" secondary icon="refresh" ?disabled=${busy !== undefined} @click=${refresh}
         >${l10n.t('Refresh')}</vscode-button
       >
     </header>

@@ -1,23 +1,10 @@
 import * as l10n from '@vscode/l10n';
 import { html, nothing, type TemplateResult } from 'lit';
-import type { PanelRequests, ReviewFileView, ReviewView } from '../core/protocol/panelProtocol';
+import type { ReviewFileView, ReviewRequests, ReviewView } from '../core/protocol/panelProtocol';
 import { fileCount } from './l10n';
 
 export interface ReviewActions {
-  send<
-    M extends
-      | 'reviewSelect'
-      | 'reviewSelectAll'
-      | 'reviewOverride'
-      | 'reviewApply'
-      | 'reviewReject'
-      | 'reviewUndo'
-      | 'reviewOpen'
-      | 'reviewMerge',
-  >(
-    method: M,
-    params: PanelRequests[M]['params'],
-  ): void;
+  send<M extends keyof ReviewRequests>(method: M, params: ReviewRequests[M]['params']): void;
   readonly busy: boolean;
 }
 

@@ -1,6 +1,21 @@
 import * as assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { migratePanelState, parseWebviewMessage, PANEL_STATE_VERSION } from '../../src/core/protocol/panelProtocol';
+import {
+  dispatchPanelRequest,
+  migratePanelState,
+  PANEL_REQUEST_KIND,
+  PANEL_STATE_VERSION,
+  panelStateFields,
+  panelSubjectOf,
+  parseWebviewMessage,
+  routePanelRequest,
+  sameSubject,
+  type AgentReviewRequests,
+  type PanelHandlers,
+  type PanelRequestMessage,
+  type PanelRequests,
+  type PanelSubject,
+} from '../../src/core/protocol/panelProtocol';
 
 describe('panel protocol: messages from the webview are validated', () => {
   it('accepts the messages the panel sends', () => {
@@ -96,5 +111,133 @@ describe('panel state migration', () => {
       timelineExpanded: true,
     });
     assert.deepEqual(migratePanelState('garbage'), { __v: PANEL_STATE_VERSION, timelineExpanded: true });
+  });
+});
+
+/** Valid params for every request a panel can send. */
+const SAMPLE_PARAMS: { [M in keyof PanelRequests]: PanelRequests[M]['params'] } = {
+  refresh: {},
+  runCommand: { command: 'baton.addAgent' },
+  cancel: {},
+  reply: { text: 'use tabs' },
+  reviewChanges: {},
+  checkAgain: {},
+  provideToken: {},
+  showFullText: { seq: 2 },
+  reviewSelect: { fileId: 'f1', hunkId: 'h1', selected: true },
+  reviewSelectAll: { selected: true },
+  reviewOverride: { riskId: 'r1', allow: true },
+  reviewApply: { threeWay: false },
+  reviewReject: {},
+  reviewUndo: {},
+  reviewMerge: { action: 'abort' },
+  reviewOpen: { fileId: 'f1' },
+  approveAgent: { digest: 'sha256:aa', endpointUrl: 'https://a.example/a2a', acknowledgeOffOrigin: false },
+  rejectAgent: {},
+};
+const METHODS = Object.keys(PANEL_REQUEST_KIND) as (keyof PanelRequests)[];
+
+const OVERVIEW: PanelSubject = { kind: 'overview' };
+const DELEGATION: PanelSubject = { kind: 'delegation', delegationId: 'd1' };
+const AGENT: PanelSubject = { kind: 'agentReview', agentId: 'https://a.example/card' };
+
+function message(method: keyof PanelRequests): PanelRequestMessage {
+  const parsed = parseWebviewMessage({ type: 'request', id: 9, method, params: SAMPLE_PARAMS[method] });
+  assert.ok(parsed.ok && parsed.value.type === 'request', `${method} did not parse`);
+  return parsed.value;
+}
+
+describe('panel subject: what a panel shows, saved with its state', () => {
+  it('every kind of subject survives being saved and restored', () => {
+    for (const subject of [OVERVIEW, DELEGATION, AGENT]) {
+      const saved = migratePanelState({
+        __v: PANEL_STATE_VERSION,
+        timelineExpanded: true,
+        ...panelStateFields(subject),
+      });
+      assert.deepEqual(panelSubjectOf(saved), subject);
+    }
+  });
+
+  it('reads the state panels saved before the subject had a kind', () => {
+    assert.deepEqual(panelSubjectOf(migratePanelState({ __v: 1, delegationId: 'd1', timelineExpanded: true })), {
+      kind: 'delegation',
+      delegationId: 'd1',
+    });
+    assert.deepEqual(panelSubjectOf(migratePanelState({ __v: 1, agentCardUrl: 'https://a.example/card' })), {
+      kind: 'agentReview',
+      agentId: 'https://a.example/card',
+    });
+    assert.deepEqual(panelSubjectOf(migratePanelState({ __v: 1, timelineExpanded: false })), OVERVIEW);
+    assert.deepEqual(panelSubjectOf(migratePanelState({ __v: 1, delegationId: 42 })), OVERVIEW);
+  });
+
+  it('tells subjects apart by kind and id', () => {
+    assert.ok(sameSubject(DELEGATION, { kind: 'delegation', delegationId: 'd1' }));
+    assert.ok(!sameSubject(DELEGATION, { kind: 'delegation', delegationId: 'd2' }));
+    assert.ok(!sameSubject(DELEGATION, OVERVIEW));
+    assert.ok(!sameSubject(AGENT, { kind: 'agentReview', agentId: 'https://b.example/card' }));
+    assert.ok(sameSubject(OVERVIEW, { kind: 'overview' }));
+  });
+});
+
+describe('panel requests per kind of panel', () => {
+  it('parses every request of every kind', () => {
+    for (const method of METHODS) assert.equal(message(method).method, method);
+  });
+
+  it('lets each panel make the common requests and those of its own kind', () => {
+    for (const subject of [OVERVIEW, DELEGATION, AGENT]) {
+      for (const method of METHODS) {
+        const kind = PANEL_REQUEST_KIND[method];
+        const routed = routePanelRequest(subject, message(method));
+        assert.equal(routed.ok, kind === 'any' || kind === subject.kind, `${method} on ${subject.kind}`);
+        if (routed.ok) assert.equal(routed.value.kind, kind);
+      }
+    }
+  });
+
+  it('refuses a request sent to a panel of the wrong kind, saying which panel it belongs to', () => {
+    const onOverview = routePanelRequest(OVERVIEW, message('cancel'));
+    assert.ok(!onOverview.ok);
+    assert.match(onOverview.error, /^cancel is a request for a delegation's panel, and this panel shows the overview/);
+    const onDelegation = routePanelRequest(DELEGATION, message('approveAgent'));
+    assert.ok(!onDelegation.ok);
+    assert.match(
+      onDelegation.error,
+      /approveAgent is a request for an agent review's panel, and this panel shows a delegation/,
+    );
+    const onAgent = routePanelRequest(AGENT, message('reviewApply'));
+    assert.ok(!onAgent.ok);
+    assert.match(
+      onAgent.error,
+      /reviewApply is a request for a delegation's panel, and this panel shows an agent review/,
+    );
+  });
+
+  it('carries the panel subject to the handler of the request, which answers with its result', async () => {
+    const calls: string[] = [];
+    const agentReview: PanelHandlers['agentReview'] = {
+      approveAgent: async (subject, p) => {
+        calls.push(`approve ${subject.agentId} ${p.digest}`);
+        return { approved: true };
+      },
+      rejectAgent: async (subject) => {
+        calls.push(`reject ${subject.agentId}`);
+        return { ok: true };
+      },
+    };
+    const routed = routePanelRequest(AGENT, message('approveAgent'));
+    assert.ok(routed.ok && routed.value.kind === 'agentReview');
+    const result = await dispatchPanelRequest(agentReview, routed.value.subject, routed.value.message);
+    assert.deepEqual(result, { approved: true });
+    assert.deepEqual(calls, ['approve https://a.example/card sha256:aa']);
+  });
+
+  it('types a request message by the requests of its kind', () => {
+    const ok: PanelRequestMessage<AgentReviewRequests> = { type: 'request', id: 1, method: 'rejectAgent', params: {} };
+    // @ts-expect-error cancel is a delegation's request, not an agent review's
+    const wrong: PanelRequestMessage<AgentReviewRequests> = { type: 'request', id: 1, method: 'cancel', params: {} };
+    assert.notEqual(ok.method, wrong.method);
   });
 });

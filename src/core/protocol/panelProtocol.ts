@@ -28,50 +28,120 @@ export type PanelCommand = (typeof PANEL_COMMANDS)[number];
 
 type NoParams = Record<string, never>;
 
-/** A request the webview sends and the host answers with a `response` carrying the same `id`. */
-export interface PanelRequests {
+/**
+ * What a panel shows; its kind decides which requests the panel may make. Saved with the panel as the
+ * `delegationId` / `agentCardUrl` fields of `PanelUiState` (see `panelSubjectOf`).
+ */
+export type PanelSubject =
+  | { readonly kind: 'overview' }
+  | { readonly kind: 'delegation'; readonly delegationId: string }
+  | { readonly kind: 'agentReview'; readonly agentId: string };
+export type PanelKind = PanelSubject['kind'];
+export type SubjectOf<K extends PanelKind> = Extract<PanelSubject, { kind: K }>;
+
+/** One request: the params the webview sends and the result the host answers with. */
+export interface PanelRequest<Params, Result> {
+  readonly params: Params;
+  readonly result: Result;
+}
+
+/** A set of requests, by method. */
+export type RequestSet<Rs> = { [M in keyof Rs]: PanelRequest<unknown, unknown> };
+
+/** Requests every panel may make, whatever it shows. */
+export interface CommonRequests {
   /** Re-read the host's view of Baton (agents, delegations, gateway) and answer with a fresh snapshot. */
-  refresh: { params: NoParams; result: PanelSnapshot };
+  refresh: PanelRequest<NoParams, PanelSnapshot>;
   /** Run one of the allow-listed commands. */
-  runCommand: { params: { command: PanelCommand }; result: { ran: PanelCommand } };
-  /** Cancel the shown delegation at the agent. */
-  cancel: { params: NoParams; result: { confirmed: boolean } };
-  /** Answer the agent's `input-required` question; the same task continues. */
-  reply: { params: { text: string }; result: { sent: true } };
-  /** Open the returned changes.patch for review. */
-  reviewChanges: { params: NoParams; result: { opened: true } };
-  /** Reconcile an `unknown` outcome with the agent (GetTask), never a blind retry. */
-  checkAgain: { params: NoParams; result: { state: DelegationState } };
-  /** `auth-required`: ask the user for a token for the agent's host (stored in SecretStorage). */
-  provideToken: { params: NoParams; result: { stored: boolean } };
+  runCommand: PanelRequest<{ command: PanelCommand }, { ran: PanelCommand }>;
+}
+
+/** Requests about the review of the changes.patch a delegation returned (the review part of its panel). */
+export interface ReviewRequests {
   /** Choose a whole file, or one hunk of it, for applying (`selected: false` leaves it out). */
-  reviewSelect: { params: { fileId: string; hunkId?: string; selected: boolean }; result: { ok: true } };
+  reviewSelect: PanelRequest<{ fileId: string; hunkId?: string; selected: boolean }, { ok: true }>;
   /** Select every file that can still be applied (`selected: false`: none). */
-  reviewSelectAll: { params: { selected: boolean }; result: { ok: true } };
+  reviewSelectAll: PanelRequest<{ selected: boolean }, { ok: true }>;
   /** Allow (or refuse again) one refused risk item. */
-  reviewOverride: { params: { riskId: string; allow: boolean }; result: { ok: true } };
+  reviewOverride: PanelRequest<{ riskId: string; allow: boolean }, { ok: true }>;
   /** Apply what is selected and not applied yet, as one atomic step; `threeWay` only after the user chose it. */
-  reviewApply: { params: { threeWay: boolean }; result: { applied: boolean } };
+  reviewApply: PanelRequest<{ threeWay: boolean }, { applied: boolean }>;
   /** Discard the patch (it stays in the journal for audit). */
-  reviewReject: { params: NoParams; result: { ok: true } };
+  reviewReject: PanelRequest<NoParams, { ok: true }>;
   /** Restore the files every apply of this review touched. */
-  reviewUndo: { params: NoParams; result: { restored: number } };
-  /** Approve the reviewed card: pins its digest and the chosen endpoint. */
-  approveAgent: {
-    params: { digest: string; endpointUrl?: string; acknowledgeOffOrigin: boolean };
-    result: { approved: boolean; message?: string };
-  };
-  rejectAgent: { params: NoParams; result: { ok: true } };
+  reviewUndo: PanelRequest<NoParams, { restored: number }>;
   /** After a 3-way apply with conflicts: finish (every conflict resolved) or abort (restore the files). */
-  reviewMerge: { params: { action: 'finish' | 'abort' }; result: { ok: true } };
+  reviewMerge: PanelRequest<{ action: 'finish' | 'abort' }, { ok: true }>;
+  /** Open one file's diff (or the changes editor for all files when no file is given). */
+  reviewOpen: PanelRequest<{ fileId?: string }, { ok: true }>;
+}
+
+/** Requests a delegation's panel makes about its delegation. */
+export interface DelegationRequests extends ReviewRequests {
+  /** Cancel the shown delegation at the agent. */
+  cancel: PanelRequest<NoParams, { confirmed: boolean }>;
+  /** Answer the agent's `input-required` question; the same task continues. */
+  reply: PanelRequest<{ text: string }, { sent: true }>;
+  /** Open the returned changes.patch for review. */
+  reviewChanges: PanelRequest<NoParams, { opened: true }>;
+  /** Reconcile an `unknown` outcome with the agent (GetTask), never a blind retry. */
+  checkAgain: PanelRequest<NoParams, { state: DelegationState }>;
+  /** `auth-required`: ask the user for a token for the agent's host (stored in SecretStorage). */
+  provideToken: PanelRequest<NoParams, { stored: boolean }>;
   /**
    * Open the full text of a timeline entry the panel shows shortened (by `seq`), or of the agent's
    * question (no `seq`), in a plain-text editor: nothing of it is rendered.
    */
-  showFullText: { params: { seq?: number }; result: { opened: true } };
-  /** Open one file's diff (or the changes editor for all files when no file is given). */
-  reviewOpen: { params: { fileId?: string }; result: { ok: true } };
+  showFullText: PanelRequest<{ seq?: number }, { opened: true }>;
 }
+
+/** Requests an agent review panel makes about the agent it reviews. */
+export interface AgentReviewRequests {
+  /** Approve the reviewed card: pins its digest and the chosen endpoint. */
+  approveAgent: PanelRequest<
+    { digest: string; endpointUrl?: string; acknowledgeOffOrigin: boolean },
+    { approved: boolean; message?: string }
+  >;
+  rejectAgent: PanelRequest<NoParams, { ok: true }>;
+}
+
+/** The requests each kind of panel makes besides the common ones. */
+export interface PanelRequestsByKind {
+  overview: Record<never, never>;
+  delegation: DelegationRequests;
+  agentReview: AgentReviewRequests;
+}
+
+/** Every request a panel can send. */
+export type PanelRequests = CommonRequests & DelegationRequests & AgentReviewRequests;
+
+type KindOfMethod<M> = M extends keyof DelegationRequests
+  ? 'delegation'
+  : M extends keyof AgentReviewRequests
+    ? 'agentReview'
+    : 'any';
+
+/** Which kind of panel may send each request (`any`: every panel); checked against the declarations above. */
+export const PANEL_REQUEST_KIND: { readonly [M in keyof PanelRequests]: KindOfMethod<M> } = {
+  refresh: 'any',
+  runCommand: 'any',
+  cancel: 'delegation',
+  reply: 'delegation',
+  reviewChanges: 'delegation',
+  checkAgain: 'delegation',
+  provideToken: 'delegation',
+  showFullText: 'delegation',
+  reviewSelect: 'delegation',
+  reviewSelectAll: 'delegation',
+  reviewOverride: 'delegation',
+  reviewApply: 'delegation',
+  reviewReject: 'delegation',
+  reviewUndo: 'delegation',
+  reviewMerge: 'delegation',
+  reviewOpen: 'delegation',
+  approveAgent: 'agentReview',
+  rejectAgent: 'agentReview',
+};
 
 export interface ReviewRiskView {
   readonly id: string;
@@ -131,11 +201,12 @@ export const MAX_REPLY_LENGTH = 100_000;
 
 export type PanelRequestMethod = keyof PanelRequests;
 
-export type WebviewToHostMessage =
-  | { type: 'ready'; stateVersion: number }
-  | {
-      [M in PanelRequestMethod]: { type: 'request'; id: number; method: M; params: PanelRequests[M]['params'] };
-    }[PanelRequestMethod];
+/** A request message for one of a set of requests, with the params of its method. */
+export type PanelRequestMessage<Rs extends RequestSet<Rs> = PanelRequests> = {
+  [M in keyof Rs]: { type: 'request'; id: number; method: M; params: Rs[M]['params'] };
+}[keyof Rs];
+
+export type WebviewToHostMessage = { type: 'ready'; stateVersion: number } | PanelRequestMessage;
 
 /** The host's whole view for the panel; sent after `ready`, after each change, and as refresh results. */
 export interface PanelSnapshot {
@@ -363,4 +434,106 @@ export function migratePanelState(saved: unknown): PanelUiState {
     ...(typeof saved.agentCardUrl === 'string' ? { agentCardUrl: saved.agentCardUrl } : {}),
     timelineExpanded: typeof saved.timelineExpanded === 'boolean' ? saved.timelineExpanded : true,
   };
+}
+
+/** The subject a panel saved with its state (an agent review when both ids are there, as the panel shows it). */
+export function panelSubjectOf(state: Pick<PanelUiState, 'delegationId' | 'agentCardUrl'>): PanelSubject {
+  if (state.agentCardUrl !== undefined) return { kind: 'agentReview', agentId: state.agentCardUrl };
+  if (state.delegationId !== undefined) return { kind: 'delegation', delegationId: state.delegationId };
+  return { kind: 'overview' };
+}
+
+/** The fields of `PanelUiState` that save a subject. */
+export function panelStateFields(subject: PanelSubject): Pick<PanelUiState, 'delegationId' | 'agentCardUrl'> {
+  switch (subject.kind) {
+    case 'overview':
+      return {};
+    case 'delegation':
+      return { delegationId: subject.delegationId };
+    case 'agentReview':
+      return { agentCardUrl: subject.agentId };
+  }
+}
+
+export function sameSubject(a: PanelSubject, b: PanelSubject): boolean {
+  switch (a.kind) {
+    case 'overview':
+      return b.kind === 'overview';
+    case 'delegation':
+      return b.kind === 'delegation' && b.delegationId === a.delegationId;
+    case 'agentReview':
+      return b.kind === 'agentReview' && b.agentId === a.agentId;
+  }
+}
+
+/** A request checked against the panel it came from: common, or one of the requests its kind makes. */
+export type RoutedPanelRequest =
+  | { readonly kind: 'any'; readonly message: PanelRequestMessage<CommonRequests> }
+  | {
+      readonly kind: 'delegation';
+      readonly subject: SubjectOf<'delegation'>;
+      readonly message: PanelRequestMessage<DelegationRequests>;
+    }
+  | {
+      readonly kind: 'agentReview';
+      readonly subject: SubjectOf<'agentReview'>;
+      readonly message: PanelRequestMessage<AgentReviewRequests>;
+    };
+
+const KIND_NAMES: Record<PanelKind, string> = {
+  overview: 'the overview',
+  delegation: 'a delegation',
+  agentReview: 'an agent review',
+};
+
+function isCommonRequest(m: PanelRequestMessage): m is PanelRequestMessage<CommonRequests> {
+  return PANEL_REQUEST_KIND[m.method] === 'any';
+}
+
+function isDelegationRequest(m: PanelRequestMessage): m is PanelRequestMessage<DelegationRequests> {
+  return PANEL_REQUEST_KIND[m.method] === 'delegation';
+}
+
+function isAgentReviewRequest(m: PanelRequestMessage): m is PanelRequestMessage<AgentReviewRequests> {
+  return PANEL_REQUEST_KIND[m.method] === 'agentReview';
+}
+
+/**
+ * Checks a validated request against what its panel shows: a delegation's requests are refused by an
+ * agent review's panel and by the overview, and the other way round.
+ */
+export function routePanelRequest(
+  subject: PanelSubject,
+  message: PanelRequestMessage,
+): ParseResult<RoutedPanelRequest> {
+  if (isCommonRequest(message)) return { ok: true, value: { kind: 'any', message } };
+  if (subject.kind === 'delegation' && isDelegationRequest(message))
+    return { ok: true, value: { kind: 'delegation', subject, message } };
+  if (subject.kind === 'agentReview' && isAgentReviewRequest(message))
+    return { ok: true, value: { kind: 'agentReview', subject, message } };
+  const wanted = PANEL_REQUEST_KIND[message.method];
+  return {
+    ok: false,
+    error: `${message.method} is a request for ${KIND_NAMES[wanted]}'s panel, and this panel shows ${KIND_NAMES[subject.kind]}. Close it and open the panel from the Delegations or Agents view.`,
+  };
+}
+
+/** One handler per request of a set, each given the panel's subject and that request's params. */
+export type PanelRequestHandlers<S extends PanelSubject, Rs extends RequestSet<Rs>> = {
+  readonly [M in keyof Rs]: (subject: S, params: Rs[M]['params']) => Promise<Rs[M]['result']>;
+};
+
+/** The handlers of every kind of panel that makes requests of its own. */
+export interface PanelHandlers {
+  readonly delegation: PanelRequestHandlers<SubjectOf<'delegation'>, DelegationRequests>;
+  readonly agentReview: PanelRequestHandlers<SubjectOf<'agentReview'>, AgentReviewRequests>;
+}
+
+/** Calls the handler of a request's method; its result is typed by that method. */
+export function dispatchPanelRequest<S extends PanelSubject, Rs extends RequestSet<Rs>, M extends keyof Rs>(
+  handlers: PanelRequestHandlers<S, Rs>,
+  subject: S,
+  message: { readonly method: M; readonly params: Rs[M]['params'] },
+): Promise<Rs[M]['result']> {
+  return handlers[message.method](subject, message.params);
 }

@@ -1,11 +1,21 @@
 import * as vscode from 'vscode';
 import {
+  dispatchPanelRequest,
   migratePanelState,
+  panelStateFields,
+  panelSubjectOf,
   parseWebviewMessage,
+  routePanelRequest,
+  sameSubject,
+  type CommonRequests,
   type HostToWebviewMessage,
+  type PanelCommand,
+  type PanelHandlers,
+  type PanelRequestMessage,
   type PanelRequestMethod,
   type PanelRequests,
   type PanelSnapshot,
+  type PanelSubject,
   type PanelUiState,
   type WebviewToHostMessage,
 } from '../../core/protocol/panelProtocol';
@@ -15,24 +25,15 @@ import { newNonce, panelHtml, webviewRoots } from './webviewHtml';
 
 export const PANEL_VIEW_TYPE = 'baton.delegation';
 
-/** Requests that act on the delegation a panel shows. */
-export type DelegationRequestMethod = Exclude<PanelRequestMethod, 'refresh' | 'runCommand'>;
+export type { PanelSubject };
 
-/** What the panel needs from the rest of the extension. */
-/** What a panel shows: a delegation, an agent under review, or (neither) the overview. */
-export interface PanelSubject {
-  readonly delegationId?: string;
-  readonly agentCardUrl?: string;
-}
-
+/**
+ * What the panels need from the rest of the extension. The requests a panel makes about its subject are
+ * answered by the handlers registered with `DelegationPanelManager.registerHandlers`.
+ */
 export interface PanelHost {
   snapshot(refreshCount: number, subject: PanelSubject): PanelSnapshot;
-  runCommand(command: PanelRequests['runCommand']['params']['command']): Promise<void>;
-  act<M extends DelegationRequestMethod>(
-    subject: PanelSubject,
-    method: M,
-    params: PanelRequests[M]['params'],
-  ): Promise<PanelRequests[M]['result']>;
+  runCommand(command: PanelCommand): Promise<void>;
   readonly log: vscode.LogOutputChannel;
 }
 
@@ -53,13 +54,17 @@ export class DelegationPanel extends Disposable {
   private readonly _pending: HostToWebviewMessage[] = [];
   private _refreshCount = 0;
   private readonly coalescer: UpdateCoalescer<PanelSnapshot>;
-  /** The delegation this panel shows; undefined for the overview panel. */
-  readonly delegationId: string | undefined;
-  /** The agent this panel reviews; undefined otherwise. */
-  readonly agentCardUrl: string | undefined;
+  /** What this panel shows, for as long as it is open. */
+  readonly subject: PanelSubject;
 
-  get subject(): PanelSubject {
-    return { delegationId: this.delegationId, agentCardUrl: this.agentCardUrl };
+  /** The delegation this panel shows; undefined for the overview and agent review panels. */
+  get delegationId(): string | undefined {
+    return this.subject.kind === 'delegation' ? this.subject.delegationId : undefined;
+  }
+
+  /** The agent this panel reviews; undefined otherwise. */
+  get agentCardUrl(): string | undefined {
+    return this.subject.kind === 'agentReview' ? this.subject.agentId : undefined;
   }
   private readonly _onDidReceive = this._register(new vscode.EventEmitter<WebviewToHostMessage>());
   private readonly _onDidPost = this._register(new vscode.EventEmitter<HostToWebviewMessage>());
@@ -72,11 +77,11 @@ export class DelegationPanel extends Disposable {
     readonly panel: vscode.WebviewPanel,
     private readonly extensionUri: vscode.Uri,
     private readonly host: PanelHost,
+    private readonly handlers: () => PanelHandlers | undefined,
     readonly uiState: PanelUiState,
   ) {
     super();
-    this.delegationId = uiState.delegationId;
-    this.agentCardUrl = uiState.agentCardUrl;
+    this.subject = panelSubjectOf(uiState);
     // Reset on restore too: a deserialized panel keeps the options it was saved with (vscode#197103).
     panel.webview.options = {
       enableScripts: true,
@@ -169,43 +174,43 @@ export class DelegationPanel extends Disposable {
       this.coalescer.replay();
       return;
     }
-    void this.answer(message.id, message.method, message.params);
+    void this.answer(message);
   }
 
-  private async answer<M extends PanelRequestMethod>(
-    id: number,
-    method: M,
-    params: PanelRequests[M]['params'],
-  ): Promise<void> {
+  private async answer(message: PanelRequestMessage): Promise<void> {
     try {
-      switch (method) {
-        case 'refresh': {
-          this._refreshCount++;
-          const snapshot = this.host.snapshot(this._refreshCount, this.subject);
-          this.post({ type: 'response', id, ok: true, result: snapshot });
-          return;
-        }
-        case 'runCommand': {
-          const { command } = params as PanelRequests['runCommand']['params'];
-          await this.host.runCommand(command);
-          this.post({ type: 'response', id, ok: true, result: { ran: command } });
-          return;
-        }
-        default: {
-          const result = await this.host.act(
-            this.subject,
-            method as DelegationRequestMethod,
-            params as PanelRequests[DelegationRequestMethod]['params'],
-          );
-          this.post({ type: 'response', id, ok: true, result });
-          return;
-        }
-      }
+      const result = await this.resultOf(message);
+      this.post({ type: 'response', id: message.id, ok: true, result });
     } catch (err) {
       const error = err instanceof Error ? err.message : String(err);
-      this.host.log.error(`panel: ${method} failed: ${error}`);
-      this.post({ type: 'response', id, ok: false, error });
+      this.host.log.error(`panel: ${message.method} failed: ${error}`);
+      this.post({ type: 'response', id: message.id, ok: false, error });
     }
+  }
+
+  /** A request of this panel's kind goes to that kind's handlers; any other is refused. */
+  private async resultOf(message: PanelRequestMessage): Promise<PanelRequests[PanelRequestMethod]['result']> {
+    const routed = routePanelRequest(this.subject, message);
+    if (!routed.ok) throw new Error(routed.error);
+    const request = routed.value;
+    if (request.kind === 'any') return this.answerCommon(request.message);
+    const handlers = this.handlers();
+    if (!handlers) throw new Error(vscode.l10n.t('Baton is still starting. Try again in a moment.'));
+    return request.kind === 'delegation'
+      ? dispatchPanelRequest(handlers.delegation, request.subject, request.message)
+      : dispatchPanelRequest(handlers.agentReview, request.subject, request.message);
+  }
+
+  private async answerCommon(
+    message: PanelRequestMessage<CommonRequests>,
+  ): Promise<CommonRequests[keyof CommonRequests]['result']> {
+    if (message.method === 'refresh') {
+      this._refreshCount++;
+      return this.host.snapshot(this._refreshCount, this.subject);
+    }
+    const { command } = message.params;
+    await this.host.runCommand(command);
+    return { ran: command };
   }
 }
 
@@ -214,6 +219,7 @@ export class DelegationPanelManager extends Disposable implements vscode.Webview
   private readonly _panels = new Set<DelegationPanel>();
   private readonly _onDidCreate = this._register(new vscode.EventEmitter<DelegationPanel>());
   readonly onDidCreate = this._onDidCreate.event;
+  private _handlers: PanelHandlers | undefined;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -228,11 +234,19 @@ export class DelegationPanelManager extends Disposable implements vscode.Webview
     return [...this._panels];
   }
 
+  /** The handlers that answer the requests panels make about their subject (one map per kind of panel). */
+  registerHandlers(handlers: PanelHandlers): vscode.Disposable {
+    this._handlers = handlers;
+    return {
+      dispose: () => {
+        if (this._handlers === handlers) this._handlers = undefined;
+      },
+    };
+  }
+
   /** Shows the panel of a delegation or an agent review (one per subject), or the overview panel. */
-  open(subject: PanelSubject = {}, title?: string): DelegationPanel {
-    const existing = this.panels.find(
-      (p) => p.delegationId === subject.delegationId && p.agentCardUrl === subject.agentCardUrl,
-    );
+  open(subject: PanelSubject = { kind: 'overview' }, title?: string): DelegationPanel {
+    const existing = this.panels.find((p) => sameSubject(p.subject, subject));
     if (existing) {
       existing.reveal();
       return existing;
@@ -247,31 +261,19 @@ export class DelegationPanelManager extends Disposable implements vscode.Webview
         localResourceRoots: webviewRoots(this.extensionUri, vscode.Uri.joinPath),
       },
     );
-    return this.track(panel, { ...migratePanelState(undefined), ...subject });
+    return this.track(panel, { ...migratePanelState(undefined), ...panelStateFields(subject) });
   }
 
   /** Pushes a fresh snapshot to the panels showing this subject, the overview panels, or (no subject) all panels. */
   update(subject?: PanelSubject): void {
-    for (const p of this._panels) {
-      const overview = !p.delegationId && !p.agentCardUrl;
-      if (
-        !subject ||
-        overview ||
-        (subject.delegationId && p.delegationId === subject.delegationId) ||
-        (subject.agentCardUrl && p.agentCardUrl === subject.agentCardUrl)
-      )
-        p.postSnapshot();
-    }
+    for (const p of this._panels)
+      if (!subject || p.subject.kind === 'overview' || sameSubject(p.subject, subject)) p.postSnapshot();
   }
 
-  /** Closes the panels of a subject (e.g. an agent that was removed). */
+  /** Closes the panels of a subject (e.g. an agent that was removed); the overview stays open. */
   close(subject: PanelSubject): void {
-    for (const p of this.panels)
-      if (
-        (subject.delegationId && p.delegationId === subject.delegationId) ||
-        (subject.agentCardUrl && p.agentCardUrl === subject.agentCardUrl)
-      )
-        p.panel.dispose();
+    if (subject.kind === 'overview') return;
+    for (const p of this.panels) if (sameSubject(p.subject, subject)) p.panel.dispose();
   }
 
   async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: unknown): Promise<void> {
@@ -280,7 +282,7 @@ export class DelegationPanelManager extends Disposable implements vscode.Webview
   }
 
   private track(webviewPanel: vscode.WebviewPanel, uiState: PanelUiState): DelegationPanel {
-    const panel = new DelegationPanel(webviewPanel, this.extensionUri, this.host, uiState);
+    const panel = new DelegationPanel(webviewPanel, this.extensionUri, this.host, () => this._handlers, uiState);
     this._panels.add(panel);
     panel.onDidDispose(() => this._panels.delete(panel));
     this._onDidCreate.fire(panel);

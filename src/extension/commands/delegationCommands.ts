@@ -1,0 +1,159 @@
+import * as vscode from 'vscode';
+import type { AgentService } from '../agents/agentService';
+import { AUDIT_URI, type AuditReportProvider } from '../delegate/auditReport';
+import { collectContext, summarizeContext } from '../delegate/context';
+import type { DelegationService } from '../delegate/delegationService';
+import type { DelegationStarter } from '../delegate/delegationStarter';
+import { isDelegateArgs, runStartFlow, type AgentChoice, type DelegateArgs } from '../delegate/startFlow';
+import { errorMessage } from '../errors';
+import type { DelegationPanelManager } from '../panel/delegationPanel';
+import { delegationPanelTitle } from '../review/reviewSessions';
+import { requireTrust } from '../trust';
+import { delegationIdOf } from './commandArgs';
+
+export interface DelegationCommandDeps {
+  readonly agents: AgentService;
+  readonly service: DelegationService;
+  readonly starter: DelegationStarter;
+  readonly panels: DelegationPanelManager;
+  readonly auditDocs: AuditReportProvider;
+  /** Where the delegation journals (and the audit log) are kept. */
+  readonly journalDir: string;
+}
+
+/** Starting delegations (palette, selection, files, a problem), following and canceling them, the audit log. */
+export function registerDelegationCommands(deps: DelegationCommandDeps): vscode.Disposable[] {
+  const { service, panels, auditDocs, journalDir } = deps;
+  const delegate = (source: Parameters<typeof collectContext>[0], args: DelegateArgs) =>
+    startFromPalette(deps, source, args);
+  return [
+    vscode.commands.registerCommand('baton.openPanel', () => {
+      panels.open();
+    }),
+    vscode.commands.registerCommand('baton.delegate', (arg?: unknown) => delegate({}, isDelegateArgs(arg) ? arg : {})),
+    vscode.commands.registerCommand('baton.delegateSelection', (arg?: unknown) =>
+      delegate({ editor: vscode.window.activeTextEditor, useSelection: true }, isDelegateArgs(arg) ? arg : {}),
+    ),
+    vscode.commands.registerCommand(
+      'baton.delegateFiles',
+      (clicked?: vscode.Uri, selected?: vscode.Uri[], arg?: unknown) => {
+        const files = selected?.length ? selected : clicked instanceof vscode.Uri ? [clicked] : [];
+        return delegate({ files }, isDelegateArgs(arg) ? arg : {});
+      },
+    ),
+    vscode.commands.registerCommand(
+      'baton.fixWithAgent',
+      (uri?: vscode.Uri, diagnostics?: vscode.Diagnostic[], arg?: unknown) => {
+        const target = uri ?? vscode.window.activeTextEditor?.document.uri;
+        const diags = diagnostics ?? (target ? vscode.languages.getDiagnostics(target) : []);
+        const task = diags.length
+          ? vscode.l10n.t(
+              'Fix: {0}',
+              diags
+                .map((d) => d.message)
+                .join('; ')
+                .slice(0, 300),
+            )
+          : undefined;
+        const extra = isDelegateArgs(arg) ? arg : {};
+        return delegate(
+          {
+            files: target ? [target] : [],
+            diagnostics: target ? diags.map((d) => ({ uri: target, diagnostic: d })) : [],
+          },
+          { task, ...extra },
+        );
+      },
+    ),
+    vscode.commands.registerCommand('baton.openDelegation', (id?: unknown) => {
+      const delegationId = delegationIdOf(id);
+      if (!delegationId) return;
+      panels.open({ kind: 'delegation', delegationId }, delegationPanelTitle(service, delegationId));
+    }),
+    vscode.commands.registerCommand('baton.cancelDelegation', async (id?: unknown) => {
+      const delegationId = delegationIdOf(id);
+      if (delegationId) await service.cancel(delegationId);
+    }),
+    vscode.commands.registerCommand('baton.showAuditLog', async () => {
+      // A read-only report (newest first, agent text inert); the raw JSON Lines stay the record.
+      const doc = await vscode.workspace.openTextDocument(AUDIT_URI);
+      auditDocs.changed(AUDIT_URI);
+      await vscode.window.showTextDocument(doc, { preview: true });
+    }),
+    vscode.commands.registerCommand('baton.exportAuditLog', async () => {
+      const target = await vscode.window.showSaveDialog({
+        filters: { [vscode.l10n.t('JSON Lines')]: ['jsonl'], [vscode.l10n.t('CSV')]: ['csv'] },
+        saveLabel: vscode.l10n.t('Export Audit Log'),
+      });
+      if (!target) return;
+      const { JournalStore } = await import('../../node/journalStore');
+      await new JournalStore(journalDir).exportAudit(target.fsPath, target.fsPath.endsWith('.csv') ? 'csv' : 'jsonl');
+      void vscode.window.showInformationMessage(vscode.l10n.t('Audit log exported to {0}.', target.fsPath));
+    }),
+    vscode.languages.registerCodeActionsProvider(
+      { scheme: 'file' },
+      {
+        provideCodeActions: (document, _range, ctx) => {
+          if (!ctx.diagnostics.length || !vscode.workspace.isTrusted) return [];
+          const action = new vscode.CodeAction(vscode.l10n.t('Ask an agent to fix'), vscode.CodeActionKind.QuickFix);
+          action.command = {
+            command: 'baton.fixWithAgent',
+            title: action.title,
+            arguments: [document.uri, [...ctx.diagnostics]],
+          };
+          action.diagnostics = [...ctx.diagnostics];
+          return [action];
+        },
+      },
+      { providedCodeActionKinds: [vscode.CodeActionKind.QuickFix] },
+    ),
+  ];
+}
+
+/**
+ * The palette's start flow: collects the context, asks for the agent, the task, the capabilities and
+ * the deadline (whatever `args` does not give), starts the delegation and shows its panel.
+ */
+async function startFromPalette(
+  deps: DelegationCommandDeps,
+  source: Parameters<typeof collectContext>[0],
+  args: DelegateArgs,
+): Promise<string | undefined> {
+  if (!requireTrust(vscode.l10n.t('Delegating'))) return undefined;
+  const { agents, starter, panels } = deps;
+  try {
+    await starter.ready;
+    const context = await collectContext(source);
+    const choices: AgentChoice[] = agents.approved().map((a) => ({
+      id: a.cardUrl,
+      name: a.approval?.card.name ?? a.cardUrl,
+      description: a.approval?.card.description,
+      skills: a.approval?.card.skills.map((s) => s.name) ?? [],
+      endpoint: a.approval?.endpoint.url ?? '',
+      seesRepository: a.source === 'local-gateway',
+    }));
+    const choice = await runStartFlow(
+      choices,
+      args,
+      summarizeContext(context),
+      vscode.workspace.getConfiguration('baton').get<number>('defaultDeadlineMinutes', 30),
+    );
+    if (!choice) return undefined;
+    const id = await starter.start({ ...choice, context });
+    panels.open(
+      { kind: 'delegation', delegationId: id },
+      vscode.l10n.t('Delegation: {0}', choice.task.split('\n')[0].slice(0, 40)),
+    );
+    if (context.unsaved.length)
+      void vscode.window.showWarningMessage(
+        vscode.l10n.t(
+          'Unsaved changes are not in the agent’s copy: {0}. Save first if the agent needs them.',
+          context.unsaved.join(', '),
+        ),
+      );
+    return id;
+  } catch (e) {
+    void vscode.window.showErrorMessage(vscode.l10n.t('Could not delegate: {0}', errorMessage(e)));
+    return undefined;
+  }
+}
