@@ -12,6 +12,7 @@
  */
 import { AGENT_INDEX_EXTENSION_URI } from './batonProfile';
 import { canonicalize, JcsError, jcsDigest, memberPath, parseStrictJson, StrictJsonError } from './jcs';
+import { isRecord } from './isRecord';
 
 export type AgentCardErrorCode = 'not-json' | 'duplicate-key' | 'too-deep' | 'invalid-card';
 
@@ -179,10 +180,6 @@ function invalid(path: string, what: string): never {
   throw new AgentCardError('invalid-card', `Invalid agent card: ${path || 'the card'} ${what}.`, path);
 }
 
-function isObj(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 function field(o: Obj, key: string): unknown {
   return Object.prototype.hasOwnProperty.call(o, key) ? o[key] : undefined;
 }
@@ -209,7 +206,7 @@ function bool(o: Obj, key: string, path: string): boolean {
 function obj(o: Obj, key: string, path: string): Obj | undefined {
   const v = field(o, key);
   if (v === undefined || v === null) return undefined;
-  if (!isObj(v)) invalid(memberPath(path, key), 'must be an object');
+  if (!isRecord(v)) invalid(memberPath(path, key), 'must be an object');
   return v;
 }
 
@@ -231,7 +228,7 @@ function strings(o: Obj, key: string, path: string): string[] {
 function objects(o: Obj, key: string, path: string): { value: Obj; path: string }[] {
   const p = memberPath(path, key);
   return arr(o, key, path).map((v, i) => {
-    if (!isObj(v)) invalid(`${p}[${i}]`, 'must be an object');
+    if (!isRecord(v)) invalid(`${p}[${i}]`, 'must be an object');
     return { value: v, path: `${p}[${i}]` };
   });
 }
@@ -273,7 +270,7 @@ function makeInterface(
 
 /** Parsed JSON → normalised card. Throws `AgentCardError` (code `invalid-card`) naming the field. */
 export function normalizeAgentCard(raw: unknown): NormalizedAgentCard {
-  if (!isObj(raw)) return invalid('', 'must be a JSON object');
+  if (!isRecord(raw)) return invalid('', 'must be a JSON object');
   const name = str(raw, 'name', '', true);
   const description = str(raw, 'description', '');
   const version = str(raw, 'version', '');
@@ -343,7 +340,7 @@ export function normalizeAgentCard(raw: unknown): NormalizedAgentCard {
 /** A gateway's root card may list agents and serve none itself (src/gateway/cards.ts). */
 function isIndexCard(caps: Obj): boolean {
   const ext = field(caps, 'extensions');
-  return Array.isArray(ext) && ext.some((e) => isObj(e) && e.uri === AGENT_INDEX_EXTENSION_URI);
+  return Array.isArray(ext) && ext.some((e) => isRecord(e) && e.uri === AGENT_INDEX_EXTENSION_URI);
 }
 
 function readInterfaces(raw: Obj, indexCard: boolean): AgentInterfaceInfo[] {
@@ -393,7 +390,7 @@ function readSecuritySchemes(raw: Obj): SecuritySchemeInfo[] {
     // The SDK's in-memory form ({"scheme": {"$case": "httpAuthSecurityScheme", "value": {...}}}) is
     // what its card handler serves when given an in-memory card, so it is read too.
     const schemeField = field(s, 'scheme');
-    const tagged = isObj(schemeField) ? schemeField : undefined; // 0.3 http schemes have a string here
+    const tagged = isRecord(schemeField) ? schemeField : undefined; // 0.3 http schemes have a string here
     const tag = tagged && typeof tagged.$case === 'string' ? tagged.$case : undefined;
     const taggedValue = (k: string): Obj | undefined =>
       tag === k && tagged ? obj(tagged, 'value', memberPath(path, 'scheme')) : undefined;

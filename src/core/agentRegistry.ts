@@ -20,6 +20,7 @@ import { approvalRefusalText, type ApprovalMessage } from './approvalText';
 import { english } from './protocol/l10n';
 import { isPlainHttp } from './origin';
 import { canonicalize, memberPath } from './jcs';
+import { isRecord } from './isRecord';
 
 export type AgentStatus = 'pending' | 'approved' | 'rejected' | 'unavailable';
 
@@ -470,13 +471,9 @@ function same(x: unknown, y: unknown): boolean {
   }
 }
 
-function isPlain(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 function walk(x: unknown, y: unknown, path: string, out: CardChange[]): void {
   if (out.length > MAX_CHANGES) return;
-  if (isPlain(x) && isPlain(y)) {
+  if (isRecord(x) && isRecord(y)) {
     const keys = [...new Set([...Object.keys(x), ...Object.keys(y)])].sort();
     for (const k of keys) {
       const p = memberPath(path, k);
@@ -546,13 +543,13 @@ export function deserializeRegistry(text: string): RegistryState {
   } catch {
     throw new RegistryError('corrupt-state', 'The stored agent list is not valid JSON.');
   }
-  if (!isPlain(doc)) throw new RegistryError('corrupt-state', 'The stored agent list is not an object.');
+  if (!isRecord(doc)) throw new RegistryError('corrupt-state', 'The stored agent list is not an object.');
   if (doc.version !== REGISTRY_STORAGE_VERSION)
     throw new RegistryError(
       'unsupported-version',
       `Stored agent list version ${String(doc.version)} is not supported (expected ${REGISTRY_STORAGE_VERSION}).`,
     );
-  if (!Array.isArray(doc.agents) || !isPlain(doc.originKeys))
+  if (!Array.isArray(doc.agents) || !isRecord(doc.originKeys))
     throw new RegistryError('corrupt-state', 'The stored agent list is missing agents or originKeys.');
   const cardFrom = (raw: unknown, digest: unknown, where: string): NormalizedAgentCard => {
     try {
@@ -567,11 +564,11 @@ export function deserializeRegistry(text: string): RegistryState {
     }
   };
   const agents = doc.agents.map((a: unknown): AgentEntry => {
-    if (!isPlain(a) || typeof a.cardUrl !== 'string')
+    if (!isRecord(a) || typeof a.cardUrl !== 'string')
       throw new RegistryError('corrupt-state', 'A stored agent has no card URL.');
     const s = a.served;
     const ap = a.approval;
-    const served: ServedCard | undefined = isPlain(s)
+    const served: ServedCard | undefined = isRecord(s)
       ? {
           card: cardFrom(s.raw, s.digest, a.cardUrl),
           digest: String(s.digest),
@@ -580,7 +577,7 @@ export function deserializeRegistry(text: string): RegistryState {
           fetchedAt: String(s.fetchedAt),
         }
       : undefined;
-    const approval: Approval | undefined = isPlain(ap)
+    const approval: Approval | undefined = isRecord(ap)
       ? {
           digest: String(ap.digest),
           card: cardFrom(ap.raw, ap.digest, a.cardUrl),
@@ -605,7 +602,7 @@ export function deserializeRegistry(text: string): RegistryState {
       approval,
       changes: Array.isArray(a.changes) ? (a.changes as CardChange[]) : [],
       rejectedDigest: str(a.rejectedDigest),
-      lastError: isPlain(a.lastError) ? (a.lastError as unknown as AgentError) : undefined,
+      lastError: isRecord(a.lastError) ? (a.lastError as unknown as AgentError) : undefined,
       lastSeen: str(a.lastSeen),
       addedAt: str(a.addedAt) ?? '',
     };

@@ -24,6 +24,7 @@ import type { TaskRow } from './store/gatewayStore';
 import type { StartedTask, TaskRunner } from './taskRunner';
 import { isInstanceAlive } from './instanceLiveness';
 import { isTerminal } from '../core/taskStates';
+import { sleep } from '../core/sleep';
 
 /** Artifact events stay well under the SDK client's 4 MiB SSE event limit. */
 const ARTIFACT_CHUNK = 1024 * 1024;
@@ -65,7 +66,7 @@ export async function waitForTask(ctx: GatewayContext, agent: string, taskId: st
       throw new UnsupportedOperationError(
         `the task for this messageId (${taskId}) was not created; send the request again`,
       );
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
   return taskId;
 }
@@ -79,7 +80,7 @@ export async function waitForBinding(
 ): Promise<string> {
   const until = Date.now() + CLAIM_WAIT_MS;
   while (Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
     const found = await ctx.store.findRequest(principal, agent, key);
     if (found?.taskId) return found.taskId;
     if (!found) break;
@@ -647,10 +648,7 @@ export class LocalTaskRunner implements TaskRunner {
       rt.stoppedWaiting = rt.waiting !== undefined;
       rt.abort.abort(new Error('gateway shutting down'));
     }
-    await Promise.race([
-      Promise.all(all.map((r) => r.done)),
-      new Promise((r) => setTimeout(r, this.ctx.limits.cancelGraceMs)),
-    ]);
+    await Promise.race([Promise.all(all.map((r) => r.done)), sleep(this.ctx.limits.cancelGraceMs)]);
     await Promise.all(
       all.map((rt) => this.finish(rt, { outcome: 'failed', reason: 'the gateway stopped', patch: '' })),
     );

@@ -11,6 +11,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DelegationJournal, ExecutorInfo, JournalEntry } from '../core/delegation';
 import type { WorkingState } from './patchDrift';
+import { isRecord } from '../core/isRecord';
 
 export interface DelegationSidecar {
   /** The repository (or folder) the delegation was started from; '' when none was open. */
@@ -27,9 +28,7 @@ function readJson(dir: string, requestId: string): Record<string, unknown> | und
   if (!existsSync(file)) return undefined;
   try {
     const raw: unknown = JSON.parse(readFileSync(file, 'utf8'));
-    return typeof raw === 'object' && raw !== null && !Array.isArray(raw)
-      ? (raw as Record<string, unknown>)
-      : undefined;
+    return isRecord(raw) ? (raw as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
   }

@@ -19,6 +19,7 @@ import { cardSigningPayload } from '../core/agentCard';
 import type { CardSignature } from '../core/agentCard';
 import type { CardSignatureCheck, VerifiedKey } from '../core/agentRegistry';
 import { canonicalize } from '../core/jcs';
+import { isRecord } from '../core/isRecord';
 
 /** The only algorithms Baton accepts: no `none`, no HMAC (a public key must never serve as an HMAC secret). */
 export const ALLOWED_ALGS = ['EdDSA', 'ES256'] as const;
@@ -271,7 +272,12 @@ async function verifyOne(
     try {
       const key = await jose.importJWK(k.jwk as jose.JWK, header.alg);
       await jose.flattenedVerify(
-        { protected: e.protected, payload, signature: e.signature, ...(isObj(e.header) ? { header: e.header } : {}) },
+        {
+          protected: e.protected,
+          payload,
+          signature: e.signature,
+          ...(isRecord(e.header) ? { header: e.header } : {}),
+        },
         key,
         {
           algorithms: [...ALLOWED_ALGS],
@@ -286,10 +292,6 @@ async function verifyOne(
     }
   }
   return last;
-}
-
-function isObj(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -476,9 +478,9 @@ export async function verifyResultEnvelope(jws: string, input: VerifyEnvelopeInp
       message: 'The result envelope signature does not verify: the result may have been altered.',
     };
   if (
-    !isObj(envelope) ||
+    !isRecord(envelope) ||
     !Array.isArray(envelope.artifacts) ||
-    !envelope.artifacts.every((a) => isObj(a) && typeof a.artifactId === 'string' && typeof a.digest === 'string')
+    !envelope.artifacts.every((a) => isRecord(a) && typeof a.artifactId === 'string' && typeof a.digest === 'string')
   ) {
     return { ok: false, failure: 'malformed', message: 'The result envelope has an unknown format.' };
   }

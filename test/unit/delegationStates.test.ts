@@ -1,25 +1,13 @@
 // One table says how a delegation state looks in the Delegations view and in the panel.
 import * as assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isFinalOutcome } from '../../src/core/delegation';
+import { DELEGATION_OUTCOMES, isFinalOutcome } from '../../src/core/delegation';
 import { STATE_LOOKS, stateLabel, stateLook } from '../../src/core/protocol/delegationStates';
 import { english } from '../../src/core/protocol/l10n';
-import type { DelegationOutcome } from '../../src/core/protocol/delegationView';
-
-const OUTCOMES: readonly DelegationOutcome[] = [
-  'completed',
-  'failed',
-  'canceled',
-  'rejected',
-  'input-required',
-  'auth-required',
-  'unknown',
-  'expired',
-];
 
 describe('delegation states', () => {
   it('an outcome state is final exactly when nothing more happens to the delegation', () => {
-    for (const o of OUTCOMES) assert.equal(STATE_LOOKS[o].final, isFinalOutcome(o), o);
+    for (const o of DELEGATION_OUTCOMES) assert.equal(STATE_LOOKS[o].final, isFinalOutcome(o), o);
     for (const s of ['queued', 'starting', 'reconnecting', 'canceling', 'submitted', 'working'] as const)
       assert.equal(STATE_LOOKS[s].final, false, s);
   });

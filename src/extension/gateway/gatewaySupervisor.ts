@@ -4,6 +4,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { Disposable } from '../lifecycle';
+import { sleep } from '../../core/sleep';
 
 /** What a running local gateway wrote into its state folder when it started listening. */
 export interface LocalGatewayInfo {
@@ -230,7 +231,7 @@ export class GatewaySupervisor extends Disposable {
         this.set({ kind: 'failed', error });
         throw new Error(error);
       }
-      await new Promise((r) => setTimeout(r, 150));
+      await sleep(150);
     }
   }
 
@@ -239,7 +240,7 @@ export class GatewaySupervisor extends Disposable {
     if (info && isOurGateway(info.pid, this.stateDir)) {
       process.kill(info.pid, 'SIGTERM');
       const deadline = Date.now() + 5000;
-      while (isAlive(info.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      while (isAlive(info.pid) && Date.now() < deadline) await sleep(100);
       if (isOurGateway(info.pid, this.stateDir)) process.kill(info.pid, 'SIGKILL');
       this.log.info(`gateway: stopped pid ${info.pid}`);
     }
