@@ -17,6 +17,7 @@ import type { ReviewSession } from './review/reviewSession';
 import { ReviewSessions } from './review/reviewSessions';
 import { DelegationStatusController } from './statusBar';
 import { BatonStorage } from './storage';
+import { registerTerminalCli } from './terminalCli';
 import { AgentsViewProvider } from './views/agentsView';
 import { DelegationsViewProvider } from './views/delegationsView';
 
@@ -56,11 +57,9 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     log,
   );
   // BATON_GATEWAY_STATE lets a gateway someone started (e.g. `npm run demo`) be the one Baton reuses.
-  const gateway = new GatewaySupervisor(
-    context.extensionUri,
-    process.env.BATON_GATEWAY_STATE || join(context.globalStorageUri.fsPath, 'gateway'),
-    log,
-  );
+  const gatewayState = process.env.BATON_GATEWAY_STATE || join(context.globalStorageUri.fsPath, 'gateway');
+  const gateway = new GatewaySupervisor(context.extensionUri, gatewayState, log);
+  context.subscriptions.push(registerTerminalCli(context, gatewayState, log));
   const agentsView = new AgentsViewProvider(agents, () => gateway.status);
   const journalDir = join(context.globalStorageUri.fsPath, 'delegations');
   const service = new DelegationService(
