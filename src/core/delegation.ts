@@ -23,6 +23,7 @@ export type {
   RecordedArtifact,
   ResultCheckRecord,
 } from './delegation/record';
+import { outcomeReasonText, type OutcomeCode, type OutcomeWords } from './protocol/outcomeText';
 export type { CapabilitySet, DelegationOutcome, DelegationState, SignatureCheck } from './protocol/delegationView';
 
 export const DELEGATION_OUTCOMES: readonly DelegationOutcome[] = [
@@ -144,6 +145,7 @@ export type JournalEntry =
       readonly at: number;
       readonly outcome: DelegationOutcome;
       readonly reason: string;
+      readonly because?: OutcomeWords;
       readonly cancelConfirmed?: boolean;
     };
 
@@ -173,8 +175,22 @@ export interface OutcomeFacts {
 
 export interface OutcomeDecision {
   readonly outcome: DelegationOutcome;
+  /** In English (logs, the CLI): the agent's own words, or Baton's sentence for `because`. */
   readonly reason: string;
+  /** Baton's reason as data, when the reason is Baton's and not the agent's: the UI says it in its language. */
+  readonly because?: OutcomeWords;
   readonly cancelConfirmed?: boolean;
+}
+
+/** A decision whose reason is Baton's own: its English sentence and its code. */
+function ours(outcome: DelegationOutcome, code: OutcomeCode, ...params: string[]): OutcomeDecision {
+  const because: OutcomeWords = params.length ? { code, params } : { code };
+  return { outcome, reason: outcomeReasonText(because, ''), because };
+}
+
+/** The agent's own words when it gave some, else Baton's. */
+function theirsOr(outcome: DelegationOutcome, text: string | undefined, code: OutcomeCode): OutcomeDecision {
+  return text ? { outcome, reason: text } : ours(outcome, code);
 }
 
 /** The one place an outcome is decided. Undefined while the delegation is still in flight. */
@@ -184,76 +200,43 @@ export function decideOutcome(f: OutcomeFacts): OutcomeDecision | undefined {
     : {};
   switch (f.taskState) {
     case TaskState.TASK_STATE_COMPLETED:
-      return { outcome: 'completed', reason: f.stateText || 'The agent completed the task.' };
+      return theirsOr('completed', f.stateText, 'completed');
     case TaskState.TASK_STATE_FAILED:
-      if (f.agentOutcome === 'expired')
-        return { outcome: 'expired', reason: f.stateText || 'The deadline passed at the agent.' };
-      if (f.agentOutcome === 'unknown') {
-        return {
-          outcome: 'unknown',
-          reason:
-            f.stateText ||
-            'The agent lost track of the task (a worker died during a side effect). Check the agent before retrying.',
-        };
-      }
-      return { outcome: 'failed', reason: f.stateText || 'The agent reported the task failed and gave no reason.' };
+      if (f.agentOutcome === 'expired') return theirsOr('expired', f.stateText, 'expired.atAgent');
+      if (f.agentOutcome === 'unknown') return theirsOr('unknown', f.stateText, 'unknown.atAgent');
+      return theirsOr('failed', f.stateText, 'failed');
     case TaskState.TASK_STATE_REJECTED:
-      return { outcome: 'rejected', reason: f.stateText || 'The agent rejected the task and gave no reason.' };
+      return theirsOr('rejected', f.stateText, 'rejected');
     case TaskState.TASK_STATE_CANCELED:
       return f.cancelBy === 'deadline'
-        ? {
-            outcome: 'expired',
-            reason: 'The deadline passed; the agent confirmed the task is canceled.',
-            cancelConfirmed: true,
-          }
+        ? { ...ours('expired', 'expired.canceled'), cancelConfirmed: true }
         : {
-            outcome: 'canceled',
-            reason: f.cancelBy ? 'Canceled; the agent confirmed.' : f.stateText || 'The agent canceled the task.',
+            ...(f.cancelBy
+              ? ours('canceled', 'canceled.confirmed')
+              : theirsOr('canceled', f.stateText, 'canceled.byAgent')),
             ...confirmed,
           };
     default:
       break;
   }
-  if (f.messageResult) return { outcome: 'completed', reason: 'The agent answered with a message.' };
+  if (f.messageResult) return ours('completed', 'completed.message');
   if (f.cancelBy === 'deadline' && f.cancelAnswered) {
     return {
-      outcome: 'expired',
-      reason: `The deadline passed; cancel was sent and the agent ${f.cancelConfirmed ? 'confirmed it' : 'did not confirm it — the task may still be running there'}.`,
+      ...ours('expired', f.cancelConfirmed ? 'expired.cancelConfirmed' : 'expired.cancelUnconfirmed'),
       ...confirmed,
     };
   }
   if (f.cancelBy === 'user' && f.cancelAnswered) {
-    return {
-      outcome: 'canceled',
-      reason: f.cancelConfirmed
-        ? 'Canceled; the agent confirmed.'
-        : 'Cancel was sent but the agent did not confirm it in time; the task may still be running there.',
-      ...confirmed,
-    };
+    return { ...ours('canceled', f.cancelConfirmed ? 'canceled.confirmed' : 'canceled.unconfirmed'), ...confirmed };
   }
-  if (f.sendFailed?.delivered === 'no') {
-    return {
-      outcome: 'failed',
-      reason: `Could not reach the agent at ${f.endpoint}: ${f.sendFailed.error}. Nothing was sent.`,
-    };
-  }
-  if (f.sendFailed) {
-    return {
-      outcome: 'unknown',
-      reason: `Sending to ${f.endpoint} failed (${f.sendFailed.error}) and it is not known whether the agent received the task. Check the agent, then Check Again — Baton does not resend blindly.`,
-    };
-  }
-  if (f.contactLost !== undefined) {
-    return {
-      outcome: 'unknown',
-      reason: `Lost contact with the agent at ${f.endpoint} (${f.contactLost}); the task's state could not be reconciled and it may still be running. Check that the agent is reachable, then Check Again.`,
-    };
-  }
+  if (f.sendFailed?.delivered === 'no') return ours('failed', 'failed.unreachable', f.endpoint, f.sendFailed.error);
+  if (f.sendFailed) return ours('unknown', 'unknown.sendInDoubt', f.endpoint, f.sendFailed.error);
+  if (f.contactLost !== undefined) return ours('unknown', 'unknown.contactLost', f.endpoint, f.contactLost);
   if (!f.replyPending && f.taskState === TaskState.TASK_STATE_INPUT_REQUIRED) {
-    return { outcome: 'input-required', reason: f.stateText || 'The agent needs more input.' };
+    return theirsOr('input-required', f.stateText, 'input-required');
   }
   if (!f.replyPending && f.taskState === TaskState.TASK_STATE_AUTH_REQUIRED) {
-    return { outcome: 'auth-required', reason: f.stateText || 'The agent needs authorization to continue.' };
+    return theirsOr('auth-required', f.stateText, 'auth-required');
   }
   return undefined;
 }
@@ -650,7 +633,12 @@ export class DelegationJournal {
         };
         return true;
       case 'outcome':
-        this._recorded = { outcome: e.outcome, reason: e.reason, cancelConfirmed: e.cancelConfirmed };
+        this._recorded = {
+          outcome: e.outcome,
+          reason: e.reason,
+          ...(e.because ? { because: e.because } : {}),
+          cancelConfirmed: e.cancelConfirmed,
+        };
         if (isFinalOutcome(e.outcome) || e.outcome === 'unknown') this._endedAt = e.at;
         else this._endedAt = undefined;
         return true;
@@ -967,6 +955,7 @@ export class DelegationJournal {
       ...(r.parentRequestId ? { parentRequestId: r.parentRequestId } : {}),
       state,
       ...(decided ? { outcome: decided.outcome, outcomeReason: decided.reason } : {}),
+      ...(decided?.because ? { outcomeBecause: decided.because } : {}),
       ...(decided?.cancelConfirmed !== undefined ? { cancelConfirmed: decided.cancelConfirmed } : {}),
       ...(this._taskId ? { taskId: this._taskId } : {}),
       ...(this._contextId ? { contextId: this._contextId } : {}),

@@ -4,6 +4,7 @@ import { unsafeHTML } from 'lit/directives/unsafe-html.js';
 import { PANEL_LIMITS } from '../core/protocol/panelLimits';
 import type { DelegationView, TimelineEntry } from '../core/protocol/panelProtocol';
 import { stateLabel, stateLook } from '../core/protocol/delegationStates';
+import { outcomeReasonText } from '../core/protocol/outcomeText';
 import { timelineEntryText } from '../core/protocol/timelineText';
 import { fileCount, signatureLabel, t } from './l10n';
 import { renderAgentText } from './markdown';
@@ -199,7 +200,7 @@ function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult 
           <strong>${l10n.t('Baton lost contact and cannot tell how this ended.')}</strong>
           ${l10n.t(
             "The agent may still be working or may have finished. Check the agent's own status before starting it again; Baton never retries it blindly.",
-          )}${d.reason ? html`<div class="muted">${d.reason}</div>` : nothing}
+          )}${d.reason ? html`<div class="muted">${reasonOf(d)}</div>` : nothing}
         </div>
         <vscode-button id="check-again" secondary icon="refresh" ?disabled=${a.busy} @click=${() => a.checkAgain()}
           >${l10n.t('Check again')}</vscode-button
@@ -211,14 +212,16 @@ function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult 
         <div>
           <strong>${l10n.t('The deadline passed.')}</strong> ${l10n.t(
             'Baton canceled the task at the agent.',
-          )}${d.reason ? html` ${d.reason}` : nothing}
+          )}${d.reason ? html` ${reasonOf(d)}` : nothing}
         </div>
       </div>`;
     case 'failed':
     case 'rejected':
       return html`<div class="banner bad" role="alert">
         <vscode-icon name="error"></vscode-icon>
-        <div><strong>${stateLabel(d.state, t)}.</strong> ${d.reason ?? l10n.t('The agent gave no reason.')}</div>
+        <div>
+          <strong>${stateLabel(d.state, t)}.</strong> ${d.reason ? reasonOf(d) : l10n.t('The agent gave no reason.')}
+        </div>
       </div>`;
     case 'canceled':
       return html`<div class="banner" role="status">
@@ -239,7 +242,7 @@ function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult 
           <strong>${l10n.t('The agent needs authorization for {0}.', new URL(d.agent.endpoint).host)}</strong>
           ${l10n.t(
             "Set a token (kept in VS Code's secret storage, sent only to that host) and Baton picks the task up again; if the agent asked you to sign in elsewhere, do that: Baton checks again when you come back to this window, or press Check Again.",
-          )}${d.reason ? html`<div class="muted">${d.reason}</div>` : nothing}
+          )}${d.reason ? html`<div class="muted">${reasonOf(d)}</div>` : nothing}
         </div>
         <div class="banner-actions">
           <vscode-button id="provide-token" icon="key" ?disabled=${a.busy} @click=${() => a.provideToken()}
@@ -281,6 +284,11 @@ function replyBox(d: DelegationView, a: DelegationActions): TemplateResult | typ
       <span class="muted">${l10n.t('Ctrl+Enter')}</span>
     </div>
   </section>`;
+}
+
+/** Why it ended: Baton's reason in the reader's language, the agent's own as it wrote it. */
+function reasonOf(d: DelegationView): string {
+  return outcomeReasonText(d.reasonWords, d.reason ?? '', t);
 }
 
 export function delegationTemplate(d: DelegationView, a: DelegationActions, now: number): TemplateResult {

@@ -37,6 +37,7 @@ export function delegationPanelView(record: DelegationRecord, extras: Delegation
     executorDetail: executor?.detail,
     confined: executor?.confined,
     reason: record.outcomeReason,
+    ...(record.outcomeBecause ? { reasonWords: record.outcomeBecause } : {}),
     question: record.prompt,
     // Only what the panel can show is mapped; the bounds also apply to each entry's text.
     timeline: record.timeline.slice(first).map((e, i) => panelTimelineEntry(e, first + i + 1 + record.timelineOmitted)),

@@ -5,6 +5,7 @@
  * what may be done next) and the timeline as it happened rather than as lines to show.
  */
 import type { CapabilitySet, DelegationOutcome, DelegationState, SignatureCheck } from '../protocol/delegationView';
+import type { OutcomeWords } from '../protocol/outcomeText';
 import type { TimelineCode, TimelineParam } from '../protocol/timelineText';
 import type { ResultMessage } from '../resultText';
 
@@ -84,6 +85,8 @@ export interface DelegationRecord {
   readonly outcome?: DelegationOutcome;
   /** Why it ended like this, in words the user can act on (the agent's reason for failed/rejected). */
   readonly outcomeReason?: string;
+  /** Baton's reason as data, when the reason is Baton's: said in the reader's language where shown. */
+  readonly outcomeBecause?: OutcomeWords;
   /** For canceled/expired: whether the agent confirmed the cancel. */
   readonly cancelConfirmed?: boolean;
   readonly taskId?: string;

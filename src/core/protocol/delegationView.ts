@@ -6,6 +6,7 @@
  */
 import type { ReviewView } from './panelProtocol';
 import type { TimelineCode, TimelineParam } from './timelineText';
+import type { OutcomeWords } from './outcomeText';
 
 /** How a delegation ended (or paused). */
 export type DelegationOutcome =
@@ -88,8 +89,10 @@ export interface DelegationView {
   /** How it runs, in the gateway's words: why it is unconfined, or what its sandbox allows. */
   readonly executorDetail?: string;
   readonly confined?: boolean;
-  /** Why it ended the way it did (the agent's reason, or what Baton saw). */
+  /** Why it ended the way it did (the agent's reason, or what Baton saw), in English. */
   readonly reason?: string;
+  /** Baton's reason as data (then `reason` is its English): the panel says it in its language. */
+  readonly reasonWords?: OutcomeWords;
   /** The question the agent asked when `input-required`. */
   readonly question?: string;
   /** The question's length before it was shortened for the panel; absent when it was not. */

@@ -103,6 +103,16 @@ export function boundDelegationView(d: DelegationView): DelegationView {
     },
     ...(d.executor !== undefined ? { executor: oneLine(bounded(d.executor, PANEL_LIMITS.entryChars)) } : {}),
     ...(d.reason !== undefined ? { reason: bounded(d.reason, PANEL_LIMITS.entryChars) } : {}),
+    ...(d.reasonWords
+      ? {
+          reasonWords: {
+            code: d.reasonWords.code,
+            ...(Array.isArray(d.reasonWords.params)
+              ? { params: d.reasonWords.params.map((p) => bounded(p, PANEL_LIMITS.paramChars)) }
+              : {}),
+          },
+        }
+      : {}),
     ...(question ? { question: question.text, ...(question.shortened ? { questionChars: question.total } : {}) } : {}),
     timeline,
     timelineOmitted: (d.timelineOmitted ?? 0) + all.length - timeline.length,

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { stateLabel, stateLook, type StateTone } from '../../core/protocol/delegationStates';
+import { outcomeReasonText } from '../../core/protocol/outcomeText';
 import type { DelegationService } from '../delegate/delegationService';
 import { Disposable } from '../lifecycle';
 
@@ -89,7 +90,7 @@ export class DelegationsViewProvider extends Disposable implements vscode.TreeDa
     const view = this.service.journalView(node.id);
     item.tooltip = new vscode.MarkdownString(undefined, false);
     item.tooltip.appendText(
-      `${d.title}\n\n${vscode.l10n.t('{0} — {1}', d.agentName, state)}${view?.outcomeReason ? `\n${view.outcomeReason}` : ''}\n${new Date(d.createdAt).toLocaleString()}`,
+      `${d.title}\n\n${vscode.l10n.t('{0} — {1}', d.agentName, state)}${view?.outcomeReason ? `\n${outcomeReasonText(view.outcomeBecause, view.outcomeReason, vscode.l10n.t)}` : ''}\n${new Date(d.createdAt).toLocaleString()}`,
     );
     const running = !look.final;
     item.contextValue = `delegation.${running ? 'running' : 'done'}${view?.actions.reviewChanges ? '.patch' : ''}`;

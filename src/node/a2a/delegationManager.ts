@@ -235,7 +235,13 @@ export class DelegationManager {
         await this.options.store.append(requestId, failed, { sync: true }).catch(() => undefined);
         const d = slot.journal.decide();
         if (d) {
-          const outcome = { kind: 'outcome', at: this.now(), outcome: d.outcome, reason: d.reason } as const;
+          const outcome = {
+            kind: 'outcome',
+            at: this.now(),
+            outcome: d.outcome,
+            reason: d.reason,
+            ...(d.because ? { because: d.because } : {}),
+          } as const;
           slot.journal.apply(outcome);
           await this.options.store.append(requestId, outcome, { sync: true }).catch(() => undefined);
           await this.options.store.appendAudit(auditRecordFor(slot.journal, d, this.now())).catch(() => undefined);

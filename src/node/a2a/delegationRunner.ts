@@ -42,6 +42,7 @@ import type {
   StreamEvent,
 } from '../../core/taskFollow';
 import type { AgentConnection } from './clientFactory';
+import { outcomeReasonText } from '../../core/protocol/outcomeText';
 
 /** Where journal entries are persisted (src/node/journalStore.ts implements it). */
 export interface JournalSink {
@@ -364,7 +365,13 @@ export class DelegationRunner {
       await this.cancelAtAgent();
       await this.settle();
     });
-    return this.journal.decide() ?? { outcome: 'unknown', reason: 'The cancel left the task in an unknown state.' };
+    return (
+      this.journal.decide() ?? {
+        outcome: 'unknown',
+        reason: outcomeReasonText({ code: 'unknown.afterCancel' }, ''),
+        because: { code: 'unknown.afterCancel' },
+      }
+    );
   }
 
   private async cancelAtAgent(): Promise<void> {
@@ -930,6 +937,7 @@ export class DelegationRunner {
         at: this.now(),
         outcome: decision.outcome,
         reason: decision.reason,
+        ...(decision.because ? { because: decision.because } : {}),
         ...(decision.cancelConfirmed !== undefined ? { cancelConfirmed: decision.cancelConfirmed } : {}),
       },
       true,
