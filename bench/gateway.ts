@@ -35,7 +35,7 @@ import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/s
 import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
 import type { LocalAgent } from '../src/gateway/agents/localAgent';
 import { startGateway } from '../src/gateway/server';
-import { compare, median } from './util';
+import { compare, median, loadNote } from './util';
 
 const STATUS_EVENTS = 5_000;
 const PATCH = `diff --git a/big b/big\n${'+'.repeat(79)}\n`
@@ -390,7 +390,7 @@ export async function run(): Promise<void> {
       return a === undefined || b === undefined ? 'n/a' : ((b - a) / runs).toFixed(1);
     };
     console.log(
-      `BENCH gateway ratio=${g.ratio.toFixed(3)} direct_ms=${g.baselineMs.toFixed(1)} gateway_ms=${g.candidateMs.toFixed(1)} events=${expected} artifact_bytes=${PATCH.length} gateway_cpu_ms=${perRun(0, rounds)} remote_cpu_ms=${perRun(1, 2 * rounds)} cores=${availableParallelism()}`,
+      `BENCH gateway ratio=${g.ratio.toFixed(3)} direct_ms=${g.baselineMs.toFixed(1)} gateway_ms=${g.candidateMs.toFixed(1)} events=${expected} artifact_bytes=${PATCH.length} gateway_cpu_ms=${perRun(0, rounds)} remote_cpu_ms=${perRun(1, 2 * rounds)} cores=${availableParallelism()} ${loadNote()}`,
     );
 
     // Paced as an agent at work: what the store's fsync before each send adds to every event's trip.
@@ -401,7 +401,7 @@ export async function run(): Promise<void> {
     }
     const p50 = { direct: median(lat.direct), gateway: median(lat.gateway) };
     console.log(
-      `BENCH gateway-latency ratio=${(p50.gateway / p50.direct).toFixed(3)} direct_p50_ms=${p50.direct.toFixed(2)} gateway_p50_ms=${p50.gateway.toFixed(2)} added_p50_ms=${(p50.gateway - p50.direct).toFixed(2)} direct_p95_ms=${percentile(lat.direct, 95).toFixed(2)} gateway_p95_ms=${percentile(lat.gateway, 95).toFixed(2)} events=${3 * PACED_EVENTS} pace_ms=${PACE_MS}`,
+      `BENCH gateway-latency ratio=${(p50.gateway / p50.direct).toFixed(3)} direct_p50_ms=${p50.direct.toFixed(2)} gateway_p50_ms=${p50.gateway.toFixed(2)} added_p50_ms=${(p50.gateway - p50.direct).toFixed(2)} direct_p95_ms=${percentile(lat.direct, 95).toFixed(2)} gateway_p95_ms=${percentile(lat.gateway, 95).toFixed(2)} events=${3 * PACED_EVENTS} pace_ms=${PACE_MS} ${loadNote()}`,
     );
 
     const burst = await clientAt(`${gw.info.url}/a2a/burst`, gw.info.token);
@@ -423,7 +423,7 @@ export async function run(): Promise<void> {
     await live();
     const r = await compare(7, live, replay);
     console.log(
-      `BENCH replay ratio=${r.ratio.toFixed(3)} live_ms=${r.baselineMs.toFixed(1)} replay_ms=${r.candidateMs.toFixed(1)} events=${REPLAY_EVENTS}`,
+      `BENCH replay ratio=${r.ratio.toFixed(3)} live_ms=${r.baselineMs.toFixed(1)} replay_ms=${r.candidateMs.toFixed(1)} events=${REPLAY_EVENTS} ${loadNote()}`,
     );
   } finally {
     for (const c of [gw, remote]) {

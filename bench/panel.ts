@@ -15,6 +15,7 @@ import { buildDelegationMessage } from '../src/core/delegation/context';
 import { READ_ONLY } from '../src/core/delegation/guards';
 import { delegationPanelView } from '../src/core/delegation/panelView';
 import type { DelegationView } from '../src/core/protocol/delegationView';
+import { loadNote } from './util';
 
 const EVENTS_PER_S = 10_000;
 const SECONDS = 10;
@@ -141,5 +142,5 @@ export async function run(): Promise<void> {
   console.log(
     `# pushed ${pushed} events in ${seconds.toFixed(2)} s (${Math.round(pushed / seconds)}/s); posts ${webview.received}; timeline shown ${webview.lastTimelineLength}`,
   );
-  console.log(`BENCH panel posts_per_s=${postsPerS} heap_mb=${heapStart}/${heapEnd}`);
+  console.log(`BENCH panel posts_per_s=${postsPerS} heap_mb=${heapStart}/${heapEnd} ${loadNote()}`);
 }

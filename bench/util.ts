@@ -1,4 +1,11 @@
-/** Shared helpers for benchmarks: timing and medians. */
+/** Shared helpers for benchmarks: timing, medians and the load the figures were taken under. */
+import { loadavg } from 'node:os';
+
+/** `load1=<1-minute load average>`, printed on every BENCH line: these machines are noisy. */
+export function loadNote(): string {
+  return `load1=${loadavg()[0].toFixed(1)}`;
+}
+
 export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runGit } from '../src/node/git';
 import { WorkspaceManager } from '../src/gateway/workspace/workspaceManager';
-import { median, timeMs } from './util';
+import { median, timeMs, loadNote } from './util';
 
 const FILES = 20_000;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -54,7 +54,7 @@ export async function run(): Promise<void> {
     const b = median(baton);
     const w = median(worktree);
     console.log(
-      `BENCH workspace ratio=${(b / w).toFixed(3)} baton_prep_ms=${b.toFixed(1)} worktree_add_ms=${w.toFixed(1)} files=${FILES} rounds=${ROUNDS}`,
+      `BENCH workspace ratio=${(b / w).toFixed(3)} baton_prep_ms=${b.toFixed(1)} worktree_add_ms=${w.toFixed(1)} files=${FILES} rounds=${ROUNDS} ${loadNote()}`,
     );
   } finally {
     rmSync(base, { recursive: true, force: true, maxRetries: 3 });
