@@ -5,6 +5,7 @@
  */
 import { META } from '../batonProfile';
 import type { CapabilitySet } from '../delegation';
+import { isRecord } from '../isRecord';
 
 export const READ_ONLY: CapabilitySet = Object.freeze({ write: false, shell: false, network: false });
 
@@ -20,9 +21,8 @@ export function intersectCapabilities(...grants: ReadonlyArray<Partial<Capabilit
 
 /** Reads a capability set from untrusted metadata (`baton/capabilities`); anything malformed is read-only. */
 export function parseCapabilities(v: unknown): CapabilitySet {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return READ_ONLY;
-  const o = v as Record<string, unknown>;
-  return { write: o.write === true, shell: o.shell === true, network: o.network === true };
+  if (!isRecord(v)) return READ_ONLY;
+  return { write: v.write === true, shell: v.shell === true, network: v.network === true };
 }
 
 export type CapabilityRequest =
