@@ -135,7 +135,7 @@ export async function confineCommand(req: ConfineRequest, opts: ConfineOptions =
     if (existsSync(src)) b.push('--bind', src, join(req.home, e));
   }
   b.push('--bind', req.workspace, req.workspace, '--chdir', req.workspace, '--');
-  const detail = `Confined with bubblewrap: filesystem read-only except the workspace, a private HOME and /tmp; ${req.network ? "network allowed for the agent's model API" : 'no network'}.`;
+  const detail = `Confined with bubblewrap: filesystem read-only except the workspace, a private HOME and /tmp; your HOME and other tasks' workspaces hidden; ${req.network ? "network allowed for the agent's model API" : 'no network'}.`;
   return { command: status.path, args: [...b, command, ...args], confined: true, detail };
 }
 

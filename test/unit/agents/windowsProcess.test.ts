@@ -7,7 +7,7 @@ import { agentEnv, prepareAgentHome } from '../../../src/gateway/agents/agentHom
 import type { HomeFs } from '../../../src/gateway/agents/agentHome';
 import { runProcess } from '../../../src/gateway/agents/processRun';
 import type { SpawnFn } from '../../../src/gateway/agents/processRun';
-import { confineCommand } from '../../../src/gateway/confine';
+import { bwrapStatus, confineCommand } from '../../../src/gateway/confine';
 import { fakeHost } from '../harness/fakeHost';
 
 /** A pid above Linux's largest possible one: signalling its group can reach no real process. */
@@ -267,5 +267,22 @@ describe('what the first step says about confinement, per platform', () => {
     assert.match(broken.detail, /^Unconfined: bubblewrap cannot create a sandbox here/);
     assert.match(broken.detail, /user namespaces/);
     assert.doesNotMatch(broken.detail, /apt-get/);
+  });
+
+  it('Linux with bubblewrap: confined, and what that covers', async (t) => {
+    const status = await bwrapStatus();
+    if (!status.ok) {
+      t.skip(`bubblewrap unavailable: ${status.reason}`);
+      return;
+    }
+    const c = await confineCommand(
+      { ...req, argv: ['/bin/true'], workspace: '/tmp', home: '/tmp' },
+      { platform: 'linux' },
+    );
+    assert.equal(c.confined, true);
+    assert.match(
+      c.detail,
+      /^Confined with bubblewrap: .*read-only except the workspace.*your HOME and other tasks' workspaces hidden/,
+    );
   });
 });
