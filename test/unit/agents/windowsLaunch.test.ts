@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { planLaunch } from '../../../src/gateway/agents/launch';
 import { copilotHarness } from '../../../src/gateway/harness/copilot';
 import { claudeHarness } from '../../../src/gateway/harness/claude';
+import { geminiHarness } from '../../../src/gateway/harness/gemini';
+import { opencodeHarness } from '../../../src/gateway/harness/opencode';
 import { fakeHost, npmCmdShim } from '../harness/fakeHost';
 
 const HOSTILE = [
@@ -98,6 +100,22 @@ describe('starting Windows batch scripts without a shell (simulated: path.win32 
       }
     const percentPath = fakeHost('win32', { 'C:\\100%\\x.cmd': '' }, ENV);
     assert.equal(planLaunch('C:\\100%\\x.cmd', ['-p'], percentPath).ok, false);
+  });
+
+  it('harnesses that take the prompt on stdin keep it off the command line, so even a plain batch script can run them', () => {
+    const bat = 'C:\\tools\\cli.cmd';
+    const host = fakeHost('win32', { [bat]: '@echo off\r\n' }, ENV);
+    for (const spec of [claudeHarness, geminiHarness, opencodeHarness])
+      for (const prompt of HOSTILE) {
+        const inv = spec.invocation({
+          prompt,
+          capabilities: { write: true, shell: true, network: true },
+          workspace: 'C:\\Users\\Jane Doe\\AppData\\Local\\baton\\ws\\t1',
+          isGitRepo: true,
+        });
+        assert.equal(inv.stdin, prompt);
+        assert.ok(planLaunch(bat, inv.args, host).ok, spec.id);
+      }
   });
 
   it('a shim that runs something other than node is not unwrapped', () => {
