@@ -67,8 +67,9 @@ export function runProcess(opts: ProcessRunOptions): Promise<ProcessRunResult> {
       resolve({ end: 'canceled', exitCode: null, signal: null, stderrTail: '', outputBytes: 0 });
       return;
     }
-    const tree = processTree(opts.platform ?? process.platform, opts.spawn ?? nodeSpawn, opts.env);
     let child: ChildProcess;
+    const running = () => child.exitCode === null && child.signalCode === null;
+    const tree = processTree(opts.platform ?? process.platform, opts.spawn ?? nodeSpawn, opts.env, running);
     try {
       child = (opts.spawn ?? nodeSpawn)(opts.command, opts.args, {
         cwd: opts.cwd,
@@ -178,8 +179,13 @@ interface ProcessTree {
   afterExit(pid: number): void;
 }
 
-/** How a run's process tree is stopped on this platform. */
-export function processTree(platform: NodeJS.Platform, spawn: SpawnFn, env: NodeJS.ProcessEnv): ProcessTree {
+/** How a run's process tree is stopped on this platform; `running`: the CLI itself has not exited yet. */
+export function processTree(
+  platform: NodeJS.Platform,
+  spawn: SpawnFn,
+  env: NodeJS.ProcessEnv,
+  running: () => boolean = () => true,
+): ProcessTree {
   if (platform !== 'win32')
     return {
       detached: true,
@@ -198,14 +204,12 @@ export function processTree(platform: NodeJS.Platform, spawn: SpawnFn, env: Node
       // Nothing more can be done from here; the deadline report still says the run was stopped.
     }
   };
-  return {
-    detached: false,
-    terminate: taskkill,
-    kill: taskkill,
-    // The tree is found through the CLI's pid, which is gone now and may already name another
-    // process: nothing is killed after the exit.
-    afterExit: () => undefined,
+  // The tree is found through the CLI's pid; once the CLI has exited that pid may already name
+  // another process, so taskkill runs only while the CLI is still there.
+  const whileRunning = (pid: number) => {
+    if (running()) taskkill(pid);
   };
+  return { detached: false, terminate: whileRunning, kill: whileRunning, afterExit: () => undefined };
 }
 
 function signalGroup(pid: number, sig: NodeJS.Signals): void {

@@ -28,6 +28,8 @@ function recordingSpawn(): { spawn: SpawnFn; calls: Call[]; agent: () => ChildPr
     const child = new EventEmitter() as ChildProcess;
     Object.assign(child, {
       pid: NO_SUCH_PID + calls.length - 1,
+      exitCode: null,
+      signalCode: null,
       stdin: new PassThrough(),
       stdout: new PassThrough(),
       stderr: new PassThrough(),
@@ -35,18 +37,21 @@ function recordingSpawn(): { spawn: SpawnFn; calls: Call[]; agent: () => ChildPr
     children.push(child);
     if (/taskkill/i.test(command)) {
       // taskkill /T /F ends the agent process (and its tree).
-      setImmediate(() => {
-        const agent = children[0];
-        agent.emit('exit', 1, null);
-        agent.stdout?.push(null);
-        agent.stderr?.push(null);
-        agent.emit('close', 1, null);
-      });
+      setImmediate(() => exit(children[0], 1));
     }
     setImmediate(() => child.emit('spawn'));
     return child;
   };
   return { spawn, calls, agent: () => children[0] };
+}
+
+/** What Node does when a child exits: exitCode is set before 'exit', 'close' follows the pipes. */
+function exit(child: ChildProcess, code: number): void {
+  Object.assign(child, { exitCode: code });
+  child.emit('exit', code, null);
+  child.stdout?.push(null);
+  child.stderr?.push(null);
+  child.emit('close', code, null);
 }
 
 const WIN_ENV = { SystemRoot: 'C:\\Windows', PATH: 'C:\\Windows\\System32' };
@@ -99,6 +104,23 @@ describe('agent processes on Windows (simulated: recorded spawn and taskkill arg
     assert.deepEqual(rec.calls[1].args, ['/pid', String(NO_SUCH_PID), '/T', '/F']);
   });
 
+  it('a CLI that exits by itself is not followed by a taskkill (its pid may already name another process)', async () => {
+    const rec = recordingSpawn();
+    const res = await runProcess({
+      command: 'C:\\x\\codex.exe',
+      args: [],
+      cwd: 'C:\\w',
+      env: WIN_ENV,
+      deadline: Date.now() + 60_000,
+      signal: new AbortController().signal,
+      platform: 'win32',
+      spawn: rec.spawn,
+      onSpawn: () => exit(rec.agent(), 0),
+    });
+    assert.equal(res.end, 'exited');
+    assert.equal(rec.calls.length, 1);
+  });
+
   it('on POSIX the CLI still gets its own process group and no taskkill (windowsHide is set, it matters only on Windows)', async () => {
     const rec = recordingSpawn();
     const run = runProcess({
@@ -110,13 +132,7 @@ describe('agent processes on Windows (simulated: recorded spawn and taskkill arg
       signal: new AbortController().signal,
       platform: 'linux',
       spawn: rec.spawn,
-      onSpawn: () => {
-        const a = rec.agent();
-        a.emit('exit', 0, null);
-        a.stdout?.push(null);
-        a.stderr?.push(null);
-        a.emit('close', 0, null);
-      },
+      onSpawn: () => exit(rec.agent(), 0),
     });
     const res = await run;
     assert.equal(res.end, 'exited');
