@@ -231,8 +231,11 @@ function execText(
   cwd?: string,
 ): Promise<{ stdout: string; stderr: string; error: (Error & { code?: unknown }) | null }> {
   return new Promise((resolve) => {
-    execFile('git', args, { env, cwd, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) =>
-      resolve({ stdout, stderr, error }),
+    execFile(
+      'git',
+      args,
+      { env, cwd, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024, windowsHide: true },
+      (error, stdout, stderr) => resolve({ stdout, stderr, error }),
     );
   });
 }
@@ -365,6 +368,8 @@ export async function runGit(args: readonly string[], opts: GitOptions): Promise
         encoding: 'buffer',
         maxBuffer: opts.maxBuffer ?? 512 * 1024 * 1024,
         signal: opts.signal,
+        // No console window flashing up for each git call on Windows.
+        windowsHide: true,
       },
       (err, stdout, stderrBuf) => {
         const stderr = stderrBuf.toString('utf8');
@@ -401,5 +406,6 @@ export async function spawnGit(
     env,
     signal: opts.signal,
     stdio: ['pipe', 'pipe', 'pipe'],
+    windowsHide: true,
   });
 }

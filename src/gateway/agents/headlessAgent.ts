@@ -3,16 +3,20 @@
  * bubblewrap works) in a throwaway workspace, its machine-readable output becomes steps, and what
  * it left in the folder comes back as changes.patch.
  */
-import { existsSync, realpathSync } from 'node:fs';
-import { mkdir, symlink } from 'node:fs/promises';
+import { realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, join, sep } from 'node:path';
 import { intersectCapabilities } from '../../core/delegation/guards';
 import { confineCommand } from '../confine';
 import type { ConfineOptions } from '../confine';
+import type { Host } from '../harness/host';
+import { nodeHost } from '../harness/host';
 import type { DetectedHarness } from '../harness/registry';
 import type { Workspace, WorkspaceManager } from '../workspace/workspaceManager';
 import { PRIVATE_DIR_NAME } from '../workspace/workspaceManager';
+import { agentEnv, prepareAgentHome } from './agentHome';
+import { planLaunch } from './launch';
+import type { LaunchPlan } from './launch';
 import type { Capabilities, LocalAgent, LocalRunEvent, LocalRunRequest, LocalRunResult } from './localAgent';
 import { runProcess } from './processRun';
 import { buildTaskPrompt } from './taskContext';
@@ -30,6 +34,8 @@ export interface HeadlessAgentOptions {
   /** The real HOME (hidden when confined; its login entries are bound in). */
   readonly realHome?: string;
   readonly killGraceMs?: number;
+  /** Platform, environment and file checks (default: this machine, with `env`). */
+  readonly host?: Host;
 }
 
 export function createHeadlessAgent(detected: DetectedHarness, opts: HeadlessAgentOptions): LocalAgent {
@@ -64,6 +70,8 @@ async function runHeadless(
 ): Promise<LocalRunResult> {
   const { spec, binary } = detected;
   const sourceEnv = opts.env ?? process.env;
+  const host = opts.host ?? nodeHost(sourceEnv);
+  let launch: LaunchPlan | undefined;
   let confined: Awaited<ReturnType<typeof confineCommand>> | undefined;
   let caveats: readonly string[] = [];
   let prompt = '';
@@ -87,8 +95,12 @@ async function runHeadless(
         homeEntries: spec.homeEntries,
         realHome: opts.realHome,
       },
-      opts.confine,
+      { ...opts.confine, platform: opts.confine?.platform ?? host.platform },
     );
+    // bwrap itself is a program; only an unconfined run may start a Windows batch script.
+    launch = confined.confined
+      ? { ok: true, command: confined.command, args: confined.args }
+      : planLaunch(confined.command, confined.args, host);
     return confined;
   };
 
@@ -96,33 +108,35 @@ async function runHeadless(
     manager: opts.manager,
     describe: async (ws) => {
       const c = await prepareCommand(ws);
-      const extra = caveats.length ? ` ${caveats.join(' ')}` : '';
+      const via = launch?.ok && launch.via ? ` Started as ${launch.via}.` : '';
+      const extra = `${via}${caveats.length ? ` ${caveats.join(' ')}` : ''}`;
       return { confined: c.confined, detail: `${spec.name} (${binary}). ${c.detail}${extra}` };
     },
     work: async (ws) => {
-      if (!confined || !invocation) throw new Error('command not prepared');
+      if (!confined || !invocation || !launch) throw new Error('command not prepared');
+      if (!launch.ok)
+        return {
+          outcome: 'failed',
+          reason: `Could not start ${spec.name} (${binary}): ${launch.reason}.`,
+          exitCode: null,
+        };
       const parser = spec.createParser();
       let logs = 0;
       let dropped = 0;
       const maxLogs = opts.maxLogEvents ?? 500;
-      const env: NodeJS.ProcessEnv = {
-        PATH: sourceEnv.PATH ?? '/usr/bin:/bin',
-        HOME: ws.home,
-        TMPDIR: ws.tmp,
-        LANG: sourceEnv.LANG ?? 'C.UTF-8',
-        TERM: 'dumb',
-        NO_COLOR: '1',
-        CI: '1',
-      };
+      const env = agentEnv(sourceEnv, ws, host);
       for (const k of spec.envPassthrough) if (sourceEnv[k] !== undefined) env[k] = sourceEnv[k];
       Object.assign(env, invocation.env);
       if (!confined.confined) {
-        // Unconfined, the CLI still gets a private HOME; its login state is linked in.
-        await linkHomeEntries(ws.home, opts.realHome, spec.homeEntries);
+        // Unconfined, the CLI still gets a private HOME; its login state is linked (or copied) in.
+        const notes = await prepareAgentHome(ws.home, opts.realHome ?? homedir(), spec.homeEntries, host);
+        for (const text of notes) emit({ kind: 'step', text });
       }
       const res = await runProcess({
-        command: confined.command,
-        args: confined.args,
+        command: launch.command,
+        args: launch.args,
+        windowsVerbatimArguments: launch.verbatim,
+        platform: host.platform,
         cwd: ws.dir,
         env,
         stdin: invocation.stdin,
@@ -235,14 +249,4 @@ export function toolDirs(binary: string, pathVar: string, realHome: string): str
   }
   for (const dir of pathVar.split(delimiter)) if (dir.startsWith(realHome + sep)) add(join(dir, 'x'));
   return [...out];
-}
-
-async function linkHomeEntries(home: string, realHome: string | undefined, entries: readonly string[]): Promise<void> {
-  const from = realHome ?? homedir();
-  for (const e of entries) {
-    const src = join(from, e);
-    if (!existsSync(src)) continue;
-    await mkdir(dirname(join(home, e)), { recursive: true });
-    await symlink(src, join(home, e)).catch(() => undefined);
-  }
 }

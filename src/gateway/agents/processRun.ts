@@ -1,9 +1,15 @@
 /**
- * Runs one agent process in its own process group with a deadline, a cancel signal and an output
- * cap. Whatever ends the run (deadline, cancel, flood) kills the whole group: TERM, then KILL after
- * a grace period, so a CLI's children die with it.
+ * Runs one agent process with a deadline, a cancel signal and an output cap. Whatever ends the run
+ * (deadline, cancel, flood) kills the whole process tree, so a CLI's children die with it: on POSIX
+ * the process runs in its own group, which gets TERM, then KILL after a grace period; Windows has no
+ * process groups (`process.kill(-pid)` does nothing there), so `taskkill /T /F` ends the tree.
  */
-import { spawn } from 'node:child_process';
+import { spawn as nodeSpawn } from 'node:child_process';
+import type { ChildProcess, SpawnOptions } from 'node:child_process';
+import { win32 } from 'node:path';
+
+/** The part of child_process.spawn a run uses (tests record calls with their own). */
+export type SpawnFn = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
 
 export interface ProcessRunOptions {
   readonly command: string;
@@ -20,6 +26,12 @@ export interface ProcessRunOptions {
   /** Longest stdout line kept; longer lines are cut (the rest is dropped). */
   readonly maxLineBytes?: number;
   readonly killGraceMs?: number;
+  /** The arguments are already quoted for cmd.exe (see launch.ts); Windows only. */
+  readonly windowsVerbatimArguments?: boolean;
+  /** Default process.platform. */
+  readonly platform?: NodeJS.Platform;
+  /** Default child_process.spawn. */
+  readonly spawn?: SpawnFn;
   onSpawn?(pid: number): void;
   onStdoutLine?(line: string): void;
   onStderr?(text: string): void;
@@ -55,12 +67,17 @@ export function runProcess(opts: ProcessRunOptions): Promise<ProcessRunResult> {
       resolve({ end: 'canceled', exitCode: null, signal: null, stderrTail: '', outputBytes: 0 });
       return;
     }
-    let child: ReturnType<typeof spawn>;
+    let child: ChildProcess;
+    const running = () => child.exitCode === null && child.signalCode === null;
+    const tree = processTree(opts.platform ?? process.platform, opts.spawn ?? nodeSpawn, opts.env, running);
     try {
-      child = spawn(opts.command, opts.args, {
+      child = (opts.spawn ?? nodeSpawn)(opts.command, opts.args, {
         cwd: opts.cwd,
         env: opts.env,
-        detached: true,
+        // A process group of its own on POSIX; on Windows this would only open a console of its own.
+        detached: tree.detached,
+        windowsHide: true,
+        windowsVerbatimArguments: opts.windowsVerbatimArguments,
         stdio: ['pipe', 'pipe', 'pipe'],
       });
     } catch (e) {
@@ -79,8 +96,8 @@ export function runProcess(opts: ProcessRunOptions): Promise<ProcessRunResult> {
       if (end === 'exited') end = why;
       const pid = child.pid;
       if (pid === undefined) return;
-      signalGroup(pid, 'SIGTERM');
-      killTimer ??= setTimeout(() => signalGroup(pid, 'SIGKILL'), opts.killGraceMs ?? 2000);
+      tree.terminate(pid);
+      killTimer ??= setTimeout(() => tree.kill(pid), opts.killGraceMs ?? 2000);
     };
     const onAbort = () => killGroup('canceled');
     opts.signal.addEventListener('abort', onAbort, { once: true });
@@ -130,7 +147,7 @@ export function runProcess(opts: ProcessRunOptions): Promise<ProcessRunResult> {
       opts.signal.removeEventListener('abort', onAbort);
       if (lineBuf && end === 'exited') opts.onStdoutLine?.(lineBuf);
       // Anything left in the group (a child that outlived the CLI) goes with it.
-      if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
+      if (child.pid !== undefined) tree.afterExit(child.pid);
       resolve({ end: error ? 'spawn-failed' : end, exitCode, signal, stderrTail, outputBytes, error });
     };
     child.on('error', (e) => finish(null, null, e.message));
@@ -150,6 +167,49 @@ export function runProcess(opts: ProcessRunOptions): Promise<ProcessRunResult> {
       });
     });
   });
+}
+
+interface ProcessTree {
+  readonly detached: boolean;
+  /** Asks the tree to stop. */
+  terminate(pid: number): void;
+  /** Stops it for good. */
+  kill(pid: number): void;
+  /** The CLI has exited: what is left of its tree. */
+  afterExit(pid: number): void;
+}
+
+/** How a run's process tree is stopped on this platform; `running`: the CLI itself has not exited yet. */
+export function processTree(
+  platform: NodeJS.Platform,
+  spawn: SpawnFn,
+  env: NodeJS.ProcessEnv,
+  running: () => boolean = () => true,
+): ProcessTree {
+  if (platform !== 'win32')
+    return {
+      detached: true,
+      terminate: (pid) => signalGroup(pid, 'SIGTERM'),
+      kill: (pid) => signalGroup(pid, 'SIGKILL'),
+      afterExit: (pid) => signalGroup(pid, 'SIGKILL'),
+    };
+  const taskkill = (pid: number) => {
+    // Windows cannot ask a console program to stop without a console: /F ends the tree at once.
+    try {
+      const root = env.SystemRoot ?? env.SYSTEMROOT ?? process.env.SystemRoot;
+      const exe = root ? win32.join(root, 'System32', 'taskkill.exe') : 'taskkill.exe';
+      const k = spawn(exe, ['/pid', String(pid), '/T', '/F'], { stdio: 'ignore', windowsHide: true });
+      k.on('error', () => undefined);
+    } catch {
+      // Nothing more can be done from here; the deadline report still says the run was stopped.
+    }
+  };
+  // The tree is found through the CLI's pid; once the CLI has exited that pid may already name
+  // another process, so taskkill runs only while the CLI is still there.
+  const whileRunning = (pid: number) => {
+    if (running()) taskkill(pid);
+  };
+  return { detached: false, terminate: whileRunning, kill: whileRunning, afterExit: () => undefined };
 }
 
 function signalGroup(pid: number, sig: NodeJS.Signals): void {

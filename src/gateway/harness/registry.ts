@@ -1,12 +1,13 @@
 /** The coding CLIs Baton can drive, and which of them are installed here. */
-import { accessSync, constants, statSync } from 'node:fs';
-import { delimiter, isAbsolute, join } from 'node:path';
 import { claudeHarness } from './claude';
 import { codexHarness } from './codex';
 import { copilotHarness } from './copilot';
 import { geminiHarness } from './gemini';
 import type { HarnessId, HarnessSpec } from './harness';
+import type { Host } from './host';
+import { nodeHost } from './host';
 import { opencodeHarness } from './opencode';
+import { findExecutable, resolveConfigured } from './resolveExecutable';
 
 export const HARNESSES: readonly HarnessSpec[] = [
   claudeHarness,
@@ -25,6 +26,8 @@ export interface DetectOptions {
   readonly paths?: Partial<Record<HarnessId, string>>;
   /** PATH to search (default process.env.PATH). */
   readonly pathVar?: string;
+  /** Platform, environment and file checks (default: this machine). */
+  readonly host?: Host;
 }
 
 export interface DetectedHarness {
@@ -36,34 +39,22 @@ export interface DetectedHarness {
 
 /** Which CLIs are installed: a configured path, or the first of its binaries found on PATH. */
 export function detectHarnesses(opts: DetectOptions = {}): DetectedHarness[] {
+  const host = opts.host ?? nodeHost();
   const found: DetectedHarness[] = [];
-  const dirs = (opts.pathVar ?? process.env.PATH ?? '').split(delimiter).filter((d) => isAbsolute(d));
   for (const spec of HARNESSES) {
     const configured = opts.paths?.[spec.id];
     if (configured !== undefined) {
-      if (isAbsolute(configured) && isExecutable(configured))
-        found.push({ spec, binary: configured, source: 'configured' });
+      const binary = resolveConfigured(configured, host);
+      if (binary !== undefined) found.push({ spec, binary, source: 'configured' });
       continue;
     }
-    outer: for (const name of spec.binaries) {
-      for (const dir of dirs) {
-        const p = join(dir, name);
-        if (isExecutable(p)) {
-          found.push({ spec, binary: p, source: 'path' });
-          break outer;
-        }
+    for (const name of spec.binaries) {
+      const binary = findExecutable(name, host, opts.pathVar);
+      if (binary !== undefined) {
+        found.push({ spec, binary, source: 'path' });
+        break;
       }
     }
   }
   return found;
-}
-
-function isExecutable(p: string): boolean {
-  try {
-    if (!statSync(p).isFile()) return false;
-    accessSync(p, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }

@@ -1,6 +1,7 @@
 /**
  * What Linux's /proc says about a process: whether a pid still names the process we started (its
  * start time) and where it runs (its cwd). Used so that a reused pid is never killed (docs/architecture.md "Headless workspace").
+ * Other platforms have no /proc: there only whether a pid exists is known.
  */
 import { readFileSync, readlinkSync } from 'node:fs';
 import { sep } from 'node:path';
@@ -17,7 +18,13 @@ export function processStartTime(pid: number): string | undefined {
   }
 }
 
-export function isAlive(pid: number, startTime?: string): boolean {
+/**
+ * Whether the process is still there. Without /proc (macOS, Windows) its start time cannot be
+ * compared, so a pid that names any process counts as alive: a reused pid keeps a workspace longer,
+ * it never gets a live one removed.
+ */
+export function isAlive(pid: number, startTime?: string, platform: NodeJS.Platform = process.platform): boolean {
+  if (platform !== 'linux') return exists(pid);
   const now = processStartTime(pid);
   if (now === undefined) return false;
   return startTime === undefined || now === startTime;
@@ -26,7 +33,9 @@ export function isAlive(pid: number, startTime?: string): boolean {
 export type CwdCheck = 'inside' | 'outside' | 'gone' | 'unknown';
 
 /** Whether /proc/<pid>/cwd is `dir` or below it; 'unknown' when it cannot be read (e.g. another user's process). */
-export function cwdInside(pid: number, dir: string): CwdCheck {
+export function cwdInside(pid: number, dir: string, platform: NodeJS.Platform = process.platform): CwdCheck {
+  // Elsewhere where a process runs cannot be read: a live worker is never stopped by a sweep.
+  if (platform !== 'linux') return exists(pid) ? 'unknown' : 'gone';
   let cwd: string;
   try {
     cwd = readlinkSync(`/proc/${pid}/cwd`);
@@ -41,4 +50,14 @@ export function cwdInside(pid: number, dir: string): CwdCheck {
 
 export function selfStartTime(): string | undefined {
   return processStartTime(process.pid);
+}
+
+function exists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    // EPERM: it exists, it belongs to someone else.
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
