@@ -5,7 +5,7 @@
  * reused by another program of the user, so no process is ever signalled (docs/security.md).
  */
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isRecord } from '../../core/isRecord';
@@ -122,6 +122,14 @@ export function readGatewayInfo(stateDir: string): LocalGatewayInfo | undefined 
   }
 }
 
+function lockAge(file: string): number | undefined {
+  try {
+    return Date.now() - statSync(file).mtimeMs;
+  } catch {
+    return undefined;
+  }
+}
+
 function sameSet(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((x) => b.includes(x));
 }
@@ -167,6 +175,15 @@ export class LocalGateway {
    * started with other coding CLI paths is asked to stop and started again with the folders it served.
    */
   async attach(roots: readonly string[], clis: readonly string[]): Promise<Attached> {
+    const unlock = await this.lockStart();
+    try {
+      return await this.attachLocked(roots, clis);
+    } finally {
+      unlock();
+    }
+  }
+
+  private async attachLocked(roots: readonly string[], clis: readonly string[]): Promise<Attached> {
     const existing = readGatewayInfo(this.stateDir);
     const instance = existing ? await this.verify(existing) : undefined;
     let served: readonly string[] = [];
@@ -184,6 +201,28 @@ export class LocalGateway {
     }
     const info = await this.start([...new Set([...served, ...roots])], clis);
     return { info, reused: false };
+  }
+
+  /**
+   * Two windows opening at once would each start a gateway, and the second would overwrite the first's
+   * `gateway.json`: one window at a time looks for the gateway and starts it (`start.lock`, created
+   * exclusively). A lock older than a start may take is left over from a window that died; it is taken over.
+   */
+  private async lockStart(): Promise<() => void> {
+    await mkdir(this.stateDir, { recursive: true, mode: 0o700 });
+    const file = join(this.stateDir, 'start.lock');
+    const staleMs = (this.opts.startTimeoutMs ?? 20_000) + 10_000;
+    for (;;) {
+      try {
+        closeSync(openSync(file, 'wx', 0o600));
+        return () => rmSync(file, { force: true });
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      }
+      const age = lockAge(file);
+      if (age !== undefined && age > staleMs) rmSync(file, { force: true });
+      else await sleep(100);
+    }
   }
 
   /** Lets go of a window's folders; the gateway keeps serving the others (and stops when idle). */
@@ -239,7 +278,6 @@ export class LocalGateway {
   }
 
   private async start(roots: readonly string[], clis: readonly string[]): Promise<LocalGatewayInfo> {
-    await mkdir(this.stateDir, { recursive: true, mode: 0o700 });
     const [program, ...first] = this.opts.command;
     const args = [
       ...first,

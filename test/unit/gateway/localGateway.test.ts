@@ -7,7 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -220,6 +220,32 @@ describe('local gateway: a reload and a second window use the running gateway', 
       'a folder no window serves any more is refused',
     );
     assert.equal((await wa.findRunning())?.instanceId, a.info.instanceId, 'the gateway still runs for window A');
+  });
+});
+
+describe('local gateway: two windows opening at once', () => {
+  it('start one gateway between them, serving both folders', async () => {
+    using dir = tempDir();
+    const state = join(dir.path, 'state');
+    mkdirSync(join(dir.path, 'a'));
+    mkdirSync(join(dir.path, 'b'));
+    const [wa, wb] = [window(state), window(state)];
+    try {
+      const [a, b] = await bounded(
+        Promise.all([wa.attach([join(dir.path, 'a')], []), wb.attach([join(dir.path, 'b')], [])]),
+        'both windows',
+        60_000,
+      );
+      assert.equal(a.info.instanceId, b.info.instanceId);
+      assert.deepEqual([a.reused, b.reused].sort(), [false, true]);
+      const served = (await wa.verify(a.info))?.roots ?? [];
+      assert.deepEqual(
+        [...served].sort(),
+        [join(dir.path, 'a'), join(dir.path, 'b')].map((p) => realpathSync(p)).sort(),
+      );
+    } finally {
+      await wa.stop();
+    }
   });
 });
 
