@@ -1,9 +1,8 @@
 import * as vscode from 'vscode';
 import { Disposable } from '../lifecycle';
-import { cliArgs, GatewayStartError, LocalGateway, readGatewayInfo } from './localGateway';
+import { cliArgs, GatewayStartError, LocalGateway } from './localGateway';
 import type { LocalGatewayInfo } from './localGateway';
 
-export { cliArgs, readGatewayInfo } from './localGateway';
 export type { CodingCliInfo, LocalGatewayInfo } from './localGateway';
 
 export type GatewayStatus =
@@ -58,11 +57,6 @@ export class GatewaySupervisor extends Disposable {
   /** The token of the running gateway (read from its 0600 file; never logged). */
   token(info: LocalGatewayInfo): string {
     return this.gateway.token(info);
-  }
-
-  /** What `gateway.json` says, unproven: a hint that a gateway may be running (it is asked on attach). */
-  recorded(): LocalGatewayInfo | undefined {
-    return readGatewayInfo(this.stateDir);
   }
 
   /** The gateway of this state folder, if one answers as the gateway `gateway.json` names. */
