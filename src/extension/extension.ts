@@ -130,8 +130,10 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
   );
 
   // A local gateway that is already running (started by another window, or by the demo) is reused.
-  if (gateway.findRunning())
-    void addLocalGatewayAgents({ agents, gateway }).catch((e: unknown) => log.warn(`gateway: ${errorMessage(e)}`));
+  void gateway
+    .findRunning()
+    .then((running) => (running ? addLocalGatewayAgents({ agents, gateway }) : undefined))
+    .catch((e: unknown) => log.warn(`gateway: ${errorMessage(e)}`));
   addAgentsFromSettings(agents, log);
 
   return {

@@ -3,11 +3,12 @@
  *
  *   baton-gateway [--config FILE] [--state DIR] [--host H] [--port N] [--root DIR]… [--no-local-agents] [--agent-pace-ms N]
  *
- * Prints one JSON line on stdout when it is listening (`{"url", "tokenFile", "pid", "agents"}`) so a
- * supervisor can wait for it, and writes the same to <state>/gateway.json for the `baton` command line.
- * Stops cleanly on SIGTERM / SIGINT.
+ * Prints one JSON line on stdout when it is listening (`{"url", "tokenFile", "pid", "instanceId", "agents"}`)
+ * so a supervisor can wait for it, and writes the same to <state>/gateway.json for the editor and the
+ * `baton` command line. Stops cleanly on SIGTERM / SIGINT, on an authenticated `POST /baton/shutdown`, and
+ * (with --idle-stop-seconds) once it has served no folder and run no task for that long.
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { discoverLocalAgents } from './agents/discover';
@@ -33,6 +34,8 @@ const USAGE = `usage: baton-gateway [options]
   --no-agent ID        serve every local agent but this one (repeatable)
   --agent-pace-ms N    the refactoring agent waits N ms between its steps, so they can be watched and
                        canceled on a small repository (default 0; the demo uses it)
+  --idle-stop-seconds N  stop after N seconds with no folder to serve and no running task (default 0: never;
+                       the editor starts its shared gateway with this)
   --version, --help
 `;
 
@@ -54,6 +57,7 @@ async function main(argv: string[]): Promise<number> {
         'no-agent': { type: 'string', multiple: true },
         cli: { type: 'string', multiple: true },
         'agent-pace-ms': { type: 'string' },
+        'idle-stop-seconds': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -85,6 +89,11 @@ async function main(argv: string[]): Promise<number> {
   const pace = typeof values['agent-pace-ms'] === 'string' ? Number(values['agent-pace-ms']) : 0;
   if (!Number.isInteger(pace) || pace < 0 || pace > 60_000) {
     process.stderr.write('baton-gateway: --agent-pace-ms must be a whole number of milliseconds from 0 to 60000\n');
+    return 2;
+  }
+  const idle = typeof values['idle-stop-seconds'] === 'string' ? Number(values['idle-stop-seconds']) : 0;
+  if (!Number.isInteger(idle) || idle < 0) {
+    process.stderr.write('baton-gateway: --idle-stop-seconds must be a whole number of seconds (0: never)\n');
     return 2;
   }
   const stateDir = resolve(typeof values.state === 'string' ? values.state : defaultStateDir());
@@ -124,8 +133,11 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const limits = config?.limits;
+  let stopRequested = (): void => undefined;
   const gw = await startGateway({
     stateDir,
+    onShutdownRequest: () => stopRequested(),
+    ...(idle > 0 ? { idleStopMs: idle * 1000 } : {}),
     ...(typeof values.host === 'string' ? { host: values.host } : config?.host ? { host: config.host } : {}),
     ...(port !== undefined ? { port } : {}),
     ...(typeof values['public-url'] === 'string'
@@ -166,7 +178,10 @@ async function main(argv: string[]): Promise<number> {
     url: gw.url,
     tokenFile: gw.tokenFile,
     pid: process.pid,
+    // Proves which gateway answers at `url` (GET /baton/instance): a pid may belong to another process by now.
+    instanceId: gw.instanceId,
     agents: gw.agents.map((a) => a.id),
+    clis: (values.cli as string[] | undefined) ?? [],
     codingClis,
   };
   const infoFile = join(stateDir, 'gateway.json');
@@ -179,12 +194,23 @@ async function main(argv: string[]): Promise<number> {
       process.off('SIGINT', stop);
       done();
     };
+    stopRequested = stop;
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
   });
-  rmSync(infoFile, { force: true });
   await gw.close();
+  // Only once everything is stopped, so a client waiting for the file to go knows the tasks have ended;
+  // and only if it is still ours (a gateway started meanwhile has written its own).
+  if (namesInstance(infoFile, gw.instanceId)) rmSync(infoFile, { force: true });
   return 0;
+}
+
+function namesInstance(file: string, instanceId: string): boolean {
+  try {
+    return (JSON.parse(readFileSync(file, 'utf8')) as { instanceId?: unknown }).instanceId === instanceId;
+  } catch {
+    return false;
+  }
 }
 
 main(process.argv.slice(2)).then(

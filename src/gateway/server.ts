@@ -4,7 +4,7 @@
  * a bearer token; tasks a dead process left running are recorded as "unknown outcome" on start.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, realpathSync } from 'node:fs';
+import { chmodSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
@@ -21,13 +21,16 @@ import type { Capabilities, LocalAgent } from './agents/localAgent';
 import { AgentRoute, checkAgentIds, IndexRoute } from './agentRoute';
 import type { RouteHttp, RouteSite } from './agentRoute';
 import { ensureLocalToken, LOCAL_PRINCIPAL, TokenAuthenticator } from './auth';
+import { GATEWAY_VERSION } from './cards';
 import type { CardKeys, IndexedAgent } from './cards';
 import type { RemoteAgentConfig, StoreConfig, TokenConfig } from './config';
 import { isLoopbackHost, sha256HexOf } from './config';
 import type { GatewayContext, GatewayLimits } from './gatewayContext';
+import { controlRouter } from './http/controlRoutes';
 import { DEFAULT_BODY_LIMITS } from './http/jsonBody';
 import type { BodyLimits } from './http/jsonBody';
 import { HEARTBEAT_MS, isInstanceAlive } from './instanceLiveness';
+import { LiveRoots } from './liveRoots';
 import { PushingEventHub, PushNotifier } from './pushNotifier';
 import type { PushOptions } from './pushNotifier';
 import { openStore } from './store/openStore';
@@ -43,8 +46,15 @@ export interface GatewayOptions {
   readonly port?: number;
   /** The URL clients reach the gateway at, when it is behind a proxy; default http://<host>:<port>. */
   readonly publicUrl?: string;
-  /** Folders whose repositories requests may name. */
+  /** Folders whose repositories requests may name (more are added and removed at run time: POST /baton/roots). */
   readonly roots?: readonly string[];
+  /**
+   * What `POST /baton/shutdown` (and the idle stop) does once answered; default: close the gateway.
+   * The `baton-gateway` program passes its own clean exit.
+   */
+  readonly onShutdownRequest?: (why: string) => void;
+  /** Stop (as a shutdown request does) after this long with no roots and no running task; default never. */
+  readonly idleStopMs?: number;
   readonly localAgents?: readonly LocalAgent[];
   readonly remoteAgents?: readonly RemoteAgentConfig[];
   /** Team tokens; the local token (principal "local") is always created in stateDir/token. */
@@ -113,7 +123,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     [{ principal: LOCAL_PRINCIPAL, sha256: sha256HexOf(token) }, ...(opts.tokens ?? [])],
     opts.anonymousPrincipal,
   );
-  const roots = realRoots(opts.roots ?? []);
+  const roots = new LiveRoots(opts.roots ?? []);
 
   const store = await openStore(opts.store ?? { kind: 'sqlite' }, opts.stateDir, opts.sqliteDriver, log);
   const push = new PushNotifier(
@@ -139,7 +149,18 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const stop = (): void => {
     stopping.abort();
     clearInterval(heartbeat);
+    clearInterval(idle.timer);
   };
+  let shutdownAsked = false;
+  const shutdown = (why: string): void => {
+    if (shutdownAsked || stopping.signal.aborted) return;
+    shutdownAsked = true;
+    log(`stopping: ${why}`);
+    if (opts.onShutdownRequest) opts.onShutdownRequest(why);
+    else void running.close();
+  };
+  // Started once the gateway is whole (a stop it asks for closes it).
+  const idle: { timer?: NodeJS.Timeout } = {};
   const release = async (): Promise<void> => {
     stop();
     await push.close();
@@ -172,7 +193,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       hub,
       instanceId,
       identity: `baton-gateway:${signingKey.kid}`,
-      roots,
+      // Read at every request: the folders served now.
+      get roots() {
+        return roots.list;
+      },
       limits: { ...DEFAULT_LIMITS, ...(opts.limits ?? {}) },
       signEnvelope: (body) =>
         signResultEnvelope({ v: 1, issuer: baseUrl, ...body, issuedAt: new Date().toISOString() }, signingKey),
@@ -195,7 +219,20 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       site,
       [...routes.values()].map((r) => r.indexed),
     );
-    return { port, baseUrl, routes, router: routesRouter(index, routes, { auth, bodyLimits: requestLimits, log }) };
+    const control = controlRouter({
+      auth,
+      bodyLimits: requestLimits,
+      instance: () => ({ instanceId, version: GATEWAY_VERSION, pid: process.pid, roots: roots.list }),
+      roots,
+      shutdown,
+      log,
+    });
+    return {
+      port,
+      baseUrl,
+      routes,
+      router: routesRouter(index, routes, { auth, bodyLimits: requestLimits, log }, control),
+    };
   });
   app.use((req: Request, res: Response, next: NextFunction) => {
     started.then(({ router }) => router(req, res, next), next);
@@ -206,7 +243,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   // In the background: a remote that is slow or down neither delays nor fails the start.
   for (const route of routes.values()) route.start();
 
-  return {
+  const running: RunningGateway = {
     url: baseUrl,
     token,
     tokenFile,
@@ -226,6 +263,39 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       await release();
     },
   };
+  idle.timer = watchIdle(opts.idleStopMs, () => isIdle(store, instanceId, roots), shutdown, log);
+  return running;
+}
+
+/** Checks now and then whether the gateway is idle, and asks it to stop once it has been for `idleMs`. */
+function watchIdle(
+  idleMs: number | undefined,
+  idle: () => Promise<boolean>,
+  shutdown: (why: string) => void,
+  log: (line: string) => void,
+): NodeJS.Timeout | undefined {
+  if (!idleMs || idleMs <= 0) return undefined;
+  let since: number | undefined;
+  const timer = setInterval(
+    () =>
+      void idle().then(
+        (now) => {
+          since = now ? (since ?? Date.now()) : undefined;
+          if (since !== undefined && Date.now() - since >= idleMs)
+            shutdown(`idle for ${Math.round(idleMs / 1000)} s: no folders to serve and no running task`);
+        },
+        (e: unknown) => log(`idle check failed: ${String(e)}`),
+      ),
+    Math.max(50, Math.min(30_000, Math.floor(idleMs / 4))),
+  );
+  timer.unref();
+  return timer;
+}
+
+/** No window needs the gateway: it serves no folder and runs no task. */
+async function isIdle(store: GatewayStore, self: string, roots: LiveRoots): Promise<boolean> {
+  if (roots.list.length > 0) return false;
+  return !(await store.listOwnedUnfinished()).some((row) => row.owner === self);
 }
 
 /** Why the gateway could not listen, and what to do about it. */
@@ -296,17 +366,6 @@ function agentRoutes(
   return routes;
 }
 
-/** The folders requests may name repositories in, with symlinks resolved. */
-function realRoots(roots: readonly string[]): string[] {
-  return roots.map((r) => {
-    try {
-      return realpathSync(r);
-    } catch {
-      throw new Error(`root ${r} does not exist; create it or remove it from --root / "roots"`);
-    }
-  });
-}
-
 /** The gateway's key as the card builder uses it: its public JWK, and a signature over a card's wire JSON. */
 function cardKeys(signingKey: SigningKey): CardKeys {
   return {
@@ -359,9 +418,15 @@ function gatewayApp(): express.Express {
 }
 
 /** The index card, every agent's routes, and the answers for what no route serves. */
-function routesRouter(index: IndexRoute, routes: ReadonlyMap<string, AgentRoute>, http: RouteHttp): express.Router {
+function routesRouter(
+  index: IndexRoute,
+  routes: ReadonlyMap<string, AgentRoute>,
+  http: RouteHttp,
+  control: express.Router,
+): express.Router {
   const router = express.Router();
   router.use(index.router());
+  router.use(control);
   for (const route of routes.values()) router.use(route.router(http));
   // An unknown agent is a 404 for everyone: the index that names the agents is public anyway, and a 401
   // here would send a caller who mistyped the name off to look for a token.

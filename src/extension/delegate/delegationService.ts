@@ -135,8 +135,8 @@ export class DelegationService extends Disposable {
     const entry = this.entryFor(request);
     const endpoint = callableEndpoint(entry);
     if (!endpoint || !entry.approval) throw new Error(vscode.l10n.t('{0} is no longer approved.', request.agent.name));
-    // After a window reload the local gateway is still running (it is detached): find it by its state folder.
-    const local = this.gateway.findRunning();
+    // After a window reload the local gateway is still running (it is detached): found by asking it who it is.
+    const local = await this.gateway.findRunning();
     return connectAgent({
       card: normalizeCard(entry.approval.card.raw),
       endpoint: {

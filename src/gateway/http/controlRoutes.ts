@@ -1,0 +1,91 @@
+/**
+ * The local gateway's own controls, for the editor windows that share it (docs/gateway.md "Local
+ * gateway"): who it is (`GET /baton/instance`), which folders it serves (`POST /baton/roots`) and a clean
+ * stop (`POST /baton/shutdown`). Only the local principal (the token in the 0600 file of the state
+ * folder) may call them: a team token reaches agents, never the gateway's own lifecycle.
+ */
+import { isAbsolute } from 'node:path';
+import express from 'express';
+import type { NextFunction, Request, Response } from 'express';
+import { LOCAL_PRINCIPAL } from '../auth';
+import type { TokenAuthenticator } from '../auth';
+import type { LiveRoots } from '../liveRoots';
+import { GatewayUser } from '../requestContext';
+import type { BodyError, BodyLimits } from './jsonBody';
+import { jsonBody } from './jsonBody';
+
+/** What `GET /baton/instance` answers: enough for a client to tell this gateway from any other process. */
+export interface InstanceInfo {
+  readonly instanceId: string;
+  readonly version: string;
+  readonly pid: number;
+  readonly roots: readonly string[];
+}
+
+export interface ControlDeps {
+  readonly auth: TokenAuthenticator;
+  readonly bodyLimits: BodyLimits;
+  readonly instance: () => InstanceInfo;
+  readonly roots: LiveRoots;
+  /** Called once the shutdown request has been answered. */
+  readonly shutdown: (why: string) => void;
+  readonly log: (line: string) => void;
+}
+
+export function controlRouter(deps: ControlDeps): express.Router {
+  const router = express.Router();
+  router.use('/baton', deps.auth.middleware(), localOnly, ...jsonBody(deps.bodyLimits, bodyError));
+  router.get('/baton/instance', (_req: Request, res: Response) => {
+    res.json(deps.instance());
+  });
+  router.post('/baton/roots', (req: Request, res: Response) => {
+    const change = rootsChange(req.body);
+    if (typeof change === 'string') return void fail(res, 400, 'INVALID_ARGUMENT', change);
+    try {
+      deps.roots.add(change.add);
+    } catch (e) {
+      return void fail(res, 400, 'INVALID_ARGUMENT', (e as Error).message);
+    }
+    deps.roots.remove(change.remove);
+    if (change.add.length || change.remove.length)
+      deps.log(`roots: +${change.add.length} -${change.remove.length}; serving ${deps.roots.list.length}`);
+    res.json({ roots: deps.roots.list });
+  });
+  router.post('/baton/shutdown', (_req: Request, res: Response) => {
+    res.once('finish', () => deps.shutdown('asked to shut down'));
+    res.status(202).json({ stopping: true });
+  });
+  return router;
+}
+
+function localOnly(_req: Request, res: Response, next: NextFunction): void {
+  const user: unknown = res.locals.user;
+  if (user instanceof GatewayUser && user.principal === LOCAL_PRINCIPAL) return next();
+  fail(res, 403, 'PERMISSION_DENIED', "only the local gateway's own token (<state>/token) may use /baton/*");
+}
+
+/** `{"add": [folder…], "remove": [folder…]}`, both optional; folders are absolute paths. */
+function rootsChange(body: unknown): { add: string[]; remove: string[] } | string {
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    return 'send {"add": ["/abs/folder"], "remove": ["/abs/folder"]}';
+  const b = body as Record<string, unknown>;
+  const list = (k: string): string[] | string => {
+    const v = b[k] ?? [];
+    if (!Array.isArray(v) || !v.every((x): x is string => typeof x === 'string' && isAbsolute(x)))
+      return `"${k}" must be a list of absolute folder paths`;
+    return v;
+  };
+  const add = list('add');
+  const remove = list('remove');
+  if (typeof add === 'string') return add;
+  if (typeof remove === 'string') return remove;
+  return { add, remove };
+}
+
+function bodyError(err: BodyError, _req: Request, res: Response): void {
+  fail(res, err.kind === 'too-large' ? 413 : 400, 'INVALID_ARGUMENT', err.message);
+}
+
+function fail(res: Response, code: number, status: string, message: string): void {
+  res.status(code).json({ error: { code, status, message } });
+}
