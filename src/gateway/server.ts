@@ -221,6 +221,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     );
     const control = controlRouter({
       auth,
+      localToken: token,
       bodyLimits: requestLimits,
       instance: () => ({ instanceId, version: GATEWAY_VERSION, pid: process.pid, roots: roots.list }),
       roots,

@@ -10,6 +10,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isRecord } from '../../core/isRecord';
 import { sleep } from '../../core/sleep';
+import { newNonce, provesInstance } from '../../node/instanceProof';
 
 /** What a running local gateway wrote into its state folder when it started listening. */
 export interface LocalGatewayInfo {
@@ -149,6 +150,9 @@ export class LocalGateway {
   /** Asks the gateway `gateway.json` names who it is: its answer if it is that gateway, else undefined. */
   async verify(info: LocalGatewayInfo): Promise<GatewayInstance | undefined> {
     try {
+      // The token goes only to a listener that first proves it holds it: a stale gateway.json's port
+      // may belong to another process by now.
+      if (!(await this.proves(info))) return undefined;
       const res = await this.call(info, 'GET', '/baton/instance');
       if (!res.ok) return undefined;
       const v: unknown = await res.json();
@@ -263,6 +267,18 @@ export class LocalGateway {
       const message = isRecord(body) && isRecord(body.error) ? String(body.error.message) : `HTTP ${res.status}`;
       throw new Error(`the local gateway did not take the folders: ${message}`);
     }
+  }
+
+  /** Whether the listener at `info.url` is the instance `gateway.json` names and holds its token. */
+  private async proves(info: LocalGatewayInfo): Promise<boolean> {
+    const nonce = newNonce();
+    const url = new URL('/baton/hello', info.url);
+    url.searchParams.set('nonce', nonce);
+    const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    if (!res.ok) return false;
+    const v: unknown = await res.json();
+    if (!isRecord(v) || v.instanceId !== info.instanceId || typeof v.proof !== 'string') return false;
+    return provesInstance(v.proof, this.token(info), info.instanceId, nonce);
   }
 
   private call(info: LocalGatewayInfo, method: 'GET' | 'POST', path: string, body?: unknown): Promise<Response> {

@@ -13,6 +13,7 @@ import type { LiveRoots } from '../liveRoots';
 import { GatewayUser } from '../requestContext';
 import type { BodyError, BodyLimits } from './jsonBody';
 import { jsonBody } from './jsonBody';
+import { instanceProof, NONCE_PATTERN } from '../../node/instanceProof';
 
 /** What `GET /baton/instance` answers: enough for a client to tell this gateway from any other process. */
 export interface InstanceInfo {
@@ -24,6 +25,8 @@ export interface InstanceInfo {
 
 export interface ControlDeps {
   readonly auth: TokenAuthenticator;
+  /** The local principal's token, used only to key the instance proof. */
+  readonly localToken: string;
   readonly bodyLimits: BodyLimits;
   readonly instance: () => InstanceInfo;
   readonly roots: LiveRoots;
@@ -34,6 +37,14 @@ export interface ControlDeps {
 
 export function controlRouter(deps: ControlDeps): express.Router {
   const router = express.Router();
+  // Before the token: who is here, proven with the token but without sending it.
+  router.get('/baton/hello', (req: Request, res: Response) => {
+    const nonce = req.query.nonce;
+    if (typeof nonce !== 'string' || !NONCE_PATTERN.test(nonce))
+      return void fail(res, 400, 'INVALID_ARGUMENT', 'send ?nonce=<16 to 128 base64url characters>');
+    const { instanceId } = deps.instance();
+    res.json({ instanceId, proof: instanceProof(deps.localToken, instanceId, nonce) });
+  });
   router.use('/baton', deps.auth.middleware(), localOnly, ...jsonBody(deps.bodyLimits, bodyError));
   router.get('/baton/instance', (_req: Request, res: Response) => {
     res.json(deps.instance());

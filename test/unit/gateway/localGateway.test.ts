@@ -115,6 +115,42 @@ describe('local gateway: a stale gateway.json', () => {
     }
   });
 
+  it('pointing at a listener that claims to be it: the token is never sent there, and a new gateway starts', async () => {
+    using dir = tempDir();
+    const state = join(dir.path, 'state');
+    const token = 't'.repeat(43);
+    const seen: string[] = [];
+    // It answers every request as the recorded instance, and notes every Authorization header it gets.
+    const impostor = createServer((req, res) => {
+      seen.push(req.headers.authorization ?? '');
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ instanceId: 'old', proof: 'not-a-proof', version: '0.1.0', pid: 1, roots: [] }));
+    });
+    await new Promise<void>((r) => impostor.listen(0, '127.0.0.1', () => r()));
+    const lg = window(state);
+    try {
+      writeFileSync(join(dir.path, 'old-token'), token);
+      mkdirSync(state, { recursive: true });
+      const url = `http://127.0.0.1:${(impostor.address() as AddressInfo).port}`;
+      writeFileSync(
+        join(state, 'gateway.json'),
+        JSON.stringify({ url, pid: process.pid, tokenFile: join(dir.path, 'old-token'), instanceId: 'old' }),
+      );
+      assert.equal(await lg.findRunning(), undefined, 'a listener without the proof is not the gateway');
+      const { info, reused } = await bounded(lg.attach([dir.path], []), 'the gateway to start', 60_000);
+      assert.equal(reused, false);
+      assert.notEqual(info.url, url);
+      assert.ok(seen.length > 0, 'the listener was asked who it is');
+      assert.ok(
+        seen.every((h) => !h.includes(token)),
+        `the token reached the listener: ${JSON.stringify(seen)}`,
+      );
+    } finally {
+      await lg.stop().catch(() => undefined);
+      await new Promise<void>((r) => impostor.close(() => r()));
+    }
+  });
+
   it('pointing at nothing (the gateway died): it is replaced, and the pid in it is not signalled', async () => {
     using dir = tempDir();
     const state = join(dir.path, 'state');
