@@ -189,7 +189,9 @@ export class ProxyTaskRunner implements TaskRunner {
     const client = await this.getClient();
     return asWire(
       call.kind === 'send'
-        ? client.sendMessageStream(this.forwardParams(call.params), { signal })
+        ? // `call.params` is already what is forwarded (`forwardParams`): adding the hop again would
+          // put this gateway in the chain twice.
+          client.sendMessageStream(call.params, { signal })
         : client.resubscribeTask({ tenant: '', id: call.taskId }, { signal }),
     );
   }

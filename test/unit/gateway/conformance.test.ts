@@ -11,6 +11,7 @@ import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { bounded, clientFor, collect, scriptedAgent, sendRequest, tempDir, userMessage } from './helpers';
 import { startRemote } from './remoteAgent';
+import { META } from '../../../src/core/batonProfile';
 import { startForeignAgent } from './foreignAgent';
 import type { ForeignAgent } from './foreignAgent';
 
@@ -375,6 +376,20 @@ describe('gateway conformance: through the proxy route to a foreign 0.3 agent (n
     assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
     assert.equal(typeof task.metadata?.['baton/resultEnvelope'], 'string');
     assert.match(String(task.artifacts[0]?.parts[0]?.content?.value), /^diff --git a\/f/);
+  });
+
+  it("the 0.3 remote gets the caller's chain with this gateway's hop added once", async () => {
+    const before = new Set(remote.tasks.keys());
+    await bounded(
+      collect(client.sendMessageStream(sendRequest(userMessage('snapshots', { [META.chain]: ['vscode:alice'] })))),
+      'the snapshot stream',
+    );
+    const made = [...remote.tasks.values()].find((t) => !before.has(t.id));
+    const chain = (made?.history[0]?.metadata as Record<string, unknown> | undefined)?.[META.chain];
+    assert.ok(Array.isArray(chain), JSON.stringify(made?.history[0]));
+    assert.equal(chain.length, 2, JSON.stringify(chain));
+    assert.equal(chain[0], 'vscode:alice');
+    assert.match(String(chain[1]), /^baton-gateway:[\w-]+\/foreign$/);
   });
 });
 
