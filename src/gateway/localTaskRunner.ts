@@ -90,6 +90,28 @@ export async function waitForBinding(
   );
 }
 
+/**
+ * Claims a first message's idempotency key for this principal and agent, the one way every runner
+ * does it. `undefined`: the claim is this request's, and the caller goes on (binding its task to the
+ * key, or releasing the key). A task id: the same message came before, and this is its task (waited
+ * for while a concurrent request is still creating it). A different message under a messageId used
+ * before is refused.
+ */
+export async function claimFirstMessage(
+  ctx: GatewayContext,
+  claim: { principal: string; agent: string; messageId: string; key: string; digest: string },
+  taskId: string | null,
+): Promise<string | undefined> {
+  const { principal, agent, key } = claim;
+  const found = await ctx.store.claimRequest(principal, agent, key, claim.digest, taskId);
+  if (found.kind === 'conflict')
+    throw new RequestMalformedError(
+      `messageId ${claim.messageId} was already used for a different request; send a new messageId`,
+    );
+  if (found.kind !== 'existing') return undefined;
+  return waitForTask(ctx, agent, found.taskId ?? (await waitForBinding(ctx, principal, agent, key)));
+}
+
 /** The repository a request names must be inside one of the gateway's roots (symlinks resolved). */
 export function resolveRepository(raw: unknown, roots: readonly string[]): string | undefined {
   if (raw === undefined || raw === null || raw === '') return undefined;
@@ -214,20 +236,12 @@ export class LocalTaskRunner implements TaskRunner {
 
     const taskId = randomUUID();
     const key = requestKey(params, digest);
-    const claim = await this.ctx.store.claimRequest(principal, this.agent.id, key, digest, taskId);
-    if (claim.kind === 'conflict') {
-      throw new RequestMalformedError(
-        `messageId ${msg.messageId} was already used for a different request; send a new messageId`,
-      );
-    }
-    if (claim.kind === 'existing')
-      return {
-        taskId: await waitForTask(
-          this.ctx,
-          this.agent.id,
-          claim.taskId ?? (await waitForBinding(this.ctx, principal, this.agent.id, key)),
-        ),
-      };
+    const earlier = await claimFirstMessage(
+      this.ctx,
+      { principal, agent: this.agent.id, messageId: msg.messageId, key, digest },
+      taskId,
+    );
+    if (earlier) return { taskId: earlier };
 
     const contextId = msg.contextId || randomUUID();
     const userMessage: Message = { ...msg, taskId, contextId, role: Role.ROLE_USER };

@@ -29,7 +29,7 @@ import type { RemoteCardFacts } from './remoteCard';
 import { remoteStreamBatches, UnreadableEventError } from './remoteStream';
 import type { RemoteCall, RemoteEndpoint, RemoteEvent } from './remoteStream';
 import type { GatewayContext } from './gatewayContext';
-import { requestDigest, requestKey, waitForBinding, waitForTask } from './localTaskRunner';
+import { claimFirstMessage, requestDigest, requestKey } from './localTaskRunner';
 import { envelopeBody, sentRequestDigest } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
 import type { DirectReply, StartedTask, TaskRunner } from './taskRunner';
@@ -328,19 +328,12 @@ export class ProxyTaskRunner implements TaskRunner {
     this.refuseLoop(params);
     const digest = requestDigest(params);
     const key = requestKey(params, digest);
-    const claim = await this.ctx.store.claimRequest(principal, this.cfg.id, key, digest, null);
-    if (claim.kind === 'conflict')
-      throw new RequestMalformedError(
-        `messageId ${msg.messageId} was already used for a different request; send a new messageId`,
-      );
-    if (claim.kind === 'existing')
-      return {
-        taskId: await waitForTask(
-          this.ctx,
-          this.cfg.id,
-          claim.taskId ?? (await waitForBinding(this.ctx, principal, this.cfg.id, key)),
-        ),
-      };
+    const earlier = await claimFirstMessage(
+      this.ctx,
+      { principal, agent: this.cfg.id, messageId: msg.messageId, key, digest },
+      null,
+    );
+    if (earlier) return { taskId: earlier };
     try {
       const opened = await this.open(params, principal);
       if (typeof opened !== 'string') {
