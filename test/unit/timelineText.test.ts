@@ -4,13 +4,8 @@ import * as assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DelegationJournal } from '../../src/core/delegation';
 import { delegationPanelView } from '../../src/core/delegation/panelView';
-import {
-  english,
-  TIMELINE_MESSAGES,
-  timelineEntryText,
-  type TimelineParam,
-  type Translate,
-} from '../../src/core/protocol/timelineText';
+import { english, type Translate } from '../../src/core/protocol/l10n';
+import { TIMELINE_MESSAGES, timelineEntryText } from '../../src/core/protocol/timelineText';
 import { makeRequest } from './delegation/harness';
 
 const endpoint = { url: 'https://agent.example/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' };
@@ -32,7 +27,7 @@ describe('timelineEntryText', () => {
   });
 
   it('hands the English message and its arguments to the translate function given', () => {
-    const asked: [string, TimelineParam[]][] = [];
+    const asked: [string, Array<string | number | boolean>][] = [];
     const t: Translate = (message, ...args) => {
       asked.push([message, args]);
       return 'translated';

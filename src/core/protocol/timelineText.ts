@@ -8,6 +8,7 @@
  * The agent's own words (status messages, answers, artifact names) are never translated: they travel
  * in the entry's `text` and are handed to the message as its last argument, after `params`.
  */
+import { english, type Translate } from './l10n';
 
 /** English messages by code; `{0}`, `{1}`… are replaced by the entry's params, then its text. */
 export const TIMELINE_MESSAGES = {
@@ -59,16 +60,6 @@ export const TIMELINE_MESSAGES = {
 
 export type TimelineCode = keyof typeof TIMELINE_MESSAGES;
 export type TimelineParam = string | number;
-
-/** A translate function in `@vscode/l10n`'s shape: the English message and its arguments. */
-export type Translate = (message: string, ...args: TimelineParam[]) => string;
-
-/** The default: the English message with `{n}` replaced by the n-th argument (a missing one is left as it is). */
-export const english: Translate = (message, ...args) =>
-  message.replace(/\{(\d+)\}/g, (whole, n: string) => {
-    const v = args[Number(n)];
-    return v === undefined ? whole : String(v);
-  });
 
 export function isTimelineCode(v: unknown): v is TimelineCode {
   return typeof v === 'string' && Object.prototype.hasOwnProperty.call(TIMELINE_MESSAGES, v);
