@@ -64,7 +64,9 @@ export function writeCliLaunchers(
     } catch {
       current = undefined;
     }
-    if (current !== l.text) writeFileSync(file, l.text, { mode: 0o755 });
+    if (current === l.text) continue;
+    writeFileSync(file, l.text, { mode: 0o755 });
+    // `mode` applies only to a new file: one rewritten in place keeps its old mode.
     if (platform !== 'win32') chmodSync(file, 0o755);
   }
   return dir;
