@@ -10,7 +10,12 @@ describe('Baton after a workbench reload', () => {
     const tab = await waitFor('the restored panel tabs', () => webviewTabs('baton.delegation')[0], 30_000);
     assert.ok(tab);
     const api = await activateBaton();
-    // VS Code revives a restored webview when its tab is shown: the visible one at once, the others later.
+    // VS Code revives a restored webview when its tab is shown: the visible one at once, the others
+    // later. The editor active at the reload may be another (a review document), so show the tab.
+    if (!tab.isActive) {
+      await vscode.commands.executeCommand(`workbench.action.focus${ordinal(tab.group.viewColumn)}EditorGroup`);
+      await vscode.commands.executeCommand('workbench.action.openEditorAtIndex', tab.group.tabs.indexOf(tab));
+    }
     await waitFor(
       'the extension to adopt a restored panel',
       () => (api.panels.all().length > 0 ? true : undefined),
@@ -67,3 +72,8 @@ describe('Baton after a workbench reload', () => {
     await driver('screenshot', 'delegation-restored');
   });
 });
+
+/** The word VS Code's focus-group commands use for an editor column. */
+function ordinal(column: vscode.ViewColumn): string {
+  return ['First', 'Second', 'Third', 'Fourth', 'Fifth', 'Sixth', 'Seventh', 'Eighth'][column - 1] ?? 'First';
+}
