@@ -59,6 +59,7 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
   // BATON_GATEWAY_STATE lets a gateway someone started (e.g. `npm run demo`) be the one Baton reuses.
   const gatewayState = process.env.BATON_GATEWAY_STATE || join(context.globalStorageUri.fsPath, 'gateway');
   const gateway = new GatewaySupervisor(context.extensionUri, gatewayState, log);
+  activeGateway = gateway;
   context.subscriptions.push(registerTerminalCli(context, gatewayState, log));
   const agentsView = new AgentsViewProvider(agents, () => gateway.status);
   const journalDir = join(context.globalStorageUri.fsPath, 'delegations');
@@ -147,7 +148,14 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
   };
 }
 
-export function deactivate(): void {
-  // Everything is disposed through context.subscriptions. The local gateway keeps running on purpose:
-  // delegations it runs survive a window reload.
+/** The supervisor of the window that is open, for `deactivate`. */
+let activeGateway: GatewaySupervisor | undefined;
+
+export function deactivate(): Promise<void> | undefined {
+  // Everything else is disposed through context.subscriptions. The local gateway keeps running on
+  // purpose (delegations it runs survive a window reload); this window's folders are let go of first,
+  // and VS Code waits for that before the extension host ends.
+  const gateway = activeGateway;
+  activeGateway = undefined;
+  return gateway?.release();
 }

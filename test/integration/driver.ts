@@ -4,7 +4,8 @@
  * `extensionTestsPath`; the suite reports through `codeAutomationLog`/`codeAutomationExit` and asks this
  * driver to act as a user would (click in a webview, read text on screen, take screenshots).
  *
- *   --mode dev   phases: smoke (the extension from this folder), then restore (same profile, page reloaded)
+ *   --mode dev   phases: smoke (the extension from this folder), then restore (same profile, page reloaded),
+ *                then windows (two windows on two folders at once, sharing one local gateway)
  *   --mode vsix  installs out/baton.vsix with --install-extension and runs the smoke phase against it
  *   --mode restricted  Workspace Trust on and the folder not trusted (Restricted Mode): the restricted phase
  *
@@ -26,7 +27,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { format, parseArgs } from 'node:util';
 import { chromium, type Browser, type Frame, type Page } from 'playwright-core';
 
@@ -55,6 +56,11 @@ interface PhaseSpec {
   readonly name: string;
   readonly files: readonly string[];
   readonly reloadAfter?: boolean;
+  /**
+   * Windows the phase opens at once, each on its own folder with its own test files (the suite picks its
+   * entry by its workspace folder); the first is the page the other phases use, reloaded.
+   */
+  readonly windows?: readonly { readonly role: string; readonly folder: string; readonly files: readonly string[] }[];
 }
 const phases: PhaseSpec[] =
   mode === 'vsix'
@@ -76,6 +82,15 @@ const phases: PhaseSpec[] =
             reloadAfter: true,
           },
           { name: 'restore', files: ['restore.test.js'] },
+          // Two windows on two folders at once: they share one local gateway and both delegate.
+          {
+            name: 'windows',
+            files: [],
+            windows: [
+              { role: 'A', folder: '', files: ['windows.test.js'] },
+              { role: 'B', folder: '', files: ['windows.test.js'] },
+            ],
+          },
         ];
 
 const t0 = Date.now();
@@ -144,7 +159,7 @@ async function finish(code: number, why: string): Promise<never> {
         /* gone */
       }
     }
-    stopGateways(runDir);
+    await stopGateways(runDir);
     const summary = { mode, code, why: why.split('\n')[0], phases: results, runDir, seconds: (Date.now() - t0) / 1000 };
     writeFileSync(join(runDir, 'result.json'), JSON.stringify(summary, null, 2));
     console.log(`BATON:RESULT ${JSON.stringify(summary)}`);
@@ -152,15 +167,25 @@ async function finish(code: number, why: string): Promise<never> {
   process.exit(code);
 }
 
-/** Baton starts its local gateway detached (it outlives a window reload): stop the ones this run started. */
-function stopGateways(dir: string): void {
+/**
+ * Baton starts its local gateway detached (it outlives a window reload): stop the ones this run started
+ * the way the extension does, by asking them (`POST /baton/shutdown` with the token of their state
+ * folder); no process is signalled on the strength of a pid in a file.
+ */
+async function stopGateways(dir: string): Promise<void> {
   const r = spawnSync('find', [dir, '-name', 'gateway.json', '-path', '*globalStorage*'], { encoding: 'utf8' });
   for (const file of r.stdout.split('\n').filter(Boolean)) {
     try {
-      const { pid } = JSON.parse(readFileSync(file, 'utf8')) as { pid: number };
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('gateway.js')) process.kill(pid, 'SIGTERM');
-    } catch {
-      /* already gone */
+      const { url, tokenFile } = JSON.parse(readFileSync(file, 'utf8')) as { url?: string; tokenFile?: string };
+      const token = readFileSync(tokenFile ?? join(dirname(file), 'token'), 'utf8').trim();
+      const res = await fetch(new URL('/baton/shutdown', url), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+        signal: AbortSignal.timeout(5000),
+      });
+      log(`gateway ${url}: shutdown answered ${res.status}`);
+    } catch (e) {
+      log(`gateway in ${file}: not stopped (${(e as Error).message}); it stops by itself when idle`);
     }
   }
 }
@@ -214,7 +239,7 @@ async function act(page: Page, req: { id: string; pid: number; command: string; 
       case 'reload':
         // The phase passed and asks for the reload: the next phase starts by reloading the page.
         writeAck(ack, { ok: true });
-        phaseDone?.(0);
+        exits.get(page)?.(0);
         return;
       case 'press':
         await page.keyboard.press(req.args[0]);
@@ -273,24 +298,27 @@ async function act(page: Page, req: { id: string; pid: number; command: string; 
 }
 
 let currentPhase = '';
-let phaseDone: ((code: number) => void) | undefined;
+/** Per workbench page: called when its suite ends (its exit code) or asks for the reload (0). */
+const exits = new Map<Page, (code: number) => void>();
+
+/** A real git repository: a copy of the sample the demo uses, committed. */
+function makeWorkspace(dir: string): void {
+  cpSync(join(repo, 'samples/demo-repo'), dir, { recursive: true });
+  const git = (...a: string[]) =>
+    spawnSync('git', ['-C', dir, '-c', 'user.name=Baton Tests', '-c', 'user.email=tests@baton.invalid', ...a], {
+      encoding: 'utf8',
+    });
+  git('init', '-q', '-b', 'main');
+  git('add', '-A');
+  git('commit', '-qm', 'Sample repository');
+}
 
 async function main(): Promise<void> {
   if (!existsSync(NODE) || !existsSync(ENTRY))
     await finish(2, `code-server is not set up in ${env}: run test/integration/setup.sh`);
   if (!existsSync(join(suiteDir, 'index.js'))) await finish(2, 'the integration suite is not built: run npm run build');
   const workspace = resolve(opts.workspace ?? join(runDir, 'workspace'));
-  if (!opts.workspace) {
-    // A real git repository: a copy of the sample the demo uses, committed.
-    cpSync(join(repo, 'samples/demo-repo'), workspace, { recursive: true });
-    const git = (...a: string[]) =>
-      spawnSync('git', ['-C', workspace, '-c', 'user.name=Baton Tests', '-c', 'user.email=tests@baton.invalid', ...a], {
-        encoding: 'utf8',
-      });
-    git('init', '-q', '-b', 'main');
-    git('add', '-A');
-    git('commit', '-qm', 'Sample repository');
-  }
+  if (!opts.workspace) makeWorkspace(workspace);
   writeFileSync(
     join(runDir, 'user-data/User/settings.json'),
     JSON.stringify(
@@ -406,42 +434,47 @@ async function main(): Promise<void> {
     ],
   });
   const context = await browser.newContext({ viewport: { width: 1400, height: 850 } });
-  const page = await context.newPage();
-  page.on('pageerror', (e) => appendFileSync(join(runDir, 'browser-console.log'), `pageerror: ${String(e)}\n`));
-  page.on('console', (m) => {
-    if (m.type() === 'error') appendFileSync(join(runDir, 'browser-console.log'), `${m.text()}\n`);
-  });
-  page.on('crash', () => void finish(2, 'the page crashed'));
-
-  await page.exposeFunction('codeAutomationLog', (type: string, args: unknown[]) => {
-    const text = format(...(args ?? []));
-    appendFileSync(join(runDir, 'extension-host.log'), `[${currentPhase}] [${type}] ${text}\n`);
-    for (const line of text.split('\n')) {
-      if (line.startsWith('BATON:DRIVER ')) {
-        void act(
-          page,
-          JSON.parse(line.slice('BATON:DRIVER '.length)) as {
-            id: string;
-            pid: number;
-            command: string;
-            args: string[];
-          },
-        );
-      } else if (line.startsWith('BATON:MOCHA ')) {
-        const s = JSON.parse(line.slice('BATON:MOCHA '.length)) as {
-          passes: number;
-          failures: number;
-          pending: number;
-        };
-        results.push({ name: currentPhase, passes: s.passes, failures: s.failures, pending: s.pending });
-      } else if (line.trim()) {
-        console.log(`  ${line}`);
+  /** Routes a page's suite output: driver requests, mocha counts, its exit. */
+  const preparePage = async (page: Page, label: string): Promise<void> => {
+    page.on('pageerror', (e) =>
+      appendFileSync(join(runDir, 'browser-console.log'), `${label}pageerror: ${String(e)}\n`),
+    );
+    page.on('console', (m) => {
+      if (m.type() === 'error') appendFileSync(join(runDir, 'browser-console.log'), `${label}${m.text()}\n`);
+    });
+    page.on('crash', () => void finish(2, `the page ${label}crashed`));
+    await page.exposeFunction('codeAutomationLog', (type: string, args: unknown[]) => {
+      const text = format(...(args ?? []));
+      appendFileSync(join(runDir, 'extension-host.log'), `[${currentPhase}] ${label}[${type}] ${text}\n`);
+      for (const line of text.split('\n')) {
+        if (line.startsWith('BATON:DRIVER ')) {
+          void act(
+            page,
+            JSON.parse(line.slice('BATON:DRIVER '.length)) as {
+              id: string;
+              pid: number;
+              command: string;
+              args: string[];
+            },
+          );
+        } else if (line.startsWith('BATON:MOCHA ')) {
+          const s = JSON.parse(line.slice('BATON:MOCHA '.length)) as {
+            passes: number;
+            failures: number;
+            pending: number;
+          };
+          results.push({ name: currentPhase, passes: s.passes, failures: s.failures, pending: s.pending });
+        } else if (line.trim()) {
+          console.log(`  ${label}${line}`);
+        }
       }
-    }
-  });
-  await page.exposeFunction('codeAutomationExit', (code: number) => {
-    phaseDone?.(code);
-  });
+    });
+    await page.exposeFunction('codeAutomationExit', (code: number) => {
+      exits.get(page)?.(code);
+    });
+  };
+  const page = await context.newPage();
+  await preparePage(page, '');
 
   const remote = `127.0.0.1:${port}`;
   const toRemote = (p: string) => `vscode-remote://${remote}${p}`;
@@ -453,18 +486,44 @@ async function main(): Promise<void> {
     ['extensionTestsPath', toRemote(join(suiteDir, 'index.js'))],
     ['skipWelcome', 'true'],
   ];
-  const url = `http://${remote}/?folder=${encodeURIComponent(workspace)}&payload=${encodeURIComponent(JSON.stringify(payload))}`;
+  const urlFor = (folder: string) =>
+    `http://${remote}/?folder=${encodeURIComponent(folder)}&payload=${encodeURIComponent(JSON.stringify(payload))}`;
+  /** Loads a workbench and resolves with its suite's exit code. */
+  const runIn = async (p: Page, folder: string, phase: string): Promise<number> => {
+    const exited = new Promise<number>((ok) => exits.set(p, ok));
+    await p.goto(urlFor(folder));
+    await p.waitForSelector('.monaco-workbench .part.statusbar', { timeout: 90_000 });
+    log(`phase ${phase}: workbench on ${folder} ready`);
+    const code = await exited;
+    await screenshot(p, `${phase}-end`).catch(() => undefined);
+    return code;
+  };
 
   for (const [i, phase] of phases.entries()) {
     currentPhase = phase.name;
-    writeFileSync(join(control, 'phase.json'), JSON.stringify(phase));
-    const exited = new Promise<number>((ok) => (phaseDone = ok));
-    log(`phase ${phase.name}: ${i === 0 ? 'open' : 'reload'} workbench`);
-    await page.goto(url);
-    await page.waitForSelector('.monaco-workbench .part.statusbar', { timeout: 90_000 });
-    log(`phase ${phase.name}: workbench ready`);
-    const code = await exited;
-    await screenshot(page, `${phase.name}-end`).catch(() => undefined);
+    let code: number;
+    if (phase.windows) {
+      // The first window is this page on the usual folder; each other one is a new window (a page of
+      // the same browser profile, as a second VS Code window is) on a folder of its own.
+      const folders = phase.windows.map((_, n) => (n === 0 ? workspace : join(runDir, `workspace-${n + 1}`)));
+      for (const f of folders.slice(1)) if (!existsSync(f)) makeWorkspace(f);
+      const windows = phase.windows.map((w, n) => ({ ...w, folder: folders[n] }));
+      writeFileSync(join(control, 'phase.json'), JSON.stringify({ ...phase, windows }));
+      log(`phase ${phase.name}: ${windows.length} windows`);
+      const pages = [page];
+      for (const w of windows.slice(1)) {
+        const p = await context.newPage();
+        await preparePage(p, `[${w.role}] `);
+        pages.push(p);
+      }
+      const codes = await Promise.all(windows.map((w, n) => runIn(pages[n], w.folder, `${phase.name}-${w.role}`)));
+      for (const p of pages.slice(1)) await p.close().catch(() => undefined);
+      code = Math.max(...codes);
+    } else {
+      writeFileSync(join(control, 'phase.json'), JSON.stringify(phase));
+      log(`phase ${phase.name}: ${i === 0 ? 'open' : 'reload'} workbench`);
+      code = await runIn(page, workspace, phase.name);
+    }
     const r = results.find((x) => x.name === phase.name);
     if (r) r.exitCode = code;
     else results.push({ name: phase.name, passes: 0, failures: 0, pending: 0, exitCode: code });

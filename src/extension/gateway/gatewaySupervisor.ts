@@ -100,11 +100,21 @@ export class GatewaySupervisor extends Disposable {
     this.set({ kind: 'stopped' });
   }
 
-  /** The window closes: its folders are no longer served; the gateway goes on for the other windows. */
-  override dispose(): void {
+  /**
+   * The window closes: its folders are no longer served; the gateway goes on for the other windows.
+   * Resolves once the gateway has let go of them (or within `timeoutMs`, whichever is first), so that
+   * `deactivate` can wait for it: VS Code waits a few seconds for an extension's `deactivate`.
+   */
+  release(timeoutMs = 3000): Promise<void> {
     const roots = this.registered;
     this.registered = [];
-    void this.gateway.detach(roots).catch((e: unknown) => this.log.warn(`gateway: ${String(e)}`));
+    if (roots.length === 0) return Promise.resolve();
+    const detached = this.gateway.detach(roots).catch((e: unknown) => this.log.warn(`gateway: ${String(e)}`));
+    return Promise.race([detached, new Promise<void>((r) => setTimeout(r, timeoutMs).unref())]);
+  }
+
+  override dispose(): void {
+    void this.release();
     super.dispose();
   }
 }

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Mocha from 'mocha';
+import * as vscode from 'vscode';
 import { driver } from './util';
 
 interface Phase {
@@ -11,6 +12,8 @@ interface Phase {
   readonly files: readonly string[];
   /** Ask the driver to reload the workbench once the tests passed, while Baton still runs. */
   readonly reloadAfter?: boolean;
+  /** Several windows at once: this window runs the files of the entry for its folder. */
+  readonly windows?: readonly { readonly role: string; readonly folder: string; readonly files: readonly string[] }[];
 }
 
 function readPhase(): Phase {
@@ -22,7 +25,12 @@ function readPhase(): Phase {
 export function run(): Promise<void> {
   const phase = readPhase();
   const mocha = new Mocha({ ui: 'bdd', color: false, timeout: 60_000, reporter: 'spec' });
-  for (const f of phase.files) mocha.addFile(join(__dirname, f));
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  const window = phase.windows?.find((w) => w.folder === folder);
+  if (phase.windows && !window)
+    throw new Error(`phase ${phase.name} has no window for the folder ${folder ?? '(none)'}`);
+  if (window) process.env.BATON_WINDOW_ROLE = window.role;
+  for (const f of window?.files ?? phase.files) mocha.addFile(join(__dirname, f));
   return new Promise<void>((resolve, reject) => {
     const runner = mocha.run((failures) => {
       const s = runner.stats;
