@@ -50,7 +50,36 @@ export const META = {
    * or orphaned task is FAILED on the wire).
    */
   outcome: 'baton/outcome',
+  /**
+   * On the first message of a delegation an agent started: the parent (`{taskId, requestId?, agentId}`
+   * of the task that delegated), so the gateway can enforce depth, breadth and cycles and record lineage.
+   */
+  parent: 'baton/parent',
+  /**
+   * On a status event of a parent task: one of its children, as the gateway saw it start or change
+   * (`ChildTaskInfo`): how the task tree reaches the client for children it did not start itself.
+   */
+  child: 'baton/child',
 } as const;
+
+/** A child task, as a gateway reports it on its parent's stream (`META.child`). */
+export interface ChildTaskInfo {
+  readonly taskId: string;
+  readonly contextId?: string;
+  /** The agent the child went to: its route id at this gateway, or its card URL. */
+  readonly agentId: string;
+  readonly agentName: string;
+  /** The task's first line, at most 200 characters. */
+  readonly title: string;
+  /** The child's A2A state in 1.0 words (`working`, `completed`, …). */
+  readonly state: string;
+  /** Baton's outcome once it ended (`completed`, `failed`, `canceled`, …). */
+  readonly outcome?: string;
+  /** Who started it: the parent's executor (agent id) through `baton mcp`. */
+  readonly startedBy: string;
+  /** Epoch ms. */
+  readonly startedAt: number;
+}
 
 /** The artifact a coding agent returns. */
 export const PATCH_ARTIFACT = { name: 'changes.patch', mediaType: 'text/x-diff' } as const;
