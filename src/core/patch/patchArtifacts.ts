@@ -12,6 +12,9 @@
  * - its text parses as a git or unified diff (the project's own parser; prose that merely mentions
  *   `--- a/` does not), or holds fenced ```diff / ```patch blocks that do.
  *
+ * In the agent's final message only the content decides for text (a message is prose, whatever media
+ * type its parts carry); a file part in it counts as in an artifact.
+ *
  * Pure: the bytes are returned as they are found, and the caller decides what is verified.
  */
 import type { Artifact, Part } from '@a2a-js/sdk';
@@ -143,6 +146,11 @@ function patchInParts(name: string, parts: readonly Part[]): PartsResult {
   return diff !== undefined ? { kind: 'patch', bytes: utf8.encode(diff) } : undefined;
 }
 
+/** A text part with its media type and file name left out: only its content decides. */
+function asPlainText(p: Part): Part {
+  return { ...p, mediaType: '', filename: '' };
+}
+
 /** Whether an artifact is a patch (for a list of artifacts; `scanPatches` says which bytes). */
 export function isPatchArtifact(a: Artifact): boolean {
   return isNamedPatch(a) || patchInParts(a.name, a.parts) !== undefined;
@@ -177,7 +185,15 @@ export function scanPatches(
     else if (found?.kind === 'url') problems.push({ kind: 'url', artifactId: a.artifactId, name, url: found.url });
   }
   if (message) {
-    const found = patchInParts('', message.parts);
+    // A message's text is the agent's prose whatever its media type says: only a diff in it counts. Its
+    // file parts count as an artifact's do.
+    const files = message.parts.filter(
+      (p) =>
+        (p.content?.$case === 'raw' || p.content?.$case === 'url') &&
+        (isDiffMediaType(p.mediaType) || isPatchFileName(p.filename)),
+    );
+    const texts = message.parts.filter((p) => p.content?.$case === 'text');
+    const found = files.length ? patchInParts('', files) : patchInParts('', texts.map(asPlainText));
     const artifactId = `message:${message.messageId}`;
     if (found?.kind === 'patch') patches.push({ artifactId, name: 'message', source: 'message', bytes: found.bytes });
     else if (found?.kind === 'url') problems.push({ kind: 'url', artifactId, name: 'message', url: found.url });
