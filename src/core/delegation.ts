@@ -1062,7 +1062,8 @@ export class DelegationJournal {
         cancel: !settled && state !== 'unknown' && state !== 'canceling',
         reply: state === 'input-required',
         checkAgain: state === 'unknown' || state === 'auth-required',
-        reviewChanges: artifacts.some((a) => a.isPatch && a.final),
+        // A diff in the final message is a patch too, once the result check approved it.
+        reviewChanges: artifacts.some((a) => a.isPatch && a.final) || this._resultCheck?.patch !== undefined,
       },
     };
   }

@@ -60,6 +60,7 @@ const USAGE = `usage:
   baton delegate <agent|card-url> "<task>" [--file F]... [--repo DIR] [--write] [--json] [--out FILE] [--gateway URL]
                                  the agent may only propose a patch unless --write lets it edit its copy;
                                  the patch is saved to --out, else ~/.baton/cli/patches/<request-id>.patch
+                                 (several patches: the others beside it as <request-id>-2.patch, …)
   baton status <request-id>      print where a delegation is
   baton watch <request-id>       follow it until it ends (asks again after lost contact or an authorization)
   baton cancel <request-id>
