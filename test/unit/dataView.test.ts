@@ -94,6 +94,16 @@ describe('data parts: structure, bounded, never cut inside', () => {
     // A malformed data part (a compromised host) is dropped, not rendered.
     const odd = boundDelegationView({ ...view, timeline: [{ ...timeline[0], data: [{ nope: 1 } as never] }] });
     assert.deepEqual(odd.timeline[0]?.data, []);
+    // A summary with more keys than a summary names, or longer ones, is bounded again.
+    const keys = Array.from({ length: 1000 }, (_, i) => `${i}`.padEnd(500, 'k'));
+    const wide = boundDelegationView({
+      ...view,
+      timeline: [{ ...timeline[0], data: [{ summary: { type: 'object', count: 1000, keys }, bytes: 1 }] }],
+    });
+    const summary = wide.timeline[0]?.data?.[0];
+    assert.ok(summary && 'summary' in summary);
+    assert.equal(summary.summary.keys.length, 50);
+    assert.ok(summary.summary.keys.every((k) => k.length <= 200));
   });
 
   it('a result check recorded before results could hold several patches reads as its one changes.patch', () => {

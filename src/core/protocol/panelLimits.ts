@@ -4,7 +4,7 @@
  * rendered many times a second. The host trims every snapshot to these bounds before posting it, and
  * the panel applies them again to whatever it receives, so neither side depends on the other.
  */
-import { isDataPartView, summaryOnly, type DataPartView } from './dataView';
+import { DATA_SUMMARY_KEYS, isDataPartView, summaryOnly, type DataPartView } from './dataView';
 import type { DelegationView, TimelineEntry } from './delegationView';
 import type { TimelineParam } from './timelineText';
 
@@ -77,6 +77,13 @@ function boundedParam(p: unknown): TimelineParam {
   return typeof p === 'number' ? p : bounded(p, PANEL_LIMITS.paramChars);
 }
 
+/** A summary's keys within the panel's bounds (it may come from a host that did not bound them). */
+function boundedSummary(d: DataPartView): DataPartView {
+  if (!('summary' in d)) return d;
+  const keys = d.summary.keys.slice(0, DATA_SUMMARY_KEYS).map((k) => oneLine(String(k), 200));
+  return { summary: { ...d.summary, keys }, bytes: d.bytes };
+}
+
 /**
  * An entry's data parts within `max` JSON bytes: values kept whole while they fit, the rest as their
  * summaries (never a value cut short); what is not a data part view is dropped.
@@ -91,7 +98,7 @@ function boundedData(
     if (!isDataPartView(p)) continue;
     const keep = 'value' in p && used + p.bytes <= max;
     if (keep) used += p.bytes;
-    const d = keep ? p : summaryOnly(p);
+    const d = keep ? p : boundedSummary(summaryOnly(p));
     if ('summary' in d) used += d.summary.keys.reduce((n, k) => n + k.length, 0);
     out.push(d);
   }

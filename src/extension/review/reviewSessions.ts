@@ -92,6 +92,7 @@ export class ReviewSessions extends Disposable {
       (r) => this.record(id, r),
       stillChecked,
       this.service.journalView(id)?.agent.name,
+      this.service.approvedPatchList(id)[want]?.name,
     );
     this.sessions.set(id, session);
     this.indexes.set(id, want);
