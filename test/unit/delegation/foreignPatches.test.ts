@@ -4,12 +4,17 @@
 // SDK client. For each, what the result check offers for review, what the panel's view model lists,
 // and what `baton delegate` saves and prints.
 import * as assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { TaskState } from '@a2a-js/sdk';
 import type { Part } from '@a2a-js/sdk';
+import express from 'express';
+import type * as v03 from 'a2a-sdk-v03';
+import * as v03server from 'a2a-sdk-v03/server';
+import * as v03express from 'a2a-sdk-v03/server/express';
 import { DelegationJournal } from '../../../src/core/delegation';
 import type { JournalEntry, JournalTimelineEntry } from '../../../src/core/delegation';
 import { delegationPanelView } from '../../../src/core/delegation/panelView';
@@ -17,9 +22,10 @@ import type { DataPartView } from '../../../src/core/protocol/dataView';
 import type { DelegationView, PatchChoice } from '../../../src/core/protocol/delegationView';
 import { batonMain } from '../../../src/gateway/batonCli';
 import { patchStats } from '../../../src/node/approvedPatches';
+import { normalizeCard } from '../../../src/node/a2a/clientFactory';
 import { JournalStore } from '../../../src/node/journalStore';
 import { checkResult, finalTaskOf, type ResultCheck } from '../../../src/node/resultCheck';
-import { startAgentServer, type AgentServer, type Turn } from './agentServers';
+import { listenOnLoopback, startAgentServer, type AgentServer, type Turn } from './agentServers';
 import { newRun, tempDir, within } from './harness';
 
 const GIT_DIFF =
@@ -359,3 +365,157 @@ for (const legacy of [false, true]) {
     });
   });
 }
+
+// The same through an agent built on the 0.3-era SDK itself (@a2a-js/sdk 0.3.14), as agents written
+// elsewhere run it: its own part shapes (`kind: 'file'` with base64 `file.bytes` or `file.uri`,
+// `kind: 'data'`) on its own JSON-RPC server.
+describe('patches and data parts from an agent on the 0.3 SDK', () => {
+  let base = '';
+  let close: () => Promise<void> = () => Promise.resolve();
+  let card: AgentServer['card'];
+  let tmp: ReturnType<typeof tempDir>;
+  let store: JournalStore;
+
+  type V03Part = v03.Part;
+  /** Per scenario: the artifact's parts and name, the working status's message, the final status's message. */
+  const PARTS: Record<string, { artifact?: V03Part[]; name?: string; working?: V03Part[]; final?: V03Part[] }> = {
+    'file-bytes': {
+      artifact: [
+        { kind: 'file', file: { bytes: Buffer.from(UNIFIED_TWO_FILES).toString('base64'), mimeType: 'text/x-patch' } },
+      ],
+    },
+    'file-uri': { name: 'fix', artifact: [{ kind: 'file', file: { uri: LINK, mimeType: 'text/x-diff' } }] },
+    'fix-diff': { name: 'fix.diff', artifact: [{ kind: 'text', text: GIT_DIFF }] },
+    readme: { name: 'README.md', artifact: [{ kind: 'text', text: README }] },
+    fenced: { final: [{ kind: 'text', text: FENCED }] },
+    data: {
+      working: [
+        { kind: 'text', text: 'Waiting for approval of a tool call' },
+        { kind: 'data', data: TOOL_CALL },
+      ],
+    },
+  };
+
+  class Executor implements v03server.AgentExecutor {
+    execute = async (ctx: v03server.RequestContext, bus: v03server.ExecutionEventBus): Promise<void> => {
+      const { taskId, contextId } = ctx;
+      const said = ctx.userMessage.parts.map((p) => (p.kind === 'text' ? p.text : '')).join('');
+      const s = PARTS[/«([^»]+)»/.exec(said)?.[1] ?? ''] ?? {};
+      const status = (state: v03.TaskState, final: boolean, parts?: V03Part[]): v03.TaskStatusUpdateEvent => ({
+        kind: 'status-update',
+        taskId,
+        contextId,
+        final,
+        status: {
+          state,
+          timestamp: new Date().toISOString(),
+          ...(parts
+            ? { message: { kind: 'message', role: 'agent', messageId: randomUUID(), taskId, contextId, parts } }
+            : {}),
+        },
+      });
+      bus.publish({ kind: 'task', id: taskId, contextId, status: { state: 'submitted' }, history: [ctx.userMessage] });
+      bus.publish(status('working', false, s.working));
+      if (s.artifact)
+        bus.publish({
+          kind: 'artifact-update',
+          taskId,
+          contextId,
+          lastChunk: true,
+          artifact: { artifactId: 'a1', ...(s.name ? { name: s.name } : {}), parts: s.artifact },
+        });
+      bus.publish(status('completed', true, s.final ?? [{ kind: 'text', text: 'done' }]));
+      bus.finished();
+    };
+    cancelTask = async (): Promise<void> => undefined;
+  }
+
+  before(async () => {
+    const cardJson: v03.AgentCard = {
+      name: 'Agent on the 0.3 SDK',
+      description: 'A scripted 0.3 agent',
+      protocolVersion: '0.3.0',
+      version: '1.0.0',
+      url: '',
+      preferredTransport: 'JSONRPC',
+      capabilities: { streaming: true },
+      defaultInputModes: ['text/plain'],
+      defaultOutputModes: ['text/plain'],
+      skills: [{ id: 'fix', name: 'Fix', description: 'fix', tags: ['fix'] }],
+    };
+    const handler = new v03server.DefaultRequestHandler(cardJson, new v03server.InMemoryTaskStore(), new Executor());
+    const app = express();
+    app.use('/.well-known/agent-card.json', v03express.agentCardHandler({ agentCardProvider: handler }));
+    app.use(
+      '/a2a/jsonrpc',
+      v03express.jsonRpcHandler({ requestHandler: handler, userBuilder: v03express.UserBuilder.noAuthentication }),
+    );
+    const listening = await listenOnLoopback(app);
+    close = listening.close;
+    base = `http://127.0.0.1:${listening.port}`;
+    cardJson.url = `${base}/a2a/jsonrpc`;
+    card = normalizeCard(cardJson);
+    tmp = tempDir();
+    store = new JournalStore(join(tmp.dir, 'journals'));
+  });
+  after(async () => {
+    await store.close();
+    await close();
+    tmp.cleanup();
+  });
+
+  async function delegate(name: string): Promise<{ check: ResultCheck; journal: DelegationJournal }> {
+    const server = {
+      card,
+      jsonRpc: { url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '0.3.0' },
+    } as unknown as AgentServer;
+    const run = await newRun(server, store, `fix it «${name}»`);
+    await within(run.runner.start(), 15_000, name);
+    const entries = await run.entries();
+    const journal = DelegationJournal.fromEntries(entries);
+    const check = await checkResult({
+      journal,
+      final: finalTaskOf(entries),
+      keys: [],
+      signaturesPromised: false,
+      signer: base,
+    });
+    assert.equal(journal.decide()?.outcome, 'completed', journal.decide()?.reason);
+    return { check, journal };
+  }
+  const bytesOf = (c: ResultCheck): string[] =>
+    c.status === 'invalid' ? [] : (c.patches ?? []).map((p) => p.bytes.toString('utf8'));
+
+  it('a file part with base64 bytes typed text/x-patch is the patch', async () => {
+    const { check, journal } = await delegate('file-bytes');
+    assert.deepEqual(bytesOf(check), [UNIFIED_TWO_FILES]);
+    assert.deepEqual(panelOf(journal, check).patch, { files: 2, additions: 2, deletions: 2 });
+  });
+
+  it('a file part by URI is named as a link, not fetched', async () => {
+    const { check } = await delegate('file-uri');
+    assert.deepEqual(bytesOf(check), []);
+    assert.deepEqual(check.status !== 'invalid' && check.links, [{ name: 'fix', url: LINK }]);
+  });
+
+  it('fix.diff, a fenced diff in the final message, and a README that is not a patch', async () => {
+    assert.deepEqual(bytesOf((await delegate('fix-diff')).check), [GIT_DIFF]);
+    const fenced = (await delegate('fenced')).check;
+    assert.deepEqual(bytesOf(fenced), [GIT_DIFF]);
+    assert.equal(fenced.status !== 'invalid' && fenced.patch?.source, 'message');
+    assert.deepEqual(bytesOf((await delegate('readme')).check), []);
+  });
+
+  it('a 10 KB data part in a status message is kept as its value in the journal and the panel', async () => {
+    const { journal } = await delegate('data');
+    // The working status came with the message: the entry is the state change, with its text and data.
+    const entry = journal.view(Date.now()).timeline.find((e) => e.kind === 'status' && e.state === 'working');
+    assert.ok(entry?.kind === 'status', 'the working status is in the timeline');
+    assert.equal(entry.text, 'Waiting for approval of a tool call');
+    assert.deepEqual(entry.data, [{ value: TOOL_CALL, bytes: JSON.stringify(TOOL_CALL).length }]);
+    const shown = panelOf(journal, { status: 'unsigned', detail: '', text: { code: 'no-task' } }).timeline.flatMap(
+      (e) => e.data ?? [],
+    );
+    assert.deepEqual(shown, entry.data);
+  });
+});
