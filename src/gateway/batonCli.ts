@@ -395,7 +395,7 @@ async function finish(
       for (const p of saved) line(out, `${patchWords(p.patch)} saved to ${t(p.file)}`);
       line(
         out,
-        `review ${saved.length > 1 ? 'them' : 'it'}, then apply from the repository's top folder with: git apply <file>`,
+        `review ${saved.length > 1 ? 'them' : 'it'}, then apply from the repository's top folder with: git apply ${saved.length > 1 ? '<file>' : t(saved[0].file)}`,
       );
     }
     if (outcome === 'input-required')
