@@ -14,6 +14,9 @@ import { canonicalize } from './jcs';
 import type { DelegationRecord, JournalTimelineEntry, RecordedArtifact, ResultCheckRecord } from './delegation/record';
 import type { CapabilitySet, DelegationOutcome, DelegationState } from './protocol/delegationView';
 import { timelineEntryText, type TimelineCode, type TimelineParam } from './protocol/timelineText';
+import { boundData, type DataPartView } from './protocol/dataView';
+import { PANEL_LIMITS } from './protocol/panelLimits';
+import { isPatchArtifact as isPatchByContent } from './patch/patchArtifacts';
 import { isInterrupted as isInterruptedTaskState, isTerminal as isTerminalTaskState } from './taskStates';
 
 export type {
@@ -21,6 +24,7 @@ export type {
   ExecutorInfo,
   JournalTimelineEntry,
   RecordedArtifact,
+  RecordedPatch,
   ResultCheckRecord,
 } from './delegation/record';
 import { outcomeReasonText, type OutcomeCode, type OutcomeWords } from './protocol/outcomeText';
@@ -268,6 +272,36 @@ export function partsText(parts: readonly Part[] | undefined, maxDataChars = 200
   return out.join('\n');
 }
 
+/**
+ * JSON bytes of data parts one timeline entry keeps as values; beyond it (all parts of the entry
+ * together) a part is kept as its summary. The raw event stays whole in the journal on disk.
+ */
+export const TIMELINE_DATA_BYTES: number = PANEL_LIMITS.entryChars;
+
+/**
+ * A message's parts as a timeline entry shows them: the text of every part but data parts (as
+ * `partsText` describes them), and the data parts as data, bounded by `maxBytes` together.
+ */
+export function timelineContent(
+  parts: readonly Part[] | undefined,
+  maxBytes: number = TIMELINE_DATA_BYTES,
+): { readonly text: string; readonly data: readonly DataPartView[] } {
+  if (!parts) return { text: '', data: [] };
+  const others: Part[] = [];
+  const data: DataPartView[] = [];
+  let budget = maxBytes;
+  for (const p of parts) {
+    if (p.content?.$case !== 'data') {
+      others.push(p);
+      continue;
+    }
+    const d = boundData(p.content.value, Math.max(0, budget));
+    if ('value' in d) budget -= d.bytes;
+    data.push(d);
+  }
+  return { text: partsText(others), data };
+}
+
 /** The `baton/seq` an event or task carries, when the agent speaks the replay profile. */
 export function seqOf(metadata: Record<string, unknown> | undefined): number | undefined {
   const v = metadata?.[META.seq];
@@ -319,6 +353,39 @@ interface ArtifactAccumulator {
   complete: boolean;
   final: boolean;
   timelineIndex: number;
+  /** Whether the content is a patch (src/core/patch/patchArtifacts.ts), once asked of a final artifact. */
+  isPatch?: boolean;
+}
+
+/**
+ * Whether an artifact is a patch: by its name at once, by its content once it is final (a final
+ * artifact never changes, so it is read once, not on every view).
+ */
+function accumulatorIsPatch(a: ArtifactAccumulator | undefined): boolean {
+  if (!a) return false;
+  if (a.name === PATCH_ARTIFACT.name || a.filename === PATCH_ARTIFACT.name) return true;
+  if (!a.final) return false;
+  a.isPatch ??= isPatchByContent({
+    artifactId: a.artifactId,
+    name: a.name,
+    description: a.description,
+    parts: [
+      ...(a.textChunks.length
+        ? [
+            {
+              content: { $case: 'text' as const, value: a.textChunks.join('') },
+              filename: a.filename,
+              mediaType: a.mediaType,
+              metadata: undefined,
+            },
+          ]
+        : []),
+      ...a.otherParts,
+    ],
+    metadata: undefined,
+    extensions: [],
+  });
+  return a.isPatch;
 }
 
 function artifactFrom(a: Artifact, final: boolean, timelineIndex: number): ArtifactAccumulator {
@@ -420,6 +487,20 @@ function previewOf(chunks: readonly string[], max: number): string {
     out += c.length > max - out.length ? c.slice(0, max - out.length) : c;
   }
   return out;
+}
+
+/** A timeline entry's text and data: data parts as data (bounded), not as JSON text. */
+function shown(parts: readonly Part[] | undefined): { text: string; data?: readonly DataPartView[] } {
+  const c = timelineContent(parts);
+  return c.data.length ? { text: c.text, data: c.data } : { text: c.text };
+}
+
+/** A status entry's optional text and data: absent when the status came without a message. */
+function withText(c: { text: string; data?: readonly DataPartView[] }): {
+  text?: string;
+  data?: readonly DataPartView[];
+} {
+  return { ...(c.text ? { text: c.text } : {}), ...(c.data ? { data: c.data } : {}) };
 }
 
 function iso(ms: number): string {
@@ -607,7 +688,7 @@ export class DelegationJournal {
         this._contactLost = undefined;
         this._recorded = undefined;
         this._endedAt = undefined;
-        this.push({ kind: 'message', at: iso(e.at), role: 'user', text: partsText(e.message.parts) });
+        this.push({ kind: 'message', at: iso(e.at), role: 'user', ...shown(e.message.parts) });
         return true;
       case 'cancel':
         this._cancelBy ??= e.by;
@@ -630,6 +711,8 @@ export class DelegationJournal {
           ...(e.message ? { message: e.message } : {}),
           ...(e.executor ? { executor: e.executor } : {}),
           ...(e.patch ? { patch: e.patch } : {}),
+          ...(Array.isArray(e.patches) ? { patches: e.patches } : {}),
+          ...(Array.isArray(e.links) ? { links: e.links } : {}),
         };
         return true;
       case 'outcome':
@@ -737,9 +820,10 @@ export class DelegationJournal {
         const changed = this.setState(state, text, seq, e.at, ev.metadata);
         const deferred = this._deferredStatusSeq !== undefined && seq !== undefined && seq >= this._deferredStatusSeq;
         if (deferred) this._deferredStatusSeq = undefined;
+        const content = shown(ev.status?.message?.parts);
         if ((changed || deferred) && state !== undefined)
-          this.push({ kind: 'status', at: iso(e.at), state: stateName(state), ...(text ? { text } : {}) });
-        else if (text) this.push({ kind: 'step', at: iso(e.at), text });
+          this.push({ kind: 'status', at: iso(e.at), state: stateName(state), ...withText(content) });
+        else if (text) this.push({ kind: 'step', at: iso(e.at), ...content });
         break;
       }
       case 'artifactUpdate': {
@@ -752,7 +836,7 @@ export class DelegationJournal {
         const m = p.value;
         if (m.taskId) this.bindTask(m.taskId, m.contextId);
         else this._messageResult = true;
-        this.push({ kind: 'message', at: iso(e.at), role: 'agent', text: partsText(m.parts) });
+        this.push({ kind: 'message', at: iso(e.at), role: 'agent', ...shown(m.parts) });
         break;
       }
       case 'task':
@@ -814,7 +898,12 @@ export class DelegationJournal {
     if (changed && state !== undefined && ahead) this._deferredStatusSeq = snapSeq;
     else if ((changed || (source === 'final' && this._deferredStatusSeq !== undefined)) && state !== undefined) {
       this._deferredStatusSeq = undefined;
-      this.push({ kind: 'status', at: iso(at), state: stateName(state), ...(text ? { text } : {}) });
+      this.push({
+        kind: 'status',
+        at: iso(at),
+        state: stateName(state),
+        ...withText(shown(task.status?.message?.parts)),
+      });
     }
     if (source === 'final') {
       this._finalSeen = true;
@@ -901,9 +990,9 @@ export class DelegationJournal {
    * from the verified result instead (src/node/resultCheck.ts); this is the journal's own view.
    */
   patch(): ArtifactContent | undefined {
-    const patches = this.artifacts().filter(
-      (a) => a.name === PATCH_ARTIFACT.name || a.filename === PATCH_ARTIFACT.name,
-    );
+    const all = this.artifacts();
+    const named = all.filter((a) => a.name === PATCH_ARTIFACT.name || a.filename === PATCH_ARTIFACT.name);
+    const patches = named.length ? named : all.filter((a) => accumulatorIsPatch(this._artifacts.get(a.artifactId)));
     return patches.find((a) => a.final) ?? patches[0];
   }
 
@@ -940,7 +1029,7 @@ export class DelegationJournal {
         size: a.size,
         final: a.final,
         preview: previewOf(a.textChunks, this._previewChars),
-        isPatch: a.name === PATCH_ARTIFACT.name || a.filename === PATCH_ARTIFACT.name,
+        isPatch: accumulatorIsPatch(a),
       };
     });
     const timeline =
@@ -973,7 +1062,8 @@ export class DelegationJournal {
         cancel: !settled && state !== 'unknown' && state !== 'canceling',
         reply: state === 'input-required',
         checkAgain: state === 'unknown' || state === 'auth-required',
-        reviewChanges: artifacts.some((a) => a.isPatch && a.final),
+        // A diff in the final message is a patch too, once the result check approved it.
+        reviewChanges: artifacts.some((a) => a.isPatch && a.final) || this._resultCheck?.patch !== undefined,
       },
     };
   }

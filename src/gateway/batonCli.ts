@@ -19,12 +19,14 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
-import { join, resolve } from 'node:path';
+import { extname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { AgentCard } from '@a2a-js/sdk';
 import type { VerifiedKey } from '../core/agentRegistry';
 import { normalizeAgentCard, readAgentIndex } from '../core/agentCard';
+import { PATCH_ARTIFACT } from '../core/batonProfile';
 import { DelegationJournal } from '../core/delegation';
+import { dataSummaryLine, type DataPartView } from '../core/protocol/dataView';
 import type { DelegationOutcome, DelegationRecord, DelegationRequest, JournalTimelineEntry } from '../core/delegation';
 import type { RepositoryContext } from '../core/delegation/context';
 import { buildDelegationRequest } from '../core/delegation/request';
@@ -36,7 +38,7 @@ import { DelegationManager } from '../node/a2a/delegationManager';
 import { JournalStore } from '../node/journalStore';
 import { delegationRepository } from '../node/patchDrift';
 import { checkResult, finalTaskOf, resultKeys, signedResultsOf } from '../node/resultCheck';
-import type { ResultCheck } from '../node/resultCheck';
+import type { ResultCheck, ReviewPatch } from '../node/resultCheck';
 import { defaultStateDir } from './cliPaths';
 
 export const EXIT: Readonly<Record<DelegationOutcome, number>> = {
@@ -58,6 +60,7 @@ const USAGE = `usage:
   baton delegate <agent|card-url> "<task>" [--file F]... [--repo DIR] [--write] [--json] [--out FILE] [--gateway URL]
                                  the agent may only propose a patch unless --write lets it edit its copy;
                                  the patch is saved to --out, else ~/.baton/cli/patches/<request-id>.patch
+                                 (several patches: the others beside it as <request-id>-2.patch, …)
   baton status <request-id>      print where a delegation is
   baton watch <request-id>       follow it until it ends (asks again after lost contact or an authorization)
   baton cancel <request-id>
@@ -185,17 +188,29 @@ const t = terminalLine;
 /** Agent text that may span lines: its later lines are indented under the CLI's own. */
 const block = (s: string): string => terminalBlock(s);
 
+/** An entry's data parts, one summary line each (`--json` prints the entry with the values). */
+function dataLines(e: { readonly data?: readonly DataPartView[] }): string {
+  return (e.data ?? []).map((d) => `\n    data: ${t(dataSummaryLine(d))}`).join('');
+}
+
+/** A progress step: its text, and its data parts below it (the first in its place when there is no text). */
+function stepLine(e: Extract<JournalTimelineEntry, { kind: 'step' }>): string {
+  const data = e.data ?? [];
+  if (e.text || !data.length) return `  · ${block(e.text)}${dataLines(e)}`;
+  return `  · data: ${t(dataSummaryLine(data[0]))}${dataLines({ data: data.slice(1) })}`;
+}
+
 /** How one timeline entry is shown; every string in it may come from the agent. */
 function timelineLine(e: JournalTimelineEntry): string {
   switch (e.kind) {
     case 'artifact':
       return `  artifact ${t(e.name)} (${e.size} bytes${e.complete ? '' : ', more coming'})`;
     case 'status':
-      return `  [${t(e.state)}]${e.text ? ` ${block(e.text)}` : ''}`;
+      return `  [${t(e.state)}]${e.text ? ` ${block(e.text)}` : ''}${dataLines(e)}`;
     case 'step':
-      return `  · ${block(e.text)}`;
+      return stepLine(e);
     case 'message':
-      return `  ${e.role === 'agent' ? 'agent' : 'you'}: ${block(e.text)}`;
+      return `  ${e.role === 'agent' ? 'agent' : 'you'}: ${block(e.text)}${dataLines(e)}`;
     case 'notice':
       return `  ${e.level}: ${block(e.text)}`;
   }
@@ -329,16 +344,9 @@ async function finish(
   const outcome = view.outcome ?? 'unknown';
   await manager.idle(view.requestId);
   const check = await resultCheck(env, view.requestId, cards);
-  let saved: string | undefined;
-  // Only the bytes the check approved are saved: for a verified result, the signed artifact.
-  if (check.status !== 'invalid' && check.patch && check.patch.bytes.length > 0) {
-    if (patchOut) saved = resolve(patchOut);
-    else {
-      mkdirSync(patchDir(env), { recursive: true, mode: 0o700 });
-      saved = join(patchDir(env), `${view.requestId}.patch`);
-    }
-    writeFileSync(saved, check.patch.bytes);
-  }
+  // Only the bytes the check approved are saved: for a verified result, the signed artifacts.
+  const saved = check.status === 'invalid' ? [] : savePatches(check.patches ?? [], view.requestId, patchOut, env);
+  const links = check.status === 'invalid' ? [] : (check.links ?? []);
   const signature = {
     status: check.status,
     detail: check.detail,
@@ -352,7 +360,18 @@ async function finish(
         taskId: view.taskId,
         outcome,
         reason: view.outcomeReason,
-        patch: saved,
+        patch: saved[0]?.file,
+        ...(saved.length > 1
+          ? {
+              patches: saved.map((p) => ({
+                file: p.file,
+                name: p.patch.name,
+                source: p.patch.source,
+                signature: p.patch.signature,
+              })),
+            }
+          : {}),
+        ...(links.length ? { patchLinks: links } : {}),
         signature,
       }),
     );
@@ -361,11 +380,24 @@ async function finish(
     const asked = outcome === 'input-required' && view.prompt !== undefined && view.outcomeReason === view.prompt;
     line(out, `${outcome}${view.outcomeReason && !asked ? `: ${block(view.outcomeReason)}` : ''}`);
     if (check.status !== 'unsigned' || view.outcome === 'completed') line(out, signatureLine(check, env));
-    if (saved)
+    for (const l of links)
       line(
         out,
-        `changes.patch saved to ${t(saved)}\nreview it, then apply it from the repository's top folder with: git apply ${t(saved)}`,
+        `the agent returned the patch ${t(l.name)} as a link (${t(l.url)}), which Baton does not download; fetch it yourself if you trust it, and review it before applying it`,
       );
+    if (saved.length === 1 && saved[0].patch.name === PATCH_ARTIFACT.name && saved[0].patch.source === 'artifact')
+      line(
+        out,
+        `changes.patch saved to ${t(saved[0].file)}\nreview it, then apply it from the repository's top folder with: git apply ${t(saved[0].file)}`,
+      );
+    else if (saved.length) {
+      if (saved.length > 1) line(out, `the agent returned ${saved.length} patches; review each on its own:`);
+      for (const p of saved) line(out, `${patchWords(p.patch)} saved to ${t(p.file)}`);
+      line(
+        out,
+        `review ${saved.length > 1 ? 'them' : 'it'}, then apply from the repository's top folder with: git apply ${saved.length > 1 ? '<file>' : t(saved[0].file)}`,
+      );
+    }
     if (outcome === 'input-required')
       line(
         out,
@@ -380,6 +412,39 @@ async function finish(
     if (outcome === 'unknown') line(out, `contact was lost; check again with: baton watch ${view.requestId}`);
   }
   return check.status === 'invalid' ? EXIT_UNVERIFIED : EXIT[outcome];
+}
+
+/** What a saved patch is, for the line that says where it went. */
+function patchWords(p: ReviewPatch): string {
+  const from = p.source === 'message' ? "the diff in the agent's message" : `the patch ${t(p.name)}`;
+  return `${from} (${p.signature})`;
+}
+
+/**
+ * Writes each approved patch: the first (or only) to `--out` or `<request-id>.patch`, the n-th of
+ * several beside it as `<name>-<n><ext>` (`<request-id>-2.patch`, …).
+ */
+function savePatches(
+  patches: readonly ReviewPatch[],
+  requestId: string,
+  patchOut: string | undefined,
+  env: NodeJS.ProcessEnv,
+): { readonly file: string; readonly patch: ReviewPatch }[] {
+  const kept = patches.filter((p) => p.bytes.length > 0);
+  if (!kept.length) return [];
+  let first: string;
+  if (patchOut) first = resolve(patchOut);
+  else {
+    mkdirSync(patchDir(env), { recursive: true, mode: 0o700 });
+    first = join(patchDir(env), `${requestId}.patch`);
+  }
+  const ext = extname(first);
+  const stem = ext ? first.slice(0, -ext.length) : first;
+  return kept.map((patch, i) => {
+    const file = i === 0 ? first : `${stem}-${i + 1}${ext}`;
+    writeFileSync(file, patch.bytes);
+    return { file, patch };
+  });
 }
 
 export interface CliRequestInput {

@@ -9,14 +9,18 @@
  * the same content). Anything else is a failure that says what did not match. The patch returned with
  * a verified result is built from the verified artifact's own parts, so what is reviewed and applied is
  * what was signed, byte for byte; callers keep these bytes and never read the patch from the journal
- * again (later events cannot swap it).
+ * again (later events cannot swap it). A result may hold several patches (src/core/patch/patchArtifacts.ts):
+ * each artifact's is verified with the result, a diff in the agent's final message never is — the
+ * envelope signs the status, but Baton treats text it had to find a diff in as unsigned.
  */
 import { createHash } from 'node:crypto';
-import { Artifact, SendMessageRequest, TaskStatus, taskStateToJSON } from '@a2a-js/sdk';
+import { Artifact, Role, SendMessageRequest, TaskStatus, taskStateToJSON } from '@a2a-js/sdk';
 import type { AgentCard, Task } from '@a2a-js/sdk';
 import type { VerifiedKey } from '../core/agentRegistry';
-import { META, PATCH_ARTIFACT, SIGNED_RESULT_EXTENSION_URI } from '../core/batonProfile';
+import { META, SIGNED_RESULT_EXTENSION_URI } from '../core/batonProfile';
 import { isTerminalTaskState, partsText } from '../core/delegation';
+import { scanPatches, type PatchScan, type PatchSource } from '../core/patch/patchArtifacts';
+import type { PatchLink } from '../core/protocol/delegationView';
 import { english } from '../core/protocol/l10n';
 import { resultCheckText, type ResultMessage } from '../core/resultText';
 import type { ArtifactConflict, DelegationJournal, DelegationRequest, JournalEntry } from '../core/delegation';
@@ -24,10 +28,16 @@ import { sendMessageParams } from './a2a/delegationRunner';
 import { requestDigest, toVerifiedKey, verifyResultEnvelope } from './signing';
 import type { ArtifactLike, PublicJwk } from './signing';
 
-/** The patch to review and apply: the bytes that were checked, and their digest to check them again. */
+/** A patch to review and apply: the bytes that were checked, and their digest to check them again. */
 export interface ReviewPatch {
+  /** The artifact's id, or `message:<messageId>` for a diff in the agent's final message. */
   readonly artifactId: string;
-  /** The artifact's text parts, concatenated, UTF-8. */
+  /** The artifact's name (or file name), `message` for a diff in the final message. */
+  readonly name: string;
+  readonly source: PatchSource;
+  /** `verified` only for the bytes of an artifact of a verified result; a message's diff never is. */
+  readonly signature: 'verified' | 'unsigned';
+  /** The patch as the agent sent it (text parts as UTF-8, file parts' bytes). */
   readonly bytes: Buffer;
   /** `sha256:<hex>` of `bytes`. */
   readonly sha256: string;
@@ -42,12 +52,21 @@ export type ResultCheck = (
       readonly status: 'verified';
       readonly detail: string;
       readonly kid: string;
+      /** The first of `patches`: the gateway's `changes.patch` when there is one. */
       readonly patch?: ReviewPatch;
+      readonly patches?: readonly ReviewPatch[];
+      readonly links?: readonly PatchLink[];
       /** Who executed it, as signed (the task's own `baton/executor` metadata is not). */
       readonly executor?: Readonly<Record<string, unknown>>;
     }
   /** No signature was promised and none came: the patch is the final task's, unverified. */
-  | { readonly status: 'unsigned'; readonly detail: string; readonly patch?: ReviewPatch }
+  | {
+      readonly status: 'unsigned';
+      readonly detail: string;
+      readonly patch?: ReviewPatch;
+      readonly patches?: readonly ReviewPatch[];
+      readonly links?: readonly PatchLink[];
+    }
   /** Verification failed, or the result is ambiguous: no patch is offered for review. */
   | { readonly status: 'invalid'; readonly detail: string; readonly failure: string }
 ) & { readonly text: ResultMessage };
@@ -112,30 +131,48 @@ function sha256(bytes: Buffer): string {
   return `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
 }
 
-function isPatchArtifact(a: ArtifactLike): boolean {
-  return (
-    a.name === PATCH_ARTIFACT.name ||
-    a.parts.some(
-      (p) => typeof p === 'object' && p !== null && (p as { filename?: unknown }).filename === PATCH_ARTIFACT.name,
-    )
-  );
+/** The patches of a final task: its artifacts' (src/core/patch/patchArtifacts.ts), then its final message's. */
+function scanFinal(final: Task): PatchScan {
+  const m = final.status?.message;
+  return scanPatches(final.artifacts, m && m.role !== Role.ROLE_USER ? m : undefined);
 }
 
-/** The patch among the final artifacts, as bytes; a message says why there is no single text patch. */
-function patchOf(artifacts: readonly ArtifactLike[]): ReviewPatch | undefined | ResultMessage {
-  const patches = artifacts.filter(isPatchArtifact);
-  if (patches.length === 0) return undefined;
-  if (patches.length > 1)
-    return { code: 'patch-ambiguous', count: patches.length, ids: patches.map((p) => p.artifactId) };
-  const [p] = patches;
-  const texts: string[] = [];
-  for (const part of p.parts) {
-    const text = typeof part === 'object' && part !== null ? (part as { text?: unknown }).text : undefined;
-    if (typeof text !== 'string') return { code: 'patch-not-text' };
-    texts.push(text);
-  }
-  const bytes = Buffer.from(texts.join(''), 'utf8');
-  return { artifactId: p.artifactId, bytes, sha256: sha256(bytes) };
+/** What makes a final task's patches unreviewable: several `changes.patch`, or one with a part not text. */
+function patchProblem(scan: PatchScan): ResultMessage | undefined {
+  if (scan.named.length > 1) return { code: 'patch-ambiguous', count: scan.named.length, ids: scan.named };
+  if (scan.problems.some((p) => p.kind === 'not-text')) return { code: 'patch-not-text' };
+  return undefined;
+}
+
+/**
+ * The patches to review, as bytes: an artifact's are `verified` when the result is (its bytes are the
+ * signed artifact's parts); a diff in the agent's message never is.
+ */
+function reviewPatches(scan: PatchScan, verified: boolean): ReviewPatch[] {
+  return scan.patches.map((p) => {
+    const bytes = Buffer.from(p.bytes.buffer, p.bytes.byteOffset, p.bytes.byteLength);
+    return {
+      artifactId: p.artifactId,
+      name: p.name,
+      source: p.source,
+      signature: verified && p.source === 'artifact' ? 'verified' : 'unsigned',
+      bytes,
+      sha256: sha256(bytes),
+    };
+  });
+}
+
+/** Patches returned as links: named, never fetched. */
+function linksOf(scan: PatchScan): PatchLink[] {
+  return scan.problems.flatMap((p) => (p.kind === 'url' ? [{ name: p.name, url: p.url }] : []));
+}
+
+/** `patch`, `patches` and `links` of a check, each only when there is something. */
+function patchFields(patches: readonly ReviewPatch[], links: readonly PatchLink[]) {
+  return {
+    ...(patches.length ? { patch: patches[0], patches } : {}),
+    ...(links.length ? { links } : {}),
+  };
 }
 
 function conflictText(c: ArtifactConflict): ResultMessage {
@@ -148,11 +185,6 @@ function conflictText(c: ArtifactConflict): ResultMessage {
     case 'after-final':
       return { code: 'artifact-after-final', name };
   }
-}
-
-/** A ReviewPatch, or nothing when `patchOf` found none or said why not. */
-function isReviewPatch(p: ReturnType<typeof patchOf>): p is ReviewPatch {
-  return p !== undefined && 'bytes' in p;
 }
 
 /**
@@ -196,8 +228,8 @@ function ambiguity(
       };
     }
   }
-  const patch = patchOf(artifacts);
-  if (patch !== undefined && !isReviewPatch(patch)) return { failure: 'patch-ambiguous', text: patch };
+  const problem = patchProblem(scanFinal(final));
+  if (problem) return { failure: 'patch-ambiguous', text: problem };
   return undefined;
 }
 
@@ -205,8 +237,12 @@ function invalid(failure: string, text: ResultMessage): ResultCheck {
   return { status: 'invalid', failure, text, detail: resultCheckText(text, english) };
 }
 
-function unsigned(text: ResultMessage, patch?: ReviewPatch): ResultCheck {
-  return { status: 'unsigned', text, detail: resultCheckText(text, english), ...(patch ? { patch } : {}) };
+function unsigned(
+  text: ResultMessage,
+  patches: readonly ReviewPatch[] = [],
+  links: readonly PatchLink[] = [],
+): ResultCheck {
+  return { status: 'unsigned', text, detail: resultCheckText(text, english), ...patchFields(patches, links) };
 }
 
 /** Checks a settled delegation's result; see the file comment for what `verified` guarantees. */
@@ -219,9 +255,21 @@ export async function checkResult(input: ResultCheckInput): Promise<ResultCheck>
     if (input.signaturesPromised) return invalid('no-final-task', { code: 'no-final-task' });
     const streamed = journal.patch();
     const bytes = streamed && streamed.otherParts.length === 0 ? Buffer.from(streamed.text, 'utf8') : undefined;
+    const name = streamed?.name || streamed?.filename || streamed?.artifactId || '';
     return unsigned(
       { code: 'no-signature', streamedDiffers: false },
-      streamed && bytes ? { artifactId: streamed.artifactId, bytes, sha256: sha256(bytes) } : undefined,
+      streamed && bytes
+        ? [
+            {
+              artifactId: streamed.artifactId,
+              name,
+              source: 'artifact',
+              signature: 'unsigned',
+              bytes,
+              sha256: sha256(bytes),
+            },
+          ]
+        : [],
     );
   }
   const artifacts = final.artifacts.map((a) => Artifact.toJSON(a) as unknown as ArtifactLike);
@@ -235,13 +283,14 @@ export async function checkResult(input: ResultCheckInput): Promise<ResultCheck>
     }
     const bad = ambiguity(journal, final, artifacts, false);
     if (bad) return invalid(bad.failure, bad.text);
-    const patch = patchOf(artifacts);
+    const scan = scanFinal(final);
     const streamedDiffers = journal.artifactConflicts().length > 0;
     return unsigned(
       typeof jws === 'string'
         ? { code: 'no-pinned-key', signer, streamedDiffers }
         : { code: 'no-signature', streamedDiffers },
-      isReviewPatch(patch) ? patch : undefined,
+      reviewPatches(scan, false),
+      linksOf(scan),
     );
   }
   const r = await verifyResultEnvelope(jws, {
@@ -268,7 +317,7 @@ export async function checkResult(input: ResultCheckInput): Promise<ResultCheck>
   }
   const bad = ambiguity(journal, final, artifacts, true);
   if (bad) return invalid(bad.failure, bad.text);
-  const patch = patchOf(artifacts);
+  const scan = scanFinal(final);
   const executor = r.envelope.executor;
   const text: ResultMessage = { code: 'verified', signer, kid: r.key.kid };
   return {
@@ -276,7 +325,7 @@ export async function checkResult(input: ResultCheckInput): Promise<ResultCheck>
     text,
     detail: resultCheckText(text, english),
     kid: r.key.kid,
-    ...(isReviewPatch(patch) ? { patch } : {}),
+    ...patchFields(reviewPatches(scan, true), linksOf(scan)),
     ...(executor && typeof executor === 'object' ? { executor } : {}),
   };
 }

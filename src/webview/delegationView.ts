@@ -6,6 +6,7 @@ import type { DelegationView, TimelineEntry } from '../core/protocol/panelProtoc
 import { stateLabel, stateLook } from '../core/protocol/delegationStates';
 import { outcomeReasonText } from '../core/protocol/outcomeText';
 import { timelineEntryText } from '../core/protocol/timelineText';
+import { dataPartsTemplate } from './dataTree';
 import { fileCount, signatureLabel, t } from './l10n';
 import { renderAgentText } from './markdown';
 import { reviewTemplate, type ReviewActions } from './reviewView';
@@ -13,7 +14,8 @@ import { reviewTemplate, type ReviewActions } from './reviewView';
 export interface DelegationActions extends ReviewActions {
   cancel(): void;
   reply(text: string): void;
-  review(): void;
+  /** Open a returned patch for review: the `index`-th of several, else the first. */
+  review(index?: number): void;
   checkAgain(): void;
   provideToken(): void;
   /** Open the full text of a shortened timeline entry (by seq) or of the agent's question (no seq). */
@@ -156,7 +158,9 @@ function entry(e: TimelineEntry, a: DelegationActions): TemplateResult {
     return html`<li class="entry ${e.kind}" data-seq=${e.seq}>
       <vscode-icon name=${ENTRY_ICON[e.kind] ?? 'info'}></vscode-icon>
       <time datetime=${e.at} title=${e.at}>${timeOf(e.at)}</time>
-      <div class="body">${agentText(line, e.markdown === true, e.fullChars, '', () => a.showFullText(e.seq))}</div>
+      <div class="body">
+        ${agentText(line, e.markdown === true, e.fullChars, '', () => a.showFullText(e.seq))}${dataPartsTemplate(e.data)}
+      </div>
     </li>`;
   } catch (err) {
     return html`<li class="entry error">
@@ -286,6 +290,59 @@ function replyBox(d: DelegationView, a: DelegationActions): TemplateResult | typ
   </section>`;
 }
 
+/** Several returned patches: each with its name, size and signature, and its own Review button. */
+function patchChoices(d: DelegationView, a: DelegationActions): TemplateResult {
+  return html`<div class="patches" id="patches">
+    <strong>${l10n.t('The agent returned {0} patches; review each on its own:', d.patches?.length ?? 0)}</strong>
+    <ul>
+      ${(d.patches ?? []).map(
+        (p) =>
+          html`<li class="patch-choice" data-index=${p.index}>
+            <vscode-icon name="diff"></vscode-icon>
+            <span class="patch-name"
+              >${p.name === 'message' && p.source === 'message' ? l10n.t('the agent’s message') : p.name}</span
+            >
+            <span class="muted"
+              >${
+                p.stats
+                  ? html`${fileCount(p.stats.files)}, <span class="add">+${p.stats.additions}</span>
+                      <span class="del">−${p.stats.deletions}</span>`
+                  : l10n.t('not a readable patch')
+              }
+              ·
+              ${signatureLabel(p.signature)}${d.reviewing === p.index ? html` · ${l10n.t('in review')}` : nothing}</span
+            >
+            <vscode-button
+              class="review-patch"
+              icon="diff"
+              ?secondary=${d.reviewing !== undefined && d.reviewing !== p.index}
+              @click=${() => a.review(p.index)}
+              >${l10n.t('Review')}</vscode-button
+            >
+          </li>`,
+      )}
+    </ul>
+  </div>`;
+}
+
+/** Patches returned as links: said, never fetched. */
+function patchLinks(d: DelegationView): TemplateResult | typeof nothing {
+  if (!d.patchLinks?.length) return nothing;
+  return html`${d.patchLinks.map(
+    (l) =>
+      html`<div class="banner warn patch-link" role="status">
+        <vscode-icon name="link"></vscode-icon>
+        <div>
+          ${l10n.t(
+            'The agent returned the patch {0} as a link ({1}), which Baton does not download. Fetch it yourself if you trust it, and review it before applying it.',
+            l.name,
+            l.url,
+          )}
+        </div>
+      </div>`,
+  )}`;
+}
+
 /** Why it ended: Baton's reason in the reader's language, the agent's own as it wrote it. */
 function reasonOf(d: DelegationView): string {
   return outcomeReasonText(d.reasonWords, d.reason ?? '', t);
@@ -346,19 +403,21 @@ export function delegationTemplate(d: DelegationView, a: DelegationActions, now:
           : nothing
       }
     </section>
-    ${outcomeBanner(d, a)} ${replyBox(d, a)}
+    ${outcomeBanner(d, a)} ${replyBox(d, a)} ${patchLinks(d)}
     <div class="actions toolbar">
       ${
-        d.patch
-          ? html`<vscode-button id="review" icon="diff" @click=${() => a.review()}
-                >${l10n.t('Review Changes')}
-                <vscode-badge variant="counter">${d.patch.files}</vscode-badge></vscode-button
-              >
-              <span class="muted"
-                >${fileCount(d.patch.files)}, <span class="add">+${d.patch.additions}</span>
-                <span class="del">−${d.patch.deletions}</span></span
-              >`
-          : nothing
+        d.patches && d.patches.length > 1
+          ? patchChoices(d, a)
+          : d.patch
+            ? html`<vscode-button id="review" icon="diff" @click=${() => a.review()}
+                  >${l10n.t('Review Changes')}
+                  <vscode-badge variant="counter">${d.patch.files}</vscode-badge></vscode-button
+                >
+                <span class="muted"
+                  >${fileCount(d.patch.files)}, <span class="add">+${d.patch.additions}</span>
+                  <span class="del">−${d.patch.deletions}</span></span
+                >`
+            : nothing
       }
       <span class="spacer"></span>
       ${d.terminal ? nothing : html`<vscode-button id="cancel" secondary icon="debug-stop" ?disabled=${a.busy} @click=${() => a.cancel()}>${l10n.t('Cancel')}</vscode-button>`}

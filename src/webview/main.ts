@@ -100,7 +100,7 @@ function clearReplyBox(): void {
 const actions: DelegationActions = {
   cancel: () => void run('cancel', {}),
   reply: (text: string) => void run('reply', { text }, clearReplyBox),
-  review: () => void run('reviewChanges', {}),
+  review: (index?: number) => void run('reviewChanges', index === undefined ? {} : { patch: index }),
   checkAgain: () => void run('checkAgain', {}),
   provideToken: () => void run('provideToken', {}),
   showFullText: (seq?: number) => void run('showFullText', seq === undefined ? {} : { seq }),

@@ -55,6 +55,14 @@ h2 { font-size: 1em; font-weight: 600; margin: 14px 0 6px; }
 .entry.error .text { color: var(--vscode-errorForeground); }
 .entry .md > :first-child { margin-top: 0; } .entry .md > :last-child { margin-bottom: 0; }
 .entry .text, .reply .text { white-space: pre-wrap; }
+.data-part { font-family: var(--vscode-editor-font-family, monospace); font-size: 0.95em; margin-top: 4px; }
+.data-part summary { cursor: pointer; }
+.data-children { padding-left: 14px; border-left: 1px solid var(--vscode-editorWidget-border, transparent); }
+.data-key { color: var(--vscode-symbolIcon-propertyForeground, inherit); }
+.data-string { color: var(--vscode-debugTokenExpression-string, inherit); word-break: break-all; }
+.data-string-full { white-space: pre-wrap; word-break: break-all; margin: 2px 0 2px 14px; }
+.patches ul { list-style: none; padding: 0; margin: 4px 0; }
+.patch-choice { display: flex; align-items: center; gap: 8px; padding: 2px 0; }
 .md, .text { overflow-wrap: anywhere; max-height: 60vh; overflow: auto; }
 .render-note { font-size: 0.9em; font-style: italic; margin-top: 2px; }
 .md pre { background: var(--vscode-textCodeBlock-background); padding: 8px; overflow: auto; }

@@ -3,7 +3,7 @@
  * else the panel shows, passed in as plain data. Pure; the host calls it on every snapshot, so it only
  * maps and bounds what it is given (patch statistics are computed once, where the patch is kept).
  */
-import type { DelegationView, PatchStats, TimelineEntry } from '../protocol/delegationView';
+import type { DelegationView, PatchChoice, PatchStats, TimelineEntry } from '../protocol/delegationView';
 import { boundDelegationView, PANEL_LIMITS } from '../protocol/panelLimits';
 import type { ReviewView } from '../protocol/panelProtocol';
 import { isFinalOutcome } from '../delegation';
@@ -13,6 +13,10 @@ import type { DelegationRecord, JournalTimelineEntry } from './record';
 export interface DelegationPanelExtras {
   /** The approved patch in numbers; absent until the result check approved one. */
   readonly patch?: PatchStats;
+  /** Every approved patch with its numbers, when the result check approved several. */
+  readonly patches?: readonly PatchChoice[];
+  /** Which of them the open review is of. */
+  readonly reviewing?: number;
   /** The review of the returned patch, once the user opened it. */
   readonly review?: ReviewView;
 }
@@ -50,10 +54,20 @@ export function delegationPanelView(record: DelegationRecord, extras: Delegation
     })),
     // Statistics of a patch the check refused would describe changes Baton will not review.
     patch: record.outcome && check?.patch && check.signature.status !== 'invalid' ? extras.patch : undefined,
+    ...(record.outcome && check?.signature.status !== 'invalid' && extras.patches && extras.patches.length > 1
+      ? { patches: extras.patches }
+      : {}),
+    ...(check?.links?.length ? { patchLinks: check.links } : {}),
+    ...(extras.review && extras.reviewing !== undefined ? { reviewing: extras.reviewing } : {}),
     signature: check?.signature,
     cancelConfirmed: record.cancelConfirmed,
     ...(extras.review ? { review: extras.review } : {}),
   });
+}
+
+/** An entry's data parts, when it has some (entries written before data was kept have none). */
+function dataOf(e: { readonly data?: TimelineEntry['data'] }): Pick<TimelineEntry, 'data'> {
+  return e.data?.length ? { data: e.data } : {};
 }
 
 function artifactCode(e: Extract<JournalTimelineEntry, { kind: 'artifact' }>): TimelineEntry['code'] {
@@ -67,20 +81,40 @@ function artifactCode(e: Extract<JournalTimelineEntry, { kind: 'artifact' }>): T
  */
 export function panelTimelineEntry(e: JournalTimelineEntry, seq: number): TimelineEntry {
   switch (e.kind) {
-    case 'status':
+    case 'status': {
+      const data = dataOf(e);
       return e.text
-        ? { seq, at: e.at, kind: 'status', code: 'status.text', params: [e.state], text: e.text, markdown: true }
-        : { seq, at: e.at, kind: 'status', code: 'status', params: [e.state], text: '', markdown: true };
+        ? {
+            seq,
+            at: e.at,
+            kind: 'status',
+            code: 'status.text',
+            params: [e.state],
+            text: e.text,
+            markdown: true,
+            ...data,
+          }
+        : { seq, at: e.at, kind: 'status', code: 'status', params: [e.state], text: '', markdown: true, ...data };
+    }
     case 'step':
-      return { seq, at: e.at, kind: 'step', text: e.text, markdown: true };
+      return { seq, at: e.at, kind: 'step', text: e.text, markdown: true, ...dataOf(e) };
     case 'artifact': {
       const params = e.chunks > 1 ? [e.size.toLocaleString(), e.chunks] : [e.size.toLocaleString()];
       return { seq, at: e.at, kind: 'artifact', code: artifactCode(e), params, text: e.name };
     }
     case 'message':
       return e.role === 'user'
-        ? { seq, at: e.at, kind: 'message', code: 'message.user', params: [], text: e.text, markdown: false }
-        : { seq, at: e.at, kind: 'message', text: e.text, markdown: true };
+        ? {
+            seq,
+            at: e.at,
+            kind: 'message',
+            code: 'message.user',
+            params: [],
+            text: e.text,
+            markdown: false,
+            ...dataOf(e),
+          }
+        : { seq, at: e.at, kind: 'message', text: e.text, markdown: true, ...dataOf(e) };
     case 'notice': {
       const kind = e.level === 'error' ? 'error' : 'note';
       return e.code

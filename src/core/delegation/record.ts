@@ -6,6 +6,7 @@
  */
 import type { CapabilitySet, DelegationOutcome, DelegationState, SignatureCheck } from '../protocol/delegationView';
 import type { OutcomeWords } from '../protocol/outcomeText';
+import type { DataPartView } from '../protocol/dataView';
 import type { TimelineCode, TimelineParam } from '../protocol/timelineText';
 import type { ResultMessage } from '../resultText';
 
@@ -28,13 +29,39 @@ export interface ResultCheckRecord {
   readonly executor?: ExecutorInfo;
   /** The patch the check approved for review: its bytes are kept beside the journal, their digest here. */
   readonly patch?: { readonly artifactId: string; readonly sha256: string };
+  /**
+   * Every patch the check approved, the first being `patch` (absent in journals written before results
+   * could hold several: then `patch` is the only one).
+   */
+  readonly patches?: readonly RecordedPatch[];
+  /** Patches the agent returned as links, which Baton does not download. */
+  readonly links?: readonly { readonly name: string; readonly url: string }[];
 }
 
+/** One approved patch: where it came from, whether its bytes are the signed ones, and their digest. */
+export interface RecordedPatch {
+  readonly artifactId: string;
+  readonly sha256: string;
+  readonly name: string;
+  readonly source: 'artifact' | 'message';
+  readonly signature: 'verified' | 'unsigned';
+}
+
+/**
+ * Entries that carry the agent's words have `text` (every part but data parts) and, when the message had
+ * data parts, `data`: each as its value, or its summary past `TIMELINE_DATA_BYTES` (src/core/delegation.ts).
+ */
 export type JournalTimelineEntry =
   /** The task's state changed; `text` is the agent's status message, if any (markdown). */
-  | { readonly kind: 'status'; readonly at: string; readonly state: string; readonly text?: string }
+  | {
+      readonly kind: 'status';
+      readonly at: string;
+      readonly state: string;
+      readonly text?: string;
+      readonly data?: readonly DataPartView[];
+    }
   /** A progress message while the task is working (a status update with a message and no state change). */
-  | { readonly kind: 'step'; readonly at: string; readonly text: string }
+  | { readonly kind: 'step'; readonly at: string; readonly text: string; readonly data?: readonly DataPartView[] }
   /** One artifact; updated in place as appended chunks arrive. */
   | {
       readonly kind: 'artifact';
@@ -46,7 +73,13 @@ export type JournalTimelineEntry =
       readonly complete: boolean;
     }
   /** A message: the agent's answer (when it replies with a Message) or the user's reply. */
-  | { readonly kind: 'message'; readonly at: string; readonly role: 'agent' | 'user'; readonly text: string }
+  | {
+      readonly kind: 'message';
+      readonly at: string;
+      readonly role: 'agent' | 'user';
+      readonly text: string;
+      readonly data?: readonly DataPartView[];
+    }
   /**
    * Something Baton did or saw: reconnecting, cancel sent, deadline passed, an event refused. `code`
    * and `params` say it for any language; `text` is the English line (or the stored text of an entry
@@ -113,4 +146,21 @@ export interface DelegationRecord {
     readonly checkAgain: boolean;
     readonly reviewChanges: boolean;
   };
+}
+
+/**
+ * The patches a result check approved, in order: its `patches`, or for a check written before a result
+ * could hold several, its one `patch` (then the gateway's `changes.patch`).
+ */
+export function recordedPatches(check: ResultCheckRecord | undefined): readonly RecordedPatch[] {
+  if (!check?.patch) return [];
+  if (check.patches?.length) return check.patches;
+  return [
+    {
+      ...check.patch,
+      name: 'changes.patch',
+      source: 'artifact',
+      signature: check.signature.status === 'verified' ? 'verified' : 'unsigned',
+    },
+  ];
 }

@@ -4,6 +4,7 @@
  * (the webview may import only src/core/protocol). Produced by `delegationPanelView` in
  * src/core/delegation/panelView.ts from the journal's record and what else the panel shows.
  */
+import type { DataPartView } from './dataView';
 import type { ReviewView } from './panelProtocol';
 import type { TimelineCode, TimelineParam } from './timelineText';
 import type { OutcomeWords } from './outcomeText';
@@ -40,6 +41,25 @@ export interface PatchStats {
   readonly deletions: number;
 }
 
+/** One patch the result check approved, for the user to choose which one to review. */
+export interface PatchChoice {
+  /** Its index among the delegation's patches (what `reviewChanges` is asked for). */
+  readonly index: number;
+  /** The artifact's name (or file name); `message` for a diff in the agent's final message. */
+  readonly name: string;
+  readonly source: 'artifact' | 'message';
+  /** `verified`: these bytes are the signed artifact's; `unsigned`: nothing signed them. */
+  readonly signature: 'verified' | 'unsigned';
+  /** Absent when the bytes do not parse as a patch (the review says why). */
+  readonly stats?: PatchStats;
+}
+
+/** A patch the agent returned as a link, which Baton does not download. */
+export interface PatchLink {
+  readonly name: string;
+  readonly url: string;
+}
+
 export interface TimelineEntry {
   /** The event's per-task sequence number (or a host-assigned one for local notes). */
   readonly seq: number;
@@ -61,6 +81,8 @@ export interface TimelineEntry {
   readonly state?: DelegationState;
   /** The text's length before it was shortened for the panel (see panelLimits.ts); absent when it was not. */
   readonly fullChars?: number;
+  /** The agent's structured content (data parts), shown as a collapsed tree; a summary where it did not fit. */
+  readonly data?: readonly DataPartView[];
 }
 
 export interface ArtifactView {
@@ -101,7 +123,14 @@ export interface DelegationView {
   /** Earlier timeline entries not in `timeline` (the journal has them). */
   readonly timelineOmitted?: number;
   readonly artifacts: readonly ArtifactView[];
+  /** The first (or only) approved patch in numbers: what Review Changes opens without a choice. */
   readonly patch?: PatchStats;
+  /** Every approved patch, when there are several: each is reviewed on its own. */
+  readonly patches?: readonly PatchChoice[];
+  /** Patches the agent returned as links, which Baton does not download. */
+  readonly patchLinks?: readonly PatchLink[];
+  /** Which of `patches` the open review is of. */
+  readonly reviewing?: number;
   readonly signature?: SignatureCheck;
   readonly cancelConfirmed?: boolean;
   /** The review of the returned changes.patch, once the user opened it. */

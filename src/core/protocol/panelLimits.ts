@@ -4,6 +4,7 @@
  * rendered many times a second. The host trims every snapshot to these bounds before posting it, and
  * the panel applies them again to whatever it receives, so neither side depends on the other.
  */
+import { DATA_SUMMARY_KEYS, isDataPartView, summaryOnly, type DataPartView } from './dataView';
 import type { DelegationView, TimelineEntry } from './delegationView';
 import type { TimelineParam } from './timelineText';
 
@@ -34,6 +35,14 @@ export const PANEL_LIMITS = {
   markdownDepth: 16,
   /** Levels of HTML the rendered markdown may have (raw HTML in agent text nests too). */
   domDepth: 48,
+  /** Data parts of one entry the panel takes (each kept whole within the entry's characters, else summarised). */
+  dataParts: 20,
+  /** Levels of a data part's tree the panel renders; deeper values show as their size. */
+  dataDepth: 32,
+  /** Keys or items of one object or array the panel renders; the rest are counted. */
+  dataItems: 500,
+  /** Characters of a string value shown before it collapses behind its length. */
+  dataStringChars: 200,
 } as const;
 
 /**
@@ -68,6 +77,34 @@ function boundedParam(p: unknown): TimelineParam {
   return typeof p === 'number' ? p : bounded(p, PANEL_LIMITS.paramChars);
 }
 
+/** A summary's keys within the panel's bounds (it may come from a host that did not bound them). */
+function boundedSummary(d: DataPartView): DataPartView {
+  if (!('summary' in d)) return d;
+  const keys = d.summary.keys.slice(0, DATA_SUMMARY_KEYS).map((k) => oneLine(String(k), 200));
+  return { summary: { ...d.summary, keys }, bytes: d.bytes };
+}
+
+/**
+ * An entry's data parts within `max` JSON bytes: values kept whole while they fit, the rest as their
+ * summaries (never a value cut short); what is not a data part view is dropped.
+ */
+function boundedData(
+  parts: readonly unknown[],
+  max: number,
+): { readonly parts: readonly DataPartView[]; readonly used: number } {
+  const out: DataPartView[] = [];
+  let used = 0;
+  for (const p of parts.slice(0, PANEL_LIMITS.dataParts)) {
+    if (!isDataPartView(p)) continue;
+    const keep = 'value' in p && used + p.bytes <= max;
+    if (keep) used += p.bytes;
+    const d = keep ? p : boundedSummary(summaryOnly(p));
+    if ('summary' in d) used += d.summary.keys.reduce((n, k) => n + k.length, 0);
+    out.push(d);
+  }
+  return { parts: out, used };
+}
+
 /**
  * A delegation view within `PANEL_LIMITS`: the latest timeline entries that fit the character budget
  * (`timelineOmitted` counts the rest), each entry's text shortened with its full length kept in
@@ -90,7 +127,15 @@ export function boundDelegationView(d: DelegationView): DelegationView {
     budget -= cut.text.length;
     const fullChars = Math.max(cut.total, e.fullChars ?? 0);
     const params = Array.isArray(e.params) ? { params: e.params.map(boundedParam) } : {};
-    timeline.push({ ...e, ...params, text: cut.text, ...(fullChars > cut.text.length ? { fullChars } : {}) });
+    const data = Array.isArray(e.data) ? boundedData(e.data, Math.min(PANEL_LIMITS.entryChars, budget)) : undefined;
+    if (data) budget -= data.used;
+    timeline.push({
+      ...e,
+      ...params,
+      text: cut.text,
+      ...(fullChars > cut.text.length ? { fullChars } : {}),
+      ...(data ? { data: data.parts } : {}),
+    });
   }
   timeline.reverse();
   const question = typeof d.question === 'string' ? shorten(d.question, PANEL_LIMITS.entryChars) : undefined;

@@ -82,8 +82,8 @@ export interface DelegationRequests extends ReviewRequests {
   cancel: PanelRequest<NoParams, { confirmed: boolean }>;
   /** Answer the agent's `input-required` question; the same task continues. */
   reply: PanelRequest<{ text: string }, { sent: true }>;
-  /** Open the returned changes.patch for review. */
-  reviewChanges: PanelRequest<NoParams, { opened: true }>;
+  /** Open a returned patch for review: the `patch`-th of several (from 0), else the first. */
+  reviewChanges: PanelRequest<{ patch?: number }, { opened: true }>;
   /** Reconcile an `unknown` outcome with the agent (GetTask), never a blind retry. */
   checkAgain: PanelRequest<NoParams, { state: DelegationState }>;
   /** `auth-required`: ask the user for a token for the agent's host (stored in SecretStorage). */
@@ -312,9 +312,17 @@ export function parseWebviewMessage(raw: unknown): ParseResult<WebviewToHostMess
             return { ok: false, error: `runCommand: command must be one of ${PANEL_COMMANDS.join(', ')}` };
           }
           return { ok: true, value: { type: 'request', id, method, params: { command: params.command } } };
+        case 'reviewChanges': {
+          const n = params.patch;
+          if (
+            !hasOnlyKeys(params, ['patch']) ||
+            (n !== undefined && (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0 || n > 10_000))
+          )
+            return { ok: false, error: 'reviewChanges: patch must be the index of one of the returned patches' };
+          return { ok: true, value: { type: 'request', id, method, params: n === undefined ? {} : { patch: n } } };
+        }
         case 'refresh':
         case 'cancel':
-        case 'reviewChanges':
         case 'checkAgain':
         case 'provideToken':
           if (Object.keys(params).length !== 0) return { ok: false, error: `${method}: takes no params` };

@@ -13,7 +13,8 @@ import {
   type OutcomeDecision,
 } from '../../core/delegation';
 import { delegationPanelView, panelTimelineEntry } from '../../core/delegation/panelView';
-import type { DelegationView, PatchStats } from '../../core/protocol/delegationView';
+import { recordedPatches, type RecordedPatch } from '../../core/delegation/record';
+import type { DelegationView, PatchChoice, PatchStats } from '../../core/protocol/delegationView';
 import type { ReviewView } from '../../core/protocol/panelProtocol';
 import { timelineEntryText } from '../../core/protocol/timelineText';
 import { resultCheckText } from '../../core/resultText';
@@ -212,7 +213,7 @@ export class DelegationService extends Disposable {
    * the signed artifact), never the journal's live view, which later events could change. Waits for a
    * check still running; refuses a result that did not verify. A copy, so no holder can change another's.
    */
-  async reviewPatch(id: string): Promise<Buffer | undefined> {
+  async reviewPatch(id: string, index = 0): Promise<Buffer | undefined> {
     await (this.checks.get(id) ?? this.check(id));
     const check = this.manager?.get(id)?.resultCheck;
     if (!check)
@@ -222,14 +223,21 @@ export class DelegationService extends Disposable {
         vscode.l10n.t('The result did not verify, so Baton will not review or apply it: {0}', check.signature.detail),
       );
     }
-    if (!check.patch) return undefined;
-    return Buffer.from(this.approvedPatch(id, check.patch.sha256).bytes);
+    const patch = recordedPatches(check)[index];
+    if (!patch) return undefined;
+    return Buffer.from(this.approvedPatch(id, patch.sha256, index).bytes);
+  }
+
+  /** The patches the result check approved (name, where from, verified or not), in order. */
+  approvedPatchList(id: string): readonly RecordedPatch[] {
+    const check = this.manager?.get(id)?.resultCheck;
+    return check && check.signature.status !== 'invalid' ? recordedPatches(check) : [];
   }
 
   /** The approved patch with this digest, or an error that says what to do. */
-  private approvedPatch(id: string, digest: string): ApprovedPatch {
+  private approvedPatch(id: string, digest: string, index: number): ApprovedPatch {
     try {
-      return this.patches.get(id, digest);
+      return this.patches.get(id, digest, index);
     } catch (e) {
       if (!(e instanceof ApprovedPatchError)) throw e;
       throw new Error(
@@ -352,9 +360,9 @@ export class DelegationService extends Disposable {
       });
       // Next to a verified result, who ran it is what the agent signed, not the task's metadata.
       const executor = executorOf(r.status === 'verified' ? r.executor : final?.metadata?.[META.executor]);
-      const approved = r.status !== 'invalid' && r.patch ? r.patch : undefined;
-      if (approved) this.patches.store(id, approved.bytes, approved.sha256);
-      else this.patches.remove(id);
+      const approved = r.status !== 'invalid' ? (r.patches ?? []) : [];
+      approved.forEach((p, i) => this.patches.store(id, p.bytes, p.sha256, i));
+      this.patches.remove(id, approved.length);
       if (r.status === 'invalid')
         this.log.warn(`delegation ${id}: the result did not verify (${r.failure}): ${r.detail}`);
       const live = this.manager?.get(id);
@@ -364,7 +372,19 @@ export class DelegationService extends Disposable {
         signature: { status: r.status, detail: r.detail },
         message: r.text,
         ...(executor ? { executor } : {}),
-        ...(approved ? { patch: { artifactId: approved.artifactId, sha256: approved.sha256 } } : {}),
+        ...(approved.length
+          ? {
+              patch: { artifactId: approved[0].artifactId, sha256: approved[0].sha256 },
+              patches: approved.map((p) => ({
+                artifactId: p.artifactId,
+                sha256: p.sha256,
+                name: p.name,
+                source: p.source,
+                signature: p.signature,
+              })),
+            }
+          : {}),
+        ...(r.status !== 'invalid' && r.links?.length ? { links: r.links } : {}),
       };
       if (live) await this.record(live, checked);
       else await this.store.append(id, checked, { sync: true });
@@ -376,15 +396,33 @@ export class DelegationService extends Disposable {
   }
 
   /** The panel's view of a delegation, with the review of its patch when one is open. */
-  panelView(id: string, review?: ReviewView): DelegationView | undefined {
+  panelView(id: string, review?: ReviewView, reviewing?: number): DelegationView | undefined {
     const record = this.journalView(id);
     if (!record) return undefined;
-    const view = delegationPanelView(record, { patch: this.patchStats(id, record), review });
+    const view = delegationPanelView(record, {
+      patch: this.patchStats(id, record),
+      patches: this.patchChoices(id, record),
+      review,
+      reviewing,
+    });
     // The check is journaled as data (and in English for logs); the panel says it in the user's language.
     const message = record.resultCheck?.message;
     return message && view.signature
       ? { ...view, signature: { ...view.signature, detail: resultCheckText(message, vscode.l10n.t) } }
       : view;
+  }
+
+  /** Every approved patch with its statistics, for choosing which one to review. */
+  private patchChoices(id: string, record: DelegationRecord): PatchChoice[] {
+    return recordedPatches(record.resultCheck).map((p, index) => {
+      let stats: PatchStats | undefined;
+      try {
+        stats = this.patches.get(id, p.sha256, index).stats;
+      } catch {
+        stats = undefined;
+      }
+      return { index, name: p.name, source: p.source, signature: p.signature, ...(stats ? { stats } : {}) };
+    });
   }
 
   /** The approved patch's statistics (computed when it was stored or read back), if there is one. */

@@ -45,8 +45,8 @@ export function delegationRequestHandlers(deps: DelegationRequestDeps): PanelHan
       if (stored && service.panelView(id)?.state === 'auth-required') await service.checkAgain(id);
       return { stored };
     },
-    reviewChanges: async (subject) => {
-      await showReview(deps, subject.delegationId);
+    reviewChanges: async (subject, p) => {
+      await showReview(deps, subject.delegationId, p.patch);
       return { opened: true };
     },
     reviewSelect: async (subject, p) => {

@@ -21,7 +21,7 @@ export function panelSnapshotter(
 ): (refreshCount: number, subject: PanelSubject) => PanelSnapshot {
   const { agents, agentsView, delegations, service, reviews } = deps;
   function delegationView(id: string) {
-    return service.panelView(id, reviews.get(id)?.view());
+    return service.panelView(id, reviews.get(id)?.view(), reviews.reviewing(id));
   }
   return (refreshCount, subject) => {
     const entry = subject.kind === 'agentReview' ? agents.find(subject.agentId) : undefined;

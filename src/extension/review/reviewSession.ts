@@ -82,6 +82,8 @@ export class ReviewSession extends Disposable {
     private readonly beforeApply: () => Promise<void> = () => Promise.resolve(),
     /** Who made the changes (the changes editor's title). */
     private readonly agentName?: string,
+    /** What the agent called the patch (`fix.diff`, …), for the merge editor; `changes.patch` when unsaid. */
+    private readonly patchName?: string,
   ) {
     super();
     this._register(docs.register(id, (kind, path) => this.content(kind, path)));
@@ -377,7 +379,7 @@ export class ReviewSession extends Disposable {
         input2: {
           uri: reviewUri(this.id, 'theirs', pending.snapshot.root, c.path),
           title: vscode.l10n.t('Agent'),
-          description: vscode.l10n.t('changes.patch'),
+          description: this.patchName ?? vscode.l10n.t('changes.patch'),
         },
         output,
       });

@@ -22,30 +22,60 @@ export class ReviewSessions extends Disposable {
     this._register({ dispose: () => this.sessions.forEach((r) => r.dispose()) });
   }
 
+  /** Which of a delegation's patches each open review is of (0: the first, or only, one). */
+  private readonly indexes = new Map<string, number>();
+
   get(id: string): ReviewSession | undefined {
     return this.sessions.get(id);
+  }
+
+  /** Which of the delegation's patches its open review is of. */
+  reviewing(id: string): number | undefined {
+    return this.sessions.has(id) ? (this.indexes.get(id) ?? 0) : undefined;
   }
 
   get all(): readonly ReviewSession[] {
     return [...this.sessions.values()];
   }
 
-  /** The review of a delegation's returned changes.patch: the open one, or a new one, prepared. */
-  async open(id: string): Promise<ReviewSession> {
+  /**
+   * The review of one of a delegation's returned patches (`index` among several; the first by
+   * default): the open one, or a new one, prepared. Choosing another patch replaces an open review
+   * that wrote nothing; one that applied changes must be undone or finished first.
+   */
+  async open(id: string, index?: number): Promise<ReviewSession> {
     const open = this.sessions.get(id);
-    if (open) return open;
+    const want = index ?? this.indexes.get(id) ?? 0;
+    if (open && (this.indexes.get(id) ?? 0) === want) return open;
+    if (open) {
+      const state = open.view().state;
+      if (state === 'applied' || state === 'conflicts' || open.view().applied)
+        throw new Error(
+          vscode.l10n.t(
+            'The review of another patch of this delegation has applied changes: undo them or finish that review before reviewing this one.',
+          ),
+        );
+      this.sessions.delete(id);
+      this.indexes.delete(id);
+      open.dispose();
+    }
     // The bytes the result check approved (the signed artifact when verified), held by the review from here on.
-    const patch = await this.service.reviewPatch(id);
-    if (patch === undefined) throw new Error(vscode.l10n.t('This delegation returned no changes.patch.'));
+    const patch = await this.service.reviewPatch(id, want);
+    if (patch === undefined)
+      throw new Error(
+        want === 0
+          ? vscode.l10n.t('This delegation returned no patch.')
+          : vscode.l10n.t('This delegation has no patch {0}.', want + 1),
+      );
     // Opened by another click while the check was awaited: show that one.
-    if (this.sessions.has(id)) return this.open(id);
+    if (this.sessions.has(id)) return this.open(id, index);
     const side = this.service.sidecar(id);
     const folder = side?.folder || vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     if (!folder)
       throw new Error(vscode.l10n.t('Open the folder the delegation was started from to review its changes.'));
     // Apply only while the delegation's result still checks out as the same bytes this review holds.
     const stillChecked = async (): Promise<void> => {
-      const now = await this.service.reviewPatch(id);
+      const now = await this.service.reviewPatch(id, want);
       if (!now?.equals(patch))
         throw new Error(
           vscode.l10n.t(
@@ -62,8 +92,10 @@ export class ReviewSessions extends Disposable {
       (r) => this.record(id, r),
       stillChecked,
       this.service.journalView(id)?.agent.name,
+      this.service.approvedPatchList(id)[want]?.name,
     );
     this.sessions.set(id, session);
+    this.indexes.set(id, want);
     session.onDidChange(() => this._onDidChange.fire(id));
     await session.prepare();
     return session;
@@ -112,8 +144,9 @@ export async function showReview(
     readonly service: DelegationService;
   },
   id: string,
+  index?: number,
 ): Promise<ReviewSession> {
-  const session = await deps.reviews.open(id);
+  const session = await deps.reviews.open(id, index);
   deps.panels.open({ kind: 'delegation', delegationId: id }, delegationPanelTitle(deps.service, id));
   if (session.patchFiles.length) await session.open();
   return session;

@@ -20,6 +20,7 @@ import type {
   ListTasksRequest,
   ListTasksResponse,
   Message,
+  Part,
   SendMessageRequest,
   StreamResponse,
   SubscribeToTaskRequest,
@@ -71,6 +72,15 @@ export interface Turn {
     text: string,
     opts?: { append?: boolean; lastChunk?: boolean; mediaType?: string },
   ): void;
+  /** An artifact update with any parts (file parts, data parts, several parts). */
+  artifactParts(
+    artifactId: string,
+    name: string,
+    parts: Part[],
+    opts?: { append?: boolean; lastChunk?: boolean },
+  ): void;
+  /** A status update whose message has these parts. */
+  statusParts(state: TaskState, parts: Part[]): void;
   sleep(ms: number): Promise<void>;
   /** Resolves when a cancel for this task arrives. */
   readonly canceled: Promise<void>;
@@ -156,6 +166,30 @@ export class ScriptedExecutor implements AgentExecutor {
             },
             append: o.append ?? false,
             lastChunk: o.lastChunk ?? false,
+            metadata: undefined,
+          }),
+        ),
+      artifactParts: (artifactId, name, parts, o = {}) =>
+        bus.publish(
+          AgentEvent.artifactUpdate({
+            taskId,
+            contextId,
+            artifact: { artifactId, name, description: '', parts, metadata: undefined, extensions: [] },
+            append: o.append ?? false,
+            lastChunk: o.lastChunk ?? true,
+            metadata: undefined,
+          }),
+        ),
+      statusParts: (state, parts) =>
+        bus.publish(
+          AgentEvent.statusUpdate({
+            taskId,
+            contextId,
+            status: {
+              state,
+              message: { ...agentMessage(taskId, contextId, ''), parts },
+              timestamp: new Date().toISOString(),
+            },
             metadata: undefined,
           }),
         ),

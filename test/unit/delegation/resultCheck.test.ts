@@ -21,7 +21,7 @@ import type { AgentServer } from './agentServers';
 import { newRun, tempDir, within } from './harness';
 import { PATCH_ID, SIGNED_PATCH, startSigningAgent } from './signingAgent';
 import type { SigningAgent } from './signingAgent';
-import { CASES } from './tamperCases';
+import { CASES, MESSAGE_DIFF } from './tamperCases';
 
 async function delegateTo(
   agent: SigningAgent | { card: SigningAgent['card']; jsonRpc: SigningAgent['jsonRpc'] },
@@ -89,6 +89,31 @@ describe('result check: a signing agent that tampers with what it sends', () => 
       },
     );
   }
+
+  it('a patch under another name is verified with the result; a diff in the final message is offered, unsigned', async () => {
+    const renamed = await delegateTo(agent, store, 'signed-fix-diff');
+    assert.ok(renamed.check.status === 'verified', renamed.check.detail);
+    assert.deepEqual(
+      renamed.check.patches?.map((p) => [p.name, p.source, p.signature, p.bytes.toString('utf8')]),
+      [['fix.diff', 'artifact', 'verified', SIGNED_PATCH]],
+    );
+    const inMessage = await delegateTo(agent, store, 'signed-message-diff');
+    assert.ok(inMessage.check.status === 'verified', inMessage.check.detail);
+    assert.deepEqual(
+      inMessage.check.patches?.map((p) => [p.name, p.source, p.signature, p.bytes.toString('utf8')]),
+      [
+        [PATCH_ARTIFACT.name, 'artifact', 'verified', SIGNED_PATCH],
+        ['message', 'message', 'unsigned', MESSAGE_DIFF],
+      ],
+    );
+    // From an agent that signs nothing, the same patches are all unsigned.
+    const plainMessage = await delegateTo(plain, store, 'signed-message-diff');
+    assert.equal(plainMessage.check.status, 'unsigned', plainMessage.check.detail);
+    assert.deepEqual(
+      plainMessage.check.patches?.map((p) => p.signature),
+      ['unsigned', 'unsigned'],
+    );
+  });
 
   it('the journal shows the final changes.patch, not one streamed before it under the same name', async () => {
     const { journal } = await delegateTo(agent, store, 'streamed-other-patch');

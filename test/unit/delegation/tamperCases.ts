@@ -19,6 +19,30 @@ function withArtifacts(t: Task, artifacts: Task['artifacts']): Task {
   return { ...t, artifacts };
 }
 
+/** A diff another agent might put in its last message, fenced as markdown. */
+export const MESSAGE_DIFF = 'diff --git a/y b/y\n--- a/y\n+++ b/y\n@@ -1 +1 @@\n-c\n+d\n';
+const messageDiffText = `done. The other change, if you want it:\n\n\`\`\`diff\n${MESSAGE_DIFF}\`\`\`\n`;
+
+/** The honest patch under another name (`fix.diff`), streamed, signed and final alike. */
+function renamedPatch(name: string): Tamper {
+  const rename = (a: Task['artifacts'][number]): Task['artifacts'][number] =>
+    artifactOf(
+      a.artifactId,
+      a.name ? name : '',
+      a.parts.map((x) => (x.content?.$case === 'text' ? x.content.value : '')),
+    );
+  return {
+    events: (p) => [
+      p.events[0],
+      artifactEvent(p, artifactOf(PATCH_ID, name, [PATCH_CHUNKS[0]]), false, false),
+      artifactEvent(p, artifactOf(PATCH_ID, '', [PATCH_CHUNKS[1]]), true, true),
+      p.events[3],
+    ],
+    signedTask: (p) => withArtifacts(p.task, p.task.artifacts.map(rename)),
+    final: (t) => withArtifacts(t, t.artifacts.map(rename)),
+  };
+}
+
 /** The honest events with the artifact events replaced (status events kept, in place). */
 function artifactEvents(p: Played, replace: (p: Played) => Played['events']): Played['events'] {
   const [working, , , done] = p.events;
@@ -348,6 +372,32 @@ export const CASES: ReadonlyArray<{
     tamper: { final: (t) => ({ ...t, metadata: { 'baton/resultEnvelope': 'not.a.jws' } }) },
     failure: 'malformed',
     why: /not a compact JWS|signature does not verify/,
+  },
+
+  // Patches other agents return: under another name (verified with the result), in the final message
+  // (the result verifies; that diff is reviewed as unsigned), or added to the final task unsigned.
+  { name: 'signed-fix-diff', tamper: renamedPatch('fix.diff'), why: /signed by http:\/\/127\.0\.0\.1:\d+’s key / },
+  {
+    name: 'signed-message-diff',
+    tamper: (() => {
+      const withDiff = (p: Played) => ({
+        state: TaskState.TASK_STATE_COMPLETED,
+        message: agentMessage(p, messageDiffText),
+        timestamp: p.task.status?.timestamp,
+      });
+      return {
+        events: (p: Played) => [...p.events.slice(0, 3), statusEvent(p, withDiff(p))],
+        signedTask: (p: Played) => ({ ...p.task, status: withDiff(p) }),
+        final: (t: Task, p: Played) => ({ ...t, status: withDiff(p) }),
+      };
+    })(),
+    why: /signed by http:\/\/127\.0\.0\.1:\d+’s key /,
+  },
+  {
+    name: 'final-extra-diff',
+    tamper: { final: (t) => withArtifacts(t, [...t.artifacts, artifactOf('fix', 'fix.diff', [EVIL])]) },
+    failure: 'artifact-unsigned',
+    why: /"fix\.diff" is not covered by the signature/,
   },
 
   // Verified signatures, but no single text patch to review.

@@ -759,6 +759,118 @@ describe('delegation panel in a real browser', { skip }, () => {
       /does not match/,
     ],
   ];
+  it('renders a data part as a collapsed tree of keys and values, never as markup, long strings folded', async () => {
+    const long = `<img src="http://127.0.0.1:9/x.png">${'diff line\n'.repeat(100)}`;
+    const value = {
+      request: { callId: 'call-1', name: 'replace', args: { file_path: '<b>src/a.ts</b>', n: 3, ok: true } },
+      status: 'awaiting_approval',
+      confirmationDetails: { type: 'edit', fileDiff: long, none: null },
+      tool: ['replace', 'edit'],
+    };
+    const bytes = JSON.stringify(value).length;
+    const page = await open(
+      snapshot(
+        delegation({
+          timeline: [
+            {
+              seq: 1,
+              at: new Date().toISOString(),
+              kind: 'step',
+              text: 'Waiting for approval',
+              markdown: true,
+              data: [
+                { value, bytes },
+                {
+                  summary: { type: 'object', count: 120, keys: ['huge', '<script>alert(1)</script>'] },
+                  bytes: 5_000_000,
+                },
+              ],
+            },
+          ],
+        }),
+      ),
+    );
+    const part = page.locator('#timeline .data-part').first();
+    // Collapsed: the top level is a closed <details>, with the value's size in its summary.
+    assert.equal(await part.locator('details.data-node').first().getAttribute('open'), null);
+    assert.match(await part.locator('summary').first().innerText(), /\{4 keys\}/);
+    await part.locator('summary').first().click();
+    const top = await part.locator('.data-children').first().innerText();
+    assert.match(top, /request: \{3 keys\}/);
+    assert.match(top, /status: "awaiting_approval"/);
+    assert.match(top, /tool: \[2 items\]/);
+    // Opening the levels shows scalars as text; the agent's markup stays text.
+    // (in document order, so each level is visible when it is clicked; the top one is open already)
+    for (const s of (await part.locator('details.data-node > summary').all()).slice(1)) await s.click();
+    const all = await part.innerText();
+    assert.match(all, /file_path: "<b>src\/a\.ts<\/b>"/);
+    assert.match(all, /n: 3/);
+    assert.match(all, /ok: true/);
+    assert.match(all, /none: null/);
+    assert.equal(await page.locator('#timeline .data-part b, #timeline .data-part img').count(), 0);
+    // The long string is folded behind its length.
+    const folded = part.locator('details.data-long');
+    assert.equal(await folded.count(), 1);
+    assert.match(
+      await folded.locator('summary').innerText(),
+      new RegExp(`${long.length.toLocaleString('en-US')} characters`),
+    );
+    assert.equal(await folded.getAttribute('open'), null);
+    // A value too large to keep shows its summary: its keys as text, and that the journal keeps it.
+    const summary = page.locator('#timeline .data-summary');
+    assert.match(await summary.innerText(), /\{huge, <script>alert\(1\)<\/script>, …\}/);
+    assert.match(await summary.innerText(), /120 keys, too large to show here/);
+    assert.equal(await page.locator('#timeline script').count(), 0);
+    await page.screenshot({ path: join(shots, 'data-part.png') });
+    await page.close();
+  });
+
+  it('lists several returned patches with their names and file counts, each with a Review button that posts its index', async () => {
+    const page = await open(
+      snapshot(
+        delegation({
+          state: 'completed',
+          terminal: true,
+          patch: { files: 1, additions: 1, deletions: 1 },
+          patches: [
+            {
+              index: 0,
+              name: 'fix.diff',
+              source: 'artifact',
+              signature: 'verified',
+              stats: { files: 1, additions: 1, deletions: 1 },
+            },
+            {
+              index: 1,
+              name: 'message',
+              source: 'message',
+              signature: 'unsigned',
+              stats: { files: 2, additions: 3, deletions: 0 },
+            },
+          ],
+          patchLinks: [{ name: 'extra.diff', url: 'https://patches.example/extra.diff' }],
+        }),
+      ),
+    );
+    const rows = page.locator('#patches .patch-choice');
+    assert.equal(await rows.count(), 2);
+    assert.match(await rows.nth(0).innerText(), /fix\.diff[\s\S]*1 file[\s\S]*verified/);
+    assert.match(await rows.nth(1).innerText(), /the agent’s message[\s\S]*2 files[\s\S]*unsigned/);
+    assert.equal(await page.locator('#review').count(), 0, 'no single Review Changes button beside the list');
+    assert.match(
+      await page.innerText('.patch-link'),
+      /returned the patch extra\.diff as a link \(https:\/\/patches\.example\/extra\.diff\), which Baton does not download/,
+    );
+    await rows.nth(1).locator('.review-patch').click();
+    await page.waitForFunction(() =>
+      (globalThis as unknown as { __posted: { method?: string }[] }).__posted.some((m) => m.method === 'reviewChanges'),
+    );
+    const msgs = (await posted(page)) as { type: string; method?: string; params?: unknown }[];
+    assert.deepEqual(msgs.find((m) => m.method === 'reviewChanges')?.params, { patch: 1 });
+    await page.screenshot({ path: join(shots, 'patch-choices.png') });
+    await page.close();
+  });
+
   it('shows the strings of the bundle the host passes, and a translation is text, never markup', async () => {
     translated = translatedPage({
       Cancel: 'Abbrechen',
