@@ -118,7 +118,12 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
       agentReview: agentReviewRequestHandlers(agents),
     }),
     agents.onDidChange(() => panels.update()),
-    service.onDidChange((id) => panels.update(id === '*' ? undefined : { kind: 'delegation', delegationId: id })),
+    service.onDidChange((id) => {
+      panels.update(id === '*' ? undefined : { kind: 'delegation', delegationId: id });
+      // A parent's panel lists its children's states.
+      const parent = id === '*' ? undefined : service.tree().parentOf.get(id);
+      if (parent) panels.update({ kind: 'delegation', delegationId: parent });
+    }),
     reviews.onDidChange((id) => panels.update({ kind: 'delegation', delegationId: id })),
   );
   const status = new DelegationStatusController(service);

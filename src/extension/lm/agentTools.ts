@@ -23,6 +23,7 @@ import {
   type DelegateInput,
 } from '../../core/delegation/agentTools';
 import type { StartedBy } from '../../core/delegation/tree';
+import { isRecord } from '../../core/isRecord';
 import { childState } from '../../core/delegation/tree';
 import type { CapabilitySet } from '../../core/protocol/delegationView';
 import type { AgentService } from '../agents/agentService';
@@ -141,10 +142,10 @@ export class BatonAgentTools {
 
   // ---- delegate ----
 
-  /** The agent the model named: by id (the card URL) or a card URL that normalises to one. */
+  /** The agent the model named: by its id, the card URL (any spelling that normalises to it). */
   private agentFor(id: string): AgentEntry | undefined {
     try {
-      return this.deps.agents.find(id) ?? this.deps.agents.agents.find((a) => a.approval?.card.name === id);
+      return this.deps.agents.find(id);
     } catch {
       return undefined;
     }
@@ -227,11 +228,10 @@ export class BatonAgentTools {
    */
   async delegate(raw: unknown, token?: vscode.CancellationToken): Promise<string> {
     const input = parseDelegateInput(raw);
-    const named =
-      typeof (raw as { agent?: unknown } | undefined)?.agent === 'string'
-        ? String((raw as { agent: string }).agent)
-        : '';
-    if (!input.ok) return this.refuse(new ToolRefusal('invalid-input', input.error), named);
+    if (!input.ok) {
+      const named = isRecord(raw) && typeof raw.agent === 'string' ? raw.agent : '';
+      return this.refuse(new ToolRefusal('invalid-input', input.error), named);
+    }
     const { value } = input;
     let id: string;
     try {
@@ -250,9 +250,9 @@ export class BatonAgentTools {
           'unknown-parent',
           `${AGENT_TOOL_NAMES.delegate}: no delegation "${value.parentRequestId}" in this window. Leave "parentRequestId" out, or pass an id ${AGENT_TOOL_NAMES.delegate} answered.`,
         );
+      const context = await this.collect(value);
       const slot = this.cap.take(Date.now());
       if (!slot.ok) throw new ToolRefusal('burst-cap', burstCapError(this.cap, slot.retryAfterMs));
-      const context = await this.collect(value);
       id = await this.deps.starter.start({
         agentId: plan.entry.cardUrl,
         task: value.task,

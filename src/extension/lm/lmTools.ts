@@ -45,7 +45,17 @@ function toolTable(
 export function languageModelTool(tools: BatonAgentTools, name: ToolName): vscode.LanguageModelTool<unknown> {
   const entry = toolTable(tools)[name];
   return {
-    prepareInvocation: (options) => entry.prepare(options.input),
+    prepareInvocation: (options) => {
+      const p = entry.prepare(options.input);
+      const c = p.confirmationMessages;
+      // The agent's name and the task come from a card and a model: shown as text, never as markdown.
+      return c
+        ? {
+            invocationMessage: p.invocationMessage,
+            confirmationMessages: { title: c.title, message: new vscode.MarkdownString().appendText(c.message) },
+          }
+        : p;
+    },
     invoke: async (options, token) => {
       const text = await entry.run(options.input, token);
       return new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(text)]);

@@ -10,6 +10,7 @@
  * run time, so an older VS Code activates Baton without it.
  */
 import * as vscode from 'vscode';
+import { mcpServerCommand } from '../../node/cliShim';
 
 /** The provider id, as contributed in package.json (`contributes.mcpServerDefinitionProviders`). */
 export const MCP_PROVIDER_ID = 'baton.mcp';
@@ -38,26 +39,6 @@ interface McpServerDefinitionProviderLike {
 
 type RegisterMcpProvider = (id: string, provider: McpServerDefinitionProviderLike) => vscode.Disposable;
 
-/** The command line and environment of Baton's MCP server, for one runtime and bundle. */
-export interface McpCommand {
-  readonly command: string;
-  readonly args: string[];
-  readonly env: Record<string, string>;
-}
-
-export function mcpCommand(runtime: string, script: string, gatewayStateDir: string, env = process.env): McpCommand {
-  return {
-    command: runtime,
-    args: [script, 'mcp'],
-    env: {
-      ELECTRON_RUN_AS_NODE: '1',
-      // The CLI finds this window's local gateway through its state folder, unless the user chose one.
-      BATON_STATE_DIR: env.BATON_STATE_DIR || gatewayStateDir,
-      ...(env.BATON_GATEWAY ? { BATON_GATEWAY: env.BATON_GATEWAY } : {}),
-    },
-  };
-}
-
 /** Registers the provider where VS Code has the API; nothing (and a log line) where it has not. */
 export function registerMcpServerDefinition(
   context: vscode.ExtensionContext,
@@ -80,7 +61,7 @@ export function registerMcpServerDefinition(
     onDidChangeMcpServerDefinitions: changed.event,
     provideMcpServerDefinitions: () => {
       if (!vscode.workspace.isTrusted) return [];
-      const c = mcpCommand(
+      const c = mcpServerCommand(
         process.execPath,
         vscode.Uri.joinPath(context.extensionUri, 'dist', 'baton.js').fsPath,
         gatewayStateDir,

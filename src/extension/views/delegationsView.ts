@@ -79,7 +79,7 @@ export class DelegationsViewProvider extends Disposable implements vscode.TreeDa
     if (n?.kind === 'reported') return this.reportedItem(n, collapsible);
     const d = n?.kind === 'delegation' ? n.delegation : undefined;
     const item = new vscode.TreeItem(d?.title ?? node.id, collapsible);
-    item.id = node.id;
+    item.id = treeItemId(node.id, n);
     if (!d) return item;
     const look = stateLook(d.state);
     item.iconPath = stateIcon(d.state);
@@ -106,7 +106,7 @@ export class DelegationsViewProvider extends Disposable implements vscode.TreeDa
   ): vscode.TreeItem {
     const state = childState(n.info);
     const item = new vscode.TreeItem(n.info.title || n.info.taskId, collapsible);
-    item.id = n.id;
+    item.id = treeItemId(n.id, n);
     item.iconPath = stateIcon(state);
     item.description = vscode.l10n.t(
       '{0} · {1} · started at the gateway',
@@ -123,6 +123,15 @@ export class DelegationsViewProvider extends Disposable implements vscode.TreeDa
   private indexed(): DelegationTree {
     return (this.index ??= this.service.tree());
   }
+}
+
+/**
+ * The tree item's id: the node's, with a mark once it has children. VS Code keeps the collapsible state
+ * it first saw for an id, so a delegation shown without children would stay collapsed when its first
+ * child appears; under a new id it opens expanded, as a parent does.
+ */
+function treeItemId(id: string, n: TreeNode | undefined): string {
+  return n?.children.length ? `${id}#children` : id;
 }
 
 /** What Baton knows of a child a gateway reported, in lines (its tooltip and its info message). */
