@@ -169,6 +169,13 @@ describe('the tree from real journals, live and after a reload', () => {
       const reopened = await open();
       const reloaded = reopened.list().map((s) => treeDelegationOf(reopened.get(s.requestId) as DelegationJournal));
       reopened.dispose();
+      // The audit line of the agent-started one says who started it; the person's says nothing.
+      const audit = await store.readAudit();
+      assert.deepEqual(audit.find((r) => r.requestId === kid.requestId)?.startedBy, {
+        kind: 'agent',
+        via: 'vscode-lm',
+      });
+      assert.equal(audit.find((r) => r.requestId === parent.requestId)?.startedBy, undefined);
       await store.close();
 
       for (const list of [live, reloaded]) {
