@@ -12,9 +12,7 @@ import type { BatonAgentTools, PreparedCall } from './agentTools';
 type ToolName = (typeof AGENT_TOOL_NAMES)[keyof typeof AGENT_TOOL_NAMES];
 
 /** What each tool does, by name: its call and, for delegate and cancel, what is shown before it runs. */
-function toolTable(
-  tools: BatonAgentTools,
-): Record<
+function toolTable(tools: BatonAgentTools): Record<
   ToolName,
   {
     run: (input: unknown, token: vscode.CancellationToken) => Promise<string>;
