@@ -161,6 +161,15 @@ describe('Chat agents delegate through Baton’s language-model tools', () => {
       panel?.children?.map((c) => [c.id, c.local, c.startedBy]),
       [[childId, true, 'agent']],
     );
+    // A click on the child in the parent's panel opens the child's own panel.
+    await driver('click', `#children li[data-child="${childId}"] a`);
+    await waitFor('the child’s panel', () =>
+      api.panels.all().some((p) => p.subject.kind === 'delegation' && p.subject.delegationId === childId)
+        ? true
+        : undefined,
+    );
+    await driver('expectText', 'Scope: the file sent as context (src/styles.css): 1 file');
+    await driver('screenshot', 'lm-child-panel');
   });
 
   it('refuses a sixth agent-started delegation within a minute, says why, and audits it', async () => {
