@@ -12,6 +12,8 @@ import { TaskState } from '@a2a-js/sdk';
 import { META, PATCH_ARTIFACT } from './batonProfile';
 import { canonicalize } from './jcs';
 import type { DelegationRecord, JournalTimelineEntry, RecordedArtifact, ResultCheckRecord } from './delegation/record';
+import { childTaskOf, foldChildTask, type ReportedChildren, type StartedBy } from './delegation/tree';
+import type { ChildTaskInfo } from './batonProfile';
 import type { CapabilitySet, DelegationOutcome, DelegationState } from './protocol/delegationView';
 import { timelineEntryText, type TimelineCode, type TimelineParam } from './protocol/timelineText';
 import { boundData, type DataPartView } from './protocol/dataView';
@@ -88,6 +90,8 @@ export interface DelegationRequest {
   readonly parentRequestId?: string;
   /** Agent ids from the root delegation down to (and including) this one's agent. */
   readonly chain: readonly string[];
+  /** Who started it; journals written before this was recorded have none (a person did). */
+  readonly startedBy?: StartedBy;
 }
 
 /**
@@ -560,6 +564,8 @@ export class DelegationJournal {
   private readonly _conflicts = new Map<string, ArtifactConflict>();
   private readonly _timelineLimit: number;
   private readonly _previewChars: number;
+  /** Children the gateway reported on this task's stream (`META.child`), the latest report per child. */
+  private readonly _children: ReportedChildren = new Map();
 
   constructor(request: DelegationRequest, options: DelegationJournalOptions = {}) {
     this.request = request;
@@ -815,6 +821,8 @@ export class DelegationJournal {
       case 'statusUpdate': {
         const ev = p.value;
         this.bindTask(ev.taskId, ev.contextId);
+        const child = childTaskOf(ev.metadata);
+        if (child) foldChildTask(this._children, child, seq);
         const text = partsText(ev.status?.message?.parts);
         const state = ev.status?.state;
         const changed = this.setState(state, text, seq, e.at, ev.metadata);
@@ -1015,6 +1023,11 @@ export class DelegationJournal {
     return this._resultCheck;
   }
 
+  /** Children the gateway reported for this task, oldest first. */
+  childTasks(): ChildTaskInfo[] {
+    return [...this._children.values()].map((c) => c.info).sort((a, b) => a.startedAt - b.startedAt);
+  }
+
   view(now: number): DelegationRecord {
     const r = this.request;
     const decided = this.decide() ?? this._recorded;
@@ -1042,6 +1055,8 @@ export class DelegationJournal {
       who: r.who,
       agent: { id: r.agent.id, name: r.agent.name, endpoint: r.agent.endpoint },
       ...(r.parentRequestId ? { parentRequestId: r.parentRequestId } : {}),
+      ...(r.startedBy ? { startedBy: r.startedBy } : {}),
+      ...(this._children.size ? { childTasks: this.childTasks() } : {}),
       state,
       ...(decided ? { outcome: decided.outcome, outcomeReason: decided.reason } : {}),
       ...(decided?.because ? { outcomeBecause: decided.because } : {}),

@@ -9,6 +9,9 @@ import { DelegationService } from './delegate/delegationService';
 import { DelegationStarter } from './delegate/delegationStarter';
 import { errorMessage } from './errors';
 import { GatewaySupervisor } from './gateway/gatewaySupervisor';
+import { BatonAgentTools } from './lm/agentTools';
+import { registerLanguageModelTools } from './lm/lmTools';
+import { registerMcpServerDefinition } from './lm/mcpServer';
 import { DelegationPanelManager, type DelegationPanel } from './panel/delegationPanel';
 import { agentReviewRequestHandlers, delegationRequestHandlers } from './panel/panelRequestHandlers';
 import { panelSnapshotter } from './panel/panelSnapshot';
@@ -35,6 +38,8 @@ export interface BatonApi {
   review(delegationId: string): ReviewSession | undefined;
   /** Whether a token is stored for this origin (a bare host means its https origin). */
   hasToken(origin: string): Promise<boolean>;
+  /** What the language-model tools do (their calls and what they show before running). */
+  readonly tools: BatonAgentTools;
 }
 
 export function activate(context: vscode.ExtensionContext): BatonApi {
@@ -113,7 +118,12 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
       agentReview: agentReviewRequestHandlers(agents),
     }),
     agents.onDidChange(() => panels.update()),
-    service.onDidChange((id) => panels.update(id === '*' ? undefined : { kind: 'delegation', delegationId: id })),
+    service.onDidChange((id) => {
+      panels.update(id === '*' ? undefined : { kind: 'delegation', delegationId: id });
+      // A parent's panel lists its children's states.
+      const parent = id === '*' ? undefined : service.tree().parentOf.get(id);
+      if (parent) panels.update({ kind: 'delegation', delegationId: parent });
+    }),
     reviews.onDidChange((id) => panels.update({ kind: 'delegation', delegationId: id })),
   );
   const status = new DelegationStatusController(service);
@@ -130,6 +140,22 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     ...registerReviewCommands({ reviews, panels, service }),
   );
 
+  // Chat agents delegate too: the language-model tools and `baton mcp` for VS Code's agent sessions.
+  const hasToken = async (origin: string) => (await storage.getToken(origin)) !== undefined;
+  const tools = new BatonAgentTools({
+    agents,
+    service,
+    starter,
+    gateway,
+    hasToken,
+    defaultDeadlineMinutes: () => config().get<number>('defaultDeadlineMinutes', 30),
+    log,
+  });
+  context.subscriptions.push(
+    ...registerLanguageModelTools(tools, log),
+    ...registerMcpServerDefinition(context, gatewayState, log),
+  );
+
   // A local gateway that is already running (started by another window, or by the demo) is reused.
   void gateway
     .findRunning()
@@ -144,7 +170,8 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     delegations: service,
     ready,
     review: (id) => reviews.get(id),
-    hasToken: async (origin) => (await storage.getToken(origin)) !== undefined,
+    hasToken,
+    tools,
   };
 }
 

@@ -45,10 +45,12 @@ export function formatAuditReport(records: readonly AuditRecord[], source: strin
     const when = Number.isNaN(Date.parse(r.at))
       ? inert(r.at, 40)
       : new Date(r.at).toISOString().replace('T', ' ').slice(0, 19) + ' UTC';
-    out.push(`${when}  ${r.review ? 'REVIEW' : inert(r.outcome, 20).toUpperCase()}  ${inert(r.agent.name, 120)}`);
+    const kind = r.review ? 'REVIEW' : r.refused ? 'REFUSED' : inert(r.outcome, 20).toUpperCase();
+    out.push(`${when}  ${kind}  ${inert(r.agent.name, 120)}`);
     out.push(
-      `  delegation ${r.requestId}${r.taskId ? `, task ${inert(r.taskId, 120)}` : ''}${r.parentRequestId ? `, started by delegation ${r.parentRequestId}` : ''}, by ${inert(r.who, 60)}`,
+      `  delegation ${r.requestId}${r.taskId ? `, task ${inert(r.taskId, 120)}` : ''}${r.parentRequestId ? `, started by delegation ${r.parentRequestId}` : ''}, by ${inert(r.who, 60)}${r.startedBy?.kind === 'agent' ? ` through a chat agent (${inert(r.startedBy.via, 40)})` : ''}`,
     );
+    if (r.refused) out.push(`  refused before anything was sent (${inert(r.refused.code, 40)})`);
     out.push(
       `  agent endpoint ${inert(r.agent.endpoint, 300)}${r.agent.cardDigest ? ` (card ${r.agent.cardDigest.slice(0, 19)}…)` : ''}`,
     );

@@ -71,3 +71,32 @@ export function writeCliLaunchers(
   }
   return dir;
 }
+
+/** The command line and environment of Baton's MCP server (`baton mcp`), as VS Code's agent sessions start it. */
+export interface McpServerCommand {
+  readonly command: string;
+  readonly args: string[];
+  readonly env: Record<string, string>;
+}
+
+/**
+ * `baton mcp` on the runtime the launchers use (`ELECTRON_RUN_AS_NODE=1 <runtime> <script> mcp`),
+ * against the local gateway of `gatewayStateDir`, unless the user's environment names another state
+ * folder or a gateway (`BATON_STATE_DIR`, `BATON_GATEWAY`): then those are passed on.
+ */
+export function mcpServerCommand(
+  runtime: string,
+  script: string,
+  gatewayStateDir: string,
+  env: NodeJS.ProcessEnv = process.env,
+): McpServerCommand {
+  return {
+    command: runtime,
+    args: [script, 'mcp'],
+    env: {
+      ELECTRON_RUN_AS_NODE: '1',
+      BATON_STATE_DIR: env.BATON_STATE_DIR || gatewayStateDir,
+      ...(env.BATON_GATEWAY ? { BATON_GATEWAY: env.BATON_GATEWAY } : {}),
+    },
+  };
+}

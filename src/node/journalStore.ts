@@ -24,6 +24,7 @@ import type {
   JournalEntry,
   OutcomeDecision,
 } from '../core/delegation';
+import type { StartedBy } from '../core/delegation/tree';
 
 export const AUDIT_FILE = 'audit.jsonl';
 const JOURNAL_SUFFIX = '.jsonl';
@@ -122,6 +123,14 @@ export interface AuditRecord {
   }>;
   /** Present on the lines a review writes: what the user did with the returned patch. */
   readonly review?: ReviewAuditInfo;
+  /** Who started the delegation, when it was not the person at the keyboard. */
+  readonly startedBy?: StartedBy;
+  /**
+   * Present on the lines of a delegation that was refused before anything was sent (a chat agent over
+   * its burst cap, an agent that is not approved…): why, as a code. `requestId` is then the refused
+   * call's own id, with no journal.
+   */
+  readonly refused?: { readonly code: string };
 }
 
 /** What was applied (or undone, rejected) from a delegation's patch: files, hunks, digests before and after. */
@@ -146,6 +155,7 @@ export function auditRecordFor(journal: DelegationJournal, decision: OutcomeDeci
       ...(r.agent.cardDigest ? { cardDigest: r.agent.cardDigest } : {}),
     },
     ...(r.parentRequestId ? { parentRequestId: r.parentRequestId } : {}),
+    ...(r.startedBy && r.startedBy.kind !== 'user' ? { startedBy: r.startedBy } : {}),
     contextDigests: r.contextDigests,
     capabilities: r.capabilities,
     ...(journal.taskId ? { taskId: journal.taskId } : {}),

@@ -1,7 +1,8 @@
 import * as l10n from '@vscode/l10n';
 import { html, nothing, type TemplateResult } from 'lit';
 import { unsafeHTML } from 'lit/directives/unsafe-html.js';
-import { PANEL_LIMITS } from '../core/protocol/panelLimits';
+import { oneLine, PANEL_LIMITS } from '../core/protocol/panelLimits';
+import type { DelegationChildView } from '../core/protocol/delegationView';
 import type { DelegationView, TimelineEntry } from '../core/protocol/panelProtocol';
 import { stateLabel, stateLook } from '../core/protocol/delegationStates';
 import { outcomeReasonText } from '../core/protocol/outcomeText';
@@ -20,6 +21,8 @@ export interface DelegationActions extends ReviewActions {
   provideToken(): void;
   /** Open the full text of a shortened timeline entry (by seq) or of the agent's question (no seq). */
   showFullText(seq?: number): void;
+  /** Open a listed child: its panel when it is a delegation of this window, else its info. */
+  openChild(childId: string): void;
   readonly busy: boolean;
 }
 
@@ -343,6 +346,49 @@ function patchLinks(d: DelegationView): TemplateResult | typeof nothing {
   )}`;
 }
 
+/** The most children a panel lists; the Delegations view has them all. */
+const CHILDREN_SHOWN = 200;
+
+/**
+ * The delegations started from within this one, with their state and who started them. A click opens
+ * a child's panel when it is a delegation of this window; a child its gateway started shows its info.
+ */
+function childrenList(d: DelegationView, a: DelegationActions): TemplateResult | typeof nothing {
+  const all: readonly DelegationChildView[] = Array.isArray(d.children) ? d.children : [];
+  if (!all.length) return nothing;
+  const shown = all.slice(0, CHILDREN_SHOWN);
+  return html`<h2>${l10n.t('Started from within this delegation')} <span class="muted">(${all.length})</span></h2>
+    <ul class="children" id="children">
+      ${shown.map((c) => {
+        const st = stateLook(String(c.state));
+        return html`<li class="child" data-child=${c.id}>
+          <vscode-icon name=${st.icon} ?spin=${st.spin}></vscode-icon>
+          <a
+            href="#"
+            title=${c.local ? l10n.t('Open its panel') : l10n.t('Show what Baton knows of it')}
+            @click=${(ev: Event) => {
+              ev.preventDefault();
+              a.openChild(c.id);
+            }}
+            >${oneLine(String(c.title || c.taskId || c.id), 200)}</a
+          >
+          <span class="muted"
+            >${oneLine(String(c.agentName), 120)} ·
+            <span class="state ${st.tone}">${stateLabel(String(c.state), t)}</span> ·
+            ${
+              c.local
+                ? c.startedBy === 'agent'
+                  ? l10n.t('started by a chat agent')
+                  : l10n.t('started by you')
+                : l10n.t('started at the gateway')
+            }${c.children ? html` · ${l10n.t('{0} children', c.children)}` : nothing}</span
+          >
+        </li>`;
+      })}
+    </ul>
+    ${all.length > shown.length ? html`<p class="muted">${l10n.t('{0} more in the Delegations view.', all.length - shown.length)}</p>` : nothing}`;
+}
+
 /** Why it ended: Baton's reason in the reader's language, the agent's own as it wrote it. */
 function reasonOf(d: DelegationView): string {
   return outcomeReasonText(d.reasonWords, d.reason ?? '', t);
@@ -360,9 +406,20 @@ export function delegationTemplate(d: DelegationView, a: DelegationActions, now:
         <h1 title=${d.title}>${d.title}</h1>
         <div class="muted">
           ${l10n.t('to')} <strong>${d.agent.name}</strong> ·
-          <span class="endpoint" title=${l10n.t('Baton only calls the endpoint you approved')}
-            >${d.agent.endpoint}</span
-          >
+          <span class="endpoint" title=${l10n.t('Baton only calls the endpoint you approved')}>${d.agent.endpoint}</span
+          >${
+            d.startedBy === 'agent'
+              ? html` ·
+                  <span
+                    class="chip"
+                    id="started-by"
+                    title=${l10n.t(
+                      'A chat agent started this delegation through Baton’s tools. You review its patch as any other; the agent cannot apply it.',
+                    )}
+                    >${l10n.t('started by a chat agent')}</span
+                  >`
+              : nothing
+          }
         </div>
       </div>
       <span class="spacer"></span>
@@ -422,7 +479,7 @@ export function delegationTemplate(d: DelegationView, a: DelegationActions, now:
       <span class="spacer"></span>
       ${d.terminal ? nothing : html`<vscode-button id="cancel" secondary icon="debug-stop" ?disabled=${a.busy} @click=${() => a.cancel()}>${l10n.t('Cancel')}</vscode-button>`}
     </div>
-    ${d.review ? reviewTemplate(d.review, a) : nothing}
+    ${d.review ? reviewTemplate(d.review, a) : nothing} ${childrenList(d, a)}
     <vscode-divider></vscode-divider>
     ${timeline(d, a)}
     ${

@@ -104,6 +104,7 @@ const actions: DelegationActions = {
   checkAgain: () => void run('checkAgain', {}),
   provideToken: () => void run('provideToken', {}),
   showFullText: (seq?: number) => void run('showFullText', seq === undefined ? {} : { seq }),
+  openChild: (childId: string) => void run('openChild', { childId }),
   send: (method, params) => void run(method, params),
   get busy() {
     return busy !== undefined;

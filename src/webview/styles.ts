@@ -74,6 +74,8 @@ h2 { font-size: 1em; font-weight: 600; margin: 14px 0 6px; }
 .sig.invalid { color: var(--vscode-errorForeground); }
 .artifacts { list-style: none; padding: 0; }
 .artifacts li { padding: 3px 0; display: flex; gap: 6px; align-items: center; }
+.children { list-style: none; padding: 0; }
+.children li { padding: 3px 0; display: flex; gap: 6px; align-items: center; flex-wrap: wrap; }
 `;
 
 export const reviewStyles = `

@@ -77,6 +77,7 @@ const phases: PhaseSpec[] =
               'palette.test.js',
               'remoteAgent.test.js',
               'newcomer.test.js',
+              'lmTools.test.js',
               'reload.test.js',
             ],
             reloadAfter: true,

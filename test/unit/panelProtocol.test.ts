@@ -124,6 +124,7 @@ const SAMPLE_PARAMS: { [M in keyof PanelRequests]: PanelRequests[M]['params'] } 
   checkAgain: {},
   provideToken: {},
   showFullText: { seq: 2 },
+  openChild: { childId: 'd2' },
   reviewSelect: { fileId: 'f1', hunkId: 'h1', selected: true },
   reviewSelectAll: { selected: true },
   reviewOverride: { riskId: 'r1', allow: true },

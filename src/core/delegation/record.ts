@@ -8,7 +8,9 @@ import type { CapabilitySet, DelegationOutcome, DelegationState, SignatureCheck 
 import type { OutcomeWords } from '../protocol/outcomeText';
 import type { DataPartView } from '../protocol/dataView';
 import type { TimelineCode, TimelineParam } from '../protocol/timelineText';
+import type { ChildTaskInfo } from '../batonProfile';
 import type { ResultMessage } from '../resultText';
+import type { StartedBy } from './tree';
 
 /** Who executed a delegation and how, as the agent reported it (signed, when the result verified). */
 export interface ExecutorInfo {
@@ -114,6 +116,10 @@ export interface DelegationRecord {
   readonly who: string;
   readonly agent: { readonly id: string; readonly name: string; readonly endpoint: string };
   readonly parentRequestId?: string;
+  /** Who started it, when the journal records it (older ones do not: a person did). */
+  readonly startedBy?: StartedBy;
+  /** Children the gateway reported on this task's stream, the latest report of each. */
+  readonly childTasks?: readonly ChildTaskInfo[];
   readonly state: DelegationState;
   readonly outcome?: DelegationOutcome;
   /** Why it ended like this, in words the user can act on (the agent's reason for failed/rejected). */

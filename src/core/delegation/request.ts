@@ -10,6 +10,7 @@ import type { CapabilitySet, DelegationRequest } from '../delegation';
 import { buildDelegationMessage, pureSha256Hex } from './context';
 import type { DelegationMessageInput, Sha256Hex } from './context';
 import { READ_ONLY } from './guards';
+import type { StartedBy } from './tree';
 
 /** The longest title a delegation gets from its task. */
 export const TITLE_LENGTH = 200;
@@ -23,6 +24,10 @@ export interface DelegationRequestInput extends Omit<DelegationMessageInput, 'ca
   readonly createdAt: number;
   /** What the user asked for; read-only when left out. */
   readonly capabilities?: CapabilitySet;
+  /** Who starts it, when it is not the person at the keyboard (a chat agent). */
+  readonly startedBy?: StartedBy;
+  /** The delegation this one is started from within (the task tree). */
+  readonly parentRequestId?: string;
 }
 
 /** A delegation's title: the first line of its task, shortened to `TITLE_LENGTH`. */
@@ -62,6 +67,8 @@ export function buildDelegationRequest(
     ...(input.deadline !== undefined ? { deadline: input.deadline } : {}),
     capabilities: { requested: capabilities, effective: capabilities },
     contextDigests,
+    ...(input.parentRequestId ? { parentRequestId: input.parentRequestId } : {}),
     chain,
+    ...(input.startedBy ? { startedBy: input.startedBy } : {}),
   };
 }

@@ -93,6 +93,23 @@ export interface ArtifactView {
   readonly isPatch: boolean;
 }
 
+/** A child of a delegation, as its panel lists it. */
+export interface DelegationChildView {
+  /** The child's delegation id when it is a delegation of this window, else its tree id. */
+  readonly id: string;
+  readonly title: string;
+  readonly agentName: string;
+  /** A delegation state, or the A2A state a gateway reported for it. */
+  readonly state: string;
+  /** A delegation of this window: its panel can be opened. */
+  readonly local: boolean;
+  readonly startedBy: 'user' | 'agent';
+  /** For a child a gateway reported: its task id there. */
+  readonly taskId?: string;
+  /** How many children it has in turn. */
+  readonly children: number;
+}
+
 export interface DelegationView {
   readonly id: string;
   /** First line of the task as the user wrote it. */
@@ -135,4 +152,8 @@ export interface DelegationView {
   readonly cancelConfirmed?: boolean;
   /** The review of the returned changes.patch, once the user opened it. */
   readonly review?: ReviewView;
+  /** `agent` when a chat agent started it (through VS Code's language-model tools or `baton mcp`). */
+  readonly startedBy?: 'user' | 'agent';
+  /** Delegations started from within this one, newest first. */
+  readonly children?: readonly DelegationChildView[];
 }

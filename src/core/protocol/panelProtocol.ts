@@ -93,6 +93,11 @@ export interface DelegationRequests extends ReviewRequests {
    * question (no `seq`), in a plain-text editor: nothing of it is rendered.
    */
   showFullText: PanelRequest<{ seq?: number }, { opened: true }>;
+  /**
+   * One of the listed children (by the id the view gives it): a delegation of this window opens its own
+   * panel; a child a gateway started for the task has no panel here, so its info is shown.
+   */
+  openChild: PanelRequest<{ childId: string }, { opened: 'panel' | 'info' }>;
 }
 
 /** Requests an agent review panel makes about the agent it reviews. */
@@ -131,6 +136,7 @@ export const PANEL_REQUEST_KIND: { readonly [M in keyof PanelRequests]: KindOfMe
   checkAgain: 'delegation',
   provideToken: 'delegation',
   showFullText: 'delegation',
+  openChild: 'delegation',
   reviewSelect: 'delegation',
   reviewSelectAll: 'delegation',
   reviewOverride: 'delegation',
@@ -416,6 +422,10 @@ export function parseWebviewMessage(raw: unknown): ParseResult<WebviewToHostMess
             ok: true,
             value: { type: 'request', id, method, params: params.seq === undefined ? {} : { seq: params.seq } },
           };
+        case 'openChild':
+          if (!hasOnlyKeys(params, ['childId']) || !isId(params.childId))
+            return { ok: false, error: 'openChild: needs childId' };
+          return { ok: true, value: { type: 'request', id, method, params: { childId: params.childId } } };
         case 'reply':
           if (!hasOnlyKeys(params, ['text']) || typeof params.text !== 'string')
             return { ok: false, error: 'reply: text must be a string' };

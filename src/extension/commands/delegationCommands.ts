@@ -9,6 +9,7 @@ import { errorMessage } from '../errors';
 import type { DelegationPanelManager } from '../panel/delegationPanel';
 import { delegationPanelTitle } from '../review/reviewSessions';
 import { requireTrust } from '../trust';
+import { childTaskInfoText } from '../views/delegationsView';
 import { delegationIdOf } from './commandArgs';
 
 export interface DelegationCommandDeps {
@@ -70,6 +71,7 @@ export function registerDelegationCommands(deps: DelegationCommandDeps): vscode.
       if (!delegationId) return;
       panels.open({ kind: 'delegation', delegationId }, delegationPanelTitle(service, delegationId));
     }),
+    vscode.commands.registerCommand('baton.showChildTask', (id?: unknown) => showChildTask(service, panels, id)),
     vscode.commands.registerCommand('baton.cancelDelegation', async (id?: unknown) => {
       const delegationId = delegationIdOf(id);
       if (delegationId) await service.cancel(delegationId);
@@ -156,4 +158,20 @@ async function startFromPalette(
     void vscode.window.showErrorMessage(vscode.l10n.t('Could not delegate: {0}', errorMessage(e)));
     return undefined;
   }
+}
+
+/**
+ * A child in the task tree (the Delegations view, a parent's panel): a delegation of this window opens
+ * its panel; a child a gateway started for a task has no panel here, so what Baton knows of it is shown.
+ */
+export function showChildTask(service: DelegationService, panels: DelegationPanelManager, arg: unknown): void {
+  const id = delegationIdOf(arg);
+  if (!id) return;
+  const node = service.tree().byId.get(id);
+  if (node?.kind === 'reported') {
+    void vscode.window.showInformationMessage(childTaskInfoText(node.info));
+    return;
+  }
+  if (!service.journalView(id)) throw new Error(vscode.l10n.t('No delegation {0} in this window.', id));
+  panels.open({ kind: 'delegation', delegationId: id }, delegationPanelTitle(service, id));
 }

@@ -5,6 +5,7 @@
  */
 import type { DelegationRequest } from '../../core/delegation';
 import type { RepositoryContext } from '../../core/delegation/context';
+import type { StartedBy } from '../../core/delegation/tree';
 import { buildDelegationRequest } from '../../core/delegation/request';
 import type { CollectedContext } from './context';
 import type { StartChoice } from './startFlow';
@@ -19,6 +20,10 @@ export interface ExtensionRequestInput {
   readonly repository: RepositoryContext | undefined;
   /** Epoch ms. */
   readonly deadline: number | undefined;
+  /** Who starts it, when it is not the person at the keyboard. */
+  readonly startedBy?: StartedBy;
+  /** The delegation it is started from within. */
+  readonly parentRequestId?: string;
 }
 
 export function extensionDelegationRequest(input: ExtensionRequestInput): DelegationRequest {
@@ -36,5 +41,7 @@ export function extensionDelegationRequest(input: ExtensionRequestInput): Delega
     agent: input.agent,
     who: input.who,
     createdAt: input.createdAt,
+    ...(input.startedBy ? { startedBy: input.startedBy } : {}),
+    ...(input.parentRequestId ? { parentRequestId: input.parentRequestId } : {}),
   });
 }

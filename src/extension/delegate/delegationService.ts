@@ -6,14 +6,26 @@ import { callableEndpoint, pinnedKeysFor, type AgentEntry } from '../../core/age
 import { META } from '../../core/batonProfile';
 import {
   DelegationJournal,
+  type CapabilitySet,
   type DelegationRecord,
   type DelegationRequest,
   type ExecutorInfo,
   type JournalEntry,
   type OutcomeDecision,
 } from '../../core/delegation';
+import type { PatchSummary } from '../../core/delegation/agentTools';
 import { delegationPanelView, panelTimelineEntry } from '../../core/delegation/panelView';
 import { recordedPatches, type RecordedPatch } from '../../core/delegation/record';
+import {
+  buildDelegationTree,
+  childViews,
+  type DelegationTree,
+  type StartedBy,
+  treeDelegationOf,
+  type TreeDelegation,
+} from '../../core/delegation/tree';
+import { parsePatchText } from '../../core/patch';
+import { oneLine } from '../../core/protocol/panelLimits';
 import type { DelegationView, PatchChoice, PatchStats } from '../../core/protocol/delegationView';
 import type { ReviewView } from '../../core/protocol/panelProtocol';
 import { timelineEntryText } from '../../core/protocol/timelineText';
@@ -93,7 +105,10 @@ export class DelegationService extends Disposable {
       maxConcurrent: this.maxConcurrent(),
       onOutcome: (id, decision) => void this.settled(id, decision),
     });
-    const unsubscribe = this.manager.onDidChange((id) => this._onDidChange.fire(id));
+    const unsubscribe = this.manager.onDidChange((id) => {
+      this.treeCache = undefined;
+      this._onDidChange.fire(id);
+    });
     this._register({ dispose: () => unsubscribe() });
     this._register({ dispose: () => this.manager?.dispose() });
     for (const s of this.manager.list()) {
@@ -160,7 +175,12 @@ export class DelegationService extends Disposable {
   }
 
   /** Builds the first message from exactly what the user chose and starts (or queues) the delegation. */
-  async start(agent: AgentEntry, choice: StartChoice, context: CollectedContext): Promise<string> {
+  async start(
+    agent: AgentEntry,
+    choice: StartChoice,
+    context: CollectedContext,
+    origin: { readonly startedBy?: StartedBy; readonly parentRequestId?: string } = {},
+  ): Promise<string> {
     const endpoint = callableEndpoint(agent);
     if (!endpoint || !agent.approval) throw new Error(vscode.l10n.t('{0} is not approved.', agent.cardUrl));
     const requestId = randomUUID();
@@ -183,6 +203,8 @@ export class DelegationService extends Disposable {
       context,
       repository,
       deadline: createdAt + choice.deadlineMinutes * 60_000,
+      ...(origin.startedBy ? { startedBy: origin.startedBy } : {}),
+      ...(origin.parentRequestId ? { parentRequestId: origin.parentRequestId } : {}),
     });
     const sidecar: DelegationSidecar = { folder: root ?? folder ?? '', ...(base ? { base } : {}) };
     writeSidecar(this.dir, requestId, sidecar);
@@ -194,6 +216,75 @@ export class DelegationService extends Disposable {
 
   list() {
     return this.manager?.list() ?? [];
+  }
+
+  private treeCache: DelegationTree | undefined;
+
+  /**
+   * The task tree of this window's delegations (src/core/delegation/tree.ts): parents, children from
+   * the journals (`parentRequestId`) and the children gateways reported on their parents' streams.
+   * Rebuilt after a change.
+   */
+  tree(): DelegationTree {
+    if (this.treeCache) return this.treeCache;
+    const nodes: TreeDelegation[] = [];
+    for (const s of this.list()) {
+      const j = this.manager?.get(s.requestId);
+      if (j) nodes.push(treeDelegationOf(j));
+    }
+    return (this.treeCache = buildDelegationTree(nodes));
+  }
+
+  /**
+   * Writes an audit line for a delegation refused before anything was sent (a chat agent over its
+   * burst cap, an agent that is not approved, a capability the agent does not declare…).
+   */
+  async auditRefusal(refusal: {
+    readonly code: string;
+    readonly reason: string;
+    readonly agent: { readonly id: string; readonly name: string; readonly endpoint: string };
+    readonly startedBy: StartedBy;
+    readonly capabilities?: CapabilitySet;
+    readonly parentRequestId?: string;
+  }): Promise<void> {
+    const caps = refusal.capabilities ?? { write: false, shell: false, network: false };
+    await this.store.appendAudit({
+      at: new Date().toISOString(),
+      requestId: randomUUID(),
+      who: userInfo().username,
+      agent: refusal.agent,
+      ...(refusal.parentRequestId ? { parentRequestId: refusal.parentRequestId } : {}),
+      contextDigests: [],
+      capabilities: { requested: caps, effective: { write: false, shell: false, network: false } },
+      outcome: 'rejected',
+      reason: refusal.reason,
+      artifacts: [],
+      startedBy: refusal.startedBy,
+      refused: { code: refusal.code },
+    });
+  }
+
+  /** The approved patch per file, for a caller that reports it (get task); undefined without one. */
+  async patchSummary(id: string): Promise<PatchSummary | undefined> {
+    const record = this.journalView(id);
+    if (!record?.resultCheck?.patch || record.resultCheck.signature.status === 'invalid') return undefined;
+    const bytes = await this.reviewPatch(id);
+    if (!bytes) return undefined;
+    try {
+      const parsed = parsePatchText(bytes.toString('utf8'));
+      const files = parsed.files.map((f) => ({
+        path: f.newPath ?? f.oldPath ?? f.id,
+        added: f.added,
+        removed: f.removed,
+      }));
+      return {
+        files,
+        additions: files.reduce((n, f) => n + f.added, 0),
+        deletions: files.reduce((n, f) => n + f.removed, 0),
+      };
+    } catch {
+      return undefined;
+    }
   }
 
   get runningCount(): number {
@@ -399,12 +490,22 @@ export class DelegationService extends Disposable {
   panelView(id: string, review?: ReviewView, reviewing?: number): DelegationView | undefined {
     const record = this.journalView(id);
     if (!record) return undefined;
-    const view = delegationPanelView(record, {
-      patch: this.patchStats(id, record),
-      patches: this.patchChoices(id, record),
-      review,
-      reviewing,
-    });
+    const tree = this.tree();
+    const children = childViews(tree.byId.get(id)).map((c) => ({
+      ...c,
+      title: oneLine(c.title),
+      agentName: oneLine(c.agentName),
+    }));
+    const view = {
+      ...delegationPanelView(record, {
+        patch: this.patchStats(id, record),
+        patches: this.patchChoices(id, record),
+        review,
+        reviewing,
+      }),
+      ...(record.startedBy?.kind === 'agent' ? { startedBy: 'agent' as const } : {}),
+      ...(children.length ? { children } : {}),
+    };
     // The check is journaled as data (and in English for logs); the panel says it in the user's language.
     const message = record.resultCheck?.message;
     return message && view.signature

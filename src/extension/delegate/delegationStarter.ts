@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import type { AgentService } from '../agents/agentService';
 import { requireTrustOrThrow } from '../trust';
+import type { StartedBy } from '../../core/delegation/tree';
 import type { CollectedContext } from './context';
 import type { DelegationService } from './delegationService';
 import type { StartChoice } from './startFlow';
@@ -8,6 +9,10 @@ import type { StartChoice } from './startFlow';
 /** Everything a delegation starts from: the agent, the task, what travels with it, what it may do, by when. */
 export interface StartRequest extends StartChoice {
   readonly context: CollectedContext;
+  /** Who starts it, when it is not the person at the keyboard (a chat agent). */
+  readonly startedBy?: StartedBy;
+  /** The delegation of this window it is started from within (the task tree). */
+  readonly parentRequestId?: string;
 }
 
 /**
@@ -31,6 +36,16 @@ export class DelegationStarter {
       throw new Error(
         vscode.l10n.t('{0} is not among your agents any more. Add it again with Baton: Add Agent….', request.agentId),
       );
-    return this.service.start(entry, request, request.context);
+    if (request.parentRequestId && !this.service.journalView(request.parentRequestId))
+      throw new Error(
+        vscode.l10n.t(
+          'No delegation {0} in this window to start a child of. Leave parentRequestId out, or pass the id of a delegation listed in the Delegations view.',
+          request.parentRequestId,
+        ),
+      );
+    return this.service.start(entry, request, request.context, {
+      startedBy: request.startedBy,
+      parentRequestId: request.parentRequestId,
+    });
   }
 }

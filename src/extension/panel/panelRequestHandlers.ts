@@ -5,6 +5,7 @@ import type { DelegationService } from '../delegate/delegationService';
 import type { ReviewSession } from '../review/reviewSession';
 import { showReview, type ReviewSessions } from '../review/reviewSessions';
 import { requireTrustOrThrow } from '../trust';
+import { showChildTask } from '../commands/delegationCommands';
 import type { DelegationPanelManager } from './delegationPanel';
 
 export interface DelegationRequestDeps {
@@ -88,6 +89,13 @@ export function delegationRequestHandlers(deps: DelegationRequestDeps): PanelHan
         { preview: true },
       );
       return { opened: true };
+    },
+    openChild: async (subject, p) => {
+      // Only a child listed in this delegation's panel: the panel cannot open arbitrary delegations.
+      const child = service.panelView(subject.delegationId)?.children?.find((c) => c.id === p.childId);
+      if (!child) throw new Error(vscode.l10n.t('That child is no longer listed under this delegation.'));
+      showChildTask(service, deps.panels, child.id);
+      return { opened: child.local ? 'panel' : 'info' };
     },
     reviewOpen: async (subject, p) => {
       await sessionOf(subject).open(p.fileId);

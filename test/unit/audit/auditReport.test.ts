@@ -46,6 +46,32 @@ describe('audit report', () => {
     assert.match(text, /You applied 1 file\(s\): src\/a\.ts/);
   });
 
+  it('marks a delegation a chat agent started, and one refused before anything was sent', () => {
+    const started: AuditRecord = { ...base, startedBy: { kind: 'agent', via: 'vscode-lm' } };
+    const refused: AuditRecord = {
+      ...started,
+      requestId: 'r-2',
+      at: '2026-11-30T12:00:00.000Z',
+      outcome: 'rejected',
+      reason: 'baton_delegate: refused: chat agents may start at most 5 delegations per 60 seconds',
+      taskId: undefined,
+      artifacts: [],
+      contextDigests: [],
+      refused: { code: 'burst-cap' },
+    };
+    const text = formatAuditReport([started, refused], 'f');
+    assert.match(
+      text,
+      /12:00:00 UTC {2}REFUSED {2}Formatter\n {2}delegation r-2, by dev through a chat agent \(vscode-lm\)/,
+    );
+    assert.match(text, /refused before anything was sent \(burst-cap\)/);
+    assert.match(text, /reason: baton_delegate: refused: chat agents may start at most 5/);
+    assert.match(
+      text,
+      /COMPLETED {2}Formatter\n {2}delegation r-1, task t-1, by dev through a chat agent \(vscode-lm\)/,
+    );
+  });
+
   it('says so when nothing was delegated', () => {
     assert.match(formatAuditReport([], 'f'), /Nothing has been delegated yet/);
   });

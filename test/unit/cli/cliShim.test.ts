@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, win32 } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { cliLaunchers, writeCliLaunchers } from '../../../src/node/cliShim';
+import { cliLaunchers, mcpServerCommand, writeCliLaunchers } from '../../../src/node/cliShim';
 
 const base = mkdtempSync(join(tmpdir(), "baton shim 'quoted' "));
 after(() => rmSync(base, { recursive: true, force: true }));
@@ -41,6 +41,27 @@ describe('the baton launcher on the terminal PATH', () => {
       '"C:\\Users\\A 100%%\\AppData\\Local\\Programs\\Microsoft VS Code\\Code.exe" "C:\\Users\\A 100%%\\.vscode\\extensions\\baton.baton-0.1.0\\dist\\baton.js" %*',
       '',
     ]);
+  });
+
+  it('the MCP server definition runs `mcp` on the same runtime and script, against the window’s gateway', () => {
+    const script = join(base, 'fake mcp.js');
+    writeFileSync(
+      script,
+      'process.stdout.write(JSON.stringify({ argv: process.argv.slice(2), electron: process.env.ELECTRON_RUN_AS_NODE, state: process.env.BATON_STATE_DIR, gateway: process.env.BATON_GATEWAY ?? null }))',
+    );
+    const c = mcpServerCommand(process.execPath, script, '/state/of/window', {});
+    const out = JSON.parse(
+      execFileSync(c.command, c.args, { env: { PATH: process.env.PATH, ...c.env }, encoding: 'utf8' }),
+    ) as { argv: string[]; electron: string; state: string; gateway: string | null };
+    assert.deepEqual(out, { argv: ['mcp'], electron: '1', state: '/state/of/window', gateway: null });
+    // A state folder or a gateway the user chose is passed on, as the terminal's `baton` keeps it.
+    assert.deepEqual(
+      mcpServerCommand(process.execPath, script, '/state/of/window', {
+        BATON_STATE_DIR: '/mine',
+        BATON_GATEWAY: 'https://gw.example',
+      }).env,
+      { ELECTRON_RUN_AS_NODE: '1', BATON_STATE_DIR: '/mine', BATON_GATEWAY: 'https://gw.example' },
+    );
   });
 
   it('rewrites a launcher only when what it runs changed', () => {
