@@ -34,9 +34,14 @@ export interface StandInModel {
   readonly url: string;
   /** Adds turns to the end of the queue; a generate request with an empty queue is answered "(no more turns)". */
   push(...turns: ModelTurn[]): void;
-  /** The generate requests (streamGenerateContent and generateContent), in order; countTokens is left out. */
+  /** The model turns asked for (streamGenerateContent), in order. */
   readonly requests: ModelRequest[];
-  /** The parts of the last content of the last generate request (a functionResponse after a tool ran). */
+  /**
+   * The server's side requests (generateContent: its edit corrector, its next-speaker check): answered
+   * with `{}` as text, never from the turn queue, so a failed edit's correction cannot eat a scripted turn.
+   */
+  readonly helperRequests: ModelRequest[];
+  /** The parts of the last content of the last turn asked for (a functionResponse after a tool ran). */
   lastParts(): Json[];
   close(): Promise<void>;
 }
@@ -100,6 +105,7 @@ function modelResponse(turn: ModelTurn | undefined): Json {
 export async function startStandInModel(turns: readonly ModelTurn[] = []): Promise<StandInModel> {
   const queue: ModelTurn[] = [...turns];
   const requests: ModelRequest[] = [];
+  const helperRequests: ModelRequest[] = [];
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     void (async () => {
       const raw = await readBody(req);
@@ -119,6 +125,11 @@ export async function startStandInModel(turns: readonly ModelTurn[] = []): Promi
         res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
         return;
       }
+      if (!path.includes(':streamGenerateContent')) {
+        helperRequests.push({ path, body });
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(modelResponse({ text: '{}' })));
+        return;
+      }
       requests.push({ path, body });
       const reply = modelResponse(queue.shift());
       if (path.includes('alt=sse')) {
@@ -134,6 +145,7 @@ export async function startStandInModel(turns: readonly ModelTurn[] = []): Promi
     url: `http://127.0.0.1:${port}`,
     push: (...more) => void queue.push(...more),
     requests,
+    helperRequests,
     lastParts() {
       const last = requests.at(-1);
       const contents = (last?.body.contents ?? []) as Json[];
