@@ -8,6 +8,7 @@ import type { CapabilitySet, DelegationOutcome, DelegationState, SignatureCheck 
 import type { OutcomeWords } from '../protocol/outcomeText';
 import type { TimelineCode, TimelineParam } from '../protocol/timelineText';
 import type { ResultMessage } from '../resultText';
+import type { ToolCallView } from '../protocol/toolCalls';
 
 /** Who executed a delegation and how, as the agent reported it (signed, when the result verified). */
 export interface ExecutorInfo {
@@ -105,6 +106,13 @@ export interface DelegationRecord {
   readonly artifacts: readonly RecordedArtifact[];
   /** When the agent asked for input or auth: its question. */
   readonly prompt?: string;
+  /** The agent's tool calls (development-tool extension), latest state each; absent when it made none. */
+  readonly toolCalls?: readonly ToolCallView[];
+  /**
+   * Why an `input-required` delegation without a question waits: a tool call awaits the user's
+   * approval, or the agent finished its turn and waits for the user (reply, Done or Cancel).
+   */
+  readonly waiting?: 'approval' | 'turn';
   /** The latest result check, once one is recorded. */
   readonly resultCheck?: ResultCheckRecord;
   readonly actions: {
@@ -112,5 +120,7 @@ export interface DelegationRecord {
     readonly reply: boolean;
     readonly checkAgain: boolean;
     readonly reviewChanges: boolean;
+    /** Finish it as completed (Done): the agent waits for the user with no question. */
+    readonly done?: boolean;
   };
 }
