@@ -104,6 +104,8 @@ const actions: DelegationActions = {
   checkAgain: () => void run('checkAgain', {}),
   provideToken: () => void run('provideToken', {}),
   showFullText: (seq?: number) => void run('showFullText', seq === undefined ? {} : { seq }),
+  answerToolCall: (callId: string, outcome: string) => void run('answerToolCall', { callId, outcome }),
+  finish: () => void run('finish', {}),
   send: (method, params) => void run(method, params),
   get busy() {
     return busy !== undefined;

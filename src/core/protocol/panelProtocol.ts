@@ -82,6 +82,10 @@ export interface DelegationRequests extends ReviewRequests {
   cancel: PanelRequest<NoParams, { confirmed: boolean }>;
   /** Answer the agent's `input-required` question; the same task continues. */
   reply: PanelRequest<{ text: string }, { sent: true }>;
+  /** Approve or deny a tool call the agent asks about (`outcome` is one it offered, e.g. proceed_once, cancel). */
+  answerToolCall: PanelRequest<{ callId: string; outcome: string }, { sent: true }>;
+  /** Done: the agent waits for the user; accept what it did and end the delegation as completed. */
+  finish: PanelRequest<NoParams, { state: DelegationState }>;
   /** Open the returned changes.patch for review. */
   reviewChanges: PanelRequest<NoParams, { opened: true }>;
   /** Reconcile an `unknown` outcome with the agent (GetTask), never a blind retry. */
@@ -127,6 +131,8 @@ export const PANEL_REQUEST_KIND: { readonly [M in keyof PanelRequests]: KindOfMe
   runCommand: 'any',
   cancel: 'delegation',
   reply: 'delegation',
+  answerToolCall: 'delegation',
+  finish: 'delegation',
   reviewChanges: 'delegation',
   checkAgain: 'delegation',
   provideToken: 'delegation',
@@ -283,6 +289,15 @@ function isId(v: unknown): v is string {
   return typeof v === 'string' && v.length > 0 && v.length <= 4096;
 }
 
+/** The answers a panel may send to a tool call (the development-tool extension's outcomes). */
+const TOOL_CALL_OUTCOMES: readonly string[] = [
+  'proceed_once',
+  'proceed_always',
+  'proceed_always_tool',
+  'proceed_always_server',
+  'cancel',
+];
+
 function isPanelCommand(v: unknown): v is PanelCommand {
   return typeof v === 'string' && (PANEL_COMMANDS as readonly string[]).includes(v);
 }
@@ -317,6 +332,7 @@ export function parseWebviewMessage(raw: unknown): ParseResult<WebviewToHostMess
         case 'reviewChanges':
         case 'checkAgain':
         case 'provideToken':
+        case 'finish':
           if (Object.keys(params).length !== 0) return { ok: false, error: `${method}: takes no params` };
           return { ok: true, value: { type: 'request', id, method, params: {} } };
         case 'rejectAgent':
@@ -407,6 +423,15 @@ export function parseWebviewMessage(raw: unknown): ParseResult<WebviewToHostMess
           return {
             ok: true,
             value: { type: 'request', id, method, params: params.seq === undefined ? {} : { seq: params.seq } },
+          };
+        case 'answerToolCall':
+          if (!hasOnlyKeys(params, ['callId', 'outcome']) || !isId(params.callId))
+            return { ok: false, error: 'answerToolCall: callId must be a string' };
+          if (typeof params.outcome !== 'string' || !TOOL_CALL_OUTCOMES.includes(params.outcome))
+            return { ok: false, error: `answerToolCall: outcome must be one of ${TOOL_CALL_OUTCOMES.join(', ')}` };
+          return {
+            ok: true,
+            value: { type: 'request', id, method, params: { callId: params.callId, outcome: params.outcome } },
           };
         case 'reply':
           if (!hasOnlyKeys(params, ['text']) || typeof params.text !== 'string')

@@ -52,7 +52,8 @@ describe('baton CLI with Gemini CLI’s A2A server (tool-call approvals, turns t
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const replaceX = (): void =>
+  /** A turn whose model asks for one `replace` in src/a.ts, then (`done`) the text of its turn after the tool ran. */
+  const replaceIn = (old: string, now: string, done?: string): void =>
     peer.model.push(
       {
         functionCalls: [
@@ -60,15 +61,16 @@ describe('baton CLI with Gemini CLI’s A2A server (tool-call approvals, turns t
             name: 'replace',
             args: {
               file_path: join(peer.workspace, 'src', 'a.ts'),
-              instruction: 'bump x',
-              old_string: 'export const x = 1;',
-              new_string: 'export const x = 2;',
+              instruction: 'bump',
+              old_string: old,
+              new_string: now,
             },
           },
         ],
       },
-      { text: 'I changed x to 2.' },
+      ...(done ? [{ text: done }] : []),
     );
+  const replaceX = (): void => replaceIn('export const x = 1;', 'export const x = 2;', 'I changed x to 2.');
 
   it('prints the tool call, approves it after 10 s of thinking, the edit runs, Done completes with the edit as the patch', async () => {
     replaceX();
@@ -132,5 +134,49 @@ describe('baton CLI with Gemini CLI’s A2A server (tool-call approvals, turns t
     execFileSync('git', ['apply', '--check', patchFile], { cwd: clean });
     const status = capture();
     assert.equal(await batonMain(['status', requestId], status.stream, env), EXIT.completed);
+  });
+
+  it('deny: the edit is not made, the model’s next turn sees the cancellation; a text reply goes on; cancel cancels', async () => {
+    // A denied call ends the turn at once (the model is asked again only after the user's next message).
+    replaceIn('export const y = 10;', 'export const y = 11;');
+    const out = capture();
+    const delegating = batonMain(['delegate', cardUrl, 'bump x again'], out.stream, env);
+    await until('the tool call to be printed', () => /deny with: baton deny/.test(out.text()), 30_000).catch(
+      (e: Error) => {
+        throw new Error(`${e.message}\n${out.text()}\n${JSON.stringify(peer.model.requests.map((r) => r.path))}`);
+      },
+    );
+    const requestId = /as ([0-9a-f-]{36})/.exec(out.text())?.[1] ?? '';
+    const callId = /tool call (replace-\S+):/.exec(out.text())?.[1] ?? '';
+    assert.ok(callId, out.text());
+    const wrong = capture();
+    await assert.rejects(
+      batonMain(['deny', requestId, 'no-such-call'], wrong.stream, env),
+      /not waiting for approval; waiting: replace-/,
+    );
+    const deny = capture();
+    assert.equal(await batonMain(['deny', requestId, callId], deny.stream, env), 0, deny.text());
+    assert.equal(await delegating, EXIT['input-required'], out.text());
+    assert.match(out.text(), /You denied Edit \(replace\) a\.ts/);
+    assert.match(out.text(), /finished its turn and is waiting for you/);
+    const before = readFileSync(join(peer.workspace, 'src', 'a.ts'), 'utf8');
+    assert.match(before, /y = 10;/);
+    const asked = peer.model.requests.length;
+
+    peer.model.push({ text: 'Understood, I left the file as it is.' });
+    const reply = capture();
+    assert.equal(await batonMain(['reply', requestId, 'leave it then'], reply.stream, env), EXIT['input-required']);
+    assert.match(reply.text(), /Understood, I left the file as it is\./);
+    assert.match(reply.text(), /finished its turn and is waiting for you/);
+    // The model's next turn carries the denied call's result and the user's text.
+    const next = JSON.stringify(peer.model.requests.slice(asked).map((r) => r.body.contents));
+    assert.match(next, new RegExp(`"functionResponse":\\{"id":"${callId}"`));
+    assert.match(next, /cancel/i);
+    assert.match(next, /leave it then/);
+    assert.equal(readFileSync(join(peer.workspace, 'src', 'a.ts'), 'utf8'), before);
+
+    const cancel = capture();
+    assert.equal(await batonMain(['cancel', requestId], cancel.stream, env), EXIT.canceled, cancel.text());
+    assert.match(cancel.text(), /^canceled/m);
   });
 });
