@@ -387,7 +387,7 @@ async function finish(
         line(
           out,
           `${view.prompt ? `the agent asks: ${block(view.prompt)}` : `${t(view.agent.name)} finished its turn and is waiting for you`}\n` +
-            `go on with: baton reply ${id} "<text>"\n` +
+            `${view.prompt ? 'answer with' : 'go on with'}: baton reply ${id} "<text>"\n` +
             `accept what it did and end the delegation as completed: baton done ${id}\n` +
             `or stop it: baton cancel ${id}`,
         );

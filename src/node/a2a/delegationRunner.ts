@@ -363,7 +363,7 @@ export class DelegationRunner {
    */
   private afterSettle(): void {
     const waiting =
-      this.journal.devTool &&
+      this.devTool &&
       this.journal.decide()?.outcome === 'input-required' &&
       pendingToolCalls(this.journal.toolCalls()).length > 0;
     if (!waiting || this.disposed) {
@@ -387,6 +387,11 @@ export class DelegationRunner {
   private stopKeepAlive(): void {
     if (this.keepAliveTimer) clearInterval(this.keepAliveTimer);
     this.keepAliveTimer = undefined;
+  }
+
+  /** The agent speaks the development-tool extension: its card declares it, or its events show it. */
+  private get devTool(): boolean {
+    return this.journal.devTool || this.conn.extensions.includes(DEV_TOOL_EXTENSION_URI);
   }
 
   /** Starts following (errors are recorded in the journal by `run`; a failed record is only logged there). */
@@ -915,7 +920,7 @@ export class DelegationRunner {
         if (this.journal.decide()) {
           // Gemini CLI's server ends the stream itself after its last event, and cutting the response
           // short closes the connection its task runs on, which aborts the task there: read to the end.
-          if (this.journal.devTool) continue;
+          if (this.devTool) continue;
           // The stream closes after a terminal or interrupted state; don't wait on a server that doesn't.
           await stream.return(undefined);
           return undefined;

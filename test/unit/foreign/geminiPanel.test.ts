@@ -272,4 +272,84 @@ describe('the panel of a delegation to Gemini CLI’s A2A server', () => {
     ).json()) as { result?: { status?: { state?: string } } };
     assert.equal(task.result?.status?.state, 'canceled');
   });
+
+  it('approves on its own only for an agent the user turned automatic approval on for, and says so', async () => {
+    const card = normalizeCard(await (await fetch(peer.cardUrl)).json());
+    const auto = await DelegationManager.open({
+      store: new JournalStore(join(dir, 'auto-journals')),
+      connect: () =>
+        connectAgent({
+          card,
+          endpoint: { url: `${peer.baseUrl}/`, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+        }),
+      autoApproveToolCalls: (r) => r.agent.id === 'the-agent-turned-on',
+    });
+    try {
+      const before = readFileSync(join(peer.workspace, 'src', 'a.ts'), 'utf8');
+      const replaceY = (to: string) =>
+        peer.model.push({
+          functionCalls: [
+            {
+              name: 'replace',
+              args: {
+                file_path: join(peer.workspace, 'src', 'a.ts'),
+                instruction: 'bump y',
+                old_string: before.match(/export const y = \d+;/)?.[0] ?? '',
+                new_string: `export const y = ${to};`,
+              },
+            },
+          ],
+        });
+      const start = async (agentId: string, requestId: string) => {
+        await auto.start(
+          cliDelegationRequest({
+            requestId,
+            createdAt: Date.now(),
+            who: 'tester',
+            agent: {
+              id: agentId,
+              name: 'Gemini',
+              endpoint: `${peer.baseUrl}/`,
+              protocolBinding: 'JSONRPC',
+              protocolVersion: '0.3',
+            },
+            task: 'bump y',
+            files: [],
+            repository: undefined,
+            write: true,
+          }),
+        );
+      };
+      // Another agent: the call waits for the user.
+      replaceY('11');
+      await start('another-agent', '6f1c3c52-9c43-4b4c-9d55-1e7a4f1d2a02');
+      const asked = await until('the approval', () => {
+        const v = auto.view('6f1c3c52-9c43-4b4c-9d55-1e7a4f1d2a02');
+        return v?.waiting === 'approval' ? v : undefined;
+      });
+      assert.equal(asked.toolCalls?.[0].autoApproved, undefined);
+      await new Promise((ok) => setTimeout(ok, 1_000));
+      assert.equal(readFileSync(join(peer.workspace, 'src', 'a.ts'), 'utf8'), before);
+      await auto.cancel('6f1c3c52-9c43-4b4c-9d55-1e7a4f1d2a02');
+
+      // The agent the user listed: approved without asking, and the journal says so.
+      replaceY('12');
+      peer.model.push({ text: 'y is 12 now.' });
+      await start('the-agent-turned-on', '6f1c3c52-9c43-4b4c-9d55-1e7a4f1d2a03');
+      const ended = await until('the end of the turn', () => {
+        const v = auto.view('6f1c3c52-9c43-4b4c-9d55-1e7a4f1d2a03');
+        return v?.waiting === 'turn' ? v : undefined;
+      });
+      assert.match(readFileSync(join(peer.workspace, 'src', 'a.ts'), 'utf8'), /export const y = 12;/);
+      assert.equal(ended.toolCalls?.[0].autoApproved, true);
+      assert.equal(ended.toolCalls?.[0].status, 'success');
+      const notes = ended.timeline.filter((e) => e.kind === 'notice').map((e) => e.text);
+      assert.ok(
+        notes.some((n) => /Approved Edit \(replace\) a\.ts automatically \(proceed_once\)/.test(n)),
+        notes.join('\n'),
+      );
+    } finally {
+      auto.dispose();
+    }
+  });
 });
