@@ -20,6 +20,15 @@ import { boundData, type DataPartView } from './protocol/dataView';
 import { PANEL_LIMITS } from './protocol/panelLimits';
 import { isPatchArtifact as isPatchByContent } from './patch/patchArtifacts';
 import { isInterrupted as isInterruptedTaskState, isTerminal as isTerminalTaskState } from './taskStates';
+import {
+  coderAgentKind,
+  mergeToolCall,
+  pendingToolCalls,
+  toolAnswersOf,
+  toolCallFromData,
+  toolCallLine,
+} from './devTool';
+import type { ToolCallView } from './protocol/toolCalls';
 
 export type {
   DelegationRecord,
@@ -103,6 +112,9 @@ export type EntryWords =
   | { readonly code: TimelineCode; readonly params?: readonly TimelineParam[] }
   | { readonly code?: undefined; readonly text: string };
 
+/** Development-tool events about a tool call, whose task state is not news (see `applyEvent`). */
+const TOOL_CALL_KINDS: ReadonlySet<string> = new Set(['tool-call-update', 'tool-call-confirmation', 'thought']);
+
 /** One line of a delegation's journal. `at` is epoch ms. SDK objects are in their in-memory (ts-proto) shape. */
 export type JournalEntry =
   | { readonly kind: 'request'; readonly at: number; readonly request: DelegationRequest }
@@ -130,7 +142,15 @@ export type JournalEntry =
       readonly source: 'stream' | 'getTask' | 'final' | 'cancel';
       readonly task: Task;
     }
-  | { readonly kind: 'reply'; readonly at: number; readonly message: Message }
+  /** A message on the task: the user's text, or (`toolAnswers`) answers to tool calls, automatic ones flagged. */
+  | {
+      readonly kind: 'reply';
+      readonly at: number;
+      readonly message: Message;
+      readonly autoApproved?: boolean;
+    }
+  /** The user accepted what the agent did and finished the delegation (it ends as completed). */
+  | { readonly kind: 'finished'; readonly at: number; readonly by: 'user' }
   | { readonly kind: 'cancel'; readonly at: number; readonly by: 'user' | 'deadline' }
   /** The cancel's answer; `detail` is how older versions wrote it (now `code`/`params`). */
   | ({ readonly kind: 'cancelResult'; readonly at: number; readonly confirmed: boolean } & (
@@ -179,6 +199,8 @@ export interface OutcomeFacts {
   readonly sendFailed?: { readonly delivered: 'no' | 'maybe'; readonly error: string };
   readonly endpoint: string;
   readonly deadline?: number;
+  /** The user finished the delegation while the agent waited for them (Done). */
+  readonly finishedBy?: 'user';
 }
 
 export interface OutcomeDecision {
@@ -203,6 +225,8 @@ function theirsOr(outcome: DelegationOutcome, text: string | undefined, code: Ou
 
 /** The one place an outcome is decided. Undefined while the delegation is still in flight. */
 export function decideOutcome(f: OutcomeFacts): OutcomeDecision | undefined {
+  // Done: whatever the agent does with the task afterwards (Baton cancels it there), the user accepted it.
+  if (f.finishedBy === 'user') return ours('completed', 'completed.byUser');
   const confirmed = f.cancelBy
     ? { cancelConfirmed: f.cancelConfirmed || f.taskState === TaskState.TASK_STATE_CANCELED }
     : {};
@@ -566,6 +590,11 @@ export class DelegationJournal {
   private readonly _previewChars: number;
   /** Children the gateway reported on this task's stream (`META.child`), the latest report per child. */
   private readonly _children: ReportedChildren = new Map();
+  /** Tool calls of the development-tool extension, by call id, in the order first seen (latest state each). */
+  private readonly _toolCalls = new Map<string, ToolCallView>();
+  /** The agent speaks the development-tool dialect (its events carry `metadata.coderAgent`). */
+  private _devTool = false;
+  private _finishedBy?: 'user';
 
   constructor(request: DelegationRequest, options: DelegationJournalOptions = {}) {
     this.request = request;
@@ -644,7 +673,22 @@ export class DelegationJournal {
       sendFailed: this._sendFailed,
       endpoint: this.request.agent.endpoint,
       deadline: this.request.deadline,
+      ...(this._finishedBy ? { finishedBy: this._finishedBy } : {}),
     };
+  }
+
+  /** The agent's tool calls (development-tool extension), each in its latest state, in the order first seen. */
+  toolCalls(): ToolCallView[] {
+    return [...this._toolCalls.values()];
+  }
+
+  /** The agent speaks the development-tool extension (seen in its events). */
+  get devTool(): boolean {
+    return this._devTool;
+  }
+
+  get finishedBy(): 'user' | undefined {
+    return this._finishedBy;
   }
 
   /** The outcome the journal so far implies (not necessarily recorded yet). */
@@ -689,12 +733,39 @@ export class DelegationJournal {
       case 'snapshot':
         this.applySnapshot(e.task, e.source, e.at);
         return true;
-      case 'reply':
+      case 'reply': {
         this._replyPending = true;
         this._contactLost = undefined;
         this._recorded = undefined;
         this._endedAt = undefined;
-        this.push({ kind: 'message', at: iso(e.at), role: 'user', ...shown(e.message.parts) });
+        const answers = toolAnswersOf(e.message.parts);
+        for (const a of answers) {
+          const call = this._toolCalls.get(a.callId);
+          if (call)
+            this._toolCalls.set(a.callId, {
+              ...call,
+              answered: a.outcome,
+              ...(e.autoApproved ? { autoApproved: true } : {}),
+            });
+          const code = e.autoApproved
+            ? 'toolCall.autoApproved'
+            : a.outcome === 'cancel'
+              ? 'toolCall.denied'
+              : 'toolCall.approved';
+          this.note(e.at, 'info', {
+            code,
+            params: [call ? toolCallLine(call).replace(/: [^:]*$/, '') : a.callId, a.outcome],
+          });
+        }
+        // The answer itself is said by the note above; what else the message has is shown as sent.
+        const rest = shown(e.message.parts.filter((p) => p.content?.$case !== 'data' || answers.length === 0));
+        if (rest.text || rest.data || answers.length === 0)
+          this.push({ kind: 'message', at: iso(e.at), role: 'user', ...rest });
+        return true;
+      }
+      case 'finished':
+        this._finishedBy = e.by;
+        this.note(e.at, 'info', { code: 'finished.byUser' });
         return true;
       case 'cancel':
         this._cancelBy ??= e.by;
@@ -823,12 +894,17 @@ export class DelegationJournal {
         this.bindTask(ev.taskId, ev.contextId);
         const child = childTaskOf(ev.metadata);
         if (child) foldChildTask(this._children, child, seq);
-        const text = partsText(ev.status?.message?.parts);
-        const state = ev.status?.state;
-        const changed = this.setState(state, text, seq, e.at, ev.metadata);
+        const calls = this.applyToolCalls(ev.metadata, ev.status?.message?.parts);
+        // A tool call is shown as its one line (the panel and the CLI show the call itself), not as its JSON.
+        const text = calls.length > 0 ? calls.map(toolCallLine).join('\n') : partsText(ev.status?.message?.parts);
+        // The dialect's tool-call updates repeat whatever state the task had (input-required while an
+        // approved call runs, without `final`): only its other events say where the task is.
+        const state = TOOL_CALL_KINDS.has(coderAgentKind(ev.metadata) ?? '') ? undefined : ev.status?.state;
+        const changed = state !== undefined && this.setState(state, text, seq, e.at, ev.metadata);
         const deferred = this._deferredStatusSeq !== undefined && seq !== undefined && seq >= this._deferredStatusSeq;
         if (deferred) this._deferredStatusSeq = undefined;
-        const content = shown(ev.status?.message?.parts);
+        // A tool call's JSON is not shown again as data: the panel and the CLI show the call itself.
+        const content = calls.length > 0 ? { text } : shown(ev.status?.message?.parts);
         if ((changed || deferred) && state !== undefined)
           this.push({ kind: 'status', at: iso(e.at), state: stateName(state), ...withText(content) });
         else if (text) this.push({ kind: 'step', at: iso(e.at), ...content });
@@ -946,6 +1022,24 @@ export class DelegationJournal {
   }
 
   /** Where the stream and the final task disagree about artifacts, in the order it was seen. */
+  /** Folds the tool calls a development-tool status update carries; returns them as they now stand. */
+  private applyToolCalls(
+    metadata: Record<string, unknown> | undefined,
+    parts: readonly Part[] | undefined,
+  ): ToolCallView[] {
+    if (coderAgentKind(metadata) !== undefined) this._devTool = true;
+    const out: ToolCallView[] = [];
+    for (const part of parts ?? []) {
+      if (part.content?.$case !== 'data') continue;
+      const call = toolCallFromData(part.content.value);
+      if (!call) continue;
+      const merged = mergeToolCall(this._toolCalls.get(call.callId), call);
+      this._toolCalls.set(call.callId, merged);
+      out.push(merged);
+    }
+    return out;
+  }
+
   artifactConflicts(): readonly ArtifactConflict[] {
     return [...this._conflicts.values()];
   }
@@ -1049,6 +1143,13 @@ export class DelegationJournal {
       this._timeline.length > this._timelineLimit ? this._timeline.slice(-this._timelineLimit) : this._timeline.slice();
     const interrupted = state === 'input-required' || state === 'auth-required';
     const settled = isFinalOutcome(decided?.outcome);
+    const toolCalls = this.toolCalls();
+    const waiting =
+      state !== 'input-required' || this._stateText
+        ? undefined
+        : pendingToolCalls(toolCalls).length > 0
+          ? ('approval' as const)
+          : ('turn' as const);
     return {
       requestId: r.requestId,
       title: r.title,
@@ -1072,13 +1173,17 @@ export class DelegationJournal {
       timelineOmitted: this._timelineBase + this._timeline.length - timeline.length,
       artifacts,
       ...(interrupted && this._stateText ? { prompt: this._stateText } : {}),
+      ...(toolCalls.length > 0 ? { toolCalls } : {}),
+      ...(waiting ? { waiting } : {}),
       ...(this._resultCheck ? { resultCheck: this._resultCheck } : {}),
       actions: {
         cancel: !settled && state !== 'unknown' && state !== 'canceling',
         reply: state === 'input-required',
         checkAgain: state === 'unknown' || state === 'auth-required',
-        // A diff in the final message is a patch too, once the result check approved it.
+        // A diff in the final message (or the patch built from the agent's edits) is a patch too, once
+        // the result check approved it.
         reviewChanges: artifacts.some((a) => a.isPatch && a.final) || this._resultCheck?.patch !== undefined,
+        ...(waiting === 'turn' ? { done: true } : {}),
       },
     };
   }

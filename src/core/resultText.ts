@@ -25,7 +25,11 @@ export type ResultMessage =
   /** Both texts as JSON strings, so an empty or odd status shows as what it is. */
   | { readonly code: 'status-mismatch'; readonly shown: string; readonly signed: string }
   | { readonly code: 'patch-ambiguous'; readonly count: number; readonly ids: readonly string[] }
-  | { readonly code: 'verified'; readonly signer: string; readonly kid: string };
+  | { readonly code: 'verified'; readonly signer: string; readonly kid: string }
+  /** Unsigned: the patch is built from the edits the agent's tool calls made (development-tool extension). */
+  | { readonly code: 'tool-calls'; readonly files: number }
+  /** Edits outside the workspace root the agent reported (or with no root reported): no patch is offered. */
+  | { readonly code: 'tool-calls-outside'; readonly root: string; readonly paths: readonly string[] };
 
 const PATCH = PATCH_ARTIFACT.name;
 
@@ -33,6 +37,22 @@ export function resultCheckText(m: ResultMessage, t: Translate): string {
   switch (m.code) {
     case 'no-task':
       return t('the agent returned no task, so there is no result to check');
+    case 'tool-calls':
+      return t(
+        'the agent sent no signed result; the patch is made from the edits its tool calls reported ({0} files), unverified',
+        m.files,
+      );
+    case 'tool-calls-outside':
+      return m.root
+        ? t(
+            'The agent edited files outside its workspace {0}: {1}. No patch is offered; look at the files at the agent.',
+            m.root,
+            m.paths.join(', '),
+          )
+        : t(
+            'The agent did not report its workspace root, so its edits cannot be made into a patch: {0}. Look at the files at the agent.',
+            m.paths.join(', '),
+          );
     case 'not-finished':
       return t('the task has not finished: a result is checked when it ends');
     case 'no-final-task':

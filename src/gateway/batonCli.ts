@@ -7,6 +7,8 @@
  *   baton delegate <agent|card-url> "<task>" [--file F]… [--repo DIR] [--write] [--json] [--out FILE]
  *   baton status|watch|cancel <request-id>
  *   baton reply <request-id> "<text>"
+ *   baton approve|deny <request-id> [<call-id>]   answer a tool call the agent asks about
+ *   baton done <request-id>                        accept what an agent waiting for you did
  *
  * Exit codes say how a delegation ended: 0 completed, 10 failed, 11 canceled, 12 rejected, 13 expired,
  * 14 unknown (contact lost: reconcile, do not blindly retry), 15 input or auth required (use `reply`),
@@ -40,6 +42,10 @@ import { delegationRepository } from '../node/patchDrift';
 import { checkResult, finalTaskOf, resultKeys, signedResultsOf } from '../node/resultCheck';
 import type { ResultCheck, ReviewPatch } from '../node/resultCheck';
 import { defaultStateDir } from './cliPaths';
+import { pendingToolCalls, shortDiff, toolCallLine } from '../core/devTool';
+import { TOOL_CALL_APPROVE, TOOL_CALL_DENY } from '../core/protocol/toolCalls';
+import type { ToolCallView } from '../core/protocol/toolCalls';
+import { rmSync, appendFileSync } from 'node:fs';
 
 export const EXIT: Readonly<Record<DelegationOutcome, number>> = {
   completed: 0,
@@ -65,6 +71,9 @@ const USAGE = `usage:
   baton watch <request-id>       follow it until it ends (asks again after lost contact or an authorization)
   baton cancel <request-id>
   baton reply <request-id> "<text>"
+  baton approve <request-id> [<call-id>]   let the agent run the tool call it asks about
+  baton deny <request-id> [<call-id>]      refuse it (no call id: the only one waiting)
+  baton done <request-id>        the agent waits for you: accept what it did and end the delegation as completed
 
 The gateway is --gateway, else $BATON_GATEWAY, else the local one ($BATON_STATE_DIR or ~/.baton/gateway).
 The token is $BATON_TOKEN, else the local gateway's token file (only when talking to the local gateway).
@@ -109,6 +118,11 @@ function locateGateway(flag: string | undefined, env: NodeJS.ProcessEnv): Gatewa
     if (existsSync(tokenFile)) token = readFileSync(tokenFile, 'utf8').trim();
   }
   return { url: url.replace(/\/+$/, ''), origin, token };
+}
+
+/** The card beside an interface URL (an agent at the origin's root names it with a trailing slash). */
+function cardUrlOf(endpoint: string): string {
+  return `${endpoint.replace(/\/+$/, '')}/.well-known/agent-card.json`;
 }
 
 async function fetchJson(url: string): Promise<unknown> {
@@ -157,7 +171,7 @@ async function openManager(
     connect: async (request) => {
       let card = cards.get(request.agent.endpoint);
       if (!card) {
-        card = normalizeCard(await fetchJson(`${request.agent.endpoint}/.well-known/agent-card.json`));
+        card = normalizeCard(await fetchJson(cardUrlOf(request.agent.endpoint)));
         cards.set(request.agent.endpoint, card);
       }
       return connectAgent({
@@ -301,7 +315,7 @@ async function resultCheck(
   let card = cards.get(endpoint);
   if (!card) {
     // Without the card (the agent is gone), the keys pinned for its origin still decide.
-    card = await fetchJson(`${endpoint}/.well-known/agent-card.json`).then(normalizeCard, () => undefined);
+    card = await fetchJson(cardUrlOf(endpoint)).then(normalizeCard, () => undefined);
     if (card) cards.set(endpoint, card);
   }
   const origin = new URL(endpoint).origin;
@@ -398,11 +412,18 @@ async function finish(
         `review ${saved.length > 1 ? 'them' : 'it'}, then apply from the repository's top folder with: git apply ${saved.length > 1 ? '<file>' : t(saved[0].file)}`,
       );
     }
-    if (outcome === 'input-required')
-      line(
-        out,
-        `the agent asks: ${view.prompt ? block(view.prompt) : '(no question)'}\nanswer with: baton reply ${view.requestId} "<text>"`,
-      );
+    if (outcome === 'input-required') {
+      const id = view.requestId;
+      if (view.waiting === 'approval') line(out, toolCallsWaiting(view.toolCalls ?? [], id));
+      else
+        line(
+          out,
+          `${view.prompt ? `the agent asks: ${block(view.prompt)}` : `${t(view.agent.name)} finished its turn and is waiting for you`}\n` +
+            `${view.prompt ? 'answer with' : 'go on with'}: baton reply ${id} "<text>"\n` +
+            `accept what it did and end the delegation as completed: baton done ${id}\n` +
+            `or stop it: baton cancel ${id}`,
+        );
+    }
     if (outcome === 'auth-required') {
       line(
         out,
@@ -416,7 +437,12 @@ async function finish(
 
 /** What a saved patch is, for the line that says where it went. */
 function patchWords(p: ReviewPatch): string {
-  const from = p.source === 'message' ? "the diff in the agent's message" : `the patch ${t(p.name)}`;
+  const from =
+    p.source === 'message'
+      ? "the diff in the agent's message"
+      : p.source === 'tool-calls'
+        ? "the patch built from the agent's edits"
+        : `the patch ${t(p.name)}`;
   return `${from} (${p.signature})`;
 }
 
@@ -445,6 +471,140 @@ function savePatches(
     writeFileSync(file, patch.bytes);
     return { file, patch };
   });
+}
+
+/** One tool call as the CLI prints it: its line, then the diff it would make or the command it would run. */
+function toolCallText(c: ToolCallView): string {
+  const lines = [`  tool call ${t(c.callId)}: ${t(toolCallLine(c))}`];
+  const diff = c.confirmation?.fileDiff;
+  if (diff)
+    lines.push(
+      ...shortDiff(diff)
+        .split('\n')
+        .map((l) => `    ${t(l)}`),
+    );
+  else if (c.confirmation?.command) lines.push(`    $ ${t(c.confirmation.command)}`);
+  return lines.join('\n');
+}
+
+function toolCallsWaiting(calls: readonly ToolCallView[], id: string): string {
+  const pending = pendingToolCalls(calls);
+  const which = pending.length > 1 ? ' <call-id>' : '';
+  return [
+    `the agent asks to run ${pending.length === 1 ? 'a tool call' : `${pending.length} tool calls`}:`,
+    ...pending.map(toolCallText),
+    `approve with: baton approve ${id}${which}`,
+    `deny with: baton deny ${id}${which}`,
+  ].join('\n');
+}
+
+/**
+ * While a tool call waits for the user, the `baton` process that follows the delegation stays attached:
+ * Gemini CLI's server aborts a task whose connection closes, so the answer has to be sent by the process
+ * holding it. `baton approve|deny|done|cancel` in another terminal hand the answer to it through a file
+ * beside the journal (`<id>.answers`, one JSON object a line); `<id>.holder` names the holding process.
+ */
+type HeldAnswer =
+  | { readonly action: 'answer'; readonly callId?: string; readonly outcome: string }
+  | { readonly action: 'done' }
+  | { readonly action: 'cancel' };
+
+function holderFile(env: NodeJS.ProcessEnv, id: string): string {
+  return join(journalDir(env), `${id}.holder`);
+}
+
+function answersFile(env: NodeJS.ProcessEnv, id: string): string {
+  return join(journalDir(env), `${id}.answers`);
+}
+
+/** The pid of the live process holding the delegation, if any. */
+function liveHolder(env: NodeJS.ProcessEnv, id: string): number | undefined {
+  const file = holderFile(env, id);
+  if (!existsSync(file)) return undefined;
+  const pid = Number(readFileSync(file, 'utf8').trim());
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch {
+    return undefined;
+  }
+}
+
+function takeAnswers(env: NodeJS.ProcessEnv, id: string): HeldAnswer[] {
+  const file = answersFile(env, id);
+  if (!existsSync(file)) return [];
+  const text = readFileSync(file, 'utf8');
+  rmSync(file, { force: true });
+  return text
+    .split('\n')
+    .filter((l) => l.trim())
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l) as HeldAnswer];
+      } catch {
+        return [];
+      }
+    });
+}
+
+/** Hands an answer to the holding process and waits (bounded) until it has taken it. */
+async function handToHolder(env: NodeJS.ProcessEnv, id: string, answer: HeldAnswer): Promise<boolean> {
+  const file = answersFile(env, id);
+  appendFileSync(file, `${JSON.stringify(answer)}\n`, { mode: 0o600 });
+  for (let i = 0; i < 100; i++) {
+    await new Promise((ok) => setTimeout(ok, 100));
+    if (!existsSync(file)) return true;
+  }
+  return false;
+}
+
+/**
+ * Follows a delegation to where it waits for the user, staying attached (and answering what other
+ * `baton` processes hand over) while a tool call waits for approval. Resolves with the view it settled in.
+ */
+async function followHolding(
+  manager: DelegationManager,
+  requestId: string,
+  out: NodeJS.WritableStream,
+  json: boolean,
+  env: NodeJS.ProcessEnv,
+): Promise<DelegationRecord> {
+  let view = await follow(manager, requestId, out, json);
+  let announced = '';
+  while (view.outcome === 'input-required' && view.waiting === 'approval') {
+    const waiting = pendingToolCalls(view.toolCalls ?? [])
+      .map((c) => c.callId)
+      .join(',');
+    if (waiting !== announced) {
+      announced = waiting;
+      mkdirSync(journalDir(env), { recursive: true, mode: 0o700 });
+      writeFileSync(holderFile(env, requestId), `${process.pid}\n`, { mode: 0o600 });
+      if (!json)
+        line(
+          out,
+          `${toolCallsWaiting(view.toolCalls ?? [], requestId)}\n(this process keeps the agent's connection open until you answer)`,
+        );
+    }
+    const answers = takeAnswers(env, requestId);
+    if (answers.length === 0) {
+      await new Promise((ok) => setTimeout(ok, 200));
+      view = manager.view(requestId) ?? view;
+      continue;
+    }
+    for (const a of answers) {
+      try {
+        if (a.action === 'answer') await manager.answerToolCall(requestId, a.callId, a.outcome);
+        else if (a.action === 'done') await manager.finish(requestId);
+        else await manager.cancel(requestId);
+      } catch (e) {
+        line(out, `  error: ${errorLine(e)}`);
+      }
+    }
+    view = await follow(manager, requestId, out, json);
+  }
+  rmSync(holderFile(env, requestId), { force: true });
+  return view;
 }
 
 export interface CliRequestInput {
@@ -554,10 +714,62 @@ export async function batonMain(
     const manager = await openManager(gw, env, cards);
     try {
       if (!json) line(out, `delegating to ${t(card.name)} (${t(iface.url)}) as ${requestId}`);
-      const following = follow(manager, requestId, out, json);
+      const following = followHolding(manager, requestId, out, json, env);
       await manager.start(request);
       const view = await following;
       return await finish(manager, view, out, json, values.out, env, cards);
+    } finally {
+      manager.dispose();
+    }
+  }
+
+  if (cmd === 'approve' || cmd === 'deny' || cmd === 'done') {
+    const [requestId, callId] = args;
+    if (!requestId) throw new UsageError(`${cmd} needs a request id (printed by baton delegate)`);
+    if (cmd === 'done' && callId) throw new UsageError('done takes only the request id');
+    const answer: HeldAnswer =
+      cmd === 'done'
+        ? { action: 'done' }
+        : {
+            action: 'answer',
+            ...(callId ? { callId } : {}),
+            outcome: cmd === 'approve' ? TOOL_CALL_APPROVE : TOOL_CALL_DENY,
+          };
+    const manager = await openManager(gw, env, cards);
+    try {
+      const view = manager.view(requestId);
+      if (!view) throw new UsageError(`no delegation ${requestId} in ${journalDir(env)}`);
+      if (view.outcome !== 'input-required')
+        throw new UsageError(`${requestId} is ${view.state}, not waiting for you: nothing to ${cmd}`);
+      if (cmd !== 'done') {
+        const pending = pendingToolCalls(view.toolCalls ?? []);
+        if (pending.length === 0) throw new UsageError(`no tool call of ${requestId} is waiting for approval`);
+        if (!callId && pending.length > 1)
+          throw new UsageError(
+            `${pending.length} tool calls are waiting; name one: ${pending.map((c) => `baton ${cmd} ${requestId} ${c.callId}`).join(' · ')}`,
+          );
+        if (callId && !pending.some((c) => c.callId === callId))
+          throw new UsageError(
+            `tool call ${callId} is not waiting for approval; waiting: ${pending.map((c) => c.callId).join(', ')}`,
+          );
+      }
+      const holder = liveHolder(env, requestId);
+      if (holder !== undefined) {
+        // Another baton process holds the agent's connection: it sends the answer and follows what comes of it.
+        if (!(await handToHolder(env, requestId, answer)))
+          throw new Error(
+            `the baton process ${holder} following ${requestId} did not take the answer; is it still running?`,
+          );
+        line(
+          out,
+          `${cmd === 'done' ? 'done' : cmd === 'approve' ? 'approved' : 'denied'}: handed to the baton process following ${requestId} (pid ${holder})`,
+        );
+        return 0;
+      }
+      if (answer.action === 'answer') await manager.answerToolCall(requestId, answer.callId, answer.outcome);
+      else await manager.finish(requestId);
+      const settled = await followHolding(manager, requestId, out, json, env);
+      return await finish(manager, settled, out, json, values.out, env, cards);
     } finally {
       manager.dispose();
     }
@@ -585,12 +797,27 @@ export async function batonMain(
         await manager.checkAgain(requestId);
         await manager.idle(requestId);
       }
-      if (cmd === 'cancel') await manager.cancel(requestId);
+      if (cmd === 'cancel') {
+        const holder = liveHolder(env, requestId);
+        if (holder !== undefined && (await handToHolder(env, requestId, { action: 'cancel' }))) {
+          line(out, `cancel: handed to the baton process following ${requestId} (pid ${holder})`);
+          return 0;
+        }
+        await manager.cancel(requestId);
+      }
       if (cmd === 'reply') {
         if (!text) throw new UsageError('reply needs the text to send');
         await manager.reply(requestId, text);
       }
-      return await finish(manager, await follow(manager, requestId, out, json), out, json, values.out, env, cards);
+      return await finish(
+        manager,
+        await followHolding(manager, requestId, out, json, env),
+        out,
+        json,
+        values.out,
+        env,
+        cards,
+      );
     } finally {
       manager.dispose();
     }

@@ -81,6 +81,7 @@ export function decodeEntry(raw: unknown): JournalEntry {
     case 'notice':
     case 'outcome':
     case 'resultCheck':
+    case 'finished':
       return o as unknown as JournalEntry;
     default:
       throw new Error(`unknown entry kind ${JSON.stringify(o.kind).slice(0, 40)}`);

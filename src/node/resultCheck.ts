@@ -25,6 +25,7 @@ import { english } from '../core/protocol/l10n';
 import { resultCheckText, type ResultMessage } from '../core/resultText';
 import type { ArtifactConflict, DelegationJournal, DelegationRequest, JournalEntry } from '../core/delegation';
 import { sendMessageParams } from './a2a/delegationRunner';
+import { toolCallsPatch, workspaceRootOf } from '../core/devTool';
 import { requestDigest, toVerifiedKey, verifyResultEnvelope } from './signing';
 import type { ArtifactLike, PublicJwk } from './signing';
 
@@ -245,11 +246,39 @@ function unsigned(
   return { status: 'unsigned', text, detail: resultCheckText(text, english), ...patchFields(patches, links) };
 }
 
+/**
+ * The patch of a development-tool agent (Gemini CLI's server), which returns no patch artifact: built from
+ * the edits its tool calls reported, once the delegation ended (finished by the user, or a terminal
+ * state), relative to the workspace root it reported. Undefined when it made no edit or is no such agent.
+ */
+function toolCallResult(journal: DelegationJournal): ResultCheck | undefined {
+  if (!journal.devTool) return undefined;
+  if (journal.finishedBy !== 'user' && !isTerminalTaskState(journal.taskState)) return undefined;
+  const calls = journal.toolCalls();
+  const built = toolCallsPatch(calls, workspaceRootOf(calls));
+  if (!built) return undefined;
+  if (built.kind === 'outside')
+    return invalid('tool-calls-outside', { code: 'tool-calls-outside', root: built.root ?? '', paths: built.paths });
+  const bytes = Buffer.from(built.text, 'utf8');
+  return unsigned({ code: 'tool-calls', files: built.files.length }, [
+    {
+      artifactId: 'tool-calls',
+      name: 'tool-calls',
+      source: 'tool-calls',
+      signature: 'unsigned',
+      bytes,
+      sha256: sha256(bytes),
+    },
+  ]);
+}
+
 /** Checks a settled delegation's result; see the file comment for what `verified` guarantees. */
 export async function checkResult(input: ResultCheckInput): Promise<ResultCheck> {
   const { journal, final, signer } = input;
   const taskId = journal.taskId;
   if (!taskId) return unsigned({ code: 'no-task' });
+  const fromTools = toolCallResult(journal);
+  if (fromTools) return fromTools;
   if (!isTerminalTaskState(journal.taskState)) return unsigned({ code: 'not-finished' });
   if (!final) {
     if (input.signaturesPromised) return invalid('no-final-task', { code: 'no-final-task' });

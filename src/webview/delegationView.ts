@@ -4,6 +4,8 @@ import { unsafeHTML } from 'lit/directives/unsafe-html.js';
 import { oneLine, PANEL_LIMITS } from '../core/protocol/panelLimits';
 import type { DelegationChildView } from '../core/protocol/delegationView';
 import type { DelegationView, TimelineEntry } from '../core/protocol/panelProtocol';
+import type { ToolCallPanelView } from '../core/protocol/delegationView';
+import { TOOL_CALL_APPROVE, TOOL_CALL_DENY } from '../core/protocol/toolCalls';
 import { stateLabel, stateLook } from '../core/protocol/delegationStates';
 import { outcomeReasonText } from '../core/protocol/outcomeText';
 import { timelineEntryText } from '../core/protocol/timelineText';
@@ -23,6 +25,10 @@ export interface DelegationActions extends ReviewActions {
   showFullText(seq?: number): void;
   /** Open a listed child: its panel when it is a delegation of this window, else its info. */
   openChild(childId: string): void;
+  /** Approve or deny a tool call the agent asks about (an outcome it offers: proceed_once, cancel, …). */
+  answerToolCall(callId: string, outcome: string): void;
+  /** Done: accept what an agent waiting for you did and end the delegation as completed. */
+  finish(): void;
   readonly busy: boolean;
 }
 
@@ -265,15 +271,164 @@ function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult 
   }
 }
 
+/** A tool call's status, in the panel's words. */
+function toolStatusLabel(s: ToolCallPanelView['status']): string {
+  switch (s) {
+    case 'validating':
+      return l10n.t('checking');
+    case 'scheduled':
+      return l10n.t('scheduled');
+    case 'awaiting_approval':
+      return l10n.t('waiting for your approval');
+    case 'executing':
+      return l10n.t('running');
+    case 'success':
+      return l10n.t('done');
+    case 'error':
+      return l10n.t('failed');
+    case 'cancelled':
+      return l10n.t('denied or canceled');
+    case 'unknown':
+      return l10n.t('unknown');
+  }
+}
+
+const TOOL_STATUS_ICON: Record<ToolCallPanelView['status'], string> = {
+  validating: 'loading',
+  scheduled: 'clock',
+  awaiting_approval: 'question',
+  executing: 'loading',
+  success: 'check',
+  error: 'error',
+  cancelled: 'circle-slash',
+  unknown: 'question',
+};
+
+/** A unified diff, one line each, coloured by what the line does (the text itself is never rendered as HTML). */
+function diffBlock(diff: string): TemplateResult {
+  const lines = diff.replace(/\n$/, '').split('\n');
+  return html`<pre class="tool-diff">
+${lines.map((l) => {
+      const cls =
+        l.startsWith('+++') || l.startsWith('---') || l.startsWith('Index:') || l.startsWith('===')
+          ? 'meta'
+          : l.startsWith('@@')
+            ? 'hunk'
+            : l.startsWith('+')
+              ? 'add'
+              : l.startsWith('-')
+                ? 'del'
+                : '';
+      return html`<span class=${cls}>${l}</span>`;
+    })}</pre>`;
+}
+
+/** The call's arguments as a list of names and values (strings as they are, the rest as JSON). */
+function argsList(args: Readonly<Record<string, unknown>>): TemplateResult | typeof nothing {
+  const entries = Object.entries(args);
+  if (entries.length === 0) return nothing;
+  return html`<dl class="tool-args">
+    ${entries.map(
+      ([k, v]) =>
+        html`<dt>${k}</dt>
+          <dd><code>${typeof v === 'string' ? v : JSON.stringify(v)}</code></dd>`,
+    )}
+  </dl>`;
+}
+
+function toolCallCard(c: ToolCallPanelView, a: DelegationActions): TemplateResult {
+  const waiting = c.status === 'awaiting_approval' && c.answered === undefined;
+  const conf = c.confirmation;
+  const label = c.displayName && c.displayName !== c.name ? `${c.displayName} (${c.name})` : c.name;
+  const target = conf?.fileName ?? conf?.filePath ?? (typeof c.args.file_path === 'string' ? c.args.file_path : '');
+  const offers = (o: string) => c.options.includes(o);
+  return html`<li class="tool-call ${waiting ? 'waiting' : ''}" data-call-id=${c.callId} data-status=${c.status}>
+    <div class="tool-head">
+      <vscode-icon
+        name=${TOOL_STATUS_ICON[c.status]}
+        ?spin=${c.status === 'executing' || c.status === 'validating'}
+      ></vscode-icon>
+      <strong>${label}</strong> ${target ? html`<code>${target}</code>` : nothing}
+      <span class="spacer"></span>
+      <span class="tool-status">${toolStatusLabel(c.status)}</span>
+    </div>
+    ${c.autoApproved ? html`<div class="muted">${l10n.t('Approved automatically: automatic approval is on for this agent.')}</div>` : nothing}
+    ${conf?.title ? html`<div class="muted">${conf.title}</div>` : nothing}
+    ${conf?.command ? html`<pre class="tool-command">$ ${conf.command}</pre>` : nothing}
+    ${conf?.fileDiff ? diffBlock(conf.fileDiff) : c.status === 'success' && c.output ? diffBlock(c.output) : nothing}
+    ${conf?.fileDiff || conf?.command ? nothing : argsList(c.args)}
+    ${c.error ? html`<div class="error">${c.error}</div>` : nothing}
+    ${
+      waiting
+        ? html`<div class="actions">
+            ${
+              offers(TOOL_CALL_APPROVE)
+                ? html`<vscode-button
+                    class="approve"
+                    icon="check"
+                    ?disabled=${a.busy}
+                    @click=${() => a.answerToolCall(c.callId, TOOL_CALL_APPROVE)}
+                    >${l10n.t('Approve')}</vscode-button
+                  >`
+                : nothing
+            }
+            ${
+              offers(TOOL_CALL_DENY)
+                ? html`<vscode-button
+                    class="deny"
+                    secondary
+                    icon="close"
+                    ?disabled=${a.busy}
+                    @click=${() => a.answerToolCall(c.callId, TOOL_CALL_DENY)}
+                    >${l10n.t('Deny')}</vscode-button
+                  >`
+                : nothing
+            }
+          </div>`
+        : nothing
+    }
+  </li>`;
+}
+
+function toolCalls(d: DelegationView, a: DelegationActions): TemplateResult | typeof nothing {
+  if (!d.toolCalls?.length) return nothing;
+  return html`<section class="tool-calls">
+    <h2><vscode-icon name="tools"></vscode-icon> ${l10n.t('Tool calls')}</h2>
+    <ol id="tool-calls">
+      ${d.toolCalls.map((c) => toolCallCard(c, a))}
+    </ol>
+  </section>`;
+}
+
+/** The agent ended its turn without a question: it waits for the user to go on, accept it (Done) or cancel. */
+function waitingBanner(d: DelegationView, a: DelegationActions): TemplateResult | typeof nothing {
+  if (d.state !== 'input-required' || d.waiting !== 'turn') return nothing;
+  return html`<div class="banner" role="status" id="waiting-for-you">
+    <vscode-icon name="account"></vscode-icon>
+    <div>
+      <strong>${l10n.t('{0} finished its turn and is waiting for you.', d.agent.name)}</strong>
+      ${l10n.t(
+        'Reply to go on, Done to accept what it did (the delegation ends as completed and its changes come to you for review), or Cancel.',
+      )}
+    </div>
+    <vscode-button id="done" icon="check-all" ?disabled=${a.busy} @click=${() => a.finish()}
+      >${l10n.t('Done')}</vscode-button
+    >
+  </div>`;
+}
+
 function replyBox(d: DelegationView, a: DelegationActions): TemplateResult | typeof nothing {
-  if (d.state !== 'input-required') return nothing;
+  if (d.state !== 'input-required' || d.waiting === 'approval') return nothing;
   const send = () => {
     const area = document.getElementById('reply-text') as (HTMLElement & { value: string }) | null;
     const text = area?.value.trim() ?? '';
     if (text) a.reply(text);
   };
   return html`<section class="reply">
-    <h3><vscode-icon name="comment-discussion"></vscode-icon> ${l10n.t('The agent asks')}</h3>
+    <h3>
+      <vscode-icon name="comment-discussion"></vscode-icon>
+      ${d.question || d.waiting !== 'turn' ? l10n.t('The agent asks') : l10n.t('Your reply')}
+    </h3>
     ${d.question ? agentText(d.question, true, d.questionChars, 'question', () => a.showFullText()) : nothing}
     <vscode-textarea
       id="reply-text"
@@ -303,7 +458,7 @@ function patchChoices(d: DelegationView, a: DelegationActions): TemplateResult {
           html`<li class="patch-choice" data-index=${p.index}>
             <vscode-icon name="diff"></vscode-icon>
             <span class="patch-name"
-              >${p.name === 'message' && p.source === 'message' ? l10n.t('the agent’s message') : p.name}</span
+              >${p.source === 'message' ? l10n.t('the agent’s message') : p.source === 'tool-calls' ? l10n.t('the agent’s edits') : p.name}</span
             >
             <span class="muted"
               >${
@@ -460,7 +615,7 @@ export function delegationTemplate(d: DelegationView, a: DelegationActions, now:
           : nothing
       }
     </section>
-    ${outcomeBanner(d, a)} ${replyBox(d, a)} ${patchLinks(d)}
+    ${outcomeBanner(d, a)} ${waitingBanner(d, a)} ${toolCalls(d, a)} ${replyBox(d, a)} ${patchLinks(d)}
     <div class="actions toolbar">
       ${
         d.patches && d.patches.length > 1

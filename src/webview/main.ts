@@ -105,6 +105,8 @@ const actions: DelegationActions = {
   provideToken: () => void run('provideToken', {}),
   showFullText: (seq?: number) => void run('showFullText', seq === undefined ? {} : { seq }),
   openChild: (childId: string) => void run('openChild', { childId }),
+  answerToolCall: (callId: string, outcome: string) => void run('answerToolCall', { callId, outcome }),
+  finish: () => void run('finish', {}),
   send: (method, params) => void run(method, params),
   get busy() {
     return busy !== undefined;

@@ -25,6 +25,21 @@ code.url { word-break: normal; overflow-wrap: break-word; white-space: normal; }
 `;
 
 export const delegationStyles = `
+.tool-calls ol { list-style: none; padding: 0; margin: 0; display: flex; flex-direction: column; gap: 10px; }
+.tool-call { padding: 8px 12px; border-radius: 4px; border: 1px solid var(--vscode-widget-border, var(--vscode-panel-border, transparent)); background: var(--vscode-sideBar-background, var(--vscode-editorWidget-background)); }
+.tool-call.waiting { border-color: var(--vscode-editorWarning-foreground); }
+.tool-head { display: flex; align-items: center; gap: 6px; }
+.tool-status { color: var(--vscode-descriptionForeground); }
+.tool-call.waiting .tool-status { color: var(--vscode-editorWarning-foreground); font-weight: 600; }
+.tool-diff, .tool-command { font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size, 0.92em); margin: 8px 0 0; padding: 6px 8px; overflow-x: auto; background: var(--vscode-textCodeBlock-background); border-radius: 3px; }
+.tool-diff span { display: block; white-space: pre; min-height: 1.2em; }
+.tool-diff .add { color: var(--vscode-gitDecoration-addedResourceForeground, #388a34); }
+.tool-diff .del { color: var(--vscode-gitDecoration-deletedResourceForeground, #c74e39); }
+.tool-diff .hunk { color: var(--vscode-textLink-foreground); }
+.tool-diff .meta { color: var(--vscode-descriptionForeground); }
+.tool-args { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margin: 8px 0 0; }
+.tool-args dt { color: var(--vscode-descriptionForeground); }
+.tool-args dd { margin: 0; overflow-wrap: anywhere; }
 .title { min-width: 0; }
 .title h1 { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; max-width: 70vw; }
 .endpoint { font-family: var(--vscode-editor-font-family); font-size: 0.92em; }

@@ -86,6 +86,15 @@ describe('panel protocol: messages from the webview are validated', () => {
       { type: 'request', id: 1, method: 'reviewSelectAll', params: { selected: true, files: ['a'] } },
     ],
     [
+      'a tool-call answer the extension does not define',
+      { type: 'request', id: 1, method: 'answerToolCall', params: { callId: 'c1', outcome: 'run_everything' } },
+    ],
+    [
+      'a tool-call answer without a call id',
+      { type: 'request', id: 1, method: 'answerToolCall', params: { outcome: 'cancel' } },
+    ],
+    ['finish with params', { type: 'request', id: 1, method: 'finish', params: { callId: 'c1' } }],
+    [
       'a prototype-polluting key',
       JSON.parse('{"type":"request","id":1,"method":"refresh","params":{"__proto__":{"x":1}}}'),
     ],
@@ -120,6 +129,8 @@ const SAMPLE_PARAMS: { [M in keyof PanelRequests]: PanelRequests[M]['params'] } 
   runCommand: { command: 'baton.addAgent' },
   cancel: {},
   reply: { text: 'use tabs' },
+  answerToolCall: { callId: 'replace-1', outcome: 'proceed_once' },
+  finish: {},
   reviewChanges: {},
   checkAgain: {},
   provideToken: {},

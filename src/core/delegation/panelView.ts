@@ -3,7 +3,14 @@
  * else the panel shows, passed in as plain data. Pure; the host calls it on every snapshot, so it only
  * maps and bounds what it is given (patch statistics are computed once, where the patch is kept).
  */
-import type { DelegationView, PatchChoice, PatchStats, TimelineEntry } from '../protocol/delegationView';
+import type {
+  DelegationView,
+  PatchChoice,
+  PatchStats,
+  TimelineEntry,
+  ToolCallPanelView,
+} from '../protocol/delegationView';
+import type { ToolCallView } from '../protocol/toolCalls';
 import { boundDelegationView, PANEL_LIMITS } from '../protocol/panelLimits';
 import type { ReviewView } from '../protocol/panelProtocol';
 import { isFinalOutcome } from '../delegation';
@@ -43,6 +50,8 @@ export function delegationPanelView(record: DelegationRecord, extras: Delegation
     reason: record.outcomeReason,
     ...(record.outcomeBecause ? { reasonWords: record.outcomeBecause } : {}),
     question: record.prompt,
+    ...(record.toolCalls?.length ? { toolCalls: record.toolCalls.map(panelToolCall) } : {}),
+    ...(record.waiting ? { waiting: record.waiting } : {}),
     // Only what the panel can show is mapped; the bounds also apply to each entry's text.
     timeline: record.timeline.slice(first).map((e, i) => panelTimelineEntry(e, first + i + 1 + record.timelineOmitted)),
     timelineOmitted: record.timelineOmitted + first,
@@ -68,6 +77,13 @@ export function delegationPanelView(record: DelegationRecord, extras: Delegation
 /** An entry's data parts, when it has some (entries written before data was kept have none). */
 function dataOf(e: { readonly data?: TimelineEntry['data'] }): Pick<TimelineEntry, 'data'> {
   return e.data?.length ? { data: e.data } : {};
+}
+
+/** What the panel shows of a tool call: everything but the file contents (the diff says what changes). */
+function panelToolCall(c: ToolCallView): ToolCallPanelView {
+  const { edit: _contents, ...shown } = c;
+  void _contents;
+  return shown;
 }
 
 function artifactCode(e: Extract<JournalTimelineEntry, { kind: 'artifact' }>): TimelineEntry['code'] {

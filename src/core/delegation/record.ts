@@ -11,6 +11,7 @@ import type { TimelineCode, TimelineParam } from '../protocol/timelineText';
 import type { ChildTaskInfo } from '../batonProfile';
 import type { ResultMessage } from '../resultText';
 import type { StartedBy } from './tree';
+import type { ToolCallView } from '../protocol/toolCalls';
 
 /** Who executed a delegation and how, as the agent reported it (signed, when the result verified). */
 export interface ExecutorInfo {
@@ -45,7 +46,7 @@ export interface RecordedPatch {
   readonly artifactId: string;
   readonly sha256: string;
   readonly name: string;
-  readonly source: 'artifact' | 'message';
+  readonly source: 'artifact' | 'message' | 'tool-calls';
   readonly signature: 'verified' | 'unsigned';
 }
 
@@ -144,6 +145,13 @@ export interface DelegationRecord {
   readonly artifacts: readonly RecordedArtifact[];
   /** When the agent asked for input or auth: its question. */
   readonly prompt?: string;
+  /** The agent's tool calls (development-tool extension), latest state each; absent when it made none. */
+  readonly toolCalls?: readonly ToolCallView[];
+  /**
+   * Why an `input-required` delegation without a question waits: a tool call awaits the user's
+   * approval, or the agent finished its turn and waits for the user (reply, Done or Cancel).
+   */
+  readonly waiting?: 'approval' | 'turn';
   /** The latest result check, once one is recorded. */
   readonly resultCheck?: ResultCheckRecord;
   readonly actions: {
@@ -151,6 +159,8 @@ export interface DelegationRecord {
     readonly reply: boolean;
     readonly checkAgain: boolean;
     readonly reviewChanges: boolean;
+    /** Finish it as completed (Done): the agent waits for the user with no question. */
+    readonly done?: boolean;
   };
 }
 

@@ -72,7 +72,8 @@ export function diffInText(text: string): string | undefined {
 }
 
 /** Where a patch was found: an artifact (signed with the result when it is signed) or the agent's message. */
-export type PatchSource = 'artifact' | 'message';
+/** Where a patch came from: an artifact, a diff in the agent's final message, or the edits its tool calls reported. */
+export type PatchSource = 'artifact' | 'message' | 'tool-calls';
 
 /** A patch found in a result: its bytes as the agent sent them. */
 export interface FoundPatch {

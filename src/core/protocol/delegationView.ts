@@ -8,6 +8,10 @@ import type { DataPartView } from './dataView';
 import type { ReviewView } from './panelProtocol';
 import type { TimelineCode, TimelineParam } from './timelineText';
 import type { OutcomeWords } from './outcomeText';
+import type { ToolCallView } from './toolCalls';
+
+/** A tool call as the panel shows it: without the whole file contents the host keeps for the patch. */
+export type ToolCallPanelView = Omit<ToolCallView, 'edit'>;
 
 /** How a delegation ended (or paused). */
 export type DelegationOutcome =
@@ -47,7 +51,7 @@ export interface PatchChoice {
   readonly index: number;
   /** The artifact's name (or file name); `message` for a diff in the agent's final message. */
   readonly name: string;
-  readonly source: 'artifact' | 'message';
+  readonly source: 'artifact' | 'message' | 'tool-calls';
   /** `verified`: these bytes are the signed artifact's; `unsigned`: nothing signed them. */
   readonly signature: 'verified' | 'unsigned';
   /** Absent when the bytes do not parse as a patch (the review says why). */
@@ -136,6 +140,13 @@ export interface DelegationView {
   readonly question?: string;
   /** The question's length before it was shortened for the panel; absent when it was not. */
   readonly questionChars?: number;
+  /** The agent's tool calls (development-tool extension), latest state each, in the order it made them. */
+  readonly toolCalls?: readonly ToolCallPanelView[];
+  /**
+   * `input-required` without a question: a tool call awaits approval, or the agent finished its turn and
+   * waits for the user (reply, Done or Cancel).
+   */
+  readonly waiting?: 'approval' | 'turn';
   readonly timeline: readonly TimelineEntry[];
   /** Earlier timeline entries not in `timeline` (the journal has them). */
   readonly timelineOmitted?: number;

@@ -31,6 +31,7 @@ export const OUTCOME_MESSAGES = {
   'input-required': 'The agent needs more input.',
   'auth-required': 'The agent needs authorization to continue.',
   'unknown.afterCancel': 'The cancel left the task in an unknown state.',
+  'completed.byUser': 'You finished the delegation and accepted what the agent did.',
 } as const;
 
 export type OutcomeCode = keyof typeof OUTCOME_MESSAGES;

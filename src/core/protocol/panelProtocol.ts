@@ -84,6 +84,10 @@ export interface DelegationRequests extends ReviewRequests {
   reply: PanelRequest<{ text: string }, { sent: true }>;
   /** Open a returned patch for review: the `patch`-th of several (from 0), else the first. */
   reviewChanges: PanelRequest<{ patch?: number }, { opened: true }>;
+  /** Approve or deny a tool call the agent asks about (`outcome` is one it offered, e.g. proceed_once, cancel). */
+  answerToolCall: PanelRequest<{ callId: string; outcome: string }, { sent: true }>;
+  /** Done: the agent waits for the user; accept what it did and end the delegation as completed. */
+  finish: PanelRequest<NoParams, { state: DelegationState }>;
   /** Reconcile an `unknown` outcome with the agent (GetTask), never a blind retry. */
   checkAgain: PanelRequest<NoParams, { state: DelegationState }>;
   /** `auth-required`: ask the user for a token for the agent's host (stored in SecretStorage). */
@@ -132,6 +136,8 @@ export const PANEL_REQUEST_KIND: { readonly [M in keyof PanelRequests]: KindOfMe
   runCommand: 'any',
   cancel: 'delegation',
   reply: 'delegation',
+  answerToolCall: 'delegation',
+  finish: 'delegation',
   reviewChanges: 'delegation',
   checkAgain: 'delegation',
   provideToken: 'delegation',
@@ -289,6 +295,15 @@ function isId(v: unknown): v is string {
   return typeof v === 'string' && v.length > 0 && v.length <= 4096;
 }
 
+/** The answers a panel may send to a tool call (the development-tool extension's outcomes). */
+const TOOL_CALL_OUTCOMES: readonly string[] = [
+  'proceed_once',
+  'proceed_always',
+  'proceed_always_tool',
+  'proceed_always_server',
+  'cancel',
+];
+
 function isPanelCommand(v: unknown): v is PanelCommand {
   return typeof v === 'string' && (PANEL_COMMANDS as readonly string[]).includes(v);
 }
@@ -331,6 +346,7 @@ export function parseWebviewMessage(raw: unknown): ParseResult<WebviewToHostMess
         case 'cancel':
         case 'checkAgain':
         case 'provideToken':
+        case 'finish':
           if (Object.keys(params).length !== 0) return { ok: false, error: `${method}: takes no params` };
           return { ok: true, value: { type: 'request', id, method, params: {} } };
         case 'rejectAgent':
@@ -426,6 +442,15 @@ export function parseWebviewMessage(raw: unknown): ParseResult<WebviewToHostMess
           if (!hasOnlyKeys(params, ['childId']) || !isId(params.childId))
             return { ok: false, error: 'openChild: needs childId' };
           return { ok: true, value: { type: 'request', id, method, params: { childId: params.childId } } };
+        case 'answerToolCall':
+          if (!hasOnlyKeys(params, ['callId', 'outcome']) || !isId(params.callId))
+            return { ok: false, error: 'answerToolCall: callId must be a string' };
+          if (typeof params.outcome !== 'string' || !TOOL_CALL_OUTCOMES.includes(params.outcome))
+            return { ok: false, error: `answerToolCall: outcome must be one of ${TOOL_CALL_OUTCOMES.join(', ')}` };
+          return {
+            ok: true,
+            value: { type: 'request', id, method, params: { callId: params.callId, outcome: params.outcome } },
+          };
         case 'reply':
           if (!hasOnlyKeys(params, ['text']) || typeof params.text !== 'string')
             return { ok: false, error: 'reply: text must be a string' };

@@ -48,6 +48,11 @@ export const TIMELINE_MESSAGES = {
   'cancel.noState': 'The agent answered the cancel but the task is in no state.',
   'cancel.timeout': 'The agent did not confirm the cancel within {0} s.',
   'cancel.refused': 'The agent refused or failed the cancel: {0}.',
+  // Tool calls (the development-tool extension) and finishing a delegation that waits for you.
+  'toolCall.approved': 'You approved {0} ({1}).',
+  'toolCall.denied': 'You denied {0}.',
+  'toolCall.autoApproved': 'Approved {0} automatically ({1}): automatic approval is on for this agent.',
+  'finished.byUser': 'You finished the delegation: it ends as completed with what the agent did.',
   // The journal itself.
   'journal.tornTail':
     'The journal was cut by a crash; a partial last line was dropped. Missing events are fetched again from the agent where it supports replay.',

@@ -104,6 +104,11 @@ export class DelegationService extends Disposable {
       connect: (request) => this.connect(request),
       maxConcurrent: this.maxConcurrent(),
       onOutcome: (id, decision) => void this.settled(id, decision),
+      // Never automatic unless the user listed this agent (its card URL) in baton.autoApproveToolCalls.
+      autoApproveToolCalls: (request) =>
+        (vscode.workspace.getConfiguration('baton').get<unknown[]>('autoApproveToolCalls') ?? []).some(
+          (id) => id === request.agent.id,
+        ),
     });
     const unsubscribe = this.manager.onDidChange((id) => {
       this.treeCache = undefined;
@@ -343,6 +348,16 @@ export class DelegationService extends Disposable {
 
   reply(id: string, text: string): Promise<void> {
     return this.m.reply(id, text);
+  }
+
+  /** Approves or denies a tool call the agent asks about (development-tool extension). */
+  answerToolCall(id: string, callId: string, outcome: string): Promise<void> {
+    return this.m.answerToolCall(id, callId, outcome);
+  }
+
+  /** Done: ends a delegation whose agent waits for the user as completed by the user. */
+  async finish(id: string): Promise<void> {
+    await this.m.finish(id);
   }
 
   async cancel(id: string): Promise<boolean> {

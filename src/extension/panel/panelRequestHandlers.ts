@@ -29,6 +29,16 @@ export function delegationRequestHandlers(deps: DelegationRequestDeps): PanelHan
       await service.reply(subject.delegationId, p.text);
       return { sent: true };
     },
+    answerToolCall: async (subject, p) => {
+      requireTrustOrThrow(vscode.l10n.t('Answering a tool call'));
+      await service.answerToolCall(subject.delegationId, p.callId, p.outcome);
+      return { sent: true };
+    },
+    finish: async (subject) => {
+      const id = subject.delegationId;
+      await service.finish(id);
+      return { state: service.panelView(id)?.state ?? 'completed' };
+    },
     checkAgain: async (subject) => {
       const id = subject.delegationId;
       await service.checkAgain(id);

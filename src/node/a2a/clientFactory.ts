@@ -17,6 +17,7 @@ import {
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
 import { REPLAY_EXTENSION_URI } from '../../core/batonProfile';
+import { DEV_TOOL_EXTENSION_URI } from '../../core/devTool';
 import { tokenSource, type TokenScope } from '../../core/origin';
 
 /** The interface the user approved. */
@@ -188,7 +189,12 @@ export async function connectAgent(options: ConnectOptions): Promise<AgentConnec
     streaming: card.capabilities?.streaming === true,
     replay,
     idempotentSend: replay,
-    extensions: replay ? [REPLAY_EXTENSION_URI] : [],
+    // The development-tool extension is requested when the card declares it (Gemini CLI's server does
+    // not: the runner then recognises it from the events' metadata and requests it from there on).
+    extensions: [
+      ...(replay ? [REPLAY_EXTENSION_URI] : []),
+      ...(declared.includes(DEV_TOOL_EXTENSION_URI) ? [DEV_TOOL_EXTENSION_URI] : []),
+    ],
     auth,
   };
 }

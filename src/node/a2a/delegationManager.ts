@@ -34,6 +34,8 @@ export interface DelegationManagerOptions {
   >;
   /** Called when a delegation records an outcome (for notifications). */
   readonly onOutcome?: (requestId: string, decision: OutcomeDecision) => void;
+  /** Whether the user turned on automatic approval of tool calls for this delegation's agent. Default never. */
+  readonly autoApproveToolCalls?: (request: DelegationRequest) => boolean;
 }
 
 export interface DelegationSummary {
@@ -148,6 +150,18 @@ export class DelegationManager {
     await runner.reply(text);
   }
 
+  /** Answers a tool call awaiting approval (`DelegationRunner.answerToolCall`). */
+  async answerToolCall(requestId: string, callId: string | undefined, outcome: string): Promise<void> {
+    const runner = await this.runnerFor(requestId);
+    await runner.answerToolCall(callId, outcome);
+  }
+
+  /** Done: finishes a delegation whose agent waits for the user as completed (`DelegationRunner.finish`). */
+  async finish(requestId: string): Promise<OutcomeDecision> {
+    const runner = await this.runnerFor(requestId);
+    return runner.finish();
+  }
+
   async checkAgain(requestId: string): Promise<void> {
     const runner = await this.runnerFor(requestId);
     await runner.checkAgain();
@@ -203,6 +217,7 @@ export class DelegationManager {
       journal: slot.journal,
       sink: this.options.store,
       now: this.now,
+      autoApproveToolCalls: this.options.autoApproveToolCalls?.(slot.journal.request) === true,
       onOutcome: (journal, decision) => {
         if (isFinalOutcome(decision.outcome) || decision.outcome === 'unknown') {
           void this.options.store.appendAudit(auditRecordFor(journal, decision, this.now())).catch(() => undefined);

@@ -43,6 +43,9 @@ import type {
 } from '../../core/taskFollow';
 import type { AgentConnection } from './clientFactory';
 import { outcomeReasonText } from '../../core/protocol/outcomeText';
+import { DEV_TOOL_EXTENSION_URI, pendingToolCalls, slimDevToolEvent, toolAnswerParts } from '../../core/devTool';
+import type { Part } from '@a2a-js/sdk';
+import { Role } from '@a2a-js/sdk';
 
 /** Where journal entries are persisted (src/node/journalStore.ts implements it). */
 export interface JournalSink {
@@ -77,6 +80,17 @@ export interface DelegationRunnerOptions {
   readonly silenceCheckMs?: number;
   /** Called once per recorded outcome, after it is persisted. */
   readonly onOutcome?: (journal: DelegationJournal, decision: OutcomeDecision) => void;
+  /**
+   * Approve every tool call the agent asks about (development-tool extension) without asking: only when
+   * the user turned it on for this agent. Each approval is journaled as automatic.
+   */
+  readonly autoApproveToolCalls?: boolean;
+  /**
+   * While a tool call waits for the user, the connection its task runs on is kept busy with a GetTask this
+   * often: Gemini CLI's server aborts a task whose first request's connection closes, and an idle
+   * keep-alive connection is closed after a few seconds. Default 2 s.
+   */
+  readonly keepAliveMs?: number;
 }
 
 const NOT_DELIVERED_CODES = new Set([
@@ -182,6 +196,9 @@ export class DelegationRunner {
   private disposed = false;
   private storeError?: string;
   private settleWaiters: Array<(d: OutcomeDecision) => void> = [];
+  private readonly autoApprove: boolean;
+  private readonly keepAliveMs: number;
+  private keepAliveTimer?: NodeJS.Timeout;
 
   constructor(options: DelegationRunnerOptions) {
     this.conn = options.connection;
@@ -200,6 +217,8 @@ export class DelegationRunner {
     this.silenceCheckMs = options.silenceCheckMs ?? 60_000;
     this.onOutcome = options.onOutcome;
     this.pollOnly = !this.conn.streaming;
+    this.autoApprove = options.autoApproveToolCalls === true;
+    this.keepAliveMs = options.keepAliveMs ?? 2_000;
   }
 
   get requestId(): string {
@@ -273,6 +292,108 @@ export class DelegationRunner {
     this.followInBackground({ kind: 'reply', message });
   }
 
+  /**
+   * Answers a tool call awaiting approval (development-tool extension): a new message on the same task
+   * whose one part is the data part `{callId, outcome}`. Without `callId`, the only one awaiting approval.
+   * Resolves once the answer is recorded and on its way (as `reply`).
+   */
+  async answerToolCall(callId: string | undefined, outcome: string, auto = false): Promise<void> {
+    const pending = pendingToolCalls(this.journal.toolCalls());
+    if (this.journal.decide()?.outcome !== 'input-required' || pending.length === 0)
+      throw new Error('No tool call of this delegation is waiting for approval.');
+    let id = callId;
+    if (id === undefined) {
+      if (pending.length > 1)
+        throw new Error(
+          `${pending.length} tool calls are waiting for approval; name one of them: ${pending.map((c) => c.callId).join(', ')}`,
+        );
+      id = pending[0].callId;
+    }
+    if (!pending.some((c) => c.callId === id))
+      throw new Error(
+        `Tool call ${id} is not waiting for approval; the ones waiting are: ${pending.map((c) => c.callId).join(', ')}`,
+      );
+    await this.replyWith(toolAnswerParts(id, outcome), auto);
+  }
+
+  /**
+   * Done: the user accepts what the agent did while it waits for them. The delegation ends as completed
+   * by the user (journaled), and the task is then canceled at the agent so it does not linger there;
+   * that cancel is not journaled (its answer changes nothing about the outcome).
+   */
+  async finish(): Promise<OutcomeDecision> {
+    const d = this.journal.decide();
+    if (d?.outcome !== 'input-required')
+      throw new Error('Only a delegation whose agent is waiting for you can be finished with Done.');
+    await this.idle();
+    this.stopKeepAlive();
+    await this.exclusive(async () => {
+      await this.record({ kind: 'finished', at: this.now(), by: 'user' }, true);
+      await this.settle();
+      const taskId = this.journal.taskId;
+      if (taskId)
+        await this.conn.client
+          .cancelTask(
+            { tenant: '', id: taskId, metadata: undefined },
+            this.options(AbortSignal.timeout(this.cancelWaitMs)),
+          )
+          .catch(() => undefined);
+    });
+    return this.journal.decide() ?? d;
+  }
+
+  /** A message with these parts on the task, as `reply` sends text. */
+  private async replyWith(parts: Part[], autoApproved: boolean): Promise<void> {
+    const taskId = this.journal.taskId;
+    if (!taskId) throw new Error('This delegation is not waiting for input.');
+    await this.idle();
+    this.stopKeepAlive();
+    const message = {
+      ...buildReplyMessage(this.newId(), taskId, this.journal.contextId ?? '', ''),
+      role: Role.ROLE_USER,
+      parts,
+    };
+    await this.record({ kind: 'reply', at: this.now(), message, ...(autoApproved ? { autoApproved } : {}) }, true);
+    this.followInBackground({ kind: 'reply', message });
+  }
+
+  /**
+   * After the task settled: approves waiting tool calls when the user turned that on for this agent, and
+   * keeps the connection busy while one waits for the user (see `keepAliveMs`).
+   */
+  private afterSettle(): void {
+    const waiting =
+      this.devTool &&
+      this.journal.decide()?.outcome === 'input-required' &&
+      pendingToolCalls(this.journal.toolCalls()).length > 0;
+    if (!waiting || this.disposed) {
+      this.stopKeepAlive();
+      return;
+    }
+    if (this.autoApprove) {
+      const [first] = pendingToolCalls(this.journal.toolCalls());
+      // One at a time: the answer's stream brings the next question, if any.
+      void this.answerToolCall(first.callId, 'proceed_once', true).catch(() => undefined);
+      return;
+    }
+    if (this.keepAliveTimer || this.keepAliveMs <= 0) return;
+    this.keepAliveTimer = setInterval(() => {
+      if (this.disposed) return this.stopKeepAlive();
+      void this.taskAtAgent(AbortSignal.timeout(Math.max(1_000, this.keepAliveMs * 2))).catch(() => undefined);
+    }, this.keepAliveMs);
+    this.keepAliveTimer.unref?.();
+  }
+
+  private stopKeepAlive(): void {
+    if (this.keepAliveTimer) clearInterval(this.keepAliveTimer);
+    this.keepAliveTimer = undefined;
+  }
+
+  /** The agent speaks the development-tool extension: its card declares it, or its events show it. */
+  private get devTool(): boolean {
+    return this.journal.devTool || this.conn.extensions.includes(DEV_TOOL_EXTENSION_URI);
+  }
+
   /** Starts following (errors are recorded in the journal by `run`; a failed record is only logged there). */
   private followInBackground(drive: Drive): void {
     this.run(drive).catch(() => undefined);
@@ -326,12 +447,14 @@ export class DelegationRunner {
   async cancel(): Promise<OutcomeDecision> {
     const d = this.journal.decide();
     if (d && isFinalOutcome(d.outcome)) return d;
+    this.stopKeepAlive();
     return this.stopAndCancel('user');
   }
 
   /** Stops following (streams, timers); does not cancel at the agent. The journal stays as it is. */
   dispose(): void {
     this.disposed = true;
+    this.stopKeepAlive();
     this.abort?.abort();
     if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
     this.listeners.clear();
@@ -473,7 +596,17 @@ export class DelegationRunner {
 
   private options(signal?: AbortSignal, extra?: Record<string, string>): RequestOptions {
     const serviceParameters: Record<string, string> = { ...extra };
-    if (this.conn.extensions.length > 0) serviceParameters['A2A-Extensions'] = this.conn.extensions.join(',');
+    // The development-tool extension is activated once the agent is seen to speak it (its card may not say so).
+    const extensions =
+      this.journal.devTool && !this.conn.extensions.includes(DEV_TOOL_EXTENSION_URI)
+        ? [...this.conn.extensions, DEV_TOOL_EXTENSION_URI]
+        : this.conn.extensions;
+    if (extensions.length > 0) {
+      serviceParameters['A2A-Extensions'] = extensions.join(',');
+      // A2A 0.3 named the header X-A2A-Extensions.
+      if (this.conn.endpoint.protocolVersion.startsWith('0.'))
+        serviceParameters['X-A2A-Extensions'] = extensions.join(',');
+    }
     return { signal, serviceParameters };
   }
 
@@ -785,6 +918,9 @@ export class DelegationRunner {
         if (signal.aborted) return undefined;
         await this.handle(ev);
         if (this.journal.decide()) {
+          // Gemini CLI's server ends the stream itself after its last event, and cutting the response
+          // short closes the connection its task runs on, which aborts the task there: read to the end.
+          if (this.devTool) continue;
           // The stream closes after a terminal or interrupted state; don't wait on a server that doesn't.
           await stream.return(undefined);
           return undefined;
@@ -876,7 +1012,9 @@ export class DelegationRunner {
   }
 
   /** Journals one streamed event (de-duplicated by seq when the agent numbers them). */
-  private async handle(ev: StreamResponse): Promise<void> {
+  private async handle(raw: StreamResponse): Promise<void> {
+    // A development-tool agent's tool-call parts carry the tool's schema (several KB each): not journaled.
+    const ev = slimDevToolEvent(raw);
     const p = ev.payload;
     if (!p) return;
     const at = this.now();
@@ -947,6 +1085,7 @@ export class DelegationRunner {
       this.deadlineTimer = undefined;
     }
     this.onOutcome?.(this.journal, decision);
+    this.afterSettle();
     const waiters = this.settleWaiters;
     this.settleWaiters = [];
     for (const w of waiters) w(decision);
