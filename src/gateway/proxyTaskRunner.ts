@@ -24,6 +24,8 @@ import { statusEvent } from './a2aBuild';
 import type { RemoteAgentConfig } from './config';
 import { TaskWriter, wireEventState, wireKind, wireTaskId } from './eventLog';
 import type { Json, WireEvent, WireKind } from './eventLog';
+import { HeldConnections } from './heldConnections';
+import { rewriteInterimEvents } from './legacyEvents';
 import { remoteAuthHeaders } from './remoteCard';
 import type { RemoteCardFacts } from './remoteCard';
 import { remoteStreamBatches, UnreadableEventError } from './remoteStream';
@@ -122,6 +124,10 @@ export class ProxyTaskRunner implements TaskRunner {
   private readonly endpoint: RemoteEndpoint;
   /** The config/card disagreement last logged (logged again only when it changes). */
   private saidMismatch = '';
+  /** The HTTP connections to a 0.3 remote, held while a task waits for a tool approval (heldConnections.ts). */
+  private readonly conns: HeldConnections;
+  /** The tool calls each task reported, by callId, with their last status (see `pendingToolCall`). */
+  private readonly toolCalls = new Map<string, Map<string, string>>();
 
   constructor(
     private readonly ctx: GatewayContext,
@@ -135,6 +141,38 @@ export class ProxyTaskRunner implements TaskRunner {
       headers: () => this.remoteHeaders(),
       agents: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) },
     };
+    this.conns = new HeldConnections({
+      url: cfg.url,
+      binding: cfg.protocolBinding,
+      headers: () => this.remoteHeaders(),
+      needed: (taskId) => this.relays.has(taskId) || this.pendingToolCall(taskId),
+      log: (line) => this.ctx.log(`remote agent ${cfg.id}: ${line}`),
+    });
+  }
+
+  /**
+   * True when the task reported a tool call that waits for the user's approval and has not moved on
+   * since (a status message's data part `{request: {callId}, status: 'awaiting_approval'}`, as Gemini
+   * CLI's A2A server sends them).
+   */
+  private pendingToolCall(taskId: string): boolean {
+    for (const status of this.toolCalls.get(taskId)?.values() ?? []) if (status === 'awaiting_approval') return true;
+    return false;
+  }
+
+  /** Notes the tool calls a status update reports (their data parts are relayed as they came). */
+  private noteToolCalls(taskId: string, ev: WireEvent): void {
+    const status = isRecord(ev.statusUpdate) && isRecord(ev.statusUpdate.status) ? ev.statusUpdate.status : undefined;
+    const parts = isRecord(status?.message) ? status.message.parts : undefined;
+    if (!Array.isArray(parts)) return;
+    for (const part of parts as unknown[]) {
+      const data = isRecord(part) && isRecord(part.data) ? part.data : undefined;
+      const call = isRecord(data?.request) ? data.request.callId : undefined;
+      if (typeof call !== 'string' || typeof data?.status !== 'string') continue;
+      let calls = this.toolCalls.get(taskId);
+      if (!calls) this.toolCalls.set(taskId, (calls = new Map()));
+      calls.set(call, data.status);
+    }
   }
 
   /** The versions the remote's card offers for the configured binding (empty: not read, or none). */
@@ -204,10 +242,17 @@ export class ProxyTaskRunner implements TaskRunner {
   private remoteFetch: typeof fetch = async (input, init) => {
     const headers = new Headers(init?.headers);
     for (const [k, v] of Object.entries(this.remoteHeaders())) headers.set(k, v);
-    // A redirect would carry the credentials to a URL the operator never pinned.
-    const res = await fetch(input, { ...init, headers, redirect: 'error' });
+    // No redirect is followed: it would carry the credentials to a URL the operator never pinned.
+    let res = await this.conns.fetch(input, { ...init, headers });
+    const sse = (res.headers.get('content-type') ?? '').includes('text/event-stream');
+    if (sse && res.body && this.version() === '0.3')
+      res = new Response(rewriteInterimEvents(res.body), {
+        status: res.status,
+        statusText: res.statusText,
+        headers: res.headers,
+      });
     const messageId = sentMessageId(init?.body);
-    if (!messageId || !res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) return res;
+    if (!messageId || !res.body || !sse) return res;
     // The first event's text, kept aside: when the SDK cannot read it, it still names the remote's task.
     const [forClient, aside] = res.body.tee();
     this.firstEvents.set(messageId, firstSseData(aside));
@@ -361,6 +406,7 @@ export class ProxyTaskRunner implements TaskRunner {
       firstBatch = await stream.next();
     } catch (e) {
       abort.abort();
+      this.conns.forget(params.message?.messageId ?? '');
       throw await this.unreadableFirst(e, params);
     } finally {
       this.firstEvents.delete(params.message?.messageId ?? '');
@@ -369,6 +415,7 @@ export class ProxyTaskRunner implements TaskRunner {
     const firstWire = first?.ev;
     const rest = firstBatch.done ? [] : firstBatch.value.slice(1);
     const p = firstWire ? StreamResponse.fromJSON(firstWire).payload : undefined;
+    if (!firstWire || !p || p.$case === 'message') this.conns.forget(params.message?.messageId ?? '');
     if (!firstWire || !p)
       throw new RequestMalformedError(`the remote agent ${this.cfg.id} answered with an empty stream`);
     if (p.$case === 'message') {
@@ -389,7 +436,11 @@ export class ProxyTaskRunner implements TaskRunner {
         metadata: undefined,
       };
     }
-    if (!task.id) throw new RequestMalformedError(`the remote agent ${this.cfg.id} sent a task without an id`);
+    if (!task.id) {
+      this.conns.forget(params.message?.messageId ?? '');
+      throw new RequestMalformedError(`the remote agent ${this.cfg.id} sent a task without an id`);
+    }
+    this.conns.adopt(params.message?.messageId ?? '', task.id);
     this.sentDigests.set(task.id, sentRequestDigest(params));
     task.metadata = {
       ...(task.metadata ?? {}),
@@ -440,7 +491,14 @@ export class ProxyTaskRunner implements TaskRunner {
     const fresh = (await this.ctx.store.getTask(row.agent, row.id)) ?? row;
     const writer = TaskWriter.forRow(this.ctx.store, this.ctx.hub, fresh);
     const abort = new AbortController();
-    const stream = await this.openStream({ kind: 'send', params: this.forwardParams(params) }, abort.signal);
+    let stream: WireStream;
+    try {
+      stream = await this.openStream({ kind: 'send', params: this.forwardParams(params) }, abort.signal);
+    } catch (e) {
+      this.conns.forget(msg.messageId);
+      throw e;
+    }
+    this.conns.adopt(msg.messageId, row.id);
     writer.setOwner(this.ctx.instanceId);
     // The new turn's first event is recorded before this returns: a stream of the follow-up starts
     // after the previous turn's last event, and would otherwise find that turn's end and close empty.
@@ -473,7 +531,11 @@ export class ProxyTaskRunner implements TaskRunner {
     );
     this.relays.set(writer.taskId, { abort, done, writer });
     void done.finally(() => {
-      if (isTerminal(writer.state)) this.sentDigests.delete(writer.taskId);
+      if (isTerminal(writer.state)) {
+        this.sentDigests.delete(writer.taskId);
+        this.toolCalls.delete(writer.taskId);
+        this.conns.release(writer.taskId);
+      }
       if (this.relays.get(writer.taskId)?.writer === writer) this.relays.delete(writer.taskId);
     });
   }
@@ -487,7 +549,9 @@ export class ProxyTaskRunner implements TaskRunner {
     if (!kind) return undefined;
     const tid = wireTaskId(ev, kind);
     if (tid && tid !== writer.taskId) return undefined;
+    this.conns.touch(writer.taskId);
     if (kind === 'task') return this.ingestSnapshot(writer, ev);
+    if (kind === 'statusUpdate') this.noteToolCalls(writer.taskId, ev);
     const state = wireEventState(ev, kind);
     if (kind === 'statusUpdate' && isTerminal(state) && this.ctx.signEnvelope)
       return this.ingestSigned(writer, ev, state, this.ctx.signEnvelope);
@@ -763,6 +827,17 @@ export class ProxyTaskRunner implements TaskRunner {
   }
 
   async cancel(row: TaskRow): Promise<void> {
+    try {
+      await this.cancelOnce(row);
+    } finally {
+      if (isTerminal((await this.ctx.store.getTask(row.agent, row.id))?.state)) {
+        this.toolCalls.delete(row.id);
+        this.conns.release(row.id);
+      }
+    }
+  }
+
+  private async cancelOnce(row: TaskRow): Promise<void> {
     if (isTerminal(row.state)) throw new TaskNotCancelableError(`task ${row.id} has already ended`);
     const grace = this.ctx.limits.cancelGraceMs;
     const client = await this.getClient();
@@ -818,5 +893,6 @@ export class ProxyTaskRunner implements TaskRunner {
     const all = [...this.relays.values()];
     for (const r of all) r.abort.abort();
     await Promise.race([Promise.all(all.map((r) => r.done)), sleep(this.ctx.limits.cancelGraceMs)]);
+    this.conns.close();
   }
 }
