@@ -7,12 +7,20 @@
  */
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import { Artifact, StreamResponse, Task, TaskState, TaskStatus, taskStateToJSON } from '@a2a-js/sdk';
+import {
+  Artifact,
+  HTTP_EXTENSION_HEADER,
+  StreamResponse,
+  Task,
+  TaskState,
+  TaskStatus,
+  taskStateToJSON,
+} from '@a2a-js/sdk';
 import type { AgentCard, SendMessageRequest } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { Client } from '@a2a-js/sdk/client';
 import { RequestMalformedError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
-import { META } from '../core/batonProfile';
+import { META, REPLAY_EXTENSION_URI, SIGNED_RESULT_EXTENSION_URI } from '../core/batonProfile';
 import { sleep } from '../core/sleep';
 import { followTask, PROXY_FOLLOW, startAfterLostStream, startStreaming } from '../core/taskFollow';
 import type { FollowIO } from '../core/taskFollow';
@@ -34,7 +42,7 @@ import type { GatewayContext } from './gatewayContext';
 import { claimFirstMessage, requestDigest, requestKey } from './localTaskRunner';
 import { envelopeBody, sentRequestDigest } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
-import type { DirectReply, StartedTask, TaskRunner } from './taskRunner';
+import type { DirectReply, RunCall, StartedTask, TaskRunner } from './taskRunner';
 import { endsTurn, isTerminal } from '../core/taskStates';
 
 /**
@@ -105,6 +113,15 @@ function taskIdIn(v: unknown): string | undefined {
     if (typeof c === 'string' && c) return c;
   }
   return undefined;
+}
+
+/**
+ * The caller's requested extensions that go on to the remote: all but the gateway's own (replay and
+ * signed results are the gateway's to give, whatever the remote does). A remote ignores the ones it
+ * does not speak (A2A "Extensions").
+ */
+function forwardedExtensions(call: RunCall | undefined): string[] {
+  return (call?.extensions ?? []).filter((u) => u !== REPLAY_EXTENSION_URI && u !== SIGNED_RESULT_EXTENSION_URI);
 }
 
 interface Relay {
@@ -229,7 +246,12 @@ export class ProxyTaskRunner implements TaskRunner {
       call.kind === 'send'
         ? // `call.params` is already what is forwarded (`forwardParams`): adding the hop again would
           // put this gateway in the chain twice.
-          client.sendMessageStream(call.params, { signal })
+          client.sendMessageStream(call.params, {
+            signal,
+            ...(call.extensions?.length
+              ? { serviceParameters: { [HTTP_EXTENSION_HEADER]: call.extensions.join(',') } }
+              : {}),
+          })
         : client.resubscribeTask({ tenant: '', id: call.taskId }, { signal }),
     );
   }
@@ -367,7 +389,7 @@ export class ProxyTaskRunner implements TaskRunner {
     };
   }
 
-  async start(params: SendMessageRequest, principal: string): Promise<StartedTask | DirectReply> {
+  async start(params: SendMessageRequest, principal: string, call?: RunCall): Promise<StartedTask | DirectReply> {
     const msg = params.message;
     if (!msg?.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
     this.refuseLoop(params);
@@ -380,7 +402,7 @@ export class ProxyTaskRunner implements TaskRunner {
     );
     if (earlier) return { taskId: earlier };
     try {
-      const opened = await this.open(params, principal);
+      const opened = await this.open(params, principal, forwardedExtensions(call));
       if (typeof opened !== 'string') {
         // No task was made, so there is nothing a retry could find again: it is forwarded again.
         await this.ctx.store.releaseRequest(principal, this.cfg.id, key);
@@ -398,9 +420,16 @@ export class ProxyTaskRunner implements TaskRunner {
    * Sends the first message; records the task from the remote's first event and relays the rest, or
    * (the remote answered with a Message) hands that answer back as it came.
    */
-  private async open(params: SendMessageRequest, principal: string): Promise<string | DirectReply> {
+  private async open(
+    params: SendMessageRequest,
+    principal: string,
+    extensions: readonly string[],
+  ): Promise<string | DirectReply> {
     const abort = new AbortController();
-    const stream = await this.openStream({ kind: 'send', params: this.forwardParams(params) }, abort.signal);
+    const stream = await this.openStream(
+      { kind: 'send', params: this.forwardParams(params), extensions },
+      abort.signal,
+    );
     let firstBatch: IteratorResult<readonly RemoteEvent[], void>;
     try {
       firstBatch = await stream.next();
@@ -468,7 +497,12 @@ export class ProxyTaskRunner implements TaskRunner {
     return task.id;
   }
 
-  async continueTask(row: TaskRow, params: SendMessageRequest, principal: string): Promise<StartedTask> {
+  async continueTask(
+    row: TaskRow,
+    params: SendMessageRequest,
+    principal: string,
+    call?: RunCall,
+  ): Promise<StartedTask> {
     const msg = params.message;
     if (!msg?.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
     this.refuseLoop(params);
@@ -493,7 +527,10 @@ export class ProxyTaskRunner implements TaskRunner {
     const abort = new AbortController();
     let stream: WireStream;
     try {
-      stream = await this.openStream({ kind: 'send', params: this.forwardParams(params) }, abort.signal);
+      stream = await this.openStream(
+        { kind: 'send', params: this.forwardParams(params), extensions: forwardedExtensions(call) },
+        abort.signal,
+      );
     } catch (e) {
       this.conns.forget(msg.messageId);
       throw e;

@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
+import * as net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -29,8 +30,13 @@ export function geminiServerPath(): string | undefined {
 export interface GeminiPeer {
   /** The card URL as the gateway is configured with it (127.0.0.1; the card itself says localhost). */
   readonly cardUrl: string;
-  /** The JSON-RPC endpoint (127.0.0.1). */
+  /**
+   * The JSON-RPC endpoint (127.0.0.1), through a byte-for-byte TCP relay that records what arrives: one
+   * relayed connection per client connection, so a client closing its socket closes the server's too.
+   */
   readonly url: string;
+  /** Every request the server got through `url`, as raw HTTP text. */
+  readonly received: () => string;
   /** The git repository the server works in. */
   readonly workspace: string;
   /** The last user text of each request the model got, and whether it carried a tool's result. */
@@ -145,13 +151,24 @@ export async function startGeminiPeer(bundle: string): Promise<GeminiPeer> {
   child.stdout?.on('data', (c: Buffer) => (out += c.toString('utf8')));
   child.stderr?.on('data', (c: Buffer) => (out += c.toString('utf8')));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const url = `http://127.0.0.1:${port}/`;
+  let received = '';
+  const relay = net.createServer((c) => {
+    const up = net.connect(port, '127.0.0.1');
+    c.on('data', (d: Buffer) => (received += d.toString('utf8')));
+    c.pipe(up);
+    up.pipe(c);
+    c.on('error', () => up.destroy());
+    up.on('error', () => c.destroy());
+  });
+  await new Promise<void>((r) => relay.listen(0, '127.0.0.1', () => r()));
+  const url = `http://127.0.0.1:${(relay.address() as AddressInfo).port}/`;
   const cardUrl = `${url}.well-known/agent-card.json`;
   const close = async (): Promise<void> => {
     child.kill('SIGTERM');
     await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
     if (child.exitCode === null) child.kill('SIGKILL');
     await new Promise((r) => model.close(r));
+    relay.close();
     model.closeAllConnections();
     rmSync(root, { recursive: true, force: true });
   };
@@ -173,5 +190,31 @@ export async function startGeminiPeer(bundle: string): Promise<GeminiPeer> {
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  return { cardUrl, url, workspace, modelCalls, log: () => out, close };
+  return { cardUrl, url, workspace, modelCalls, received: () => received, log: () => out, close };
+}
+
+/** The HTTP requests in a recorded byte stream (keep-alive connections carry several, one after another). */
+export function httpRequests(raw: string): Array<{ head: string; headers: Record<string, string>; body: string }> {
+  const out: Array<{ head: string; headers: Record<string, string>; body: string }> = [];
+  let at = 0;
+  for (;;) {
+    const start = raw.slice(at).search(/(POST|GET) \S+ HTTP\/1\.1\r\n/);
+    if (start < 0) break;
+    const from = at + start;
+    const end = raw.indexOf('\r\n\r\n', from);
+    if (end < 0) break;
+    const lines = raw.slice(from, end).split('\r\n');
+    const headers: Record<string, string> = {};
+    for (const l of lines.slice(1)) {
+      const i = l.indexOf(':');
+      if (i > 0) headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim();
+    }
+    const length = Number(headers['content-length'] ?? 0);
+    const body = Buffer.from(raw.slice(end + 4), 'utf8')
+      .subarray(0, length)
+      .toString('utf8');
+    out.push({ head: lines[0], headers, body });
+    at = end + 4 + body.length;
+  }
+  return out;
 }
