@@ -29,6 +29,9 @@ if [ "$what" != unit ]; then
 fi
 
 if [ "$what" = all ] || [ "$what" = unit ]; then
+  # The foreign agents some unit tests run as real peers (test/peers/); a failed install fails this step,
+  # and the tests that need a peer then fail saying how to install it.
+  step peers bash test/peers/setup.sh
   echo "== unit"
   mapfile -t files < <(find test/unit -name '*.test.ts' | sort)
   node --import tsx --test --test-concurrency=2 --test-timeout=300000 --test-reporter=spec --test-reporter-destination=stdout \
