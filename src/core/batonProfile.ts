@@ -52,8 +52,8 @@ export const META = {
   outcome: 'baton/outcome',
   /**
    * On a status update a proxy relays as working: the state the remote really sent. An A2A 0.3 remote
-   * may send input-required or auth-required with `final: false` (Gemini CLI reports a tool's progress
-   * after an approval that way); in A2A 1.0 such a state ends the stream, so it is relayed as working.
+   * may send input-required with `final: false` and go on (Gemini CLI reports a tool's progress after
+   * an approval that way); in A2A 1.0 that state ends the stream, so it is relayed as working.
    */
   remoteState: 'baton/remoteState',
 } as const;

@@ -33,7 +33,7 @@ import type { RemoteAgentConfig } from './config';
 import { TaskWriter, wireEventState, wireKind, wireTaskId } from './eventLog';
 import type { Json, WireEvent, WireKind } from './eventLog';
 import { HeldConnections } from './heldConnections';
-import { rewriteInterimEvents } from './legacyEvents';
+import { resolveInterim, rewriteInterimEvents } from './legacyEvents';
 import { remoteAuthHeaders } from './remoteCard';
 import type { RemoteCardFacts } from './remoteCard';
 import { remoteStreamBatches, UnreadableEventError } from './remoteStream';
@@ -242,7 +242,7 @@ export class ProxyTaskRunner implements TaskRunner {
   private async openStream(call: RemoteCall, signal: AbortSignal): Promise<WireStream> {
     if (this.version() === '1.0') return remoteStreamBatches(this.endpoint, call, signal);
     const client = await this.getClient();
-    return asWire(
+    const wire = asWire(
       call.kind === 'send'
         ? // `call.params` is already what is forwarded (`forwardParams`): adding the hop again would
           // put this gateway in the chain twice.
@@ -254,6 +254,7 @@ export class ProxyTaskRunner implements TaskRunner {
           })
         : client.resubscribeTask({ tenant: '', id: call.taskId }, { signal }),
     );
+    return resolveInterim(wire);
   }
 
   baseCard(): AgentCard {
