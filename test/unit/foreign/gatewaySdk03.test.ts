@@ -206,6 +206,17 @@ describe('A2A 0.3 SDK agents with real-world quirks: directly and through the ga
     assert.ok(!('id' in again && 'status' in again), 'a Message, not a task');
   });
 
+  it('gateway: an input-required with final:false that ends the stream ends the turn (relayed as it came)', async () => {
+    const client = await clientFor(`${gw.url}/a2a/odd/.well-known/agent-card.json`, gw.token);
+    const events = await collect(client.sendMessageStream(sendRequest(userMessage('a question'))));
+    const last = events[events.length - 1];
+    assert.equal(stateOf(last), TaskState.TASK_STATE_INPUT_REQUIRED);
+    assert.equal(noteOf(last), 'which one?');
+    const meta = last.payload?.$case === 'statusUpdate' ? last.payload.value.metadata : undefined;
+    assert.equal(meta?.['baton/remoteState'], undefined, 'not marked: it was the end of the turn');
+    assert.ok(!events.some((e) => stateOf(e) === TaskState.TASK_STATE_WORKING && noteOf(e) === 'which one?'));
+  });
+
   it('gateway: a relay whose stream breaks, to an agent that refuses tasks/resubscribe, still reaches the outcome (by GetTask)', async () => {
     cut.setCutPoint(CUT_POINTS.midEvent);
     const client = await clientFor(`${gw.url}/a2a/noresub/.well-known/agent-card.json`, gw.token);

@@ -10,7 +10,9 @@
  * - `noResubscribe`: answers `tasks/resubscribe` with an error (unsupported operation), as 0.3 servers
  *   without resubscribe support do; its tasks take a while (steps every `stepMs`).
  *
- * Every finished task carries a `changes.patch` artifact naming its first message's text.
+ * Every finished task carries a `changes.patch` artifact naming its first message's text. The
+ * odd-card agent asks back (input-required with `final: false`, then the stream ends) when the text
+ * says "question".
  */
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
@@ -127,6 +129,13 @@ class QuirkExecutor implements AgentExecutor {
       status: { state, message: agentMessage(note, taskId, contextId), timestamp: new Date().toISOString() },
       final,
     });
+    if (!ctx.task && text.includes('question')) {
+      // As 0.3 servers made with the 1.0 SDK's compatibility layer do: input-required with final:false,
+      // and then the stream ends.
+      bus.publish(status('input-required', 'which one?', false));
+      bus.finished();
+      return;
+    }
     const steps = this.quirk === 'noResubscribe' ? 8 : 2;
     for (let i = 1; i <= steps; i++) {
       if (this.canceled.has(taskId)) {
