@@ -60,6 +60,12 @@ export const META = {
    * (`ChildTaskInfo`): how the task tree reaches the client for children it did not start itself.
    */
   child: 'baton/child',
+  /**
+   * On a status update a proxy relays as working: the state the remote really sent. An A2A 0.3 remote
+   * may send input-required with `final: false` and go on (Gemini CLI reports a tool's progress after
+   * an approval that way); in A2A 1.0 that state ends the stream, so it is relayed as working.
+   */
+  remoteState: 'baton/remoteState',
 } as const;
 
 /** A child task, as a gateway reports it on its parent's stream (`META.child`). */

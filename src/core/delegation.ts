@@ -977,6 +977,7 @@ export class DelegationJournal {
     const text = partsText(task.status?.message?.parts);
     const state = task.status?.state;
     const snapSeq = seqOf(task.metadata);
+    const before = this._stateText;
     const changed = this.setState(state, text, snapSeq, at, task.metadata);
     const ahead = source === 'getTask' && snapSeq !== undefined && snapSeq > this._contiguous;
     if (changed && state !== undefined && ahead) this._deferredStatusSeq = snapSeq;
@@ -988,6 +989,10 @@ export class DelegationJournal {
         state: stateName(state),
         ...withText(shown(task.status?.message?.parts)),
       });
+    } else if (source === 'stream' && text && text !== before && this._taskState === state) {
+      // An agent that reports progress as whole tasks (A2A 0.3 agents do): a new status text in the
+      // same state is a step, as it would be in a status update.
+      this.push({ kind: 'step', at: iso(at), ...shown(task.status?.message?.parts) });
     }
     if (source === 'final') {
       this._finalSeen = true;

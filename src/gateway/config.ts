@@ -30,6 +30,12 @@ export interface RemoteAgentConfig {
    * default: `<url>/.well-known/agent-card.json`, then `<origin>/.well-known/agent-card.json`.
    */
   readonly cardUrl?: string;
+  /**
+   * URIs of A2A extensions the remote speaks without declaring them in its card (Gemini CLI's A2A
+   * server speaks its development-tool extension but its card lists none): the route card lists them
+   * with the ones the remote's card declares.
+   */
+  readonly extensions?: readonly string[];
 }
 
 export interface TokenConfig {
@@ -288,6 +294,7 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
         'protocolVersion',
         'auth',
         'skills',
+        'extensions',
       ]);
       const kind = r.str(o, 'kind', p) ?? 'remote';
       if (kind !== 'remote') r.fail(`${p}.kind`, 'must be "remote" (local agents are detected, not configured)');
@@ -335,6 +342,15 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
           });
         });
       }
+      const extensions: string[] = [];
+      if (o.extensions !== undefined) {
+        if (
+          !Array.isArray(o.extensions) ||
+          !o.extensions.every((u) => typeof u === 'string' && /^[a-z][a-z0-9+.-]*:\S+$/i.test(u))
+        )
+          r.fail(`${p}.extensions`, 'must be a list of extension URIs, e.g. ["https://example.com/ext/v1"]');
+        extensions.push(...new Set(o.extensions as string[]));
+      }
       const description = r.str(o, 'description', p);
       remoteAgents.push({
         id,
@@ -347,6 +363,7 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
         ...(version ? { protocolVersion: version as NonNullable<RemoteAgentConfig['protocolVersion']> } : {}),
         auth,
         skills,
+        ...(extensions.length ? { extensions } : {}),
       });
     }
   }

@@ -7,12 +7,20 @@
  */
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import { Artifact, StreamResponse, Task, TaskState, TaskStatus, taskStateToJSON } from '@a2a-js/sdk';
+import {
+  Artifact,
+  HTTP_EXTENSION_HEADER,
+  StreamResponse,
+  Task,
+  TaskState,
+  TaskStatus,
+  taskStateToJSON,
+} from '@a2a-js/sdk';
 import type { AgentCard, SendMessageRequest } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { Client } from '@a2a-js/sdk/client';
 import { RequestMalformedError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
-import { META } from '../core/batonProfile';
+import { META, REPLAY_EXTENSION_URI, SIGNED_RESULT_EXTENSION_URI } from '../core/batonProfile';
 import { sleep } from '../core/sleep';
 import { followTask, PROXY_FOLLOW, startAfterLostStream, startStreaming } from '../core/taskFollow';
 import type { FollowIO } from '../core/taskFollow';
@@ -24,6 +32,8 @@ import { statusEvent } from './a2aBuild';
 import type { RemoteAgentConfig } from './config';
 import { TaskWriter, wireEventState, wireKind, wireTaskId } from './eventLog';
 import type { Json, WireEvent, WireKind } from './eventLog';
+import { HeldConnections } from './heldConnections';
+import { resolveInterim, rewriteInterimEvents } from './legacyEvents';
 import { remoteAuthHeaders } from './remoteCard';
 import type { RemoteCardFacts } from './remoteCard';
 import { remoteStreamBatches, UnreadableEventError } from './remoteStream';
@@ -32,7 +42,7 @@ import type { GatewayContext } from './gatewayContext';
 import { claimFirstMessage, requestDigest, requestKey } from './localTaskRunner';
 import { envelopeBody, sentRequestDigest } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
-import type { DirectReply, StartedTask, TaskRunner } from './taskRunner';
+import type { DirectReply, RunCall, StartedTask, TaskRunner } from './taskRunner';
 import { endsTurn, isTerminal } from '../core/taskStates';
 
 /**
@@ -105,6 +115,15 @@ function taskIdIn(v: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * The caller's requested extensions that go on to the remote: all but the gateway's own (replay and
+ * signed results are the gateway's to give, whatever the remote does). A remote ignores the ones it
+ * does not speak (A2A "Extensions").
+ */
+function forwardedExtensions(call: RunCall | undefined): string[] {
+  return (call?.extensions ?? []).filter((u) => u !== REPLAY_EXTENSION_URI && u !== SIGNED_RESULT_EXTENSION_URI);
+}
+
 interface Relay {
   readonly abort: AbortController;
   readonly done: Promise<void>;
@@ -122,6 +141,10 @@ export class ProxyTaskRunner implements TaskRunner {
   private readonly endpoint: RemoteEndpoint;
   /** The config/card disagreement last logged (logged again only when it changes). */
   private saidMismatch = '';
+  /** The HTTP connections to a 0.3 remote, held while a task waits for a tool approval (heldConnections.ts). */
+  private readonly conns: HeldConnections;
+  /** The tool calls each task reported, by callId, with their last status (see `pendingToolCall`). */
+  private readonly toolCalls = new Map<string, Map<string, string>>();
 
   constructor(
     private readonly ctx: GatewayContext,
@@ -135,6 +158,38 @@ export class ProxyTaskRunner implements TaskRunner {
       headers: () => this.remoteHeaders(),
       agents: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) },
     };
+    this.conns = new HeldConnections({
+      url: cfg.url,
+      binding: cfg.protocolBinding,
+      headers: () => this.remoteHeaders(),
+      needed: (taskId) => this.relays.has(taskId) || this.pendingToolCall(taskId),
+      log: (line) => this.ctx.log(`remote agent ${cfg.id}: ${line}`),
+    });
+  }
+
+  /**
+   * True when the task reported a tool call that waits for the user's approval and has not moved on
+   * since (a status message's data part `{request: {callId}, status: 'awaiting_approval'}`, as Gemini
+   * CLI's A2A server sends them).
+   */
+  private pendingToolCall(taskId: string): boolean {
+    for (const status of this.toolCalls.get(taskId)?.values() ?? []) if (status === 'awaiting_approval') return true;
+    return false;
+  }
+
+  /** Notes the tool calls a status update reports (their data parts are relayed as they came). */
+  private noteToolCalls(taskId: string, ev: WireEvent): void {
+    const status = isRecord(ev.statusUpdate) && isRecord(ev.statusUpdate.status) ? ev.statusUpdate.status : undefined;
+    const parts = isRecord(status?.message) ? status.message.parts : undefined;
+    if (!Array.isArray(parts)) return;
+    for (const part of parts as unknown[]) {
+      const data = isRecord(part) && isRecord(part.data) ? part.data : undefined;
+      const call = isRecord(data?.request) ? data.request.callId : undefined;
+      if (typeof call !== 'string' || typeof data?.status !== 'string') continue;
+      let calls = this.toolCalls.get(taskId);
+      if (!calls) this.toolCalls.set(taskId, (calls = new Map()));
+      calls.set(call, data.status);
+    }
   }
 
   /** The versions the remote's card offers for the configured binding (empty: not read, or none). */
@@ -187,13 +242,19 @@ export class ProxyTaskRunner implements TaskRunner {
   private async openStream(call: RemoteCall, signal: AbortSignal): Promise<WireStream> {
     if (this.version() === '1.0') return remoteStreamBatches(this.endpoint, call, signal);
     const client = await this.getClient();
-    return asWire(
+    const wire = asWire(
       call.kind === 'send'
         ? // `call.params` is already what is forwarded (`forwardParams`): adding the hop again would
           // put this gateway in the chain twice.
-          client.sendMessageStream(call.params, { signal })
+          client.sendMessageStream(call.params, {
+            signal,
+            ...(call.extensions?.length
+              ? { serviceParameters: { [HTTP_EXTENSION_HEADER]: call.extensions.join(',') } }
+              : {}),
+          })
         : client.resubscribeTask({ tenant: '', id: call.taskId }, { signal }),
     );
+    return resolveInterim(wire);
   }
 
   baseCard(): AgentCard {
@@ -204,10 +265,17 @@ export class ProxyTaskRunner implements TaskRunner {
   private remoteFetch: typeof fetch = async (input, init) => {
     const headers = new Headers(init?.headers);
     for (const [k, v] of Object.entries(this.remoteHeaders())) headers.set(k, v);
-    // A redirect would carry the credentials to a URL the operator never pinned.
-    const res = await fetch(input, { ...init, headers, redirect: 'error' });
+    // No redirect is followed: it would carry the credentials to a URL the operator never pinned.
+    let res = await this.conns.fetch(input, { ...init, headers });
+    const sse = (res.headers.get('content-type') ?? '').includes('text/event-stream');
+    if (sse && res.body && this.version() === '0.3')
+      res = new Response(rewriteInterimEvents(res.body), {
+        status: res.status,
+        statusText: res.statusText,
+        headers: res.headers,
+      });
     const messageId = sentMessageId(init?.body);
-    if (!messageId || !res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) return res;
+    if (!messageId || !res.body || !sse) return res;
     // The first event's text, kept aside: when the SDK cannot read it, it still names the remote's task.
     const [forClient, aside] = res.body.tee();
     this.firstEvents.set(messageId, firstSseData(aside));
@@ -322,7 +390,7 @@ export class ProxyTaskRunner implements TaskRunner {
     };
   }
 
-  async start(params: SendMessageRequest, principal: string): Promise<StartedTask | DirectReply> {
+  async start(params: SendMessageRequest, principal: string, call?: RunCall): Promise<StartedTask | DirectReply> {
     const msg = params.message;
     if (!msg?.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
     this.refuseLoop(params);
@@ -335,7 +403,7 @@ export class ProxyTaskRunner implements TaskRunner {
     );
     if (earlier) return { taskId: earlier };
     try {
-      const opened = await this.open(params, principal);
+      const opened = await this.open(params, principal, forwardedExtensions(call));
       if (typeof opened !== 'string') {
         // No task was made, so there is nothing a retry could find again: it is forwarded again.
         await this.ctx.store.releaseRequest(principal, this.cfg.id, key);
@@ -353,14 +421,22 @@ export class ProxyTaskRunner implements TaskRunner {
    * Sends the first message; records the task from the remote's first event and relays the rest, or
    * (the remote answered with a Message) hands that answer back as it came.
    */
-  private async open(params: SendMessageRequest, principal: string): Promise<string | DirectReply> {
+  private async open(
+    params: SendMessageRequest,
+    principal: string,
+    extensions: readonly string[],
+  ): Promise<string | DirectReply> {
     const abort = new AbortController();
-    const stream = await this.openStream({ kind: 'send', params: this.forwardParams(params) }, abort.signal);
+    const stream = await this.openStream(
+      { kind: 'send', params: this.forwardParams(params), extensions },
+      abort.signal,
+    );
     let firstBatch: IteratorResult<readonly RemoteEvent[], void>;
     try {
       firstBatch = await stream.next();
     } catch (e) {
       abort.abort();
+      this.conns.forget(params.message?.messageId ?? '');
       throw await this.unreadableFirst(e, params);
     } finally {
       this.firstEvents.delete(params.message?.messageId ?? '');
@@ -369,6 +445,7 @@ export class ProxyTaskRunner implements TaskRunner {
     const firstWire = first?.ev;
     const rest = firstBatch.done ? [] : firstBatch.value.slice(1);
     const p = firstWire ? StreamResponse.fromJSON(firstWire).payload : undefined;
+    if (!firstWire || !p || p.$case === 'message') this.conns.forget(params.message?.messageId ?? '');
     if (!firstWire || !p)
       throw new RequestMalformedError(`the remote agent ${this.cfg.id} answered with an empty stream`);
     if (p.$case === 'message') {
@@ -389,7 +466,11 @@ export class ProxyTaskRunner implements TaskRunner {
         metadata: undefined,
       };
     }
-    if (!task.id) throw new RequestMalformedError(`the remote agent ${this.cfg.id} sent a task without an id`);
+    if (!task.id) {
+      this.conns.forget(params.message?.messageId ?? '');
+      throw new RequestMalformedError(`the remote agent ${this.cfg.id} sent a task without an id`);
+    }
+    this.conns.adopt(params.message?.messageId ?? '', task.id);
     this.sentDigests.set(task.id, sentRequestDigest(params));
     task.metadata = {
       ...(task.metadata ?? {}),
@@ -417,7 +498,12 @@ export class ProxyTaskRunner implements TaskRunner {
     return task.id;
   }
 
-  async continueTask(row: TaskRow, params: SendMessageRequest, principal: string): Promise<StartedTask> {
+  async continueTask(
+    row: TaskRow,
+    params: SendMessageRequest,
+    principal: string,
+    call?: RunCall,
+  ): Promise<StartedTask> {
     const msg = params.message;
     if (!msg?.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
     this.refuseLoop(params);
@@ -440,7 +526,17 @@ export class ProxyTaskRunner implements TaskRunner {
     const fresh = (await this.ctx.store.getTask(row.agent, row.id)) ?? row;
     const writer = TaskWriter.forRow(this.ctx.store, this.ctx.hub, fresh);
     const abort = new AbortController();
-    const stream = await this.openStream({ kind: 'send', params: this.forwardParams(params) }, abort.signal);
+    let stream: WireStream;
+    try {
+      stream = await this.openStream(
+        { kind: 'send', params: this.forwardParams(params), extensions: forwardedExtensions(call) },
+        abort.signal,
+      );
+    } catch (e) {
+      this.conns.forget(msg.messageId);
+      throw e;
+    }
+    this.conns.adopt(msg.messageId, row.id);
     writer.setOwner(this.ctx.instanceId);
     // The new turn's first event is recorded before this returns: a stream of the follow-up starts
     // after the previous turn's last event, and would otherwise find that turn's end and close empty.
@@ -473,7 +569,11 @@ export class ProxyTaskRunner implements TaskRunner {
     );
     this.relays.set(writer.taskId, { abort, done, writer });
     void done.finally(() => {
-      if (isTerminal(writer.state)) this.sentDigests.delete(writer.taskId);
+      if (isTerminal(writer.state)) {
+        this.sentDigests.delete(writer.taskId);
+        this.toolCalls.delete(writer.taskId);
+        this.conns.release(writer.taskId);
+      }
       if (this.relays.get(writer.taskId)?.writer === writer) this.relays.delete(writer.taskId);
     });
   }
@@ -487,7 +587,9 @@ export class ProxyTaskRunner implements TaskRunner {
     if (!kind) return undefined;
     const tid = wireTaskId(ev, kind);
     if (tid && tid !== writer.taskId) return undefined;
+    this.conns.touch(writer.taskId);
     if (kind === 'task') return this.ingestSnapshot(writer, ev);
+    if (kind === 'statusUpdate') this.noteToolCalls(writer.taskId, ev);
     const state = wireEventState(ev, kind);
     if (kind === 'statusUpdate' && isTerminal(state) && this.ctx.signEnvelope)
       return this.ingestSigned(writer, ev, state, this.ctx.signEnvelope);
@@ -763,6 +865,17 @@ export class ProxyTaskRunner implements TaskRunner {
   }
 
   async cancel(row: TaskRow): Promise<void> {
+    try {
+      await this.cancelOnce(row);
+    } finally {
+      if (isTerminal((await this.ctx.store.getTask(row.agent, row.id))?.state)) {
+        this.toolCalls.delete(row.id);
+        this.conns.release(row.id);
+      }
+    }
+  }
+
+  private async cancelOnce(row: TaskRow): Promise<void> {
     if (isTerminal(row.state)) throw new TaskNotCancelableError(`task ${row.id} has already ended`);
     const grace = this.ctx.limits.cancelGraceMs;
     const client = await this.getClient();
@@ -818,5 +931,6 @@ export class ProxyTaskRunner implements TaskRunner {
     const all = [...this.relays.values()];
     for (const r of all) r.abort.abort();
     await Promise.race([Promise.all(all.map((r) => r.done)), sleep(this.ctx.limits.cancelGraceMs)]);
+    this.conns.close();
   }
 }

@@ -10,7 +10,7 @@
  * a slow or dead remote must never delay a card response or the gateway's start.
  */
 import { AgentCard } from '@a2a-js/sdk';
-import type { AgentSkill } from '@a2a-js/sdk';
+import type { AgentExtension, AgentSkill } from '@a2a-js/sdk';
 import { isLegacyAgentCard, parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { SafeFetchError, WELL_KNOWN_CARD_PATH, safeFetch } from '../node/safeFetch';
 import type { RemoteAgentConfig, RemoteAuth } from './config';
@@ -29,6 +29,8 @@ export interface RemoteCardFacts {
   readonly pushNotifications: boolean;
   /** The binding and A2A version (Major.Minor) of each interface the card offers (a 0.3 card: 0.3). */
   readonly interfaces: ReadonlyArray<{ readonly binding: string; readonly version: string }>;
+  /** The A2A extensions the card declares (the route card lists them; calls may activate them). */
+  readonly extensions: readonly AgentExtension[];
 }
 
 /** The gateway-held credentials for a remote (the headers the proxy sends it); never the caller's. */
@@ -113,6 +115,7 @@ export function parseRemoteCard(raw: unknown): RemoteCardFacts {
     // Unstated is false: the gateway must not promise what the remote does not declare.
     streaming: card.capabilities?.streaming === true,
     pushNotifications: card.capabilities?.pushNotifications === true,
+    extensions: (card.capabilities?.extensions ?? []).filter((e) => e.uri).map((e) => structuredClone(e)),
     interfaces: card.supportedInterfaces.map((i) => ({
       binding: i.protocolBinding,
       version: i.protocolVersion.split('.').slice(0, 2).join('.'),
@@ -192,12 +195,31 @@ function causeOf(e: unknown): string {
 /** The configured card with what the remote's card says (see the module comment for what is taken). */
 export function mergeRemoteFacts(
   configured: AgentCard,
-  cfg: Pick<RemoteAgentConfig, 'descriptionIsDefault'>,
+  cfg: Pick<RemoteAgentConfig, 'descriptionIsDefault' | 'extensions'>,
   facts: RemoteCardFacts | undefined,
 ): AgentCard {
-  if (!facts) return configured;
+  const declared = facts?.extensions ?? [];
+  const extensions: AgentExtension[] = [
+    ...declared.map((e) => structuredClone(e)),
+    ...(cfg.extensions ?? [])
+      .filter((uri) => !declared.some((e) => e.uri === uri))
+      .map((uri) => ({ uri, description: '', required: false, params: undefined })),
+  ];
+  const withExtensions: AgentCard = extensions.length
+    ? {
+        ...configured,
+        capabilities: {
+          streaming: configured.capabilities?.streaming ?? true,
+          pushNotifications: configured.capabilities?.pushNotifications ?? false,
+          extendedAgentCard: configured.capabilities?.extendedAgentCard ?? false,
+          ...configured.capabilities,
+          extensions,
+        },
+      }
+    : configured;
+  if (!facts) return withExtensions;
   return {
-    ...configured,
+    ...withExtensions,
     description: cfg.descriptionIsDefault && facts.description ? facts.description : configured.description,
     skills: facts.skills.length > 0 ? facts.skills.map((s) => structuredClone(s)) : configured.skills,
     defaultInputModes: facts.defaultInputModes.length > 0 ? [...facts.defaultInputModes] : configured.defaultInputModes,

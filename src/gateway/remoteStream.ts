@@ -11,7 +11,7 @@
 import { request as httpRequest } from 'node:http';
 import type { Agent as HttpAgent, IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { A2A_VERSION_HEADER, SendMessageRequest } from '@a2a-js/sdk';
+import { A2A_VERSION_HEADER, HTTP_EXTENSION_HEADER, SendMessageRequest } from '@a2a-js/sdk';
 import { fromJsonRpcErrorResponse, fromRestErrorBody } from '@a2a-js/sdk/errors';
 import { isRecord } from '../core/isRecord';
 import type { WireEvent } from './eventLog';
@@ -36,7 +36,12 @@ export interface RemoteEvent {
 }
 
 export type RemoteCall =
-  | { readonly kind: 'send'; readonly params: SendMessageRequest }
+  | {
+      readonly kind: 'send';
+      readonly params: SendMessageRequest;
+      /** The caller's extensions to activate on the remote (its A2A-Extensions header). */
+      readonly extensions?: readonly string[];
+    }
   | { readonly kind: 'subscribe'; readonly taskId: string };
 
 let rpcIds = 1;
@@ -132,6 +137,9 @@ export async function* remoteStreamBatches(
         headers: {
           ...ep.headers(),
           [A2A_VERSION_HEADER]: '1.0',
+          ...(call.kind === 'send' && call.extensions?.length
+            ? { [HTTP_EXTENSION_HEADER]: call.extensions.join(',') }
+            : {}),
           Accept: 'text/event-stream',
           ...(body !== undefined
             ? { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) }

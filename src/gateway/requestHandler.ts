@@ -101,11 +101,12 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     const pushConfig =
       push && sentPush ? await validatePushConfig(sentPush, push.opts, () => defaultIdForUrl(sentPush.url)) : undefined;
     let taskId: string;
+    const call = { extensions: [...(context.requestedExtensions ?? [])] };
     if (msg.taskId) {
       const row = await this.ownTask(msg.taskId, context);
-      taskId = (await this.runner.continueTask(row, params, principal)).taskId;
+      taskId = (await this.runner.continueTask(row, params, principal, call)).taskId;
     } else {
-      const started = await this.runner.start(params, principal);
+      const started = await this.runner.start(params, principal, call);
       if ('reply' in started) return started;
       taskId = started.taskId;
     }

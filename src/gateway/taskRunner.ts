@@ -17,12 +17,18 @@ export interface DirectReply {
   readonly body: string;
 }
 
+/** What of the caller's request reaches the runner besides the message. */
+export interface RunCall {
+  /** The extensions the caller asked for (its `A2A-Extensions` / `X-A2A-Extensions` header). */
+  readonly extensions: readonly string[];
+}
+
 export interface TaskRunner {
   readonly kind: TaskKind;
   /** Starts a task for the principal (or finds the one this messageId already made), or relays a direct reply. */
-  start(params: SendMessageRequest, principal: string): Promise<StartedTask | DirectReply>;
+  start(params: SendMessageRequest, principal: string, call?: RunCall): Promise<StartedTask | DirectReply>;
   /** A follow-up message to an existing task (a reply to input-required). */
-  continueTask(row: TaskRow, params: SendMessageRequest, principal: string): Promise<StartedTask>;
+  continueTask(row: TaskRow, params: SendMessageRequest, principal: string, call?: RunCall): Promise<StartedTask>;
   /** Stops the task; resolves (within a bounded time) once its outcome is recorded. */
   cancel(row: TaskRow): Promise<void>;
   /** The authoritative task, when someone else holds it (a proxied remote); undefined: use the store. */

@@ -75,4 +75,16 @@ describe('gateway config', () => {
       );
     }
   });
+  it('reads the extensions a remote speaks without declaring them, and refuses what is not a list of URIs', () => {
+    const uri = 'https://github.com/google-gemini/gemini-cli/blob/main/docs/a2a/developer-profile/v0/spec.md';
+    const c = parse({ agents: { gemini: { url: 'http://127.0.0.1:41242/', extensions: [uri, uri] } } });
+    assert.deepEqual(c.remoteAgents[0].extensions, [uri]);
+    assert.equal(parse({ agents: { g: { url: 'http://127.0.0.1:1/' } } }).remoteAgents[0].extensions, undefined);
+    for (const bad of ['not-a-list', ['no uri'], [42]])
+      assert.throws(
+        () => parse({ agents: { g: { url: 'http://127.0.0.1:1/', extensions: bad } } }),
+        (e: unknown) =>
+          e instanceof ConfigError && /agents\.g\.extensions: must be a list of extension URIs/.test(e.message),
+      );
+  });
 });

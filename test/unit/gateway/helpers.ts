@@ -165,9 +165,12 @@ export function bearerFetch(token: string, extensions: readonly string[] = []): 
 export async function clientFor(
   cardUrl: string,
   token: string,
-  opts: { legacy?: boolean; preferRest?: boolean; replay?: boolean } = {},
+  opts: { legacy?: boolean; preferRest?: boolean; replay?: boolean; extensions?: readonly string[] } = {},
 ): Promise<Client> {
-  const fetchImpl = bearerFetch(token, opts.replay === false ? [] : [REPLAY_EXTENSION_URI]);
+  const fetchImpl = bearerFetch(token, [
+    ...(opts.replay === false ? [] : [REPLAY_EXTENSION_URI]),
+    ...(opts.extensions ?? []),
+  ]);
   const legacyCompat = { enabled: Boolean(opts.legacy) };
   const factory = new ClientFactory({
     transports: [
