@@ -1033,6 +1033,8 @@ export class DelegationJournal {
     parts: readonly Part[] | undefined,
   ): ToolCallView[] {
     if (coderAgentKind(metadata) !== undefined) this._devTool = true;
+    // Only an agent that speaks the dialect makes tool calls: any other agent's data part is its data.
+    if (!this._devTool) return [];
     const out: ToolCallView[] = [];
     for (const part of parts ?? []) {
       if (part.content?.$case !== 'data') continue;

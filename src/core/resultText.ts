@@ -38,10 +38,12 @@ export function resultCheckText(m: ResultMessage, t: Translate): string {
     case 'no-task':
       return t('the agent returned no task, so there is no result to check');
     case 'tool-calls':
-      return t(
-        'the agent sent no signed result; the patch is made from the edits its tool calls reported ({0} files), unverified',
-        m.files,
-      );
+      return m.files === 1
+        ? t('the agent sent no signed result; the patch is made from the edits its tool calls reported (1 file), unverified')
+        : t(
+            'the agent sent no signed result; the patch is made from the edits its tool calls reported ({0} files), unverified',
+            m.files,
+          );
     case 'tool-calls-outside':
       return m.root
         ? t(

@@ -120,7 +120,7 @@ describe('baton CLI with Gemini CLI’s A2A server (tool-call approvals, turns t
       done.text(),
     );
     assert.match(done.text(), /^completed: You finished the delegation/m);
-    assert.match(done.text(), /changes\.patch saved to/);
+    assert.match(done.text(), /^the patch built from the agent's edits \(unsigned\) saved to /m);
     const patch = readFileSync(patchFile, 'utf8');
     assert.equal(
       patch,
