@@ -157,6 +157,8 @@ describe('one writer per journal', () => {
     const id = journal.requestId;
     await until('the task is working', () => journal.taskState === TaskState.TASK_STATE_WORKING);
     a.m.dispose();
+    // What a had recorded before it stopped is flushed; nothing is written after that.
+    await a.store.close();
     const file = join(dir, `${id}.jsonl`);
     const bytes = readFileSync(file);
     const before = connects;
@@ -178,6 +180,8 @@ describe('one writer per journal', () => {
     const id = journal.requestId;
     await until('the task is working', () => journal.taskState === TaskState.TASK_STATE_WORKING);
     a.m.dispose();
+    // What a had recorded before it stopped is flushed; nothing is written after that.
+    await a.store.close();
     const file = join(dir, `${id}.jsonl`);
     const bytes = readFileSync(file);
     const executions = server.executor.executions.length;

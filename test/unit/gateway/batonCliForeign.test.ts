@@ -124,7 +124,7 @@ describe('baton with an A2A 0.3 agent shaped like Gemini CLI, no gateway configu
     home[Symbol.dispose]();
   });
 
-  it('delegates by card URL, then status, reply and status again from new invocations use the card kept with it', async () => {
+  it('delegates by card URL; status, reply, cancel and watch from new invocations use the card kept with it', async () => {
     const env = envFor('followups');
     const first = await run(['delegate', server.cardUrl, 'name the thing'], env);
     assert.equal(first.code, 15, first.text);
@@ -147,6 +147,15 @@ describe('baton with an A2A 0.3 agent shaped like Gemini CLI, no gateway configu
     const again = await run(['status', id], env);
     assert.equal(again.code, 0, again.text);
     assert.match(again.text, /completed \(named\)/);
+
+    // Another one, canceled and then watched from new invocations.
+    const second = idOf((await run(['delegate', server.cardUrl, 'name another'], env)).text);
+    const cancel = await run(['cancel', second], env);
+    assert.equal(cancel.code, 11, cancel.text);
+    assert.match(cancel.text, /^canceled: Canceled; the agent confirmed\.$/m);
+    const watch = await run(['watch', second], env);
+    assert.equal(watch.code, 11, watch.text);
+    assert.ok(server.methods.includes('tasks/cancel'));
   });
 
   it('a journal written before the card URL was kept still works: its card is read beside the endpoint, without "//"', async () => {
