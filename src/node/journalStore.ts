@@ -236,18 +236,27 @@ export class JournalStore {
     return this.pathOf(requestId).slice(0, -JOURNAL_SUFFIX.length) + LEASE_SUFFIX;
   }
 
-  /** Who holds the journal's lease, or undefined when nobody does (no lease, or one that cannot be read). */
+  /**
+   * Who holds the journal's lease, or undefined when nobody does. A lease file that cannot be read
+   * (one being written this instant, or damaged) counts as held by an unknown process (pid 0) until
+   * its heartbeat is stale.
+   */
   leaseHolder(requestId: string): LeaseHolder | undefined {
     const path = this.leasePath(requestId);
+    let heartbeat: number;
     try {
-      const raw = JSON.parse(readFileSync(path, 'utf8')) as Partial<LeaseHolder>;
-      const heartbeat = statSync(path).mtimeMs;
-      if (typeof raw.pid !== 'number' || typeof raw.host !== 'string' || typeof raw.owner !== 'string')
-        return undefined;
-      return { pid: raw.pid, host: raw.host, owner: raw.owner, heartbeat };
+      heartbeat = statSync(path).mtimeMs;
     } catch {
       return undefined;
     }
+    try {
+      const raw = JSON.parse(readFileSync(path, 'utf8')) as Partial<LeaseHolder>;
+      if (typeof raw.pid === 'number' && typeof raw.host === 'string' && typeof raw.owner === 'string')
+        return { pid: raw.pid, host: raw.host, owner: raw.owner, heartbeat };
+    } catch {
+      // read below as a lease of an unknown process
+    }
+    return { pid: 0, host: '', owner: '', heartbeat };
   }
 
   /** True while another live owner holds the lease (this store's own lease is not "another"). */

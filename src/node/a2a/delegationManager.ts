@@ -61,7 +61,7 @@ export class DelegationOwnedElsewhereError extends Error {
     readonly holder: LeaseHolder,
   ) {
     super(
-      `Delegation ${requestId} is being run by another process (pid ${holder.pid} on ${holder.host}); ` +
+      `Delegation ${requestId} is being run by another process (${holder.pid ? `pid ${holder.pid} on ${holder.host}` : 'one that is just starting'}); ` +
         'only that process writes its journal. Wait until it ends there, or stop that process and try again.',
     );
   }
