@@ -70,6 +70,13 @@ export interface AgentRef {
   readonly protocolVersion: string;
   /** Digest of the approved card, for the audit log. */
   readonly cardDigest?: string;
+  /**
+   * Where the card was read (the URL the user gave). Follow-up commands read the card there again
+   * only when `card` is missing; journals written before it was kept have neither.
+   */
+  readonly cardUrl?: string;
+  /** The card as it was pinned (its wire JSON, the one `cardDigest` is of): what follow-ups connect with. */
+  readonly card?: Readonly<Record<string, unknown>>;
 }
 
 /** A digest of one piece of context that travelled (or of the uncommitted state), for the audit log. */
@@ -79,6 +86,9 @@ export interface ContextDigest {
   readonly path?: string;
   readonly digest: string;
 }
+
+/** What is known of a first message that could not be sent (see the `sendFailed` entry). */
+export type SendDelivery = 'no' | 'refused' | 'maybe';
 
 /** Everything decided before the first message is sent; the journal's first entry. */
 export interface DelegationRequest {
@@ -120,8 +130,19 @@ export type JournalEntry =
   | { readonly kind: 'request'; readonly at: number; readonly request: DelegationRequest }
   /** About to send the first message (attempt counts retries of the same `requestId`). */
   | { readonly kind: 'send'; readonly at: number; readonly attempt: number }
-  /** The first message could not be sent. `delivered: 'no'` when it provably never reached the agent. */
-  | { readonly kind: 'sendFailed'; readonly at: number; readonly delivered: 'no' | 'maybe'; readonly error: string }
+  /**
+   * The first message could not be sent. `delivered: 'no'` when it provably never reached the agent;
+   * `'refused'` when the agent answered the send itself with an error, before any task; `'maybe'` when
+   * it may have arrived (the answer was lost or could not be read).
+   */
+  | {
+      readonly kind: 'sendFailed';
+      readonly at: number;
+      readonly delivered: SendDelivery;
+      readonly error: string;
+    }
+  /** The agent's stream reported an error after its task existed (and GetTask did not show it settled). */
+  | { readonly kind: 'agentError'; readonly at: number; readonly error: string }
   | { readonly kind: 'task'; readonly at: number; readonly taskId: string; readonly contextId: string }
   /**
    * A status update, artifact update or message from the agent. `seq` is the agent's per-task
@@ -196,7 +217,9 @@ export interface OutcomeFacts {
   /** Reconnecting gave up and nothing reconciled it since. */
   readonly contactLost?: string;
   /** The first message was not sent; `delivered: 'no'` means provably never reached the agent. */
-  readonly sendFailed?: { readonly delivered: 'no' | 'maybe'; readonly error: string };
+  readonly sendFailed?: { readonly delivered: SendDelivery; readonly error: string };
+  /** The agent's stream reported this error after the task existed. */
+  readonly agentError?: string;
   readonly endpoint: string;
   readonly deadline?: number;
   /** The user finished the delegation while the agent waited for them (Done). */
@@ -261,7 +284,9 @@ export function decideOutcome(f: OutcomeFacts): OutcomeDecision | undefined {
   if (f.cancelBy === 'user' && f.cancelAnswered) {
     return { ...ours('canceled', f.cancelConfirmed ? 'canceled.confirmed' : 'canceled.unconfirmed'), ...confirmed };
   }
+  if (f.agentError !== undefined) return ours('failed', 'failed.atAgent', f.endpoint, f.agentError);
   if (f.sendFailed?.delivered === 'no') return ours('failed', 'failed.unreachable', f.endpoint, f.sendFailed.error);
+  if (f.sendFailed?.delivered === 'refused') return ours('failed', 'failed.refused', f.endpoint, f.sendFailed.error);
   if (f.sendFailed) return ours('unknown', 'unknown.sendInDoubt', f.endpoint, f.sendFailed.error);
   if (f.contactLost !== undefined) return ours('unknown', 'unknown.contactLost', f.endpoint, f.contactLost);
   if (!f.replyPending && f.taskState === TaskState.TASK_STATE_INPUT_REQUIRED) {
@@ -557,7 +582,8 @@ export class DelegationJournal {
   private _messageResult = false;
   private _started = false;
   private _sendAttempts = 0;
-  private _sendFailed?: { delivered: 'no' | 'maybe'; error: string };
+  private _sendFailed?: { delivered: SendDelivery; error: string };
+  private _agentError?: string;
   private _cancelBy?: 'user' | 'deadline';
   private _cancelAnswered = false;
   private _cancelConfirmed = false;
@@ -671,6 +697,7 @@ export class DelegationJournal {
       replyPending: this._replyPending,
       contactLost: this._contactLost,
       sendFailed: this._sendFailed,
+      agentError: this._agentError,
       endpoint: this.request.agent.endpoint,
       deadline: this.request.deadline,
       ...(this._finishedBy ? { finishedBy: this._finishedBy } : {}),
@@ -725,6 +752,10 @@ export class DelegationJournal {
         this._sendFailed = { delivered: e.delivered, error: e.error };
         this.note(e.at, 'error', { code: 'send.failed', params: [e.error] });
         return true;
+      case 'agentError':
+        this._agentError = e.error;
+        this.note(e.at, 'error', { code: 'stream.agentError', params: [e.error] });
+        return true;
       case 'task':
         this.bindTask(e.taskId, e.contextId);
         return true;
@@ -736,6 +767,7 @@ export class DelegationJournal {
       case 'reply': {
         this._replyPending = true;
         this._contactLost = undefined;
+        this._agentError = undefined;
         this._recorded = undefined;
         this._endedAt = undefined;
         const answers = toolAnswersOf(e.message.parts);
@@ -838,6 +870,7 @@ export class DelegationJournal {
         this._recorded = undefined;
         this._contactLost = undefined;
         this._sendFailed = undefined;
+        this._agentError = undefined;
         this._reconnecting = true;
         this.note(e.at, 'info', { code: 'connection.checking' });
         break;

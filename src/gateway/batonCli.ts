@@ -10,6 +10,11 @@
  *   baton approve|deny <request-id> [<call-id>]   answer a tool call the agent asks about
  *   baton done <request-id>                        accept what an agent waiting for you did
  *
+ * A delegation keeps the card URL it was started with and the card itself (pinned, with its digest):
+ * `status`, `watch`, `cancel` and `reply` connect with that card, from any later process. Only one
+ * process runs a delegation (its journal's lease, src/node/journalStore.ts): `status` only reads, and
+ * `cancel` of a delegation another `baton` process is following is handed to that process.
+ *
  * Exit codes say how a delegation ended: 0 completed, 10 failed, 11 canceled, 12 rejected, 13 expired,
  * 14 unknown (contact lost: reconcile, do not blindly retry), 15 input or auth required (use `reply`),
  * 16 the result did not verify (nothing saved), 2 bad usage, 1 any other error.
@@ -25,11 +30,18 @@ import { extname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { AgentCard } from '@a2a-js/sdk';
 import type { VerifiedKey } from '../core/agentRegistry';
-import { normalizeAgentCard, readAgentIndex } from '../core/agentCard';
+import { agentCardDigest, normalizeAgentCard, readAgentIndex } from '../core/agentCard';
 import { PATCH_ARTIFACT } from '../core/batonProfile';
-import { DelegationJournal } from '../core/delegation';
+import { isRecord } from '../core/isRecord';
+import { DelegationJournal, isFinalOutcome } from '../core/delegation';
 import { dataSummaryLine, type DataPartView } from '../core/protocol/dataView';
-import type { DelegationOutcome, DelegationRecord, DelegationRequest, JournalTimelineEntry } from '../core/delegation';
+import type {
+  AgentRef,
+  DelegationOutcome,
+  DelegationRecord,
+  DelegationRequest,
+  JournalTimelineEntry,
+} from '../core/delegation';
 import type { RepositoryContext } from '../core/delegation/context';
 import { buildDelegationRequest } from '../core/delegation/request';
 import { READ_ONLY } from '../core/delegation/guards';
@@ -58,6 +70,9 @@ export const EXIT: Readonly<Record<DelegationOutcome, number>> = {
   'auth-required': 15,
 };
 
+/** How long `cancel` waits for another process that runs the delegation to journal the answer. */
+const CANCEL_HANDOVER_WAIT_MS = 45_000;
+
 /** The result did not verify: nothing was saved. */
 export const EXIT_UNVERIFIED = 16;
 
@@ -75,7 +90,8 @@ const USAGE = `usage:
   baton deny <request-id> [<call-id>]      refuse it (no call id: the only one waiting)
   baton done <request-id>        the agent waits for you: accept what it did and end the delegation as completed
 
-The gateway is --gateway, else $BATON_GATEWAY, else the local one ($BATON_STATE_DIR or ~/.baton/gateway).
+The gateway is --gateway, else $BATON_GATEWAY, else the local one ($BATON_STATE_DIR or ~/.baton/gateway);
+a delegation to an agent card URL needs none.
 The token is $BATON_TOKEN, else the local gateway's token file (only when talking to the local gateway).
 It is sent to the gateway's origin only: an agent card URL on another origin gets no token.
 Exit codes: 0 completed, 10 failed, 11 canceled, 12 rejected, 13 expired, 14 unknown, 15 needs a reply or an authorization,
@@ -92,21 +108,19 @@ interface Gateway {
 }
 
 /**
- * The gateway and its token. `$BATON_TOKEN` is the token for the gateway the command talks to; the
- * local gateway's token file only goes with the local gateway (the origin in its gateway.json), never
- * with another gateway named by --gateway or $BATON_GATEWAY.
+ * The gateway and its token, or undefined when none is configured (a delegation by card URL needs
+ * none). `$BATON_TOKEN` is the token for the gateway the command talks to; the local gateway's token
+ * file only goes with the local gateway (the origin in its gateway.json), never with another gateway
+ * named by --gateway or $BATON_GATEWAY.
  */
-function locateGateway(flag: string | undefined, env: NodeJS.ProcessEnv): Gateway {
+function findGateway(flag: string | undefined, env: NodeJS.ProcessEnv): Gateway | undefined {
   const stateDir = defaultStateDir(env);
   const infoFile = join(stateDir, 'gateway.json');
   const info = existsSync(infoFile)
     ? (JSON.parse(readFileSync(infoFile, 'utf8')) as { url?: string; tokenFile?: string })
     : undefined;
   const url = (flag ?? env.BATON_GATEWAY) || info?.url;
-  if (!url)
-    throw new UsageError(
-      `no gateway: pass --gateway URL, set BATON_GATEWAY, or start one with baton-gateway (looked for ${infoFile})`,
-    );
+  if (!url) return undefined;
   const origin = tryNormalizeOrigin(url);
   if (!origin)
     throw new UsageError(
@@ -120,9 +134,12 @@ function locateGateway(flag: string | undefined, env: NodeJS.ProcessEnv): Gatewa
   return { url: url.replace(/\/+$/, ''), origin, token };
 }
 
-/** The card beside an interface URL (an agent at the origin's root names it with a trailing slash). */
-function cardUrlOf(endpoint: string): string {
-  return `${endpoint.replace(/\/+$/, '')}/.well-known/agent-card.json`;
+/** The gateway, for what only a gateway answers (its agents, an agent named by id). */
+function requireGateway(gw: Gateway | undefined, env: NodeJS.ProcessEnv, what: string): Gateway {
+  if (gw) return gw;
+  throw new UsageError(
+    `no gateway to ${what}: pass --gateway URL, set BATON_GATEWAY, or start one with baton-gateway (looked for ${join(defaultStateDir(env), 'gateway.json')}); a delegation to an agent card URL needs none`,
+  );
 }
 
 async function fetchJson(url: string): Promise<unknown> {
@@ -135,8 +152,19 @@ async function fetchJson(url: string): Promise<unknown> {
   return res.json();
 }
 
-/** The card's interface must be an http(s) URL without credentials on the card's own origin. */
-function checkInterfaceUrl(url: string, cardUrl: string): void {
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+function isLoopbackHost(u: URL): boolean {
+  return LOOPBACK_HOSTS.has(u.hostname.toLowerCase());
+}
+
+/**
+ * The card's interface must be an http(s) URL without credentials on the card's own origin. Returns
+ * the URL requests go to: the interface's, or — when the card names its own machine by another
+ * loopback name (a card that says `localhost` read from `127.0.0.1`, or the reverse) — the same URL
+ * on the host the user gave. Loopback names count as one host only when both are loopback.
+ */
+export function checkInterfaceUrl(url: string, cardUrl: string): string {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -151,31 +179,58 @@ function checkInterfaceUrl(url: string, cardUrl: string): void {
     throw new Error(
       `the card at ${cardUrl} names an interface with credentials in its URL; ask the agent's owner to fix the card`,
     );
-  if (!sameOrigin(url, cardUrl))
-    throw new Error(
-      `the card at ${cardUrl} points requests to another origin (${url}); add it through the extension to review it`,
-    );
+  if (sameOrigin(url, cardUrl)) return url;
+  const card = new URL(cardUrl);
+  if (
+    isLoopbackHost(parsed) &&
+    isLoopbackHost(card) &&
+    parsed.protocol === card.protocol &&
+    parsed.port === card.port
+  ) {
+    parsed.hostname = card.hostname;
+    return parsed.toString();
+  }
+  const loopback =
+    isLoopbackHost(parsed) || isLoopbackHost(card)
+      ? ' (localhost, 127.0.0.1 and ::1 count as the same host only when both the card URL and the interface name one of them, with the same scheme and port)'
+      : '';
+  throw new Error(
+    `the card at ${cardUrl} points requests to another origin (${url})${loopback}; add it through the extension to review it`,
+  );
 }
 
 function journalDir(env: NodeJS.ProcessEnv): string {
   return env.BATON_CLI_DIR || join(homedir(), '.baton', 'cli', 'journals');
 }
 
+/** Where a delegation's card is: the URL it was read from, or (journals older than that) beside its endpoint. */
+function cardUrlOf(agent: AgentRef): string {
+  return agent.cardUrl ?? `${agent.endpoint.replace(/\/+$/, '')}/.well-known/agent-card.json`;
+}
+
+/** The card a delegation was pinned with (kept in its request), else the one at its card URL now. */
+async function cardOf(agent: AgentRef, cards: Map<string, AgentCard>): Promise<AgentCard> {
+  let card = cards.get(agent.endpoint);
+  if (!card) {
+    card = normalizeCard(agent.card ?? (await fetchJson(cardUrlOf(agent))));
+    cards.set(agent.endpoint, card);
+  }
+  return card;
+}
+
 async function openManager(
-  gw: Gateway,
-  env: NodeJS.ProcessEnv,
+  gw: Gateway | undefined,
+  store: JournalStore,
   cards: Map<string, AgentCard>,
+  mode: { readonly readOnly?: boolean; readonly resume: readonly string[] },
 ): Promise<DelegationManager> {
   return DelegationManager.open({
-    store: new JournalStore(journalDir(env)),
-    connect: async (request) => {
-      let card = cards.get(request.agent.endpoint);
-      if (!card) {
-        card = normalizeCard(await fetchJson(cardUrlOf(request.agent.endpoint)));
-        cards.set(request.agent.endpoint, card);
-      }
-      return connectAgent({
-        card,
+    store,
+    readOnly: mode.readOnly,
+    resume: mode.resume,
+    connect: async (request) =>
+      connectAgent({
+        card: await cardOf(request.agent, cards),
         endpoint: {
           url: request.agent.endpoint,
           protocolBinding: request.agent.protocolBinding,
@@ -183,9 +238,8 @@ async function openManager(
         },
         // The token is bound to the gateway's origin, whatever endpoint the card or the journal names:
         // a delegation to an agent elsewhere carries no token (the CLI stores none for other origins).
-        getToken: scopedGetToken({ gatewayOrigin: gw.origin }, { gateway: () => gw.token }),
-      });
-    },
+        getToken: scopedGetToken({ gatewayOrigin: gw?.origin }, { gateway: () => gw?.token }),
+      }),
   });
 }
 
@@ -230,37 +284,65 @@ function timelineLine(e: JournalTimelineEntry): string {
   }
 }
 
-/** Prints timeline entries as they arrive; resolves with the final view once the delegation settles. */
-function follow(
+class FollowTimeout extends Error {}
+
+const IN_FLIGHT = new Set(['queued', 'starting', 'submitted', 'working', 'reconnecting', 'canceling']);
+
+/**
+ * Prints timeline entries as they arrive; once the delegation settles, waits until its runner is idle
+ * (the final artifacts, events fetched after a broken stream) and prints the rest: every entry the
+ * journal has is printed. Resolves with the view as it is then.
+ */
+async function follow(
   manager: DelegationManager,
   requestId: string,
   out: NodeJS.WritableStream,
   json: boolean,
+  until: (view: DelegationRecord) => boolean = (view) => view.outcome !== undefined && !IN_FLIGHT.has(view.state),
+  timeoutMs?: number,
 ): Promise<DelegationRecord> {
   let printed = 0;
-  return new Promise((resolveView) => {
-    const show = (): void => {
-      const view = manager.view(requestId);
-      if (!view) return;
-      const total = view.timelineOmitted + view.timeline.length;
-      for (let i = Math.max(printed, view.timelineOmitted); i < total; i++) {
-        const e = view.timeline[i - view.timelineOmitted];
-        line(out, json ? terminalJson(e) : timelineLine(e));
-      }
-      printed = total;
-      if (
-        view.outcome &&
-        !['queued', 'starting', 'submitted', 'working', 'reconnecting', 'canceling'].includes(view.state)
-      ) {
-        off();
-        resolveView(view);
-      }
-    };
-    const off = manager.onDidChange((id) => {
-      if (id === requestId) show();
+  const show = (): DelegationRecord | undefined => {
+    const view = manager.view(requestId);
+    if (!view) return undefined;
+    const total = view.timelineOmitted + view.timeline.length;
+    for (let i = Math.max(printed, view.timelineOmitted); i < total; i++) {
+      const e = view.timeline[i - view.timelineOmitted];
+      line(out, json ? terminalJson(e) : timelineLine(e));
+    }
+    printed = total;
+    return view;
+  };
+  // The manager's timers do not keep the process alive; this wait does, until the delegation settles.
+  const alive = setInterval(() => undefined, 60_000);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await new Promise<void>((settled, late) => {
+      if (timeoutMs !== undefined)
+        timer = setTimeout(() => {
+          off();
+          late(new FollowTimeout());
+        }, timeoutMs);
+      const check = (): void => {
+        const view = show();
+        if (view && until(view)) {
+          off();
+          settled();
+        }
+      };
+      const off = manager.onDidChange((id) => {
+        if (id === requestId) check();
+      });
+      check();
     });
-    show();
-  });
+    await manager.idle(requestId);
+  } finally {
+    clearInterval(alive);
+    clearTimeout(timer);
+  }
+  const view = show();
+  if (!view) throw new Error(`delegation ${requestId} is gone from the journal folder`);
+  return view;
 }
 
 /**
@@ -312,12 +394,8 @@ async function resultCheck(
   const loaded = await new JournalStore(journalDir(env)).load(requestId);
   const journal = DelegationJournal.fromEntries(loaded.entries);
   const endpoint = journal.request.agent.endpoint;
-  let card = cards.get(endpoint);
-  if (!card) {
-    // Without the card (the agent is gone), the keys pinned for its origin still decide.
-    card = await fetchJson(cardUrlOf(endpoint)).then(normalizeCard, () => undefined);
-    if (card) cards.set(endpoint, card);
-  }
+  // Without the card (the agent is gone, no card was kept), the keys pinned for its origin still decide.
+  const card = await cardOf(journal.request.agent, cards).catch(() => undefined);
   const origin = new URL(endpoint).origin;
   const keys = await pinnedResultKeys(env, origin, card);
   const promised = (card !== undefined && signedResultsOf(card).promised) || keys.length > 0;
@@ -665,10 +743,11 @@ export async function batonMain(
     return values.help ? 0 : 2;
   }
   const json = values.json === true;
-  const gw = locateGateway(values.gateway, env);
+  const gateway = findGateway(values.gateway, env);
   const cards = new Map<string, AgentCard>();
 
   if (cmd === 'agents') {
+    const gw = requireGateway(gateway, env, 'list agents from');
     const rootUrl = `${gw.url}/.well-known/agent-card.json`;
     const root = normalizeAgentCard(await fetchJson(rootUrl));
     const agents = readAgentIndex(root, rootUrl);
@@ -684,15 +763,16 @@ export async function batonMain(
     if (!target || !task) throw new UsageError('delegate needs an agent (id or card URL) and a task in quotes');
     const cardUrl = /^https?:\/\//i.test(target)
       ? target
-      : `${gw.url}/a2a/${encodeURIComponent(target)}/.well-known/agent-card.json`;
+      : `${requireGateway(gateway, env, `find the agent ${JSON.stringify(target)} on`).url}/a2a/${encodeURIComponent(target)}/.well-known/agent-card.json`;
     const raw = await fetchJson(cardUrl);
+    if (!isRecord(raw)) throw new Error(`the card at ${cardUrl} is not a JSON object; ask the agent's owner to fix it`);
     const card = normalizeCard(raw);
     const iface =
       card.supportedInterfaces.find((i) => i.protocolBinding === 'JSONRPC' && i.protocolVersion === '1.0') ??
       card.supportedInterfaces[0];
     if (!iface) throw new Error(`the card at ${cardUrl} lists no interface to call`);
-    checkInterfaceUrl(iface.url, cardUrl);
-    cards.set(iface.url, card);
+    const endpoint = checkInterfaceUrl(iface.url, cardUrl);
+    cards.set(endpoint, card);
     const id = /\/a2a\/([^/]+)\//.exec(new URL(cardUrl).pathname)?.[1] ?? target;
     const request = cliDelegationRequest({
       requestId: randomUUID(),
@@ -701,9 +781,13 @@ export async function batonMain(
       agent: {
         id,
         name: card.name,
-        endpoint: iface.url,
+        endpoint,
         protocolBinding: iface.protocolBinding,
         protocolVersion: iface.protocolVersion,
+        // Follow-ups (status, watch, cancel, reply) connect with this card, pinned here, not one read later.
+        cardDigest: agentCardDigest(raw),
+        cardUrl,
+        card: raw,
       },
       task,
       files: (values.file as string[] | undefined) ?? [],
@@ -711,15 +795,17 @@ export async function batonMain(
       write: values.write === true,
     });
     const requestId = request.requestId;
-    const manager = await openManager(gw, env, cards);
+    const store = new JournalStore(journalDir(env));
+    const manager = await openManager(gateway, store, cards, { resume: [] });
     try {
-      if (!json) line(out, `delegating to ${t(card.name)} (${t(iface.url)}) as ${requestId}`);
+      if (!json) line(out, `delegating to ${t(card.name)} (${t(endpoint)}) as ${requestId}`);
       const following = followHolding(manager, requestId, out, json, env);
       await manager.start(request);
       const view = await following;
       return await finish(manager, view, out, json, values.out, env, cards);
     } finally {
       manager.dispose();
+      await store.close();
     }
   }
 
@@ -735,7 +821,8 @@ export async function batonMain(
             ...(callId ? { callId } : {}),
             outcome: cmd === 'approve' ? TOOL_CALL_APPROVE : TOOL_CALL_DENY,
           };
-    const manager = await openManager(gw, env, cards);
+    const store = new JournalStore(journalDir(env));
+    const manager = await openManager(gateway, store, cards, { resume: [requestId] });
     try {
       const view = manager.view(requestId);
       if (!view) throw new UsageError(`no delegation ${requestId} in ${journalDir(env)}`);
@@ -772,38 +859,67 @@ export async function batonMain(
       return await finish(manager, settled, out, json, values.out, env, cards);
     } finally {
       manager.dispose();
+      await store.close();
     }
   }
 
   if (cmd === 'status' || cmd === 'watch' || cmd === 'cancel' || cmd === 'reply') {
     const [requestId, text] = args;
     if (!requestId) throw new UsageError(`${cmd} needs a request id (printed by baton delegate)`);
-    const manager = await openManager(gw, env, cards);
+    // `status` only reads: no lease is taken, no runner started, nothing written. The others run the
+    // delegation they name (when no other live process does) and only that one.
+    const store = new JournalStore(journalDir(env));
+    const manager = await openManager(gateway, store, cards, { readOnly: cmd === 'status', resume: [requestId] });
     try {
       const view = manager.view(requestId);
       if (!view) throw new UsageError(`no delegation ${requestId} in ${journalDir(env)}`);
       if (cmd === 'status') {
+        const owner = manager.ownedElsewhere(requestId);
         if (json) line(out, terminalJson(view));
         else
           line(
             out,
-            `${t(view.requestId)} ${t(view.agent.name)}: ${view.state}${view.outcomeReason ? ` (${block(view.outcomeReason)})` : ''}${view.taskId ? ` task ${t(view.taskId)}` : ''}`,
+            `${t(view.requestId)} ${t(view.agent.name)}: ${view.state}${view.outcomeReason ? ` (${block(view.outcomeReason)})` : ''}${view.taskId ? ` task ${t(view.taskId)}` : ''}${owner ? ` — run by process ${owner.pid}` : ''}`,
           );
         return view.outcome ? EXIT[view.outcome] : 0;
       }
       // A delegation that lost contact, or that waited for an out-of-band authorization, is asked
       // about again (GetTask, then followed from where it is; never sent again).
-      if (cmd === 'watch' && (view.outcome === 'unknown' || view.outcome === 'auth-required')) {
+      if (
+        cmd === 'watch' &&
+        (view.outcome === 'unknown' || view.outcome === 'auth-required') &&
+        !manager.ownedElsewhere(requestId)
+      ) {
         await manager.checkAgain(requestId);
         await manager.idle(requestId);
       }
       if (cmd === 'cancel') {
+        // A `baton` process that holds the agent's connection for a waiting tool call takes the cancel.
         const holder = liveHolder(env, requestId);
         if (holder !== undefined && (await handToHolder(env, requestId, { action: 'cancel' }))) {
           line(out, `cancel: handed to the baton process following ${requestId} (pid ${holder})`);
           return 0;
         }
-        await manager.cancel(requestId);
+        if ((await manager.cancel(requestId)) === undefined && manager.ownedElsewhere(requestId)) {
+          // Another process runs it: the cancel was handed to it, and its journal shows the answer.
+          if (!json) line(out, `the delegation is run by another baton process; it was asked to cancel it`);
+          let ended: DelegationRecord;
+          try {
+            ended = await follow(
+              manager,
+              requestId,
+              out,
+              json,
+              (v) => isFinalOutcome(v.outcome),
+              CANCEL_HANDOVER_WAIT_MS,
+            );
+          } catch (e) {
+            if (!(e instanceof FollowTimeout)) throw e;
+            line(out, `the process running it has not answered the cancel yet; check with: baton status ${requestId}`);
+            return EXIT.unknown;
+          }
+          return await finish(manager, ended, out, json, values.out, env, cards);
+        }
       }
       if (cmd === 'reply') {
         if (!text) throw new UsageError('reply needs the text to send');
@@ -820,6 +936,7 @@ export async function batonMain(
       );
     } finally {
       manager.dispose();
+      await store.close();
     }
   }
   throw new UsageError(`unknown command ${cmd}`);

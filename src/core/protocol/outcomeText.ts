@@ -24,6 +24,9 @@ export const OUTCOME_MESSAGES = {
   'canceled.unconfirmed':
     'Cancel was sent but the agent did not confirm it in time; the task may still be running there.',
   'failed.unreachable': 'Could not reach the agent at {0}: {1}. Nothing was sent.',
+  'failed.refused': 'The agent at {0} refused the request before starting a task: {1}',
+  'failed.atAgent':
+    'The agent at {0} reported an error after the task started: {1}. The task may be left unfinished there.',
   'unknown.sendInDoubt':
     'Sending to {0} failed ({1}) and it is not known whether the agent received the task. Check the agent, then Check Again — Baton does not resend blindly.',
   'unknown.contactLost':

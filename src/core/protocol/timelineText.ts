@@ -22,6 +22,7 @@ export const TIMELINE_MESSAGES = {
   'artifact.chunksStreaming': '{2} · {0} characters in {1} chunks (streaming…)',
   // Sending and following the task.
   'send.failed': 'Sending failed: {0}',
+  'stream.agentError': 'The agent reported an error: {0}',
   'connection.lost': 'Connection to the agent lost; reconnecting.',
   'connection.lostBecause': 'Connection to the agent lost ({0}); reconnecting.',
   'connection.restored': 'Reconnected to the agent.',

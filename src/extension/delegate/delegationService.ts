@@ -203,6 +203,7 @@ export class DelegationService extends Disposable {
         protocolBinding: endpoint.binding,
         protocolVersion: endpoint.protocolVersion,
         cardDigest: agent.approval.digest,
+        cardUrl: agent.cardUrl,
       },
       choice,
       context,
@@ -419,10 +420,17 @@ export class DelegationService extends Disposable {
     this._onDidChange.fire(id);
   }
 
-  /** Applies an entry the service learned to the delegation's journal and persists it (fsync'd). */
+  /**
+   * Applies an entry the service learned to the delegation's journal and persists it (fsync'd) — only
+   * when this window may write that journal: while another window or `baton` process runs the
+   * delegation, the entry is only applied here (src/node/a2a/delegationManager.ts, `record`).
+   */
   private async record(journal: DelegationJournal, entry: JournalEntry): Promise<void> {
-    journal.apply(entry);
-    await this.store.append(journal.requestId, entry, { sync: true });
+    if (!this.manager) {
+      journal.apply(entry);
+      return;
+    }
+    await this.manager.record(journal.requestId, entry);
   }
 
   readAudit() {
@@ -493,7 +501,7 @@ export class DelegationService extends Disposable {
         ...(r.status !== 'invalid' && r.links?.length ? { links: r.links } : {}),
       };
       if (live) await this.record(live, checked);
-      else await this.store.append(id, checked, { sync: true });
+      else if (await this.store.claim(id)) await this.store.append(id, checked, { sync: true });
     } catch (e) {
       this.log.warn(
         `delegation ${id}: could not check the result signature: ${e instanceof Error ? e.message : String(e)}`,

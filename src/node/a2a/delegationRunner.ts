@@ -155,6 +155,21 @@ function agentError(e: unknown): A2AError | undefined {
   return cause instanceof A2AError ? cause : undefined;
 }
 
+/**
+ * An error the agent itself sent (a JSON-RPC or REST error answer, or an error event in its stream).
+ * The SDK's transports mark those with the `transport` they came over; the errors the SDK raises on
+ * its own when an answer fails its validation or translation (`InvalidAgentResponseError`,
+ * `RequestMalformedError`, an internal error with no request id) carry none: that answer arrived but
+ * could not be read, which says nothing about what the agent did.
+ */
+function remoteAgentError(e: unknown): A2AError | undefined {
+  const ae = agentError(e);
+  if (!ae || !('transport' in ae)) return undefined;
+  const response = (ae as { errorResponse?: { id?: unknown } }).errorResponse;
+  if (ae.name === 'JsonRpcTransportError' && response !== undefined && response.id === null) return undefined;
+  return ae;
+}
+
 function isSizeError(e: unknown): boolean {
   return e instanceof Error && /exceeded the maximum allowed size/.test(e.message);
 }
@@ -199,6 +214,10 @@ export class DelegationRunner {
   private readonly autoApprove: boolean;
   private readonly keepAliveMs: number;
   private keepAliveTimer?: NodeJS.Timeout;
+  /** Why the first send is in doubt, when that is more than a broken connection (an answer that could not be read). */
+  private sendDoubt?: string;
+  /** Send streams whose first event was read by `sendFirst` (an error after it is the agent's, after its task). */
+  private readonly openedWithEvent = new WeakSet<RemoteStream>();
 
   constructor(options: DelegationRunnerOptions) {
     this.conn = options.connection;
@@ -659,9 +678,12 @@ export class DelegationRunner {
   /** Reads a stream into the journal and says how it ended. */
   private async consumeToEnd(stream: RemoteStream, signal: AbortSignal): Promise<StreamEvent | { kind: 'aborted' }> {
     const before = this.journal.eventCount;
-    const error = await this.consume(stream, signal);
+    const read = { events: this.openedWithEvent.has(stream) ? 1 : 0 };
+    const error = await this.consume(stream, signal, read);
     if (signal.aborted) return { kind: 'aborted' };
     if (this.journal.decide()) return { kind: 'settled' };
+    const ae = remoteAgentError(error);
+    if (ae && read.events > 0 && this.journal.taskId) return this.failedAtAgent(ae, signal);
     // A running task on a stream that may be half-open: subscribe again (from the last event with the
     // replay profile; from the task as it is without); this is not a lost connection.
     if (error instanceof SilentStreamError && error.stillRunning) return { kind: 'silent' };
@@ -672,6 +694,22 @@ export class DelegationRunner {
       tooBig: error !== undefined && isSizeError(error),
       error: error === undefined ? undefined : errorText(error),
     };
+  }
+
+  /**
+   * The agent's stream brought its task, then an error (a JSON-RPC error event such as -32603): the
+   * task failed at the agent — unless GetTask shows it settled (or waiting) after all.
+   */
+  private async failedAtAgent(ae: A2AError, signal: AbortSignal): Promise<StreamEvent | { kind: 'aborted' }> {
+    try {
+      const task = await this.taskAtAgent(AbortSignal.any([signal, AbortSignal.timeout(10_000)]));
+      await this.record({ kind: 'snapshot', at: this.now(), source: 'getTask', task }, true);
+    } catch {
+      // The agent does not say more than its error.
+    }
+    if (signal.aborted) return { kind: 'aborted' };
+    if (!this.journal.decide()) await this.record({ kind: 'agentError', at: this.now(), error: ae.message }, true);
+    return { kind: 'settled' };
   }
 
   /** Which task, and what state is it in? */
@@ -686,8 +724,7 @@ export class DelegationRunner {
             kind: 'sendFailed',
             at: this.now(),
             delivered: 'maybe',
-            error:
-              'the connection broke before the agent reported a task, and the agent cannot say whether it received it',
+            error: `${this.sendDoubt ?? 'the connection broke before the agent reported a task'}, and the agent cannot say whether it received it`,
           },
           true,
         );
@@ -827,19 +864,25 @@ export class DelegationRunner {
       return { kind: 'inDoubt' };
     }
     await this.handle(answer.first.value);
+    this.openedWithEvent.add(answer.stream);
     return { kind: 'opened', stream: answer.stream };
   }
 
-  /** Classifies a failed first send: refused, provably not delivered, too big to stream, or in doubt. */
+  /**
+   * Classifies a failed first send: refused (the agent answered the send with an error, before any
+   * task), provably not delivered, too big to stream, or in doubt — sent, but the answer was lost or
+   * could not be read (the SDK's own validation refused it), so the task is looked for, never assumed.
+   */
   private async sendFailure(e: unknown): Promise<SendEvent<RemoteStream>> {
-    const ae = agentError(e);
+    const ae = remoteAgentError(e);
     if (ae) {
-      // The agent answered with an error: it received the request and created nothing.
-      await this.record(
-        { kind: 'sendFailed', at: this.now(), delivered: 'no', error: `the agent refused the request: ${ae.message}` },
-        true,
-      );
+      await this.record({ kind: 'sendFailed', at: this.now(), delivered: 'refused', error: ae.message }, true);
       return { kind: 'refused' };
+    }
+    if (agentError(e)) {
+      this.sendDoubt = `the agent's answer could not be read (${errorText(e)})`;
+      await this.record({ kind: 'connection', at: this.now(), status: 'lost', error: this.sendDoubt }, true);
+      return { kind: 'inDoubt' };
     }
     const code = causeCode(e);
     const httpStatus = e instanceof Error ? /\b(4\d\d)\b/.exec(e.message)?.[1] : undefined;
@@ -889,6 +932,7 @@ export class DelegationRunner {
   private async consume(
     stream: AsyncGenerator<StreamResponse, void, undefined>,
     signal: AbortSignal,
+    read: { events: number } = { events: 0 },
   ): Promise<unknown> {
     const stop = this.streamStop;
     let lastEventAt = Date.now();
@@ -916,6 +960,7 @@ export class DelegationRunner {
       for await (const ev of stream) {
         lastEventAt = Date.now();
         if (signal.aborted) return undefined;
+        read.events++;
         await this.handle(ev);
         if (this.journal.decide()) {
           // Gemini CLI's server ends the stream itself after its last event, and cutting the response
@@ -1120,6 +1165,8 @@ export class DelegationRunner {
   }
 
   private async record(entry: JournalEntry, sync: boolean): Promise<boolean> {
+    // A disposed runner writes nothing more: the journal may already belong to another process.
+    if (this.disposed) return false;
     if (!this.journal.apply(entry)) return false;
     const write = this.sink.append(this.journal.requestId, entry, { sync });
     if (sync) {

@@ -53,8 +53,15 @@ export interface CutProxy {
   close(): Promise<void>;
 }
 
-/** Requests whose body names `marker` and `messageIdPattern` are candidates for cutting (once per id). */
-export async function startCutProxy(targetPort: number, marker = 'SendStreamingMessage'): Promise<CutProxy> {
+/**
+ * Requests whose body names `marker` and `messageIdPattern` are candidates for cutting (once per id).
+ * `listenPort` is where the proxy listens (a free one by default; a card may have to name it first).
+ */
+export async function startCutProxy(
+  targetPort: number,
+  marker = 'SendStreamingMessage',
+  listenPort = 0,
+): Promise<CutProxy> {
   let cutPoint: CutPoint | undefined;
   let mode: 'cut' | 'stall' = 'cut';
   let cuts = 0;
@@ -123,7 +130,7 @@ export async function startCutProxy(targetPort: number, marker = 'SendStreamingM
     client.on('close', () => sockets.delete(client));
     upstream.on('close', () => sockets.delete(upstream));
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  await new Promise<void>((r) => server.listen(listenPort, '127.0.0.1', () => r()));
   return {
     port: (server.address() as AddressInfo).port,
     get cuts() {

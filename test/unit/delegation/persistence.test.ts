@@ -62,7 +62,7 @@ describe('retries and persistence', () => {
     }
   });
 
-  it('a journal with a torn last line reloads, is cut clean, and appending continues', async () => {
+  it('a journal with a torn last line reloads, is cut clean by its owner (never by a reader), and appending continues', async () => {
     const store = new JournalStore(join(tmp.dir, 'torn'));
     const request = makeRequest(
       { url: 'http://127.0.0.1:9/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
@@ -75,7 +75,10 @@ describe('retries and persistence', () => {
     const file = join(tmp.dir, 'torn', `${request.requestId}.jsonl`);
     appendFileSync(file, '{"kind":"event","at":3,"taskId":"t1","seq":1,"sequ');
     const store2 = new JournalStore(join(tmp.dir, 'torn'));
-    const loaded = await store2.load(request.requestId);
+    const read = await store2.load(request.requestId);
+    assert.equal(read.tornTail, true);
+    assert.ok(!readFileSync(file, 'utf8').endsWith('\n'), 'a reader leaves the file as it is');
+    const loaded = await store2.load(request.requestId, { repair: true });
     assert.equal(loaded.tornTail, true);
     assert.deepEqual(
       loaded.entries.map((e) => e.kind),

@@ -215,7 +215,8 @@ describe('baton command line: the gateway token goes only to the gateway origin'
       assert.ok(canceled.code === 11 || canceled.code === 14, `${String(canceled.code)}\n${canceled.text}`);
       await reply;
       await run(['watch', id], withEnvToken);
-      assert.ok(agent.requests.length > before + 2, 'the follow-up commands talked to the agent');
+      // At least the reply and the cancel (sent by whichever command runs the delegation at that moment).
+      assert.ok(agent.requests.length >= before + 2, 'the follow-up commands talked to the agent');
       assertNoToken(agent.requests, gw.token, 'follow-up commands');
     } finally {
       await agent.close();
