@@ -60,6 +60,12 @@ export const META = {
    * (`ChildTaskInfo`): how the task tree reaches the client for children it did not start itself.
    */
   child: 'baton/child',
+  /**
+   * On a status event of a parent task: a child it asks to start waits for the user's consent
+   * (`{id, agentId, agentName, title, capabilities, expiresAt, …}`, answered with
+   * `POST /baton/consent/<id>` by the local principal), then the decision (`{id, decision}`).
+   */
+  consent: 'baton/consent',
 } as const;
 
 /** A child task, as a gateway reports it on its parent's stream (`META.child`). */
