@@ -38,6 +38,7 @@ import { delegationRepository } from '../node/patchDrift';
 import { checkResult, finalTaskOf, resultKeys, signedResultsOf } from '../node/resultCheck';
 import type { ResultCheck } from '../node/resultCheck';
 import { defaultStateDir } from './cliPaths';
+import { mcpEnv, runMcpServer } from './mcp/mcpServer';
 
 export const EXIT: Readonly<Record<DelegationOutcome, number>> = {
   completed: 0,
@@ -62,6 +63,8 @@ const USAGE = `usage:
   baton watch <request-id>       follow it until it ends (asks again after lost contact or an authorization)
   baton cancel <request-id>
   baton reply <request-id> "<text>"
+  baton mcp                      an MCP server on stdio (tools find_agents, delegate, get_task, cancel_task) for
+                                 any MCP client; a coding CLI the gateway runs gets it bound to its task
 
 The gateway is --gateway, else $BATON_GATEWAY, else the local one ($BATON_STATE_DIR or ~/.baton/gateway).
 The token is $BATON_TOKEN, else the local gateway's token file (only when talking to the local gateway).
@@ -440,8 +443,22 @@ export async function batonMain(
     return values.help ? 0 : 2;
   }
   const json = values.json === true;
-  const gw = locateGateway(values.gateway, env);
   const cards = new Map<string, AgentCard>();
+  if (cmd === 'mcp') {
+    // stdout carries the MCP protocol: nothing else is printed there.
+    const menv = mcpEnv(env);
+    const mgw = locateGateway(values.gateway, menv);
+    return runMcpServer({
+      gatewayUrl: mgw.url,
+      env: menv,
+      journalDir: journalDir(menv),
+      openManager: () => openManager(mgw, menv, cards),
+      fetchJson,
+      checkInterfaceUrl,
+      cards,
+    });
+  }
+  const gw = locateGateway(values.gateway, env);
 
   if (cmd === 'agents') {
     const rootUrl = `${gw.url}/.well-known/agent-card.json`;
