@@ -26,7 +26,7 @@ import type { CardKeys, IndexedAgent } from './cards';
 import type { RemoteAgentConfig, StoreConfig, TokenConfig } from './config';
 import { isLoopbackHost, sha256HexOf } from './config';
 import type { GatewayContext, GatewayLimits } from './gatewayContext';
-import { cardDigest, ChildBroker, DEFAULT_DELEGATION_POLICY } from './delegation/childBroker';
+import { cardDigest, checkDelegationPolicy, ChildBroker, DEFAULT_DELEGATION_POLICY } from './delegation/childBroker';
 import type { DelegationPolicy } from './delegation/childBroker';
 import { controlRouter } from './http/controlRoutes';
 import { DEFAULT_BODY_LIMITS } from './http/jsonBody';
@@ -120,6 +120,8 @@ const DEFAULT_LIMITS: GatewayLimits = {
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const log = opts.log ?? ((l: string) => process.stderr.write(`baton-gateway: ${l}\n`));
   checkAgentIds(opts.localAgents ?? [], opts.remoteAgents ?? []);
+  const policy: DelegationPolicy = { ...DEFAULT_DELEGATION_POLICY, ...(opts.delegation ?? {}) };
+  checkDelegationPolicy(policy);
   mkdirSync(opts.stateDir, { recursive: true, mode: 0o700 });
   chmodSync(opts.stateDir, 0o700);
   const tokenFile = join(opts.stateDir, 'token');
@@ -197,26 +199,23 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await release();
     throw listenError(e, host, opts.port ?? 0);
   });
-  const children = new ChildBroker(
-    { ...DEFAULT_DELEGATION_POLICY, ...(opts.delegation ?? {}) },
-    {
-      store,
-      hub,
-      log,
-      auditFile: join(opts.stateDir, 'audit.jsonl'),
-      describe: (agentId) => {
-        const route = late.routes?.get(agentId);
-        if (!route) return undefined;
-        const card = route.runner.baseCard();
-        return { name: route.indexed.name, digest: cardDigest(card) };
-      },
-      cancel: async (agentId, taskId) => {
-        const route = late.routes?.get(agentId);
-        const row = route ? await store.getTask(agentId, taskId) : undefined;
-        if (route && row && !isTerminal(row.state)) await route.runner.cancel(row);
-      },
+  const children = new ChildBroker(policy, {
+    store,
+    hub,
+    log,
+    auditFile: join(opts.stateDir, 'audit.jsonl'),
+    describe: (agentId) => {
+      const route = late.routes?.get(agentId);
+      if (!route) return undefined;
+      const card = route.runner.baseCard();
+      return { name: route.indexed.name, digest: cardDigest(card) };
     },
-  );
+    cancel: async (agentId, taskId) => {
+      const route = late.routes?.get(agentId);
+      const row = route ? await store.getTask(agentId, taskId) : undefined;
+      if (route && row && !isTerminal(row.state)) await route.runner.cancel(row);
+    },
+  });
   auth.setRuntimeTokens((t) => children.principalForToken(t));
   const started = listening.then(async (port) => {
     const baseUrl = (opts.publicUrl ?? `http://${urlHost(host)}:${port}`).replace(/\/+$/, '');

@@ -132,14 +132,7 @@ export class ChildBroker {
     readonly policy: DelegationPolicy,
     private readonly deps: BrokerDeps,
   ) {
-    const { maxDepth, maxBreadth, burst, consentTimeoutMs } = policy;
-    if (!Number.isInteger(maxDepth) || maxDepth < 0 || maxDepth > MAX_DEPTH_LIMIT)
-      throw new Error(`maxDepth must be a whole number from 0 to ${MAX_DEPTH_LIMIT}, got ${maxDepth}`);
-    if (!Number.isInteger(maxBreadth) || maxBreadth < 1)
-      throw new Error(`maxBreadth must be a whole number of at least 1, got ${maxBreadth}`);
-    if (!(burst.max >= 1 && burst.windowMs >= 1))
-      throw new Error('burst needs max ≥ 1 delegations per windowMs ≥ 1 ms');
-    if (!(consentTimeoutMs >= 1)) throw new Error('consentTimeoutMs must be at least 1 ms');
+    checkDelegationPolicy(policy);
   }
 
   /** The principal a task token stands for (looked up by the token's SHA-256; tokens are random), or undefined. */
@@ -423,6 +416,17 @@ export class ChildBroker {
   flushed(): Promise<void> {
     return this.auditChain;
   }
+}
+
+/** Throws, saying the bounds, for a policy the broker cannot hold. */
+export function checkDelegationPolicy(policy: DelegationPolicy): void {
+  const { maxDepth, maxBreadth, burst, consentTimeoutMs } = policy;
+  if (!Number.isInteger(maxDepth) || maxDepth < 0 || maxDepth > MAX_DEPTH_LIMIT)
+    throw new Error(`maxDepth must be a whole number from 0 to ${MAX_DEPTH_LIMIT}, got ${maxDepth}`);
+  if (!Number.isInteger(maxBreadth) || maxBreadth < 1)
+    throw new Error(`maxBreadth must be a whole number of at least 1, got ${maxBreadth}`);
+  if (!(burst.max >= 1 && burst.windowMs >= 1)) throw new Error('burst needs max ≥ 1 delegations per windowMs ≥ 1 ms');
+  if (!(consentTimeoutMs >= 1)) throw new Error('consentTimeoutMs must be at least 1 ms');
 }
 
 function who(b: Binding, agentId: string): Record<string, unknown> {
