@@ -231,6 +231,8 @@ export class ChildBroker {
     b.pending++;
     try {
       await this.consent(b, agentId, target?.name ?? agentId, title, capabilities, refuse);
+      // The parent may have ended while the user was asked.
+      if (b.ended) refuse('ended', `task ${b.parent.taskId} ended while its delegation waited for consent`);
     } catch (e) {
       b.pending--;
       this.admitted.splice(this.admitted.indexOf(now), 1);
