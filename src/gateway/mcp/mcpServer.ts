@@ -84,7 +84,7 @@ function burstLimit(env: NodeJS.ProcessEnv): number {
 
 /** Runs the server until its client closes stdin; resolves with the exit code. */
 export async function runMcpServer(deps: McpServerDeps): Promise<number> {
-  const server = createMcpServer(deps);
+  const { server, dispose } = createMcpServer(deps);
   const transport = new StdioServerTransport(deps.stdin, deps.stdout);
   const closed = new Promise<void>((done) => {
     transport.onclose = () => done();
@@ -93,11 +93,13 @@ export async function runMcpServer(deps: McpServerDeps): Promise<number> {
   await server.connect(transport);
   await closed;
   await server.close().catch(() => undefined);
+  // Delegations still running stay journaled: `baton watch <request_id>` follows them on.
+  await dispose();
   return 0;
 }
 
-/** The MCP server with its four tools (connected by the caller). */
-export function createMcpServer(deps: McpServerDeps): McpServer {
+/** The MCP server with its four tools (connected by the caller), and how to let go of its delegations. */
+export function createMcpServer(deps: McpServerDeps): { server: McpServer; dispose(): Promise<void> } {
   const parentTask = deps.env.BATON_PARENT_TASK || undefined;
   const maxPerMinute = burstLimit(deps.env);
   const started: number[] = [];
@@ -261,7 +263,12 @@ export function createMcpServer(deps: McpServerDeps): McpServer {
       return describe(deps, await settled(m, args.request_id, 15), false);
     },
   );
-  return server;
+  return {
+    server,
+    async dispose() {
+      if (manager) (await manager.catch(() => undefined))?.dispose();
+    },
+  };
 }
 
 interface DelegateArgs {
