@@ -209,7 +209,12 @@ export function createMcpServer(deps: McpServerDeps): { server: McpServer; dispo
         return failure(`Could not delegate to ${args.agent}: ${message(e)}`);
       }
       const m = await managed();
-      const view = await settled(m, requestId, args.wait_seconds ?? DEFAULT_WAIT_SECONDS);
+      // Whatever the wait, the answer comes once the agent has the task (or refused it): a client that
+      // closes this server right after `delegate` must not lose a delegation that was never sent.
+      const t0 = Date.now();
+      await waitFor(m, requestId, MAX_WAIT_SECONDS, (v) => v.taskId !== undefined || isSettled(v));
+      const left = Math.max(0, (args.wait_seconds ?? DEFAULT_WAIT_SECONDS) - (Date.now() - t0) / 1000);
+      const view = await settled(m, requestId, Math.min(left, MAX_WAIT_SECONDS - (Date.now() - t0) / 1000));
       return describe(deps, view, true);
     },
   );
@@ -328,24 +333,35 @@ async function buildRequest(deps: McpServerDeps, args: DelegateArgs, parentTask:
   };
 }
 
+function isSettled(v: DelegationRecord): boolean {
+  return v.outcome !== undefined && !IN_FLIGHT.has(v.state);
+}
+
 /** The delegation once it settles, or as it is after `waitSeconds`. */
 function settled(m: DelegationManager, requestId: string, waitSeconds: number): Promise<DelegationRecord> {
-  const done = (v: DelegationRecord | undefined): v is DelegationRecord =>
-    v !== undefined && v.outcome !== undefined && !IN_FLIGHT.has(v.state);
-  return new Promise((resolveView) => {
+  return waitFor(m, requestId, waitSeconds, isSettled);
+}
+
+/** The delegation once `done` holds for it, or as it is after `waitSeconds` (at most 50). */
+function waitFor(
+  m: DelegationManager,
+  requestId: string,
+  waitSeconds: number,
+  done: (v: DelegationRecord) => boolean,
+): Promise<DelegationRecord> {
+  return new Promise((resolveView, reject) => {
     const now = m.view(requestId);
-    if (done(now) || waitSeconds <= 0) {
-      if (now) return resolveView(now);
-    }
+    if (!now) return reject(new Error(`no delegation ${requestId}`));
+    if (done(now) || waitSeconds <= 0) return resolveView(now);
     const finish = (): void => {
       clearTimeout(timer);
       off();
-      const v = m.view(requestId);
-      if (v) resolveView(v);
+      resolveView(m.view(requestId) ?? now);
     };
     const timer = setTimeout(finish, Math.min(waitSeconds, MAX_WAIT_SECONDS) * 1000);
     const off = m.onDidChange((id) => {
-      if (id === requestId && done(m.view(requestId))) finish();
+      const v = id === requestId ? m.view(requestId) : undefined;
+      if (v && done(v)) finish();
     });
   });
 }
