@@ -66,6 +66,12 @@ export const META = {
    * an approval that way); in A2A 1.0 that state ends the stream, so it is relayed as working.
    */
   remoteState: 'baton/remoteState',
+  /**
+   * On a status event of a parent task: a child it asks to start waits for the user's consent
+   * (`{id, agentId, agentName, title, capabilities, expiresAt, …}`, answered with
+   * `POST /baton/consent/<id>` by the local principal), then the decision (`{id, decision}`).
+   */
+  consent: 'baton/consent',
 } as const;
 
 /** A child task, as a gateway reports it on its parent's stream (`META.child`). */

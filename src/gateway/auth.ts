@@ -13,6 +13,8 @@ export const LOCAL_PRINCIPAL = 'local';
 
 export class TokenAuthenticator {
   private readonly entries: Array<{ principal: string; digest: Buffer }>;
+  /** Tokens minted at run time (a task's own token, src/gateway/delegation/childBroker.ts). */
+  private lookup: ((token: string) => string | undefined) | undefined;
 
   constructor(
     tokens: readonly TokenConfig[],
@@ -30,7 +32,12 @@ export class TokenAuthenticator {
     const digest = createHash('sha256').update(m[1]).digest();
     let found: string | undefined;
     for (const e of this.entries) if (timingSafeEqual(e.digest, digest) && found === undefined) found = e.principal;
-    return found;
+    return found ?? this.lookup?.(m[1]);
+  }
+
+  /** Adds the tokens minted at run time (looked up after the configured ones). */
+  setRuntimeTokens(lookup: (token: string) => string | undefined): void {
+    this.lookup = lookup;
   }
 
   middleware() {

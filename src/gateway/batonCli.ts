@@ -24,7 +24,7 @@
  * (`result-keys.json` in the journal folder), so a gateway that later signs with another key fails.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
 import { extname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -57,7 +57,7 @@ import { defaultStateDir } from './cliPaths';
 import { pendingToolCalls, shortDiff, toolCallLine } from '../core/devTool';
 import { TOOL_CALL_APPROVE, TOOL_CALL_DENY } from '../core/protocol/toolCalls';
 import type { ToolCallView } from '../core/protocol/toolCalls';
-import { rmSync, appendFileSync } from 'node:fs';
+import { mcpEnv, runMcpServer } from './mcp/mcpServer';
 
 export const EXIT: Readonly<Record<DelegationOutcome, number>> = {
   completed: 0,
@@ -89,6 +89,8 @@ const USAGE = `usage:
   baton approve <request-id> [<call-id>]   let the agent run the tool call it asks about
   baton deny <request-id> [<call-id>]      refuse it (no call id: the only one waiting)
   baton done <request-id>        the agent waits for you: accept what it did and end the delegation as completed
+  baton mcp                      an MCP server on stdio (tools find_agents, delegate, get_task, cancel_task) for
+                                 any MCP client; a coding CLI the gateway runs gets it bound to its task
 
 The gateway is --gateway, else $BATON_GATEWAY, else the local one ($BATON_STATE_DIR or ~/.baton/gateway);
 a delegation to an agent card URL needs none.
@@ -745,6 +747,26 @@ export async function batonMain(
   const json = values.json === true;
   const gateway = findGateway(values.gateway, env);
   const cards = new Map<string, AgentCard>();
+  if (cmd === 'mcp') {
+    // stdout carries the MCP protocol: nothing else is printed there.
+    const menv = mcpEnv(env);
+    const mgw = requireGateway(findGateway(values.gateway, menv), menv, 'serve baton mcp from');
+    // One manager for the server's life: it runs the delegations it starts, and only reads others'.
+    const store = new JournalStore(journalDir(menv));
+    try {
+      return await runMcpServer({
+        gatewayUrl: mgw.url,
+        env: menv,
+        journalDir: journalDir(menv),
+        openManager: () => openManager(mgw, store, cards, { resume: [] }),
+        fetchJson,
+        checkInterfaceUrl,
+        cards,
+      });
+    } finally {
+      await store.close();
+    }
+  }
 
   if (cmd === 'agents') {
     const gw = requireGateway(gateway, env, 'list agents from');

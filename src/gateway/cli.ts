@@ -34,6 +34,9 @@ const USAGE = `usage: baton-gateway [options]
   --no-agent ID        serve every local agent but this one (repeatable)
   --agent-pace-ms N    the refactoring agent waits N ms between its steps, so they can be watched and
                        canceled on a small repository (default 0; the demo uses it)
+  --max-depth N        how deep agent-started delegations may go, 0 to 3 (default 1: the children of a task
+                       you started may not delegate further); config "maxDepth"
+  --max-breadth N      children one task may start (default 3); config "maxBreadth"
   --idle-stop-seconds N  stop after N seconds with no folder to serve and no running task (default 0: never;
                        the editor starts its shared gateway with this)
   --version, --help
@@ -58,6 +61,8 @@ async function main(argv: string[]): Promise<number> {
         cli: { type: 'string', multiple: true },
         'agent-pace-ms': { type: 'string' },
         'idle-stop-seconds': { type: 'string' },
+        'max-depth': { type: 'string' },
+        'max-breadth': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -96,6 +101,25 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write('baton-gateway: --idle-stop-seconds must be a whole number of seconds (0: never)\n');
     return 2;
   }
+  const maxDepth = typeof values['max-depth'] === 'string' ? Number(values['max-depth']) : config?.delegation.maxDepth;
+  if (maxDepth !== undefined && (!Number.isInteger(maxDepth) || maxDepth < 0 || maxDepth > 3)) {
+    process.stderr.write('baton-gateway: --max-depth must be a whole number from 0 to 3\n');
+    return 2;
+  }
+  const maxBreadth =
+    typeof values['max-breadth'] === 'string' ? Number(values['max-breadth']) : config?.delegation.maxBreadth;
+  if (maxBreadth !== undefined && (!Number.isInteger(maxBreadth) || maxBreadth < 1 || maxBreadth > 100)) {
+    process.stderr.write('baton-gateway: --max-breadth must be a whole number from 1 to 100\n');
+    return 2;
+  }
+  const d = config?.delegation;
+  const delegation = {
+    ...(maxDepth !== undefined ? { maxDepth } : {}),
+    ...(maxBreadth !== undefined ? { maxBreadth } : {}),
+    ...(d?.burst ? { burst: { max: d.burst.max, windowMs: d.burst.windowSeconds * 1000 } } : {}),
+    ...(d?.consent ? { consent: d.consent } : {}),
+    ...(d?.consentTimeoutSeconds ? { consentTimeoutMs: d.consentTimeoutSeconds * 1000 } : {}),
+  };
   const stateDir = resolve(typeof values.state === 'string' ? values.state : defaultStateDir());
   const roots = [...(config?.roots ?? []), ...((values.root as string[] | undefined) ?? []).map((r) => resolve(r))];
 
@@ -147,6 +171,7 @@ async function main(argv: string[]): Promise<number> {
         : {}),
     roots,
     localAgents,
+    delegation,
     remoteAgents: config?.remoteAgents ?? [],
     tokens: config?.tokens ?? [],
     ...(config?.anonymousPrincipal ? { anonymousPrincipal: config.anonymousPrincipal } : {}),

@@ -78,6 +78,21 @@ export interface GatewayConfig {
     readonly maxJsonDepth?: number;
     readonly maxJsonMembers?: number;
   };
+  /** Guards of the delegations agents start (docs/gateway.md "Agents that delegate"); unset: the defaults. */
+  readonly delegation: DelegationConfig;
+}
+
+export interface DelegationConfig {
+  /** `maxDepth`: 0 to 3 (default 1: agents' children may not delegate further). */
+  readonly maxDepth?: number;
+  /** `maxBreadth`: children per task (default 3). */
+  readonly maxBreadth?: number;
+  /** `burst`: agent-started delegations the gateway admits per window. */
+  readonly burst?: { readonly max: number; readonly windowSeconds: number };
+  /** `consent`: per target agent id, "allow" (no question) or "deny"; others are asked. */
+  readonly consent?: Readonly<Record<string, 'allow' | 'deny'>>;
+  /** `consentTimeoutSeconds`: how long the user has to answer (default 40). */
+  readonly consentTimeoutSeconds?: number;
 }
 
 export class ConfigError extends Error {
@@ -210,6 +225,11 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
     'localAgents',
     'limits',
     'pushAllowPrivateHosts',
+    'maxDepth',
+    'maxBreadth',
+    'burst',
+    'consent',
+    'consentTimeoutSeconds',
   ]);
   const host = r.str(top, 'host', '');
   const port = r.num(top, 'port', '', 0, 65535);
@@ -416,6 +436,30 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
     limits.maxJsonMembers = r.num(l, 'maxJsonMembers', 'limits', 100, 10_000_000);
   }
 
+  const delegation: { -readonly [K in keyof DelegationConfig]: DelegationConfig[K] } = {};
+  delegation.maxDepth = r.num(top, 'maxDepth', '', 0, 3);
+  delegation.maxBreadth = r.num(top, 'maxBreadth', '', 1, 100);
+  delegation.consentTimeoutSeconds = r.num(top, 'consentTimeoutSeconds', '', 1, 600);
+  if (top.burst !== undefined) {
+    const b = r.obj(top.burst, 'burst');
+    r.known(b, 'burst', ['max', 'windowSeconds']);
+    const max = r.num(b, 'max', 'burst', 1, 10_000);
+    const windowSeconds = r.num(b, 'windowSeconds', 'burst', 1, 86_400);
+    if (max === undefined || windowSeconds === undefined)
+      r.fail('burst', 'needs both "max" and "windowSeconds", e.g. {"max": 10, "windowSeconds": 60}');
+    delegation.burst = { max, windowSeconds };
+  }
+  if (top.consent !== undefined) {
+    const c = r.obj(top.consent, 'consent');
+    const consent: Record<string, 'allow' | 'deny'> = {};
+    for (const [id, v] of Object.entries(c)) {
+      if (v !== 'allow' && v !== 'deny')
+        r.fail(`consent.${id}`, 'must be "allow" (agents may delegate to it without asking you) or "deny"');
+      consent[id] = v;
+    }
+    delegation.consent = consent;
+  }
+
   return {
     ...(host ? { host } : {}),
     ...(port !== undefined ? { port } : {}),
@@ -428,6 +472,7 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
     localAgents,
     pushAllowPrivateHosts,
     limits,
+    delegation,
   };
 }
 

@@ -1,5 +1,6 @@
 /** What every agent route of one gateway shares: the store, the hub, who this instance is, its limits. */
 import type { Capabilities } from './agents/localAgent';
+import type { ChildBroker } from './delegation/childBroker';
 import type { EventHub } from './eventLog';
 import type { GatewayStore } from './store/gatewayStore';
 
@@ -34,6 +35,13 @@ export interface GatewayContext {
   readonly roots: readonly string[];
   readonly limits: GatewayLimits;
   readonly signEnvelope?: EnvelopeSigner;
+  /** Delegations agents start: task tokens and the guards (absent: agents get no way to delegate). */
+  readonly children?: ChildBroker;
+  /**
+   * How a coding CLI this gateway runs reaches `baton mcp`: the argv that starts it and the gateway's
+   * own address on this machine (absent: coding CLIs get no way to delegate).
+   */
+  readonly mcp?: { readonly command: readonly string[]; readonly gatewayUrl: string };
   /** Diagnostics for operators (stderr by default); never receives tokens. */
   readonly log: (line: string) => void;
 }

@@ -14,7 +14,7 @@ import { RequestMalformedError, TaskNotCancelableError, UnsupportedOperationErro
 import { META, PATCH_ARTIFACT } from '../core/batonProfile';
 import { baseAgentCard } from './cards';
 import { canonicalize } from '../core/jcs';
-import { intersectCapabilities, readRequestedCapabilities } from '../core/delegation/guards';
+import { intersectCapabilities, readChain, readRequestedCapabilities } from '../core/delegation/guards';
 import type { Capabilities, LocalAgent, LocalRunEvent, LocalRunResult } from './agents/localAgent';
 import { artifactEvent, chunkText, contextPathsOf, promptOf, statusEvent, taskTextOf, textPart } from './a2aBuild';
 import { TaskWriter } from './eventLog';
@@ -278,7 +278,10 @@ export class LocalTaskRunner implements TaskRunner {
       throw e;
     }
     const prompt = promptOf(msg.parts);
+    // The chain above this task: trusted only as the gateway wrote it, for a child an agent started.
+    const chain = this.ctx.children?.isTaskPrincipal(principal) ? readChain(md) : [];
     this.launch(writer, {
+      above: chain.slice(0, -1),
       repoPath,
       prompt,
       task: taskTextOf(msg.parts),
@@ -302,6 +305,7 @@ export class LocalTaskRunner implements TaskRunner {
       deadline: number;
       digest: string;
       sentDigest: string;
+      above: readonly string[];
     },
   ): void {
     const abort = new AbortController();
@@ -364,6 +368,22 @@ export class LocalTaskRunner implements TaskRunner {
           break;
       }
     };
+    const children = this.ctx.children;
+    const mcp = this.ctx.mcp;
+    // A coding CLI gets `baton mcp` bound to this task: a token that starts children of it only.
+    const bound =
+      this.agent.kind === 'headless' && children && mcp
+        ? children.mint({
+            agentId: this.agent.id,
+            taskId,
+            capabilities: r.capabilities,
+            deadline: r.deadline,
+            above: r.above,
+            ...(r.repoPath ? { repoPath: r.repoPath } : {}),
+            post: (text, metadata) =>
+              push(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, text, metadata)),
+          })
+        : undefined;
     const ask = (question: string): Promise<string> => {
       if (rt.settled || abort.signal.aborted)
         return Promise.reject(new Error('the run was stopped before it could ask'));
@@ -421,6 +441,16 @@ export class LocalTaskRunner implements TaskRunner {
             deadline: r.deadline,
             signal: abort.signal,
             ask,
+            ...(bound && mcp
+              ? {
+                  delegation: {
+                    command: mcp.command,
+                    gatewayUrl: mcp.gatewayUrl,
+                    token: bound.token,
+                    parentTaskId: bound.parentTaskId,
+                  },
+                }
+              : {}),
           },
           emit,
         );
@@ -467,6 +497,9 @@ export class LocalTaskRunner implements TaskRunner {
   private async finish(rt: Running, result: LocalRunResult): Promise<void> {
     if (rt.settled) return;
     const { writer } = rt;
+    // Its token stops working and the children still running are canceled, their last states on this stream.
+    await this.ctx.children?.ending(this.agent.id, writer.taskId);
+    if (rt.settled) return;
     // The patch and the final status go to the store in one commit (the signing comes between them).
     writer.hold();
     try {

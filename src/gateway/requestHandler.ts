@@ -106,9 +106,22 @@ export class GatewayRequestHandler implements A2ARequestHandler {
       const row = await this.ownTask(msg.taskId, context);
       taskId = (await this.runner.continueTask(row, params, principal, call)).taskId;
     } else {
-      const started = await this.runner.start(params, principal, call);
-      if ('reply' in started) return started;
+      // A task's own token starts children of that task only, through the guards (childBroker.ts).
+      const children = this.ctx.children?.isTaskPrincipal(principal) ? this.ctx.children : undefined;
+      const sent = children ? await children.admit(principal, this.agentId, params) : params;
+      let started: Awaited<ReturnType<TaskRunner['start']>>;
+      try {
+        started = await this.runner.start(sent, principal, call);
+      } catch (e) {
+        children?.failed(principal);
+        throw e;
+      }
+      if ('reply' in started) {
+        children?.failed(principal);
+        return started;
+      }
       taskId = started.taskId;
+      await children?.adopt(principal, this.agentId, taskId, sent);
     }
     if (push && pushConfig) {
       await push.save(this.agentId, taskId, pushConfig);

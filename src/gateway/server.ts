@@ -4,7 +4,7 @@
  * a bearer token; tasks a dead process left running are recorded as "unknown outcome" on start.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
@@ -26,6 +26,8 @@ import type { CardKeys, IndexedAgent } from './cards';
 import type { RemoteAgentConfig, StoreConfig, TokenConfig } from './config';
 import { isLoopbackHost, sha256HexOf } from './config';
 import type { GatewayContext, GatewayLimits } from './gatewayContext';
+import { cardDigest, checkDelegationPolicy, ChildBroker, DEFAULT_DELEGATION_POLICY } from './delegation/childBroker';
+import type { DelegationPolicy } from './delegation/childBroker';
 import { controlRouter } from './http/controlRoutes';
 import { DEFAULT_BODY_LIMITS } from './http/jsonBody';
 import type { BodyLimits } from './http/jsonBody';
@@ -78,6 +80,14 @@ export interface GatewayOptions {
   readonly log?: (line: string) => void;
   /** How often a proxied remote's own card is read again (default 10 minutes); tests shorten it. */
   readonly remoteCardRefreshMs?: number;
+  /** The guards of delegations agents start (defaults: DEFAULT_DELEGATION_POLICY). */
+  readonly delegation?: Partial<DelegationPolicy>;
+  /**
+   * How a coding CLI the gateway runs starts `baton mcp` (argv), to delegate through this gateway with
+   * its task's token. Default: this runtime with `baton.js` beside the gateway's own script, when it is
+   * there; without either, coding CLIs get no way to delegate.
+   */
+  readonly mcpCommand?: readonly string[];
 }
 
 export interface RunningGateway {
@@ -110,6 +120,8 @@ const DEFAULT_LIMITS: GatewayLimits = {
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const log = opts.log ?? ((l: string) => process.stderr.write(`baton-gateway: ${l}\n`));
   checkAgentIds(opts.localAgents ?? [], opts.remoteAgents ?? []);
+  const policy: DelegationPolicy = { ...DEFAULT_DELEGATION_POLICY, ...(opts.delegation ?? {}) };
+  checkDelegationPolicy(policy);
   mkdirSync(opts.stateDir, { recursive: true, mode: 0o700 });
   chmodSync(opts.stateDir, 0o700);
   const tokenFile = join(opts.stateDir, 'token');
@@ -124,6 +136,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     opts.anonymousPrincipal,
   );
   const roots = new LiveRoots(opts.roots ?? []);
+  // Routes are known once the server listens; the broker asks for them late.
+  const late: { routes?: ReadonlyMap<string, AgentRoute> } = {};
 
   const store = await openStore(opts.store ?? { kind: 'sqlite' }, opts.stateDir, opts.sqliteDriver, log);
   const push = new PushNotifier(
@@ -185,8 +199,27 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await release();
     throw listenError(e, host, opts.port ?? 0);
   });
+  const children = new ChildBroker(policy, {
+    store,
+    hub,
+    log,
+    auditFile: join(opts.stateDir, 'audit.jsonl'),
+    describe: (agentId) => {
+      const route = late.routes?.get(agentId);
+      if (!route) return undefined;
+      const card = route.runner.baseCard();
+      return { name: route.indexed.name, digest: cardDigest(card) };
+    },
+    cancel: async (agentId, taskId) => {
+      const route = late.routes?.get(agentId);
+      const row = route ? await store.getTask(agentId, taskId) : undefined;
+      if (route && row && !isTerminal(row.state)) await route.runner.cancel(row);
+    },
+  });
+  auth.setRuntimeTokens((t) => children.principalForToken(t));
   const started = listening.then(async (port) => {
     const baseUrl = (opts.publicUrl ?? `http://${urlHost(host)}:${port}`).replace(/\/+$/, '');
+    const mcpCommand = mcpCommandFor(opts);
     const site: RouteSite = { baseUrl, keys: cardKeys(signingKey), tokenRequired: !opts.anonymousPrincipal };
     const ctx: GatewayContext = {
       store,
@@ -198,11 +231,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         return roots.list;
       },
       limits: { ...DEFAULT_LIMITS, ...(opts.limits ?? {}) },
+      children,
+      ...(mcpCommand ? { mcp: { command: mcpCommand, gatewayUrl: `http://${urlHost(host)}:${port}` } } : {}),
       signEnvelope: (body) =>
         signResultEnvelope({ v: 1, issuer: baseUrl, ...body, issuedAt: new Date().toISOString() }, signingKey),
       log,
     };
     const routes = agentRoutes(site, ctx, opts, push);
+    late.routes = routes;
     try {
       await recoverOrphans(store, instanceId, routes, log);
     } catch (e) {
@@ -225,6 +261,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       bodyLimits: requestLimits,
       instance: () => ({ instanceId, version: GATEWAY_VERSION, pid: process.pid, roots: roots.list }),
       roots,
+      answerConsent: (id, allow) => children.answerConsent(id, allow),
       shutdown,
       log,
     });
@@ -255,6 +292,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     async close(): Promise<void> {
       if (stopping.signal.aborted) return;
       stop();
+      children.close();
       await Promise.all([...routes.values()].map((r) => r.stopWatching()));
       const closing = new Promise<void>((r) => server.close(() => r()));
       await Promise.all([...routes.values()].map((r) => r.runner.close()));
@@ -266,6 +304,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
   idle.timer = watchIdle(opts.idleStopMs, () => isIdle(store, instanceId, roots), shutdown, log);
   return running;
+}
+
+/** The argv that starts `baton mcp` for a coding CLI this gateway runs, if there is one. */
+function mcpCommandFor(opts: GatewayOptions): readonly string[] | undefined {
+  if (opts.mcpCommand) return opts.mcpCommand.length ? opts.mcpCommand : undefined;
+  const beside = join(__dirname, 'baton.js');
+  return existsSync(beside) ? [process.execPath, beside, 'mcp'] : undefined;
 }
 
 /** Checks now and then whether the gateway is idle, and asks it to stop once it has been for `idleMs`. */

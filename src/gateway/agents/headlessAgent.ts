@@ -4,13 +4,15 @@
  * it left in the folder comes back as changes.patch.
  */
 import { realpathSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { delimiter, dirname, join, sep } from 'node:path';
+import { delimiter, dirname, isAbsolute, join, sep } from 'node:path';
 import { intersectCapabilities } from '../../core/delegation/guards';
 import { confineCommand } from '../confine';
 import type { ConfineOptions } from '../confine';
 import type { Host } from '../harness/host';
 import { nodeHost } from '../harness/host';
+import type { McpLaunch } from '../harness/harness';
 import type { DetectedHarness } from '../harness/registry';
 import type { Workspace, WorkspaceManager } from '../workspace/workspaceManager';
 import { PRIVATE_DIR_NAME } from '../workspace/workspaceManager';
@@ -51,7 +53,7 @@ export function createHeadlessAgent(detected: DetectedHarness, opts: HeadlessAge
       {
         id: 'code',
         name: 'Coding task',
-        description: `${spec.name} works on the task in a throwaway copy of your repository and returns its edits as changes.patch for review.`,
+        description: `${spec.name} works on the task in a throwaway copy of your repository and returns its edits as changes.patch for review. ${spec.mcpConfig}`,
         tags: ['code', 'patch', spec.id],
         examples: ['Fix the failing test in src/parser.ts', 'Explain how the cache is invalidated'],
       },
@@ -77,9 +79,17 @@ async function runHeadless(
   let prompt = '';
   let invocation: ReturnType<typeof spec.invocation> | undefined;
 
+  let mcp: McpLaunch | undefined;
   const prepareCommand = async (ws: Workspace) => {
     prompt = await buildTaskPrompt(request, ws, spec, caps);
-    invocation = spec.invocation({ prompt, capabilities: caps, workspace: ws.dir, isGitRepo: ws.kind === 'clone' });
+    mcp = mcpLaunch(request, ws.home);
+    invocation = spec.invocation({
+      prompt,
+      capabilities: caps,
+      workspace: ws.dir,
+      isGitRepo: ws.kind === 'clone',
+      ...(mcp ? { mcp } : {}),
+    });
     caveats = invocation.caveats;
     confined = await confineCommand(
       {
@@ -88,9 +98,11 @@ async function runHeadless(
         home: ws.home,
         // The CLI needs its model API; "network" in the capabilities is about everything else.
         network: true,
-        readOnly: [ws.repoCommonDir, ...toolDirs(binary, sourceEnv.PATH ?? '', opts.realHome ?? homedir())].filter(
-          (p): p is string => p !== undefined,
-        ),
+        readOnly: [
+          ws.repoCommonDir,
+          ...toolDirs(binary, sourceEnv.PATH ?? '', opts.realHome ?? homedir()),
+          ...(mcp ? mcpDirs(mcp) : []),
+        ].filter((p): p is string => p !== undefined),
         hide: [join(opts.manager.root, PRIVATE_DIR_NAME)],
         homeEntries: spec.homeEntries,
         realHome: opts.realHome,
@@ -127,6 +139,15 @@ async function runHeadless(
       const env = agentEnv(sourceEnv, ws, host);
       for (const k of spec.envPassthrough) if (sourceEnv[k] !== undefined) env[k] = sourceEnv[k];
       Object.assign(env, invocation.env);
+      if (request.delegation && mcp) {
+        // The token sits in a 0600 file of the run's own HOME: never in an argv or a config the CLI may print.
+        await writeFile(mcp.env.BATON_TOKEN_FILE, `${request.delegation.token}\n`, { mode: 0o600 });
+        emit({ kind: 'step', text: `${spec.name} can delegate through baton mcp (children of this task only).` });
+      }
+      for (const f of invocation.files ?? []) {
+        await mkdir(dirname(f.path), { recursive: true });
+        await writeFile(f.path, f.content, { mode: 0o600 });
+      }
       if (!confined.confined) {
         // Unconfined, the CLI still gets a private HOME; its login state is linked (or copied) in.
         const notes = await prepareAgentHome(ws.home, opts.realHome ?? homedir(), spec.homeEntries, host);
@@ -211,6 +232,31 @@ async function runHeadless(
       return { outcome: 'completed', exitCode: 0, summary };
     },
   });
+}
+
+/** `baton mcp` for this run, bound to its task, when the gateway gave it a way to delegate. */
+function mcpLaunch(request: LocalRunRequest, home: string): McpLaunch | undefined {
+  const d = request.delegation;
+  const [command, ...args] = d?.command ?? [];
+  if (!d || !command) return undefined;
+  return {
+    command,
+    args,
+    env: {
+      BATON_GATEWAY: d.gatewayUrl,
+      BATON_TOKEN_FILE: join(home, '.baton-task-token'),
+      BATON_PARENT_TASK: d.parentTaskId,
+      BATON_CLI_DIR: join(home, '.baton', 'cli', 'journals'),
+      // No gateway.json of the user's is read: this server talks to the gateway above, with the task's token.
+      BATON_STATE_DIR: join(home, '.baton', 'gateway'),
+    },
+    configDir: home,
+  };
+}
+
+/** What a confined CLI must see to start `baton mcp`: the runtime's folder and the script's. */
+function mcpDirs(mcp: McpLaunch): string[] {
+  return [mcp.command, ...mcp.args].filter((a) => isAbsolute(a)).map((a) => dirname(a));
 }
 
 /** Never made visible to a confined CLI, even when its tools live beside them. */

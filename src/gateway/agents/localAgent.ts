@@ -49,6 +49,22 @@ export interface LocalRunRequest {
    * answer (a run outside the gateway); an agent then says what it would have asked, and fails.
    */
   readonly ask?: (question: string) => Promise<string>;
+  /**
+   * How this run may delegate (coding CLIs only): `baton mcp` bound to this task, which the harness
+   * configures as the CLI's MCP server. Absent: the run cannot delegate.
+   */
+  readonly delegation?: DelegationBinding;
+}
+
+/** `baton mcp` bound to one task: how to start it, the gateway it talks to, and the task's own token. */
+export interface DelegationBinding {
+  /** argv of `baton mcp`. */
+  readonly command: readonly string[];
+  /** The gateway's address on this machine. */
+  readonly gatewayUrl: string;
+  /** The task's capability token (starts children of this task only; revoked when it ends). */
+  readonly token: string;
+  readonly parentTaskId: string;
 }
 
 export type LocalRunEvent =

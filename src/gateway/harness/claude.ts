@@ -5,8 +5,9 @@
  * pre-approves; it restricts nothing). `--strict-mcp-config` keeps MCP servers from the user's or the
  * repository's config out. Claude reads CLAUDE.md itself, not AGENTS.md.
  */
+import { join } from 'node:path';
 import type { HarnessSpec, OutputParser, ParsedEvent } from './harness';
-import { describeTool, jsonLine, obj, oneLine, str } from './harness';
+import { describeTool, jsonLine, MCP_SERVER_NAME, obj, oneLine, str } from './harness';
 
 const READ = ['Read', 'Glob', 'Grep', 'LS'];
 const EDIT = ['Edit', 'MultiEdit', 'Write', 'NotebookEdit'];
@@ -33,7 +34,9 @@ export const claudeHarness: HarnessSpec = {
     'ANTHROPIC_VERTEX_PROJECT_ID',
   ],
   homeEntries: ['.claude', '.claude.json'],
-  invocation({ prompt, capabilities }) {
+  mcpConfig:
+    'It delegates through baton mcp, given with --mcp-config (and --strict-mcp-config keeps every other MCP server out).',
+  invocation({ prompt, capabilities, mcp }) {
     const tools = [
       ...READ,
       ...(capabilities.write ? EDIT : []),
@@ -57,8 +60,13 @@ export const claudeHarness: HarnessSpec = {
     if (denied.length) args.push('--disallowedTools', denied.join(','));
     // Print mode cannot ask for approval: say up front what is approved.
     args.push('--permission-mode', capabilities.write ? 'acceptEdits' : 'default');
-    if (capabilities.shell) args.push('--allowedTools', SHELL.join(','));
-    return { args, stdin: prompt, caveats: [] };
+    const allowed = [...(capabilities.shell ? SHELL : []), ...(mcp ? [`mcp__${MCP_SERVER_NAME}`] : [])];
+    if (allowed.length) args.push('--allowedTools', allowed.join(','));
+    if (!mcp) return { args, stdin: prompt, caveats: [] };
+    const file = join(mcp.configDir, 'baton-mcp.json');
+    args.push('--mcp-config', file);
+    const config = { mcpServers: { [MCP_SERVER_NAME]: { command: mcp.command, args: mcp.args, env: mcp.env } } };
+    return { args, stdin: prompt, caveats: [], files: [{ path: file, content: JSON.stringify(config, null, 2) }] };
   },
   createParser: () => new ClaudeStreamParser(),
 };

@@ -5,7 +5,7 @@
  * them is how it works — so that is reported as a caveat. Codex reads AGENTS.md itself.
  */
 import type { HarnessSpec, OutputParser, ParsedEvent } from './harness';
-import { jsonLine, obj, oneLine, str } from './harness';
+import { jsonLine, MCP_SERVER_NAME, obj, oneLine, str } from './harness';
 
 export const codexHarness: HarnessSpec = {
   id: 'codex',
@@ -16,7 +16,8 @@ export const codexHarness: HarnessSpec = {
   canRefuseShell: false,
   envPassthrough: ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'CODEX_HOME', 'AZURE_OPENAI_API_KEY'],
   homeEntries: ['.codex'],
-  invocation({ prompt, capabilities, workspace, isGitRepo }) {
+  mcpConfig: 'It delegates through baton mcp, given with -c mcp_servers.baton.command/args/env.',
+  invocation({ prompt, capabilities, workspace, isGitRepo, mcp }) {
     const args = [
       'exec',
       '--json',
@@ -30,6 +31,16 @@ export const codexHarness: HarnessSpec = {
     if (capabilities.write)
       args.push('-c', `sandbox_workspace_write.network_access=${capabilities.network ? 'true' : 'false'}`);
     if (!isGitRepo) args.push('--skip-git-repo-check');
+    if (mcp) {
+      // TOML values: a JSON string is a TOML basic string, a list of them a TOML array.
+      const key = `mcp_servers.${MCP_SERVER_NAME}`;
+      const env = Object.entries(mcp.env)
+        .map(([k, v]) => `${k} = ${JSON.stringify(v)}`)
+        .join(', ');
+      args.push('-c', `${key}.command=${JSON.stringify(mcp.command)}`);
+      args.push('-c', `${key}.args=${JSON.stringify(mcp.args)}`);
+      args.push('-c', `${key}.env={ ${env} }`);
+    }
     args.push('-');
     const caveats = capabilities.shell
       ? []

@@ -5,8 +5,9 @@
  * pre-approved with `--allow-tool` because nobody can answer a prompt; `--no-ask-user` keeps it from
  * waiting. Copilot reads AGENTS.md, CLAUDE.md, GEMINI.md and .github/copilot-instructions.md itself.
  */
+import { join } from 'node:path';
 import type { HarnessSpec, OutputParser, ParsedEvent } from './harness';
-import { describeTool, jsonLine, obj, oneLine, str } from './harness';
+import { describeTool, jsonLine, MCP_SERVER_NAME, obj, oneLine, str } from './harness';
 
 export const copilotHarness: HarnessSpec = {
   id: 'copilot',
@@ -17,7 +18,8 @@ export const copilotHarness: HarnessSpec = {
   canRefuseShell: true,
   envPassthrough: ['COPILOT_GITHUB_TOKEN', 'GH_TOKEN', 'GITHUB_TOKEN', 'COPILOT_MODEL'],
   homeEntries: ['.copilot'],
-  invocation({ prompt, capabilities }) {
+  mcpConfig: 'It delegates through baton mcp, given with --additional-mcp-config @<file>.',
+  invocation({ prompt, capabilities, mcp }) {
     const args = ['-p', prompt, '--output-format', 'json', '--no-ask-user', '--no-color'];
     const allow = [
       ...(capabilities.write ? ['write'] : []),
@@ -31,7 +33,15 @@ export const copilotHarness: HarnessSpec = {
     ];
     for (const t of allow) args.push(`--allow-tool=${t}`);
     for (const t of deny) args.push(`--deny-tool=${t}`);
-    return { args, caveats: [] };
+    if (!mcp) return { args, caveats: [] };
+    const file = join(mcp.configDir, 'baton-copilot-mcp.json');
+    args.push('--additional-mcp-config', `@${file}`, `--allow-tool=${MCP_SERVER_NAME}`);
+    const config = {
+      mcpServers: {
+        [MCP_SERVER_NAME]: { type: 'local', command: mcp.command, args: mcp.args, env: mcp.env, tools: ['*'] },
+      },
+    };
+    return { args, caveats: [], files: [{ path: file, content: JSON.stringify(config, null, 2) }] };
   },
   createParser: () => new CopilotJsonParser(),
 };

@@ -5,8 +5,9 @@
  * `--allowed-tools run_shell_command` says otherwise. `--skip-trust` because an untrusted folder
  * forces the default mode. Gemini reads GEMINI.md itself.
  */
+import { join } from 'node:path';
 import type { HarnessSpec, OutputParser, ParsedEvent } from './harness';
-import { describeTool, jsonLine, obj, oneLine, str } from './harness';
+import { describeTool, jsonLine, MCP_SERVER_NAME, obj, oneLine, str } from './harness';
 
 export const geminiHarness: HarnessSpec = {
   id: 'gemini',
@@ -25,7 +26,9 @@ export const geminiHarness: HarnessSpec = {
     'GEMINI_MODEL',
   ],
   homeEntries: ['.gemini'],
-  invocation({ prompt, capabilities }) {
+  mcpConfig:
+    "It delegates through baton mcp, given in a settings file of the run's own (GEMINI_CLI_SYSTEM_SETTINGS_PATH; ~/.gemini is the user's, linked in, and is never written).",
+  invocation({ prompt, capabilities, mcp }) {
     const args = [
       '--output-format',
       'stream-json',
@@ -34,7 +37,20 @@ export const geminiHarness: HarnessSpec = {
       '--skip-trust',
     ];
     if (capabilities.shell) args.push('--allowed-tools', 'run_shell_command');
-    return { args, stdin: prompt, caveats: [] };
+    if (!mcp) return { args, stdin: prompt, caveats: [] };
+    // System settings win over the user's; only this server is allowed, and it is trusted (nobody can confirm a call).
+    const file = join(mcp.configDir, 'baton-gemini-settings.json');
+    args.push('--allowed-mcp-server-names', MCP_SERVER_NAME);
+    const settings = {
+      mcpServers: { [MCP_SERVER_NAME]: { command: mcp.command, args: mcp.args, env: mcp.env, trust: true } },
+    };
+    return {
+      args,
+      stdin: prompt,
+      env: { GEMINI_CLI_SYSTEM_SETTINGS_PATH: file },
+      caveats: [],
+      files: [{ path: file, content: JSON.stringify(settings, null, 2) }],
+    };
   },
   createParser: () => new GeminiStreamParser(),
 };

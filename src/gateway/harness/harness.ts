@@ -15,7 +15,22 @@ export interface InvocationInput {
   readonly workspace: string;
   /** False for a scratch folder (some CLIs refuse to run outside a repository unless told). */
   readonly isGitRepo: boolean;
+  /** `baton mcp` bound to this task, to configure as the CLI's MCP server named `baton`; absent: none. */
+  readonly mcp?: McpLaunch;
 }
+
+/** How the CLI starts `baton mcp`: an MCP server over stdio. */
+export interface McpLaunch {
+  readonly command: string;
+  readonly args: readonly string[];
+  /** Its environment (the gateway, the task token's file, the parent task): no secret in it. */
+  readonly env: Readonly<Record<string, string>>;
+  /** A private folder (the run's own HOME) where the harness may write a config file. */
+  readonly configDir: string;
+}
+
+/** The MCP server's name in every CLI's config: its tools are `baton`'s (`mcp__baton__delegate` in Claude Code). */
+export const MCP_SERVER_NAME = 'baton';
 
 export interface Invocation {
   readonly args: readonly string[];
@@ -24,6 +39,8 @@ export interface Invocation {
   readonly env?: Readonly<Record<string, string>>;
   /** What could not be restricted, in words (e.g. "Codex cannot refuse shell; its sandbox bounds it"). */
   readonly caveats: readonly string[];
+  /** Files written (0600) before the CLI starts: its MCP config, where it reads that from a file. */
+  readonly files?: ReadonlyArray<{ readonly path: string; readonly content: string }>;
 }
 
 /** What a parser makes of one line of output. */
@@ -53,6 +70,8 @@ export interface HarnessSpec {
   readonly envPassthrough: readonly string[];
   /** Entries under HOME that hold its login state (bound into the private HOME when confined). */
   readonly homeEntries: readonly string[];
+  /** How the CLI is given `baton mcp` to delegate with, in words (shown on its card). */
+  readonly mcpConfig: string;
   invocation(input: InvocationInput): Invocation;
   createParser(): OutputParser;
 }

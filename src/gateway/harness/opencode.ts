@@ -5,7 +5,7 @@
  * (and CLAUDE.md as a fallback) itself.
  */
 import type { HarnessSpec, OutputParser, ParsedEvent } from './harness';
-import { describeTool, jsonLine, obj, oneLine, str } from './harness';
+import { describeTool, jsonLine, MCP_SERVER_NAME, obj, oneLine, str } from './harness';
 
 export const opencodeHarness: HarnessSpec = {
   id: 'opencode',
@@ -16,7 +16,8 @@ export const opencodeHarness: HarnessSpec = {
   canRefuseShell: true,
   envPassthrough: ['ANTHROPIC_API_KEY', 'OPENAI_API_KEY', 'GEMINI_API_KEY', 'OPENROUTER_API_KEY', 'OPENCODE_MODEL'],
   homeEntries: ['.local/share/opencode', '.config/opencode'],
-  invocation({ prompt, capabilities, workspace }) {
+  mcpConfig: 'It delegates through baton mcp, given as an MCP server in OPENCODE_CONFIG_CONTENT.',
+  invocation({ prompt, capabilities, workspace, mcp }) {
     const rule = (ok: boolean) => (ok ? 'allow' : 'deny');
     const permission = {
       edit: rule(capabilities.write),
@@ -27,7 +28,23 @@ export const opencodeHarness: HarnessSpec = {
     return {
       args: ['run', '--format', 'json', '--dir', workspace],
       stdin: prompt,
-      env: { OPENCODE_CONFIG_CONTENT: JSON.stringify({ permission }) },
+      env: {
+        OPENCODE_CONFIG_CONTENT: JSON.stringify({
+          permission,
+          ...(mcp
+            ? {
+                mcp: {
+                  [MCP_SERVER_NAME]: {
+                    type: 'local',
+                    command: [mcp.command, ...mcp.args],
+                    environment: mcp.env,
+                    enabled: true,
+                  },
+                },
+              }
+            : {}),
+        }),
+      },
       caveats: [],
     };
   },

@@ -30,6 +30,8 @@ export interface ControlDeps {
   readonly bodyLimits: BodyLimits;
   readonly instance: () => InstanceInfo;
   readonly roots: LiveRoots;
+  /** Answers a consent question a child's delegation waits on; false when there is none with that id. */
+  readonly answerConsent?: (id: string, allow: boolean) => boolean;
   /** Called once the shutdown request has been answered. */
   readonly shutdown: (why: string) => void;
   readonly log: (line: string) => void;
@@ -61,6 +63,18 @@ export function controlRouter(deps: ControlDeps): express.Router {
     if (change.add.length || change.remove.length)
       deps.log(`roots: +${change.add.length} -${change.remove.length}; serving ${deps.roots.list.length}`);
     res.json({ roots: deps.roots.list });
+  });
+  // The user's answer to an agent asking to delegate (the question is on the parent task's stream, META.consent).
+  router.post('/baton/consent/:id', (req: Request, res: Response) => {
+    const body: unknown = req.body;
+    const decision = typeof body === 'object' && body !== null ? (body as Record<string, unknown>).decision : undefined;
+    if (decision !== 'allow' && decision !== 'deny')
+      return void fail(res, 400, 'INVALID_ARGUMENT', 'send {"decision": "allow"} or {"decision": "deny"}');
+    const id = String(req.params.id);
+    if (!deps.answerConsent?.(id, decision === 'allow'))
+      return void fail(res, 404, 'NOT_FOUND', `no consent question ${id} is waiting (it was answered or it expired)`);
+    deps.log(`consent ${id}: ${decision}`);
+    res.json({ id, decision });
   });
   router.post('/baton/shutdown', (_req: Request, res: Response) => {
     res.once('finish', () => deps.shutdown('asked to shut down'));

@@ -88,3 +88,38 @@ describe('gateway config', () => {
       );
   });
 });
+
+describe('gateway config: agent-started delegations', () => {
+  it('reads maxDepth, maxBreadth, burst, consent and consentTimeoutSeconds', () => {
+    const c = parse({
+      maxDepth: 3,
+      maxBreadth: 5,
+      burst: { max: 4, windowSeconds: 30 },
+      consent: { formatter: 'allow', codex: 'deny' },
+      consentTimeoutSeconds: 20,
+    });
+    assert.deepEqual(c.delegation, {
+      maxDepth: 3,
+      maxBreadth: 5,
+      burst: { max: 4, windowSeconds: 30 },
+      consent: { formatter: 'allow', codex: 'deny' },
+      consentTimeoutSeconds: 20,
+    });
+    assert.deepEqual(parse({}).delegation, {
+      maxDepth: undefined,
+      maxBreadth: undefined,
+      consentTimeoutSeconds: undefined,
+    });
+  });
+
+  it('refuses what it cannot hold, saying what to write', () => {
+    const cases: Array<[unknown, RegExp]> = [
+      [{ maxDepth: 4 }, /maxDepth: must be a whole number from 0 to 3/],
+      [{ maxBreadth: 0 }, /maxBreadth: must be a whole number from 1 to 100/],
+      [{ burst: { max: 3 } }, /burst: needs both "max" and "windowSeconds"/],
+      [{ burst: { max: 3, windowSeconds: 60, per: 1 } }, /burst\.per: is not a setting/],
+      [{ consent: { formatter: 'yes' } }, /consent\.formatter: must be "allow" .* or "deny"/],
+    ];
+    for (const [input, want] of cases) assert.throws(() => parse(input), want, JSON.stringify(input));
+  });
+});

@@ -8,7 +8,7 @@ import { claudeHarness } from '../../../src/gateway/harness/claude';
 import { codexHarness } from '../../../src/gateway/harness/codex';
 import { copilotHarness } from '../../../src/gateway/harness/copilot';
 import { geminiHarness } from '../../../src/gateway/harness/gemini';
-import type { HarnessSpec, ParsedEvent } from '../../../src/gateway/harness/harness';
+import type { HarnessSpec, McpLaunch, ParsedEvent } from '../../../src/gateway/harness/harness';
 import { opencodeHarness } from '../../../src/gateway/harness/opencode';
 import { detectHarnesses, HARNESSES } from '../../../src/gateway/harness/registry';
 
@@ -112,6 +112,87 @@ describe('harness registry: argv and restriction', () => {
       HARNESSES.map((h) => h.id),
       ['claude', 'codex', 'gemini', 'copilot', 'opencode'],
     );
+  });
+});
+
+const MCP: McpLaunch = {
+  command: '/opt/node/bin/node',
+  args: ['/opt/baton/dist/baton.js', 'mcp'],
+  env: {
+    BATON_GATEWAY: 'http://127.0.0.1:4000',
+    BATON_TOKEN_FILE: '/home/run/.baton-task-token',
+    BATON_PARENT_TASK: 't1',
+  },
+  configDir: '/home/run',
+};
+const withMcp = (h: HarnessSpec) =>
+  h.invocation({ prompt: 'Fix the bug', capabilities: RO, workspace: '/ws/t1', isGitRepo: true, mcp: MCP });
+const fileOf = (i: ReturnType<HarnessSpec['invocation']>, path: string) =>
+  JSON.parse(i.files?.find((f) => f.path === path)?.content ?? 'null') as Record<
+    string,
+    Record<string, unknown>
+  > | null;
+const server = { command: MCP.command, args: MCP.args, env: MCP.env };
+
+describe('harness registry: baton mcp for the CLI, each its own way', () => {
+  it('without a binding no CLI gets an MCP server, and every card says how it would', () => {
+    for (const h of HARNESSES) {
+      const i = inv(h, RO);
+      assert.equal(i.files, undefined, h.id);
+      assert.doesNotMatch(JSON.stringify(i), /baton\.js|mcp_servers|--mcp-config|mcpServers|additional-mcp/, h.id);
+      assert.match(h.mcpConfig, /baton mcp/, h.id);
+    }
+  });
+
+  it('Claude Code: --mcp-config names a file with the server, its tools pre-approved, no other server', () => {
+    const i = withMcp(claudeHarness);
+    assert.equal(after(i.args, '--mcp-config'), '/home/run/baton-mcp.json');
+    assert.ok(i.args.includes('--strict-mcp-config'));
+    assert.equal(after(i.args, '--allowedTools'), 'mcp__baton');
+    assert.deepEqual(fileOf(i, '/home/run/baton-mcp.json')?.mcpServers.baton, server);
+  });
+
+  it('Codex: -c mcp_servers.baton.command, .args and .env as TOML values', () => {
+    const i = withMcp(codexHarness);
+    assert.ok(i.args.includes('mcp_servers.baton.command="/opt/node/bin/node"'));
+    assert.ok(i.args.includes('mcp_servers.baton.args=["/opt/baton/dist/baton.js","mcp"]'));
+    assert.ok(
+      i.args.includes(
+        'mcp_servers.baton.env={ BATON_GATEWAY = "http://127.0.0.1:4000", BATON_TOKEN_FILE = "/home/run/.baton-task-token", BATON_PARENT_TASK = "t1" }',
+      ),
+    );
+    assert.equal(i.args.at(-1), '-', 'the prompt still comes on stdin');
+  });
+
+  it('Gemini CLI: a settings file of the run’s own (never ~/.gemini), only this server, trusted', () => {
+    const i = withMcp(geminiHarness);
+    assert.equal(i.env?.GEMINI_CLI_SYSTEM_SETTINGS_PATH, '/home/run/baton-gemini-settings.json');
+    assert.equal(after(i.args, '--allowed-mcp-server-names'), 'baton');
+    assert.ok(!i.files?.some((f) => f.path.includes('.gemini')));
+    assert.deepEqual(fileOf(i, '/home/run/baton-gemini-settings.json')?.mcpServers.baton, { ...server, trust: true });
+  });
+
+  it('Copilot CLI: --additional-mcp-config @file, the server’s tools allowed', () => {
+    const i = withMcp(copilotHarness);
+    assert.equal(after(i.args, '--additional-mcp-config'), '@/home/run/baton-copilot-mcp.json');
+    assert.ok(i.args.includes('--allow-tool=baton'));
+    assert.deepEqual(fileOf(i, '/home/run/baton-copilot-mcp.json')?.mcpServers.baton, {
+      type: 'local',
+      ...server,
+      tools: ['*'],
+    });
+  });
+
+  it('OpenCode: the server in OPENCODE_CONFIG_CONTENT beside the permissions', () => {
+    const i = withMcp(opencodeHarness);
+    const config = JSON.parse(i.env?.OPENCODE_CONFIG_CONTENT ?? '{}') as Record<string, Record<string, unknown>>;
+    assert.equal(config.permission.edit, 'deny');
+    assert.deepEqual(config.mcp.baton, {
+      type: 'local',
+      command: [MCP.command, ...MCP.args],
+      environment: MCP.env,
+      enabled: true,
+    });
   });
 });
 
