@@ -42,7 +42,7 @@ const { values: opts } = parseArgs({
   options: {
     mode: { type: 'string', default: 'dev' },
     workspace: { type: 'string' },
-    timeout: { type: 'string', default: '300' },
+    timeout: { type: 'string', default: '600' },
   },
 });
 const mode = opts.mode === 'vsix' ? 'vsix' : opts.mode === 'restricted' ? 'restricted' : 'dev';
@@ -78,6 +78,7 @@ const phases: PhaseSpec[] =
               'remoteAgent.test.js',
               'newcomer.test.js',
               'lmTools.test.js',
+              'gemini.test.js',
               'reload.test.js',
             ],
             reloadAfter: true,

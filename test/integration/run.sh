@@ -6,6 +6,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 bash test/integration/setup.sh || exit 2
+# Foreign agents some suites run as real peers (Gemini CLI's A2A server).
+bash test/peers/setup.sh || exit 2
 rc=0
 for mode in ${BATON_IT_MODES:-dev restricted vsix}; do
   node --import tsx test/integration/driver.ts --mode "$mode" "$@" || rc=$?

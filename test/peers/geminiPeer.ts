@@ -71,7 +71,8 @@ const REPO = resolve(__dirname, '..', '..');
 
 /** Where test/peers/setup.sh installs the peers (BATON_TEST_ENV, as the integration setup uses). */
 export function peersRoot(): string {
-  return join(process.env.BATON_TEST_ENV ?? join(REPO, '.vscode-test'), 'peers');
+  // Bundled into the integration suite, this file no longer sits in test/peers: the driver names the repository.
+  return join(process.env.BATON_TEST_ENV ?? join(process.env.BATON_REPO ?? REPO, '.vscode-test'), 'peers');
 }
 
 export function geminiServerEntry(): string {
