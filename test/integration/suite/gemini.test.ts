@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { DelegationRecord } from '../../../src/core/delegation';
 import type { BatonApi } from '../../../src/extension/extension';
-import { startGeminiPeer, type GeminiPeer } from '../../peers/geminiPeer';
+import { startGeminiPeer, type GeminiPeer, type ModelTurn } from '../../peers/geminiPeer';
 import { activateBaton, driver, hashTree, sleep, waitFor } from './util';
 
 /**
@@ -121,9 +121,13 @@ describe('Gemini CLI’s A2A server, from the panel', () => {
     return api.delegations.journalView(id);
   }
 
-  /** The model's next turns: an edit of the discount line, then a sentence that ends the turn. */
-  function scriptEdit(): void {
-    peer.model.push(
+  /**
+   * The model's next turns: an edit of the discount line, then (once the tool ran) a sentence that ends
+   * the turn. A task canceled before its edit runs asks for no second turn: it is left out then, so it
+   * cannot answer the next test's first request.
+   */
+  function scriptEdit(ending = true): void {
+    const turns: ModelTurn[] = [
       {
         functionCalls: [
           {
@@ -137,8 +141,9 @@ describe('Gemini CLI’s A2A server, from the panel', () => {
           },
         ],
       },
-      { text: 'I raised the loyalty discount to 15%.' },
-    );
+    ];
+    if (ending) turns.push({ text: 'I raised the loyalty discount to 15%.' });
+    peer.model.push(...turns);
   }
 
   async function delegate(cardUrl: string, task: string): Promise<string> {
@@ -235,7 +240,7 @@ describe('Gemini CLI’s A2A server, from the panel', () => {
     const port = new URL(peer.baseUrl).port;
     const cardUrl = `http://localhost:${port}/.well-known/agent-card.json`;
     writeFileSync(join(peer.workspace, FILE), original);
-    scriptEdit();
+    scriptEdit(false);
     const id = await delegate(cardUrl, 'Raise the loyalty discount, then wait');
     await vscode.commands.executeCommand('baton.openDelegation', id);
     await waitFor(
