@@ -39,7 +39,9 @@ export function resultCheckText(m: ResultMessage, t: Translate): string {
       return t('the agent returned no task, so there is no result to check');
     case 'tool-calls':
       return m.files === 1
-        ? t('the agent sent no signed result; the patch is made from the edits its tool calls reported (1 file), unverified')
+        ? t(
+            'the agent sent no signed result; the patch is made from the edits its tool calls reported (1 file), unverified',
+          )
         : t(
             'the agent sent no signed result; the patch is made from the edits its tool calls reported ({0} files), unverified',
             m.files,
