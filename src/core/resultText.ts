@@ -26,8 +26,12 @@ export type ResultMessage =
   | { readonly code: 'status-mismatch'; readonly shown: string; readonly signed: string }
   | { readonly code: 'patch-ambiguous'; readonly count: number; readonly ids: readonly string[] }
   | { readonly code: 'verified'; readonly signer: string; readonly kid: string }
-  /** Unsigned: the patch is built from the edits the agent's tool calls made (development-tool extension). */
-  | { readonly code: 'tool-calls'; readonly files: number }
+  /**
+   * Unsigned: the patch is built from the edits the agent's tool calls made (development-tool extension).
+   * `signed`: the agent signs its results all the same (a gateway signs the tasks it relays); a signature
+   * covers a task's status and artifacts, never these edits, so it does not make this patch verified.
+   */
+  | { readonly code: 'tool-calls'; readonly files: number; readonly signed: boolean }
   /** Edits outside the workspace root the agent reported (or with no root reported): no patch is offered. */
   | { readonly code: 'tool-calls-outside'; readonly root: string; readonly paths: readonly string[] };
 
@@ -38,6 +42,15 @@ export function resultCheckText(m: ResultMessage, t: Translate): string {
     case 'no-task':
       return t('the agent returned no task, so there is no result to check');
     case 'tool-calls':
+      if (m.signed)
+        return m.files === 1
+          ? t(
+              'the agent signs its results, but a signature does not cover the edits its tool calls reported; the patch is made from them (1 file), unverified',
+            )
+          : t(
+              'the agent signs its results, but a signature does not cover the edits its tool calls reported; the patch is made from them ({0} files), unverified',
+              m.files,
+            );
       return m.files === 1
         ? t(
             'the agent sent no signed result; the patch is made from the edits its tool calls reported (1 file), unverified',

@@ -251,7 +251,8 @@ function unsigned(
  * the edits its tool calls reported, once the delegation ended (finished by the user, or a terminal
  * state), relative to the workspace root it reported. Undefined when it made no edit or is no such agent.
  */
-function toolCallResult(journal: DelegationJournal): ResultCheck | undefined {
+function toolCallResult(input: ResultCheckInput): ResultCheck | undefined {
+  const { journal, final } = input;
   if (!journal.devTool) return undefined;
   if (journal.finishedBy !== 'user' && !isTerminalTaskState(journal.taskState)) return undefined;
   const calls = journal.toolCalls();
@@ -260,7 +261,8 @@ function toolCallResult(journal: DelegationJournal): ResultCheck | undefined {
   if (built.kind === 'outside')
     return invalid('tool-calls-outside', { code: 'tool-calls-outside', root: built.root ?? '', paths: built.paths });
   const bytes = Buffer.from(built.text, 'utf8');
-  return unsigned({ code: 'tool-calls', files: built.files.length }, [
+  const signed = input.signaturesPromised || typeof final?.metadata?.[META.envelope] === 'string';
+  return unsigned({ code: 'tool-calls', files: built.files.length, signed }, [
     {
       artifactId: 'tool-calls',
       name: 'tool-calls',
@@ -277,7 +279,7 @@ export async function checkResult(input: ResultCheckInput): Promise<ResultCheck>
   const { journal, final, signer } = input;
   const taskId = journal.taskId;
   if (!taskId) return unsigned({ code: 'no-task' });
-  const fromTools = toolCallResult(journal);
+  const fromTools = toolCallResult(input);
   if (fromTools) return fromTools;
   if (!isTerminalTaskState(journal.taskState)) return unsigned({ code: 'not-finished' });
   if (!final) {
