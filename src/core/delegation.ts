@@ -1110,7 +1110,10 @@ export class DelegationJournal {
       if (before?.question || !after?.question) return;
       const q = after.question;
       const caps = capabilityWords(q.capabilities, english);
-      this.note(at, 'info', { code: 'consent.asked', params: [q.parentAgentId || '?', q.agentName, q.title, caps] });
+      this.note(at, 'info', {
+        code: 'consent.asked',
+        params: [this.request.agent.name || q.parentAgentId || '?', q.agentName, q.title, caps],
+      });
       return;
     }
     if (before?.decision || !after?.decision) return;

@@ -78,6 +78,7 @@ const phases: PhaseSpec[] =
               'remoteAgent.test.js',
               'newcomer.test.js',
               'lmTools.test.js',
+              'consent.test.js',
               'reload.test.js',
             ],
             reloadAfter: true,

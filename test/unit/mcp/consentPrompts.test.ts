@@ -258,11 +258,11 @@ describe('consent for a coding CLI’s children, answered from the client’s jo
       .timeline.filter((e) => e.kind === 'notice' && e.code?.startsWith('consent.'))
       .map((e) => (e.kind === 'notice' ? timelineEntryText({ code: e.code, params: e.params, text: e.text }) : ''));
     assert.deepEqual(lines, [
-      'opencode asks to delegate to Formatter (Prettier): one (capabilities: read only); waiting for your approval.',
+      'OpenCode asks to delegate to Formatter (Prettier): one (capabilities: read only); waiting for your approval.',
       'The delegation to Formatter (Prettier) was allowed.',
-      'opencode asks to delegate to Formatter (Prettier): two (capabilities: read only); waiting for your approval.',
+      'OpenCode asks to delegate to Formatter (Prettier): two (capabilities: read only); waiting for your approval.',
       'The delegation to Formatter (Prettier) was denied.',
-      'opencode asks to delegate to Formatter (Prettier): three (capabilities: read only); waiting for your approval.',
+      'OpenCode asks to delegate to Formatter (Prettier): three (capabilities: read only); waiting for your approval.',
       'The delegation to Formatter (Prettier) was refused: nobody answered within the time the gateway waits.',
     ]);
     assert.equal(j.state(), 'completed');
