@@ -12,9 +12,18 @@ import { TaskState } from '@a2a-js/sdk';
 import { META, PATCH_ARTIFACT } from './batonProfile';
 import { canonicalize } from './jcs';
 import type { DelegationRecord, JournalTimelineEntry, RecordedArtifact, ResultCheckRecord } from './delegation/record';
+import {
+  capabilityWords,
+  consentOf,
+  foldConsent,
+  type ConsentDecision,
+  type ConsentQuestion,
+  type ConsentRecord,
+} from './delegation/consent';
 import { childTaskOf, foldChildTask, type ReportedChildren, type StartedBy } from './delegation/tree';
 import type { ChildTaskInfo } from './batonProfile';
 import type { CapabilitySet, DelegationOutcome, DelegationState } from './protocol/delegationView';
+import { english } from './protocol/l10n';
 import { timelineEntryText, type TimelineCode, type TimelineParam } from './protocol/timelineText';
 import { boundData, type DataPartView } from './protocol/dataView';
 import { PANEL_LIMITS } from './protocol/panelLimits';
@@ -616,6 +625,8 @@ export class DelegationJournal {
   private readonly _previewChars: number;
   /** Children the gateway reported on this task's stream (`META.child`), the latest report per child. */
   private readonly _children: ReportedChildren = new Map();
+  /** Consent questions the gateway asked on this task's stream (`META.consent`) and their decisions, by id. */
+  private readonly _consents = new Map<string, { question?: ConsentQuestion; decision?: ConsentDecision }>();
   /** Tool calls of the development-tool extension, by call id, in the order first seen (latest state each). */
   private readonly _toolCalls = new Map<string, ToolCallView>();
   /** The agent speaks the development-tool dialect (its events carry `metadata.coderAgent`). */
@@ -927,6 +938,12 @@ export class DelegationJournal {
         this.bindTask(ev.taskId, ev.contextId);
         const child = childTaskOf(ev.metadata);
         if (child) foldChildTask(this._children, child, seq);
+        const consent = consentOf(ev.metadata);
+        if (consent) {
+          // Shown in Baton's words (the gateway's English line is left out); the state does not change.
+          this.applyConsent(consent, e.at);
+          break;
+        }
         const calls = this.applyToolCalls(ev.metadata, ev.status?.message?.parts);
         // A tool call is shown as its one line (the panel and the CLI show the call itself), not as its JSON.
         const text = calls.length > 0 ? calls.map(toolCallLine).join('\n') : partsText(ev.status?.message?.parts);
@@ -1084,6 +1101,27 @@ export class DelegationJournal {
     return [...this._conflicts.values()];
   }
 
+  private applyConsent(report: NonNullable<ReturnType<typeof consentOf>>, at: number): void {
+    const id = report.kind === 'question' ? report.question.id : report.id;
+    const before = this._consents.get(id);
+    foldConsent(this._consents, report);
+    const after = this._consents.get(id);
+    if (report.kind === 'question') {
+      if (before?.question || !after?.question) return;
+      const q = after.question;
+      const caps = capabilityWords(q.capabilities, english);
+      this.note(at, 'info', {
+        code: 'consent.asked',
+        params: [this.request.agent.name || q.parentAgentId || '?', q.agentName, q.title, caps],
+      });
+      return;
+    }
+    if (before?.decision || !after?.decision) return;
+    const name = after.question?.agentName ?? '?';
+    const level = after.decision === 'allowed' ? 'info' : 'warning';
+    this.note(at, level, { code: `consent.${after.decision}`, params: [name] });
+  }
+
   /** A notice in the timeline: its code and params, with the English line for readers without a translation. */
   private note(at: number, level: 'info' | 'warning' | 'error', words: EntryWords): void {
     if (words.code === undefined) {
@@ -1155,6 +1193,14 @@ export class DelegationJournal {
   /** What the result check recorded last, if it ran. */
   get resultCheck(): ResultCheckRecord | undefined {
     return this._resultCheck;
+  }
+
+  /** The consent questions the gateway asked on this task's stream, in the order asked, with their decisions. */
+  consents(): ConsentRecord[] {
+    const out: ConsentRecord[] = [];
+    for (const c of this._consents.values())
+      if (c.question) out.push(c.decision ? { question: c.question, decision: c.decision } : { question: c.question });
+    return out;
   }
 
   /** Children the gateway reported for this task, oldest first. */

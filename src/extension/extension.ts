@@ -7,6 +7,7 @@ import { registerReviewCommands } from './commands/reviewCommands';
 import { AUDIT_URI, AuditReportProvider } from './delegate/auditReport';
 import { DelegationService } from './delegate/delegationService';
 import { DelegationStarter } from './delegate/delegationStarter';
+import { ConsentPrompts } from './delegate/consentPrompts';
 import { errorMessage } from './errors';
 import { GatewaySupervisor } from './gateway/gatewaySupervisor';
 import { BatonAgentTools } from './lm/agentTools';
@@ -127,7 +128,7 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     reviews.onDidChange((id) => panels.update({ kind: 'delegation', delegationId: id })),
   );
   const status = new DelegationStatusController(service);
-  context.subscriptions.push(status);
+  context.subscriptions.push(status, new ConsentPrompts(service, gateway, log));
 
   const ready = service.open().then(
     () => status.update(),

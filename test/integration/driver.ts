@@ -79,6 +79,7 @@ const phases: PhaseSpec[] =
               'newcomer.test.js',
               'lmTools.test.js',
               'gemini.test.js',
+              'consent.test.js',
               'reload.test.js',
             ],
             reloadAfter: true,

@@ -53,6 +53,11 @@ export const TIMELINE_MESSAGES = {
   'toolCall.approved': 'You approved {0} ({1}).',
   'toolCall.denied': 'You denied {0}.',
   'toolCall.autoApproved': 'Approved {0} automatically ({1}): automatic approval is on for this agent.',
+  // A child an agent at the gateway asks to start, waiting for the user's consent.
+  'consent.asked': '{0} asks to delegate to {1}: {2} (capabilities: {3}); waiting for your approval.',
+  'consent.allowed': 'The delegation to {0} was allowed.',
+  'consent.denied': 'The delegation to {0} was denied.',
+  'consent.expired': 'The delegation to {0} was refused: nobody answered within the time the gateway waits.',
   'finished.byUser': 'You finished the delegation: it ends as completed with what the agent did.',
   // The journal itself.
   'journal.tornTail':

@@ -15,6 +15,7 @@ import {
 } from '../../core/delegation';
 import type { PatchSummary } from '../../core/delegation/agentTools';
 import { delegationPanelView, panelTimelineEntry } from '../../core/delegation/panelView';
+import type { ConsentRecord } from '../../core/delegation/consent';
 import { recordedPatches, type RecordedPatch } from '../../core/delegation/record';
 import {
   buildDelegationTree,
@@ -222,6 +223,14 @@ export class DelegationService extends Disposable {
 
   list() {
     return this.manager?.list() ?? [];
+  }
+
+  /** The consent questions a gateway asked on this delegation's stream, with the delegation's agent. */
+  consents(id: string): { agentName: string; endpoint: string; consents: ConsentRecord[] } | undefined {
+    const journal = this.manager?.get(id);
+    if (!journal) return undefined;
+    const { name, endpoint } = journal.request.agent;
+    return { agentName: name, endpoint, consents: journal.consents() };
   }
 
   private treeCache: DelegationTree | undefined;

@@ -59,6 +59,11 @@ export class GatewaySupervisor extends Disposable {
     return this.gateway.token(info);
   }
 
+  /** Answers a consent question of the local gateway; undefined once taken, else why not (the gateway's words). */
+  answerConsent(info: LocalGatewayInfo, id: string, decision: 'allow' | 'deny'): Promise<string | undefined> {
+    return this.gateway.answerConsent(info, id, decision);
+  }
+
   /** The gateway of this state folder, if one answers as the gateway `gateway.json` names. */
   findRunning(): Promise<LocalGatewayInfo | undefined> {
     return this.gateway.findRunning();

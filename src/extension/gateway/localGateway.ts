@@ -269,6 +269,17 @@ export class LocalGateway {
     }
   }
 
+  /**
+   * Answers a consent question the gateway asked on a parent task's stream (`POST /baton/consent/<id>`).
+   * Resolves to undefined once the gateway took the answer, else to why it did not.
+   */
+  async answerConsent(info: LocalGatewayInfo, id: string, decision: 'allow' | 'deny'): Promise<string | undefined> {
+    const res = await this.call(info, 'POST', `/baton/consent/${encodeURIComponent(id)}`, { decision });
+    if (res.ok) return undefined;
+    const body: unknown = await res.json().catch(() => undefined);
+    return isRecord(body) && isRecord(body.error) ? String(body.error.message) : `HTTP ${res.status}`;
+  }
+
   /** Whether the listener at `info.url` is the instance `gateway.json` names and holds its token. */
   private async proves(info: LocalGatewayInfo): Promise<boolean> {
     const nonce = newNonce();
