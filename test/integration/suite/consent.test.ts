@@ -38,7 +38,8 @@ describe('Consent for a child a coding CLI at the local gateway starts', () => {
     await cliPaths().update('cliPaths', undefined, vscode.ConfigurationTarget.Global);
   });
 
-  it('asks with a notification, Allow runs the child, and it shows under its parent', async () => {
+  it('asks with a notification, Allow runs the child, and it shows under its parent', async function () {
+    this.timeout(240_000);
     const task = [
       'Tidy the cart with the formatter',
       `@standin mcp delegate ${JSON.stringify({ agent: 'formatter', task: 'Format src/cart.js', wait_seconds: 50 })}`,
