@@ -17,6 +17,7 @@
  *
  * Pure: the bytes are returned as they are found, and the caller decides what is verified.
  */
+import { concatBytes } from './bytes';
 import type { Artifact, Part } from '@a2a-js/sdk';
 import { PATCH_ARTIFACT } from '../batonProfile';
 import { parsePatchBytes } from './patchParser';
@@ -104,16 +105,6 @@ function isNamedPatch(a: Artifact): boolean {
   return a.name === PATCH_ARTIFACT.name || a.parts.some((p) => p.filename === PATCH_ARTIFACT.name);
 }
 
-function concat(chunks: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
-}
-
 function textOf(parts: readonly Part[]): string {
   return parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
 }
@@ -138,7 +129,7 @@ function patchInParts(name: string, parts: readonly Part[]): PartsResult {
       else if (c?.$case === 'url') url ??= c.value;
     }
     if (chunks.length) {
-      const bytes = concat(chunks);
+      const bytes = concatBytes(chunks);
       if (bytes.length > 0) return { kind: 'patch', bytes };
     }
     return url !== undefined ? { kind: 'url', url } : undefined;

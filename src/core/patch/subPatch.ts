@@ -4,6 +4,7 @@
  * reviewed, whatever its encoding); a file applied hunk by hunk is rewritten with only those hunks and
  * the new-side line numbers recomputed.
  */
+import { concatBytes } from './bytes';
 import type { ByteRange, ParsedPatch, PatchFile, PatchHunk, PatchSelection } from './patchModel';
 import { gitQuotePath } from './patchParser';
 import type { RiskItem, RiskReport } from './patchRisk';
@@ -213,11 +214,5 @@ export function renderSubPatch(sub: SubPatch, source: Uint8Array): Uint8Array {
   const chunks = sub.parts.map((p) =>
     p.kind === 'bytes' ? source.subarray(p.range.start, p.range.end) : enc.encode(p.text),
   );
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let o = 0;
-  for (const c of chunks) {
-    out.set(c, o);
-    o += c.length;
-  }
-  return out;
+  return concatBytes(chunks);
 }
