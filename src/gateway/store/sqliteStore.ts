@@ -178,6 +178,13 @@ export function eventsOfPages(pages: readonly EventPage[], afterSeq: number, lim
   return out;
 }
 
+/** A write that `commitGroup` can commit together with others. */
+export type GroupWrite =
+  | { readonly method: 'appendPage'; readonly args: readonly [PageBatch] }
+  | { readonly method: 'createTask'; readonly args: readonly [NewTask, EventRow] };
+
+export type GroupOutcome = { readonly ok: true } | { readonly ok: false; readonly error: Error };
+
 export interface SqliteStoreOptions {
   readonly file: string;
   readonly driver?: 'auto' | 'node:sqlite' | 'better-sqlite3';
@@ -246,7 +253,12 @@ export class SqliteGatewayStore implements GatewayStore {
       this.db.exec('COMMIT');
       return out;
     } catch (e) {
-      this.db.exec('ROLLBACK');
+      try {
+        this.db.exec('ROLLBACK');
+      } catch {
+        // SQLite already rolled the transaction back (it does after some errors, e.g. an I/O error):
+        // the error that caused it is the one to report.
+      }
       throw e;
     }
   }
@@ -308,26 +320,28 @@ export class SqliteGatewayStore implements GatewayStore {
   }
 
   createTask(task: NewTask, first: EventRow): Promise<void> {
-    const now = Date.now();
-    this.tx(() => {
-      this.stmt(
-        'INSERT INTO baton_tasks (agent, id, context_id, principal, kind, state, last_seq, snapshot, owner, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      ).run(
-        task.agent,
-        task.id,
-        task.contextId,
-        task.principal,
-        task.kind,
-        task.state,
-        first.seq,
-        task.snapshot,
-        task.owner,
-        now,
-        now,
-      );
-      this.insertPage(task.agent, task.id, [first]);
-    });
+    this.tx(() => this.insertTask(task, first));
     return Promise.resolve();
+  }
+
+  private insertTask(task: NewTask, first: EventRow): void {
+    const now = Date.now();
+    this.stmt(
+      'INSERT INTO baton_tasks (agent, id, context_id, principal, kind, state, last_seq, snapshot, owner, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ).run(
+      task.agent,
+      task.id,
+      task.contextId,
+      task.principal,
+      task.kind,
+      task.state,
+      first.seq,
+      task.snapshot,
+      task.owner,
+      now,
+      now,
+    );
+    this.insertPage(task.agent, task.id, [first]);
   }
 
   /** Stores `events` as one page (see `toPage`). */
@@ -364,19 +378,45 @@ export class SqliteGatewayStore implements GatewayStore {
 
   /** `append` with the batch already made into a page (what crosses to the store's thread). */
   appendPage(batch: PageBatch): Promise<void> {
-    this.tx(() => {
-      this.insertJoined(batch.agent, batch.taskId, batch.firstSeq, batch.lastSeq, batch.bodies);
-      if (batch.owner !== undefined) {
-        this.stmt(
-          'UPDATE baton_tasks SET state = ?, last_seq = ?, snapshot = ?, owner = ?, updated_at = ? WHERE agent = ? AND id = ?',
-        ).run(batch.state, batch.lastSeq, batch.snapshot, batch.owner, Date.now(), batch.agent, batch.taskId);
-      } else {
-        this.stmt(
-          'UPDATE baton_tasks SET state = ?, last_seq = ?, snapshot = ?, updated_at = ? WHERE agent = ? AND id = ?',
-        ).run(batch.state, batch.lastSeq, batch.snapshot, Date.now(), batch.agent, batch.taskId);
-      }
-    });
+    this.tx(() => this.writePage(batch));
     return Promise.resolve();
+  }
+
+  private writePage(batch: PageBatch): void {
+    this.insertJoined(batch.agent, batch.taskId, batch.firstSeq, batch.lastSeq, batch.bodies);
+    if (batch.owner !== undefined) {
+      this.stmt(
+        'UPDATE baton_tasks SET state = ?, last_seq = ?, snapshot = ?, owner = ?, updated_at = ? WHERE agent = ? AND id = ?',
+      ).run(batch.state, batch.lastSeq, batch.snapshot, batch.owner, Date.now(), batch.agent, batch.taskId);
+    } else {
+      this.stmt(
+        'UPDATE baton_tasks SET state = ?, last_seq = ?, snapshot = ?, updated_at = ? WHERE agent = ? AND id = ?',
+      ).run(batch.state, batch.lastSeq, batch.snapshot, Date.now(), batch.agent, batch.taskId);
+    }
+  }
+
+  /**
+   * Several writes in one transaction, so that they share one commit (one fsync). Each runs in its own
+   * savepoint: one that throws (e.g. a batch that does not continue its task's seqs) is undone alone and
+   * the others are kept. Returns each write's outcome, in order, once the COMMIT is done; throws, with
+   * none of them stored, when the transaction itself fails (BEGIN, a savepoint or the COMMIT).
+   */
+  commitGroup(writes: readonly GroupWrite[]): GroupOutcome[] {
+    return this.tx(() =>
+      writes.map((w): GroupOutcome => {
+        this.db.exec('SAVEPOINT baton_write');
+        try {
+          if (w.method === 'appendPage') this.writePage(w.args[0]);
+          else this.insertTask(w.args[0], w.args[1]);
+        } catch (e) {
+          this.db.exec('ROLLBACK TO baton_write');
+          this.db.exec('RELEASE baton_write');
+          return { ok: false, error: e instanceof Error ? e : new Error(String(e)) };
+        }
+        this.db.exec('RELEASE baton_write');
+        return { ok: true };
+      }),
+    );
   }
 
   getTask(agent: string, taskId: string): Promise<TaskRow | undefined> {

@@ -1,0 +1,175 @@
+/**
+ * The calls the SQLite thread has received, run in arrival order. Appends and task creations waiting
+ * together are committed as one transaction (one fsync for all of them; see `commitGroup`), each in
+ * its own savepoint, and each is answered only once that COMMIT is done, so nobody is told an event is
+ * stored before it is on disk. Any other call waits until the writes that came before it are
+ * committed and runs alone: replies keep the order of the calls, so a task's writes keep their order
+ * and a read sees every write made before it.
+ */
+import type { EventRow, NewTask } from './gatewayStore';
+import type { GroupOutcome, GroupWrite, PageBatch, SqliteGatewayStore } from './sqliteStore';
+import type { StoreCall, StoreReply } from './sqliteWorkerStore';
+
+/**
+ * At most this many writes, or about this many bytes of events and snapshots, share one commit: the
+ * first write of a group waits for all of the group, and a transaction's size is what the WAL grows by.
+ */
+export const MAX_GROUP_WRITES = 64;
+export const MAX_GROUP_BYTES = 8 * 1024 * 1024;
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null;
+}
+
+const isString = (v: unknown): v is string => typeof v === 'string';
+const isNumber = (v: unknown): v is number => typeof v === 'number';
+
+function isPageBatch(v: unknown): v is PageBatch {
+  return (
+    isRecord(v) &&
+    isString(v.agent) &&
+    isString(v.taskId) &&
+    isNumber(v.firstSeq) &&
+    isNumber(v.lastSeq) &&
+    isString(v.bodies) &&
+    isNumber(v.state) &&
+    isString(v.snapshot) &&
+    (v.owner === undefined || v.owner === null || isString(v.owner))
+  );
+}
+
+function isNewTask(v: unknown): v is NewTask {
+  return (
+    isRecord(v) &&
+    isString(v.agent) &&
+    isString(v.id) &&
+    isString(v.contextId) &&
+    isString(v.principal) &&
+    (v.kind === 'local' || v.kind === 'proxy') &&
+    isNumber(v.state) &&
+    isString(v.snapshot) &&
+    (v.owner === null || isString(v.owner))
+  );
+}
+
+const isEventRow = (v: unknown): v is EventRow => isRecord(v) && isNumber(v.seq) && isString(v.body);
+
+/** The call as a write `commitGroup` takes, or undefined for any other call (which then runs alone). */
+export function asGroupWrite(call: StoreCall): GroupWrite | undefined {
+  const [a, b] = call.args;
+  if (call.method === 'appendPage' && call.args.length === 1 && isPageBatch(a))
+    return { method: 'appendPage', args: [a] };
+  if (call.method === 'createTask' && call.args.length === 2 && isNewTask(a) && isEventRow(b))
+    return { method: 'createTask', args: [a, b] };
+  return undefined;
+}
+
+function sizeOf(w: GroupWrite): number {
+  return w.method === 'appendPage'
+    ? w.args[0].bodies.length + w.args[0].snapshot.length
+    : w.args[0].snapshot.length + w.args[1].body.length;
+}
+
+function message(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+interface QueuedWrite {
+  readonly id: number;
+  readonly write: GroupWrite;
+}
+
+export class SqliteCallQueue {
+  private readonly queue: StoreCall[] = [];
+  private scheduled = false;
+  private closed = false;
+  private closeReported = false;
+
+  constructor(
+    private readonly store: SqliteGatewayStore,
+    private readonly reply: (r: StoreReply) => void,
+    /** Called once the store is closed (after the reply to `close`). */
+    private readonly onClosed: () => void = () => undefined,
+    private readonly maxWrites = MAX_GROUP_WRITES,
+    private readonly maxBytes = MAX_GROUP_BYTES,
+  ) {}
+
+  /**
+   * Takes a call; the queue is worked through on the next turn of the event loop, so every call that
+   * has arrived by then can share a commit. Calls that arrive while it is being worked through (the
+   * thread is busy committing) are delivered afterwards and make the next group.
+   */
+  push(call: StoreCall): void {
+    this.queue.push(call);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => void this.drain());
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      for (let call = this.queue[0]; call !== undefined; call = this.queue[0]) {
+        if (this.closed) {
+          for (const c of this.queue.splice(0))
+            this.reply({ id: c.id, ok: false, error: "the gateway's SQLite store is closed" });
+          break;
+        }
+        const group = this.takeGroup();
+        if (group.length > 0) this.commit(group);
+        else {
+          this.queue.shift();
+          await this.runOne(call);
+        }
+      }
+    } finally {
+      this.scheduled = false;
+    }
+    if (this.closed && !this.closeReported) {
+      this.closeReported = true;
+      this.onClosed();
+    }
+  }
+
+  /** The writes at the head of the queue, up to the group's bounds (at least one when the head is a write). */
+  private takeGroup(): QueuedWrite[] {
+    const group: QueuedWrite[] = [];
+    let bytes = 0;
+    for (let call = this.queue[0]; call !== undefined && group.length < this.maxWrites; call = this.queue[0]) {
+      const write = asGroupWrite(call);
+      if (!write) break;
+      const size = sizeOf(write);
+      if (group.length > 0 && bytes + size > this.maxBytes) break;
+      this.queue.shift();
+      group.push({ id: call.id, write });
+      bytes += size;
+    }
+    return group;
+  }
+
+  private commit(group: readonly QueuedWrite[]): void {
+    let outcomes: GroupOutcome[];
+    try {
+      outcomes = this.store.commitGroup(group.map((g) => g.write));
+    } catch (e) {
+      // Nothing of the group is stored: every write in it fails.
+      const error = `the gateway's SQLite store could not commit: ${message(e)}`;
+      for (const g of group) this.reply({ id: g.id, ok: false, error });
+      return;
+    }
+    group.forEach((g, i) => {
+      const o = outcomes[i];
+      this.reply(o.ok ? { id: g.id, ok: true, value: undefined } : { id: g.id, ok: false, error: o.error.message });
+    });
+  }
+
+  private async runOne(call: StoreCall): Promise<void> {
+    try {
+      const fn = this.store[call.method] as (...args: unknown[]) => Promise<unknown>;
+      const value = await fn.apply(this.store, [...call.args]);
+      this.reply({ id: call.id, ok: true, value });
+    } catch (e) {
+      this.reply({ id: call.id, ok: false, error: message(e) });
+    }
+    if (call.method === 'close') this.closed = true;
+  }
+}
