@@ -1,0 +1,431 @@
+/**
+ * Group commit on the SQLite store: writes that wait together share one transaction, each in its own
+ * savepoint. On real SQLite files, through the store itself, the queue the store's thread runs, and
+ * the thread (SqliteWorkerStore). A commit is made to fail for real with a deferred foreign key that a
+ * trigger violates when a page carries a marker: SQLite checks it at COMMIT.
+ */
+import { describe, it } from 'node:test';
+import type { TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { TaskState } from '@a2a-js/sdk';
+import { SqliteCallQueue } from '../../../src/gateway/store/sqliteCallQueue';
+import { SqliteGatewayStore, hasNodeSqlite, toPage } from '../../../src/gateway/store/sqliteStore';
+import type { GroupWrite, PageBatch } from '../../../src/gateway/store/sqliteStore';
+import { SqliteWorkerStore } from '../../../src/gateway/store/sqliteWorkerStore';
+import type { StoreCall, StoreReply } from '../../../src/gateway/store/sqliteWorkerStore';
+import type { EventRow, GatewayStore, NewTask } from '../../../src/gateway/store/gatewayStore';
+import { bounded, tempDir } from './helpers';
+
+interface RawDb {
+  exec(sql: string): void;
+  close(): void;
+}
+const Database = createRequire(__filename)('better-sqlite3') as new (file: string) => RawDb;
+
+const AGENT = 'echo';
+const MARK = 'FAIL-COMMIT';
+const DRIVERS = hasNodeSqlite() ? (['better-sqlite3', 'node:sqlite'] as const) : (['better-sqlite3'] as const);
+
+const body = (taskId: string, seq: number, mark = false): string =>
+  JSON.stringify({ statusUpdate: { taskId, seq, text: mark ? MARK : `step ${seq}` } });
+const row = (taskId: string, seq: number, mark = false): EventRow => ({ seq, body: body(taskId, seq, mark) });
+const rows = (taskId: string, from: number, to: number): EventRow[] =>
+  Array.from({ length: to - from + 1 }, (_, i) => row(taskId, from + i));
+
+function newTask(id: string): NewTask {
+  return {
+    agent: AGENT,
+    id,
+    contextId: 'ctx',
+    principal: 'alice',
+    kind: 'proxy',
+    state: TaskState.TASK_STATE_WORKING,
+    snapshot: JSON.stringify({ id }),
+    owner: 'inst-1',
+  };
+}
+
+function page(taskId: string, events: readonly EventRow[]): PageBatch {
+  return {
+    agent: AGENT,
+    taskId,
+    state: TaskState.TASK_STATE_WORKING,
+    snapshot: JSON.stringify({ id: taskId, last: events[events.length - 1].seq }),
+    ...toPage(taskId, events),
+  };
+}
+
+const appendW = (taskId: string, events: readonly EventRow[]): GroupWrite => ({
+  method: 'appendPage',
+  args: [page(taskId, events)],
+});
+const createW = (id: string): GroupWrite => ({ method: 'createTask', args: [newTask(id), row(id, 1)] });
+
+function append(store: GatewayStore, taskId: string, events: readonly EventRow[]): Promise<void> {
+  return store.append({
+    agent: AGENT,
+    taskId,
+    events,
+    state: TaskState.TASK_STATE_WORKING,
+    snapshot: JSON.stringify({ id: taskId, last: events[events.length - 1].seq }),
+  });
+}
+
+/** A state folder whose COMMIT fails whenever the transaction stored a page carrying MARK. */
+async function failingCommitFile(dir: string): Promise<string> {
+  const file = join(dir, 'baton.sqlite');
+  await new SqliteGatewayStore({ file, driver: 'better-sqlite3' }).close();
+  const raw = new Database(file);
+  raw.exec(`
+CREATE TABLE fail_parent (id INTEGER PRIMARY KEY);
+CREATE TABLE fail_child (parent INTEGER REFERENCES fail_parent (id) DEFERRABLE INITIALLY DEFERRED);
+CREATE TRIGGER fail_on_mark AFTER INSERT ON baton_event_pages WHEN instr(NEW.bodies, '${MARK}') > 0
+BEGIN INSERT INTO fail_child (parent) VALUES (1); END;`);
+  raw.close();
+  return file;
+}
+
+function openStore(t: TestContext, file: string, driver: (typeof DRIVERS)[number] = 'better-sqlite3') {
+  const store = new SqliteGatewayStore({ file, driver });
+  t.after(() => store.close().catch(() => undefined));
+  return store;
+}
+
+/** A queue on a real store, recording its replies and the size of every group it commits. */
+function queueOn(store: SqliteGatewayStore, maxWrites?: number) {
+  const replies: StoreReply[] = [];
+  const groups: number[] = [];
+  const commitGroup = store.commitGroup.bind(store);
+  store.commitGroup = (writes) => {
+    groups.push(writes.length);
+    return commitGroup(writes);
+  };
+  let closed = 0;
+  const queue = new SqliteCallQueue(
+    store,
+    (r) => replies.push(r),
+    () => closed++,
+    maxWrites,
+  );
+  let id = 0;
+  const calls: StoreCall[] = [];
+  return {
+    replies,
+    groups,
+    closed: () => closed,
+    push(method: StoreCall['method'], ...args: unknown[]): number {
+      const call = { id: ++id, method, args };
+      calls.push(call);
+      queue.push(call);
+      return call.id;
+    },
+    /** Resolves once every call pushed so far is answered. */
+    async settled(): Promise<void> {
+      await bounded(
+        (async () => {
+          while (replies.length < calls.length) await new Promise((r) => setImmediate(r));
+        })(),
+        'the queue to answer',
+      );
+    },
+  };
+}
+
+for (const driver of DRIVERS) {
+  describe(`SqliteGatewayStore.commitGroup (${driver})`, () => {
+    it('commits every write of the group; one that fails is undone alone, the others are kept in order', async (t) => {
+      const dir = tempDir('baton-group-');
+      t.after(() => dir[Symbol.dispose]());
+      const store = new SqliteGatewayStore({ file: join(dir.path, 'baton.sqlite'), driver });
+      await store.createTask(newTask('a'), row('a', 1));
+
+      const outcomes = store.commitGroup([
+        appendW('a', rows('a', 2, 3)),
+        createW('b'),
+        appendW('a', rows('a', 3, 4)), // overlaps what the first write of this group stored
+        appendW('b', rows('b', 2, 2)), // sees the task created earlier in the same group
+        createW('a'), // already exists
+        appendW('a', rows('a', 4, 6)),
+      ]);
+      assert.deepEqual(
+        outcomes.map((o) => o.ok),
+        [true, true, false, true, false, true],
+      );
+      const failed = outcomes.flatMap((o) => (o.ok ? [] : [o.error.message]));
+      assert.match(failed[0], /must continue at seq 4, got 3/);
+      assert.match(failed[1], /UNIQUE|PRIMARY KEY/i);
+
+      assert.deepEqual(await store.readEvents(AGENT, 'a', 0, 100), rows('a', 1, 6));
+      assert.deepEqual(await store.readEvents(AGENT, 'b', 0, 100), rows('b', 1, 2));
+      assert.equal((await store.getTask(AGENT, 'a'))?.lastSeq, 6);
+      assert.equal((await store.getTask(AGENT, 'b'))?.lastSeq, 2);
+      assert.equal(await store.integrityCheck(), 'ok');
+
+      // Durable: a fresh connection sees the same.
+      await store.close();
+      const again = openStore(t, join(dir.path, 'baton.sqlite'), driver);
+      assert.deepEqual(await again.readEvents(AGENT, 'a', 0, 100), rows('a', 1, 6));
+      assert.deepEqual(await again.readEvents(AGENT, 'b', 0, 100), rows('b', 1, 2));
+    });
+
+    it('a failed COMMIT throws and stores nothing of the group; the store goes on', async (t) => {
+      const dir = tempDir('baton-group-');
+      t.after(() => dir[Symbol.dispose]());
+      const store = openStore(t, await failingCommitFile(dir.path), driver);
+      await store.createTask(newTask('a'), row('a', 1));
+      await store.createTask(newTask('b'), row('b', 1));
+
+      assert.throws(
+        () =>
+          store.commitGroup([
+            appendW('a', rows('a', 2, 3)),
+            createW('c'),
+            appendW('b', [row('b', 2, true)]),
+            appendW('a', rows('a', 4, 4)),
+          ]),
+        /FOREIGN KEY constraint failed/,
+      );
+      assert.deepEqual(await store.readEvents(AGENT, 'a', 0, 100), rows('a', 1, 1));
+      assert.deepEqual(await store.readEvents(AGENT, 'b', 0, 100), rows('b', 1, 1));
+      assert.equal(await store.getTask(AGENT, 'c'), undefined);
+      assert.equal((await store.getTask(AGENT, 'a'))?.lastSeq, 1);
+
+      // Not left inside a transaction: the same writes without the marked one commit.
+      const outcomes = store.commitGroup([appendW('a', rows('a', 2, 3)), createW('c'), appendW('a', rows('a', 4, 4))]);
+      assert.deepEqual(
+        outcomes.map((o) => o.ok),
+        [true, true, true],
+      );
+      await append(store, 'b', rows('b', 2, 2));
+      assert.deepEqual(await store.readEvents(AGENT, 'a', 0, 100), rows('a', 1, 4));
+      assert.deepEqual(await store.readEvents(AGENT, 'b', 0, 100), rows('b', 1, 2));
+      assert.equal(await store.integrityCheck(), 'ok');
+    });
+  });
+}
+
+describe('SqliteCallQueue: the calls of the store thread', () => {
+  it('writes waiting together share one commit; any other call ends the group, runs after it, and sees it', async (t) => {
+    const dir = tempDir('baton-group-');
+    t.after(() => dir[Symbol.dispose]());
+    const store = openStore(t, join(dir.path, 'baton.sqlite'));
+    const q = queueOn(store);
+
+    const ids = [
+      q.push('createTask', newTask('a'), row('a', 1)),
+      q.push('createTask', newTask('b'), row('b', 1)),
+      q.push('appendPage', page('a', rows('a', 2, 4))),
+      q.push('readPages', AGENT, 'a', 0, 100),
+      q.push('getTask', AGENT, 'b'),
+      q.push('appendPage', page('b', rows('b', 2, 2))),
+      q.push('appendPage', page('a', rows('a', 5, 5))),
+      q.push('readEvents', AGENT, 'a', 0, 100),
+    ];
+    await q.settled();
+    assert.deepEqual(q.groups, [3, 2]);
+    // Answered in the order of the calls.
+    assert.deepEqual(
+      q.replies.map((r) => r.id),
+      ids,
+    );
+    assert.ok(q.replies.every((r) => r.ok));
+    const value = (i: number): unknown => {
+      const r = q.replies[i];
+      return r.ok ? r.value : undefined;
+    };
+    // Reads see every write made before them, and none after.
+    assert.deepEqual(value(3), [{ firstSeq: 1, bodies: body('a', 1) }, toPageBodies('a', 2, 4)]);
+    assert.equal((value(4) as { lastSeq: number }).lastSeq, 1);
+    assert.deepEqual(value(7), rows('a', 1, 5));
+  });
+
+  it('bounds a group: writes beyond the bound make the next group', async (t) => {
+    const dir = tempDir('baton-group-');
+    t.after(() => dir[Symbol.dispose]());
+    const store = openStore(t, join(dir.path, 'baton.sqlite'));
+    const q = queueOn(store, 4);
+    for (let i = 0; i < 10; i++) q.push('createTask', newTask(`t${i}`), row(`t${i}`, 1));
+    await q.settled();
+    assert.deepEqual(q.groups, [4, 4, 2]);
+    assert.ok(q.replies.every((r) => r.ok));
+    for (let i = 0; i < 10; i++) assert.equal((await store.getTask(AGENT, `t${i}`))?.lastSeq, 1);
+  });
+
+  it('one failing write fails alone; a failed COMMIT fails every write of its group and only those', async (t) => {
+    const dir = tempDir('baton-group-');
+    t.after(() => dir[Symbol.dispose]());
+    const store = openStore(t, await failingCommitFile(dir.path));
+    const q = queueOn(store);
+    for (const id of ['a', 'b', 'c']) await store.createTask(newTask(id), row(id, 1));
+
+    // Group 1: a seq conflict among good writes.
+    q.push('appendPage', page('a', rows('a', 2, 3)));
+    q.push('appendPage', page('b', rows('b', 5, 5)));
+    q.push('appendPage', page('c', rows('c', 2, 2)));
+    q.push('getTask', AGENT, 'a');
+    // Group 2: its COMMIT fails.
+    q.push('appendPage', page('a', rows('a', 4, 4)));
+    q.push('appendPage', page('b', [row('b', 2, true)]));
+    q.push('createTask', newTask('d'), row('d', 1));
+    q.push('integrityCheck');
+    // Group 3: goes in.
+    q.push('appendPage', page('c', rows('c', 3, 3)));
+    q.push('appendPage', page('a', rows('a', 4, 5)));
+    await q.settled();
+
+    assert.deepEqual(q.groups, [3, 3, 2]);
+    assert.deepEqual(
+      q.replies.map((r) => r.ok),
+      [true, false, true, true, false, false, false, true, true, true],
+    );
+    const errors = q.replies.flatMap((r) => (r.ok ? [] : [r.error]));
+    assert.match(errors[0], /must continue at seq 2, got 5/);
+    for (const e of errors.slice(1))
+      assert.match(e, /^the gateway's SQLite store could not commit: .*FOREIGN KEY constraint failed/);
+
+    assert.deepEqual(await store.readEvents(AGENT, 'a', 0, 100), rows('a', 1, 5));
+    assert.deepEqual(await store.readEvents(AGENT, 'b', 0, 100), rows('b', 1, 1));
+    assert.deepEqual(await store.readEvents(AGENT, 'c', 0, 100), rows('c', 1, 3));
+    assert.equal(await store.getTask(AGENT, 'd'), undefined);
+  });
+
+  it('close waits for the writes before it; calls after it are refused', async (t) => {
+    const dir = tempDir('baton-group-');
+    t.after(() => dir[Symbol.dispose]());
+    const file = join(dir.path, 'baton.sqlite');
+    const store = new SqliteGatewayStore({ file, driver: 'better-sqlite3' });
+    const q = queueOn(store);
+    for (let i = 0; i < 20; i++) q.push('createTask', newTask(`t${i}`), row(`t${i}`, 1));
+    q.push('close');
+    q.push('appendPage', page('t0', rows('t0', 2, 2)));
+    await q.settled();
+    assert.deepEqual(
+      q.replies.map((r) => r.ok),
+      [...Array<boolean>(21).fill(true), false],
+    );
+    const last = q.replies[21];
+    assert.ok(!last.ok && /closed/.test(last.error));
+    assert.equal(q.closed(), 1);
+
+    const again = openStore(t, file);
+    for (let i = 0; i < 20; i++) assert.deepEqual(await again.readEvents(AGENT, `t${i}`, 0, 10), rows(`t${i}`, 1, 1));
+  });
+});
+
+function toPageBodies(taskId: string, from: number, to: number): { firstSeq: number; bodies: string } {
+  return {
+    firstSeq: from,
+    bodies: rows(taskId, from, to)
+      .map((e) => e.body)
+      .join('\n'),
+  };
+}
+
+describe('SqliteWorkerStore: group commit on the store thread', () => {
+  it('200 tasks appending at once: every event is stored once, in order, and survives a reopen', async (t) => {
+    const dir = tempDir('baton-group-');
+    t.after(() => dir[Symbol.dispose]());
+    const file = join(dir.path, 'baton.sqlite');
+    const store = await bounded(SqliteWorkerStore.open({ file, driver: 'better-sqlite3' }), 'the worker to open');
+    t.after(() => store.close().catch(() => undefined));
+    const TASKS = 200;
+    const ROUNDS = 15;
+    const ids = Array.from({ length: TASKS }, (_, i) => `t${i}`);
+    await bounded(Promise.all(ids.map((id) => store.createTask(newTask(id), row(id, 1)))), 'creates');
+    // Each task appends its batches one after another (as its writer does); all tasks at once.
+    await bounded(
+      Promise.all(
+        ids.map(async (id, i) => {
+          let next = 2;
+          for (let r = 0; r < ROUNDS; r++) {
+            const n = 1 + ((i + r) % 3);
+            await append(store, id, rows(id, next, next + n - 1));
+            // Read-your-writes: the caller's next read sees what it was just told is committed.
+            assert.equal((await store.getTask(AGENT, id))?.lastSeq, next + n - 1);
+            next += n;
+          }
+        }),
+      ),
+      'appends',
+      120_000,
+    );
+    await store.close();
+
+    const again = openStore(t, file);
+    for (const [i, id] of ids.entries()) {
+      let last = 1;
+      for (let r = 0; r < ROUNDS; r++) last += 1 + ((i + r) % 3);
+      assert.deepEqual(await again.readEvents(AGENT, id, 0, 1000), rows(id, 1, last), id);
+      assert.equal((await again.getTask(AGENT, id))?.lastSeq, last);
+    }
+    assert.equal(await again.integrityCheck(), 'ok');
+  });
+
+  it('a failing append among many at once fails alone; a failed COMMIT fails only writes that are not stored', async (t) => {
+    const dir = tempDir('baton-group-');
+    t.after(() => dir[Symbol.dispose]());
+    const file = await failingCommitFile(dir.path);
+    const store = await bounded(SqliteWorkerStore.open({ file, driver: 'better-sqlite3' }), 'the worker to open');
+    t.after(() => store.close().catch(() => undefined));
+    const ids = Array.from({ length: 60 }, (_, i) => `t${i}`);
+    await bounded(Promise.all(ids.map((id) => store.createTask(newTask(id), row(id, 1)))), 'creates');
+
+    // t7 sends a batch that does not continue its seqs; t13's page makes its group's COMMIT fail.
+    const results = await bounded(
+      Promise.allSettled(
+        ids.map((id) =>
+          id === 't7'
+            ? append(store, id, rows(id, 3, 3))
+            : id === 't13'
+              ? append(store, id, [row(id, 2, true)])
+              : append(store, id, rows(id, 2, 3)),
+        ),
+      ),
+      'appends',
+    );
+    const byId = new Map(ids.map((id, i) => [id, results[i]]));
+    const reason = (id: string): string => {
+      const r = byId.get(id);
+      assert.equal(r?.status, 'rejected', id);
+      return r.status === 'rejected' ? String(r.reason) : '';
+    };
+    // t7 fails for its seqs, or with the commit when it shared t13's group.
+    assert.match(reason('t7'), /must continue at seq 2, got 3|could not commit: .*FOREIGN KEY/);
+    assert.match(reason('t13'), /could not commit: .*FOREIGN KEY/);
+    for (const [id, r] of byId) {
+      if (id === 't7' || id === 't13') continue;
+      // The others share a group with t13 or not: either committed, or refused with the commit's error.
+      if (r.status === 'rejected') assert.match(String(r.reason), /could not commit: .*FOREIGN KEY/, id);
+      const stored = await store.readEvents(AGENT, id, 0, 100);
+      assert.deepEqual(stored, r.status === 'fulfilled' ? rows(id, 1, 3) : rows(id, 1, 1), id);
+    }
+    assert.deepEqual(await store.readEvents(AGENT, 't7', 0, 100), rows('t7', 1, 1));
+    assert.deepEqual(await store.readEvents(AGENT, 't13', 0, 100), rows('t13', 1, 1));
+    // The store goes on after both.
+    await append(store, 't7', rows('t7', 2, 2));
+    assert.deepEqual(await store.readEvents(AGENT, 't7', 0, 100), rows('t7', 1, 2));
+  });
+
+  it('close() with appends still waiting answers them first, and they are stored', async (t) => {
+    const dir = tempDir('baton-group-');
+    t.after(() => dir[Symbol.dispose]());
+    const file = join(dir.path, 'baton.sqlite');
+    const store = await bounded(SqliteWorkerStore.open({ file, driver: 'better-sqlite3' }), 'the worker to open');
+    const ids = Array.from({ length: 100 }, (_, i) => `t${i}`);
+    await bounded(Promise.all(ids.map((id) => store.createTask(newTask(id), row(id, 1)))), 'creates');
+    const pending = ids.map((id) => append(store, id, rows(id, 2, 4)));
+    const closing = store.close();
+    const results = await bounded(Promise.allSettled(pending), 'the appends');
+    await bounded(closing, 'close');
+    assert.deepEqual(
+      results.filter((r) => r.status === 'rejected'),
+      [],
+    );
+    await assert.rejects(append(store, 't0', rows('t0', 5, 5)), /closed/);
+
+    const again = openStore(t, file);
+    for (const id of ids) assert.deepEqual(await again.readEvents(AGENT, id, 0, 100), rows(id, 1, 4), id);
+  });
+});
