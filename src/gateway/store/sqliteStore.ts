@@ -144,9 +144,9 @@ export interface PageBatch extends Omit<AppendBatch, 'events'> {
 }
 
 /**
- * Events are stored in pages: the events of one commit in one row, their bodies joined by newlines
+ * Events are stored in pages: the events of one append in one row, their bodies joined by newlines
  * (wire JSON has none of its own), keyed by the page's last seq. A row per event cost more than
- * everything else the gateway does to relay one; a page is one B-tree insert per commit.
+ * everything else the gateway does to relay one; a page is one B-tree insert per append.
  */
 export function toPage(
   taskId: string,

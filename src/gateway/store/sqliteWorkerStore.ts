@@ -2,7 +2,8 @@
  * The SQLite store, run on its own thread (`sqliteWorker.ts`). Same behaviour as `SqliteGatewayStore`
  * (calls are answered in the order they were made), but a durable commit no longer blocks the event
  * loop: while one batch is being fsynced, the gateway goes on receiving the next, which the task's
- * writer then commits as one group.
+ * writer then commits as one group; and the batches of different tasks that wait for the thread
+ * together share one commit (`SqliteCallQueue`).
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
