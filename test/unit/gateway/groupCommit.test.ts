@@ -1,15 +1,20 @@
 /**
- * Group commit on the SQLite store: writes that wait together share one transaction, each in its own
- * savepoint. On real SQLite files, through the store itself, the queue the store's thread runs, and
+ * Appends of many tasks at once. SQLite: writes that wait together share one transaction, each in its
+ * own savepoint; on real SQLite files, through the store itself, the queue the store's thread runs, and
  * the thread (SqliteWorkerStore). A commit is made to fail for real with a deferred foreign key that a
- * trigger violates when a page carries a marker: SQLite checks it at COMMIT.
+ * trigger violates when a page carries a marker: SQLite checks it at COMMIT. PostgreSQL (one transaction
+ * per append; the server shares WAL flushes between concurrent commits): two stores on one schema, as
+ * two instances.
  */
 import { describe, it } from 'node:test';
 import type { TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import pg from 'pg';
 import { TaskState } from '@a2a-js/sdk';
+import { PostgresGatewayStore } from '../../../src/gateway/store/postgresStore';
 import { SqliteCallQueue } from '../../../src/gateway/store/sqliteCallQueue';
 import { SqliteGatewayStore, hasNodeSqlite, toPage } from '../../../src/gateway/store/sqliteStore';
 import type { GroupWrite, PageBatch } from '../../../src/gateway/store/sqliteStore';
@@ -428,4 +433,85 @@ describe('SqliteWorkerStore: group commit on the store thread', () => {
     const again = openStore(t, file);
     for (const id of ids) assert.deepEqual(await again.readEvents(AGENT, id, 0, 100), rows(id, 1, 4), id);
   });
+});
+
+const PG = process.env.BATON_TEST_PG;
+
+describe('PostgresGatewayStore: appends of many tasks at once, from two instances', () => {
+  it(
+    'every event is stored once and in order, a stale writer fails alone, and a notice is sent only once its events are readable',
+    { skip: PG ? false : 'BATON_TEST_PG is not set' },
+    async (t) => {
+      const base = PG ?? '';
+      const schema = `g_${randomBytes(6).toString('hex')}`;
+      const url = `${base}${base.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+      const admin = new pg.Client({ connectionString: base });
+      await admin.connect();
+      await admin.query(`CREATE SCHEMA ${schema}`);
+      t.after(async () => {
+        await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+        await admin.end();
+      });
+      const a = await bounded(PostgresGatewayStore.open(url), 'instance a to open');
+      t.after(() => a.close().catch(() => undefined));
+      const b = await bounded(PostgresGatewayStore.open(url), 'instance b to open');
+      t.after(() => b.close().catch(() => undefined));
+
+      // What instance b hears of a's appends: each notice must find its events already committed.
+      const heard: Array<Promise<string | undefined>> = [];
+      b.onRemoteAppend((agent, taskId, lastSeq) => {
+        heard.push(
+          b.readEvents(agent, taskId, 0, 1000).then((got) => {
+            const seqs = got.map((e) => e.seq);
+            return seqs.length >= lastSeq && seqs[lastSeq - 1] === lastSeq
+              ? undefined
+              : `${taskId}: notice for ${lastSeq}, read ${seqs.length}`;
+          }),
+        );
+      });
+
+      const TASKS = 200;
+      const ROUNDS = 8;
+      const ids = Array.from({ length: TASKS }, (_, i) => `t${i}`);
+      // Half the tasks are written by each instance, all at once.
+      const writer = (i: number): PostgresGatewayStore => (i % 2 === 0 ? a : b);
+      await bounded(Promise.all(ids.map((id, i) => writer(i).createTask(newTask(id), row(id, 1)))), 'creates', 60_000);
+      await bounded(
+        Promise.all(
+          ids.map(async (id, i) => {
+            let next = 2;
+            for (let r = 0; r < ROUNDS; r++) {
+              const n = 1 + ((i + r) % 3);
+              await append(writer(i), id, rows(id, next, next + n - 1));
+              next += n;
+            }
+            // A stale second writer on the other instance, replaying a seq already stored: refused, alone.
+            await assert.rejects(append(writer(i + 1), id, rows(id, next - 1, next)));
+          }),
+        ),
+        'appends',
+        120_000,
+      );
+
+      const fresh = await bounded(PostgresGatewayStore.open(url), 'a third store to open');
+      t.after(() => fresh.close().catch(() => undefined));
+      for (const [i, id] of ids.entries()) {
+        let last = 1;
+        for (let r = 0; r < ROUNDS; r++) last += 1 + ((i + r) % 3);
+        assert.deepEqual(await fresh.readEvents(AGENT, id, 0, 1000), rows(id, 1, last), id);
+        assert.equal((await fresh.getTask(AGENT, id))?.lastSeq, last, id);
+      }
+      // b heard a's appends (notifications are asynchronous: wait until it has heard a's last batch).
+      await bounded(
+        (async () => {
+          while (heard.length < (TASKS / 2) * (ROUNDS + 1)) await new Promise((r) => setTimeout(r, 20));
+        })(),
+        "b to hear a's appends",
+      );
+      assert.deepEqual(
+        (await Promise.all(heard)).filter((x) => x !== undefined),
+        [],
+      );
+    },
+  );
 });
