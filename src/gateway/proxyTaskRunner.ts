@@ -75,6 +75,9 @@ function sentMessageId(body: unknown): string | undefined {
   }
 }
 
+/** The status message of the notice recorded where a proxied task's log may lack events (`META.gap`). */
+export const GAP_NOTICE = 'Some progress from the agent was not received while the gateway restarted.';
+
 /** How many pages (of 100) of a remote's task list are searched for a task whose claim was never bound. */
 const LIST_PAGES = 10;
 
@@ -1124,12 +1127,23 @@ export class ProxyTaskRunner implements TaskRunner {
     }
   }
 
-  recoverOrphan(row: TaskRow): Promise<void> {
+  async recoverOrphan(row: TaskRow): Promise<void> {
     // The remote kept running while we were down: re-attach and relay what it did meanwhile.
     const writer = TaskWriter.forRow(this.ctx.store, this.ctx.hub, row);
     writer.setOwner(this.ctx.instanceId);
+    // What the remote sent while nobody relayed it is gone (the gateway does not ask a remote to
+    // replay): the log says so at the gap, so no client takes what it holds for the whole history.
+    await writer.push(
+      statusEvent(row.id, row.contextId, TaskState.TASK_STATE_WORKING, GAP_NOTICE, {
+        [META.gap]: {
+          reason: 'restart',
+          lastSeq: row.lastSeq,
+          lastEventAt: new Date(row.updatedAt).toISOString(),
+          resumedAt: new Date().toISOString(),
+        },
+      }),
+    );
     this.startRelay(writer, undefined, new AbortController());
-    return Promise.resolve();
   }
 
   async close(): Promise<void> {

@@ -219,9 +219,18 @@ async function sseResults(
   stop: (seen: readonly Record<string, unknown>[]) => boolean = () => false,
   timeoutMs = 30_000,
 ): Promise<Array<Record<string, unknown>>> {
+  return (await sseEvents(res, stop, timeoutMs)).map((e) => e.result);
+}
+
+/** Each SSE event of a response: its id (the gateway's seq) and its `result`. */
+async function sseEvents(
+  res: Response,
+  stop: (seen: readonly Record<string, unknown>[]) => boolean = () => false,
+  timeoutMs = 30_000,
+): Promise<Array<{ seq: number; result: Record<string, unknown> }>> {
   const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   const dec = new TextDecoder();
-  const out: Array<Record<string, unknown>> = [];
+  const out: Array<{ seq: number; result: Record<string, unknown> }> = [];
   let buf = '';
   const timer = setTimeout(() => void reader.cancel().catch(() => undefined), timeoutMs);
   try {
@@ -231,14 +240,16 @@ async function sseResults(
       buf += dec.decode(r.value, { stream: true });
       let i: number;
       while ((i = buf.indexOf('\n\n')) >= 0) {
-        const data = /^data: (.*)$/m.exec(buf.slice(0, i))?.[1];
+        const block = buf.slice(0, i);
+        const data = /^data: (.*)$/m.exec(block)?.[1];
+        const id = Number(/^id: (\d+)$/m.exec(block)?.[1] ?? NaN);
         buf = buf.slice(i + 2);
         if (data) {
           const env = JSON.parse(data) as { result?: Record<string, unknown>; error?: unknown };
-          out.push(env.result ?? { error: env.error });
+          out.push({ seq: id, result: env.result ?? { error: env.error } });
         }
       }
-      if (stop(out)) break;
+      if (stop(out.map((e) => e.result))) break;
     }
   } finally {
     clearTimeout(timer);
@@ -347,6 +358,75 @@ describe('gateway: kill -9 after a proxied send reached the remote, then a clean
       assert.deepEqual(await store.listUnboundRequests(), []);
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe('gateway: kill -9 and restart while relaying a remote that cannot replay', () => {
+  it("records a gap notice in the task's log where events may be missing, then the remote's final state and artifacts", async () => {
+    using dir = tempDir();
+    const executor = new GatedExecutor(60, 120);
+    const remote = await startRemote(executor, { listTasks: true });
+    let child = await startChild(dir.path, remote.url);
+    try {
+      const first = await rpc(child, 'SendStreamingMessage', sendParams('gap-1'));
+      const before = await sseEvents(first, (seen) => seen.length >= 15);
+      const taskId = (before[0].result.task as { id: string }).id;
+      await kill9(child);
+      const lastBefore = before[before.length - 1].seq;
+      // The remote goes on meanwhile; what it sends now reaches nobody.
+      await new Promise((r) => setTimeout(r, 300));
+      child = await startChild(dir.path, remote.url);
+      const log = await sseEvents(
+        await rpc(child, 'SubscribeToTask', { id: taskId }, { 'Last-Event-ID': '0' }),
+        undefined,
+        30_000,
+      );
+      const seqs = log.map((e) => e.seq);
+      assert.deepEqual(
+        seqs,
+        seqs.map((_, i) => seqs[0] + i),
+        'contiguous',
+      );
+      type Status = {
+        status?: { state?: string; message?: { parts?: Array<{ text?: string }> } };
+        metadata?: Record<string, unknown>;
+      };
+      const gaps = log.filter(
+        (e) => (e.result.statusUpdate as Status | undefined)?.metadata?.['baton/gap'] !== undefined,
+      );
+      assert.equal(gaps.length, 1, 'one notice, for the one restart');
+      const gap = gaps[0];
+      const notice = gap.result.statusUpdate as Status;
+      assert.equal(notice.status?.state, 'TASK_STATE_WORKING');
+      assert.equal(
+        notice.status?.message?.parts?.[0]?.text,
+        'Some progress from the agent was not received while the gateway restarted.',
+      );
+      const meta = notice.metadata?.['baton/gap'] as { reason: string; lastSeq: number };
+      assert.equal(meta.reason, 'restart');
+      assert.ok(gap.seq > lastBefore, 'the notice comes after every event a client saw before the kill');
+      assert.equal(meta.lastSeq, gap.seq - 1, 'the notice follows the last event stored before the restart');
+      // Before the notice, the remote's steps as they came; after it, the ones relayed since.
+      const stepsOf = (events: typeof log): number[] =>
+        events
+          .map((e) => (e.result.statusUpdate as Status | undefined)?.metadata?.i)
+          .filter((i): i is number => typeof i === 'number');
+      const beforeGap = stepsOf(log.filter((e) => e.seq < gap.seq));
+      const afterGap = stepsOf(log.filter((e) => e.seq > gap.seq));
+      assert.ok(
+        beforeGap.length > 0 && afterGap.length > 0,
+        `steps on both sides (${beforeGap.length}, ${afterGap.length})`,
+      );
+      assert.ok(Math.max(...beforeGap) < Math.min(...afterGap));
+      const last = log[log.length - 1].result.statusUpdate as Status;
+      assert.equal(last.status?.state, 'TASK_STATE_COMPLETED');
+      assert.equal(typeof last.metadata?.['baton/resultEnvelope'], 'string');
+      assert.match(JSON.stringify(log), /changes\.patch/);
+      assert.equal(executor.sent.get(taskId), 60);
+    } finally {
+      await kill9(child);
+      await remote.close();
     }
   });
 });
