@@ -72,6 +72,13 @@ export const META = {
    * `POST /baton/consent/<id>` by the local principal), then the decision (`{id, decision}`).
    */
   consent: 'baton/consent',
+  /**
+   * On a working status update the gateway records in a proxied task's log where it may lack events:
+   * the gateway restarted while relaying a remote that cannot replay what it sent meanwhile
+   * (`{reason: 'restart', lastSeq, lastEventAt, resumedAt}`; times ISO 8601). What follows is the
+   * remote's task as it is now; the events in between are not in the log.
+   */
+  gap: 'baton/gap',
 } as const;
 
 /** A child task, as a gateway reports it on its parent's stream (`META.child`). */

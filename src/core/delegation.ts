@@ -938,6 +938,12 @@ export class DelegationJournal {
         this.bindTask(ev.taskId, ev.contextId);
         const child = childTaskOf(ev.metadata);
         if (child) foldChildTask(this._children, child, seq);
+        if (ev.metadata?.[META.gap] !== undefined) {
+          // The gateway says its log of the task lacks events here: shown as Baton's own notice, the state
+          // left to the events that follow (the remote's task as it is now).
+          this.note(e.at, 'warning', { code: 'relay.gap' });
+          break;
+        }
         const consent = consentOf(ev.metadata);
         if (consent) {
           // Shown in Baton's words (the gateway's English line is left out); the state does not change.

@@ -116,6 +116,8 @@ export class AgentRoute {
   /** The card changed (a remote's own card did): the next request builds it again, with a new ETag. */
   invalidate(): void {
     this.card.invalidate();
+    // Built again at once, so requests (which use the last card built meanwhile) soon see the new one.
+    void this.card.get().catch(() => undefined);
   }
 
   /** The public card at <path>/.well-known/agent-card.json and, behind the token check, the A2A routes. */
@@ -125,9 +127,11 @@ export class AgentRoute {
     router.use(
       this.path,
       http.auth.middleware(),
-      // The request handler reads the card synchronously: make sure one is built before it runs.
+      // The request handler reads the card synchronously: make sure one has been built before it runs.
+      // (Once one has, `readyCard` uses it while a newer one is built: a remote's card read may
+      // invalidate the route card at any time, also while this request is still reading its body.)
       (_req: Request, _res: Response, next: NextFunction) => {
-        if (this.card.current) return next();
+        if (this.card.latest) return next();
         this.card.get().then(() => next(), next);
       },
       a2aRouter({ handler: this.handler, bodyLimits: http.bodyLimits, log: http.log }),
@@ -144,9 +148,11 @@ export class AgentRoute {
     await this.watcher?.close();
   }
 
+  /** The route's card for a request: the current one, or (while a newer one is built) the last one built. */
   private readyCard(): AgentCard {
-    const ready = this.card.current;
-    if (!ready) throw new Error('card not ready');
+    const ready = this.card.latest;
+    // The route's middleware waits for a first card before any request reaches the handler.
+    if (!ready) throw new Error(`the card of agent ${this.id} has not been built yet; send the request again`);
     return ready.card;
   }
 

@@ -28,7 +28,8 @@ import { sleep } from '../core/sleep';
 
 /** Artifact events stay well under the SDK client's 4 MiB SSE event limit. */
 const ARTIFACT_CHUNK = 1024 * 1024;
-const CLAIM_WAIT_MS = 10_000;
+/** How long a request waits for a concurrent one with the same messageId to create its task. */
+export const CLAIM_WAIT_MS = 10_000;
 
 export function sha256Hex(text: string | Uint8Array): string {
   return `sha256:${createHash('sha256').update(text).digest('hex')}`;
@@ -103,7 +104,7 @@ export async function claimFirstMessage(
   taskId: string | null,
 ): Promise<string | undefined> {
   const { principal, agent, key } = claim;
-  const found = await ctx.store.claimRequest(principal, agent, key, claim.digest, taskId);
+  const found = await ctx.store.claimRequest(principal, agent, key, claim.digest, taskId, ctx.instanceId);
   if (found.kind === 'conflict')
     throw new RequestMalformedError(
       `messageId ${claim.messageId} was already used for a different request; send a new messageId`,

@@ -5,6 +5,7 @@
  * through its own event log, so callers get seq numbers, replay and a signed envelope as with local
  * agents. A relay that breaks reconnects (GetTask, then SubscribeToTask); after a restart it re-attaches.
  */
+import { createHash, randomUUID } from 'node:crypto';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import {
@@ -16,10 +17,10 @@ import {
   TaskStatus,
   taskStateToJSON,
 } from '@a2a-js/sdk';
-import type { AgentCard, SendMessageRequest } from '@a2a-js/sdk';
+import type { AgentCard, Message, SendMessageRequest } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { Client } from '@a2a-js/sdk/client';
-import { RequestMalformedError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
+import { RequestMalformedError, TaskNotCancelableError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { META, REPLAY_EXTENSION_URI, SIGNED_RESULT_EXTENSION_URI } from '../core/batonProfile';
 import { sleep } from '../core/sleep';
 import { followTask, PROXY_FOLLOW, startAfterLostStream, startStreaming } from '../core/taskFollow';
@@ -28,7 +29,7 @@ import { checkDelegationChain, readChain } from '../core/delegation/guards';
 import type { ChainLimits } from '../core/delegation/guards';
 import { isRecord } from '../core/isRecord';
 import { baseAgentCard } from './cards';
-import { statusEvent } from './a2aBuild';
+import { agentMessage, statusEvent } from './a2aBuild';
 import type { RemoteAgentConfig } from './config';
 import { TaskWriter, wireEventState, wireKind, wireTaskId } from './eventLog';
 import type { Json, WireEvent, WireKind } from './eventLog';
@@ -39,9 +40,10 @@ import type { RemoteCardFacts } from './remoteCard';
 import { remoteStreamBatches, UnreadableEventError } from './remoteStream';
 import type { RemoteCall, RemoteEndpoint, RemoteEvent } from './remoteStream';
 import type { GatewayContext } from './gatewayContext';
-import { claimFirstMessage, requestDigest, requestKey } from './localTaskRunner';
+import { CLAIM_WAIT_MS, requestDigest, requestKey, waitForTask } from './localTaskRunner';
+import { isInstanceAlive, STALE_MS } from './instanceLiveness';
 import { envelopeBody, sentRequestDigest } from './resultEnvelope';
-import type { TaskRow } from './store/gatewayStore';
+import type { TaskRow, UnboundClaim } from './store/gatewayStore';
 import type { DirectReply, RunCall, StartedTask, TaskRunner } from './taskRunner';
 import { endsTurn, isTerminal } from '../core/taskStates';
 
@@ -71,6 +73,21 @@ function sentMessageId(body: unknown): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The status message of the notice recorded where a proxied task's log may lack events (`META.gap`). */
+export const GAP_NOTICE = 'Some progress from the agent was not received while the gateway restarted.';
+
+/** How many pages (of 100) of a remote's task list are searched for a task whose claim was never bound. */
+const LIST_PAGES = 10;
+
+/**
+ * The id of the task recording an unknown outcome for an unbound claim: derived from the claim, so a
+ * resolution cut short and done again records the same task once.
+ */
+function unknownOutcomeTaskId(principal: string, agent: string, key: string): string {
+  const h = createHash('sha256').update(`${principal}\n${agent}\n${key}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
 /** The first `data:` of an SSE body (at most 64 KiB of it), then the body is let go. */
@@ -396,11 +413,7 @@ export class ProxyTaskRunner implements TaskRunner {
     this.refuseLoop(params);
     const digest = requestDigest(params);
     const key = requestKey(params, digest);
-    const earlier = await claimFirstMessage(
-      this.ctx,
-      { principal, agent: this.cfg.id, messageId: msg.messageId, key, digest },
-      null,
-    );
+    const earlier = await this.claimFirst(principal, msg, key, digest);
     if (earlier) return { taskId: earlier };
     try {
       const opened = await this.open(params, principal, forwardedExtensions(call));
@@ -415,6 +428,202 @@ export class ProxyTaskRunner implements TaskRunner {
       await this.ctx.store.releaseRequest(principal, this.cfg.id, key);
       throw this.withHint(e);
     }
+  }
+
+  /**
+   * Claims a first message's idempotency key (see `claimFirstMessage`): undefined when the claim is
+   * this request's to forward, else the task the same message made before. A claim still waiting for
+   * its task is waited for while the instance that made it lives; one whose instance died (killed
+   * between the send and the binding) is resolved here (`resolveClaim`) instead of refused forever.
+   */
+  private async claimFirst(principal: string, msg: Message, key: string, digest: string): Promise<string | undefined> {
+    const until = Date.now() + CLAIM_WAIT_MS;
+    for (;;) {
+      const found = await this.ctx.store.claimRequest(principal, this.cfg.id, key, digest, null, this.ctx.instanceId);
+      if (found.kind === 'conflict')
+        throw new RequestMalformedError(
+          `messageId ${msg.messageId} was already used for a different request; send a new messageId`,
+        );
+      if (found.kind === 'new') return undefined;
+      const claim = found.taskId ? undefined : await this.ctx.store.findRequest(principal, this.cfg.id, key);
+      const taskId = found.taskId ?? claim?.taskId;
+      if (taskId) return waitForTask(this.ctx, this.cfg.id, taskId);
+      if (claim) {
+        const resolved = await this.resolveClaim({ ...claim, principal, agent: this.cfg.id, messageId: key }, msg);
+        if (typeof resolved === 'string') return waitForTask(this.ctx, this.cfg.id, resolved);
+      }
+      if (Date.now() > until)
+        throw new UnsupportedOperationError(
+          `the request with messageId ${msg.messageId} is still being forwarded to the remote agent ${this.cfg.id} by an earlier send, which has not heard back yet; send it again shortly to get its task`,
+        );
+      await sleep(50);
+    }
+  }
+
+  /** Unbound claims this process is resolving, by idempotency key. */
+  private readonly resolving = new Map<string, Promise<string>>();
+
+  /**
+   * An unbound claim: 'pending' while the instance that made it lives (it is still forwarding the
+   * request), else resolved by this process, which takes the claim over first (so one instance
+   * resolves it): the task found again (in the store or at the remote) or an unknown outcome recorded.
+   * Resolves to the task's id either way.
+   */
+  async resolveClaim(claim: UnboundClaim, message?: Message): Promise<string | 'pending'> {
+    const running = this.resolving.get(claim.messageId);
+    if (running) return running;
+    if (claim.agent !== this.cfg.id || claim.messageId.startsWith('task:')) return 'pending'; // follow-ups are bound at once
+    if (claim.instance === this.ctx.instanceId) return 'pending';
+    if (claim.instance === null) {
+      // Recorded before claims named their instance: nobody can be forwarding it after this long.
+      if (Date.now() - claim.createdAt < STALE_MS) return 'pending';
+    } else if (isInstanceAlive((await this.ctx.store.instances()).get(claim.instance))) return 'pending';
+    const { principal, agent, messageId: key } = claim;
+    if (!(await this.ctx.store.takeOverRequest(principal, agent, key, claim.instance, this.ctx.instanceId)))
+      return 'pending';
+    const run = this.resolveTaken(claim, message).finally(() => this.resolving.delete(key));
+    this.resolving.set(key, run);
+    return run;
+  }
+
+  private async resolveTaken(claim: UnboundClaim, message: Message | undefined): Promise<string> {
+    const { principal, agent, messageId: key } = claim;
+    const messageId = key.replace(/#[^#]*$/, '');
+    const said = (what: string): void =>
+      this.ctx.log(`remote agent ${this.cfg.id}: the request with messageId ${messageId} ${what}`);
+    // The instance died after recording the task but before binding it.
+    const stored = await this.storedTaskOf(principal, messageId, claim.createdAt);
+    if (stored) {
+      await this.ctx.store.bindRequest(principal, agent, key, stored);
+      said(`was found again in the store as task ${stored}`);
+      return stored;
+    }
+    let why: string;
+    try {
+      const remote = await this.findAtRemote(messageId);
+      if (remote) {
+        await this.adoptRemoteTask(remote, principal);
+        await this.ctx.store.bindRequest(principal, agent, key, remote.id);
+        said(`was found again at the remote as task ${remote.id}; relaying it`);
+        return remote.id;
+      }
+      why = `the remote agent does not list a task for it, so it most likely did not run there`;
+    } catch (e) {
+      why = `the remote agent could not be asked for its tasks (${(e as Error).message}), so it may have run there`;
+    }
+    const id = unknownOutcomeTaskId(principal, agent, key);
+    const contextId = message?.contextId || randomUUID();
+    const text = `unknown outcome: the gateway stopped while it was forwarding this request (messageId ${messageId}) to the remote agent ${this.cfg.id}, before the remote named its task; ${why}. Check the remote agent's tasks before sending it again; to run it again, send it with a new messageId.`;
+    const task: Task = {
+      id,
+      contextId,
+      status: {
+        state: TaskState.TASK_STATE_FAILED,
+        message: agentMessage(id, contextId, text),
+        timestamp: new Date().toISOString(),
+      },
+      artifacts: [],
+      history: message ? [{ ...message, taskId: id, contextId }] : [],
+      metadata: {
+        [META.executor]: { id: this.cfg.id, kind: 'remote', url: this.cfg.url },
+        [META.outcome]: 'unknown',
+      },
+    };
+    if (!(await this.ctx.store.getTask(agent, id))) {
+      const writer = new TaskWriter(this.ctx.store, this.ctx.hub, agent, id, structuredClone(task), 1);
+      await this.ctx.store.createTask(
+        {
+          agent,
+          id,
+          contextId,
+          principal,
+          kind: 'proxy',
+          state: TaskState.TASK_STATE_FAILED,
+          snapshot: writer.snapshotJson(),
+          owner: null,
+        },
+        { seq: 1, body: JSON.stringify(StreamResponse.toJSON({ payload: { $case: 'task', value: task } })) },
+      );
+    }
+    await this.ctx.store.bindRequest(principal, agent, key, id);
+    said(
+      `had no task recorded when its gateway instance stopped; recorded task ${id} with an unknown outcome (${why})`,
+    );
+    return id;
+  }
+
+  /** A proxied task of the principal made since the claim whose history holds the message (newest first). */
+  private async storedTaskOf(principal: string, messageId: string, since: number): Promise<string | undefined> {
+    const rows = await this.ctx.store.listTasks({ agent: this.cfg.id, principal, limit: 100 });
+    for (const row of rows) {
+      if (row.createdAt < since - 1000) continue;
+      const history: unknown = (JSON.parse(row.snapshot) as Json).history;
+      if (Array.isArray(history) && history.some((m) => isRecord(m) && m.messageId === messageId)) return row.id;
+    }
+    return undefined;
+  }
+
+  /**
+   * The remote's task that the message started, from its task list (A2A ListTasks), matched by the
+   * messageId in the task's history (the forwarded message keeps the caller's messageId). Undefined
+   * when the list does not hold one; throws when the remote cannot list its tasks.
+   */
+  private async findAtRemote(messageId: string): Promise<Task | undefined> {
+    const client = await this.getClient();
+    let pageToken = '';
+    for (let page = 0; page < LIST_PAGES; page++) {
+      const r = await client.listTasks(
+        {
+          tenant: '',
+          contextId: '',
+          status: TaskState.TASK_STATE_UNSPECIFIED,
+          pageSize: 100,
+          pageToken,
+          statusTimestampAfter: undefined,
+          includeArtifacts: false,
+        },
+        { signal: AbortSignal.timeout(REMOTE_CALL_MS) },
+      );
+      const found = r.tasks.find((t) => t.history.some((m) => m.messageId === messageId));
+      if (found) return found;
+      if (!r.nextPageToken) return undefined;
+      pageToken = r.nextPageToken;
+    }
+    throw new Error(`its newest ${LIST_PAGES * 100} tasks do not include one for it`);
+  }
+
+  /**
+   * Records a task found at the remote as it began (its history, no artifacts yet) and relays it:
+   * the relay asks the remote where the task is (GetTask), records what it did meanwhile (artifacts,
+   * then the status, signed when final), and follows it on when it still runs.
+   */
+  private async adoptRemoteTask(remote: Task, principal: string): Promise<void> {
+    const task: Task = {
+      id: remote.id,
+      contextId: remote.contextId,
+      status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined },
+      artifacts: [],
+      history: remote.history,
+      metadata: {
+        ...(remote.metadata ?? {}),
+        [META.executor]: { id: this.cfg.id, kind: 'remote', url: this.cfg.url },
+      },
+    };
+    const writer = new TaskWriter(this.ctx.store, this.ctx.hub, this.cfg.id, task.id, structuredClone(task), 1);
+    await this.ctx.store.createTask(
+      {
+        agent: this.cfg.id,
+        id: task.id,
+        contextId: task.contextId,
+        principal,
+        kind: 'proxy',
+        state: TaskState.TASK_STATE_SUBMITTED,
+        snapshot: writer.snapshotJson(),
+        owner: this.ctx.instanceId,
+      },
+      { seq: 1, body: JSON.stringify(StreamResponse.toJSON({ payload: { $case: 'task', value: task } })) },
+    );
+    this.startRelay(writer, undefined, new AbortController());
   }
 
   /**
@@ -918,12 +1127,23 @@ export class ProxyTaskRunner implements TaskRunner {
     }
   }
 
-  recoverOrphan(row: TaskRow): Promise<void> {
+  async recoverOrphan(row: TaskRow): Promise<void> {
     // The remote kept running while we were down: re-attach and relay what it did meanwhile.
     const writer = TaskWriter.forRow(this.ctx.store, this.ctx.hub, row);
     writer.setOwner(this.ctx.instanceId);
+    // What the remote sent while nobody relayed it is gone (the gateway does not ask a remote to
+    // replay): the log says so at the gap, so no client takes what it holds for the whole history.
+    await writer.push(
+      statusEvent(row.id, row.contextId, TaskState.TASK_STATE_WORKING, GAP_NOTICE, {
+        [META.gap]: {
+          reason: 'restart',
+          lastSeq: row.lastSeq,
+          lastEventAt: new Date(row.updatedAt).toISOString(),
+          resumedAt: new Date().toISOString(),
+        },
+      }),
+    );
     this.startRelay(writer, undefined, new AbortController());
-    return Promise.resolve();
   }
 
   async close(): Promise<void> {

@@ -280,6 +280,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const { port, baseUrl, routes } = await started;
   // In the background: a remote that is slow or down neither delays nor fails the start.
   for (const route of routes.values()) route.start();
+  // In the background too: a claim a dead instance left unbound is looked for at its remote.
+  void resolveUnboundClaims(store, routes, stopping.signal, log);
 
   const running: RunningGateway = {
     url: baseUrl,
@@ -535,6 +537,38 @@ async function recoverOrphans(
       log(`task ${row.id} (${row.agent}): its worker died with instance ${row.owner}; recorded`);
     } catch (e) {
       log(`task ${row.id}: recovery failed: ${(e as Error).message}`);
+    }
+  }
+}
+
+/**
+ * After a start: claims of first messages whose task was never bound (the instance forwarding them was
+ * killed between the send and the binding) are resolved by their runner (found again, or recorded as
+ * an unknown outcome), so a retry of the same message gets an answer rather than a wait.
+ */
+async function resolveUnboundClaims(
+  store: GatewayStore,
+  runners: ReadonlyMap<string, { readonly runner: TaskRunner }>,
+  stopped: AbortSignal,
+  log: (l: string) => void,
+): Promise<void> {
+  let claims;
+  try {
+    claims = await store.listUnboundRequests();
+  } catch (e) {
+    if (!stopped.aborted) log(`unbound requests could not be listed: ${(e as Error).message}`);
+    return;
+  }
+  for (const claim of claims) {
+    const runner = runners.get(claim.agent)?.runner;
+    if (!runner?.resolveClaim || stopped.aborted) continue;
+    try {
+      await runner.resolveClaim(claim);
+    } catch (e) {
+      if (!stopped.aborted)
+        log(
+          `request ${claim.messageId} to ${claim.agent}: resolving its unbound claim failed: ${(e as Error).message}`,
+        );
     }
   }
 }

@@ -4,7 +4,7 @@
  * owns starting, cancelling and (after a restart) recovering the tasks it runs.
  */
 import type { AgentCard, Message, SendMessageRequest, Task } from '@a2a-js/sdk';
-import type { TaskKind, TaskRow } from './store/gatewayStore';
+import type { TaskKind, TaskRow, UnboundClaim } from './store/gatewayStore';
 
 export interface StartedTask {
   readonly taskId: string;
@@ -41,6 +41,11 @@ export interface TaskRunner {
   ensureLive?(row: TaskRow): Promise<void> | undefined;
   /** After a restart: a task this runner kind owned in a process that died. */
   recoverOrphan(row: TaskRow): Promise<void>;
+  /**
+   * A first message's claim never bound to a task: resolved (to the task's id) when the instance that
+   * made it is dead, 'pending' while it lives (it is still creating the task).
+   */
+  resolveClaim?(claim: UnboundClaim, message?: Message): Promise<string | 'pending'>;
   /** The agent's card, without gateway-level fields (the server adds interfaces, security, signature). */
   baseCard(): AgentCard;
   close(): Promise<void>;

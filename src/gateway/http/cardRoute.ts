@@ -24,17 +24,24 @@ export function publishCard(card: AgentCard): PublishedCard {
 
 /**
  * A card built on first use and kept until `invalidate`; a build that fails is not kept, so the next
- * request tries again. `current` is the card once a build has finished (what a request handler needs
- * synchronously), undefined while none has or after an invalidation.
+ * request tries again. `current` is the card once a build has finished, undefined while none has or
+ * after an invalidation; `latest` is the newest card any build produced, kept across invalidations
+ * (what a request handler that needs a card synchronously uses while the next one is being built).
  */
 export class CardSlot {
   private pending: Promise<PublishedCard> | undefined;
   private ready: PublishedCard | undefined;
+  private newest: PublishedCard | undefined;
 
   constructor(private readonly build: () => Promise<AgentCard>) {}
 
   get current(): PublishedCard | undefined {
     return this.ready;
+  }
+
+  /** The current card, else the one built last (undefined only before any build has finished). */
+  get latest(): PublishedCard | undefined {
+    return this.ready ?? this.newest;
   }
 
   get(): Promise<PublishedCard> {
@@ -44,6 +51,8 @@ export class CardSlot {
     // A build that an invalidation overtook is neither kept nor forgotten in place of the newer one.
     building.then(
       (c) => {
+        // An overtaken build is still a card the agent had a moment ago: usable until the next is ready.
+        this.newest = c;
         if (this.pending === building) this.ready = c;
       },
       () => {

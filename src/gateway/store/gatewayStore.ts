@@ -42,6 +42,25 @@ export function toTaskRow(r: Readonly<Record<string, unknown>>): TaskRow {
   };
 }
 
+/** A `baton_requests` row as SQLite or PostgreSQL returns it. */
+export function toRequestClaim(r: Readonly<Record<string, unknown>>): RequestClaim {
+  return {
+    digest: String(r.digest),
+    taskId: r.task_id === null || r.task_id === undefined ? null : String(r.task_id),
+    instance: r.instance === null || r.instance === undefined ? null : String(r.instance),
+    createdAt: Number(r.created_at),
+  };
+}
+
+export function toUnboundClaim(r: Readonly<Record<string, unknown>>): UnboundClaim {
+  return {
+    ...toRequestClaim(r),
+    principal: String(r.principal),
+    agent: String(r.agent),
+    messageId: String(r.message_id),
+  };
+}
+
 export interface EventRow {
   readonly seq: number;
   /** One `StreamResponse` as A2A wire JSON, with `baton/seq` already in its metadata. */
@@ -103,12 +122,30 @@ export type AppendListener = (agent: string, taskId: string, lastSeq: number) =>
 /** Another instance asks this one to cancel a task this one runs (or relays). */
 export type CancelRequestListener = (agent: string, taskId: string) => void;
 
+/** An idempotency claim as stored. */
+export interface RequestClaim {
+  readonly digest: string;
+  /** Null while the task is being created (a proxied remote has not named it yet). */
+  readonly taskId: string | null;
+  /** The gateway instance that made the claim (null for claims recorded before instances were). */
+  readonly instance: string | null;
+  readonly createdAt: number;
+}
+
+/** A claim whose task was never named: its creator may have died between the send and the binding. */
+export interface UnboundClaim extends RequestClaim {
+  readonly principal: string;
+  readonly agent: string;
+  readonly messageId: string;
+}
+
 export interface GatewayStore {
   readonly kind: 'sqlite' | 'postgres';
   /**
    * Idempotency: claims (principal, agent, messageId) for a request whose canonical digest is given.
    * `taskId` is recorded at once when the caller already knows it (local agents), else later with
-   * `bindRequest` (proxied agents learn it from the remote).
+   * `bindRequest` (proxied agents learn it from the remote). `instance` is the gateway instance making
+   * the claim: when it dies before binding, another instance can tell the claim is nobody's.
    */
   claimRequest(
     principal: string,
@@ -116,13 +153,23 @@ export interface GatewayStore {
     messageId: string,
     digest: string,
     taskId: string | null,
+    instance?: string,
   ): Promise<ClaimResult>;
-  findRequest(
+  findRequest(principal: string, agent: string, messageId: string): Promise<RequestClaim | undefined>;
+  bindRequest(principal: string, agent: string, messageId: string, taskId: string): Promise<void>;
+  /** Claims never bound to a task (of every agent and principal). */
+  listUnboundRequests(): Promise<UnboundClaim[]>;
+  /**
+   * Hands an unbound claim made by `from` (a dead instance) to `to`, only if it still is unbound and
+   * `from`'s: true for the one caller that took it.
+   */
+  takeOverRequest(
     principal: string,
     agent: string,
     messageId: string,
-  ): Promise<{ digest: string; taskId: string | null } | undefined>;
-  bindRequest(principal: string, agent: string, messageId: string, taskId: string): Promise<void>;
+    from: string | null,
+    to: string,
+  ): Promise<boolean>;
   /** Forgets a claim whose request failed before its task was created, so a retry can run. */
   releaseRequest(principal: string, agent: string, messageId: string): Promise<void>;
   /** Inserts the task and its first event (seq 1) in one transaction. */

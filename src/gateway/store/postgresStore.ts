@@ -23,10 +23,12 @@ import type {
   ListFilter,
   NewTask,
   PushConfigRow,
+  RequestClaim,
   TaskRow,
+  UnboundClaim,
 } from './gatewayStore';
 import { TERMINAL_STATES } from '../../core/taskStates';
-import { toTaskRow } from './gatewayStore';
+import { toRequestClaim, toTaskRow, toUnboundClaim } from './gatewayStore';
 
 const CHANNEL = 'baton_events';
 /** Cancel requests forwarded to the instance that runs a task: payload {instance, agent, taskId}. */
@@ -48,6 +50,8 @@ CREATE TABLE IF NOT EXISTS baton_requests (
   principal TEXT NOT NULL, agent TEXT NOT NULL, message_id TEXT NOT NULL, digest TEXT NOT NULL,
   task_id TEXT, created_at BIGINT NOT NULL,
   PRIMARY KEY (principal, agent, message_id));
+ALTER TABLE baton_requests ADD COLUMN IF NOT EXISTS instance TEXT;
+CREATE INDEX IF NOT EXISTS baton_requests_unbound ON baton_requests (agent) WHERE task_id IS NULL;
 CREATE TABLE IF NOT EXISTS baton_instances (
   id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, heartbeat_at BIGINT NOT NULL);
 CREATE TABLE IF NOT EXISTS baton_cancel_requests (
@@ -237,29 +241,47 @@ export class PostgresGatewayStore implements GatewayStore {
     messageId: string,
     digest: string,
     taskId: string | null,
+    instance?: string,
   ): Promise<ClaimResult> {
     const ins = await this.pool.query(
-      'INSERT INTO baton_requests (principal, agent, message_id, digest, task_id, created_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING 1',
-      [principal, agent, messageId, digest, taskId, Date.now()],
+      'INSERT INTO baton_requests (principal, agent, message_id, digest, task_id, created_at, instance) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING 1',
+      [principal, agent, messageId, digest, taskId, Date.now(), instance ?? null],
     );
     if (ins.rowCount === 1) return { kind: 'new' };
     const found = await this.findRequest(principal, agent, messageId);
-    if (!found) return this.claimRequest(principal, agent, messageId, digest, taskId); // released meanwhile
+    if (!found) return this.claimRequest(principal, agent, messageId, digest, taskId, instance); // released meanwhile
     if (found.digest !== digest) return { kind: 'conflict' };
     return { kind: 'existing', taskId: found.taskId };
   }
 
-  async findRequest(
-    principal: string,
-    agent: string,
-    messageId: string,
-  ): Promise<{ digest: string; taskId: string | null } | undefined> {
+  async findRequest(principal: string, agent: string, messageId: string): Promise<RequestClaim | undefined> {
     const r = await this.pool.query(
-      'SELECT digest, task_id FROM baton_requests WHERE principal = $1 AND agent = $2 AND message_id = $3',
+      'SELECT digest, task_id, instance, created_at FROM baton_requests WHERE principal = $1 AND agent = $2 AND message_id = $3',
       [principal, agent, messageId],
     );
     const row = r.rows[0] as Row | undefined;
-    return row ? { digest: String(row.digest), taskId: row.task_id === null ? null : String(row.task_id) } : undefined;
+    return row ? toRequestClaim(row) : undefined;
+  }
+
+  async listUnboundRequests(): Promise<UnboundClaim[]> {
+    const r = await this.pool.query(
+      'SELECT principal, agent, message_id, digest, task_id, instance, created_at FROM baton_requests WHERE task_id IS NULL',
+    );
+    return (r.rows as Row[]).map(toUnboundClaim);
+  }
+
+  async takeOverRequest(
+    principal: string,
+    agent: string,
+    messageId: string,
+    from: string | null,
+    to: string,
+  ): Promise<boolean> {
+    const r = await this.pool.query(
+      'UPDATE baton_requests SET instance = $5 WHERE principal = $1 AND agent = $2 AND message_id = $3 AND task_id IS NULL AND instance IS NOT DISTINCT FROM $4',
+      [principal, agent, messageId, from, to],
+    );
+    return r.rowCount === 1;
   }
 
   async bindRequest(principal: string, agent: string, messageId: string, taskId: string): Promise<void> {

@@ -15,10 +15,12 @@ import type {
   ListFilter,
   NewTask,
   PushConfigRow,
+  RequestClaim,
   TaskRow,
+  UnboundClaim,
 } from './gatewayStore';
 import { TERMINAL_STATES } from '../../core/taskStates';
-import { toTaskRow } from './gatewayStore';
+import { toRequestClaim, toTaskRow, toUnboundClaim } from './gatewayStore';
 
 type SqlValue = string | number | null;
 type Row = Record<string, SqlValue>;
@@ -120,7 +122,7 @@ CREATE TABLE IF NOT EXISTS baton_event_pages (
   UNIQUE (agent, task_id, last_seq));
 CREATE TABLE IF NOT EXISTS baton_requests (
   principal TEXT NOT NULL, agent TEXT NOT NULL, message_id TEXT NOT NULL, digest TEXT NOT NULL,
-  task_id TEXT, created_at INTEGER NOT NULL,
+  task_id TEXT, created_at INTEGER NOT NULL, instance TEXT,
   PRIMARY KEY (principal, agent, message_id));
 CREATE TABLE IF NOT EXISTS baton_instances (
   id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, heartbeat_at INTEGER NOT NULL);
@@ -213,6 +215,11 @@ export class SqliteGatewayStore implements GatewayStore {
    * and before that one row per event (one page per event).
    */
   private migrate(): void {
+    // Claims record the instance that made them (an unbound claim of a dead instance is resolved).
+    const requestCols = this.db.prepare('PRAGMA table_info(baton_requests)').all();
+    if (!requestCols.some((c) => c.name === 'instance'))
+      this.db.exec('ALTER TABLE baton_requests ADD COLUMN instance TEXT');
+    this.db.exec('CREATE INDEX IF NOT EXISTS baton_requests_unbound ON baton_requests (agent) WHERE task_id IS NULL');
     const pages = this.db
       .prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'baton_event_pages'")
       .get();
@@ -269,6 +276,7 @@ export class SqliteGatewayStore implements GatewayStore {
     messageId: string,
     digest: string,
     taskId: string | null,
+    instance?: string,
   ): Promise<ClaimResult> {
     return Promise.resolve(
       this.tx((): ClaimResult => {
@@ -280,23 +288,45 @@ export class SqliteGatewayStore implements GatewayStore {
           return { kind: 'existing', taskId: row.task_id === null ? null : String(row.task_id) };
         }
         this.stmt(
-          'INSERT INTO baton_requests (principal, agent, message_id, digest, task_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-        ).run(principal, agent, messageId, digest, taskId, Date.now());
+          'INSERT INTO baton_requests (principal, agent, message_id, digest, task_id, created_at, instance) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        ).run(principal, agent, messageId, digest, taskId, Date.now(), instance ?? null);
         return { kind: 'new' };
       }),
     );
   }
 
-  findRequest(
+  findRequest(principal: string, agent: string, messageId: string): Promise<RequestClaim | undefined> {
+    const r = this.stmt(
+      'SELECT digest, task_id, instance, created_at FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ?',
+    ).get(principal, agent, messageId);
+    return Promise.resolve(r ? toRequestClaim(r) : undefined);
+  }
+
+  listUnboundRequests(): Promise<UnboundClaim[]> {
+    return Promise.resolve(
+      this.stmt(
+        'SELECT principal, agent, message_id, digest, task_id, instance, created_at FROM baton_requests WHERE task_id IS NULL',
+      )
+        .all()
+        .map(toUnboundClaim),
+    );
+  }
+
+  takeOverRequest(
     principal: string,
     agent: string,
     messageId: string,
-  ): Promise<{ digest: string; taskId: string | null } | undefined> {
-    const r = this.stmt(
-      'SELECT digest, task_id FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ?',
-    ).get(principal, agent, messageId);
+    from: string | null,
+    to: string,
+  ): Promise<boolean> {
     return Promise.resolve(
-      r ? { digest: String(r.digest), taskId: r.task_id === null ? null : String(r.task_id) } : undefined,
+      this.tx(() => {
+        const where = 'principal = ? AND agent = ? AND message_id = ? AND task_id IS NULL AND instance IS ?';
+        if (!this.stmt(`SELECT 1 AS x FROM baton_requests WHERE ${where}`).get(principal, agent, messageId, from))
+          return false;
+        this.stmt(`UPDATE baton_requests SET instance = ? WHERE ${where}`).run(to, principal, agent, messageId, from);
+        return true;
+      }),
     );
   }
 

@@ -100,6 +100,8 @@ export class SqliteWorkerStore implements GatewayStore {
   findRequest: GatewayStore['findRequest'] = (...a) => this.call('findRequest', ...a);
   bindRequest: GatewayStore['bindRequest'] = (...a) => this.call('bindRequest', ...a);
   releaseRequest: GatewayStore['releaseRequest'] = (...a) => this.call('releaseRequest', ...a);
+  listUnboundRequests: GatewayStore['listUnboundRequests'] = (...a) => this.call('listUnboundRequests', ...a);
+  takeOverRequest: GatewayStore['takeOverRequest'] = (...a) => this.call('takeOverRequest', ...a);
   createTask: GatewayStore['createTask'] = (...a) => this.call('createTask', ...a);
   /** A batch crosses to the thread as one page (two long strings), not as many small objects. */
   append: GatewayStore['append'] = (batch) => {

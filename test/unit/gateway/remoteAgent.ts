@@ -292,7 +292,7 @@ export async function startRemote(
   n: number,
   requiredToken: string,
   legacy: boolean,
-  opts: { serveCard?: boolean } = {},
+  opts: { serveCard?: boolean; cardDelayMs?: number } = {},
 ): Promise<{ url: string; seenAuth: string[]; executor: CountingExecutor; close(): Promise<void> }> {
   const seenAuth: string[] = [];
   const app = express();
@@ -331,7 +331,10 @@ export async function startRemote(
   if (opts.serveCard)
     app.use(
       '/.well-known/agent-card.json',
-      agentCardHandler({ agentCardProvider: () => Promise.resolve(card()), legacyCompat: { enabled: legacy } }),
+      agentCardHandler({
+        agentCardProvider: () => new Promise<AgentCard>((r) => setTimeout(() => r(card()), opts.cardDelayMs ?? 0)),
+        legacyCompat: { enabled: legacy },
+      }),
     );
   app.use(
     '/rpc',

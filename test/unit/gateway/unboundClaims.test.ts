@@ -1,0 +1,115 @@
+/**
+ * The store's record of who made an idempotency claim, and the take-over of a claim whose task was
+ * never bound (its instance died between the send and the binding): SQLite and PostgreSQL alike.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import type { GatewayStore } from '../../../src/gateway/store/gatewayStore';
+import { PostgresGatewayStore } from '../../../src/gateway/store/postgresStore';
+import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
+import { tempDir } from './helpers';
+
+async function checkClaims(store: GatewayStore): Promise<void> {
+  assert.deepEqual((await store.claimRequest('p', 'remote', 'm1#d', 'd', null, 'dead-1')).kind, 'new');
+  assert.deepEqual((await store.claimRequest('p', 'local', 'm2#d', 'd', 'task-2', 'live-1')).kind, 'new');
+  const found = await store.findRequest('p', 'remote', 'm1#d');
+  assert.equal(found?.instance, 'dead-1');
+  assert.equal(found?.taskId, null);
+  assert.ok((found?.createdAt ?? 0) > 0);
+
+  const unbound = await store.listUnboundRequests();
+  assert.deepEqual(
+    unbound.map((c) => [c.principal, c.agent, c.messageId, c.digest, c.instance]),
+    [['p', 'remote', 'm1#d', 'd', 'dead-1']],
+  );
+
+  // Two instances take the claim over at once: one wins.
+  const takes = await Promise.all([
+    store.takeOverRequest('p', 'remote', 'm1#d', 'dead-1', 'new-a'),
+    store.takeOverRequest('p', 'remote', 'm1#d', 'dead-1', 'new-b'),
+  ]);
+  assert.deepEqual(
+    takes.filter((t) => t),
+    [true],
+  );
+  const winner = (await store.findRequest('p', 'remote', 'm1#d'))?.instance;
+  assert.ok(winner === 'new-a' || winner === 'new-b');
+  assert.equal(await store.takeOverRequest('p', 'remote', 'm1#d', 'dead-1', 'new-c'), false, 'not from a past owner');
+
+  await store.bindRequest('p', 'remote', 'm1#d', 'task-1');
+  assert.deepEqual(await store.listUnboundRequests(), []);
+  assert.equal(await store.takeOverRequest('p', 'remote', 'm1#d', winner ?? null, 'new-c'), false, 'a bound claim');
+}
+
+describe('SQLite store: unbound claims', () => {
+  it('records the claiming instance, lists unbound claims, and lets one instance take one over', async () => {
+    using dir = tempDir();
+    const store = new SqliteGatewayStore({ file: join(dir.path, 'gateway.db'), driver: 'better-sqlite3' });
+    try {
+      await checkClaims(store);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('adds the instance column to a state folder written before it; its old claims have no instance', async () => {
+    using dir = tempDir();
+    const file = join(dir.path, 'gateway.db');
+    const old = new Database(file);
+    old.exec(`CREATE TABLE baton_requests (
+  principal TEXT NOT NULL, agent TEXT NOT NULL, message_id TEXT NOT NULL, digest TEXT NOT NULL,
+  task_id TEXT, created_at INTEGER NOT NULL,
+  PRIMARY KEY (principal, agent, message_id));`);
+    old
+      .prepare(
+        'INSERT INTO baton_requests (principal, agent, message_id, digest, task_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      )
+      .run('p', 'remote', 'old#d', 'd', null, 1);
+    old.close();
+    const store = new SqliteGatewayStore({ file, driver: 'better-sqlite3' });
+    try {
+      const [claim] = await store.listUnboundRequests();
+      assert.equal(claim?.messageId, 'old#d');
+      assert.equal(claim?.instance, null);
+      assert.equal(await store.takeOverRequest('p', 'remote', 'old#d', null, 'new-a'), true);
+      await store.releaseRequest('p', 'remote', 'old#d');
+      await checkClaims(store);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+const PG = process.env.BATON_TEST_PG;
+describe('PostgreSQL store: unbound claims', { skip: PG ? false : 'BATON_TEST_PG is not set' }, () => {
+  it('records the claiming instance, lists unbound claims, and lets one instance take one over; migrates an old table', async () => {
+    const db = `baton_claims_${randomBytes(4).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: PG });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${db}`);
+    const url = new URL(PG ?? '');
+    url.pathname = `/${db}`;
+    try {
+      const old = new pg.Client({ connectionString: url.toString() });
+      await old.connect();
+      await old.query(`CREATE TABLE baton_requests (
+  principal TEXT NOT NULL, agent TEXT NOT NULL, message_id TEXT NOT NULL, digest TEXT NOT NULL,
+  task_id TEXT, created_at BIGINT NOT NULL,
+  PRIMARY KEY (principal, agent, message_id))`);
+      await old.end();
+      const store = await PostgresGatewayStore.open(url.toString());
+      try {
+        await checkClaims(store);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
+      await admin.end();
+    }
+  });
+});
