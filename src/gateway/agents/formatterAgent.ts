@@ -64,6 +64,7 @@ export function createFormatterAgent(opts: { readonly manager: WorkspaceManager 
         ],
       },
     ],
+    workspaces: opts.manager,
     run: (request, emit) => runFormatter(opts.manager, request, emit),
   };
 }

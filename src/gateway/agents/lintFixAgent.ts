@@ -130,6 +130,7 @@ export function createLintFixAgent(opts: { readonly manager: WorkspaceManager })
         ],
       },
     ],
+    workspaces: opts.manager,
     run: (request, emit) => runLintFix(opts.manager, request, emit),
   };
 }

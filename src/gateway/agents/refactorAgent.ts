@@ -71,6 +71,7 @@ export function createRefactorAgent(opts: RefactorAgentOptions): LocalAgent {
         examples: ['fix all', 'fix all in src/report.ts', 'organise imports and fix all in src/'],
       },
     ],
+    workspaces: opts.manager,
     run: (request, emit) => runRefactor(opts, request, emit),
   };
 }
