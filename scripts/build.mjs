@@ -68,10 +68,29 @@ const targets = {
     target: 'node20',
     external: ['better-sqlite3'],
   },
+  gatewayFormat: {
+    ...common,
+    // The formatter agent's thread, with Prettier's standalone build and plugins: started per job
+    // (src/gateway/agents/builtinThreads.ts), never at startup.
+    entryPoints: ['src/gateway/agents/format/formatWorker.ts'],
+    outfile: 'dist/gateway-format.js',
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+  },
+  gatewayLint: {
+    ...common,
+    // The lint-fix agent's thread, with ESLint's Linter and the TypeScript parser.
+    entryPoints: ['src/gateway/agents/lint/lintWorker.ts'],
+    outfile: 'dist/gateway-lint.js',
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+  },
   gatewayRefactor: {
     ...common,
     // The refactoring agent's language-service thread, with the TypeScript compiler (several MB):
-    // started on the agent's first run (src/gateway/agents/refactor/workerClient.ts), never at startup.
+    // started per job (src/gateway/agents/builtinThreads.ts), never at startup.
     entryPoints: ['src/gateway/agents/refactor/refactorWorker.ts'],
     outfile: 'dist/gateway-refactor.js',
     platform: 'node',
@@ -142,6 +161,6 @@ if (watch) {
   );
   console.log(`  webview    dist/webview/panel.js  ${kb('dist/webview/panel.js')}`);
   console.log(
-    `  gateway    dist/gateway.js        ${kb('dist/gateway.js')}  (+ dist/gateway-refactor.js ${kb('dist/gateway-refactor.js')}, the refactoring agent's thread, started on first use)`,
+    `  gateway    dist/gateway.js        ${kb('dist/gateway.js')}  (+ the built-in agents' threads, started per job: dist/gateway-format.js ${kb('dist/gateway-format.js')}, dist/gateway-lint.js ${kb('dist/gateway-lint.js')}, dist/gateway-refactor.js ${kb('dist/gateway-refactor.js')})`,
   );
 }

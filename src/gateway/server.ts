@@ -36,6 +36,7 @@ import { LiveRoots } from './liveRoots';
 import { PushingEventHub, PushNotifier } from './pushNotifier';
 import type { PushOptions } from './pushNotifier';
 import { openStore } from './store/openStore';
+import { WorkspaceSweeper } from './workspace/workspaceSweeper';
 import type { GatewayStore } from './store/gatewayStore';
 import type { TaskRunner } from './taskRunner';
 import { isTerminal } from '../core/taskStates';
@@ -217,6 +218,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     },
   });
   auth.setRuntimeTokens((t) => children.principalForToken(t));
+  const managers = new Set((opts.localAgents ?? []).flatMap((a) => (a.workspaces ? [a.workspaces] : [])));
+  const sweeper = new WorkspaceSweeper({ managers: [...managers], store, instanceId, log });
   const started = listening.then(async (port) => {
     const baseUrl = (opts.publicUrl ?? `http://${urlHost(host)}:${port}`).replace(/\/+$/, '');
     const mcpCommand = mcpCommandFor(opts);
@@ -241,7 +244,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     late.routes = routes;
     try {
       await recoverOrphans(store, instanceId, routes, log);
+      // After the orphans are recorded: their tasks have ended, so their workspaces go.
+      await sweeper.start();
     } catch (e) {
+      sweeper.stop();
       await Promise.all([...routes.values()].map((r) => r.runner.close()));
       await closeServer(server);
       await release();
@@ -300,6 +306,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       await Promise.all([...routes.values()].map((r) => r.runner.close()));
       server.closeAllConnections();
       await closing;
+      await sweeper.close();
       // After the runners: the states a shutdown records are delivered too (for a bounded while).
       await release();
     },

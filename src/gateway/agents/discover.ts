@@ -6,6 +6,7 @@ import type { ConfineOptions } from '../confine';
 import type { HarnessId } from '../harness/harness';
 import { detectHarnesses } from '../harness/registry';
 import { WorkspaceManager } from '../workspace/workspaceManager';
+import { BuiltinThreadPool } from './builtinThreads';
 import { createFormatterAgent } from './formatterAgent';
 import { createHeadlessAgent } from './headlessAgent';
 import type { LocalAgent } from './localAgent';
@@ -27,6 +28,11 @@ export interface DiscoverOptions {
    * follow the steps and cancel on a small repository (the demo turns it on).
    */
   readonly agentPaceMs?: number;
+  /**
+   * How many built-in agent jobs run at once, each on a thread of its own (default: one less than the
+   * cores, at least 1 and at most 2); more wait in a queue and say so.
+   */
+  readonly builtinThreads?: number;
   /** Include detected CLIs (default true). */
   readonly clis?: boolean;
   readonly confine?: ConfineOptions;
@@ -38,12 +44,15 @@ export interface DiscoverOptions {
 export async function discoverLocalAgents(opts: DiscoverOptions = {}): Promise<LocalAgent[]> {
   const manager = opts.manager ?? new WorkspaceManager({ root: opts.workspaceRoot, userHome: opts.realHome });
   const agents: LocalAgent[] = [];
-  if (opts.builtins !== false)
+  if (opts.builtins !== false) {
+    // One pool for the three: the bound is on the machine's cores, not per agent.
+    const threads = new BuiltinThreadPool(opts.builtinThreads);
     agents.push(
-      createFormatterAgent({ manager }),
-      createLintFixAgent({ manager }),
-      createRefactorAgent({ manager, paceMs: opts.agentPaceMs }),
+      createFormatterAgent({ manager, threads }),
+      createLintFixAgent({ manager, threads }),
+      createRefactorAgent({ manager, paceMs: opts.agentPaceMs, threads }),
     );
+  }
   if (opts.clis !== false) {
     for (const detected of detectHarnesses({ paths: opts.cliPaths, pathVar: opts.pathVar })) {
       agents.push(

@@ -1,47 +1,32 @@
 /**
  * The `formatter` built-in agent: Prettier over the named files (or every supported file when none
  * are named) in a throwaway workspace, returned as changes.patch. It needs no model and works
- * offline. Prettier's standalone build and its plugins are used so the agent still works when the
- * gateway is bundled into one file. Options come from the repository's JSON/YAML Prettier config;
- * a JavaScript config is never loaded, because that would run repository code inside the gateway.
+ * offline. Prettier runs on a thread of the built-in agents' pool (format/formatWorker.ts, Prettier's
+ * standalone build and its plugins), never on the gateway's event loop. Options come from the
+ * repository's JSON/YAML Prettier config; a JavaScript config is never loaded, because that would
+ * run repository code inside the gateway.
  */
 import { readFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
-import type { Options, Plugin, SupportInfo } from 'prettier';
-import { format, getSupportInfo } from 'prettier/standalone';
-import * as babel from 'prettier/plugins/babel';
-import * as estree from 'prettier/plugins/estree';
-import * as html from 'prettier/plugins/html';
-import * as markdown from 'prettier/plugins/markdown';
-import * as postcss from 'prettier/plugins/postcss';
-import * as typescript from 'prettier/plugins/typescript';
-import * as yaml from 'prettier/plugins/yaml';
+import type { Options } from 'prettier';
 import type { Workspace, WorkspaceManager } from '../workspace/workspaceManager';
 import { announceScope, interrupted, readWorkspaceFile, targetFiles, writeWorkspaceFile } from './builtinFiles';
+import type { BuiltinThreadPool } from './builtinThreads';
+import { onThread, sharedThreadPool, stoppedWork } from './builtinThreads';
+import type { FormatApi } from './format/formatApi';
 import type { LocalAgent, LocalRunEvent, LocalRunRequest } from './localAgent';
 import { runInWorkspace } from './workspaceRun';
 
-const PLUGINS = [babel, estree, typescript, postcss, markdown, yaml, html] as unknown as Plugin[];
 const BUILTIN_DETAIL =
-  'Built-in agent: runs inside the gateway on its throwaway workspace only and runs no repository code.';
+  "Built-in agent: runs on one of the gateway's built-in agent threads, on its throwaway workspace only, and runs no repository code.";
 
-let support: Promise<{ extensions: Set<string>; filenames: Set<string> }> | undefined;
-function supported(): Promise<{ extensions: Set<string>; filenames: Set<string> }> {
-  // The standalone build takes the plugins to describe, though its typings say it takes nothing.
-  const info = getSupportInfo as unknown as (o: { plugins: Plugin[] }) => Promise<SupportInfo>;
-  support ??= info({ plugins: PLUGINS }).then((info) => {
-    const extensions = new Set<string>();
-    const filenames = new Set<string>();
-    for (const lang of info.languages) {
-      for (const e of lang.extensions ?? []) extensions.add(e.toLowerCase());
-      for (const f of lang.filenames ?? []) filenames.add(f);
-    }
-    return { extensions, filenames };
-  });
-  return support;
+export interface BuiltinAgentOptions {
+  readonly manager: WorkspaceManager;
+  /** The threads it works on (default: one pool shared by the built-in agents made without one). */
+  readonly threads?: BuiltinThreadPool;
 }
 
-export function createFormatterAgent(opts: { readonly manager: WorkspaceManager }): LocalAgent {
+export function createFormatterAgent(opts: BuiltinAgentOptions): LocalAgent {
   return {
     id: 'formatter',
     name: 'Formatter (Prettier)',
@@ -64,53 +49,54 @@ export function createFormatterAgent(opts: { readonly manager: WorkspaceManager 
         ],
       },
     ],
-    run: (request, emit) => runFormatter(opts.manager, request, emit),
+    workspaces: opts.manager,
+    run: (request, emit) => runFormatter(opts, request, emit),
   };
 }
 
-async function runFormatter(manager: WorkspaceManager, request: LocalRunRequest, emit: (e: LocalRunEvent) => void) {
+function runFormatter(opts: BuiltinAgentOptions, request: LocalRunRequest, emit: (e: LocalRunEvent) => void) {
+  const pool = opts.threads ?? sharedThreadPool();
   return runInWorkspace(request, emit, {
-    manager,
+    manager: opts.manager,
     describe: async () => ({ confined: false, detail: BUILTIN_DETAIL }),
-    work: async (ws) => {
-      const { extensions, filenames } = await supported();
-      const supports = (p: string) =>
-        filenames.has(posix.basename(p)) || extensions.has(posix.extname(p).toLowerCase());
-      const target = await targetFiles(ws, {
-        requested: request.files,
-        task: request.task ?? request.prompt,
-        roots: request.repoPath ? [request.repoPath] : [],
-        supports,
-        ignoreFile: '.prettierignore',
-      });
-      const { files, skipped } = target;
-      announceScope(target, emit);
-      if (target.failure) return { outcome: 'failed', reason: target.failure };
-      const configs = new ConfigFinder(ws, emit);
-      let changed = 0;
-      let failed = 0;
-      for (const rel of files) {
-        const stop = interrupted(request.deadline, request.signal);
-        if (stop)
-          return { outcome: stop, reason: stop === 'canceled' ? 'Canceled.' : 'The deadline passed while formatting.' };
-        const text = await readWorkspaceFile(ws, rel);
-        let out: string;
-        try {
-          out = await format(text, { ...(await configs.optionsFor(rel)), filepath: rel, plugins: PLUGINS });
-        } catch (e) {
-          failed++;
-          emit({ kind: 'log', stream: 'stderr', text: `Could not format ${rel}: ${firstLine((e as Error).message)}` });
-          continue;
+    work: (ws) =>
+      onThread<FormatApi>(pool, 'format', request, emit, 'formatting', async (thread) => {
+        const supported = await thread.call('supported');
+        const extensions = new Set(supported.extensions);
+        const filenames = new Set(supported.filenames);
+        const supports = (p: string) =>
+          filenames.has(posix.basename(p)) || extensions.has(posix.extname(p).toLowerCase());
+        const target = await targetFiles(ws, {
+          requested: request.files,
+          task: request.task ?? request.prompt,
+          roots: request.repoPath ? [request.repoPath] : [],
+          supports,
+          ignoreFile: '.prettierignore',
+        });
+        const { files, skipped } = target;
+        announceScope(target, emit);
+        if (target.failure) return { outcome: 'failed', reason: target.failure };
+        const configs = new ConfigFinder(ws, emit);
+        let changed = 0;
+        let failed = 0;
+        for (const rel of files) {
+          if (interrupted(request.deadline, request.signal)) return stoppedWork(request, 'formatting');
+          const text = await readWorkspaceFile(ws, rel);
+          const res = await thread.call('format', text, await configs.optionsFor(rel), rel);
+          if ('error' in res) {
+            failed++;
+            emit({ kind: 'log', stream: 'stderr', text: `Could not format ${rel}: ${firstLine(res.error)}` });
+            continue;
+          }
+          if (res.output !== text) {
+            await writeWorkspaceFile(ws, rel, res.output);
+            changed++;
+            emit({ kind: 'step', text: `Formatted ${rel}` });
+          }
         }
-        if (out !== text) {
-          await writeWorkspaceFile(ws, rel, out);
-          changed++;
-          emit({ kind: 'step', text: `Formatted ${rel}` });
-        }
-      }
-      const summary = `Prettier formatted ${changed} of ${files.length} file(s)${failed ? `; ${failed} could not be parsed` : ''}${skipped.length ? `; skipped ${skipped.length}` : ''}.`;
-      return { outcome: 'completed', exitCode: 0, summary };
-    },
+        const summary = `Prettier formatted ${changed} of ${files.length} file(s)${failed ? `; ${failed} could not be parsed` : ''}${skipped.length ? `; skipped ${skipped.length}` : ''}.`;
+        return { outcome: 'completed', exitCode: 0, summary };
+      }),
   });
 }
 

@@ -58,6 +58,7 @@ export function createHeadlessAgent(detected: DetectedHarness, opts: HeadlessAge
         examples: ['Fix the failing test in src/parser.ts', 'Explain how the cache is invalidated'],
       },
     ],
+    workspaces: opts.manager,
     run: (request, emit) =>
       runHeadless(detected, opts, intersectCapabilities(request.capabilities, maxCapabilities), request, emit),
   };

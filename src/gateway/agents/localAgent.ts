@@ -5,6 +5,7 @@
  */
 import type { CapabilitySet } from '../../core/delegation';
 import type { SkillInfo } from '../cards';
+import type { WorkspaceManager } from '../workspace/workspaceManager';
 
 /**
  * What an agent may do, read-only by default (`READ_ONLY` in core/delegation/guards.ts): the agent may
@@ -100,5 +101,7 @@ export interface LocalAgent {
   readonly skills: readonly SkillInfo[];
   /** The most this agent can ever do; the effective capabilities are the intersection with the request. */
   readonly maxCapabilities: Capabilities;
+  /** Where its throwaway workspaces live, so the gateway can sweep those a dead process left behind. */
+  readonly workspaces?: WorkspaceManager;
   run(request: LocalRunRequest, emit: (event: LocalRunEvent) => void): Promise<LocalRunResult>;
 }

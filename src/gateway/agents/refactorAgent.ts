@@ -4,8 +4,9 @@
  * TypeScript, in a throwaway workspace; the result is changes.patch. It needs no model, works offline
  * and runs no repository code.
  *
- * The language service runs in a worker thread loaded on first use (refactor/workerClient.ts): a
- * long job never blocks the gateway, and cancel or the deadline end the thread at once. Every step
+ * The language service runs on a thread of the built-in agents' pool (builtinThreads.ts,
+ * refactor/refactorWorker.ts): a long job never blocks the gateway, a job beyond the pool's size
+ * waits and says so, and cancel or the deadline end the thread at once. Every step
  * is reported as it happens. When a name has several declarations it asks which one (input-required)
  * and goes on with the reply. `paceMs` (the gateway's --agent-pace-ms) waits between steps so a
  * person can watch the steps stream and press Cancel on a small repository; it is a setting, off by
@@ -20,7 +21,9 @@ import type { LocalAgent, LocalRunEvent, LocalRunRequest, LocalRunResult } from 
 import type { Candidate, FileEdit } from './refactor/languageService';
 import { ambiguityQuestion, parseRefactorRequest, pickCandidate, scopeText } from './refactor/refactorRequest';
 import type { RefactorOp, RefactorRequest } from './refactor/refactorRequest';
-import { LanguageServiceThread } from './refactor/workerClient';
+import type { WorkerApi } from './refactor/workerClient';
+import type { AgentThread, BuiltinThreadPool } from './builtinThreads';
+import { onThread, sharedThreadPool } from './builtinThreads';
 import type { AgentWork } from './workspaceRun';
 import { runInWorkspace } from './workspaceRun';
 
@@ -36,6 +39,8 @@ export interface RefactorAgentOptions {
   readonly manager: WorkspaceManager;
   /** Milliseconds to wait between steps (0: none). */
   readonly paceMs?: number;
+  /** The threads it works on (default: one pool shared by the built-in agents made without one). */
+  readonly threads?: BuiltinThreadPool;
 }
 
 export function createRefactorAgent(opts: RefactorAgentOptions): LocalAgent {
@@ -71,6 +76,7 @@ export function createRefactorAgent(opts: RefactorAgentOptions): LocalAgent {
         examples: ['fix all', 'fix all in src/report.ts', 'organise imports and fix all in src/'],
       },
     ],
+    workspaces: opts.manager,
     run: (request, emit) => runRefactor(opts, request, emit),
   };
 }
@@ -84,21 +90,12 @@ async function runRefactor(
   const task = request.task ?? request.prompt;
   const parsed = parseRefactorRequest(task);
   if ('error' in parsed) return { outcome: 'failed', reason: parsed.error, patch: '' };
-  let thread: LanguageServiceThread | undefined;
-  // Cancel and the deadline end the thread at once, whatever it is doing.
-  const onAbort = (): void => void thread?.stop(new Error('canceled'));
-  request.signal.addEventListener('abort', onAbort, { once: true });
-  const deadline = setTimeout(
-    () => void thread?.stop(new Error('the deadline passed')),
-    Math.max(0, request.deadline - Date.now()),
-  );
-  try {
-    return await runInWorkspace(request, emit, {
-      manager: opts.manager,
-      describe: async () => ({ confined: false, detail: BUILTIN_DETAIL }),
-      work: async (ws) => {
-        thread = new LanguageServiceThread();
-        if (request.signal.aborted) return stopped(request);
+  const pool = opts.threads ?? sharedThreadPool();
+  return runInWorkspace(request, emit, {
+    manager: opts.manager,
+    describe: async () => ({ confined: false, detail: BUILTIN_DETAIL }),
+    work: (ws) =>
+      onThread<WorkerApi>(pool, 'refactor', request, emit, 'refactoring', async (thread) => {
         const job = new Job(ws, request, emit, thread, opts.paceMs ?? 0);
         try {
           return await job.run(parsed, scopeText(task));
@@ -106,13 +103,9 @@ async function runRefactor(
           if (interrupted(request.deadline, request.signal)) return stopped(request);
           throw e;
         }
-      },
-    });
-  } finally {
-    clearTimeout(deadline);
-    request.signal.removeEventListener('abort', onAbort);
-    await thread?.stop();
-  }
+        // Stopped while it waited for a thread: said as the agent says it.
+      }).then((work) => (work.outcome === 'canceled' || work.outcome === 'expired' ? stopped(request) : work)),
+  });
 }
 
 function stopped(request: LocalRunRequest): AgentWork {
@@ -136,7 +129,7 @@ class Job {
     private readonly ws: Workspace,
     private readonly request: LocalRunRequest,
     private readonly emit: (e: LocalRunEvent) => void,
-    private readonly thread: LanguageServiceThread,
+    private readonly thread: AgentThread<WorkerApi>,
     private readonly paceMs: number,
   ) {}
 

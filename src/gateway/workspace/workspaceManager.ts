@@ -21,7 +21,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { copyFile, lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
+import { homedir, hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { GitError, git, runGit } from '../../node/git';
 import { cwdInside, isAlive, processStartTime, selfStartTime } from './procfs';
@@ -108,9 +108,23 @@ export interface SweepReport {
   readonly left: string[];
 }
 
+export interface SweepOptions {
+  /**
+   * The ids of the tasks still running, here or on another live instance sharing this root (asked
+   * after the folders are listed, so a task started meanwhile is never missed): their workspaces are
+   * always kept. Without it only the owner process is looked at, and a workspace another host made
+   * is left alone.
+   */
+  readonly running?: () => Promise<ReadonlySet<string>>;
+  /** Also remove this process's own workspaces whose task is not running (a clean stop). */
+  readonly own?: boolean;
+}
+
 interface OwnerRecord {
   readonly ownerPid: number;
   readonly ownerStart?: string;
+  /** The host the owner runs on: its pid means nothing on another one. */
+  readonly ownerHost?: string;
   readonly created: string;
   readonly workers: { pid: number; start?: string }[];
 }
@@ -152,6 +166,7 @@ export class WorkspaceManager {
       await this.writeOwner(privateDir, {
         ownerPid: process.pid,
         ownerStart: selfStartTime(),
+        ownerHost: hostname(),
         created: new Date().toISOString(),
         workers: [],
       });
@@ -407,6 +422,7 @@ export class WorkspaceManager {
     await this.writeOwner(ws.privateDir, {
       ownerPid: rec?.ownerPid ?? process.pid,
       ownerStart: rec?.ownerStart,
+      ownerHost: rec?.ownerHost,
       created: rec?.created ?? new Date().toISOString(),
       workers,
     });
@@ -422,23 +438,39 @@ export class WorkspaceManager {
   /**
    * Removes workspaces whose owner process is gone. A worker still running in one is stopped only
    * when /proc/<pid>/cwd shows it runs inside that workspace; a pid now naming another process is
-   * never touched, and a workspace whose worker cannot be checked is left for a later sweep.
+   * never touched, and a workspace whose worker cannot be checked is left for a later sweep. A
+   * workspace of a task `running` names is kept whoever owns it; one owned by another host is
+   * removed only when `running` says its task has ended there.
    */
-  async sweep(): Promise<SweepReport> {
+  async sweep(opts: SweepOptions = {}): Promise<SweepReport> {
     const report: SweepReport = { removed: [], killed: [], left: [] };
     const privRoot = join(this.root, PRIVATE_DIR_NAME);
     const names = new Set<string>();
     for (const n of await readdir(this.root).catch(() => [] as string[]))
       if (n !== PRIVATE_DIR_NAME && TASK_ID.test(n)) names.add(n);
     for (const n of await readdir(privRoot).catch(() => [] as string[])) if (TASK_ID.test(n)) names.add(n);
+    if (!names.size) return report;
+    const running = opts.running ? await opts.running() : undefined;
+    const host = hostname();
+    const me = selfStartTime();
     for (const taskId of names) {
+      if (running?.has(taskId)) continue;
       const dir = join(this.root, taskId);
       const privateDir = join(privRoot, taskId);
       const owner = await this.readOwner(privateDir);
-      if (owner && isAlive(owner.ownerPid, owner.ownerStart)) continue;
+      // Its workers ran on that host too: their pids are not looked up here.
+      const elsewhere = owner?.ownerHost !== undefined && owner.ownerHost !== host;
+      if (owner) {
+        if (elsewhere) {
+          if (!running) continue;
+        } else if (isAlive(owner.ownerPid, owner.ownerStart)) {
+          const mine = owner.ownerPid === process.pid && owner.ownerStart === me;
+          if (!(opts.own && running && mine)) continue;
+        }
+      }
       let leave = false;
       const realDir = await realpath(dir).catch(() => dir);
-      for (const w of owner?.workers ?? []) {
+      for (const w of elsewhere ? [] : (owner?.workers ?? [])) {
         const where = cwdInside(w.pid, realDir);
         if (where === 'inside') {
           try {

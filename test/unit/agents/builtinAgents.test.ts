@@ -296,7 +296,7 @@ describe('built-in agents', () => {
     assert.doesNotMatch(result.patch, /bad\.js/);
   });
 
-  it('both built-ins work when bundled into one file by esbuild', async () => {
+  it('both built-ins work bundled as the gateway ships them: the agents in one file, their threads in gateway-format.js and gateway-lint.js beside it', async () => {
     const repo = demoRepo('demo-bundle');
     const entry = join(space.base, 'bundle-entry.ts');
     writeFileSync(
@@ -322,6 +322,19 @@ describe('built-in agents', () => {
       outfile,
       logLevel: 'silent',
     });
+    for (const [worker, name] of [
+      ['format/formatWorker.ts', 'gateway-format.js'],
+      ['lint/lintWorker.ts', 'gateway-lint.js'],
+    ])
+      await build({
+        entryPoints: [resolve(__dirname, '../../../src/gateway/agents', worker)],
+        bundle: true,
+        platform: 'node',
+        format: 'cjs',
+        target: 'node20',
+        outfile: join(space.base, name),
+        logLevel: 'silent',
+      });
     const out = JSON.parse(
       execFileSync(process.execPath, [outfile, join(space.base, 'bundle-root'), repo], {
         cwd: space.base,

@@ -346,6 +346,47 @@ describe('WorkspaceManager', () => {
     }
   });
 
+  it('sweeps with the running tasks: keeps theirs whoever owns them, judges another host only by them, and a clean stop removes its own', async () => {
+    const repo = makeRepo(space.base, 'sweep-running', { 'a.txt': 'a\n' });
+    const dead = spawn('true');
+    await new Promise((r) => dead.on('exit', r));
+    const setOwner = (ws: { privateDir: string }, patch: Record<string, unknown>): void => {
+      const p = join(ws.privateDir, 'owner.json');
+      writeFileSync(p, JSON.stringify({ ...(JSON.parse(readFileSync(p, 'utf8')) as object), ...patch }));
+    };
+    const stillRunning = await manager.prepare({ taskId: 'sr-running', repoPath: repo });
+    const deadOwner = await manager.prepare({ taskId: 'sr-dead', repoPath: repo });
+    const otherHost = await manager.prepare({ taskId: 'sr-other-host', repoPath: repo });
+    const mineDone = await manager.prepare({ taskId: 'sr-mine-done', repoPath: repo });
+    const mineRunning = await manager.prepare({ taskId: 'sr-mine-running', repoPath: repo });
+    try {
+      setOwner(stillRunning, { ownerPid: dead.pid });
+      setOwner(deadOwner, { ownerPid: dead.pid });
+      // A live pid here, but recorded by another host: it says nothing about that process.
+      setOwner(otherHost, { ownerHost: 'another-host.invalid' });
+
+      const alone = await manager.sweep();
+      assert.ok(alone.removed.includes(deadOwner.dir));
+      assert.ok(alone.removed.includes(stillRunning.dir), 'without the running tasks only the owner counts');
+      assert.ok(!alone.removed.includes(otherHost.dir), 'another host’s workspace is left without the store’s word');
+
+      const again = await manager.prepare({ taskId: 'sr-running', repoPath: repo });
+      setOwner(again, { ownerPid: dead.pid });
+      const running = new Set(['sr-running', 'sr-mine-running', 'sr-other-host']);
+      const periodic = await manager.sweep({ running: () => Promise.resolve(running) });
+      assert.deepEqual(periodic.removed, [], 'a running task’s workspace is kept, even when its owner looks dead');
+      assert.ok(existsSync(again.dir) && existsSync(mineDone.dir), 'this process’s workspaces stay while it runs');
+
+      running.delete('sr-other-host');
+      const atStop = await manager.sweep({ running: () => Promise.resolve(running), own: true });
+      assert.deepEqual(atStop.removed.sort(), [mineDone.dir, otherHost.dir].sort());
+      assert.ok(existsSync(again.dir) && existsSync(mineRunning.dir));
+      assert.equal(existsSync(join(space.root, PRIVATE_DIR_NAME, 'sr-mine-done')), false);
+    } finally {
+      for (const ws of [stillRunning, deadOwner, otherHost, mineDone, mineRunning]) await manager.remove(ws);
+    }
+  });
+
   it('says when the agent deleted its folder or every file in it', async () => {
     const repo = makeRepo(space.base, 'destroy', { 'a.txt': 'a\n', 'b/c.txt': 'c\n' });
     const ws = await manager.prepare({ taskId: id(), repoPath: repo });

@@ -3,9 +3,9 @@
  * so the gateway neither loads nor parses TypeScript until the agent is first used). It answers the
  * agent's calls on one `ProjectService`, in order; the agent ends the thread to cancel at once.
  */
-import { parentPort } from 'node:worker_threads';
+import { serveThread } from '../threadServer';
 import { ProjectService } from './languageService';
-import type { WorkerCall, WorkerReply } from './workerClient';
+import type { WorkerApi } from './workerClient';
 
 let project: ProjectService | undefined;
 
@@ -14,32 +14,16 @@ function need(): ProjectService {
   return project;
 }
 
-function handle(call: WorkerCall): unknown {
-  switch (call.method) {
-    case 'open': {
-      const [root, files] = call.args;
-      project = new ProjectService(root, files);
-      return project.warmUp();
-    }
-    case 'declarationsOf':
-      return need().declarationsOf(...call.args);
-    case 'rename':
-      return need().rename(...call.args);
-    case 'organizeImports':
-      return need().organizeImports(...call.args) ?? null;
-    case 'fixesFor':
-      return need().fixesFor(...call.args);
-    case 'applyFix':
-      return need().applyFix(...call.args);
-  }
-}
+const api: WorkerApi = {
+  open(root, files) {
+    project = new ProjectService(root, files);
+    return project.warmUp();
+  },
+  declarationsOf: (...args) => need().declarationsOf(...args),
+  rename: (...args) => need().rename(...args),
+  organizeImports: (file) => need().organizeImports(file) ?? null,
+  fixesFor: (...args) => need().fixesFor(...args),
+  applyFix: (...args) => need().applyFix(...args),
+};
 
-parentPort?.on('message', (call: WorkerCall) => {
-  let reply: WorkerReply;
-  try {
-    reply = { id: call.id, ok: true, value: handle(call) };
-  } catch (e) {
-    reply = { id: call.id, ok: false, error: e instanceof Error ? e.message : String(e) };
-  }
-  parentPort?.postMessage(reply);
-});
+serveThread(api);
