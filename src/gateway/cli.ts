@@ -169,6 +169,7 @@ async function main(argv: string[]): Promise<number> {
       : config?.publicUrl
         ? { publicUrl: config.publicUrl }
         : {}),
+    ...(config?.keyFile ? { keyFile: config.keyFile } : {}),
     roots,
     localAgents,
     delegation,

@@ -51,6 +51,12 @@ export interface GatewayConfig {
   readonly host?: string;
   readonly port?: number;
   readonly publicUrl?: string;
+  /**
+   * The gateway's signing key (Ed25519 JWK or PKCS#8 PEM, mode 0600); unset: `<state>/gateway-key.jwk`,
+   * created on first start. Instances of one team gateway name the same key, so every card and signed
+   * result carries one identity whichever instance answers; the file must exist.
+   */
+  readonly keyFile?: string;
   readonly roots: readonly string[];
   readonly store?: StoreConfig;
   readonly tokens: readonly TokenConfig[];
@@ -217,6 +223,7 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
     'host',
     'port',
     'publicUrl',
+    'keyFile',
     'roots',
     'store',
     'tokens',
@@ -234,6 +241,9 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
   const host = r.str(top, 'host', '');
   const port = r.num(top, 'port', '', 0, 65535);
   const publicUrl = r.url(top, 'publicUrl', '', false);
+  const keyFile = r.str(top, 'keyFile', '');
+  if (keyFile !== undefined && !keyFile.startsWith('/'))
+    r.fail('keyFile', 'must be an absolute path to the signing key shared by the instances');
 
   const roots: string[] = [];
   if (top.roots !== undefined) {
@@ -464,6 +474,7 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
     ...(host ? { host } : {}),
     ...(port !== undefined ? { port } : {}),
     ...(publicUrl ? { publicUrl } : {}),
+    ...(keyFile ? { keyFile } : {}),
     roots,
     ...(store ? { store } : {}),
     tokens,

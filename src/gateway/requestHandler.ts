@@ -260,7 +260,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
    * that is gone (or dies meanwhile) leaves the task to this runner's own cancel, which records the
    * orphan's outcome.
    */
-  async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
+  async cancelTask(params: CancelTaskRequest, context: ServerCallContext, retried = false): Promise<Task> {
     let row = await this.ownTask(params.id, context);
     const owner = row.owner;
     // A SQLite state folder has one process: any other owner recorded there is dead.
@@ -288,6 +288,18 @@ export class GatewayRequestHandler implements A2ARequestHandler {
       this.ctx.log(
         `cancel of ${this.agentId} task ${row.id}: instance ${owner}, which ran it, stopped heartbeating; recording it here`,
       );
+    }
+    if (owner && owner !== this.ctx.instanceId && this.ctx.store.takeOver && !isTerminal(row.state)) {
+      // The owner is dead. Take the task over before recording anything, so that a live instance's
+      // orphan recovery does not record it too; if one took it first, the cancel goes to that one.
+      const taken = await this.ctx.store.takeOver(this.agentId, row.id, owner, this.ctx.instanceId);
+      if (!taken) {
+        const fresh = await this.ctx.store.getTask(this.agentId, row.id);
+        if (!fresh || isTerminal(fresh.state) || fresh.owner === owner || retried)
+          return this.snapshot(params.id, undefined, context);
+        return this.cancelTask(params, context, true);
+      }
+      row = taken;
     }
     await this.runner.cancel(row);
     return this.snapshot(params.id, undefined, context);

@@ -15,7 +15,7 @@ import express from 'express';
 import type { NextFunction, Request, Response } from 'express';
 import { AgentCard } from '@a2a-js/sdk';
 import type { AgentCardSignature } from '@a2a-js/sdk';
-import { loadOrCreateSigningKey, signAgentCard, signResultEnvelope } from '../node/signing';
+import { loadOrCreateSigningKey, loadSigningKey, signAgentCard, signResultEnvelope } from '../node/signing';
 import type { SigningKey } from '../node/signing';
 import type { Capabilities, LocalAgent } from './agents/localAgent';
 import { AgentRoute, checkAgentIds, IndexRoute } from './agentRoute';
@@ -49,6 +49,11 @@ export interface GatewayOptions {
   readonly port?: number;
   /** The URL clients reach the gateway at, when it is behind a proxy; default http://<host>:<port>. */
   readonly publicUrl?: string;
+  /**
+   * The signing key to use instead of `<stateDir>/gateway-key.jwk`; it must exist (instances of one team
+   * gateway share it, so none may make its own).
+   */
+  readonly keyFile?: string;
   /** Folders whose repositories requests may name (more are added and removed at run time: POST /baton/roots). */
   readonly roots?: readonly string[];
   /**
@@ -161,9 +166,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   heartbeat.unref();
   // Aborted once close() begins (or a failed start lets go of everything): nothing new is started.
   const stopping = new AbortController();
+  const orphanSweep: { timer?: NodeJS.Timeout } = {};
   const stop = (): void => {
     stopping.abort();
     clearInterval(heartbeat);
+    clearInterval(orphanSweep.timer);
     clearInterval(idle.timer);
   };
   let shutdownAsked = false;
@@ -182,8 +189,12 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await store.close();
   };
 
-  // The gateway's Ed25519 key (0600, created on first start): signs its cards and every result envelope.
-  const signingKey = await loadOrCreateSigningKey(join(opts.stateDir, 'gateway-key.jwk'));
+  // The gateway's Ed25519 key (0600, created on first start unless a shared one is named): signs its
+  // cards and every result envelope.
+  const signingKey = await signingKeyOf(opts).catch(async (e: unknown) => {
+    await release();
+    throw e;
+  });
   const requestLimits: RequestLimits = {
     ...DEFAULT_REQUEST_LIMITS,
     ...(opts.maxBodyBytes ? { maxBytes: opts.maxBodyBytes } : {}),
@@ -257,6 +268,20 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     store.onCancelRequest(instanceId, (agent, taskId) => {
       if (!stopping.signal.aborted) void cancelOwnTask(store, instanceId, routes, agent, taskId, log);
     });
+    // A shared store: an instance that dies while the others run leaves orphans nobody restarts for.
+    // Each heartbeat, live instances look for them, and one takes each over.
+    if (store.takeOver) {
+      const skipped = new Set<string>();
+      let sweeping = false;
+      orphanSweep.timer = setInterval(() => {
+        if (sweeping || stopping.signal.aborted) return;
+        sweeping = true;
+        recoverOrphans(store, instanceId, routes, log, skipped)
+          .catch((e: unknown) => log(`looking for tasks of stopped instances failed: ${String(e)}`))
+          .finally(() => (sweeping = false));
+      }, HEARTBEAT_MS);
+      orphanSweep.timer.unref();
+    }
     const index = new IndexRoute(
       site,
       [...routes.values()].map((r) => r.indexed),
@@ -313,6 +338,18 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
   idle.timer = watchIdle(opts.idleStopMs, () => isIdle(store, instanceId, roots), shutdown, log);
   return running;
+}
+
+/** The shared key named by `keyFile` (never created here), else the state folder's own. */
+async function signingKeyOf(opts: GatewayOptions): Promise<SigningKey> {
+  if (!opts.keyFile) return loadOrCreateSigningKey(join(opts.stateDir, 'gateway-key.jwk'));
+  try {
+    return await loadSigningKey(opts.keyFile);
+  } catch (e) {
+    throw new Error(
+      `${(e as Error).message}. keyFile names the key every instance shares: copy one gateway's <state>/gateway-key.jwk there (mode 0600) on each host`,
+    );
+  }
 }
 
 /** The argv that starts `baton mcp` for a coding CLI this gateway runs, if there is one. */
@@ -523,25 +560,37 @@ function errorHandler(log: (line: string) => void): express.ErrorRequestHandler 
   };
 }
 
+/**
+ * Records (local tasks) or re-attaches (proxied ones) the unfinished tasks of instances that are dead.
+ * With a shared store each orphan is first taken over, so one instance alone recovers it however many
+ * find it at once.
+ */
 async function recoverOrphans(
   store: GatewayStore,
   self: string,
   runners: ReadonlyMap<string, { readonly runner: TaskRunner }>,
   log: (l: string) => void,
+  skipped: Set<string> = new Set(),
 ): Promise<void> {
   const instances = await store.instances();
   const now = Date.now();
-  for (const row of await store.listOwnedUnfinished()) {
-    if (!row.owner || row.owner === self) continue;
-    if (isInstanceAlive(instances.get(row.owner), now)) continue;
-    const entry = runners.get(row.agent);
+  for (const found of await store.listOwnedUnfinished()) {
+    const owner = found.owner;
+    if (!owner || owner === self) continue;
+    if (isInstanceAlive(instances.get(owner), now)) continue;
+    const entry = runners.get(found.agent);
     if (!entry) {
-      log(`task ${row.id} belongs to agent ${row.agent}, which this gateway no longer serves; leaving it`);
+      const key = `${found.agent}\u0000${found.id}`;
+      if (!skipped.has(key))
+        log(`task ${found.id} belongs to agent ${found.agent}, which this gateway no longer serves; leaving it`);
+      skipped.add(key);
       continue;
     }
+    const row = store.takeOver ? await store.takeOver(found.agent, found.id, owner, self) : found;
+    if (!row) continue; // another instance took it first, or it ended meanwhile
     try {
       await entry.runner.recoverOrphan(row);
-      log(`task ${row.id} (${row.agent}): its worker died with instance ${row.owner}; recorded`);
+      log(`task ${row.id} (${row.agent}): its worker died with instance ${owner}; recorded`);
     } catch (e) {
       log(`task ${row.id}: recovery failed: ${(e as Error).message}`);
     }

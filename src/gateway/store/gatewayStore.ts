@@ -180,6 +180,12 @@ export interface GatewayStore {
   readEvents(agent: string, taskId: string, afterSeq: number, limit: number): Promise<EventRow[]>;
   /** Non-terminal tasks with an owner: candidates for "the worker died" after a restart. */
   listOwnedUnfinished(): Promise<TaskRow[]>;
+  /**
+   * Hands an unfinished task from `from` (a dead instance) to `to`, only if `from` still owns it: of
+   * several live instances that find the same orphan, exactly one gets the row back and recovers it.
+   * Stores with one process per state folder (SQLite) leave it out: recovery there runs once, at start.
+   */
+  takeOver?(agent: string, taskId: string, from: string, to: string): Promise<TaskRow | undefined>;
   /** Records that this instance is alive (for other instances' orphan checks). */
   heartbeat(instance: string, host: string, pid: number): Promise<void>;
   /** Last heartbeat of each instance, epoch ms. */

@@ -404,6 +404,14 @@ export class PostgresGatewayStore implements GatewayStore {
     return r.rows.map((x) => toTaskRow(x as Row));
   }
 
+  async takeOver(agent: string, taskId: string, from: string, to: string): Promise<TaskRow | undefined> {
+    const r = await this.pool.query(
+      `UPDATE baton_tasks SET owner = $1 WHERE agent = $2 AND id = $3 AND owner = $4 AND state NOT IN (${[...TERMINAL_STATES].join(',')}) RETURNING *`,
+      [to, agent, taskId, from],
+    );
+    return r.rows[0] ? toTaskRow(r.rows[0] as Row) : undefined;
+  }
+
   async heartbeat(instance: string, host: string, pid: number): Promise<void> {
     await this.pool.query(
       'INSERT INTO baton_instances (id, host, pid, heartbeat_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at',

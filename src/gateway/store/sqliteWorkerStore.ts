@@ -13,7 +13,10 @@ import type { AppendListener, CancelRequestListener, GatewayStore } from './gate
 import { eventsOfPages, toPage } from './sqliteStore';
 import type { EventPage, PageBatch, SqliteGatewayStore, SqliteStoreOptions } from './sqliteStore';
 
-type Method = Exclude<keyof GatewayStore, 'kind' | 'onRemoteAppend' | 'onMissedAppends' | 'onCancelRequest'>;
+type Method = Exclude<
+  keyof GatewayStore,
+  'kind' | 'onRemoteAppend' | 'onMissedAppends' | 'onCancelRequest' | 'takeOver'
+>;
 
 /** What the thread answers: the store's methods, and its page reads. */
 export type WorkerMethod = Method | 'readPages' | 'appendPage';
