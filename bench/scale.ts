@@ -10,11 +10,14 @@
  * percentile minus the direct one. The agent, the gateway and the client each run in their own process.
  *
  * - `BENCH relay-cpu`: the gateway's CPU per relayed event (during the 200-task rounds through it)
- *   against the SDK agent's own CPU per event (during all the 200-task rounds), both from /proc.
+ *   against the SDK agent's own CPU per event (during all the 200-task rounds), both from /proc;
+ *   `gateway_main_us` is the gateway's main thread's part (the rest: the store's thread, GC helpers).
  * - `BENCH load200`, `BENCH load500`: added p50/p95, first-event p50, streams that failed or lost,
  *   duplicated or reordered an event (`errors` through the gateway, `direct_errors` directly), and the
  *   gateway's peak resident set during its rounds.
  * - then `soak()` from bench/scale/soak.ts, when it is there.
+ *
+ * `BENCH_SCALE_QUICK=1` runs the 200-task rounds only (relay-cpu and load200), e.g. under `--cpu-prof`.
  */
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -78,33 +81,38 @@ interface LoadResult {
   readonly direct: RoundResult[];
   readonly gateway: RoundResult[];
   readonly gatewayCpuMs: number;
+  /** The gateway's main thread's share of `gatewayCpuMs`. */
+  readonly gatewayMainMs: number;
   readonly agentCpuMs: number;
   readonly rssMb: number;
 }
 
 /** `ROUNDS` rounds each way at `tasks` at once, alternating which goes first. */
 async function load(tasks: number, direct: Client, proxied: Client, gw: Child, remote: Child): Promise<LoadResult> {
-  const res: LoadResult = { direct: [], gateway: [], gatewayCpuMs: 0, agentCpuMs: 0, rssMb: 0 };
+  const res: LoadResult = { direct: [], gateway: [], gatewayCpuMs: 0, gatewayMainMs: 0, agentCpuMs: 0, rssMb: 0 };
   let rss = 0;
   const sampler = setInterval(() => {
     rss = Math.max(rss, rssMbOf(gw.proc) ?? 0);
   }, 100);
-  const cpu = (c: Child): number => cpuMsOf(c.proc) ?? Number.NaN;
+  const cpu = (c: Child, mainThread = false): number => cpuMsOf(c.proc, mainThread) ?? Number.NaN;
   const agent0 = cpu(remote);
   let gatewayCpu = 0;
+  let gatewayMain = 0;
   try {
     for (let i = 0; i < 2 * ROUNDS; i++) {
       if ((i % 2 === 0) === i % 4 < 2) res.direct.push(await round(direct, 'direct', tasks));
       else {
         const g0 = cpu(gw);
+        const m0 = cpu(gw, true);
         res.gateway.push(await round(proxied, 'gateway', tasks));
         gatewayCpu += cpu(gw) - g0;
+        gatewayMain += cpu(gw, true) - m0;
       }
     }
   } finally {
     clearInterval(sampler);
   }
-  return { ...res, gatewayCpuMs: gatewayCpu, agentCpuMs: cpu(remote) - agent0, rssMb: rss };
+  return { ...res, gatewayCpuMs: gatewayCpu, gatewayMainMs: gatewayMain, agentCpuMs: cpu(remote) - agent0, rssMb: rss };
 }
 
 const all = (rs: readonly RoundResult[], f: (r: RoundResult) => number[]): number[] => rs.flatMap(f);
@@ -149,11 +157,14 @@ export async function run(): Promise<void> {
     const l200 = await load(200, direct, proxied, gw, remote);
     const events = (rs: readonly RoundResult[]): number => sum(rs, (x) => x.events);
     const gatewayUs = (l200.gatewayCpuMs * 1000) / events(l200.gateway);
+    const mainUs = (l200.gatewayMainMs * 1000) / events(l200.gateway);
     const agentUs = (l200.agentCpuMs * 1000) / (events(l200.gateway) + events(l200.direct));
     console.log(
-      `BENCH relay-cpu ratio=${(gatewayUs / agentUs).toFixed(3)} gateway_us=${gatewayUs.toFixed(1)} agent_us=${agentUs.toFixed(1)} events=${events(l200.gateway)} tasks=200 ${loadNote()}`,
+      `BENCH relay-cpu ratio=${(gatewayUs / agentUs).toFixed(3)} gateway_us=${gatewayUs.toFixed(1)} gateway_main_us=${mainUs.toFixed(1)} agent_us=${agentUs.toFixed(1)} events=${events(l200.gateway)} tasks=200 ${loadNote()}`,
     );
     console.log(loadLine('load200', 200, l200));
+    // BENCH_SCALE_QUICK=1 stops here (for profiling the relay at 200 tasks).
+    if (process.env.BENCH_SCALE_QUICK === '1') return;
     console.log(loadLine('load500', 500, await load(500, direct, proxied, gw, remote)));
   } finally {
     await stopChildren([gw, remote]);

@@ -223,10 +223,15 @@ export async function stopChildren(children: readonly Child[]): Promise<void> {
 /** USER_HZ: /proc reports CPU time in these ticks per second on Linux. */
 const CLOCK_TICKS = 100;
 
-/** CPU time (ms, all threads) a child process has used so far, from /proc; undefined where there is none. */
-export function cpuMsOf(proc: ChildProcess): number | undefined {
+/**
+ * CPU time (ms) a child process has used so far, from /proc: all its threads, or with `mainThread`
+ * its main thread's alone (the event loop, without the store's thread, GC helpers and the thread
+ * pool); undefined where there is none.
+ */
+export function cpuMsOf(proc: ChildProcess, mainThread = false): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${String(proc.pid)}/stat`, 'utf8');
+    const pid = String(proc.pid);
+    const stat = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // utime and stime are fields 14 and 15 of stat(5); f starts at field 3.
     return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
