@@ -17,25 +17,24 @@
  * also prints the gateway's CPU per relayed run and the remote agent's per run (from /proc) so that
  * the two can be told apart.
  */
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { availableParallelism, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import express from 'express';
-import { Role, TaskState } from '@a2a-js/sdk';
-import type { AgentCard, SendMessageRequest, StreamResponse } from '@a2a-js/sdk';
-import { ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
-import type { Client } from '@a2a-js/sdk/client';
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import { availableParallelism } from 'node:os';
+import { TaskState } from '@a2a-js/sdk';
+import type { StreamResponse } from '@a2a-js/sdk';
+import { AgentEvent } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
-import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
 import type { LocalAgent } from '../src/gateway/agents/localAgent';
-import { startGateway } from '../src/gateway/server';
 import { compare, median, loadNote } from './util';
+import {
+  benchGateway,
+  clientAt,
+  clockMs,
+  cpuMsOf,
+  percentile,
+  request,
+  sdkServer,
+  startChild,
+  stopChildren,
+} from './scale/procs';
 
 const STATUS_EVENTS = 5_000;
 const PATCH = `diff --git a/big b/big\n${'+'.repeat(79)}\n`
@@ -44,11 +43,6 @@ const PATCH = `diff --git a/big b/big\n${'+'.repeat(79)}\n`
 const REPLAY_EVENTS = 10_000;
 const PACED_EVENTS = 300;
 const PACE_MS = 2;
-
-/** A clock both processes read alike (ms since the epoch, sub-ms resolution). */
-function clockMs(): number {
-  return performance.timeOrigin + performance.now();
-}
 
 class StreamingExecutor implements AgentExecutor {
   async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
@@ -138,87 +132,6 @@ class StreamingExecutor implements AgentExecutor {
   }
 }
 
-async function sdkServer(): Promise<{ url: string; close(): Promise<void> }> {
-  let url = '';
-  const card = (): AgentCard => ({
-    name: 'bench',
-    description: 'bench',
-    supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
-    provider: undefined,
-    version: '1',
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain'],
-    skills: [],
-    signatures: [],
-  });
-  const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), new StreamingExecutor());
-  Object.defineProperty(handler, 'getAgentCard', { value: () => Promise.resolve(card()) });
-  const app = express();
-  app.use(
-    '/rpc',
-    jsonRpcHandler({
-      requestHandler: handler,
-      userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'bench' }),
-    }),
-  );
-  const server: Server = await new Promise((r) => {
-    const s = app.listen(0, '127.0.0.1', () => r(s));
-  });
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
-  return {
-    url,
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
-}
-
-function clientAt(url: string, token?: string): Promise<Client> {
-  const fetchImpl: typeof fetch = (input, init) => {
-    const headers = new Headers(init?.headers);
-    if (token) headers.set('Authorization', `Bearer ${token}`);
-    return fetch(input, { ...init, headers });
-  };
-  const card: AgentCard = {
-    name: 'x',
-    description: '',
-    supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
-    provider: undefined,
-    version: '1',
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: [],
-    defaultOutputModes: [],
-    skills: [],
-    signatures: [],
-  };
-  return new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl })] }).createFromAgentCard(card);
-}
-
-function request(text: string): SendMessageRequest {
-  return {
-    tenant: '',
-    message: {
-      messageId: randomUUID(),
-      contextId: '',
-      taskId: '',
-      role: Role.ROLE_USER,
-      parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
-      metadata: undefined,
-      extensions: [],
-      referenceTaskIds: [],
-    },
-    configuration: undefined,
-    metadata: undefined,
-  };
-}
-
 async function drain(stream: AsyncGenerator<unknown>, expectAtLeast: number): Promise<number> {
   let n = 0;
   for await (const _ of stream) {
@@ -240,11 +153,6 @@ async function latencies(stream: AsyncGenerator<StreamResponse>): Promise<number
   return out;
 }
 
-function percentile(xs: readonly number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-}
-
 const fastAgent: LocalAgent = {
   id: 'burst',
   name: 'Burst',
@@ -261,109 +169,19 @@ const fastAgent: LocalAgent = {
   },
 };
 
-/**
- * The children run this file bundled the way the gateway ships (esbuild, minified, the SQLite thread
- * beside it as in dist/), not through tsx's on-the-fly loader: the figure is the shipped code's.
- * `BENCH_NODE_ARGS` adds node flags to them (e.g. `--cpu-prof`); `BENCH_MINIFY=0` keeps names readable in a profile.
- */
-let bundled: Promise<string> | undefined;
-function childScript(): Promise<string> {
-  bundled ??= (async () => {
-    const esbuild = await import('esbuild');
-    const root = join(__dirname, '..');
-    const outdir = join(root, 'out', 'bench');
-    await esbuild.build({
-      absWorkingDir: root,
-      entryPoints: { 'gateway-child': __filename, 'gateway-sqlite': join(root, 'src/gateway/store/sqliteWorker.ts') },
-      outdir,
-      bundle: true,
-      minify: process.env.BENCH_MINIFY !== '0',
-      platform: 'node',
-      format: 'cjs',
-      target: 'node20',
-      logLevel: 'warning',
-      // As the gateway's own bundle (scripts/build.mjs): native and optional drivers stay outside.
-      external: ['better-sqlite3', 'pg-native', '@grpc/grpc-js', '@bufbuild/protobuf', 'mysql2', 'esbuild'],
-    });
-    return join(outdir, 'gateway-child.js');
-  })();
-  return bundled;
-}
-
-/** Starts this file as a child in `mode`; resolves with the JSON line it prints when ready. */
-async function child(
-  mode: 'remote' | 'gateway',
-  ...args: string[]
-): Promise<{ proc: ChildProcess; info: Record<string, string> }> {
-  const script = await childScript();
-  const proc = spawn(
-    process.execPath,
-    [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), script, '--bench-child', mode, ...args],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const line = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    const t = setTimeout(() => reject(new Error(`${mode} child did not start`)), 60_000);
-    proc.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('\n')) {
-        clearTimeout(t);
-        resolve(out.slice(0, out.indexOf('\n')));
-      }
-    });
-    proc.once('exit', (c) => reject(new Error(`${mode} child exited ${c}`)));
-  });
-  return { proc, info: JSON.parse(line) as Record<string, string> };
+/** Starts this file as a child in `mode` (see `childMain`). */
+function child(mode: 'remote' | 'gateway', ...args: string[]): ReturnType<typeof startChild> {
+  return startChild('gateway-child', __filename, mode, ...args);
 }
 
 async function childMain(mode: string, args: string[]): Promise<void> {
   if (mode === 'remote') {
-    const remote = await sdkServer();
+    const remote = await sdkServer(new StreamingExecutor());
     process.stdout.write(`${JSON.stringify({ url: remote.url })}\n`);
     return;
   }
-  const state = mkdtempSync(join(tmpdir(), 'baton-bench-gw-'));
-  const gw = await startGateway({
-    stateDir: state,
-    localAgents: [fastAgent],
-    remoteAgents: [
-      {
-        id: 'remote',
-        name: 'remote',
-        description: '',
-        url: args[0],
-        protocolBinding: 'JSONRPC',
-        protocolVersion: '1.0',
-        auth: { kind: 'none' },
-        skills: [],
-      },
-    ],
-    log: () => undefined,
-  });
-  process.stdout.write(`${JSON.stringify({ url: gw.url, token: gw.token })}\n`);
-  process.on(
-    'SIGTERM',
-    () =>
-      void gw.close().finally(() => {
-        rmSync(state, { recursive: true, force: true });
-        process.exit(0);
-      }),
-  );
+  await benchGateway(args[0] ?? '', [fastAgent]);
 }
-
-/** CPU time (ms, all threads) a child process has used so far, from /proc; undefined where there is none. */
-function cpuMsOf(proc: ChildProcess): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${String(proc.pid)}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime and stime are fields 14 and 15 of stat(5); f starts at field 3.
-    return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
-  } catch {
-    return undefined;
-  }
-}
-/** USER_HZ: /proc reports CPU time in these ticks per second on Linux. */
-const CLOCK_TICKS = 100;
 
 export async function run(): Promise<void> {
   const remote = await child('remote');
@@ -426,12 +244,7 @@ export async function run(): Promise<void> {
       `BENCH replay ratio=${r.ratio.toFixed(3)} live_ms=${r.baselineMs.toFixed(1)} replay_ms=${r.candidateMs.toFixed(1)} events=${REPLAY_EVENTS} ${loadNote()}`,
     );
   } finally {
-    for (const c of [gw, remote]) {
-      const exited = new Promise((r) => c.proc.once('exit', r));
-      c.proc.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
-      if (c.proc.exitCode === null) c.proc.kill('SIGKILL');
-    }
+    await stopChildren([gw, remote]);
   }
 }
 

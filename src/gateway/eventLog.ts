@@ -360,11 +360,33 @@ export class TaskWriter {
     this.owner = owner;
   }
 
+  /** The JSON text of the snapshot's artifacts and of its history, with the arrays they were made from. */
+  private artifactsJson: { of: unknown; text: string } | undefined;
+  private historyJson: { of: unknown; text: string } | undefined;
+
+  /**
+   * The task as stored with each commit. Artifacts and history are most of its size (a whole patch)
+   * and change far less often than the status: their text is kept while they are the same arrays
+   * (folding replaces an array it changes, never edits one in place), so a status event does not
+   * serialise the patch again.
+   */
   snapshotJson(): string {
-    return JSON.stringify({
-      ...this.wire,
-      metadata: { ...(isRecord(this.wire.metadata) ? this.wire.metadata : {}), [META.seq]: this.lastSeq },
+    const { artifacts, history, metadata, ...rest } = this.wire;
+    const head = JSON.stringify({
+      ...rest,
+      metadata: { ...(isRecord(metadata) ? metadata : {}), [META.seq]: this.lastSeq },
     });
+    let tail = '';
+    if (artifacts !== undefined) {
+      if (this.artifactsJson?.of !== artifacts) this.artifactsJson = { of: artifacts, text: JSON.stringify(artifacts) };
+      tail += `,"artifacts":${this.artifactsJson.text}`;
+    }
+    if (history !== undefined) {
+      if (this.historyJson?.of !== history) this.historyJson = { of: history, text: JSON.stringify(history) };
+      tail += `,"history":${this.historyJson.text}`;
+    }
+    // `head` always ends with the metadata object and the closing brace.
+    return tail ? `${head.slice(0, -1)}${tail}}` : head;
   }
 
   private async flush(): Promise<void> {

@@ -178,13 +178,6 @@ function oneLine(text: string): boolean {
   return text.indexOf('\n') < 0 && text.indexOf('\r') < 0;
 }
 
-/**
- * Parses the SSE stream (one wire event per `data` event), yielding what each chunk completed. An event
- * keeps its text as received when it is a well-formed A2A event on one line: a JSON-RPC result in the
- * SDK's own framing (`{"jsonrpc":"2.0","id":N,"result":…}`) is cut at the known prefix and that text
- * parsed alone, so what is stored and relayed is exactly what was read and checked. Anything else is
- * parsed whole and serialised again.
- */
 /** An event the remote sent that is JSON but no A2A stream response; `value` is what it sent. */
 export class UnreadableEventError extends Error {
   constructor(
@@ -195,12 +188,89 @@ export class UnreadableEventError extends Error {
   }
 }
 
+/** Batches of events a response has completed that the relay has not taken yet, before the socket is paused. */
+const MAX_QUEUED_BATCHES = 16;
+
+/**
+ * Parses the SSE stream (one wire event per `data` event), yielding what each chunk completed. An event
+ * keeps its text as received when it is a well-formed A2A event on one line: a JSON-RPC result in the
+ * SDK's own framing (`{"jsonrpc":"2.0","id":N,"result":…}`) is cut at the known prefix and that text
+ * parsed alone, so what is stored and relayed is exactly what was read and checked. Anything else is
+ * parsed whole and serialised again.
+ *
+ * The response is read from its `data` events into a short queue (paused while the relay is behind),
+ * not through the stream's async iterator: per event that is one promise where the iterator and a
+ * delegating generator made several.
+ */
 async function* readEvents(
   res: IncomingMessage,
   binding: RemoteEndpoint['binding'],
   rpcId: number | undefined,
 ): AsyncGenerator<readonly RemoteEvent[], void, undefined> {
+  const parser = sseParser(binding, rpcId);
+  const queue: RemoteEvent[][] = [];
+  let failure: { readonly error: unknown } | undefined;
+  let ended = false;
+  let wake: (() => void) | undefined;
+  const fail = (error: unknown): void => {
+    failure ??= { error };
+    wake?.();
+  };
   res.setEncoding('utf8');
+  res.on('data', (chunk: string) => {
+    if (failure) return;
+    const { events, error } = parser.feed(chunk);
+    if (events.length) queue.push(events);
+    if (error !== undefined) {
+      fail(error);
+      res.destroy();
+      return;
+    }
+    if (queue.length >= MAX_QUEUED_BATCHES) res.pause();
+    wake?.();
+  });
+  res.once('end', () => {
+    ended = true;
+    wake?.();
+  });
+  res.once('error', fail);
+  // A connection cut before the response ended closes it without `end` (and not always with `error`).
+  res.once('close', () => {
+    ended = true;
+    wake?.();
+  });
+  try {
+    for (;;) {
+      const batch = queue.shift();
+      if (batch) {
+        if (queue.length < MAX_QUEUED_BATCHES && res.isPaused()) res.resume();
+        yield batch;
+        continue;
+      }
+      // The events before a failure are delivered first, then the failure.
+      if (failure) throw failure.error;
+      if (ended) break;
+      await new Promise<void>((resolve) => (wake = resolve));
+      wake = undefined;
+    }
+    const last = parser.finish();
+    if (last.length) yield last;
+    if (!res.complete) throw new Error('the remote closed the stream before it ended');
+  } finally {
+    if (!res.complete || !ended) res.destroy();
+  }
+}
+
+/** The SSE reading state of one response: `feed` each chunk, `finish` at its end. */
+function sseParser(
+  binding: RemoteEndpoint['binding'],
+  rpcId: number | undefined,
+): {
+  /** The events `chunk` completed, and the error that stops the stream after them (if any). */
+  feed(chunk: string): { events: RemoteEvent[]; error: unknown };
+  /** What the stream's end completes (a last event without its blank line); throws if it cannot be read. */
+  finish(): RemoteEvent[];
+} {
   let buf = '';
   let data = '';
   let event = '';
@@ -257,13 +327,13 @@ async function* readEvents(
   // rescanning the buffer on each one would be quadratic).
   let pending: string[] = [];
   let pendingLength = 0;
-  for await (const chunk of res as AsyncIterable<string>) {
+  const tooBig = (): Error => new Error(`the remote sent an event over ${MAX_EVENT_BYTES} bytes`);
+  const none: RemoteEvent[] = [];
+  const feed = (chunk: string): { events: RemoteEvent[]; error: unknown } => {
     if (chunk.indexOf('\n') < 0) {
       pending.push(chunk);
       pendingLength += chunk.length;
-      if (buf.length + pendingLength > MAX_EVENT_BYTES)
-        throw new Error(`the remote sent an event over ${MAX_EVENT_BYTES} bytes`);
-      continue;
+      return { events: none, error: buf.length + pendingLength > MAX_EVENT_BYTES ? tooBig() : undefined };
     }
     if (pending.length) {
       buf += pending.join('');
@@ -273,7 +343,6 @@ async function* readEvents(
     buf = buf ? buf + chunk : chunk;
     let start = 0;
     const out: RemoteEvent[] = [];
-    let failed: unknown;
     for (;;) {
       const nl = buf.indexOf('\n', start);
       if (nl < 0) break;
@@ -286,8 +355,7 @@ async function* readEvents(
             out.push(toEvent(data, event));
           } catch (e) {
             // The events before it in this chunk are delivered first, then the error.
-            failed = e;
-            break;
+            return { events: out, error: e };
           }
         }
         data = '';
@@ -295,26 +363,26 @@ async function* readEvents(
       } else if (line.startsWith('data:')) {
         const v = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
         data = data ? `${data}\n${v}` : v;
-        if (data.length > MAX_EVENT_BYTES) throw new Error(`the remote sent an event over ${MAX_EVENT_BYTES} bytes`);
+        if (data.length > MAX_EVENT_BYTES) return { events: out, error: tooBig() };
       } else if (line.startsWith('event:')) {
         event = line.slice(line.charCodeAt(6) === 32 ? 7 : 6);
       }
       // Comments (":") and other fields (id, retry) carry nothing the relay needs.
     }
-    if (out.length) yield out;
-    if (failed !== undefined) throw failed;
     buf = start ? buf.slice(start) : buf;
-    if (buf.length > MAX_EVENT_BYTES) throw new Error(`the remote sent an event over ${MAX_EVENT_BYTES} bytes`);
-  }
-  if (pending.length) buf += pending.join('');
-  if (buf) {
-    // A last line without its line end still counts (as in the SDK's reader).
-    const line = buf.endsWith('\r') ? buf.slice(0, -1) : buf;
-    if (line.startsWith('data:'))
-      data = data
-        ? `${data}\n${line.slice(line.charCodeAt(5) === 32 ? 6 : 5)}`
-        : line.slice(line.charCodeAt(5) === 32 ? 6 : 5);
-  }
-  if (data) yield [toEvent(data, event)];
-  if (!res.complete) throw new Error('the remote closed the stream before it ended');
+    return { events: out, error: buf.length > MAX_EVENT_BYTES ? tooBig() : undefined };
+  };
+  const finish = (): RemoteEvent[] => {
+    if (pending.length) buf += pending.join('');
+    if (buf) {
+      // A last line without its line end still counts (as in the SDK's reader).
+      const line = buf.endsWith('\r') ? buf.slice(0, -1) : buf;
+      if (line.startsWith('data:'))
+        data = data
+          ? `${data}\n${line.slice(line.charCodeAt(5) === 32 ? 6 : 5)}`
+          : line.slice(line.charCodeAt(5) === 32 ? 6 : 5);
+    }
+    return data ? [toEvent(data, event)] : [];
+  };
+  return { feed, finish };
 }

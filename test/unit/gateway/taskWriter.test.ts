@@ -6,10 +6,11 @@ import { describe, it } from 'node:test';
 import type { TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { TaskState } from '@a2a-js/sdk';
+import { Task as TaskCodec, TaskState } from '@a2a-js/sdk';
 import type { Task } from '@a2a-js/sdk';
-import { EventHub, TaskWriter } from '../../../src/gateway/eventLog';
-import type { AppendNotice } from '../../../src/gateway/eventLog';
+import { EventHub, foldWire, TaskWriter } from '../../../src/gateway/eventLog';
+import type { AppendNotice, Json } from '../../../src/gateway/eventLog';
+import { META } from '../../../src/core/batonProfile';
 import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
 import type { AppendBatch, GatewayStore } from '../../../src/gateway/store/gatewayStore';
 import { bounded, tempDir } from './helpers';
@@ -176,5 +177,64 @@ describe('TaskWriter', () => {
     await assert.rejects(writer.committed(), /disk full/);
     assert.deepEqual(notices, []);
     assert.equal(gated.started.length, 1);
+  });
+
+  it("stores with each commit the task folded so far: artifacts and history as they are after that commit's events", async (t) => {
+    const { gated, writer, store } = await setUp(t);
+    const expected: Json = TaskCodec.toJSON(task('t1')) as Json;
+    const artifact = (text: string, append: boolean): Json => ({
+      artifactUpdate: {
+        taskId: 't1',
+        contextId: 'ctx',
+        append,
+        artifact: { artifactId: 'patch', name: 'changes.patch', parts: [{ text }] },
+      },
+    });
+    const message = (text: string): Json => ({
+      message: { messageId: text, role: 'ROLE_AGENT', parts: [{ text }] },
+    });
+    // One commit per step: what each stored snapshot must say after it.
+    const steps: Array<{ events: Json[]; history?: unknown[]; parts: string[]; historyLength: number }> = [
+      { events: [working(2)], parts: [], historyLength: 0 },
+      { events: [artifact('first ', false)], parts: ['first '], historyLength: 0 },
+      { events: [working(4), working(5)], parts: ['first '], historyLength: 0 },
+      { events: [artifact('second', true)], parts: ['first ', 'second'], historyLength: 0 },
+      { events: [message('hello')], parts: ['first ', 'second'], historyLength: 1 },
+      {
+        events: [working(8)],
+        history: [{ messageId: 'sent', role: 'ROLE_USER', parts: [{ text: 'go' }] }],
+        parts: ['first ', 'second'],
+        historyLength: 1,
+      },
+      { events: [artifact('replaced', false), working(10)], parts: ['replaced'], historyLength: 1 },
+    ];
+    let seq = 1;
+    for (const step of steps) {
+      if (step.history) {
+        writer.adoptHistory(step.history);
+        expected.history = step.history;
+      }
+      for (const ev of step.events) {
+        foldWire(expected, structuredClone(ev));
+        writer.add(ev);
+        seq++;
+      }
+      const done = writer.committed();
+      await gated.untilStarted(gated.started.length + 1);
+      gated.release();
+      await bounded(done, `commit up to seq ${seq}`);
+      const row = await store.getTask(AGENT, 't1');
+      assert.ok(row);
+      const stored = JSON.parse(row.snapshot) as Json;
+      const parts =
+        (stored.artifacts as Array<{ parts: Array<{ text: string }> }> | undefined)?.[0]?.parts.map((p) => p.text) ??
+        [];
+      assert.deepEqual(parts, step.parts);
+      assert.equal((stored.history as unknown[] | undefined)?.length ?? 0, step.historyLength);
+      assert.deepEqual(stored, {
+        ...expected,
+        metadata: { ...(expected.metadata as Json | undefined), [META.seq]: seq },
+      });
+    }
   });
 });

@@ -7,10 +7,12 @@ import * as jose from 'jose';
 import { verifyAgentCardSignature } from '@a2a-js/sdk';
 import type { AgentCard } from '@a2a-js/sdk';
 import { cardSigningPayload } from '../../../src/core/agentCard';
+import { canonicalize } from '../../../src/core/jcs';
 import type { ResultEnvelope, SigningKey } from '../../../src/node/signing';
 import {
   artifactDigest,
   createCardSignature,
+  ENVELOPE_TYP,
   generateSigningKey,
   loadOrCreateSigningKey,
   loadSigningKey,
@@ -248,6 +250,18 @@ describe('signed result envelope', () => {
     executor: { id: 'formatter', kind: 'builtin' },
     capabilities: { write: false, shell: false, network: false },
     issuedAt: '2026-01-01T00:00:00.000Z',
+  });
+
+  it('is the compact JWS jose makes of the canonical claims, byte for byte, and jose verifies it', async () => {
+    const claims = envelope();
+    const jws = await signResultEnvelope(claims, key);
+    const byJose = await new jose.CompactSign(new TextEncoder().encode(canonicalize(claims)))
+      .setProtectedHeader({ alg: 'EdDSA', kid: key.kid, typ: ENVELOPE_TYP })
+      .sign(key.privateKey);
+    assert.equal(jws, byJose);
+    const verified = await jose.compactVerify(jws, await jose.importJWK(key.publicJwk as jose.JWK, 'EdDSA'));
+    assert.deepEqual(verified.protectedHeader, { alg: 'EdDSA', kid: key.kid, typ: ENVELOPE_TYP });
+    assert.deepEqual(JSON.parse(new TextDecoder().decode(verified.payload)), claims);
   });
 
   it('verifies what was signed, and binds request, artifacts, result, executor and capabilities', async () => {

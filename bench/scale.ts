@@ -1,0 +1,181 @@
+/**
+ * The gateway at team scale: many agents streaming at once, relayed through the proxy route.
+ *
+ * An SDK agent runs tasks that report progress as agents at work do (a status event every 50 ms, 100
+ * of them, then a 64 KiB patch artifact and the final status; bench/scale/child.ts). An SDK client
+ * runs N such tasks at once (their starts spread over one 50 ms period, so the load is steady), directly
+ * against the agent and through the gateway's proxy route (which numbers, persists before sending and
+ * relays every event), in alternating rounds. Each event's latency is from the agent's publish to the
+ * client's receipt, on the clock the processes share; the added latency is the through-gateway
+ * percentile minus the direct one. The agent, the gateway and the client each run in their own process.
+ *
+ * - `BENCH relay-cpu`: the gateway's CPU per relayed event (during the 200-task rounds through it)
+ *   against the SDK agent's own CPU per event (during all the 200-task rounds), both from /proc;
+ *   `gateway_main_us` is the gateway's main thread's part (the rest: the store's thread, GC helpers).
+ * - `BENCH load200`, `BENCH load500`: added p50/p95, first-event p50, streams that failed or lost,
+ *   duplicated or reordered an event (`errors` through the gateway, `direct_errors` directly), and the
+ *   gateway's peak resident set during its rounds.
+ * - then `soak()` from bench/scale/soak.ts, when it is there.
+ *
+ * `BENCH_SCALE_QUICK=1` runs the 200-task rounds only (relay-cpu and load200), e.g. under `--cpu-prof`.
+ */
+import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import type { Client } from '@a2a-js/sdk/client';
+import { loadNote } from './util';
+import { PACE_MS, TIMED_EVENTS } from './scale/child';
+import type { Child } from './scale/procs';
+import { clientAt, clockMs, cpuMsOf, percentile, request, rssMbOf, startChild, stopChildren } from './scale/procs';
+
+/** Rounds per way (direct, through the gateway) at each load. */
+const ROUNDS = 2;
+
+interface RoundResult {
+  readonly latencies: number[];
+  readonly first: number[];
+  errors: number;
+  events: number;
+}
+
+/** One task's stream: each timed event's latency, checked for loss, duplicates and order. */
+async function oneTask(client: Client, way: string, delayMs: number, out: RoundResult): Promise<void> {
+  await new Promise((r) => setTimeout(r, delayMs));
+  const sent = clockMs();
+  let next = 0;
+  let firstAt: number | undefined;
+  try {
+    for await (const ev of client.sendMessageStream(request('go'))) {
+      const now = clockMs();
+      firstAt ??= now;
+      out.events++;
+      const p = ev.payload;
+      const md =
+        p?.$case === 'statusUpdate' || p?.$case === 'artifactUpdate'
+          ? p.value.metadata
+          : p?.$case === 'task'
+            ? p.value.metadata
+            : undefined;
+      const i: unknown = md?.i;
+      const sentAt: unknown = md?.sentAt;
+      if (typeof i !== 'number' || typeof sentAt !== 'number') continue;
+      if (i !== next) throw new Error(`event ${i} arrived where ${next} was due`);
+      next++;
+      out.latencies.push(now - sentAt);
+    }
+    if (next !== TIMED_EVENTS) throw new Error(`the stream ended after ${next} of ${TIMED_EVENTS} events`);
+    if (firstAt !== undefined) out.first.push(firstAt - sent);
+  } catch (e) {
+    out.errors++;
+    if (out.errors <= 3) console.error(`# ${way} stream failed: ${(e as Error).message}`);
+  }
+}
+
+async function round(client: Client, way: string, tasks: number): Promise<RoundResult> {
+  const out: RoundResult = { latencies: [], first: [], errors: 0, events: 0 };
+  await Promise.all(Array.from({ length: tasks }, (_, k) => oneTask(client, way, (k * PACE_MS) / tasks, out)));
+  return out;
+}
+
+interface LoadResult {
+  readonly direct: RoundResult[];
+  readonly gateway: RoundResult[];
+  readonly gatewayCpuMs: number;
+  /** The gateway's main thread's share of `gatewayCpuMs`. */
+  readonly gatewayMainMs: number;
+  readonly agentCpuMs: number;
+  readonly rssMb: number;
+}
+
+/** `ROUNDS` rounds each way at `tasks` at once, alternating which goes first. */
+async function load(tasks: number, direct: Client, proxied: Client, gw: Child, remote: Child): Promise<LoadResult> {
+  const res: LoadResult = { direct: [], gateway: [], gatewayCpuMs: 0, gatewayMainMs: 0, agentCpuMs: 0, rssMb: 0 };
+  let rss = 0;
+  const sampler = setInterval(() => {
+    rss = Math.max(rss, rssMbOf(gw.proc) ?? 0);
+  }, 100);
+  const cpu = (c: Child, mainThread = false): number => cpuMsOf(c.proc, mainThread) ?? Number.NaN;
+  const agent0 = cpu(remote);
+  let gatewayCpu = 0;
+  let gatewayMain = 0;
+  try {
+    for (let i = 0; i < 2 * ROUNDS; i++) {
+      if ((i % 2 === 0) === i % 4 < 2) res.direct.push(await round(direct, 'direct', tasks));
+      else {
+        const g0 = cpu(gw);
+        const m0 = cpu(gw, true);
+        res.gateway.push(await round(proxied, 'gateway', tasks));
+        gatewayCpu += cpu(gw) - g0;
+        gatewayMain += cpu(gw, true) - m0;
+      }
+    }
+  } finally {
+    clearInterval(sampler);
+  }
+  return { ...res, gatewayCpuMs: gatewayCpu, gatewayMainMs: gatewayMain, agentCpuMs: cpu(remote) - agent0, rssMb: rss };
+}
+
+const all = (rs: readonly RoundResult[], f: (r: RoundResult) => number[]): number[] => rs.flatMap(f);
+const sum = (rs: readonly RoundResult[], f: (r: RoundResult) => number): number => rs.reduce((a, r) => a + f(r), 0);
+
+function loadLine(name: string, tasks: number, r: LoadResult): string {
+  const d = all(r.direct, (x) => x.latencies);
+  const g = all(r.gateway, (x) => x.latencies);
+  const p = (xs: number[], q: number): number => (xs.length ? percentile(xs, q) : Number.NaN);
+  const errors = sum(r.gateway, (x) => x.errors);
+  return [
+    `BENCH ${name}`,
+    `added_p95_ms=${(p(g, 95) - p(d, 95)).toFixed(2)}`,
+    `added_p50_ms=${(p(g, 50) - p(d, 50)).toFixed(2)}`,
+    `errors=${errors} direct_errors=${sum(r.direct, (x) => x.errors)}`,
+    `rss_mb=${r.rssMb.toFixed(0)}`,
+    `direct_p50_ms=${p(d, 50).toFixed(2)} direct_p95_ms=${p(d, 95).toFixed(2)}`,
+    `gateway_p50_ms=${p(g, 50).toFixed(2)} gateway_p95_ms=${p(g, 95).toFixed(2)} gateway_p99_ms=${p(g, 99).toFixed(2)}`,
+    `first_p50_ms=${p(
+      all(r.gateway, (x) => x.first),
+      50,
+    ).toFixed(1)} direct_first_p50_ms=${p(
+      all(r.direct, (x) => x.first),
+      50,
+    ).toFixed(1)}`,
+    `tasks=${tasks} rounds=${ROUNDS} gateway_cpu_ms=${r.gatewayCpuMs.toFixed(0)} agent_cpu_ms=${r.agentCpuMs.toFixed(0)}`,
+    `cores=${availableParallelism()} ${loadNote()}`,
+  ].join(' ');
+}
+
+export async function run(): Promise<void> {
+  const entry = join(__dirname, 'scale', 'child.ts');
+  const remote = await startChild('scale-child', entry, 'remote');
+  const gw = await startChild('scale-child', entry, 'gateway', remote.info.url);
+  try {
+    const direct = await clientAt(remote.info.url);
+    const proxied = await clientAt(`${gw.info.url}/a2a/remote`, gw.info.token);
+    // Warm up both ways (connections, JIT, the store's first pages).
+    await round(direct, 'direct', 20);
+    await round(proxied, 'gateway', 20);
+
+    const l200 = await load(200, direct, proxied, gw, remote);
+    const events = (rs: readonly RoundResult[]): number => sum(rs, (x) => x.events);
+    const gatewayUs = (l200.gatewayCpuMs * 1000) / events(l200.gateway);
+    const mainUs = (l200.gatewayMainMs * 1000) / events(l200.gateway);
+    const agentUs = (l200.agentCpuMs * 1000) / (events(l200.gateway) + events(l200.direct));
+    console.log(
+      `BENCH relay-cpu ratio=${(gatewayUs / agentUs).toFixed(3)} gateway_us=${gatewayUs.toFixed(1)} gateway_main_us=${mainUs.toFixed(1)} agent_us=${agentUs.toFixed(1)} events=${events(l200.gateway)} tasks=200 ${loadNote()}`,
+    );
+    console.log(loadLine('load200', 200, l200));
+    // BENCH_SCALE_QUICK=1 stops here (for profiling the relay at 200 tasks).
+    if (process.env.BENCH_SCALE_QUICK === '1') return;
+    console.log(loadLine('load500', 500, await load(500, direct, proxied, gw, remote)));
+  } finally {
+    await stopChildren([gw, remote]);
+  }
+
+  const soakFile = join(__dirname, 'scale', 'soak.ts');
+  if (!existsSync(soakFile)) {
+    console.log('BENCH soak skipped: bench/scale/soak.ts not found');
+    return;
+  }
+  const mod = (await import(soakFile)) as { soak?: () => Promise<void> };
+  if (typeof mod.soak !== 'function') throw new Error('bench/scale/soak.ts does not export soak()');
+  await mod.soak();
+}
