@@ -448,13 +448,21 @@ export class ProxyTaskRunner implements TaskRunner {
       const claim = found.taskId ? undefined : await this.ctx.store.findRequest(principal, this.cfg.id, key);
       const taskId = found.taskId ?? claim?.taskId;
       if (taskId) return waitForTask(this.ctx, this.cfg.id, taskId);
+      let failed = '';
       if (claim) {
-        const resolved = await this.resolveClaim({ ...claim, principal, agent: this.cfg.id, messageId: key }, msg);
-        if (typeof resolved === 'string') return waitForTask(this.ctx, this.cfg.id, resolved);
+        try {
+          const resolved = await this.resolveClaim({ ...claim, principal, agent: this.cfg.id, messageId: key }, msg);
+          if (resolved !== 'pending') return waitForTask(this.ctx, this.cfg.id, resolved);
+        } catch (e) {
+          // Handed back (see resolveClaim): the next round tries again.
+          failed = (e as Error).message;
+        }
       }
       if (Date.now() > until)
         throw new UnsupportedOperationError(
-          `the request with messageId ${msg.messageId} is still being forwarded to the remote agent ${this.cfg.id} by an earlier send, which has not heard back yet; send it again shortly to get its task`,
+          failed
+            ? `the request with messageId ${msg.messageId} was left unfinished by a gateway instance that stopped, and looking for its task failed (${failed}); send it again shortly`
+            : `the request with messageId ${msg.messageId} is still being forwarded to the remote agent ${this.cfg.id} by an earlier send, which has not heard back yet; send it again shortly to get its task`,
         );
       await sleep(50);
     }
@@ -481,7 +489,15 @@ export class ProxyTaskRunner implements TaskRunner {
     const { principal, agent, messageId: key } = claim;
     if (!(await this.ctx.store.takeOverRequest(principal, agent, key, claim.instance, this.ctx.instanceId)))
       return 'pending';
-    const run = this.resolveTaken(claim, message).finally(() => this.resolving.delete(key));
+    const run = this.resolveTaken(claim, message)
+      .catch(async (e: unknown) => {
+        // Handed back to the dead instance, so that the next resend (or start) tries again.
+        await this.ctx.store
+          .takeOverRequest(principal, agent, key, this.ctx.instanceId, claim.instance)
+          .catch(() => undefined);
+        throw e;
+      })
+      .finally(() => this.resolving.delete(key));
     this.resolving.set(key, run);
     return run;
   }

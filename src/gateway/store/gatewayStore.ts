@@ -168,7 +168,7 @@ export interface GatewayStore {
     agent: string,
     messageId: string,
     from: string | null,
-    to: string,
+    to: string | null,
   ): Promise<boolean>;
   /** Forgets a claim whose request failed before its task was created, so a retry can run. */
   releaseRequest(principal: string, agent: string, messageId: string): Promise<void>;

@@ -275,7 +275,7 @@ export class PostgresGatewayStore implements GatewayStore {
     agent: string,
     messageId: string,
     from: string | null,
-    to: string,
+    to: string | null,
   ): Promise<boolean> {
     const r = await this.pool.query(
       'UPDATE baton_requests SET instance = $5 WHERE principal = $1 AND agent = $2 AND message_id = $3 AND task_id IS NULL AND instance IS NOT DISTINCT FROM $4',

@@ -317,7 +317,7 @@ export class SqliteGatewayStore implements GatewayStore {
     agent: string,
     messageId: string,
     from: string | null,
-    to: string,
+    to: string | null,
   ): Promise<boolean> {
     return Promise.resolve(
       this.tx(() => {

@@ -1,0 +1,282 @@
+/**
+ * For the proxy's crash tests: a gateway proxying one remote agent in a child process (killed with
+ * SIGKILL, started again on the same state folder), a remote SDK agent whose executor the test can
+ * hold and watch, and readers of the gateway's SSE answers.
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import express from 'express';
+import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
+import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
+import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import { TaskState } from '@a2a-js/sdk';
+import type { AgentCard } from '@a2a-js/sdk';
+
+export const REMOTE_TOKEN = 'proxy-crash-remote-token-0123456789';
+
+export interface Child {
+  readonly proc: ChildProcess;
+  readonly url: string;
+  readonly token: string;
+  readonly log: () => string;
+}
+
+export async function startChild(stateDir: string, remoteUrl: string): Promise<Child> {
+  const proc = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(__dirname, 'fixtures/proxyGatewayChild.ts'), stateDir, remoteUrl, REMOTE_TOKEN],
+    { stdio: ['ignore', 'pipe', 'pipe'], cwd: join(__dirname, '../../..') },
+  );
+  let err = '';
+  proc.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  const line = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    const t = setTimeout(() => reject(new Error(`gateway child did not start in 30 s: ${err}`)), 30_000);
+    proc.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const nl = out.indexOf('\n');
+      if (nl >= 0) {
+        clearTimeout(t);
+        resolve(out.slice(0, nl));
+      }
+    });
+    proc.once('exit', (code) => {
+      clearTimeout(t);
+      reject(new Error(`gateway child exited ${code}: ${err}`));
+    });
+  });
+  return { proc, log: () => err, ...(JSON.parse(line) as { url: string; token: string }) };
+}
+
+export function kill9(c: Child): Promise<void> {
+  return new Promise((r) => {
+    if (c.proc.exitCode !== null || c.proc.signalCode !== null) return r();
+    c.proc.once('exit', () => r());
+    c.proc.kill('SIGKILL');
+  });
+}
+
+/**
+ * A remote SDK agent. Each task tells the test when its executor starts (`started`), waits for
+ * `release()`, then sends `steps` working updates `paceMs` apart, a patch artifact and completed.
+ */
+export class GatedExecutor implements AgentExecutor {
+  runs = 0;
+  private onStart: (() => void) | undefined;
+  private gate: Promise<void> = Promise.resolve();
+  private open: () => void = () => undefined;
+  /** Every status update the remote sent, by task. */
+  readonly sent = new Map<string, number>();
+  /** How many times the remote ran each messageId. */
+  readonly runsOf = new Map<string, number>();
+  constructor(
+    private readonly steps: number,
+    private readonly paceMs: number,
+    /** Up to this long (at random) before the first event: kills land at different points of the send. */
+    private readonly firstDelayMs = 0,
+  ) {}
+  /** The next task's executor starts: resolves then, and holds it until `release`. */
+  nextStart(): Promise<void> {
+    this.gate = new Promise((r) => (this.open = r));
+    return new Promise((r) => (this.onStart = r));
+  }
+  release(): void {
+    this.open();
+  }
+  async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    const { taskId, contextId } = ctx;
+    this.runs++;
+    const m = ctx.userMessage.messageId;
+    this.runsOf.set(m, (this.runsOf.get(m) ?? 0) + 1);
+    this.onStart?.();
+    this.onStart = undefined;
+    await this.gate;
+    if (this.firstDelayMs) await new Promise((r) => setTimeout(r, Math.random() * this.firstDelayMs));
+    bus.publish(
+      AgentEvent.task({
+        id: taskId,
+        contextId,
+        status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() },
+        artifacts: [],
+        history: [ctx.userMessage],
+        metadata: undefined,
+      }),
+    );
+    for (let i = 1; i <= this.steps; i++) {
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId,
+          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() },
+          metadata: { i },
+        }),
+      );
+      this.sent.set(taskId, i);
+      if (this.paceMs) await new Promise((r) => setTimeout(r, this.paceMs));
+    }
+    bus.publish(
+      AgentEvent.artifactUpdate({
+        taskId,
+        contextId,
+        artifact: {
+          artifactId: 'p',
+          name: 'changes.patch',
+          description: '',
+          parts: [
+            {
+              content: { $case: 'text', value: 'diff --git a/a b/a\n' },
+              metadata: undefined,
+              filename: 'changes.patch',
+              mediaType: 'text/x-diff',
+            },
+          ],
+          metadata: undefined,
+          extensions: [],
+        },
+        append: false,
+        lastChunk: true,
+        metadata: undefined,
+      }),
+    );
+    bus.publish(
+      AgentEvent.statusUpdate({
+        taskId,
+        contextId,
+        status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: new Date().toISOString() },
+        metadata: undefined,
+      }),
+    );
+    bus.finished();
+  }
+  cancelTask(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+export async function startRemote(
+  executor: GatedExecutor,
+  opts: { listTasks: boolean },
+): Promise<{ url: string; close(): Promise<void> }> {
+  let url = '';
+  const card = (): AgentCard => ({
+    name: 'remote',
+    description: 'SDK agent',
+    supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+    provider: undefined,
+    version: '1',
+    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [],
+    signatures: [],
+  });
+  const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), executor);
+  if (!opts.listTasks)
+    // A remote that cannot list its tasks (A2A 0.3 has no ListTasks).
+    Object.defineProperty(handler, 'listTasks', {
+      value: () => Promise.reject(new UnsupportedOperationError('ListTasks is not supported')),
+    });
+  const app = express();
+  app.use((req, res, next) => {
+    if (req.header('authorization') !== `Bearer ${REMOTE_TOKEN}`) return void res.status(401).json({ error: 'no' });
+    next();
+  });
+  app.use(
+    '/rpc',
+    jsonRpcHandler({
+      requestHandler: handler,
+      userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }),
+    }),
+  );
+  const server: Server = await new Promise((r) => {
+    const s = app.listen(0, '127.0.0.1', () => r(s));
+  });
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
+  return {
+    url,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+export function rpc(
+  child: Child,
+  method: string,
+  params: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return fetch(`${child.url}/a2a/remote`, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      'A2A-Version': '1.0',
+      Authorization: `Bearer ${child.token}`,
+      ...headers,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+}
+
+/** The `result` of each SSE event of a response, until the stream ends or `stop` says so. */
+export async function sseResults(
+  res: Response,
+  stop: (seen: readonly Record<string, unknown>[]) => boolean = () => false,
+  timeoutMs = 30_000,
+): Promise<Array<Record<string, unknown>>> {
+  return (await sseEvents(res, stop, timeoutMs)).map((e) => e.result);
+}
+
+/** Each SSE event of a response: its id (the gateway's seq) and its `result`. */
+export async function sseEvents(
+  res: Response,
+  stop: (seen: readonly Record<string, unknown>[]) => boolean = () => false,
+  timeoutMs = 30_000,
+): Promise<Array<{ seq: number; result: Record<string, unknown> }>> {
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  const dec = new TextDecoder();
+  const out: Array<{ seq: number; result: Record<string, unknown> }> = [];
+  let buf = '';
+  const timer = setTimeout(() => void reader.cancel().catch(() => undefined), timeoutMs);
+  try {
+    for (;;) {
+      const r = await reader.read().catch(() => ({ done: true as const, value: undefined }));
+      if (r.done) break;
+      buf += dec.decode(r.value, { stream: true });
+      let i: number;
+      while ((i = buf.indexOf('\n\n')) >= 0) {
+        const block = buf.slice(0, i);
+        const data = /^data: (.*)$/m.exec(block)?.[1];
+        const id = Number(/^id: (\d+)$/m.exec(block)?.[1] ?? NaN);
+        buf = buf.slice(i + 2);
+        if (data) {
+          const env = JSON.parse(data) as { result?: Record<string, unknown>; error?: unknown };
+          out.push({ seq: id, result: env.result ?? { error: env.error } });
+        }
+      }
+      if (stop(out.map((e) => e.result))) break;
+    }
+  } finally {
+    clearTimeout(timer);
+    await reader.cancel().catch(() => undefined);
+  }
+  return out;
+}
+
+export function stateOf(ev: Record<string, unknown>): string | undefined {
+  const s = ev.statusUpdate as { status?: { state?: string } } | undefined;
+  const t = ev.task as { status?: { state?: string } } | undefined;
+  return s?.status?.state ?? t?.status?.state;
+}
+
+export function sendParams(messageId: string): unknown {
+  return { message: { messageId, role: 'ROLE_USER', parts: [{ text: 'go' }] } };
+}
