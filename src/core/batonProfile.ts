@@ -72,6 +72,12 @@ export const META = {
    * `POST /baton/consent/<id>` by the local principal), then the decision (`{id, decision}`).
    */
   consent: 'baton/consent',
+  /**
+   * On the Task event a replay gets for a finished task whose event log retention compacted (after its
+   * replay window): the events before it are no longer kept; this snapshot (final status, artifacts,
+   * signed envelope) stands for them, and the stream then closes.
+   */
+  compacted: 'baton/compacted',
 } as const;
 
 /** A child task, as a gateway reports it on its parent's stream (`META.child`). */

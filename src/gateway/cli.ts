@@ -19,6 +19,7 @@ import { defaultStateDir } from './cliPaths';
 import { ConfigError, loadGatewayConfig } from './config';
 import type { GatewayConfig } from './config';
 import { startGateway } from './server';
+import { retentionFromConfig } from './retention';
 import { defaultWorkspaceRoot } from './workspace/workspaceRoot';
 
 const USAGE = `usage: baton-gateway [options]
@@ -177,6 +178,7 @@ async function main(argv: string[]): Promise<number> {
     ...(config?.anonymousPrincipal ? { anonymousPrincipal: config.anonymousPrincipal } : {}),
     ...(config?.store ? { store: config.store } : {}),
     ...(config?.pushAllowPrivateHosts.length ? { pushAllowPrivateHosts: config.pushAllowPrivateHosts } : {}),
+    ...(config ? { retention: retentionFromConfig(config.retention) } : {}),
     limits: {
       ...(limits?.capabilities ? { capabilities: limits.capabilities } : {}),
       ...(limits?.defaultDeadlineSeconds ? { defaultDeadlineMs: limits.defaultDeadlineSeconds * 1000 } : {}),
