@@ -131,7 +131,7 @@ export interface RetentionOutcome {
 }
 
 /** The size cap deletes down to this fraction of `maxBytes`. */
-export const RETENTION_LOW_WATER = 0.9;
+export const RETENTION_LOW_WATER = 0.8;
 
 /** Principal of the tasks a parent task's agent started (ChildBroker); their parent is `<agent>/<id>`. */
 export const CHILD_PRINCIPAL_PREFIX = 'task:';
