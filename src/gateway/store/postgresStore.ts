@@ -45,7 +45,7 @@ const SCHEMA = `
 CREATE TABLE IF NOT EXISTS baton_tasks (
   agent TEXT NOT NULL, id TEXT NOT NULL, context_id TEXT NOT NULL, principal TEXT NOT NULL,
   kind TEXT NOT NULL, state INTEGER NOT NULL, last_seq BIGINT NOT NULL, snapshot TEXT NOT NULL,
-  owner TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,
+  owner TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, compacted BOOLEAN NOT NULL DEFAULT false,
   PRIMARY KEY (agent, id));
 CREATE INDEX IF NOT EXISTS baton_tasks_by_principal ON baton_tasks (agent, principal, updated_at DESC, id DESC);
 CREATE TABLE IF NOT EXISTS baton_events (
@@ -64,7 +64,12 @@ CREATE INDEX IF NOT EXISTS baton_cancel_requests_by_instance ON baton_cancel_req
 CREATE TABLE IF NOT EXISTS baton_push_configs (
   agent TEXT NOT NULL, task_id TEXT NOT NULL, id TEXT NOT NULL, config TEXT NOT NULL, created_at BIGINT NOT NULL,
   PRIMARY KEY (agent, task_id, id));
-ALTER TABLE baton_tasks ADD COLUMN IF NOT EXISTS compacted BOOLEAN NOT NULL DEFAULT false;
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+                 WHERE table_schema = current_schema() AND table_name = 'baton_tasks' AND column_name = 'compacted') THEN
+    ALTER TABLE baton_tasks ADD COLUMN compacted BOOLEAN NOT NULL DEFAULT false;
+  END IF;
+END $$;
 CREATE INDEX IF NOT EXISTS baton_tasks_finished ON baton_tasks (updated_at) WHERE state IN (${TERMINAL});
 CREATE INDEX IF NOT EXISTS baton_tasks_uncompacted ON baton_tasks (updated_at) WHERE state IN (${TERMINAL}) AND NOT compacted;
 CREATE INDEX IF NOT EXISTS baton_requests_by_task ON baton_requests (agent, task_id);

@@ -359,6 +359,33 @@ describe('PostgreSQL store: deleted rows make room for new ones', { skip: skipPg
     }
   });
 
+  it('adds the compacted column to a baton_tasks table made before it', async () => {
+    const schema = `t_${randomBytes(6).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: PG });
+    await admin.connect();
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    await admin.query(
+      `CREATE TABLE ${schema}.baton_tasks (agent TEXT NOT NULL, id TEXT NOT NULL, context_id TEXT NOT NULL, principal TEXT NOT NULL,
+        kind TEXT NOT NULL, state INTEGER NOT NULL, last_seq BIGINT NOT NULL, snapshot TEXT NOT NULL,
+        owner TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, PRIMARY KEY (agent, id))`,
+    );
+    await admin.query(
+      `INSERT INTO ${schema}.baton_tasks VALUES ($1, 'old', 'ctx', 'alice', 'local', $2, 0, '{}', NULL, 1, 1)`,
+      [AGENT, TaskState.TASK_STATE_COMPLETED],
+    );
+    const url = `${PG ?? ''}${(PG ?? '').includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+    const store = await PostgresGatewayStore.open(url);
+    try {
+      assert.equal((await store.getTask(AGENT, 'old'))?.compacted, false);
+      assert.equal((await store.retain({ compactBefore: Date.now(), limit: 50 })).compacted, 1);
+      assert.equal((await store.getTask(AGENT, 'old'))?.compacted, true);
+    } finally {
+      await store.close();
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await admin.end();
+    }
+  });
+
   it('runs one retention step at a time across instances (advisory lock)', async () => {
     const schema = `t_${randomBytes(6).toString('hex')}`;
     const admin = new pg.Client({ connectionString: PG });
