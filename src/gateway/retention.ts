@@ -7,7 +7,7 @@
  * on PostgreSQL one instance runs a step at a time.
  */
 import type { RetentionConfig } from './config';
-import type { GatewayStore } from './store/gatewayStore';
+import type { GatewayStore, RetentionStep } from './store/gatewayStore';
 import { STALE_MS } from './instanceLiveness';
 
 export interface RetentionPolicy {
@@ -43,6 +43,14 @@ export function retentionFromConfig(c: RetentionConfig): RetentionPolicy {
   };
 }
 
+/**
+ * The size cap: deleting starts once the store holds more than this fraction of the cap (so it stays
+ * under the cap while the next pass is awaited) and goes on down to `RETENTION_LOW_WATER` of it (so a
+ * pass makes room for a while rather than one task's worth).
+ */
+export const RETENTION_HIGH_WATER = 0.9;
+export const RETENTION_LOW_WATER = 0.8;
+
 /** Tasks compacted, and tasks deleted, per store call. */
 export const RETENTION_STEP_TASKS = 50;
 /** A pass stops after this many steps; the next pass goes on. */
@@ -69,14 +77,17 @@ export async function retentionPass(
   let compacted = 0;
   let deleted = 0;
   let busy = false;
-  const step = {
+  const cap = policy.maxStoreBytes;
+  let step: RetentionStep = {
     compactBefore: now - policy.replayWindowMs,
     ...(policy.keepFinishedMs > 0 ? { deleteBefore: now - policy.keepFinishedMs } : {}),
-    ...(policy.maxStoreBytes > 0 ? { maxBytes: policy.maxStoreBytes } : {}),
+    ...(cap > 0 ? { maxBytes: cap * RETENTION_HIGH_WATER, downToBytes: cap * RETENTION_LOW_WATER } : {}),
     limit: RETENTION_STEP_TASKS,
   };
   for (let i = 0; i < MAX_STEPS_PER_PASS && !signal?.aborted; i++) {
     const out = await store.retain(step);
+    // Once deleting for space, the pass goes on down to the low-water mark.
+    if (out.deletedForSpace > 0 && cap > 0) step = { ...step, maxBytes: cap * RETENTION_LOW_WATER };
     compacted += out.compacted;
     deleted += out.deleted;
     if (out.busy) {

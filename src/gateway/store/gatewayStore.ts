@@ -112,26 +112,25 @@ export interface RetentionStep {
   readonly compactBefore?: number;
   /** Finished tasks last updated before this (epoch ms) are deleted. */
   readonly deleteBefore?: number;
-  /**
-   * While the store holds more than this many bytes, the oldest finished tasks are deleted (down to
-   * `RETENTION_LOW_WATER` of it, so one pass makes room for a while rather than one task's worth).
-   */
+  /** While the store holds more than this many bytes, the oldest finished tasks are deleted… */
   readonly maxBytes?: number;
+  /** …until it holds this many (default `maxBytes`). */
+  readonly downToBytes?: number;
   /** At most this many tasks compacted, and this many deleted, in the step. */
   readonly limit: number;
 }
 
 export interface RetentionOutcome {
   readonly compacted: number;
+  /** Tasks deleted, by age or for space. */
   readonly deleted: number;
+  /** Of those, deleted because the store was above `maxBytes`. */
+  readonly deletedForSpace: number;
   /** Another step would find more to do. */
   readonly more: boolean;
   /** Another instance holds the retention lock (PostgreSQL): this one did nothing. */
   readonly busy?: boolean;
 }
-
-/** The size cap deletes down to this fraction of `maxBytes`. */
-export const RETENTION_LOW_WATER = 0.8;
 
 /** Principal of the tasks a parent task's agent started (ChildBroker); their parent is `<agent>/<id>`. */
 export const CHILD_PRINCIPAL_PREFIX = 'task:';

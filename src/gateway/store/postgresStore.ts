@@ -28,7 +28,7 @@ import type {
   TaskRow,
 } from './gatewayStore';
 import { TERMINAL_STATES } from '../../core/taskStates';
-import { busyParents, CHILD_PRINCIPAL_PREFIX, RETENTION_LOW_WATER, toTaskRow } from './gatewayStore';
+import { busyParents, CHILD_PRINCIPAL_PREFIX, toTaskRow } from './gatewayStore';
 
 const CHANNEL = 'baton_events';
 /** Cancel requests forwarded to the instance that runs a task: payload {instance, agent, taskId}. */
@@ -496,7 +496,8 @@ export class PostgresGatewayStore implements GatewayStore {
     const limit = Math.max(1, Math.floor(step.limit));
     return this.tx(async (c) => {
       const lock = await c.query('SELECT pg_try_advisory_xact_lock($1) AS ok', [RETENTION_LOCK]);
-      if ((lock.rows[0] as Row | undefined)?.ok !== true) return { compacted: 0, deleted: 0, more: false, busy: true };
+      if ((lock.rows[0] as Row | undefined)?.ok !== true)
+        return { compacted: 0, deleted: 0, deletedForSpace: 0, more: false, busy: true };
       const busy = busyParents(
         (
           await c.query(
@@ -511,6 +512,7 @@ export class PostgresGatewayStore implements GatewayStore {
           .slice(0, limit);
       let compacted = 0;
       let deleted = 0;
+      let deletedForSpace = 0;
       let more = false;
       if (step.compactBefore !== undefined) {
         const due = free(
@@ -546,8 +548,9 @@ export class PostgresGatewayStore implements GatewayStore {
           `SELECT (SELECT COALESCE(sum(octet_length(snapshot)), 0) FROM baton_tasks)
                 + (SELECT COALESCE(sum(octet_length(body)), 0) FROM baton_events) AS b`,
         );
-        let need = Number((held.rows[0] as Row | undefined)?.b ?? 0) - step.maxBytes * RETENTION_LOW_WATER;
-        if (need > step.maxBytes * (1 - RETENTION_LOW_WATER)) {
+        const data = Number((held.rows[0] as Row | undefined)?.b ?? 0);
+        let need = data - (step.downToBytes ?? step.maxBytes);
+        if (data > step.maxBytes) {
           const rows = (
             await c.query(
               `SELECT t.agent, t.id, octet_length(t.snapshot) + COALESCE((SELECT sum(octet_length(e.body)) FROM baton_events e WHERE e.agent = t.agent AND e.task_id = t.id), 0) AS bytes
@@ -564,10 +567,11 @@ export class PostgresGatewayStore implements GatewayStore {
           }
           await this.deleteTasks(c, due);
           deleted += due.length;
+          deletedForSpace = due.length;
           more ||= need > 0 && due.length > 0;
         }
       }
-      return { compacted, deleted, more };
+      return { compacted, deleted, deletedForSpace, more };
     });
   }
 

@@ -21,7 +21,7 @@ import type {
   TaskRow,
 } from './gatewayStore';
 import { TERMINAL_STATES } from '../../core/taskStates';
-import { busyParents, CHILD_PRINCIPAL_PREFIX, RETENTION_LOW_WATER, toTaskRow } from './gatewayStore';
+import { busyParents, CHILD_PRINCIPAL_PREFIX, toTaskRow } from './gatewayStore';
 
 type SqlValue = string | number | null;
 type Row = Record<string, SqlValue>;
@@ -589,6 +589,7 @@ export class SqliteGatewayStore implements GatewayStore {
         .slice(0, limit);
     let compacted = 0;
     let deleted = 0;
+    let deletedForSpace = 0;
     let more = false;
     if (step.compactBefore !== undefined) {
       const due = free(
@@ -619,8 +620,8 @@ export class SqliteGatewayStore implements GatewayStore {
     if (step.maxBytes !== undefined && deleted < limit) {
       const used = this.usedBytes();
       if (used > step.maxBytes) {
-        // Oldest finished first, until what they hold covers the excess (down to the low-water mark).
-        let need = used - step.maxBytes * RETENTION_LOW_WATER;
+        // Oldest finished first, until what they hold covers the excess over downToBytes.
+        let need = used - (step.downToBytes ?? step.maxBytes);
         const rows = this.stmt(
           `SELECT t.agent, t.id, octet_length(t.snapshot) + COALESCE((SELECT sum(octet_length(p.bodies)) FROM baton_event_pages p WHERE p.agent = t.agent AND p.task_id = t.id), 0) AS bytes FROM baton_tasks t WHERE t.state IN (${TERMINAL}) ORDER BY t.updated_at LIMIT ?`,
         ).all(limit - deleted + busy.size);
@@ -634,10 +635,11 @@ export class SqliteGatewayStore implements GatewayStore {
         this.deleteTasks(due);
         if (due.length) this.giveBack();
         deleted += due.length;
+        deletedForSpace = due.length;
         more ||= need > 0 && due.length > 0;
       }
     }
-    return Promise.resolve({ compacted, deleted, more });
+    return Promise.resolve({ compacted, deleted, deletedForSpace, more });
   }
 
   /**

@@ -298,6 +298,31 @@ describe('SQLite store: space is reused', () => {
     assert.deepEqual(again, [], 'once only');
   });
 
+  it('a retention pass keeps the database between 80% and 90% of its cap', async () => {
+    using dir = tempDir();
+    const store = new SqliteGatewayStore({ file: join(dir.path, 'cap.db') });
+    try {
+      const cap = 4 * KIB * KIB;
+      for (let i = 0; i < 120; i++) await putTask(store, `t${String(i).padStart(3, '0')}`, { padBytes: 64 * KIB });
+      assert.ok((await store.size()) > cap);
+      const policy: RetentionPolicy = {
+        keepFinishedMs: 0,
+        maxStoreBytes: cap,
+        replayWindowMs: 3_600_000,
+        intervalMs: 1,
+      };
+      const pass = await retentionPass(store, policy);
+      assert.ok(pass.deleted > 0);
+      assert.equal(pass.sizeBytes, await store.size());
+      assert.ok(pass.sizeBytes <= cap * 0.8, `${pass.sizeBytes} bytes after the pass, cap ${cap}`);
+      assert.ok(pass.sizeBytes >= cap * 0.6, `${pass.sizeBytes} bytes: not more deleted than needed`);
+      assert.equal((await retentionPass(store, policy)).deleted, 0, 'under the high-water mark: nothing to do');
+      assert.ok(await store.getTask(AGENT, 't119'), 'the newest is kept');
+    } finally {
+      await store.close();
+    }
+  });
+
   it('does not grow through rounds of writing and deleting finished tasks', async () => {
     using dir = tempDir();
     const file = join(dir.path, 'churn.db');
