@@ -79,6 +79,12 @@ export const META = {
    * remote's task as it is now; the events in between are not in the log.
    */
   gap: 'baton/gap',
+  /**
+   * On the Task event a replay gets for a finished task whose event log retention compacted (after its
+   * replay window): the events before it are no longer kept; this snapshot (final status, artifacts,
+   * signed envelope) stands for them, and the stream then closes.
+   */
+  compacted: 'baton/compacted',
 } as const;
 
 /** A child task, as a gateway reports it on its parent's stream (`META.child`). */

@@ -19,11 +19,15 @@ import { defaultStateDir } from './cliPaths';
 import { ConfigError, loadGatewayConfig } from './config';
 import type { GatewayConfig } from './config';
 import { startGateway } from './server';
+import { retentionFromConfig } from './retention';
 import { defaultWorkspaceRoot } from './workspace/workspaceRoot';
 
 const USAGE = `usage: baton-gateway [options]
 
-  --config FILE        JSON config: agents, tokens, store, roots, limits (see docs/gateway.md)
+  --config FILE        JSON config: agents, tokens, store, roots, limits, retention (see docs/gateway.md);
+                       "retention": {"finishedTaskHours": 168, "maxStoreMb": 2048, "replayWindowMinutes": 60,
+                       "intervalSeconds": 60} are the defaults (finished tasks deleted after a week or, oldest
+                       first, above the size cap; their events compacted after the replay window)
   --state DIR          state folder: key, token, SQLite store (default $BATON_STATE_DIR or ~/.baton/gateway)
   --host HOST          address to bind (default 127.0.0.1)
   --port N             port (default 0: a free one)
@@ -178,6 +182,7 @@ async function main(argv: string[]): Promise<number> {
     ...(config?.anonymousPrincipal ? { anonymousPrincipal: config.anonymousPrincipal } : {}),
     ...(config?.store ? { store: config.store } : {}),
     ...(config?.pushAllowPrivateHosts.length ? { pushAllowPrivateHosts: config.pushAllowPrivateHosts } : {}),
+    ...(config ? { retention: retentionFromConfig(config.retention) } : {}),
     limits: {
       ...(limits?.capabilities ? { capabilities: limits.capabilities } : {}),
       ...(limits?.defaultDeadlineSeconds ? { defaultDeadlineMs: limits.defaultDeadlineSeconds * 1000 } : {}),

@@ -47,6 +47,18 @@ export interface TokenConfig {
 export type StoreConfig =
   { readonly kind: 'sqlite'; readonly file?: string } | { readonly kind: 'postgres'; readonly url: string };
 
+/** `retention`: how long finished tasks and their events are kept (docs/gateway.md "Retention"). */
+export interface RetentionConfig {
+  /** `finishedTaskHours`: finished tasks are deleted this long after they ended; 0 keeps them (default 168). */
+  readonly finishedTaskHours?: number;
+  /** `maxStoreMb`: above this, the oldest finished tasks are deleted first; 0: no cap (default 2048). */
+  readonly maxStoreMb?: number;
+  /** `replayWindowMinutes`: a finished task's events are compacted this long after it ended (default 60). */
+  readonly replayWindowMinutes?: number;
+  /** `intervalSeconds`: how often retention runs (default 60). */
+  readonly intervalSeconds?: number;
+}
+
 export interface GatewayConfig {
   readonly host?: string;
   readonly port?: number;
@@ -86,6 +98,8 @@ export interface GatewayConfig {
   };
   /** Guards of the delegations agents start (docs/gateway.md "Agents that delegate"); unset: the defaults. */
   readonly delegation: DelegationConfig;
+  /** Retention of finished tasks; unset fields: the defaults. */
+  readonly retention: RetentionConfig;
 }
 
 export interface DelegationConfig {
@@ -237,6 +251,7 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
     'burst',
     'consent',
     'consentTimeoutSeconds',
+    'retention',
   ]);
   const host = r.str(top, 'host', '');
   const port = r.num(top, 'port', '', 0, 65535);
@@ -470,6 +485,16 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
     delegation.consent = consent;
   }
 
+  const retention: { -readonly [K in keyof RetentionConfig]: RetentionConfig[K] } = {};
+  if (top.retention !== undefined) {
+    const t = r.obj(top.retention, 'retention');
+    r.known(t, 'retention', ['finishedTaskHours', 'maxStoreMb', 'replayWindowMinutes', 'intervalSeconds']);
+    retention.finishedTaskHours = r.num(t, 'finishedTaskHours', 'retention', 0, 10 * 365 * 24);
+    retention.maxStoreMb = r.num(t, 'maxStoreMb', 'retention', 0, 16 * 1024 * 1024);
+    retention.replayWindowMinutes = r.num(t, 'replayWindowMinutes', 'retention', 0, 10 * 365 * 24 * 60);
+    retention.intervalSeconds = r.num(t, 'intervalSeconds', 'retention', 1, 24 * 3600);
+  }
+
   return {
     ...(host ? { host } : {}),
     ...(port !== undefined ? { port } : {}),
@@ -484,6 +509,7 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
     pushAllowPrivateHosts,
     limits,
     delegation,
+    retention,
   };
 }
 

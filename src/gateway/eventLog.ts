@@ -496,6 +496,11 @@ export async function* followTask(o: FollowOptions): AsyncGenerator<readonly Eve
         const row = await o.store.getTask(o.agent, o.taskId);
         if (!row) return;
         if (row.lastSeq > cursor) {
+          if (row.compacted) {
+            // Retention dropped the events after the cursor: the final snapshot stands for them, said so.
+            yield [compactedSnapshot(row)];
+            return;
+          }
           needRead = true;
           continue;
         }
@@ -521,6 +526,16 @@ export async function* followTask(o: FollowOptions): AsyncGenerator<readonly Eve
     unsubscribe();
     o.signal?.removeEventListener('abort', onAbort);
   }
+}
+
+/**
+ * A compacted task as one `task` event at its last seq, marked `baton/compacted`: what a replay from
+ * a cursor before it gets instead of the events retention no longer keeps.
+ */
+export function compactedSnapshot(row: TaskRow): EventRow {
+  const task = JSON.parse(row.snapshot) as Json;
+  task.metadata = { ...(isRecord(task.metadata) ? task.metadata : {}), [META.compacted]: true };
+  return { seq: row.lastSeq, body: JSON.stringify({ task }) };
 }
 
 /** Parses a stored row back into the SDK's in-memory form. */

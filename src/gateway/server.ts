@@ -32,6 +32,8 @@ import { controlRouter } from './http/controlRoutes';
 import { DEFAULT_BODY_LIMITS } from './http/jsonBody';
 import type { BodyLimits } from './http/jsonBody';
 import { HEARTBEAT_MS, isInstanceAlive } from './instanceLiveness';
+import { DEFAULT_RETENTION, INSTANCE_FORGET_MS, startRetention } from './retention';
+import type { RetentionPassResult, RetentionPolicy } from './retention';
 import { LiveRoots } from './liveRoots';
 import { PushingEventHub, PushNotifier } from './pushNotifier';
 import type { PushOptions } from './pushNotifier';
@@ -94,6 +96,8 @@ export interface GatewayOptions {
    * there; without either, coding CLIs get no way to delegate.
    */
   readonly mcpCommand?: readonly string[];
+  /** What is kept of finished tasks, and how often that is enforced (defaults: DEFAULT_RETENTION). */
+  readonly retention?: Partial<RetentionPolicy>;
 }
 
 export interface RunningGateway {
@@ -183,8 +187,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
   // Started once the gateway is whole (a stop it asks for closes it).
   const idle: { timer?: NodeJS.Timeout } = {};
+  const retentionPolicy: RetentionPolicy = { ...DEFAULT_RETENTION, ...(opts.retention ?? {}) };
+  if (!(retentionPolicy.intervalMs >= 1)) throw new Error('retention.intervalMs must be at least 1 ms');
+  let lastRetention: { readonly at: number; readonly result: RetentionPassResult } | undefined;
+  // Started once the gateway is whole; stopped (a pass in progress finishes its step) before the store closes.
+  const retention: { job?: { stop(): Promise<void> } } = {};
   const release = async (): Promise<void> => {
     stop();
+    await retention.job?.stop();
     await push.close();
     await store.close();
   };
@@ -264,6 +274,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       await release();
       throw e;
     }
+    // Instances long gone (recovered above) need no row; a start a minute makes many.
+    await store
+      .pruneInstances(Date.now() - INSTANCE_FORGET_MS)
+      .catch((e: unknown) => log(`cannot forget stopped instances: ${(e as Error).message}`));
     // Another instance was asked to cancel a task this one runs: cancel it here, the only writer.
     store.onCancelRequest(instanceId, (agent, taskId) => {
       if (!stopping.signal.aborted) void cancelOwnTask(store, instanceId, routes, agent, taskId, log);
@@ -291,6 +305,20 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       localToken: token,
       bodyLimits: requestLimits,
       instance: () => ({ instanceId, version: GATEWAY_VERSION, pid: process.pid, roots: roots.list }),
+      storeInfo: async () => ({
+        kind: store.kind,
+        sizeBytes: await store.size(),
+        maxBytes: retentionPolicy.maxStoreBytes > 0 ? retentionPolicy.maxStoreBytes : null,
+        ...(lastRetention
+          ? {
+              lastRetention: {
+                at: new Date(lastRetention.at).toISOString(),
+                compacted: lastRetention.result.compacted,
+                deleted: lastRetention.result.deleted,
+              },
+            }
+          : {}),
+      }),
       roots,
       answerConsent: (id, allow) => children.answerConsent(id, allow),
       shutdown,
@@ -332,11 +360,19 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       server.closeAllConnections();
       await closing;
       await sweeper.close();
+      await retention.job?.stop();
+      // A clean stop leaves no row behind, unless this instance still owns an unfinished task.
+      await store
+        .pruneInstances(Date.now() - INSTANCE_FORGET_MS, instanceId)
+        .catch((e: unknown) => log(`cannot remove this instance's row: ${(e as Error).message}`));
       // After the runners: the states a shutdown records are delivered too (for a bounded while).
       await release();
     },
   };
   idle.timer = watchIdle(opts.idleStopMs, () => isIdle(store, instanceId, roots), shutdown, log);
+  retention.job = startRetention(store, retentionPolicy, log, (result, at) => {
+    lastRetention = { at, result };
+  });
   return running;
 }
 

@@ -24,6 +24,7 @@ import { isTerminal } from '../../core/taskStates';
 import { taskTextOf } from '../a2aBuild';
 import type { EventHub } from '../eventLog';
 import type { GatewayStore } from '../store/gatewayStore';
+import { CHILD_PRINCIPAL_PREFIX } from '../store/gatewayStore';
 
 /** The settings that bound agent-started delegations (config `maxDepth`, `maxBreadth`, `burst`, `consent`). */
 export interface DelegationPolicy {
@@ -117,7 +118,8 @@ interface Binding {
   readonly unsubscribe: Set<() => void>;
 }
 
-const PRINCIPAL_PREFIX = 'task:';
+/** Retention reads it too: a finished task with an unfinished child is kept. */
+const PRINCIPAL_PREFIX = CHILD_PRINCIPAL_PREFIX;
 
 export class ChildBroker {
   private readonly byDigest = new Map<string, Binding>();

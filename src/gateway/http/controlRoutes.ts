@@ -23,12 +23,23 @@ export interface InstanceInfo {
   readonly roots: readonly string[];
 }
 
+/** The store as `GET /baton/instance` reports it. */
+export interface StoreInfo {
+  readonly kind: 'sqlite' | 'postgres';
+  readonly sizeBytes: number;
+  /** The retention size cap; null: none. */
+  readonly maxBytes: number | null;
+  readonly lastRetention?: { readonly at: string; readonly compacted: number; readonly deleted: number };
+}
+
 export interface ControlDeps {
   readonly auth: TokenAuthenticator;
   /** The local principal's token, used only to key the instance proof. */
   readonly localToken: string;
   readonly bodyLimits: BodyLimits;
   readonly instance: () => InstanceInfo;
+  /** The store's size and retention, for `GET /baton/instance`. */
+  readonly storeInfo?: () => Promise<StoreInfo>;
   readonly roots: LiveRoots;
   /** Answers a consent question a child's delegation waits on; false when there is none with that id. */
   readonly answerConsent?: (id: string, allow: boolean) => boolean;
@@ -48,8 +59,9 @@ export function controlRouter(deps: ControlDeps): express.Router {
     res.json({ instanceId, proof: instanceProof(deps.localToken, instanceId, nonce) });
   });
   router.use('/baton', deps.auth.middleware(), localOnly, ...jsonBody(deps.bodyLimits, bodyError));
-  router.get('/baton/instance', (_req: Request, res: Response) => {
-    res.json(deps.instance());
+  router.get('/baton/instance', (_req: Request, res: Response, next: NextFunction) => {
+    if (!deps.storeInfo) return void res.json(deps.instance());
+    deps.storeInfo().then((store) => res.json({ ...deps.instance(), store }), next);
   });
   router.post('/baton/roots', (req: Request, res: Response) => {
     const change = rootsChange(req.body);

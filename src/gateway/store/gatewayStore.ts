@@ -23,6 +23,11 @@ export interface TaskRow {
   readonly owner: string | null;
   readonly createdAt: number;
   readonly updatedAt: number;
+  /**
+   * A finished task whose event log was compacted by retention: its events are gone, its snapshot
+   * (with the signed result envelope) is kept. A replay from a cursor before `lastSeq` gets the snapshot.
+   */
+  readonly compacted?: boolean;
 }
 
 /** A `baton_tasks` row as SQLite or PostgreSQL returns it (the same columns in both). */
@@ -39,6 +44,7 @@ export function toTaskRow(r: Readonly<Record<string, unknown>>): TaskRow {
     owner: r.owner === null || r.owner === undefined ? null : String(r.owner),
     createdAt: Number(r.created_at),
     updatedAt: Number(r.updated_at),
+    compacted: r.compacted === true || Number(r.compacted) === 1,
   };
 }
 
@@ -114,6 +120,46 @@ export interface PushConfigRow {
   /** The config as A2A wire JSON (`TaskPushNotificationConfig.toJSON`), token and credentials included. */
   readonly config: string;
   readonly createdAt: number;
+}
+
+/**
+ * One bounded step of the retention policy. Only finished (terminal) tasks are touched, and never one
+ * with an unfinished child (a task whose principal is `task:<agent>/<id>` of it).
+ */
+export interface RetentionStep {
+  /** Finished tasks last updated before this (epoch ms) lose their events (snapshot and envelope kept). */
+  readonly compactBefore?: number;
+  /** Finished tasks last updated before this (epoch ms) are deleted. */
+  readonly deleteBefore?: number;
+  /** While the store holds more than this many bytes, the oldest finished tasks are deleted… */
+  readonly maxBytes?: number;
+  /** …until it holds this many (default `maxBytes`). */
+  readonly downToBytes?: number;
+  /** At most this many tasks compacted, and this many deleted, in the step. */
+  readonly limit: number;
+}
+
+export interface RetentionOutcome {
+  readonly compacted: number;
+  /** Tasks deleted, by age or for space. */
+  readonly deleted: number;
+  /** Of those, deleted because the store was above `maxBytes`. */
+  readonly deletedForSpace: number;
+  /** Another step would find more to do. */
+  readonly more: boolean;
+  /** Another instance holds the retention lock (PostgreSQL): this one did nothing. */
+  readonly busy?: boolean;
+}
+
+/** Principal of the tasks a parent task's agent started (ChildBroker); their parent is `<agent>/<id>`. */
+export const CHILD_PRINCIPAL_PREFIX = 'task:';
+
+/** The parents (`<agent>/<id>`) of unfinished children, from the principals of unfinished tasks. */
+export function busyParents(unfinishedPrincipals: Iterable<string>): Set<string> {
+  const out = new Set<string>();
+  for (const p of unfinishedPrincipals)
+    if (p.startsWith(CHILD_PRINCIPAL_PREFIX)) out.add(p.slice(CHILD_PRINCIPAL_PREFIX.length));
+  return out;
 }
 
 /** Tells the caller that events were appended to a task, possibly by another gateway instance. */
@@ -212,6 +258,19 @@ export interface GatewayStore {
   listPushConfigs(agent: string, taskId: string): Promise<PushConfigRow[]>;
   /** True when a config was deleted. */
   deletePushConfig(agent: string, taskId: string, id: string): Promise<boolean>;
+  /**
+   * Retention: compacts and deletes finished tasks as `step` says (their idempotency claims and push
+   * configs with them), then gives the freed space back (SQLite: incremental vacuum; PostgreSQL:
+   * plain deletes, autovacuum reuses the space). On PostgreSQL one instance runs a step at a time.
+   */
+  retain(step: RetentionStep): Promise<RetentionOutcome>;
+  /** Bytes the store takes: SQLite, the database and its WAL; PostgreSQL, the baton tables with indexes and TOAST. */
+  size(): Promise<number>;
+  /**
+   * Deletes the rows of instances whose last heartbeat is before `heartbeatBefore` (and `self`, an
+   * instance stopping cleanly), unless they still own an unfinished task. Returns how many went.
+   */
+  pruneInstances(heartbeatBefore: number, self?: string): Promise<number>;
   /** `PRAGMA integrity_check` / a PostgreSQL equivalent: 'ok' when sound. */
   integrityCheck(): Promise<string>;
   close(): Promise<void>;

@@ -14,5 +14,5 @@ export async function openStore(
     const { PostgresGatewayStore } = await import('./postgresStore');
     return PostgresGatewayStore.open(cfg.url, log);
   }
-  return SqliteWorkerStore.open({ file: cfg.file ?? join(stateDir, 'gateway.db'), driver: driver ?? 'auto' });
+  return SqliteWorkerStore.open({ file: cfg.file ?? join(stateDir, 'gateway.db'), driver: driver ?? 'auto' }, log);
 }

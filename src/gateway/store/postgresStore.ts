@@ -24,23 +24,30 @@ import type {
   NewTask,
   PushConfigRow,
   RequestClaim,
+  RetentionOutcome,
+  RetentionStep,
   TaskRow,
   UnboundClaim,
 } from './gatewayStore';
 import { TERMINAL_STATES } from '../../core/taskStates';
-import { toRequestClaim, toTaskRow, toUnboundClaim } from './gatewayStore';
+import { busyParents, CHILD_PRINCIPAL_PREFIX, toRequestClaim, toTaskRow, toUnboundClaim } from './gatewayStore';
 
 const CHANNEL = 'baton_events';
 /** Cancel requests forwarded to the instance that runs a task: payload {instance, agent, taskId}. */
 const CANCEL_CHANNEL = 'baton_cancel';
 /** A cancel request nobody took within this long was for an instance that is gone: it is dropped. */
 const CANCEL_REQUEST_TTL_MS = 24 * 60 * 60 * 1000;
+/** Held (for one transaction) by the instance running a retention step: one at a time across instances. */
+const RETENTION_LOCK = 4242002;
+
+/** The terminal states as an SQL list (the partial indexes and the queries that use them spell it the same). */
+const TERMINAL = [...TERMINAL_STATES].sort((a, b) => a - b).join(',');
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS baton_tasks (
   agent TEXT NOT NULL, id TEXT NOT NULL, context_id TEXT NOT NULL, principal TEXT NOT NULL,
   kind TEXT NOT NULL, state INTEGER NOT NULL, last_seq BIGINT NOT NULL, snapshot TEXT NOT NULL,
-  owner TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,
+  owner TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, compacted BOOLEAN NOT NULL DEFAULT false,
   PRIMARY KEY (agent, id));
 CREATE INDEX IF NOT EXISTS baton_tasks_by_principal ON baton_tasks (agent, principal, updated_at DESC, id DESC);
 CREATE TABLE IF NOT EXISTS baton_events (
@@ -61,6 +68,15 @@ CREATE INDEX IF NOT EXISTS baton_cancel_requests_by_instance ON baton_cancel_req
 CREATE TABLE IF NOT EXISTS baton_push_configs (
   agent TEXT NOT NULL, task_id TEXT NOT NULL, id TEXT NOT NULL, config TEXT NOT NULL, created_at BIGINT NOT NULL,
   PRIMARY KEY (agent, task_id, id));
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+                 WHERE table_schema = current_schema() AND table_name = 'baton_tasks' AND column_name = 'compacted') THEN
+    ALTER TABLE baton_tasks ADD COLUMN compacted BOOLEAN NOT NULL DEFAULT false;
+  END IF;
+END $$;
+CREATE INDEX IF NOT EXISTS baton_tasks_finished ON baton_tasks (updated_at) WHERE state IN (${TERMINAL});
+CREATE INDEX IF NOT EXISTS baton_tasks_uncompacted ON baton_tasks (updated_at) WHERE state IN (${TERMINAL}) AND NOT compacted;
+CREATE INDEX IF NOT EXISTS baton_requests_by_task ON baton_requests (agent, task_id);
 `;
 
 type Row = Record<string, unknown>;
@@ -491,13 +507,132 @@ export class PostgresGatewayStore implements GatewayStore {
     return (r.rowCount ?? 0) > 0;
   }
 
+  async size(): Promise<number> {
+    const r = await this.pool.query(
+      `SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::bigint AS b FROM pg_class c
+         JOIN pg_namespace n ON n.oid = c.relnamespace
+       WHERE c.relkind = 'r' AND n.nspname = current_schema() AND c.relname LIKE 'baton\\_%'`,
+    );
+    return Number((r.rows[0] as Row | undefined)?.b ?? 0);
+  }
+
+  /**
+   * One step, in one transaction under a transaction-level advisory lock: a second instance finds the
+   * lock taken and skips its turn. The size cap counts what the rows hold (snapshots and event bodies),
+   * not the tables' files: deleted rows' space is reused by autovacuum, not handed back, so the files
+   * stay near their largest size. That count is a scan, made only once the files exceed the cap.
+   */
+  async retain(step: RetentionStep): Promise<RetentionOutcome> {
+    const limit = Math.max(1, Math.floor(step.limit));
+    return this.tx(async (c) => {
+      const lock = await c.query('SELECT pg_try_advisory_xact_lock($1) AS ok', [RETENTION_LOCK]);
+      if ((lock.rows[0] as Row | undefined)?.ok !== true)
+        return { compacted: 0, deleted: 0, deletedForSpace: 0, more: false, busy: true };
+      const busy = busyParents(
+        (
+          await c.query(
+            `SELECT principal FROM baton_tasks WHERE state NOT IN (${TERMINAL}) AND principal LIKE '${CHILD_PRINCIPAL_PREFIX}%'`,
+          )
+        ).rows.map((r) => String((r as Row).principal)),
+      );
+      const free = (rows: readonly Row[]): Array<{ agent: string; id: string }> =>
+        rows
+          .map((r) => ({ agent: String(r.agent), id: String(r.id) }))
+          .filter((t) => !busy.has(`${t.agent}/${t.id}`))
+          .slice(0, limit);
+      let compacted = 0;
+      let deleted = 0;
+      let deletedForSpace = 0;
+      let more = false;
+      if (step.compactBefore !== undefined) {
+        const due = free(
+          (
+            await c.query(
+              `SELECT agent, id FROM baton_tasks WHERE state IN (${TERMINAL}) AND NOT compacted AND updated_at < $1 ORDER BY updated_at LIMIT $2`,
+              [step.compactBefore, limit + busy.size],
+            )
+          ).rows as Row[],
+        );
+        for (const t of due) {
+          await c.query('DELETE FROM baton_events WHERE agent = $1 AND task_id = $2', [t.agent, t.id]);
+          await c.query('UPDATE baton_tasks SET compacted = true WHERE agent = $1 AND id = $2', [t.agent, t.id]);
+        }
+        compacted = due.length;
+        more ||= due.length === limit;
+      }
+      if (step.deleteBefore !== undefined) {
+        const due = free(
+          (
+            await c.query(
+              `SELECT agent, id FROM baton_tasks WHERE state IN (${TERMINAL}) AND updated_at < $1 ORDER BY updated_at LIMIT $2`,
+              [step.deleteBefore, limit + busy.size],
+            )
+          ).rows as Row[],
+        );
+        await this.deleteTasks(c, due);
+        deleted = due.length;
+        more ||= due.length === limit;
+      }
+      if (step.maxBytes !== undefined && deleted < limit && (await this.size()) > step.maxBytes) {
+        const held = await c.query(
+          `SELECT (SELECT COALESCE(sum(octet_length(snapshot)), 0) FROM baton_tasks)
+                + (SELECT COALESCE(sum(octet_length(body)), 0) FROM baton_events) AS b`,
+        );
+        const data = Number((held.rows[0] as Row | undefined)?.b ?? 0);
+        let need = data - (step.downToBytes ?? step.maxBytes);
+        if (data > step.maxBytes) {
+          const rows = (
+            await c.query(
+              `SELECT t.agent, t.id, octet_length(t.snapshot) + COALESCE((SELECT sum(octet_length(e.body)) FROM baton_events e WHERE e.agent = t.agent AND e.task_id = t.id), 0) AS bytes
+                 FROM baton_tasks t WHERE t.state IN (${TERMINAL}) ORDER BY t.updated_at LIMIT $1`,
+              [limit - deleted + busy.size],
+            )
+          ).rows as Row[];
+          const bytes = new Map(rows.map((r) => [`${String(r.agent)}/${String(r.id)}`, Number(r.bytes)]));
+          const due: Array<{ agent: string; id: string }> = [];
+          for (const t of free(rows)) {
+            if (need <= 0 || due.length >= limit - deleted) break;
+            due.push(t);
+            need -= bytes.get(`${t.agent}/${t.id}`) ?? 0;
+          }
+          await this.deleteTasks(c, due);
+          deleted += due.length;
+          deletedForSpace = due.length;
+          more ||= need > 0 && due.length > 0;
+        }
+      }
+      return { compacted, deleted, deletedForSpace, more };
+    });
+  }
+
+  /** Deletes finished tasks with everything that is theirs: events, push configs, idempotency claims. */
+  private async deleteTasks(c: pg.PoolClient, tasks: ReadonlyArray<{ agent: string; id: string }>): Promise<void> {
+    for (const t of tasks) {
+      await c.query('DELETE FROM baton_events WHERE agent = $1 AND task_id = $2', [t.agent, t.id]);
+      await c.query('DELETE FROM baton_push_configs WHERE agent = $1 AND task_id = $2', [t.agent, t.id]);
+      await c.query('DELETE FROM baton_requests WHERE agent = $1 AND task_id = $2', [t.agent, t.id]);
+      await c.query('DELETE FROM baton_cancel_requests WHERE agent = $1 AND task_id = $2', [t.agent, t.id]);
+      await c.query('DELETE FROM baton_tasks WHERE agent = $1 AND id = $2', [t.agent, t.id]);
+    }
+  }
+
+  async pruneInstances(heartbeatBefore: number, self?: string): Promise<number> {
+    const r = await this.pool.query(
+      `DELETE FROM baton_instances i WHERE (i.heartbeat_at < $1 OR i.id = $2)
+         AND NOT EXISTS (SELECT 1 FROM baton_tasks t WHERE t.owner = i.id AND t.state NOT IN (${TERMINAL}))`,
+      [heartbeatBefore, self ?? null],
+    );
+    return r.rowCount ?? 0;
+  }
+
   async integrityCheck(): Promise<string> {
-    // Every task's events are contiguous 1..last_seq: the invariant replay depends on.
+    // Every task's events are contiguous 1..last_seq (the invariant replay depends on), but for a
+    // compacted task, which keeps none.
     const r = await this.pool.query(`
       SELECT t.agent, t.id FROM baton_tasks t
       LEFT JOIN (SELECT agent, task_id, count(*) AS n, max(seq) AS m FROM baton_events GROUP BY agent, task_id) e
         ON e.agent = t.agent AND e.task_id = t.id
-      WHERE e.n IS NULL OR e.n <> t.last_seq OR e.m <> t.last_seq`);
+      WHERE NOT t.compacted AND (e.n IS NULL OR e.n <> t.last_seq OR e.m <> t.last_seq)`);
     return r.rowCount === 0
       ? 'ok'
       : `tasks with gaps in their events: ${r.rows.map((x) => `${String((x as Row).agent)}/${String((x as Row).id)}`).join(', ')}`;

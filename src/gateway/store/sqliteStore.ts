@@ -4,6 +4,7 @@
  * (a native module built for Node 20's ABI, which is why it cannot be the only path). WAL with
  * `synchronous=FULL`: a committed event survives `kill -9` and power loss.
  */
+import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type {
   AppendBatch,
@@ -16,11 +17,13 @@ import type {
   NewTask,
   PushConfigRow,
   RequestClaim,
+  RetentionOutcome,
+  RetentionStep,
   TaskRow,
   UnboundClaim,
 } from './gatewayStore';
 import { TERMINAL_STATES } from '../../core/taskStates';
-import { toRequestClaim, toTaskRow, toUnboundClaim } from './gatewayStore';
+import { busyParents, CHILD_PRINCIPAL_PREFIX, toRequestClaim, toTaskRow, toUnboundClaim } from './gatewayStore';
 
 type SqlValue = string | number | null;
 type Row = Record<string, SqlValue>;
@@ -110,11 +113,14 @@ function openDriver(file: string, prefer: 'auto' | 'node:sqlite' | 'better-sqlit
   };
 }
 
+/** The terminal states as an SQL list (the partial indexes and the queries that use them spell it the same). */
+const TERMINAL = [...TERMINAL_STATES].sort((a, b) => a - b).join(',');
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS baton_tasks (
   agent TEXT NOT NULL, id TEXT NOT NULL, context_id TEXT NOT NULL, principal TEXT NOT NULL,
   kind TEXT NOT NULL, state INTEGER NOT NULL, last_seq INTEGER NOT NULL, snapshot TEXT NOT NULL,
-  owner TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+  owner TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, compacted INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (agent, id));
 CREATE INDEX IF NOT EXISTS baton_tasks_by_principal ON baton_tasks (agent, principal, updated_at DESC, id DESC);
 CREATE TABLE IF NOT EXISTS baton_event_pages (
@@ -130,6 +136,19 @@ CREATE TABLE IF NOT EXISTS baton_push_configs (
   agent TEXT NOT NULL, task_id TEXT NOT NULL, id TEXT NOT NULL, config TEXT NOT NULL, created_at INTEGER NOT NULL,
   PRIMARY KEY (agent, task_id, id));
 `;
+
+/**
+ * Created once the tables have every column (an older baton_tasks gains its compacted column in migrate()).
+ * The partial indexes hold finished tasks only, so the appends of running tasks never touch them.
+ */
+const RETENTION_SCHEMA = `
+CREATE INDEX IF NOT EXISTS baton_tasks_finished ON baton_tasks (updated_at) WHERE state IN (${TERMINAL});
+CREATE INDEX IF NOT EXISTS baton_tasks_uncompacted ON baton_tasks (updated_at) WHERE state IN (${TERMINAL}) AND compacted = 0;
+CREATE INDEX IF NOT EXISTS baton_requests_by_task ON baton_requests (agent, task_id);
+`;
+
+/** A WAL larger than this is cut back to it after a checkpoint (a VACUUM or a burst would leave it large). */
+const WAL_SIZE_LIMIT = 16 * 1024 * 1024;
 
 /** One stored page: consecutive events from `firstSeq`, their bodies joined by newlines. */
 export interface EventPage {
@@ -188,6 +207,7 @@ export type GroupWrite =
 export type GroupOutcome = { readonly ok: true } | { readonly ok: false; readonly error: Error };
 
 export interface SqliteStoreOptions {
+  /** The database file, or ':memory:'. */
   readonly file: string;
   readonly driver?: 'auto' | 'node:sqlite' | 'better-sqlite3';
 }
@@ -197,16 +217,46 @@ export class SqliteGatewayStore implements GatewayStore {
   readonly driverName: SqliteDriver['name'];
   private readonly db: SqliteDriver;
   private readonly stmts: Record<string, Statement> = {};
+  private readonly file: string;
+  /** What opening the store did that its operator should hear of (the gateway logs them). */
+  private readonly openNotes: string[] = [];
 
   constructor(opts: SqliteStoreOptions) {
+    this.file = opts.file;
     this.db = openDriver(opts.file, opts.driver ?? 'auto');
     this.driverName = this.db.name;
+    // Before any table exists, a new database takes incremental auto-vacuum as it is created.
+    const vacuumMode = Number(this.db.prepare('PRAGMA auto_vacuum').get()?.auto_vacuum ?? 0);
+    if (vacuumMode !== 2) this.db.exec('PRAGMA auto_vacuum=INCREMENTAL');
     this.db.exec('PRAGMA journal_mode=WAL');
     this.db.exec('PRAGMA synchronous=FULL');
     this.db.exec('PRAGMA busy_timeout=5000');
     this.db.exec('PRAGMA foreign_keys=ON');
+    this.db.exec(`PRAGMA journal_size_limit=${WAL_SIZE_LIMIT}`);
+    const existing = this.db.prepare("SELECT 1 AS x FROM sqlite_master WHERE type = 'table'").get() !== undefined;
     this.db.exec(SCHEMA);
     this.migrate();
+    this.db.exec(RETENTION_SCHEMA);
+    if (vacuumMode !== 2 && existing) this.switchToIncrementalVacuum();
+  }
+
+  /**
+   * A database made before retention has no auto-vacuum: the pages its deletes free stay in the file.
+   * Switching mode takes one full VACUUM (a rewrite of the file; it needs as much free disk again).
+   */
+  private switchToIncrementalVacuum(): void {
+    const before = this.size0();
+    const t0 = Date.now();
+    this.db.exec('VACUUM');
+    this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    this.openNotes.push(
+      `SQLite store ${this.file}: switched to incremental auto-vacuum so retention gives freed space back (a one-time VACUUM: ${mb(before)} MB before, ${mb(this.size0())} MB after, ${Date.now() - t0} ms)`,
+    );
+  }
+
+  /** What opening the store did that its operator should hear of. */
+  notes(): Promise<string[]> {
+    return Promise.resolve([...this.openNotes]);
   }
 
   /**
@@ -220,6 +270,9 @@ export class SqliteGatewayStore implements GatewayStore {
     if (!requestCols.some((c) => c.name === 'instance'))
       this.db.exec('ALTER TABLE baton_requests ADD COLUMN instance TEXT');
     this.db.exec('CREATE INDEX IF NOT EXISTS baton_requests_unbound ON baton_requests (agent) WHERE task_id IS NULL');
+    const cols = this.db.prepare('PRAGMA table_info(baton_tasks)').all();
+    if (!cols.some((c) => c.name === 'compacted'))
+      this.db.exec('ALTER TABLE baton_tasks ADD COLUMN compacted INTEGER NOT NULL DEFAULT 0');
     const pages = this.db
       .prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'baton_event_pages'")
       .get();
@@ -494,8 +547,7 @@ export class SqliteGatewayStore implements GatewayStore {
   }
 
   listOwnedUnfinished(): Promise<TaskRow[]> {
-    const terminal = [...TERMINAL_STATES].join(',');
-    const rows = this.stmt(`SELECT * FROM baton_tasks WHERE owner IS NOT NULL AND state NOT IN (${terminal})`).all();
+    const rows = this.stmt(`SELECT * FROM baton_tasks WHERE owner IS NOT NULL AND state NOT IN (${TERMINAL})`).all();
     return Promise.resolve(rows.map(toTaskRow));
   }
 
@@ -562,6 +614,144 @@ export class SqliteGatewayStore implements GatewayStore {
     return Promise.resolve(had);
   }
 
+  /** Database pages in use plus the WAL, in bytes (pages freed and not yet vacuumed are not counted). */
+  private usedBytes(): number {
+    const pageSize = Number(this.db.prepare('PRAGMA page_size').get()?.page_size ?? 4096);
+    const pages = Number(this.db.prepare('PRAGMA page_count').get()?.page_count ?? 0);
+    const free = Number(this.db.prepare('PRAGMA freelist_count').get()?.freelist_count ?? 0);
+    return (pages - free) * pageSize + this.walBytes();
+  }
+
+  private walBytes(): number {
+    if (this.file === ':memory:' || this.file === '') return 0;
+    try {
+      return statSync(`${this.file}-wal`).size;
+    } catch {
+      return 0; // no WAL file (yet, or after a clean close)
+    }
+  }
+
+  /** The file's pages and its WAL, in bytes. */
+  private size0(): number {
+    const pageSize = Number(this.db.prepare('PRAGMA page_size').get()?.page_size ?? 4096);
+    const pages = Number(this.db.prepare('PRAGMA page_count').get()?.page_count ?? 0);
+    return pages * pageSize + this.walBytes();
+  }
+
+  size(): Promise<number> {
+    return Promise.resolve(this.size0());
+  }
+
+  retain(step: RetentionStep): Promise<RetentionOutcome> {
+    const limit = Math.max(1, Math.floor(step.limit));
+    // Parents with an unfinished child are kept whole (unfinished tasks are few: one scan of their principals).
+    const busy = busyParents(
+      this.stmt(
+        `SELECT principal FROM baton_tasks WHERE state NOT IN (${TERMINAL}) AND principal LIKE '${CHILD_PRINCIPAL_PREFIX}%'`,
+      )
+        .all()
+        .map((r) => String(r.principal)),
+    );
+    const free = (rows: Row[]): Array<{ agent: string; id: string }> =>
+      rows
+        .map((r) => ({ agent: String(r.agent), id: String(r.id) }))
+        .filter((t) => !busy.has(`${t.agent}/${t.id}`))
+        .slice(0, limit);
+    let compacted = 0;
+    let deleted = 0;
+    let deletedForSpace = 0;
+    let more = false;
+    if (step.compactBefore !== undefined) {
+      const due = free(
+        this.stmt(
+          `SELECT agent, id FROM baton_tasks WHERE state IN (${TERMINAL}) AND compacted = 0 AND updated_at < ? ORDER BY updated_at LIMIT ?`,
+        ).all(step.compactBefore, limit + busy.size),
+      );
+      this.tx(() => {
+        for (const t of due) {
+          this.stmt('DELETE FROM baton_event_pages WHERE agent = ? AND task_id = ?').run(t.agent, t.id);
+          this.stmt('UPDATE baton_tasks SET compacted = 1 WHERE agent = ? AND id = ?').run(t.agent, t.id);
+        }
+      });
+      compacted = due.length;
+      more ||= due.length === limit;
+    }
+    if (step.deleteBefore !== undefined) {
+      const due = free(
+        this.stmt(
+          `SELECT agent, id FROM baton_tasks WHERE state IN (${TERMINAL}) AND updated_at < ? ORDER BY updated_at LIMIT ?`,
+        ).all(step.deleteBefore, limit + busy.size),
+      );
+      this.deleteTasks(due);
+      deleted = due.length;
+      more ||= due.length === limit;
+    }
+    if (compacted || deleted) this.giveBack();
+    if (step.maxBytes !== undefined && deleted < limit) {
+      const used = this.usedBytes();
+      if (used > step.maxBytes) {
+        // Oldest finished first, until what they hold covers the excess over downToBytes.
+        let need = used - (step.downToBytes ?? step.maxBytes);
+        const rows = this.stmt(
+          `SELECT t.agent, t.id, octet_length(t.snapshot) + COALESCE((SELECT sum(octet_length(p.bodies)) FROM baton_event_pages p WHERE p.agent = t.agent AND p.task_id = t.id), 0) AS bytes FROM baton_tasks t WHERE t.state IN (${TERMINAL}) ORDER BY t.updated_at LIMIT ?`,
+        ).all(limit - deleted + busy.size);
+        const bytes = new Map(rows.map((r) => [`${String(r.agent)}/${String(r.id)}`, Number(r.bytes)]));
+        const due: Array<{ agent: string; id: string }> = [];
+        for (const t of free(rows)) {
+          if (need <= 0 || due.length >= limit - deleted) break;
+          due.push(t);
+          need -= bytes.get(`${t.agent}/${t.id}`) ?? 0;
+        }
+        this.deleteTasks(due);
+        if (due.length) this.giveBack();
+        deleted += due.length;
+        deletedForSpace = due.length;
+        more ||= need > 0 && due.length > 0;
+      }
+    }
+    return Promise.resolve({ compacted, deleted, deletedForSpace, more });
+  }
+
+  /**
+   * Hands freed pages back to the file system: the incremental vacuum moves them to the end of the
+   * database and cuts them off, and a truncating checkpoint writes that into the file and empties the
+   * WAL (in WAL mode the file only shrinks at a checkpoint).
+   */
+  private giveBack(): void {
+    this.db.exec('PRAGMA incremental_vacuum');
+    this.db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').all();
+  }
+
+  /** Deletes finished tasks with everything that is theirs: events, push configs, idempotency claims. */
+  private deleteTasks(tasks: ReadonlyArray<{ agent: string; id: string }>): void {
+    if (!tasks.length) return;
+    this.tx(() => {
+      for (const t of tasks) {
+        this.stmt('DELETE FROM baton_event_pages WHERE agent = ? AND task_id = ?').run(t.agent, t.id);
+        this.stmt('DELETE FROM baton_push_configs WHERE agent = ? AND task_id = ?').run(t.agent, t.id);
+        this.stmt('DELETE FROM baton_requests WHERE agent = ? AND task_id = ?').run(t.agent, t.id);
+        this.stmt('DELETE FROM baton_tasks WHERE agent = ? AND id = ?').run(t.agent, t.id);
+      }
+    });
+  }
+
+  pruneInstances(heartbeatBefore: number, self?: string): Promise<number> {
+    const owners = new Set(
+      this.stmt(`SELECT DISTINCT owner FROM baton_tasks WHERE state NOT IN (${TERMINAL}) AND owner IS NOT NULL`)
+        .all()
+        .map((r) => String(r.owner)),
+    );
+    const gone = this.stmt('SELECT id FROM baton_instances WHERE heartbeat_at < ? OR id = ?')
+      .all(heartbeatBefore, self ?? null)
+      .map((r) => String(r.id))
+      .filter((id) => !owners.has(id));
+    if (gone.length)
+      this.tx(() => {
+        for (const id of gone) this.stmt('DELETE FROM baton_instances WHERE id = ?').run(id);
+      });
+    return Promise.resolve(gone.length);
+  }
+
   integrityCheck(): Promise<string> {
     const rows = this.db.prepare('PRAGMA integrity_check').all();
     return Promise.resolve(rows.map((r) => String(Object.values(r)[0])).join('\n'));
@@ -571,4 +761,8 @@ export class SqliteGatewayStore implements GatewayStore {
     this.db.close();
     return Promise.resolve();
   }
+}
+
+function mb(bytes: number): string {
+  return (bytes / (1024 * 1024)).toFixed(1);
 }

@@ -18,8 +18,8 @@ type Method = Exclude<
   'kind' | 'onRemoteAppend' | 'onMissedAppends' | 'onCancelRequest' | 'takeOver'
 >;
 
-/** What the thread answers: the store's methods, and its page reads. */
-export type WorkerMethod = Method | 'readPages' | 'appendPage';
+/** What the thread answers: the store's methods, its page reads, and what opening it did. */
+export type WorkerMethod = Method | 'readPages' | 'appendPage' | 'notes';
 
 export interface StoreCall {
   readonly id: number;
@@ -70,7 +70,14 @@ export class SqliteWorkerStore implements GatewayStore {
     worker.on('exit', (code) => stop(new Error(`the gateway's SQLite thread stopped (exit code ${code})`)));
   }
 
-  static open(opts: SqliteStoreOptions): Promise<SqliteWorkerStore> {
+  /** Opens the store on its thread; `log` hears what opening it did (a one-time migration). */
+  static async open(opts: SqliteStoreOptions, log?: (line: string) => void): Promise<SqliteWorkerStore> {
+    const store = await SqliteWorkerStore.start(opts);
+    if (log) for (const note of (await store.callWorker('notes', [])) as string[]) log(note);
+    return store;
+  }
+
+  private static start(opts: SqliteStoreOptions): Promise<SqliteWorkerStore> {
     const worker = startWorker(opts);
     return new Promise((resolve, reject) => {
       const onError = (e: Error): void => reject(new Error(`cannot start the gateway's SQLite thread: ${e.message}`));
@@ -136,6 +143,9 @@ export class SqliteWorkerStore implements GatewayStore {
   deletePushConfig: GatewayStore['deletePushConfig'] = (...a) => this.call('deletePushConfig', ...a);
   integrityCheck: GatewayStore['integrityCheck'] = (...a) => this.call('integrityCheck', ...a);
   requestCancel: GatewayStore['requestCancel'] = (...a) => this.call('requestCancel', ...a);
+  retain: GatewayStore['retain'] = (...a) => this.call('retain', ...a);
+  size: GatewayStore['size'] = (...a) => this.call('size', ...a);
+  pruneInstances: GatewayStore['pruneInstances'] = (...a) => this.call('pruneInstances', ...a);
 
   onRemoteAppend(_listener: AppendListener): void {
     // One process writes a SQLite state folder; its own appends reach subscribers through the EventHub.

@@ -123,3 +123,43 @@ describe('gateway config: agent-started delegations', () => {
     for (const [input, want] of cases) assert.throws(() => parse(input), want, JSON.stringify(input));
   });
 });
+
+describe('gateway config: retention', () => {
+  it('reads the retention settings, and gives the defaults for what is left out', async () => {
+    const { DEFAULT_RETENTION, retentionFromConfig } = await import('../../../src/gateway/retention');
+    const c = parse({
+      retention: { finishedTaskHours: 24, maxStoreMb: 64, replayWindowMinutes: 0, intervalSeconds: 5 },
+    });
+    assert.deepEqual(c.retention, {
+      finishedTaskHours: 24,
+      maxStoreMb: 64,
+      replayWindowMinutes: 0,
+      intervalSeconds: 5,
+    });
+    assert.deepEqual(retentionFromConfig(c.retention), {
+      keepFinishedMs: 24 * 3_600_000,
+      maxStoreBytes: 64 * 1024 * 1024,
+      replayWindowMs: 0,
+      intervalMs: 5_000,
+    });
+    assert.deepEqual(retentionFromConfig(parse({}).retention), DEFAULT_RETENTION);
+    assert.deepEqual(DEFAULT_RETENTION, {
+      keepFinishedMs: 168 * 3_600_000,
+      maxStoreBytes: 2048 * 1024 * 1024,
+      replayWindowMs: 3_600_000,
+      intervalMs: 60_000,
+    });
+  });
+
+  it('names the retention field that is wrong, and refuses unknown ones', () => {
+    const fails = (v: unknown, re: RegExp): void => assert.throws(() => parse(v), re);
+    fails({ retention: { maxStoreMb: -1 } }, /retention\.maxStoreMb: must be a whole number from 0/);
+    fails({ retention: { finishedTaskHours: 1.5 } }, /retention\.finishedTaskHours: must be a whole number/);
+    fails({ retention: { intervalSeconds: 0 } }, /retention\.intervalSeconds: must be a whole number from 1/);
+    fails(
+      { retention: { maxStoreGb: 1 } },
+      /retention\.maxStoreGb: is not a setting; known settings here: finishedTaskHours/,
+    );
+    fails({ retention: 7 }, /retention: must be an object/);
+  });
+});

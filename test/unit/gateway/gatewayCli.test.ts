@@ -98,3 +98,51 @@ describe('baton-gateway program: a port in use', () => {
     }
   });
 });
+
+describe('baton-gateway program: retention settings', () => {
+  it("applies the config file's retention section: the cap is reported and a pass is logged", async () => {
+    using dir = tempDir();
+    const config = join(dir.path, 'gateway.json');
+    writeFileSync(config, JSON.stringify({ localAgents: false, retention: { maxStoreMb: 3, intervalSeconds: 1 } }));
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', CLI, '--config', config, '--state', join(dir.path, 'state')],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let out = '';
+    let stderr = '';
+    const logged = new Promise<string>((ok, fail) => {
+      child.stderr.on('data', (d: Buffer) => {
+        stderr += d.toString();
+        const line = stderr.split('\n').find((l) => l.includes('retention:'));
+        if (line) ok(line);
+      });
+      setTimeout(() => fail(new Error(`no retention line in 60 s: ${stderr}`)), 60_000).unref();
+    });
+    try {
+      const info = await new Promise<Record<string, unknown>>((ok, fail) => {
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('\n')) ok(JSON.parse(out.split('\n')[0]) as Record<string, unknown>);
+        });
+        child.on('exit', (c) => fail(new Error(`exited ${c}: ${stderr}`)));
+        setTimeout(() => fail(new Error(`no info line in 60 s: ${stderr}`)), 60_000).unref();
+      });
+      const token = readFileSync(String(info.tokenFile), 'utf8').trim();
+      const res = await fetch(`${String(info.url)}/baton/instance`, { headers: { Authorization: `Bearer ${token}` } });
+      const body = (await res.json()) as { store?: { kind?: string; maxBytes?: number; sizeBytes?: number } };
+      assert.equal(body.store?.kind, 'sqlite');
+      assert.equal(body.store?.maxBytes, 3 * 1024 * 1024);
+      assert.ok((body.store?.sizeBytes ?? 0) > 0);
+      assert.match(
+        await logged,
+        /retention: compacted 0, deleted 0 finished task\(s\); store [\d.]+ MB \(cap 3\.0 MB\)/,
+      );
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((ok) => (child.exitCode === null ? child.on('exit', ok) : ok(undefined)));
+    }
+  });
+});

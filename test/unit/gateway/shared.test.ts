@@ -51,6 +51,7 @@ describe('shared pieces', () => {
       owner: null,
       createdAt: 1_700_000_000_000,
       updatedAt: 1_700_000_000_500,
+      compacted: false,
     };
     const common = { agent: 'echo', id: 't1', context_id: 'c1', principal: 'local', kind: 'proxy', snapshot: '{}' };
     const sqlite = {
@@ -60,6 +61,7 @@ describe('shared pieces', () => {
       owner: null,
       created_at: 1_700_000_000_000,
       updated_at: 1_700_000_000_500,
+      compacted: 0,
     };
     const postgres = {
       ...common,
@@ -68,11 +70,15 @@ describe('shared pieces', () => {
       owner: null,
       created_at: '1700000000000',
       updated_at: '1700000000500',
+      compacted: false,
     };
     assert.equal(TaskState.TASK_STATE_WORKING, 2);
     assert.deepEqual(toTaskRow(sqlite), expected);
     assert.deepEqual(toTaskRow(postgres), expected);
     assert.equal(toTaskRow({ ...sqlite, kind: 'local', owner: 'me' }).owner, 'me');
     assert.equal(toTaskRow({ ...sqlite, kind: 'other' }).kind, 'local');
+    // Retention's compacted flag: an INTEGER in SQLite, a BOOLEAN in PostgreSQL.
+    assert.equal(toTaskRow({ ...sqlite, compacted: 1 }).compacted, true);
+    assert.equal(toTaskRow({ ...postgres, compacted: true }).compacted, true);
   });
 });
