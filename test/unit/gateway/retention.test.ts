@@ -85,6 +85,11 @@ async function putTask(
   });
 }
 
+/** The claim's digest and task, whatever else the store records with it. */
+const pick = (
+  r: { digest: string; taskId: string | null } | undefined,
+): { digest: string; taskId: string | null } | undefined => r && { digest: r.digest, taskId: r.taskId };
+
 const tick = (ms = 15): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Steps until the store says there is nothing more to do (bounded). */
@@ -126,7 +131,7 @@ function storeSuite(kind: string, fresh: () => Promise<GatewayStore>, skip: stri
       assert.deepEqual(await store.listPushConfigs(AGENT, 'age-old'), []);
       assert.deepEqual(await store.readEvents(AGENT, 'age-old', 0, 100), []);
       assert.ok(await store.getTask(AGENT, 'age-new'));
-      assert.deepEqual(await store.findRequest('alice', AGENT, 'm-new'), { digest: 'd', taskId: 'age-new' });
+      assert.deepEqual(pick(await store.findRequest('alice', AGENT, 'm-new')), { digest: 'd', taskId: 'age-new' });
       // Even with every cutoff in the future, a running task stays.
       await retainAll(store, { deleteBefore: Date.now() + 60_000, compactBefore: Date.now() + 60_000, limit: 50 });
       const running = await store.getTask(AGENT, 'age-old-running');
