@@ -1,7 +1,7 @@
 /**
  * `baton-gateway`: the A2A server that fronts Baton's local agents and proxies remote ones.
  *
- *   baton-gateway [--config FILE] [--state DIR] [--host H] [--port N] [--root DIR]… [--no-local-agents] [--agent-pace-ms N]
+ *   baton-gateway [--config FILE] [--state DIR] [--host H] [--port N] [--root DIR]… [--no-local-agents] [--agent-pace-ms N] [--builtin-threads N]
  *
  * Prints one JSON line on stdout when it is listening (`{"url", "tokenFile", "pid", "instanceId", "agents"}`)
  * so a supervisor can wait for it, and writes the same to <state>/gateway.json for the editor and the
@@ -38,6 +38,8 @@ const USAGE = `usage: baton-gateway [options]
   --no-agent ID        serve every local agent but this one (repeatable)
   --agent-pace-ms N    the refactoring agent waits N ms between its steps, so they can be watched and
                        canceled on a small repository (default 0; the demo uses it)
+  --builtin-threads N  built-in agent jobs that run at once, each on its own thread, 1 to 16 (default: one
+                       less than the cores, 1 to 2); more wait in a queue
   --max-depth N        how deep agent-started delegations may go, 0 to 3 (default 1: the children of a task
                        you started may not delegate further); config "maxDepth"
   --max-breadth N      children one task may start (default 3); config "maxBreadth"
@@ -64,6 +66,7 @@ async function main(argv: string[]): Promise<number> {
         'no-agent': { type: 'string', multiple: true },
         cli: { type: 'string', multiple: true },
         'agent-pace-ms': { type: 'string' },
+        'builtin-threads': { type: 'string' },
         'idle-stop-seconds': { type: 'string' },
         'max-depth': { type: 'string' },
         'max-breadth': { type: 'string' },
@@ -93,6 +96,11 @@ async function main(argv: string[]): Promise<number> {
   const port = typeof values.port === 'string' ? Number(values.port) : config?.port;
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
     process.stderr.write('baton-gateway: --port must be a number from 0 to 65535\n');
+    return 2;
+  }
+  const threads = typeof values['builtin-threads'] === 'string' ? Number(values['builtin-threads']) : undefined;
+  if (threads !== undefined && (!Number.isInteger(threads) || threads < 1 || threads > 16)) {
+    process.stderr.write('baton-gateway: --builtin-threads must be a whole number from 1 to 16\n');
     return 2;
   }
   const pace = typeof values['agent-pace-ms'] === 'string' ? Number(values['agent-pace-ms']) : 0;
@@ -146,6 +154,7 @@ async function main(argv: string[]): Promise<number> {
       workspaceRoot: defaultWorkspaceRoot(stateDir),
       cliPaths,
       agentPaceMs: pace,
+      ...(threads !== undefined ? { builtinThreads: threads } : {}),
     });
     const without = new Set((values['no-agent'] as string[] | undefined) ?? []);
     localAgents = (wanted === true ? found : found.filter((a) => wanted.includes(a.id))).filter(
