@@ -214,6 +214,8 @@ export interface SqliteStoreOptions {
 
 export class SqliteGatewayStore implements GatewayStore {
   readonly kind = 'sqlite' as const;
+  /** Every call runs to its end before it returns. */
+  readonly ordersAppends = true;
   readonly driverName: SqliteDriver['name'];
   private readonly db: SqliteDriver;
   private readonly stmts: Record<string, Statement> = {};
