@@ -214,8 +214,11 @@ export function foldWire(task: Json, ev: WireEvent, k: WireKind | undefined = wi
   }
 }
 
-/** Batches of one task a store that orders appends may have in flight at once. */
-const MAX_IN_FLIGHT = 4;
+/**
+ * Batches of one task a store that orders appends may have in flight at once: one being committed and
+ * the next waiting for the following group. More would only split what one group commits anyway.
+ */
+const MAX_IN_FLIGHT = 2;
 
 interface Deferred {
   readonly promise: Promise<void>;
@@ -239,7 +242,7 @@ function deferred(): Deferred {
  * The single writer of one task's events in this process. Adding an event is synchronous (agents emit
  * from callbacks) and costs no promise; what is added in one turn of the event loop is one batch.
  * A store that applies appends in call order (`ordersAppends`: the SQLite thread) takes the next batch
- * while earlier ones are still being committed, a few at most, so an event does not wait for a commit
+ * while the previous one is still being committed, so an event does not wait for a commit
  * it is not part of before its own is even sent; any other store has one commit in flight at a time
  * and everything added meanwhile goes into the next, so the number of commits adapts to how fast the
  * disk is. Subscribers are woken only after the commit. The task is kept as wire JSON, so a relayed
