@@ -214,6 +214,12 @@ export function foldWire(task: Json, ev: WireEvent, k: WireKind | undefined = wi
   }
 }
 
+/**
+ * Batches of one task a store that orders appends may have in flight at once: one being committed and
+ * the next waiting for the following group. More would only split what one group commits anyway.
+ */
+const MAX_IN_FLIGHT = 2;
+
 interface Deferred {
   readonly promise: Promise<void>;
   resolve(): void;
@@ -234,17 +240,25 @@ function deferred(): Deferred {
 
 /**
  * The single writer of one task's events in this process. Adding an event is synchronous (agents emit
- * from callbacks) and costs no promise; one commit is in flight at a time and everything added
- * meanwhile goes into the next, so the number of commits adapts to how fast the disk is. Subscribers
- * are woken only after the commit. The task is kept as wire JSON, so a relayed event is folded and
- * stored without a round trip through the SDK's objects.
+ * from callbacks) and costs no promise; what is added in one turn of the event loop is one batch.
+ * A store that applies appends in call order (`ordersAppends`: the SQLite thread) takes the next batch
+ * while the previous one is still being committed, so an event does not wait for a commit
+ * it is not part of before its own is even sent; any other store has one commit in flight at a time
+ * and everything added meanwhile goes into the next, so the number of commits adapts to how fast the
+ * disk is. Subscribers are woken only after the commit. The task is kept as wire JSON, so a relayed
+ * event is folded and stored without a round trip through the SDK's objects.
  */
 export class TaskWriter {
   private queue: EventRow[] = [];
   /** Settles when the events now in `queue` are committed (created with the queue's first event). */
   private queued: Deferred | undefined;
-  /** Settles when the commit in flight is done. */
-  private inFlight: Promise<void> | undefined;
+  /** Settles when the last batch sent to the store is committed (undefined once it is). */
+  private lastSent: Promise<void> | undefined;
+  /** Batches sent to the store and not yet answered. */
+  private inFlight = 0;
+  /** How many batches may be in flight at once. */
+  private readonly maxInFlight: number;
+  private flushScheduled = false;
   private failed: Error | undefined;
   private readonly wire: Json;
   /** The state the folded status names (worked out once per event that changes it). */
@@ -259,6 +273,7 @@ export class TaskWriter {
     task: Task,
     lastSeq: number,
   ) {
+    this.maxInFlight = store.ordersAppends ? MAX_IN_FLIGHT : 1;
     this.wire = Task.toJSON(task) as Json;
     this.stateNow = wireState(this.wire.status);
     this.lastSeq = lastSeq;
@@ -290,7 +305,7 @@ export class TaskWriter {
   /** Resolves once everything added so far is committed; rejects if a commit failed. */
   committed(): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);
-    return this.queued?.promise ?? this.inFlight ?? Promise.resolve();
+    return this.queued?.promise ?? this.lastSent ?? Promise.resolve();
   }
 
   /** Events queued but not yet committed (a relay slows down when this grows). */
@@ -326,8 +341,18 @@ export class TaskWriter {
     this.queue.push({ seq, body: raw ?? JSON.stringify(ev) });
     if (!this.queued) {
       this.queued = deferred();
-      if (!this.inFlight) setImmediate(() => void this.flush());
+      this.scheduleFlush();
     }
+  }
+
+  /** Sends the queued batch on the next turn of the event loop, when the store can take it. */
+  private scheduleFlush(): void {
+    if (this.flushScheduled || !this.queued || this.held || this.inFlight >= this.maxInFlight) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      void this.flush();
+    });
   }
 
   /**
@@ -351,7 +376,7 @@ export class TaskWriter {
   }
 
   release(): void {
-    if (this.held > 0 && --this.held === 0 && this.queued && !this.inFlight) setImmediate(() => void this.flush());
+    if (this.held > 0 && --this.held === 0) this.scheduleFlush();
   }
 
   /** Ownership changes (null when the run ends) travel with the next commit. */
@@ -391,14 +416,24 @@ export class TaskWriter {
 
   private async flush(): Promise<void> {
     const done = this.queued;
-    if (!done || this.inFlight || this.held) return;
+    if (!done || this.inFlight >= this.maxInFlight || this.held) return;
+    if (this.failed) {
+      // An earlier batch failed while this one waited: it is not stored either.
+      this.queued = undefined;
+      this.queue = [];
+      done.reject(this.failed);
+      return;
+    }
     const rows = this.queue;
     this.queue = [];
     this.queued = undefined;
-    this.inFlight = done.promise;
+    this.inFlight++;
+    this.lastSent = done.promise;
     const state = this.state;
     const owner = this.owner;
     this.owner = undefined;
+    // With several batches in flight, the next may be sent at once.
+    this.scheduleFlush();
     try {
       await this.store.append({
         agent: this.agent,
@@ -409,17 +444,31 @@ export class TaskWriter {
         ...(owner !== undefined ? { owner } : {}),
       });
     } catch (e) {
-      this.failed = e instanceof Error ? e : new Error(String(e));
-      this.inFlight = undefined;
+      // The first failure is the one reported; the batches sent after it fail with it (they do not
+      // continue the task's stored seqs).
+      this.failed ??= e instanceof Error ? e : new Error(String(e));
+      this.inFlight--;
+      if (this.lastSent === done.promise) this.lastSent = undefined;
       done.reject(this.failed);
       // What was added meanwhile will not be stored either.
-      this.waitingBatch()?.reject(this.failed);
+      const waiting = this.waitingBatch();
+      if (waiting) {
+        this.queued = undefined;
+        this.queue = [];
+        waiting.reject(this.failed);
+      }
       return;
     }
-    this.inFlight = undefined;
+    this.inFlight--;
+    if (this.lastSent === done.promise) this.lastSent = undefined;
+    if (this.failed) {
+      // An earlier batch failed: this one cannot have been stored after it (see the catch above).
+      done.reject(this.failed);
+      return;
+    }
     this.hub.publish(this.agent, this.taskId, { rows, lastSeq: rows[rows.length - 1]?.seq ?? this.lastSeq, state });
     done.resolve();
-    if (this.waitingBatch()) setImmediate(() => void this.flush());
+    this.scheduleFlush();
   }
 
   /** The batch queued while a commit was in flight (read afresh: it changes across the await). */

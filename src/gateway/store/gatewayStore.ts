@@ -188,6 +188,12 @@ export interface UnboundClaim extends RequestClaim {
 export interface GatewayStore {
   readonly kind: 'sqlite' | 'postgres';
   /**
+   * True when appends are applied and answered in the order they were called, so a task's writer may
+   * send the next batch before the previous one is answered (a batch that does not continue the
+   * task's seqs fails, so a failed batch fails every later one too).
+   */
+  readonly ordersAppends?: boolean;
+  /**
    * Idempotency: claims (principal, agent, messageId) for a request whose canonical digest is given.
    * `taskId` is recorded at once when the caller already knows it (local agents), else later with
    * `bindRequest` (proxied agents learn it from the remote). `instance` is the gateway instance making

@@ -202,9 +202,16 @@ export function eventsOfPages(pages: readonly EventPage[], afterSeq: number, lim
 /** A write that `commitGroup` can commit together with others. */
 export type GroupWrite =
   | { readonly method: 'appendPage'; readonly args: readonly [PageBatch] }
-  | { readonly method: 'createTask'; readonly args: readonly [NewTask, EventRow] };
+  | { readonly method: 'createTask'; readonly args: readonly [NewTask, EventRow] }
+  | {
+      readonly method: 'claimRequest';
+      readonly args: readonly [string, string, string, string, string | null, string | undefined];
+    }
+  | { readonly method: 'bindRequest'; readonly args: readonly [string, string, string, string] };
 
-export type GroupOutcome = { readonly ok: true } | { readonly ok: false; readonly error: Error };
+/** A write's outcome; `value` is what the write returns (a claim's result). */
+export type GroupOutcome =
+  { readonly ok: true; readonly value?: unknown } | { readonly ok: false; readonly error: Error };
 
 export interface SqliteStoreOptions {
   /** The database file, or ':memory:'. */
@@ -214,6 +221,8 @@ export interface SqliteStoreOptions {
 
 export class SqliteGatewayStore implements GatewayStore {
   readonly kind = 'sqlite' as const;
+  /** Every call runs to its end before it returns. */
+  readonly ordersAppends = true;
   readonly driverName: SqliteDriver['name'];
   private readonly db: SqliteDriver;
   private readonly stmts: Record<string, Statement> = {};
@@ -331,21 +340,28 @@ export class SqliteGatewayStore implements GatewayStore {
     taskId: string | null,
     instance?: string,
   ): Promise<ClaimResult> {
-    return Promise.resolve(
-      this.tx((): ClaimResult => {
-        const row = this.stmt(
-          'SELECT digest, task_id FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ?',
-        ).get(principal, agent, messageId);
-        if (row) {
-          if (row.digest !== digest) return { kind: 'conflict' };
-          return { kind: 'existing', taskId: row.task_id === null ? null : String(row.task_id) };
-        }
-        this.stmt(
-          'INSERT INTO baton_requests (principal, agent, message_id, digest, task_id, created_at, instance) VALUES (?, ?, ?, ?, ?, ?, ?)',
-        ).run(principal, agent, messageId, digest, taskId, Date.now(), instance ?? null);
-        return { kind: 'new' };
-      }),
-    );
+    return Promise.resolve(this.tx(() => this.claimNow(principal, agent, messageId, digest, taskId, instance)));
+  }
+
+  private claimNow(
+    principal: string,
+    agent: string,
+    messageId: string,
+    digest: string,
+    taskId: string | null,
+    instance?: string,
+  ): ClaimResult {
+    const row = this.stmt(
+      'SELECT digest, task_id FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ?',
+    ).get(principal, agent, messageId);
+    if (row) {
+      if (row.digest !== digest) return { kind: 'conflict' };
+      return { kind: 'existing', taskId: row.task_id === null ? null : String(row.task_id) };
+    }
+    this.stmt(
+      'INSERT INTO baton_requests (principal, agent, message_id, digest, task_id, created_at, instance) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    ).run(principal, agent, messageId, digest, taskId, Date.now(), instance ?? null);
+    return { kind: 'new' };
   }
 
   findRequest(principal: string, agent: string, messageId: string): Promise<RequestClaim | undefined> {
@@ -384,13 +400,17 @@ export class SqliteGatewayStore implements GatewayStore {
   }
 
   bindRequest(principal: string, agent: string, messageId: string, taskId: string): Promise<void> {
+    this.bindNow(principal, agent, messageId, taskId);
+    return Promise.resolve();
+  }
+
+  private bindNow(principal: string, agent: string, messageId: string, taskId: string): void {
     this.stmt('UPDATE baton_requests SET task_id = ? WHERE principal = ? AND agent = ? AND message_id = ?').run(
       taskId,
       principal,
       agent,
       messageId,
     );
-    return Promise.resolve();
   }
 
   releaseRequest(principal: string, agent: string, messageId: string): Promise<void> {
@@ -488,16 +508,19 @@ export class SqliteGatewayStore implements GatewayStore {
     return this.tx(() =>
       writes.map((w): GroupOutcome => {
         this.db.exec('SAVEPOINT baton_write');
+        let value: unknown;
         try {
           if (w.method === 'appendPage') this.writePage(w.args[0]);
-          else this.insertTask(w.args[0], w.args[1]);
+          else if (w.method === 'createTask') this.insertTask(w.args[0], w.args[1]);
+          else if (w.method === 'claimRequest') value = this.claimNow(...w.args);
+          else this.bindNow(...w.args);
         } catch (e) {
           this.db.exec('ROLLBACK TO baton_write');
           this.db.exec('RELEASE baton_write');
           return { ok: false, error: e instanceof Error ? e : new Error(String(e)) };
         }
         this.db.exec('RELEASE baton_write');
-        return { ok: true };
+        return { ok: true, value };
       }),
     );
   }

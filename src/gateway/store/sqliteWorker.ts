@@ -4,7 +4,7 @@
  * keeps relaying and serving while the disk catches up. Writes that wait together share one commit
  * (`SqliteCallQueue`). Started by `SqliteWorkerStore`.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { SqliteCallQueue } from './sqliteCallQueue';
 import { SqliteGatewayStore } from './sqliteStore';
 import type { SqliteStoreOptions } from './sqliteStore';
@@ -23,11 +23,30 @@ try {
   port.postMessage({ id: 0, ok: false, error: openError } satisfies StoreReply);
 }
 
+function isStoreCall(v: unknown): v is StoreCall {
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    'id' in v &&
+    typeof v.id === 'number' &&
+    'method' in v &&
+    typeof v.method === 'string' &&
+    'args' in v &&
+    Array.isArray(v.args)
+  );
+}
+
 const queue = store
   ? new SqliteCallQueue(
       store,
       (r) => port.postMessage(r),
       () => port.close(),
+      undefined,
+      undefined,
+      () => {
+        const m: unknown = receiveMessageOnPort(port)?.message;
+        return isStoreCall(m) ? m : undefined;
+      },
     )
   : undefined;
 

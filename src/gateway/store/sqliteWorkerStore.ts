@@ -15,7 +15,7 @@ import type { EventPage, PageBatch, SqliteGatewayStore, SqliteStoreOptions } fro
 
 type Method = Exclude<
   keyof GatewayStore,
-  'kind' | 'onRemoteAppend' | 'onMissedAppends' | 'onCancelRequest' | 'takeOver'
+  'kind' | 'ordersAppends' | 'onRemoteAppend' | 'onMissedAppends' | 'onCancelRequest' | 'takeOver'
 >;
 
 /** What the thread answers: the store's methods, its page reads, and what opening it did. */
@@ -46,6 +46,8 @@ function startWorker(opts: SqliteStoreOptions): Worker {
 
 export class SqliteWorkerStore implements GatewayStore {
   readonly kind = 'sqlite' as const;
+  /** One thread takes the calls in the order they were posted and answers them in that order. */
+  readonly ordersAppends = true;
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private stopped: Error | undefined;

@@ -246,6 +246,42 @@ describe('SqliteCallQueue: the calls of the store thread', () => {
     assert.deepEqual(value(7), rows('a', 1, 5));
   });
 
+  it('claims and bindings share the commit of the writes around them, and each sees the ones before it', async (t) => {
+    const dir = tempDir('baton-group-');
+    t.after(() => dir[Symbol.dispose]());
+    const file = join(dir.path, 'baton.sqlite');
+    const store = openStore(t, file);
+    const q = queueOn(store);
+    q.push('createTask', newTask('a'), row('a', 1));
+    q.push('claimRequest', 'alice', AGENT, 'm1', 'd1', null, 'inst-1');
+    q.push('appendPage', page('a', rows('a', 2, 3)));
+    q.push('bindRequest', 'alice', AGENT, 'm1', 'a');
+    q.push('claimRequest', 'alice', AGENT, 'm1', 'd1', null, 'inst-2');
+    q.push('claimRequest', 'alice', AGENT, 'm1', 'other digest', null);
+    q.push('claimRequest', 'alice', AGENT, 'm2', 'd2', 'a');
+    q.push('findRequest', 'alice', AGENT, 'm1');
+    await q.settled();
+    assert.deepEqual(q.groups, [7]);
+    assert.ok(q.replies.every((r) => r.ok));
+    const value = (i: number): unknown => {
+      const r = q.replies[i];
+      return r.ok ? r.value : undefined;
+    };
+    assert.deepEqual(value(1), { kind: 'new' });
+    assert.equal(value(3), undefined);
+    assert.deepEqual(value(4), { kind: 'existing', taskId: 'a' });
+    assert.deepEqual(value(5), { kind: 'conflict' });
+    assert.deepEqual(value(6), { kind: 'new' });
+    assert.equal((value(7) as { taskId: string | null; instance: string | null }).taskId, 'a');
+    assert.equal((value(7) as { instance: string | null }).instance, 'inst-1');
+    await store.close();
+    // Committed: a reopened store has them.
+    const again = openStore(t, file);
+    assert.equal((await again.findRequest('alice', AGENT, 'm1'))?.taskId, 'a');
+    assert.equal((await again.findRequest('alice', AGENT, 'm2'))?.taskId, 'a');
+    assert.equal((await again.getTask(AGENT, 'a'))?.lastSeq, 3);
+  });
+
   it('bounds a group: writes beyond the bound make the next group', async (t) => {
     const dir = tempDir('baton-group-');
     t.after(() => dir[Symbol.dispose]());

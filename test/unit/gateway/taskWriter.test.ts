@@ -23,12 +23,17 @@ class GatedStore {
   private gates: Array<{ open(): void; fail(e: Error): void }> = [];
   private arrived: Array<() => void> = [];
 
-  constructor(readonly inner: SqliteGatewayStore) {}
+  /** `ordered`: the store says it applies appends in call order (the writer may then send ahead). */
+  constructor(
+    readonly inner: SqliteGatewayStore,
+    private readonly ordered = false,
+  ) {}
 
   asStore(): GatewayStore {
     return new Proxy(this.inner, {
       get: (target, prop, receiver) => {
         if (prop === 'append') return (batch: AppendBatch) => this.append(batch);
+        if (prop === 'ordersAppends') return this.ordered;
         const v: unknown = Reflect.get(target, prop, receiver);
         return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
       },
@@ -75,6 +80,7 @@ const working = (n: number): Record<string, unknown> => ({
 
 async function setUp(
   t: TestContext,
+  ordered = false,
 ): Promise<{ gated: GatedStore; writer: TaskWriter; notices: AppendNotice[]; store: SqliteGatewayStore }> {
   const dir = tempDir('baton-writer-');
   const store = new SqliteGatewayStore({ file: join(dir.path, 'g.sqlite'), driver: 'better-sqlite3' });
@@ -95,7 +101,7 @@ async function setUp(
     },
     { seq: 1, body: '{"task":{"id":"t1"}}' },
   );
-  const gated = new GatedStore(store);
+  const gated = new GatedStore(store, ordered);
   const hub = new EventHub();
   const notices: AppendNotice[] = [];
   hub.subscribe(AGENT, 't1', (n) => {
@@ -138,6 +144,56 @@ describe('TaskWriter', () => {
       [[2, 3], [4]],
     );
     await bounded(writer.committed(), 'nothing left');
+  });
+
+  it('with a store that orders appends, the next batch is sent while the first is in flight, and both are published in order', async (t) => {
+    const { gated, writer, notices, store } = await setUp(t, true);
+    writer.add(working(2));
+    const first = writer.committed();
+    await gated.untilStarted(1);
+    writer.add(working(3));
+    const second = writer.committed();
+    let secondDone = false;
+    void second.then(() => (secondDone = true));
+    // Sent before the first is answered.
+    await gated.untilStarted(2);
+    assert.equal(notices.length, 0, 'published before its commit returned');
+    gated.release();
+    await bounded(first, 'first commit');
+    assert.equal(secondDone, false, 'the wait for seq 3 resolved while seq 3 was still uncommitted');
+    assert.deepEqual(
+      notices.map((n) => n.rows.map((r) => r.seq)),
+      [[2]],
+    );
+    gated.release();
+    await bounded(second, 'second commit');
+    assert.deepEqual(
+      notices.map((n) => n.rows.map((r) => r.seq)),
+      [[2], [3]],
+    );
+    assert.equal((await store.getTask(AGENT, 't1'))?.lastSeq, 3);
+    assert.deepEqual(
+      (await store.readEvents(AGENT, 't1', 0, 10)).map((r) => r.seq),
+      [1, 2, 3],
+    );
+  });
+
+  it('with batches in flight, a failed one fails those sent after it with its error, and none of them is published', async (t) => {
+    const { gated, writer, notices, store } = await setUp(t, true);
+    writer.add(working(2));
+    const first = writer.committed();
+    await gated.untilStarted(1);
+    writer.add(working(3));
+    const second = writer.committed();
+    await gated.untilStarted(2);
+    gated.failNext(new Error('disk full'));
+    await assert.rejects(bounded(first, 'first'), /disk full/);
+    // The second reaches the real store, which refuses it (it does not continue the stored seqs).
+    gated.release();
+    await assert.rejects(bounded(second, 'second'), /disk full/);
+    assert.throws(() => writer.add(working(4)), /disk full/);
+    assert.deepEqual(notices, []);
+    assert.equal((await store.getTask(AGENT, 't1'))?.lastSeq, 1);
   });
 
   it('hold: what is added while held waits, and goes to the store in one commit on release', async (t) => {
