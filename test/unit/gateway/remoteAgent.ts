@@ -3,14 +3,13 @@
  * or 0.3) behind a bearer check, running a scripted executor.
  */
 import { randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
-import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
+import { agentCardHandler, restHandler } from '@a2a-js/sdk/server/express';
 import { Role, TaskState } from '@a2a-js/sdk';
 import type { AgentCard, Message, Part } from '@a2a-js/sdk';
+import { bearerCheck, listenOnLoopback, sdkAgentCard, sdkJsonRpc } from './sdkServer';
 
 function textPart(value: string): Part {
   return { content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: 'text/plain' };
@@ -297,36 +296,18 @@ export async function startRemote(
   const seenAuth: string[] = [];
   const app = express();
   let url = '';
-  const card = (): AgentCard => ({
-    name: 'remote',
-    description: 'SDK agent',
-    supportedInterfaces: [
-      { url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: legacy ? '0.3' : '1.0' },
-      {
-        url: url.replace(/\/rpc$/, '/rest'),
-        protocolBinding: 'HTTP+JSON',
-        tenant: '',
-        protocolVersion: legacy ? '0.3' : '1.0',
-      },
-    ],
-    provider: undefined,
-    version: '1',
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain'],
-    skills: [],
-    signatures: [],
-  });
+  const version = legacy ? '0.3' : '1.0';
+  const card = (): AgentCard =>
+    sdkAgentCard({
+      supportedInterfaces: [
+        { url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: version },
+        { url: url.replace(/\/rpc$/, '/rest'), protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: version },
+      ],
+    });
   const executor = new CountingExecutor(n);
   const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), executor);
   Object.defineProperty(handler, 'getAgentCard', { value: () => Promise.resolve(card()) });
-  app.use((req, res, next) => {
-    seenAuth.push(req.header('authorization') ?? '');
-    if (req.header('authorization') !== `Bearer ${requiredToken}`) return void res.status(401).json({ error: 'no' });
-    next();
-  });
+  app.use(bearerCheck(requiredToken, seenAuth));
   // Its card at the origin (behind the same bearer check); a 0.3 caller gets the card's 0.3 form.
   if (opts.serveCard)
     app.use(
@@ -336,14 +317,7 @@ export async function startRemote(
         legacyCompat: { enabled: legacy },
       }),
     );
-  app.use(
-    '/rpc',
-    jsonRpcHandler({
-      requestHandler: handler,
-      userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }),
-      ...(legacy ? { legacyCompat: { enabled: true } } : {}),
-    }),
-  );
+  app.use('/rpc', sdkJsonRpc(handler, { legacy }));
   app.use(
     '/rest',
     restHandler({
@@ -351,18 +325,7 @@ export async function startRemote(
       userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }),
     }),
   );
-  const server: Server = await new Promise((r) => {
-    const s = app.listen(0, '127.0.0.1', () => r(s));
-  });
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
-  return {
-    url,
-    seenAuth,
-    executor,
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
+  const l = await listenOnLoopback(app);
+  url = `${l.origin}/rpc`;
+  return { url, seenAuth, executor, close: l.close };
 }
