@@ -4,10 +4,12 @@
  * hold and watch, and readers of the gateway's SSE answers.
  */
 import type { ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { AgentEvent } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
 import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { TaskState } from '@a2a-js/sdk';
+import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
 import { endProcess, startGatewayProcess } from './gatewayProcess';
 import { serveSdkAgent } from './sdkServer';
 
@@ -31,6 +33,19 @@ export async function startChild(stateDir: string, remoteUrl: string): Promise<C
 
 export function kill9(c: Child): Promise<void> {
   return endProcess(c.proc);
+}
+
+/** Opens the store the child kept in `stateDir` (after it has ended), runs `use` on it, closes it. */
+export async function withChildStore(
+  stateDir: string,
+  use: (store: SqliteGatewayStore) => Promise<void>,
+): Promise<void> {
+  const store = new SqliteGatewayStore({ file: join(stateDir, 'gateway.db'), driver: 'better-sqlite3' });
+  try {
+    await use(store);
+  } finally {
+    await store.close();
+  }
 }
 
 /**
