@@ -4,7 +4,6 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Role, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
-import { AgentEvent } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
 import type {
   LocalAgent,
@@ -20,7 +19,7 @@ import type { GatewayStore } from '../../../src/gateway/store/gatewayStore';
 import { LISTEN_APPLICATION_NAME } from '../../../src/gateway/store/postgresStore';
 import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
 import { clientFor, collect, readSse, scriptedAgent, sendRequest, seqOf, tempDir, userMessage } from './helpers';
-import { serveSdkAgent } from './sdkServer';
+import { serveSdkAgent, statusEvent, taskEvent } from './sdkServer';
 
 /** Emits a step every 10 ms until its signal fires (bounded), then stops: a task that is still working. */
 function untilCanceledAgent(
@@ -58,25 +57,9 @@ class UntilCanceledExecutor implements AgentExecutor {
   cancelCalls = 0;
   async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const { taskId, contextId } = ctx;
-    bus.publish(
-      AgentEvent.task({
-        id: taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: undefined },
-        artifacts: [],
-        history: [ctx.userMessage],
-        metadata: undefined,
-      }),
-    );
+    bus.publish(taskEvent(ctx, TaskState.TASK_STATE_WORKING));
     for (let i = 0; i < 3000 && !this.cancels.has(taskId); i++) await new Promise((r) => setTimeout(r, 10));
-    bus.publish(
-      AgentEvent.statusUpdate({
-        taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined },
-        metadata: undefined,
-      }),
-    );
+    bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_CANCELED));
     bus.finished();
   }
   cancelTask(taskId: string): Promise<void> {

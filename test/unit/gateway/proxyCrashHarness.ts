@@ -5,13 +5,12 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { AgentEvent } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
 import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { TaskState } from '@a2a-js/sdk';
 import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
 import { endProcess, startGatewayProcess } from './gatewayProcess';
-import { serveSdkAgent } from './sdkServer';
+import { patchEvent, serveSdkAgent, statusEvent, taskEvent } from './sdkServer';
 
 export const REMOTE_TOKEN = 'proxy-crash-remote-token-0123456789';
 
@@ -84,59 +83,20 @@ export class GatedExecutor implements AgentExecutor {
     this.onStart = undefined;
     await this.gate;
     if (this.firstDelayMs) await new Promise((r) => setTimeout(r, Math.random() * this.firstDelayMs));
-    bus.publish(
-      AgentEvent.task({
-        id: taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() },
-        artifacts: [],
-        history: [ctx.userMessage],
-        metadata: undefined,
-      }),
-    );
+    bus.publish(taskEvent(ctx, TaskState.TASK_STATE_SUBMITTED, new Date().toISOString()));
     for (let i = 1; i <= this.steps; i++) {
       bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() },
+        statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, {
+          timestamp: new Date().toISOString(),
           metadata: { i },
         }),
       );
       this.sent.set(taskId, i);
       if (this.paceMs) await new Promise((r) => setTimeout(r, this.paceMs));
     }
+    bus.publish(patchEvent(taskId, contextId));
     bus.publish(
-      AgentEvent.artifactUpdate({
-        taskId,
-        contextId,
-        artifact: {
-          artifactId: 'p',
-          name: 'changes.patch',
-          description: '',
-          parts: [
-            {
-              content: { $case: 'text', value: 'diff --git a/a b/a\n' },
-              metadata: undefined,
-              filename: 'changes.patch',
-              mediaType: 'text/x-diff',
-            },
-          ],
-          metadata: undefined,
-          extensions: [],
-        },
-        append: false,
-        lastChunk: true,
-        metadata: undefined,
-      }),
-    );
-    bus.publish(
-      AgentEvent.statusUpdate({
-        taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: new Date().toISOString() },
-        metadata: undefined,
-      }),
+      statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED, { timestamp: new Date().toISOString() }),
     );
     bus.finished();
   }

@@ -9,7 +9,15 @@ import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/s
 import { agentCardHandler, restHandler } from '@a2a-js/sdk/server/express';
 import { Role, TaskState } from '@a2a-js/sdk';
 import type { AgentCard, Message, Part } from '@a2a-js/sdk';
-import { bearerCheck, listenOnLoopback, sdkAgentCard, sdkJsonRpc } from './sdkServer';
+import {
+  bearerCheck,
+  listenOnLoopback,
+  patchEvent,
+  sdkAgentCard,
+  sdkJsonRpc,
+  statusEvent,
+  taskEvent,
+} from './sdkServer';
 
 function textPart(value: string): Part {
   return { content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: 'text/plain' };
@@ -76,133 +84,29 @@ export class CountingExecutor implements AgentExecutor {
           metadata: undefined,
         }),
       );
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
-          metadata: undefined,
-        }),
-      );
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED));
       bus.finished();
       return;
     }
-    bus.publish(
-      AgentEvent.task({
-        id: taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined },
-        artifacts: [],
-        history: [ctx.userMessage],
-        metadata: undefined,
-      }),
-    );
+    bus.publish(taskEvent(ctx, TaskState.TASK_STATE_SUBMITTED));
     if (text === 'patch later') {
       // Works on after the first events; the patch and the end come later (the relay may be gone by then).
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: '1' },
-          metadata: undefined,
-        }),
-      );
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: '2' },
-          metadata: undefined,
-        }),
-      );
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, { timestamp: '1' }));
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, { timestamp: '2' }));
       await new Promise((r) => setTimeout(r, 150));
-      bus.publish(
-        AgentEvent.artifactUpdate({
-          taskId,
-          contextId,
-          artifact: {
-            artifactId: 'p',
-            name: 'changes.patch',
-            description: '',
-            parts: [
-              {
-                content: { $case: 'text', value: 'diff --git a/later b/later\n' },
-                metadata: undefined,
-                filename: 'changes.patch',
-                mediaType: 'text/x-diff',
-              },
-            ],
-            metadata: undefined,
-            extensions: [],
-          },
-          append: false,
-          lastChunk: true,
-          metadata: undefined,
-        }),
-      );
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
-          metadata: undefined,
-        }),
-      );
+      bus.publish(patchEvent(taskId, contextId, 'diff --git a/later b/later\n'));
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED));
       bus.finished();
       return;
     }
     if (text === 'auth') {
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_AUTH_REQUIRED, message: undefined, timestamp: undefined },
-          metadata: undefined,
-        }),
-      );
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_AUTH_REQUIRED));
       await this.signedIn;
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: 'signed in' },
-          metadata: undefined,
-        }),
-      );
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, { timestamp: 'signed in' }));
       // Work done while nobody follows the task: the gateway must still end up with this artifact.
-      bus.publish(
-        AgentEvent.artifactUpdate({
-          taskId,
-          contextId,
-          artifact: {
-            artifactId: 'p',
-            name: 'changes.patch',
-            description: '',
-            parts: [
-              {
-                content: { $case: 'text', value: 'diff --git a/auth b/auth\n' },
-                metadata: undefined,
-                filename: 'changes.patch',
-                mediaType: 'text/x-diff',
-              },
-            ],
-            metadata: undefined,
-            extensions: [],
-          },
-          append: false,
-          lastChunk: true,
-          metadata: undefined,
-        }),
-      );
+      bus.publish(patchEvent(taskId, contextId, 'diff --git a/auth b/auth\n'));
       while (!this.cancels.has(taskId) && !this.finishAuthTask) await new Promise((r) => setTimeout(r, 10));
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
-          metadata: undefined,
-        }),
-      );
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED));
       bus.finished();
       return;
     }
@@ -224,59 +128,17 @@ export class CountingExecutor implements AgentExecutor {
     }
     if (text === 'wait') {
       while (!this.cancels.has(taskId)) await new Promise((r) => setTimeout(r, 10));
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined },
-          metadata: undefined,
-        }),
-      );
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_CANCELED));
       bus.finished();
       return;
     }
     for (let i = 1; i <= this.n; i++) {
       bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: String(i) },
-          metadata: { i },
-        }),
+        statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, { timestamp: String(i), metadata: { i } }),
       );
     }
-    bus.publish(
-      AgentEvent.artifactUpdate({
-        taskId,
-        contextId,
-        artifact: {
-          artifactId: 'p',
-          name: 'changes.patch',
-          description: '',
-          parts: [
-            {
-              content: { $case: 'text', value: 'diff --git a/a b/a\n' },
-              metadata: undefined,
-              filename: 'changes.patch',
-              mediaType: 'text/x-diff',
-            },
-          ],
-          metadata: undefined,
-          extensions: [],
-        },
-        append: false,
-        lastChunk: true,
-        metadata: undefined,
-      }),
-    );
-    bus.publish(
-      AgentEvent.statusUpdate({
-        taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
-        metadata: undefined,
-      }),
-    );
+    bus.publish(patchEvent(taskId, contextId));
+    bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED));
     bus.finished();
   }
   /** Lets the "auth" task finish (after the test has seen it go on). */

@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import express from 'express';
 import type { Request, Response } from 'express';
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import { DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
 import { agentCardHandler } from '@a2a-js/sdk/server/express';
 import { AgentCard, TaskState } from '@a2a-js/sdk';
@@ -14,7 +14,7 @@ import { remoteCardUrls } from '../../../src/gateway/remoteCard';
 import { toVerifiedKey, verifyAgentCard } from '../../../src/node/signing';
 import type { PublicJwk } from '../../../src/node/signing';
 import { clientFor, collect, sendRequest, tempDir, userMessage } from './helpers';
-import { listenOnLoopback, sdkJsonRpc } from './sdkServer';
+import { listenOnLoopback, sdkJsonRpc, statusEvent, taskEvent } from './sdkServer';
 import type { Listening as SdkListening } from './sdkServer';
 
 const TOKEN = 'remote-card-secret-0123456789';
@@ -22,24 +22,8 @@ const TOKEN = 'remote-card-secret-0123456789';
 class DoneExecutor implements AgentExecutor {
   execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const { taskId, contextId } = ctx;
-    bus.publish(
-      AgentEvent.task({
-        id: taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined },
-        artifacts: [],
-        history: [ctx.userMessage],
-        metadata: undefined,
-      }),
-    );
-    bus.publish(
-      AgentEvent.statusUpdate({
-        taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
-        metadata: undefined,
-      }),
-    );
+    bus.publish(taskEvent(ctx, TaskState.TASK_STATE_SUBMITTED));
+    bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED));
     bus.finished();
     return Promise.resolve();
   }

@@ -1,15 +1,15 @@
 /**
  * Remote A2A agents for the tests: the `@a2a-js/sdk` server over express on a free loopback port,
- * optionally behind a bearer check.
+ * optionally behind a bearer check, and the events their executors publish.
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Express, RequestHandler } from 'express';
-import { DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
-import type { AgentExecutor } from '@a2a-js/sdk/server';
+import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import type { AgentExecutionEvent, AgentExecutor, RequestContext } from '@a2a-js/sdk/server';
 import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
-import type { AgentCard } from '@a2a-js/sdk';
+import type { AgentCard, TaskState } from '@a2a-js/sdk';
 
 export interface Listening {
   /** `http://127.0.0.1:<port>` */
@@ -106,4 +106,62 @@ export async function serveSdkAgent(
   const l = await listenOnLoopback(app);
   url = `${l.origin}/rpc`;
   return { url, close: l.close };
+}
+
+/** The task the executor of `ctx` starts with: in `state`, its history the user's message, no artifacts. */
+export function taskEvent(ctx: RequestContext, state: TaskState, timestamp?: string): AgentExecutionEvent {
+  return AgentEvent.task({
+    id: ctx.taskId,
+    contextId: ctx.contextId,
+    status: { state, message: undefined, timestamp },
+    artifacts: [],
+    history: [ctx.userMessage],
+    metadata: undefined,
+  });
+}
+
+/** A status update without a message. */
+export function statusEvent(
+  taskId: string,
+  contextId: string,
+  state: TaskState,
+  opts: { timestamp?: string; metadata?: Record<string, unknown> } = {},
+): AgentExecutionEvent {
+  return AgentEvent.statusUpdate({
+    taskId,
+    contextId,
+    status: { state, message: undefined, timestamp: opts.timestamp },
+    metadata: opts.metadata,
+  });
+}
+
+/** The whole `changes.patch` artifact (text/x-diff) in one chunk. */
+export function patchEvent(
+  taskId: string,
+  contextId: string,
+  diff = 'diff --git a/a b/a\n',
+  artifactId = 'p',
+): AgentExecutionEvent {
+  return AgentEvent.artifactUpdate({
+    taskId,
+    contextId,
+    artifact: {
+      artifactId,
+      name: 'changes.patch',
+      description: '',
+      parts: [
+        {
+          content: { $case: 'text', value: diff },
+          metadata: undefined,
+          filename: 'changes.patch',
+          mediaType: 'text/x-diff',
+        },
+      ],
+      metadata: undefined,
+      extensions: [],
+    },
+    append: false,
+    lastChunk: true,
+    metadata: undefined,
+  });
 }

@@ -19,14 +19,13 @@ import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { StreamResponse, TaskState } from '@a2a-js/sdk';
-import { AgentEvent } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
 import { parseGatewayConfig } from '../../../src/gateway/config';
 import { PostgresGatewayStore } from '../../../src/gateway/store/postgresStore';
 import { generateSigningKey, writeSigningKey } from '../../../src/node/signing';
 import { REPLAY_EXTENSION_URI } from '../../../src/core/batonProfile';
 import { bounded, clientFor, sendRequest, tempDir, userMessage } from '../gateway/helpers';
-import { serveSdkAgent } from '../gateway/sdkServer';
+import { patchEvent, serveSdkAgent, statusEvent, taskEvent } from '../gateway/sdkServer';
 
 const ROOT = resolve(__dirname, '../../..');
 const CLI = join(ROOT, 'src/gateway/cli.ts');
@@ -54,59 +53,13 @@ const TERMINAL = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STA
 class PacedExecutor implements AgentExecutor {
   async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const { taskId, contextId } = ctx;
-    bus.publish(
-      AgentEvent.task({
-        id: taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: undefined },
-        artifacts: [],
-        history: [ctx.userMessage],
-        metadata: undefined,
-      }),
-    );
+    bus.publish(taskEvent(ctx, TaskState.TASK_STATE_WORKING));
     for (let i = 1; i <= STEPS; i++) {
       await new Promise((r) => setTimeout(r, STEP_MS));
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: undefined },
-          metadata: { step: i },
-        }),
-      );
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, { metadata: { step: i } }));
     }
-    bus.publish(
-      AgentEvent.artifactUpdate({
-        taskId,
-        contextId,
-        artifact: {
-          artifactId: 'patch',
-          name: 'changes.patch',
-          description: '',
-          parts: [
-            {
-              content: { $case: 'text', value: `diff --git a/${taskId} b/${taskId}\n` },
-              metadata: undefined,
-              filename: 'changes.patch',
-              mediaType: 'text/x-diff',
-            },
-          ],
-          metadata: undefined,
-          extensions: [],
-        },
-        append: false,
-        lastChunk: true,
-        metadata: undefined,
-      }),
-    );
-    bus.publish(
-      AgentEvent.statusUpdate({
-        taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
-        metadata: undefined,
-      }),
-    );
+    bus.publish(patchEvent(taskId, contextId, `diff --git a/${taskId} b/${taskId}\n`, 'patch'));
+    bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED));
     bus.finished();
   }
   cancelTask(): Promise<void> {
