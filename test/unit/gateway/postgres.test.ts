@@ -1,16 +1,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import express from 'express';
 import pg from 'pg';
 import { Role, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
-import type { AgentCard } from '@a2a-js/sdk';
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
-import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
 import type {
   LocalAgent,
   LocalRunEvent,
@@ -25,6 +19,7 @@ import type { GatewayStore } from '../../../src/gateway/store/gatewayStore';
 import { LISTEN_APPLICATION_NAME } from '../../../src/gateway/store/postgresStore';
 import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
 import { clientFor, collect, readSse, scriptedAgent, sendRequest, seqOf, tempDir, userMessage } from './helpers';
+import { serveSdkAgent, statusEvent, taskEvent } from './sdkServer';
 
 /** Emits a step every 10 ms until its signal fires (bounded), then stops: a task that is still working. */
 function untilCanceledAgent(
@@ -62,25 +57,9 @@ class UntilCanceledExecutor implements AgentExecutor {
   cancelCalls = 0;
   async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const { taskId, contextId } = ctx;
-    bus.publish(
-      AgentEvent.task({
-        id: taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: undefined },
-        artifacts: [],
-        history: [ctx.userMessage],
-        metadata: undefined,
-      }),
-    );
+    bus.publish(taskEvent(ctx, TaskState.TASK_STATE_WORKING));
     for (let i = 0; i < 3000 && !this.cancels.has(taskId); i++) await new Promise((r) => setTimeout(r, 10));
-    bus.publish(
-      AgentEvent.statusUpdate({
-        taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined },
-        metadata: undefined,
-      }),
-    );
+    bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_CANCELED));
     bus.finished();
   }
   cancelTask(taskId: string): Promise<void> {
@@ -90,44 +69,8 @@ class UntilCanceledExecutor implements AgentExecutor {
   }
 }
 
-async function startRemote(executor: AgentExecutor): Promise<{ url: string; close(): Promise<void> }> {
-  const app = express();
-  let url = '';
-  const card = (): AgentCard => ({
-    name: 'remote',
-    description: 'SDK agent',
-    supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
-    provider: undefined,
-    version: '1',
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain'],
-    skills: [],
-    signatures: [],
-  });
-  const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), executor);
-  Object.defineProperty(handler, 'getAgentCard', { value: () => Promise.resolve(card()) });
-  app.use(
-    '/rpc',
-    jsonRpcHandler({
-      requestHandler: handler,
-      userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }),
-    }),
-  );
-  const server: Server = await new Promise((r) => {
-    const srv = app.listen(0, '127.0.0.1', () => r(srv));
-  });
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
-  return {
-    url,
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
+function startRemote(executor: AgentExecutor): Promise<{ url: string; close(): Promise<void> }> {
+  return serveSdkAgent(executor, { liveCard: true });
 }
 
 /** A working local task recorded as run by `owner` (an instance that is not one of the test's gateways). */

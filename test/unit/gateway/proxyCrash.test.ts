@@ -1,7 +1,5 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
 import { tempDir } from './helpers';
 import {
   GatedExecutor,
@@ -13,6 +11,7 @@ import {
   startChild,
   startRemote,
   stateOf,
+  withChildStore,
 } from './proxyCrashHarness';
 
 for (const listTasks of [true, false]) {
@@ -68,12 +67,9 @@ for (const listTasks of [true, false]) {
           await kill9(child);
           await remote.close();
         }
-        const store = new SqliteGatewayStore({ file: join(dir.path, 'gateway.db'), driver: 'better-sqlite3' });
-        try {
+        await withChildStore(dir.path, async (store) => {
           assert.deepEqual(await store.listUnboundRequests(), [], 'no claim is left unbound');
-        } finally {
-          await store.close();
-        }
+        });
       },
     );
   });
@@ -100,12 +96,9 @@ describe('gateway: kill -9 after a proxied send reached the remote, then a clean
       await kill9(child);
       await remote.close();
     }
-    const store = new SqliteGatewayStore({ file: join(dir.path, 'gateway.db'), driver: 'better-sqlite3' });
-    try {
+    await withChildStore(dir.path, async (store) => {
       assert.deepEqual(await store.listUnboundRequests(), []);
-    } finally {
-      await store.close();
-    }
+    });
   });
 });
 

@@ -3,18 +3,14 @@
  * SIGKILL, started again on the same state folder), a remote SDK agent whose executor the test can
  * hold and watch, and readers of the gateway's SSE answers.
  */
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import express from 'express';
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
-import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
 import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { TaskState } from '@a2a-js/sdk';
-import type { AgentCard } from '@a2a-js/sdk';
+import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
+import { endProcess, startGatewayProcess } from './gatewayProcess';
+import { patchEvent, serveSdkAgent, statusEvent, taskEvent } from './sdkServer';
 
 export const REMOTE_TOKEN = 'proxy-crash-remote-token-0123456789';
 
@@ -26,38 +22,29 @@ export interface Child {
 }
 
 export async function startChild(stateDir: string, remoteUrl: string): Promise<Child> {
-  const proc = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(__dirname, 'fixtures/proxyGatewayChild.ts'), stateDir, remoteUrl, REMOTE_TOKEN],
-    { stdio: ['ignore', 'pipe', 'pipe'], cwd: join(__dirname, '../../..') },
-  );
-  let err = '';
-  proc.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  const line = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    const t = setTimeout(() => reject(new Error(`gateway child did not start in 30 s: ${err}`)), 30_000);
-    proc.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const nl = out.indexOf('\n');
-      if (nl >= 0) {
-        clearTimeout(t);
-        resolve(out.slice(0, nl));
-      }
-    });
-    proc.once('exit', (code) => {
-      clearTimeout(t);
-      reject(new Error(`gateway child exited ${code}: ${err}`));
-    });
-  });
-  return { proc, log: () => err, ...(JSON.parse(line) as { url: string; token: string }) };
+  const g = await startGatewayProcess<{ url: string; token: string }>('proxyGatewayChild.ts', [
+    stateDir,
+    remoteUrl,
+    REMOTE_TOKEN,
+  ]);
+  return { proc: g.proc, log: g.stderr, ...g.ready };
 }
 
 export function kill9(c: Child): Promise<void> {
-  return new Promise((r) => {
-    if (c.proc.exitCode !== null || c.proc.signalCode !== null) return r();
-    c.proc.once('exit', () => r());
-    c.proc.kill('SIGKILL');
-  });
+  return endProcess(c.proc);
+}
+
+/** Opens the store the child kept in `stateDir` (after it has ended), runs `use` on it, closes it. */
+export async function withChildStore(
+  stateDir: string,
+  use: (store: SqliteGatewayStore) => Promise<void>,
+): Promise<void> {
+  const store = new SqliteGatewayStore({ file: join(stateDir, 'gateway.db'), driver: 'better-sqlite3' });
+  try {
+    await use(store);
+  } finally {
+    await store.close();
+  }
 }
 
 /**
@@ -96,59 +83,20 @@ export class GatedExecutor implements AgentExecutor {
     this.onStart = undefined;
     await this.gate;
     if (this.firstDelayMs) await new Promise((r) => setTimeout(r, Math.random() * this.firstDelayMs));
-    bus.publish(
-      AgentEvent.task({
-        id: taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() },
-        artifacts: [],
-        history: [ctx.userMessage],
-        metadata: undefined,
-      }),
-    );
+    bus.publish(taskEvent(ctx, TaskState.TASK_STATE_SUBMITTED, new Date().toISOString()));
     for (let i = 1; i <= this.steps; i++) {
       bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() },
+        statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, {
+          timestamp: new Date().toISOString(),
           metadata: { i },
         }),
       );
       this.sent.set(taskId, i);
       if (this.paceMs) await new Promise((r) => setTimeout(r, this.paceMs));
     }
+    bus.publish(patchEvent(taskId, contextId));
     bus.publish(
-      AgentEvent.artifactUpdate({
-        taskId,
-        contextId,
-        artifact: {
-          artifactId: 'p',
-          name: 'changes.patch',
-          description: '',
-          parts: [
-            {
-              content: { $case: 'text', value: 'diff --git a/a b/a\n' },
-              metadata: undefined,
-              filename: 'changes.patch',
-              mediaType: 'text/x-diff',
-            },
-          ],
-          metadata: undefined,
-          extensions: [],
-        },
-        append: false,
-        lastChunk: true,
-        metadata: undefined,
-      }),
-    );
-    bus.publish(
-      AgentEvent.statusUpdate({
-        taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: new Date().toISOString() },
-        metadata: undefined,
-      }),
+      statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED, { timestamp: new Date().toISOString() }),
     );
     bus.finished();
   }
@@ -157,55 +105,20 @@ export class GatedExecutor implements AgentExecutor {
   }
 }
 
-export async function startRemote(
+export function startRemote(
   executor: GatedExecutor,
   opts: { listTasks: boolean },
 ): Promise<{ url: string; close(): Promise<void> }> {
-  let url = '';
-  const card = (): AgentCard => ({
-    name: 'remote',
-    description: 'SDK agent',
-    supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
-    provider: undefined,
-    version: '1',
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain'],
-    skills: [],
-    signatures: [],
+  return serveSdkAgent(executor, {
+    token: REMOTE_TOKEN,
+    adjust: (handler) => {
+      if (!opts.listTasks)
+        // A remote that cannot list its tasks (A2A 0.3 has no ListTasks).
+        Object.defineProperty(handler, 'listTasks', {
+          value: () => Promise.reject(new UnsupportedOperationError('ListTasks is not supported')),
+        });
+    },
   });
-  const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), executor);
-  if (!opts.listTasks)
-    // A remote that cannot list its tasks (A2A 0.3 has no ListTasks).
-    Object.defineProperty(handler, 'listTasks', {
-      value: () => Promise.reject(new UnsupportedOperationError('ListTasks is not supported')),
-    });
-  const app = express();
-  app.use((req, res, next) => {
-    if (req.header('authorization') !== `Bearer ${REMOTE_TOKEN}`) return void res.status(401).json({ error: 'no' });
-    next();
-  });
-  app.use(
-    '/rpc',
-    jsonRpcHandler({
-      requestHandler: handler,
-      userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }),
-    }),
-  );
-  const server: Server = await new Promise((r) => {
-    const s = app.listen(0, '127.0.0.1', () => r(s));
-  });
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
-  return {
-    url,
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
 }
 
 export function rpc(

@@ -1,7 +1,5 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
 import { tempDir } from './helpers';
 import {
   GatedExecutor,
@@ -12,6 +10,7 @@ import {
   startChild,
   startRemote,
   stateOf,
+  withChildStore,
 } from './proxyCrashHarness';
 
 const SENDS = 30;
@@ -62,12 +61,9 @@ describe('gateway: kill -9 among many concurrent proxied sends, then a restart a
       await kill9(child);
       await remote.close();
     }
-    const store = new SqliteGatewayStore({ file: join(dir.path, 'gateway.db'), driver: 'better-sqlite3' });
-    try {
+    await withChildStore(dir.path, async (store) => {
       assert.deepEqual(await store.listUnboundRequests(), [], 'no claim is left unbound');
       assert.equal(await store.integrityCheck(), 'ok');
-    } finally {
-      await store.close();
-    }
+    });
   });
 });

@@ -3,14 +3,21 @@
  * or 0.3) behind a bearer check, running a scripted executor.
  */
 import { randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
-import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
+import { agentCardHandler, restHandler } from '@a2a-js/sdk/server/express';
 import { Role, TaskState } from '@a2a-js/sdk';
 import type { AgentCard, Message, Part } from '@a2a-js/sdk';
+import {
+  bearerCheck,
+  listenOnLoopback,
+  patchEvent,
+  sdkAgentCard,
+  sdkJsonRpc,
+  statusEvent,
+  taskEvent,
+} from './sdkServer';
 
 function textPart(value: string): Part {
   return { content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: 'text/plain' };
@@ -77,133 +84,29 @@ export class CountingExecutor implements AgentExecutor {
           metadata: undefined,
         }),
       );
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
-          metadata: undefined,
-        }),
-      );
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED));
       bus.finished();
       return;
     }
-    bus.publish(
-      AgentEvent.task({
-        id: taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined },
-        artifacts: [],
-        history: [ctx.userMessage],
-        metadata: undefined,
-      }),
-    );
+    bus.publish(taskEvent(ctx, TaskState.TASK_STATE_SUBMITTED));
     if (text === 'patch later') {
       // Works on after the first events; the patch and the end come later (the relay may be gone by then).
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: '1' },
-          metadata: undefined,
-        }),
-      );
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: '2' },
-          metadata: undefined,
-        }),
-      );
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, { timestamp: '1' }));
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, { timestamp: '2' }));
       await new Promise((r) => setTimeout(r, 150));
-      bus.publish(
-        AgentEvent.artifactUpdate({
-          taskId,
-          contextId,
-          artifact: {
-            artifactId: 'p',
-            name: 'changes.patch',
-            description: '',
-            parts: [
-              {
-                content: { $case: 'text', value: 'diff --git a/later b/later\n' },
-                metadata: undefined,
-                filename: 'changes.patch',
-                mediaType: 'text/x-diff',
-              },
-            ],
-            metadata: undefined,
-            extensions: [],
-          },
-          append: false,
-          lastChunk: true,
-          metadata: undefined,
-        }),
-      );
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
-          metadata: undefined,
-        }),
-      );
+      bus.publish(patchEvent(taskId, contextId, 'diff --git a/later b/later\n'));
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED));
       bus.finished();
       return;
     }
     if (text === 'auth') {
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_AUTH_REQUIRED, message: undefined, timestamp: undefined },
-          metadata: undefined,
-        }),
-      );
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_AUTH_REQUIRED));
       await this.signedIn;
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: 'signed in' },
-          metadata: undefined,
-        }),
-      );
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, { timestamp: 'signed in' }));
       // Work done while nobody follows the task: the gateway must still end up with this artifact.
-      bus.publish(
-        AgentEvent.artifactUpdate({
-          taskId,
-          contextId,
-          artifact: {
-            artifactId: 'p',
-            name: 'changes.patch',
-            description: '',
-            parts: [
-              {
-                content: { $case: 'text', value: 'diff --git a/auth b/auth\n' },
-                metadata: undefined,
-                filename: 'changes.patch',
-                mediaType: 'text/x-diff',
-              },
-            ],
-            metadata: undefined,
-            extensions: [],
-          },
-          append: false,
-          lastChunk: true,
-          metadata: undefined,
-        }),
-      );
+      bus.publish(patchEvent(taskId, contextId, 'diff --git a/auth b/auth\n'));
       while (!this.cancels.has(taskId) && !this.finishAuthTask) await new Promise((r) => setTimeout(r, 10));
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
-          metadata: undefined,
-        }),
-      );
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED));
       bus.finished();
       return;
     }
@@ -225,59 +128,17 @@ export class CountingExecutor implements AgentExecutor {
     }
     if (text === 'wait') {
       while (!this.cancels.has(taskId)) await new Promise((r) => setTimeout(r, 10));
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined },
-          metadata: undefined,
-        }),
-      );
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_CANCELED));
       bus.finished();
       return;
     }
     for (let i = 1; i <= this.n; i++) {
       bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: String(i) },
-          metadata: { i },
-        }),
+        statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, { timestamp: String(i), metadata: { i } }),
       );
     }
-    bus.publish(
-      AgentEvent.artifactUpdate({
-        taskId,
-        contextId,
-        artifact: {
-          artifactId: 'p',
-          name: 'changes.patch',
-          description: '',
-          parts: [
-            {
-              content: { $case: 'text', value: 'diff --git a/a b/a\n' },
-              metadata: undefined,
-              filename: 'changes.patch',
-              mediaType: 'text/x-diff',
-            },
-          ],
-          metadata: undefined,
-          extensions: [],
-        },
-        append: false,
-        lastChunk: true,
-        metadata: undefined,
-      }),
-    );
-    bus.publish(
-      AgentEvent.statusUpdate({
-        taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
-        metadata: undefined,
-      }),
-    );
+    bus.publish(patchEvent(taskId, contextId));
+    bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED));
     bus.finished();
   }
   /** Lets the "auth" task finish (after the test has seen it go on). */
@@ -297,36 +158,18 @@ export async function startRemote(
   const seenAuth: string[] = [];
   const app = express();
   let url = '';
-  const card = (): AgentCard => ({
-    name: 'remote',
-    description: 'SDK agent',
-    supportedInterfaces: [
-      { url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: legacy ? '0.3' : '1.0' },
-      {
-        url: url.replace(/\/rpc$/, '/rest'),
-        protocolBinding: 'HTTP+JSON',
-        tenant: '',
-        protocolVersion: legacy ? '0.3' : '1.0',
-      },
-    ],
-    provider: undefined,
-    version: '1',
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain'],
-    skills: [],
-    signatures: [],
-  });
+  const version = legacy ? '0.3' : '1.0';
+  const card = (): AgentCard =>
+    sdkAgentCard({
+      supportedInterfaces: [
+        { url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: version },
+        { url: url.replace(/\/rpc$/, '/rest'), protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: version },
+      ],
+    });
   const executor = new CountingExecutor(n);
   const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), executor);
   Object.defineProperty(handler, 'getAgentCard', { value: () => Promise.resolve(card()) });
-  app.use((req, res, next) => {
-    seenAuth.push(req.header('authorization') ?? '');
-    if (req.header('authorization') !== `Bearer ${requiredToken}`) return void res.status(401).json({ error: 'no' });
-    next();
-  });
+  app.use(bearerCheck(requiredToken, seenAuth));
   // Its card at the origin (behind the same bearer check); a 0.3 caller gets the card's 0.3 form.
   if (opts.serveCard)
     app.use(
@@ -336,14 +179,7 @@ export async function startRemote(
         legacyCompat: { enabled: legacy },
       }),
     );
-  app.use(
-    '/rpc',
-    jsonRpcHandler({
-      requestHandler: handler,
-      userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }),
-      ...(legacy ? { legacyCompat: { enabled: true } } : {}),
-    }),
-  );
+  app.use('/rpc', sdkJsonRpc(handler, { legacy }));
   app.use(
     '/rest',
     restHandler({
@@ -351,18 +187,7 @@ export async function startRemote(
       userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }),
     }),
   );
-  const server: Server = await new Promise((r) => {
-    const s = app.listen(0, '127.0.0.1', () => r(s));
-  });
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
-  return {
-    url,
-    seenAuth,
-    executor,
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
+  const l = await listenOnLoopback(app);
+  url = `${l.origin}/rpc`;
+  return { url, seenAuth, executor, close: l.close };
 }

@@ -1,12 +1,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Request, Response } from 'express';
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import { DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
-import { agentCardHandler, jsonRpcHandler } from '@a2a-js/sdk/server/express';
+import { agentCardHandler } from '@a2a-js/sdk/server/express';
 import { AgentCard, TaskState } from '@a2a-js/sdk';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
@@ -16,30 +14,16 @@ import { remoteCardUrls } from '../../../src/gateway/remoteCard';
 import { toVerifiedKey, verifyAgentCard } from '../../../src/node/signing';
 import type { PublicJwk } from '../../../src/node/signing';
 import { clientFor, collect, sendRequest, tempDir, userMessage } from './helpers';
+import { listenOnLoopback, sdkJsonRpc, statusEvent, taskEvent } from './sdkServer';
+import type { Listening as SdkListening } from './sdkServer';
 
 const TOKEN = 'remote-card-secret-0123456789';
 
 class DoneExecutor implements AgentExecutor {
   execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const { taskId, contextId } = ctx;
-    bus.publish(
-      AgentEvent.task({
-        id: taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined },
-        artifacts: [],
-        history: [ctx.userMessage],
-        metadata: undefined,
-      }),
-    );
-    bus.publish(
-      AgentEvent.statusUpdate({
-        taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
-        metadata: undefined,
-      }),
-    );
+    bus.publish(taskEvent(ctx, TaskState.TASK_STATE_SUBMITTED));
+    bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED));
     bus.finished();
     return Promise.resolve();
   }
@@ -48,25 +32,12 @@ class DoneExecutor implements AgentExecutor {
   }
 }
 
-interface Listening {
-  readonly origin: string;
+interface Listening extends SdkListening {
   readonly requests: Array<{ path: string; auth: string }>;
-  close(): Promise<void>;
 }
 
 async function listen(app: express.Express, requests: Listening['requests']): Promise<Listening> {
-  const server: Server = await new Promise((r) => {
-    const s = app.listen(0, '127.0.0.1', () => r(s));
-  });
-  return {
-    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    requests,
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
+  return { ...(await listenOnLoopback(app)), requests };
 }
 
 /** Counts every request it gets; a proxy that follows a card's URLs would hit it. */
@@ -158,14 +129,7 @@ async function startRemote(o: RemoteOptions = {}): Promise<Listening & { url: st
       agentCardHandler({ agentCardProvider: () => Promise.resolve(card()), legacyCompat: { enabled: true } }),
     );
   else app.get('/.well-known/agent-card.json', (_req, res) => void res.json(AgentCard.toJSON(card())));
-  app.use(
-    '/rpc',
-    jsonRpcHandler({
-      requestHandler: handler,
-      userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }),
-      ...(o.legacy ? { legacyCompat: { enabled: true } } : {}),
-    }),
-  );
+  app.use('/rpc', sdkJsonRpc(handler, { legacy: o.legacy }));
   const l = await listen(app, requests);
   origin = l.origin;
   return { ...l, url: `${l.origin}/rpc` };

@@ -21,6 +21,27 @@ import { clientFor, readSse, scriptedAgent, sendRequest, seqOf, suiteGateway, te
 const PG = process.env.BATON_TEST_PG;
 const skipPg = PG ? false : 'BATON_TEST_PG is not set: start one with eval "$(bash scripts/postgres.sh start)"';
 
+/**
+ * A new schema in BATON_TEST_PG, created over `admin` (kept open): `url` connects with it as the search
+ * path; `drop` drops it and ends `admin`.
+ */
+async function scratchSchema(): Promise<{ schema: string; url: string; admin: pg.Client; drop(): Promise<void> }> {
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  const url = `${PG ?? ''}${(PG ?? '').includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+  return {
+    schema,
+    url,
+    admin,
+    drop: async () => {
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await admin.end();
+    },
+  };
+}
+
 const AGENT = 'echo';
 const KIB = 1024;
 
@@ -363,11 +384,7 @@ describe('SQLite store: space is reused', () => {
 
 describe('PostgreSQL store: deleted rows make room for new ones', { skip: skipPg }, () => {
   it('keeps its tables near one round of data through rounds of writing and deleting (autovacuum reuses the space)', async () => {
-    const schema = `t_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: PG });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-    const url = `${PG ?? ''}${(PG ?? '').includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+    const { url, drop } = await scratchSchema();
     const store = await PostgresGatewayStore.open(url);
     const direct = new pg.Client({ connectionString: url });
     await direct.connect();
@@ -384,16 +401,12 @@ describe('PostgreSQL store: deleted rows make room for new ones', { skip: skipPg
     } finally {
       await direct.end();
       await store.close();
-      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await admin.end();
+      await drop();
     }
   });
 
   it('adds the compacted column to a baton_tasks table made before it', async () => {
-    const schema = `t_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: PG });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
+    const { schema, url, admin, drop } = await scratchSchema();
     await admin.query(
       `CREATE TABLE ${schema}.baton_tasks (agent TEXT NOT NULL, id TEXT NOT NULL, context_id TEXT NOT NULL, principal TEXT NOT NULL,
         kind TEXT NOT NULL, state INTEGER NOT NULL, last_seq BIGINT NOT NULL, snapshot TEXT NOT NULL,
@@ -403,7 +416,6 @@ describe('PostgreSQL store: deleted rows make room for new ones', { skip: skipPg
       `INSERT INTO ${schema}.baton_tasks VALUES ($1, 'old', 'ctx', 'alice', 'local', $2, 0, '{}', NULL, 1, 1)`,
       [AGENT, TaskState.TASK_STATE_COMPLETED],
     );
-    const url = `${PG ?? ''}${(PG ?? '').includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
     const store = await PostgresGatewayStore.open(url);
     try {
       assert.equal((await store.getTask(AGENT, 'old'))?.compacted, false);
@@ -411,17 +423,12 @@ describe('PostgreSQL store: deleted rows make room for new ones', { skip: skipPg
       assert.equal((await store.getTask(AGENT, 'old'))?.compacted, true);
     } finally {
       await store.close();
-      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await admin.end();
+      await drop();
     }
   });
 
   it('runs one retention step at a time across instances (advisory lock)', async () => {
-    const schema = `t_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: PG });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-    const url = `${PG ?? ''}${(PG ?? '').includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+    const { url, drop } = await scratchSchema();
     const store = await PostgresGatewayStore.open(url);
     const other = new pg.Client({ connectionString: url });
     await other.connect();
@@ -438,8 +445,7 @@ describe('PostgreSQL store: deleted rows make room for new ones', { skip: skipPg
     } finally {
       await other.end();
       await store.close();
-      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await admin.end();
+      await drop();
     }
   });
 });

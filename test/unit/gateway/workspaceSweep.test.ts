@@ -1,12 +1,12 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { TaskState } from '@a2a-js/sdk';
 import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
 import { PRIVATE_DIR_NAME } from '../../../src/gateway/workspace/workspaceManager';
+import { endProcess, startGatewayProcess } from './gatewayProcess';
 import { tempDir } from './helpers';
 
 interface Child {
@@ -17,41 +17,12 @@ interface Child {
 }
 
 async function startChild(stateDir: string): Promise<Child> {
-  const proc = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(__dirname, 'fixtures/workspaceGatewayChild.ts'), stateDir],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      cwd: join(__dirname, '../../..'),
-    },
-  );
-  let err = '';
-  proc.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  const line = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    const t = setTimeout(() => reject(new Error(`gateway child did not start in 30 s: ${err}`)), 30_000);
-    proc.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const nl = out.indexOf('\n');
-      if (nl >= 0) {
-        clearTimeout(t);
-        resolve(out.slice(0, nl));
-      }
-    });
-    proc.once('exit', (code) => {
-      clearTimeout(t);
-      reject(new Error(`gateway child exited ${code}: ${err}`));
-    });
-  });
-  return { proc, stderr: () => err, ...(JSON.parse(line) as { url: string; token: string }) };
+  const g = await startGatewayProcess<{ url: string; token: string }>('workspaceGatewayChild.ts', [stateDir]);
+  return { proc: g.proc, stderr: g.stderr, ...g.ready };
 }
 
 function ended(c: Child, signal: NodeJS.Signals): Promise<void> {
-  return new Promise((r) => {
-    if (c.proc.exitCode !== null || c.proc.signalCode !== null) return r();
-    c.proc.once('exit', () => r());
-    c.proc.kill(signal);
-  });
+  return endProcess(c.proc, signal);
 }
 
 /** Starts a task on the holder agent and returns its id once the agent holds its workspace. */

@@ -14,22 +14,18 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import type { Server } from 'node:http';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
-import express from 'express';
 import pg from 'pg';
 import { StreamResponse, TaskState } from '@a2a-js/sdk';
-import type { AgentCard } from '@a2a-js/sdk';
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
-import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
 import { parseGatewayConfig } from '../../../src/gateway/config';
 import { PostgresGatewayStore } from '../../../src/gateway/store/postgresStore';
 import { generateSigningKey, writeSigningKey } from '../../../src/node/signing';
 import { REPLAY_EXTENSION_URI } from '../../../src/core/batonProfile';
 import { bounded, clientFor, sendRequest, tempDir, userMessage } from '../gateway/helpers';
+import { patchEvent, serveSdkAgent, statusEvent, taskEvent } from '../gateway/sdkServer';
 
 const ROOT = resolve(__dirname, '../../..');
 const CLI = join(ROOT, 'src/gateway/cli.ts');
@@ -57,59 +53,13 @@ const TERMINAL = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STA
 class PacedExecutor implements AgentExecutor {
   async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const { taskId, contextId } = ctx;
-    bus.publish(
-      AgentEvent.task({
-        id: taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: undefined },
-        artifacts: [],
-        history: [ctx.userMessage],
-        metadata: undefined,
-      }),
-    );
+    bus.publish(taskEvent(ctx, TaskState.TASK_STATE_WORKING));
     for (let i = 1; i <= STEPS; i++) {
       await new Promise((r) => setTimeout(r, STEP_MS));
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: undefined },
-          metadata: { step: i },
-        }),
-      );
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, { metadata: { step: i } }));
     }
-    bus.publish(
-      AgentEvent.artifactUpdate({
-        taskId,
-        contextId,
-        artifact: {
-          artifactId: 'patch',
-          name: 'changes.patch',
-          description: '',
-          parts: [
-            {
-              content: { $case: 'text', value: `diff --git a/${taskId} b/${taskId}\n` },
-              metadata: undefined,
-              filename: 'changes.patch',
-              mediaType: 'text/x-diff',
-            },
-          ],
-          metadata: undefined,
-          extensions: [],
-        },
-        append: false,
-        lastChunk: true,
-        metadata: undefined,
-      }),
-    );
-    bus.publish(
-      AgentEvent.statusUpdate({
-        taskId,
-        contextId,
-        status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
-        metadata: undefined,
-      }),
-    );
+    bus.publish(patchEvent(taskId, contextId, `diff --git a/${taskId} b/${taskId}\n`, 'patch'));
+    bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED));
     bus.finished();
   }
   cancelTask(): Promise<void> {
@@ -117,48 +67,14 @@ class PacedExecutor implements AgentExecutor {
   }
 }
 
-async function startRemote(): Promise<{ url: string; close(): Promise<void> }> {
-  const app = express();
-  let url = '';
-  const card = (): AgentCard => ({
+function startRemote(): Promise<{ url: string; close(): Promise<void> }> {
+  return serveSdkAgent(new PacedExecutor(), {
+    token: REMOTE_TOKEN,
     name: 'paced',
     description: 'SDK agent that works in steps',
-    supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
-    provider: undefined,
-    version: '1',
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain'],
-    skills: [],
-    signatures: [],
+    userName: 'gateway',
+    liveCard: true,
   });
-  const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), new PacedExecutor());
-  Object.defineProperty(handler, 'getAgentCard', { value: () => Promise.resolve(card()) });
-  app.use((req, res, next) => {
-    if (req.header('authorization') !== `Bearer ${REMOTE_TOKEN}`) return void res.status(401).json({ error: 'no' });
-    next();
-  });
-  app.use(
-    '/rpc',
-    jsonRpcHandler({
-      requestHandler: handler,
-      userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gateway' }),
-    }),
-  );
-  const server: Server = await new Promise((r) => {
-    const s = app.listen(0, '127.0.0.1', () => r(s));
-  });
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
-  return {
-    url,
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
 }
 
 function freePort(): Promise<number> {
