@@ -14,22 +14,16 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import express from 'express';
-import { Role, TaskState } from '@a2a-js/sdk';
-import type { AgentCard, SendMessageRequest } from '@a2a-js/sdk';
-import { ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
-import type { Client } from '@a2a-js/sdk/client';
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import { TaskState } from '@a2a-js/sdk';
+import { AgentEvent } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
-import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
 import { startGateway } from '../../src/gateway/server';
 import { loadNote, median } from '../util';
+import { clientAt, request, rssMbOf, sdkServer } from './procs';
 
 const CONCURRENT = 20;
 const STATUS_EVENTS = 100;
@@ -99,71 +93,6 @@ class PacedExecutor implements AgentExecutor {
   }
 }
 
-function agentCard(url: string): AgentCard {
-  return {
-    name: 'soak',
-    description: 'soak',
-    supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
-    provider: undefined,
-    version: '1',
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain'],
-    skills: [],
-    signatures: [],
-  };
-}
-
-async function sdkServer(): Promise<string> {
-  let url = '';
-  const handler = new DefaultRequestHandler(agentCard(url), new InMemoryTaskStore(), new PacedExecutor());
-  Object.defineProperty(handler, 'getAgentCard', { value: () => Promise.resolve(agentCard(url)) });
-  const app = express();
-  app.use(
-    '/rpc',
-    jsonRpcHandler({
-      requestHandler: handler,
-      userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'soak' }),
-    }),
-  );
-  const server: Server = await new Promise((r) => {
-    const s = app.listen(0, '127.0.0.1', () => r(s));
-  });
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
-  return url;
-}
-
-function clientAt(url: string, token: string): Promise<Client> {
-  const fetchImpl: typeof fetch = (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set('Authorization', `Bearer ${token}`);
-    return fetch(input, { ...init, headers });
-  };
-  return new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl })] }).createFromAgentCard(
-    agentCard(url),
-  );
-}
-
-function request(): SendMessageRequest {
-  return {
-    tenant: '',
-    message: {
-      messageId: randomUUID(),
-      contextId: '',
-      taskId: '',
-      role: Role.ROLE_USER,
-      parts: [{ content: { $case: 'text', value: 'soak' }, metadata: undefined, filename: '', mediaType: '' }],
-      metadata: undefined,
-      extensions: [],
-      referenceTaskIds: [],
-    },
-    configuration: undefined,
-    metadata: undefined,
-  };
-}
-
 let bundled: Promise<string> | undefined;
 function childScript(): Promise<string> {
   bundled ??= (async () => {
@@ -213,7 +142,7 @@ interface Info {
 
 async function childMain(mode: string, args: string[]): Promise<void> {
   if (mode === 'remote') {
-    process.stdout.write(`${JSON.stringify({ url: await sdkServer() })}\n`);
+    process.stdout.write(`${JSON.stringify({ url: (await sdkServer(new PacedExecutor())).url })}\n`);
     return;
   }
   const state = mkdtempSync(join(tmpdir(), 'baton-soak-gw-'));
@@ -253,16 +182,6 @@ async function childMain(mode: string, args: string[]): Promise<void> {
   );
 }
 
-/** Resident set size of a process, MiB, from /proc. */
-function rssMb(pid: number | undefined): number | undefined {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${String(pid)}/status`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 async function storeMb(url: string, token: string): Promise<number> {
   const res = await fetch(`${url}/baton/instance`, { headers: { Authorization: `Bearer ${token}` } });
   const info = (await res.json()) as { store?: { sizeBytes?: number } };
@@ -285,7 +204,7 @@ export async function soak(): Promise<void> {
   const rss: Array<{ at: number; mb: number }> = [];
   let storeMax = 0;
   const sampler = setInterval(() => {
-    const mb = rssMb(gw.proc.pid);
+    const mb = rssMbOf(gw.proc);
     if (mb !== undefined) rss.push({ at: Date.now() - started, mb });
     storeMb(gw.info.url, token).then(
       (s) => (storeMax = Math.max(storeMax, s)),
@@ -299,7 +218,7 @@ export async function soak(): Promise<void> {
         try {
           let n = 0;
           let completed = false;
-          for await (const ev of client.sendMessageStream(request())) {
+          for await (const ev of client.sendMessageStream(request('soak'))) {
             n++;
             if (
               ev.payload?.$case === 'statusUpdate' &&
