@@ -7,8 +7,13 @@
 import { Message, StreamResponse, Task, TaskState, taskStateFromJSON } from '@a2a-js/sdk';
 import { META } from '../core/batonProfile';
 import { isRecord } from '../core/isRecord';
+import { foldWire, wireKind } from './wireFold';
+import type { Json, WireEvent, WireKind } from './wireFold';
 import type { EventRow, GatewayStore, TaskRow } from './store/gatewayStore';
 import { endsTurn, isTerminal } from '../core/taskStates';
+
+export { foldWire, wireKind };
+export type { Json, WireEvent, WireKind };
 
 export interface AppendNotice {
   readonly rows: readonly EventRow[];
@@ -52,30 +57,10 @@ export class EventHub {
   }
 }
 
-/** A JSON object as it travels on the wire. */
-export type Json = Record<string, unknown>;
-
-/** One `StreamResponse` in its A2A wire JSON form: exactly one of these keys. */
-export type WireKind = 'task' | 'message' | 'statusUpdate' | 'artifactUpdate';
-export type WireEvent = Json;
-
-const WIRE_KINDS: readonly WireKind[] = ['task', 'message', 'statusUpdate', 'artifactUpdate'];
-
 const optObject = (v: unknown): boolean => v === undefined || isRecord(v);
 const optArray = (v: unknown): boolean => v === undefined || Array.isArray(v);
 const optString = (v: unknown): boolean => v === undefined || typeof v === 'string';
 const statusOk = (s: unknown): boolean => s === undefined || (isRecord(s) && optString(s.state));
-
-/** The event's kind when it has exactly one, else undefined. */
-export function wireKind(ev: WireEvent): WireKind | undefined {
-  let found: WireKind | undefined;
-  for (const k of WIRE_KINDS) {
-    if (ev[k] === undefined) continue;
-    if (found || !isRecord(ev[k])) return undefined;
-    found = k;
-  }
-  return found;
-}
 
 /** True when the fields this log reads and folds have the shapes the A2A wire JSON gives them. */
 function wellFormed(ev: WireEvent): boolean {
@@ -163,62 +148,20 @@ export function withSeq(body: string, seq: number): string {
   return JSON.stringify(ev);
 }
 
-function withoutSeq(md: Json): Json {
-  if (!(META.seq in md)) return md;
-  const { [META.seq]: _seq, ...rest } = md;
-  void _seq;
-  return rest;
-}
-
-/** Applies one event to a task snapshot (both wire JSON) the way a client would see it (A2A §3.7: GetTask is the truth). */
-export function foldWire(task: Json, ev: WireEvent, k: WireKind | undefined = wireKind(ev)): void {
-  if (!k) return;
-  const v = ev[k] as Json;
-  switch (k) {
-    case 'task':
-      task.status = v.status;
-      task.artifacts = v.artifacts;
-      task.history = v.history;
-      task.metadata = {
-        ...(isRecord(task.metadata) ? task.metadata : {}),
-        ...(isRecord(v.metadata) ? v.metadata : {}),
-      };
-      break;
-    case 'statusUpdate':
-      // Progress messages stay in the event log (replayable); the snapshot keeps the latest status
-      // only, so it does not grow with every step an agent reports.
-      if (v.status !== undefined) task.status = v.status;
-      if (isRecord(v.metadata))
-        task.metadata = { ...(isRecord(task.metadata) ? task.metadata : {}), ...withoutSeq(v.metadata) };
-      break;
-    case 'artifactUpdate': {
-      const a = v.artifact as Json;
-      const arts = Array.isArray(task.artifacts) ? [...(task.artifacts as Json[])] : [];
-      const i = arts.findIndex((x) => isRecord(x) && x.artifactId === a.artifactId);
-      if (i < 0) arts.push(a);
-      else if (v.append === true)
-        arts[i] = {
-          ...arts[i],
-          parts: [
-            ...(Array.isArray(arts[i].parts) ? (arts[i].parts as unknown[]) : []),
-            ...(Array.isArray(a.parts) ? a.parts : []),
-          ],
-        };
-      else arts[i] = a;
-      task.artifacts = arts;
-      break;
-    }
-    case 'message':
-      task.history = [...(Array.isArray(task.history) ? task.history : []), v];
-      break;
-  }
-}
-
 /**
  * Batches of one task a store that orders appends may have in flight at once: one being committed and
  * the next waiting for the following group. More would only split what one group commits anyway.
  */
 const MAX_IN_FLIGHT = 2;
+
+/**
+ * With a store that folds snapshots on read, a running task's snapshot is stored at least this often
+ * (events, bytes of events, ms): what a read of the task folds is bounded, and its update time (task
+ * listings sort by it) is at most this far behind.
+ */
+const SNAPSHOT_EVERY_EVENTS = 64;
+const SNAPSHOT_EVERY_BYTES = 1024 * 1024;
+const SNAPSHOT_EVERY_MS = 1000;
 
 interface Deferred {
   readonly promise: Promise<void>;
@@ -236,6 +179,26 @@ function deferred(): Deferred {
   // Nobody may be waiting for this commit: a failure is reported to those who ask, never unhandled.
   promise.catch(() => undefined);
   return { promise, resolve, reject };
+}
+
+/** Writers with a batch to send on the next turn of the event loop. */
+const due = new Set<TaskWriter>();
+let dueScheduled = false;
+
+/**
+ * The writers of every task flush in one turn of the event loop, one after another, so the store sees
+ * their batches together (the SQLite store posts them to its thread as one message).
+ */
+function flushSoon(w: TaskWriter): void {
+  due.add(w);
+  if (dueScheduled) return;
+  dueScheduled = true;
+  setImmediate(() => {
+    dueScheduled = false;
+    const writers = [...due];
+    due.clear();
+    for (const x of writers) x.flushNow();
+  });
 }
 
 /**
@@ -277,6 +240,8 @@ export class TaskWriter {
     this.wire = Task.toJSON(task) as Json;
     this.stateNow = wireState(this.wire.status);
     this.lastSeq = lastSeq;
+    // A writer starts from a snapshot that is (or is about to be) stored: the task's creation or its row.
+    this.stored = { at: Date.now(), events: 0, bytes: 0 };
   }
 
   /** The writer of a stored task, continuing after its last stored event. */
@@ -299,7 +264,9 @@ export class TaskWriter {
 
   /** Takes a task's history as the remote reports it (folded into the next commit's snapshot). */
   adoptHistory(history: unknown): void {
-    if (Array.isArray(history)) this.wire.history = history;
+    if (!Array.isArray(history)) return;
+    this.wire.history = history;
+    this.unfoldable = true;
   }
 
   /** Resolves once everything added so far is committed; rejects if a commit failed. */
@@ -349,10 +316,13 @@ export class TaskWriter {
   private scheduleFlush(): void {
     if (this.flushScheduled || !this.queued || this.held || this.inFlight >= this.maxInFlight) return;
     this.flushScheduled = true;
-    setImmediate(() => {
-      this.flushScheduled = false;
-      void this.flush();
-    });
+    flushSoon(this);
+  }
+
+  /** Called by `flushSoon`'s turn. */
+  flushNow(): void {
+    this.flushScheduled = false;
+    void this.flush();
   }
 
   /**
@@ -362,6 +332,32 @@ export class TaskWriter {
    */
   recordMessage(message: Message): void {
     this.wire.history = [...(Array.isArray(this.wire.history) ? this.wire.history : []), Message.toJSON(message)];
+    this.unfoldable = true;
+  }
+
+  /** When the stored snapshot was stored, and the events and bytes stored since. */
+  private stored: { at: number; events: number; bytes: number };
+  /** The task changed in a way its events do not carry (history taken or recorded): the next batch stores it. */
+  private unfoldable = false;
+
+  /**
+   * Whether a batch stores the snapshot. With a store that folds snapshots on read, only when the
+   * change is not in the events or enough events or time have passed that a read would fold too
+   * much. Otherwise the batch is its events (and the state and owner, when they change) alone: no
+   * snapshot is serialised, sent or written, not even the last one of a task, whose patch is then
+   * stored once, in its event (retention folds the events in before it drops them).
+   */
+  private snapshotDue(rows: readonly EventRow[]): boolean {
+    if (!this.store.foldsSnapshots) return true;
+    const st = this.stored;
+    st.events += rows.length;
+    for (const r of rows) st.bytes += r.body.length;
+    return (
+      this.unfoldable ||
+      st.events >= SNAPSHOT_EVERY_EVENTS ||
+      st.bytes >= SNAPSHOT_EVERY_BYTES ||
+      Date.now() - st.at >= SNAPSHOT_EVERY_MS
+    );
   }
 
   private held = 0;
@@ -390,7 +386,7 @@ export class TaskWriter {
   private historyJson: { of: unknown; text: string } | undefined;
 
   /**
-   * The task as stored with each commit. Artifacts and history are most of its size (a whole patch)
+   * The task as stored (with every commit, or now and then: see `snapshotDue`). Artifacts and history are most of its size (a whole patch)
    * and change far less often than the status: their text is kept while they are the same arrays
    * (folding replaces an array it changes, never edits one in place), so a status event does not
    * serialise the patch again.
@@ -434,13 +430,19 @@ export class TaskWriter {
     this.owner = undefined;
     // With several batches in flight, the next may be sent at once.
     this.scheduleFlush();
+    let snapshot: string | undefined;
+    if (this.snapshotDue(rows)) {
+      snapshot = this.snapshotJson();
+      this.stored = { at: Date.now(), events: 0, bytes: 0 };
+      this.unfoldable = false;
+    }
     try {
       await this.store.append({
         agent: this.agent,
         taskId: this.taskId,
         events: rows,
         state,
-        snapshot: this.snapshotJson(),
+        ...(snapshot !== undefined ? { snapshot } : {}),
         ...(owner !== undefined ? { owner } : {}),
       });
     } catch (e) {

@@ -97,7 +97,12 @@ export interface AppendBatch {
   /** Contiguous, starting at the task's lastSeq + 1. */
   readonly events: readonly EventRow[];
   readonly state: TaskState;
-  readonly snapshot: string;
+  /**
+   * The task as of the batch's last event. Only a store that `foldsSnapshots` may be given none: it
+   * then stores the events alone and folds them into the last stored snapshot when the task is read.
+   * A batch that changes the state or the owner always carries it.
+   */
+  readonly snapshot?: string;
   /** Set when the batch also hands the task over (null: nobody runs it any more). */
   readonly owner?: string | null;
 }
@@ -193,6 +198,12 @@ export interface GatewayStore {
    * task's seqs fails, so a failed batch fails every later one too).
    */
   readonly ordersAppends?: boolean;
+  /**
+   * True when an append may come without a snapshot (see `AppendBatch.snapshot`): the store brings a
+   * task read back up to date by folding the events stored after its snapshot, so a task's writer
+   * stores the snapshot now and then instead of with every batch.
+   */
+  readonly foldsSnapshots?: boolean;
   /**
    * Idempotency: claims (principal, agent, messageId) for a request whose canonical digest is given.
    * `taskId` is recorded at once when the caller already knows it (local agents), else later with

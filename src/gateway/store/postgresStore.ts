@@ -349,6 +349,8 @@ export class PostgresGatewayStore implements GatewayStore {
 
   async append(batch: AppendBatch): Promise<void> {
     if (batch.events.length === 0) return;
+    // This store does not fold snapshots on read (`foldsSnapshots` unset): every batch carries one.
+    if (batch.snapshot === undefined) throw new Error(`the batch for task ${batch.taskId} carries no snapshot`);
     const last = batch.events[batch.events.length - 1].seq;
     await this.tx(async (c) => {
       const values: unknown[] = [];

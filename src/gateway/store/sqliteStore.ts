@@ -24,6 +24,7 @@ import type {
 } from './gatewayStore';
 import { TERMINAL_STATES } from '../../core/taskStates';
 import { busyParents, CHILD_PRINCIPAL_PREFIX, toRequestClaim, toTaskRow, toUnboundClaim } from './gatewayStore';
+import { foldStoredSnapshot } from '../wireFold';
 
 type SqlValue = string | number | null;
 type Row = Record<string, SqlValue>;
@@ -223,6 +224,8 @@ export class SqliteGatewayStore implements GatewayStore {
   readonly kind = 'sqlite' as const;
   /** Every call runs to its end before it returns. */
   readonly ordersAppends = true;
+  /** A task is read with the events stored after its snapshot folded in (`current`). */
+  readonly foldsSnapshots = true;
   readonly driverName: SqliteDriver['name'];
   private readonly db: SqliteDriver;
   private readonly stmts: Record<string, Statement> = {};
@@ -485,8 +488,33 @@ export class SqliteGatewayStore implements GatewayStore {
     return Promise.resolve();
   }
 
+  /**
+   * A batch without a snapshot is its page alone, with the task's state and owner when they change:
+   * the row (its snapshot, and the index on its update time) is otherwise left as it was, so a
+   * running task's append touches one B-tree page of the store, not four. `current` folds such pages
+   * in when the task is read.
+   */
   private writePage(batch: PageBatch): void {
     this.insertJoined(batch.agent, batch.taskId, batch.firstSeq, batch.lastSeq, batch.bodies);
+    if (batch.snapshot === undefined) {
+      if (batch.owner !== undefined)
+        this.stmt('UPDATE baton_tasks SET state = ?, owner = ?, updated_at = ? WHERE agent = ? AND id = ?').run(
+          batch.state,
+          batch.owner,
+          Date.now(),
+          batch.agent,
+          batch.taskId,
+        );
+      else
+        this.stmt('UPDATE baton_tasks SET state = ?, updated_at = ? WHERE agent = ? AND id = ? AND state <> ?').run(
+          batch.state,
+          Date.now(),
+          batch.agent,
+          batch.taskId,
+          batch.state,
+        );
+      return;
+    }
     if (batch.owner !== undefined) {
       this.stmt(
         'UPDATE baton_tasks SET state = ?, last_seq = ?, snapshot = ?, owner = ?, updated_at = ? WHERE agent = ? AND id = ?',
@@ -499,6 +527,35 @@ export class SqliteGatewayStore implements GatewayStore {
   }
 
   /**
+   * A task row as the store holds it, brought up to date: when pages were stored after its snapshot
+   * (appends without one), they are folded into it and `lastSeq` is the last of them. A compacted
+   * task has no such pages (compaction folds them in first).
+   */
+  private current(r: Readonly<Record<string, unknown>>): TaskRow {
+    const row = toTaskRow(r);
+    if (row.compacted) return row;
+    const last = this.stmt(
+      'SELECT last_seq FROM baton_event_pages WHERE agent = ? AND task_id = ? ORDER BY last_seq DESC LIMIT 1',
+    ).get(row.agent, row.id);
+    const lastSeq = last ? Number(last.last_seq) : 0;
+    if (lastSeq <= row.lastSeq) return row;
+    const events = eventsOfPages(
+      this.readPagesNow(row.agent, row.id, row.lastSeq, lastSeq - row.lastSeq),
+      row.lastSeq,
+      lastSeq - row.lastSeq,
+    );
+    return {
+      ...row,
+      lastSeq,
+      snapshot: foldStoredSnapshot(
+        row.snapshot,
+        events.map((e) => e.body),
+        lastSeq,
+      ),
+    };
+  }
+
+  /**
    * Several writes in one transaction, so that they share one commit (one fsync). Each runs in its own
    * savepoint: one that throws (e.g. a batch that does not continue its task's seqs) is undone alone and
    * the others are kept. Returns each write's outcome, in order, once the COMMIT is done; throws, with
@@ -507,7 +564,7 @@ export class SqliteGatewayStore implements GatewayStore {
   commitGroup(writes: readonly GroupWrite[]): GroupOutcome[] {
     return this.tx(() =>
       writes.map((w): GroupOutcome => {
-        this.db.exec('SAVEPOINT baton_write');
+        this.stmt('SAVEPOINT baton_write').run();
         let value: unknown;
         try {
           if (w.method === 'appendPage') this.writePage(w.args[0]);
@@ -515,11 +572,11 @@ export class SqliteGatewayStore implements GatewayStore {
           else if (w.method === 'claimRequest') value = this.claimNow(...w.args);
           else this.bindNow(...w.args);
         } catch (e) {
-          this.db.exec('ROLLBACK TO baton_write');
-          this.db.exec('RELEASE baton_write');
+          this.stmt('ROLLBACK TO baton_write').run();
+          this.stmt('RELEASE baton_write').run();
           return { ok: false, error: e instanceof Error ? e : new Error(String(e)) };
         }
-        this.db.exec('RELEASE baton_write');
+        this.stmt('RELEASE baton_write').run();
         return { ok: true, value };
       }),
     );
@@ -527,7 +584,7 @@ export class SqliteGatewayStore implements GatewayStore {
 
   getTask(agent: string, taskId: string): Promise<TaskRow | undefined> {
     const r = this.stmt('SELECT * FROM baton_tasks WHERE agent = ? AND id = ?').get(agent, taskId);
-    return Promise.resolve(r ? toTaskRow(r) : undefined);
+    return Promise.resolve(r ? this.current(r) : undefined);
   }
 
   listTasks(f: ListFilter): Promise<TaskRow[]> {
@@ -549,7 +606,7 @@ export class SqliteGatewayStore implements GatewayStore {
     const rows = this.db
       .prepare(`SELECT * FROM baton_tasks WHERE ${where.join(' AND ')} ORDER BY updated_at DESC, id DESC LIMIT ?`)
       .all(...params);
-    return Promise.resolve(rows.map(toTaskRow));
+    return Promise.resolve(rows.map((r) => this.current(r)));
   }
 
   readEvents(agent: string, taskId: string, afterSeq: number, limit: number): Promise<EventRow[]> {
@@ -571,7 +628,7 @@ export class SqliteGatewayStore implements GatewayStore {
 
   listOwnedUnfinished(): Promise<TaskRow[]> {
     const rows = this.stmt(`SELECT * FROM baton_tasks WHERE owner IS NOT NULL AND state NOT IN (${TERMINAL})`).all();
-    return Promise.resolve(rows.map(toTaskRow));
+    return Promise.resolve(rows.map((r) => this.current(r)));
   }
 
   heartbeat(instance: string, host: string, pid: number): Promise<void> {
@@ -692,6 +749,17 @@ export class SqliteGatewayStore implements GatewayStore {
       );
       this.tx(() => {
         for (const t of due) {
+          // The snapshot is made whole (the events stored after it folded in) before they go.
+          const r = this.stmt('SELECT * FROM baton_tasks WHERE agent = ? AND id = ?').get(t.agent, t.id);
+          const stored = r ? toTaskRow(r) : undefined;
+          const whole = r ? this.current(r) : undefined;
+          if (stored && whole && whole.lastSeq !== stored.lastSeq)
+            this.stmt('UPDATE baton_tasks SET snapshot = ?, last_seq = ? WHERE agent = ? AND id = ?').run(
+              whole.snapshot,
+              whole.lastSeq,
+              t.agent,
+              t.id,
+            );
           this.stmt('DELETE FROM baton_event_pages WHERE agent = ? AND task_id = ?').run(t.agent, t.id);
           this.stmt('UPDATE baton_tasks SET compacted = 1 WHERE agent = ? AND id = ?').run(t.agent, t.id);
         }

@@ -36,21 +36,35 @@ function isStoreCall(v: unknown): v is StoreCall {
   );
 }
 
+/** The calls of one message (the gateway posts the calls of a turn together). */
+const callsOf = (m: unknown): StoreCall[] => (Array.isArray(m) ? m.filter(isStoreCall) : []);
+
+/** Calls of a message taken from the port during a commit and not handed to the queue yet. */
+let pulled: StoreCall[] = [];
+let pulledAt = 0;
+
+/** Blocks this thread for a moment (it has nothing else to do while it gathers a group). */
+const nap = new Int32Array(new SharedArrayBuffer(4));
+
 const queue = store
-  ? new SqliteCallQueue(
-      store,
-      (r) => port.postMessage(r),
-      () => port.close(),
-      undefined,
-      undefined,
-      () => {
-        const m: unknown = receiveMessageOnPort(port)?.message;
-        return isStoreCall(m) ? m : undefined;
+  ? new SqliteCallQueue(store, {
+      reply: (replies) => port.postMessage(replies),
+      onClosed: () => port.close(),
+      pull: () => {
+        while (pulledAt >= pulled.length) {
+          const m = receiveMessageOnPort(port);
+          if (!m) return undefined;
+          pulled = callsOf(m.message);
+          pulledAt = 0;
+        }
+        return pulled[pulledAt++];
       },
-    )
+      sleep: (ms) => void Atomics.wait(nap, 0, 0, ms),
+    })
   : undefined;
 
-port.on('message', (call: StoreCall) => {
-  if (queue) queue.push(call);
-  else port.postMessage({ id: call.id, ok: false, error: openError } satisfies StoreReply);
+port.on('message', (m: unknown) => {
+  const calls = callsOf(m);
+  if (queue) for (const c of calls) queue.push(c);
+  else port.postMessage(calls.map((c): StoreReply => ({ id: c.id, ok: false, error: openError })));
 });

@@ -15,7 +15,7 @@ import type { EventPage, PageBatch, SqliteGatewayStore, SqliteStoreOptions } fro
 
 type Method = Exclude<
   keyof GatewayStore,
-  'kind' | 'ordersAppends' | 'onRemoteAppend' | 'onMissedAppends' | 'onCancelRequest' | 'takeOver'
+  'kind' | 'ordersAppends' | 'foldsSnapshots' | 'onRemoteAppend' | 'onMissedAppends' | 'onCancelRequest' | 'takeOver'
 >;
 
 /** What the thread answers: the store's methods, its page reads, and what opening it did. */
@@ -48,20 +48,26 @@ export class SqliteWorkerStore implements GatewayStore {
   readonly kind = 'sqlite' as const;
   /** One thread takes the calls in the order they were posted and answers them in that order. */
   readonly ordersAppends = true;
+  /** The thread's store folds a task's later pages into its snapshot when it is read. */
+  readonly foldsSnapshots = true;
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private stopped: Error | undefined;
+  /** Calls made since the last post: they cross to the thread as one message. */
+  private outbox: StoreCall[] = [];
 
   private constructor(
     private readonly worker: Worker,
     readonly driverName: SqliteGatewayStore['driverName'],
   ) {
-    worker.on('message', (r: StoreReply) => {
-      const p = this.pending.get(r.id);
-      if (!p) return;
-      this.pending.delete(r.id);
-      if (r.ok) p.resolve(r.value);
-      else p.reject(new Error(r.error));
+    worker.on('message', (replies: readonly StoreReply[]) => {
+      for (const r of replies) {
+        const p = this.pending.get(r.id);
+        if (!p) continue;
+        this.pending.delete(r.id);
+        if (r.ok) p.resolve(r.value);
+        else p.reject(new Error(r.error));
+      }
     });
     const stop = (why: Error): void => {
       this.stopped ??= why;
@@ -104,9 +110,20 @@ export class SqliteWorkerStore implements GatewayStore {
       if (this.stopped) return reject(this.stopped);
       const id = this.nextId++;
       this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ id, method, args } satisfies StoreCall);
+      if (this.outbox.push({ id, method, args }) === 1) queueMicrotask(this.post);
     });
   }
+
+  /**
+   * Posts the calls made in this turn as one message: a message costs far more than the bytes it
+   * carries, and the writers of every task flush in the same turn (see `TaskWriter`).
+   */
+  private readonly post = (): void => {
+    const calls = this.outbox;
+    this.outbox = [];
+    if (this.stopped) for (const c of calls) this.pending.get(c.id)?.reject(this.stopped);
+    else this.worker.postMessage(calls);
+  };
 
   claimRequest: GatewayStore['claimRequest'] = (...a) => this.call('claimRequest', ...a);
   findRequest: GatewayStore['findRequest'] = (...a) => this.call('findRequest', ...a);

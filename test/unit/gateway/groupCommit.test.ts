@@ -15,7 +15,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { TaskState } from '@a2a-js/sdk';
 import { PostgresGatewayStore } from '../../../src/gateway/store/postgresStore';
-import { SqliteCallQueue } from '../../../src/gateway/store/sqliteCallQueue';
+import { GATHER_MS, GATHER_WRITES, SqliteCallQueue } from '../../../src/gateway/store/sqliteCallQueue';
+import type { CallQueueOptions } from '../../../src/gateway/store/sqliteCallQueue';
 import { SqliteGatewayStore, hasNodeSqlite, toPage } from '../../../src/gateway/store/sqliteStore';
 import type { GroupWrite, PageBatch } from '../../../src/gateway/store/sqliteStore';
 import { SqliteWorkerStore } from '../../../src/gateway/store/sqliteWorkerStore';
@@ -128,8 +129,10 @@ function openStore(t: TestContext, file: string, driver: (typeof DRIVERS)[number
 }
 
 /** A queue on a real store, recording its replies and the size of every group it commits. */
-function queueOn(store: SqliteGatewayStore, maxWrites?: number) {
+function queueOn(store: SqliteGatewayStore, maxWrites?: number, extra: Partial<CallQueueOptions> = {}) {
   const replies: StoreReply[] = [];
+  /** How many replies each message to the gateway carried. */
+  const messages: number[] = [];
   const groups: number[] = [];
   const commitGroup = store.commitGroup.bind(store);
   store.commitGroup = (writes) => {
@@ -137,17 +140,21 @@ function queueOn(store: SqliteGatewayStore, maxWrites?: number) {
     return commitGroup(writes);
   };
   let closed = 0;
-  const queue = new SqliteCallQueue(
-    store,
-    (r) => replies.push(r),
-    () => closed++,
+  const queue = new SqliteCallQueue(store, {
+    reply: (rs) => {
+      messages.push(rs.length);
+      replies.push(...rs);
+    },
+    onClosed: () => closed++,
     maxWrites,
-  );
+    ...extra,
+  });
   let id = 0;
   const calls: StoreCall[] = [];
   return {
     replies,
     groups,
+    messages,
     closed: () => closed,
     push(method: StoreCall['method'], ...args: unknown[]): number {
       const call = { id: ++id, method, args };
@@ -259,6 +266,8 @@ describe('SqliteCallQueue: the calls of the store thread', () => {
     ];
     await q.settled();
     assert.deepEqual(q.groups, [3, 2]);
+    // A group's replies go back together; each other call's alone.
+    assert.deepEqual(q.messages, [3, 1, 1, 2, 1]);
     // Answered in the order of the calls.
     assert.deepEqual(
       q.replies.map((r) => r.id),
@@ -359,6 +368,65 @@ describe('SqliteCallQueue: the calls of the store thread', () => {
     assert.deepEqual(await store.readEvents(AGENT, 'b', 0, 100), rows('b', 1, 1));
     assert.deepEqual(await store.readEvents(AGENT, 'c', 0, 100), rows('c', 1, 3));
     assert.equal(await store.getTask(AGENT, 'd'), undefined);
+  });
+
+  it('under load, the next group waits a moment for more writes to share its commit; a lone writer never waits', async (t) => {
+    const dir = tempDir('baton-group-');
+    t.after(() => dir[Symbol.dispose]());
+    const store = openStore(t, join(dir.path, 'baton.sqlite'));
+    // A clock the naps move, and writes that reach the port one per nap, as they trickle in from many tasks.
+    let clock = 0;
+    const naps: number[] = [];
+    const coming: StoreCall[] = [];
+    const port: StoreCall[] = [];
+    let id = 1000;
+    const q = queueOn(store, undefined, {
+      now: () => clock,
+      pull: () => port.shift(),
+      sleep: (ms) => {
+        naps.push(ms);
+        clock += ms;
+        const c = coming.shift();
+        if (c) port.push(c);
+      },
+    });
+    const tasks = Array.from({ length: 20 }, (_, i) => `t${i}`);
+    for (const x of tasks) await store.createTask(newTask(x), row(x, 1));
+
+    // A lone writer (groups of one): never waits.
+    q.push('appendPage', page('t0', rows('t0', 2, 2)));
+    await q.settled();
+    q.push('appendPage', page('t0', rows('t0', 3, 3)));
+    await q.settled();
+    assert.deepEqual(q.groups, [1, 1]);
+    assert.equal(naps.length, 0);
+
+    // Two writers at once: one group, at once (the last group was a lone writer's).
+    q.push('appendPage', page('t1', rows('t1', 2, 2)));
+    q.push('appendPage', page('t2', rows('t2', 2, 2)));
+    await q.settled();
+    assert.deepEqual(q.groups, [1, 1, 2]);
+    assert.equal(naps.length, 0);
+
+    // After a group of several, the next write waits until GATHER_MS after that group began, and
+    // what arrives meanwhile shares its commit.
+    q.push('appendPage', page('t3', rows('t3', 2, 2)));
+    for (const x of ['t4', 't5', 't6']) coming.push({ id: ++id, method: 'appendPage', args: [page(x, rows(x, 2, 2))] });
+    await q.settled();
+    assert.deepEqual(q.groups, [1, 1, 2, 4]);
+    assert.ok(naps.length >= 3, `naps: ${naps.join(', ')}`);
+    assert.ok(Math.abs(naps.reduce((a, b) => a + b, 0) - GATHER_MS) < 1e-9, `naps: ${naps.join(', ')}`);
+
+    // Enough writes waiting already: no wait.
+    const before = naps.length;
+    const next = new Map<string, number>();
+    for (const x of tasks.slice(0, GATHER_WRITES)) next.set(x, ((await store.getTask(AGENT, x))?.lastSeq ?? 0) + 1);
+    for (const [x, seq] of next) q.push('appendPage', page(x, rows(x, seq, seq)));
+    await q.settled();
+    assert.equal(naps.length, before);
+    assert.equal(q.groups.at(-1), GATHER_WRITES);
+    assert.ok(q.replies.every((r) => r.ok));
+    for (const [x, seq] of next) assert.equal((await store.getTask(AGENT, x))?.lastSeq, seq);
   });
 
   it('close waits for the writes before it; calls after it are refused', async (t) => {

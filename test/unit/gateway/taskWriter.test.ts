@@ -88,6 +88,13 @@ async function setUp(
     await store.close();
     dir[Symbol.dispose]();
   });
+  const gated = new GatedStore(store, ordered);
+  const hub = new EventHub();
+  const notices: AppendNotice[] = [];
+  hub.subscribe(AGENT, 't1', (n) => {
+    if (n) notices.push(n);
+  });
+  const writer = new TaskWriter(gated.asStore(), hub, AGENT, 't1', task('t1'), 1);
   await store.createTask(
     {
       agent: AGENT,
@@ -96,18 +103,12 @@ async function setUp(
       principal: 'p',
       kind: 'proxy',
       state: TaskState.TASK_STATE_SUBMITTED,
-      snapshot: '{}',
+      snapshot: writer.snapshotJson(),
       owner: 'me',
     },
-    { seq: 1, body: '{"task":{"id":"t1"}}' },
+    { seq: 1, body: JSON.stringify({ task: TaskCodec.toJSON(task('t1')) }) },
   );
-  const gated = new GatedStore(store, ordered);
-  const hub = new EventHub();
-  const notices: AppendNotice[] = [];
-  hub.subscribe(AGENT, 't1', (n) => {
-    if (n) notices.push(n);
-  });
-  return { gated, writer: new TaskWriter(gated.asStore(), hub, AGENT, 't1', task('t1'), 1), notices, store };
+  return { gated, writer, notices, store };
 }
 
 describe('TaskWriter', () => {
@@ -235,7 +236,7 @@ describe('TaskWriter', () => {
     assert.equal(gated.started.length, 1);
   });
 
-  it("stores with each commit the task folded so far: artifacts and history as they are after that commit's events", async (t) => {
+  it("a read after each commit gets the task folded so far: artifacts and history as they are after that commit's events", async (t) => {
     const { gated, writer, store } = await setUp(t);
     const expected: Json = TaskCodec.toJSON(task('t1')) as Json;
     const artifact = (text: string, append: boolean): Json => ({
