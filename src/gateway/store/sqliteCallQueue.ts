@@ -96,6 +96,20 @@ function sizeOf(w: GroupWrite): number {
   }
 }
 
+/**
+ * How many tasks (or other writers: a claim, a binding) the group's writes come from: one fast task
+ * with two batches in flight is not the load gathering is for.
+ */
+function writers(group: readonly QueuedWrite[]): number {
+  const seen = new Set<string>();
+  for (const { write: w } of group) {
+    if (w.method === 'appendPage') seen.add(`${w.args[0].agent}\u0000${w.args[0].taskId}`);
+    else if (w.method === 'createTask') seen.add(`${w.args[0].agent}\u0000${w.args[0].id}`);
+    else seen.add(`\u0001${seen.size}`);
+  }
+  return seen.size;
+}
+
 function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
@@ -120,7 +134,7 @@ export interface CallQueueOptions {
   readonly pull?: () => StoreCall | undefined;
   /**
    * Blocks the thread for `ms` (fractions allowed). Given one, and while many tasks are writing (the
-   * last group had several writes), the next group starts no sooner than `GATHER_MS` after the last
+   * last group had writes of several tasks), the next group starts no sooner than `GATHER_MS` after the last
    * one did, unless `GATHER_WRITES` writes are waiting: at thousands of events a second a commit
    * then carries a dozen tasks' batches instead of one or two, and most of a commit's cost (its
    * fsync, the WAL frames of the pages it touches) is per commit, not per write.
@@ -146,7 +160,7 @@ export class SqliteCallQueue {
   private readonly maxBytes: number;
   private readonly pull: () => StoreCall | undefined;
   private readonly now: () => number;
-  /** When the last group's commit began (performance.now()) and how many writes it had. */
+  /** When the last group's commit began (performance.now()) and how many writers its writes came from. */
   private lastGroupAt = 0;
   private lastGroupSize = 0;
 
@@ -232,7 +246,7 @@ export class SqliteCallQueue {
 
   private commit(group: readonly QueuedWrite[]): void {
     this.lastGroupAt = this.now();
-    this.lastGroupSize = group.length;
+    this.lastGroupSize = writers(group);
     let outcomes: GroupOutcome[];
     try {
       outcomes = this.store.commitGroup(group.map((g) => g.write));

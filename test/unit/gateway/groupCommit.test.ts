@@ -400,12 +400,20 @@ describe('SqliteCallQueue: the calls of the store thread', () => {
     await q.settled();
     assert.deepEqual(q.groups, [1, 1]);
     assert.equal(naps.length, 0);
+    // …nor with two batches of its own in one group (a fast task has two in flight).
+    q.push('appendPage', page('t0', rows('t0', 4, 4)));
+    q.push('appendPage', page('t0', rows('t0', 5, 5)));
+    await q.settled();
+    q.push('appendPage', page('t0', rows('t0', 6, 6)));
+    await q.settled();
+    assert.deepEqual(q.groups, [1, 1, 2, 1]);
+    assert.equal(naps.length, 0);
 
     // Two writers at once: one group, at once (the last group was a lone writer's).
     q.push('appendPage', page('t1', rows('t1', 2, 2)));
     q.push('appendPage', page('t2', rows('t2', 2, 2)));
     await q.settled();
-    assert.deepEqual(q.groups, [1, 1, 2]);
+    assert.deepEqual(q.groups, [1, 1, 2, 1, 2]);
     assert.equal(naps.length, 0);
 
     // After a group of several, the next write waits until GATHER_MS after that group began, and
@@ -413,7 +421,7 @@ describe('SqliteCallQueue: the calls of the store thread', () => {
     q.push('appendPage', page('t3', rows('t3', 2, 2)));
     for (const x of ['t4', 't5', 't6']) coming.push({ id: ++id, method: 'appendPage', args: [page(x, rows(x, 2, 2))] });
     await q.settled();
-    assert.deepEqual(q.groups, [1, 1, 2, 4]);
+    assert.deepEqual(q.groups, [1, 1, 2, 1, 2, 4]);
     assert.ok(naps.length >= 3, `naps: ${naps.join(', ')}`);
     assert.ok(Math.abs(naps.reduce((a, b) => a + b, 0) - GATHER_MS) < 1e-9, `naps: ${naps.join(', ')}`);
 
