@@ -11,7 +11,7 @@
  * event by seq), tasks are keyed per agent route, and idempotency needs its own table. One schema for
  * both SQLite and PostgreSQL keeps the two paths the same code above this interface.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type {
   AppendBatch,
@@ -35,6 +35,17 @@ import { busyParents, CHILD_PRINCIPAL_PREFIX, toRequestClaim, toTaskRow, toUnbou
 const CHANNEL = 'baton_events';
 /** Cancel requests forwarded to the instance that runs a task: payload {instance, agent, taskId}. */
 const CANCEL_CHANNEL = 'baton_cancel';
+
+/**
+ * The channels of the store in `schema`. NOTIFY reaches every listener of the database, so the stores
+ * of other schemas (another team's gateways, or tests) would wake each other for nothing: each
+ * schema has its own channels. The `public` schema keeps the plain names.
+ */
+export function channelsOf(schema: string): { readonly events: string; readonly cancels: string } {
+  if (schema === 'public') return { events: CHANNEL, cancels: CANCEL_CHANNEL };
+  const tag = createHash('sha256').update(schema, 'utf8').digest('hex').slice(0, 16);
+  return { events: `${CHANNEL}_${tag}`, cancels: `${CANCEL_CHANNEL}_${tag}` };
+}
 /** A cancel request nobody took within this long was for an instance that is gone: it is dropped. */
 const CANCEL_REQUEST_TTL_MS = 24 * 60 * 60 * 1000;
 /** Held (for one transaction) by the instance running a retention step: one at a time across instances. */
@@ -94,6 +105,8 @@ export class PostgresGatewayStore implements GatewayStore {
   private readonly origin = randomBytes(8).toString('hex');
   private listener: pg.Client | undefined;
   private closing = false;
+  /** This store's NOTIFY channels (`channelsOf` its schema; set when it opens). */
+  private channels = channelsOf('public');
   private relistenTimer: NodeJS.Timeout | undefined;
 
   private constructor(
@@ -113,6 +126,9 @@ export class PostgresGatewayStore implements GatewayStore {
         await c.query('SELECT pg_advisory_lock(4242001)');
         await c.query(SCHEMA);
         await c.query('SELECT pg_advisory_unlock(4242001)');
+        const schema: unknown = (await c.query<{ s: string | null }>('SELECT current_schema() AS s')).rows[0]?.s;
+        if (typeof schema !== 'string') throw new Error('no schema: the search_path names none that exists');
+        store.channels = channelsOf(schema);
       } finally {
         c.release();
       }
@@ -146,11 +162,11 @@ export class PostgresGatewayStore implements GatewayStore {
     client.on('error', (e) => onLost(e.message));
     client.on('end', () => onLost('connection closed'));
     client.on('notification', (n) => {
-      if (n.channel === CANCEL_CHANNEL && n.payload) {
+      if (n.channel === this.channels.cancels && n.payload) {
         this.deliverCancel(n.payload);
         return;
       }
-      if (n.channel !== CHANNEL || !n.payload) return;
+      if (n.channel !== this.channels.events || !n.payload) return;
       try {
         const m = JSON.parse(n.payload) as { o: string; a: string; t: string; s: number };
         if (m.o === this.origin) return;
@@ -161,8 +177,8 @@ export class PostgresGatewayStore implements GatewayStore {
     });
     try {
       await client.connect();
-      await client.query(`LISTEN ${CHANNEL}`);
-      await client.query(`LISTEN ${CANCEL_CHANNEL}`);
+      await client.query(`LISTEN ${this.channels.events}`);
+      await client.query(`LISTEN ${this.channels.cancels}`);
     } catch (e) {
       lost = true;
       await client.end().catch(() => undefined);
@@ -341,7 +357,7 @@ export class PostgresGatewayStore implements GatewayStore {
         first.body,
       ]);
       await c.query('SELECT pg_notify($1, $2)', [
-        CHANNEL,
+        this.channels.events,
         JSON.stringify({ o: this.origin, a: task.agent, t: task.id, s: first.seq }),
       ]);
     });
@@ -371,7 +387,7 @@ export class PostgresGatewayStore implements GatewayStore {
         );
       }
       await c.query('SELECT pg_notify($1, $2)', [
-        CHANNEL,
+        this.channels.events,
         JSON.stringify({ o: this.origin, a: batch.agent, t: batch.taskId, s: last }),
       ]);
     });
@@ -467,7 +483,7 @@ export class PostgresGatewayStore implements GatewayStore {
         taskId,
         ownerInstance,
         Date.now(),
-        CANCEL_CHANNEL,
+        this.channels.cancels,
         JSON.stringify({ instance: ownerInstance, agent, taskId }),
       ],
     );

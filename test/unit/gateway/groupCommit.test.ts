@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import pg from 'pg';
 import { TaskState } from '@a2a-js/sdk';
-import { PostgresGatewayStore } from '../../../src/gateway/store/postgresStore';
+import { channelsOf, PostgresGatewayStore } from '../../../src/gateway/store/postgresStore';
 import { GATHER_MS, GATHER_WRITES, SqliteCallQueue } from '../../../src/gateway/store/sqliteCallQueue';
 import type { CallQueueOptions } from '../../../src/gateway/store/sqliteCallQueue';
 import { SqliteGatewayStore, hasNodeSqlite, toPage } from '../../../src/gateway/store/sqliteStore';
@@ -647,4 +647,82 @@ describe('PostgresGatewayStore: appends of many tasks at once, from two instance
       );
     },
   );
+});
+
+describe('PostgresGatewayStore: the stores of different schemas of one database', () => {
+  it(
+    "do not hear each other's appends or cancel requests (a channel per schema); two stores of one schema do",
+    { skip: PG ? false : 'BATON_TEST_PG is not set' },
+    async (t) => {
+      const base = PG ?? '';
+      const admin = new pg.Client({ connectionString: base });
+      await admin.connect();
+      const schemas = [`c_${randomBytes(6).toString('hex')}`, `c_${randomBytes(6).toString('hex')}`];
+      for (const s of schemas) await admin.query(`CREATE SCHEMA ${s}`);
+      t.after(async () => {
+        for (const s of schemas) await admin.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
+        await admin.end();
+      });
+      const urlOf = (s: string): string =>
+        `${base}${base.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${s}`)}`;
+      const open = async (s: string): Promise<PostgresGatewayStore> => {
+        const store = await bounded(PostgresGatewayStore.open(urlOf(s)), `a store on ${s} to open`);
+        t.after(() => store.close().catch(() => undefined));
+        return store;
+      };
+      const [a1, a2, b1, b2] = [
+        await open(schemas[0]),
+        await open(schemas[0]),
+        await open(schemas[1]),
+        await open(schemas[1]),
+      ];
+      const heard = new Map<PostgresGatewayStore, string[]>();
+      for (const s of [a1, a2, b1, b2]) {
+        const log: string[] = [];
+        heard.set(s, log);
+        s.onRemoteAppend((_agent, taskId) => log.push(`append ${taskId}`));
+      }
+      // One store per schema runs the instance the cancels are for: a stored request is taken once.
+      for (const s of [a2, b2]) s.onCancelRequest('inst-1', (_agent, taskId) => heard.get(s)?.push(`cancel ${taskId}`));
+      const until = async (s: PostgresGatewayStore, what: string): Promise<void> => {
+        await bounded(
+          (async () => {
+            while (!heard.get(s)?.includes(what)) await new Promise((r) => setTimeout(r, 10));
+          })(),
+          `${what} to be heard`,
+        );
+      };
+
+      // Schema 0 first: its notices are sent before schema 1's, and a listener gets them in commit order.
+      await a1.createTask(newTask('a'), row('a', 1));
+      await append(a1, 'a', rows('a', 2, 3));
+      await a1.requestCancel(AGENT, 'a', 'inst-1');
+      await b1.createTask(newTask('b'), row('b', 1));
+      await append(b1, 'b', rows('b', 2, 3));
+      await b1.requestCancel(AGENT, 'b', 'inst-1');
+      await until(a2, 'append a');
+      await until(a2, 'cancel a');
+      await until(b2, 'append b');
+      await until(b2, 'cancel b');
+      // By the time b2 heard schema 1's notices it would have heard schema 0's, sent before them.
+      for (const s of [b1, b2])
+        assert.ok(!heard.get(s)?.some((h) => h.endsWith(' a')), `heard: ${heard.get(s)?.join(', ')}`);
+      for (const s of [a1, a2])
+        assert.ok(!heard.get(s)?.some((h) => h.endsWith(' b')), `heard: ${heard.get(s)?.join(', ')}`);
+      // A store does not hear its own appends.
+      assert.ok(!heard.get(a1)?.includes('append a'));
+    },
+  );
+});
+
+describe('channelsOf', () => {
+  it('keeps the plain channel names for the public schema and gives every other schema its own', () => {
+    assert.deepEqual(channelsOf('public'), { events: 'baton_events', cancels: 'baton_cancel' });
+    const a = channelsOf('team_a');
+    const b = channelsOf('Team A; DROP');
+    assert.notEqual(a.events, b.events);
+    assert.notEqual(a.cancels, b.cancels);
+    for (const c of [a.events, a.cancels, b.events, b.cancels]) assert.match(c, /^baton_[a-z]+_[0-9a-f]{16}$/);
+    assert.deepEqual(channelsOf('team_a'), a);
+  });
 });

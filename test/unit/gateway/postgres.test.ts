@@ -1,6 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Role, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
@@ -12,13 +14,24 @@ import type {
   LocalRunResult,
 } from '../../../src/gateway/agents/localAgent';
 import { sha256HexOf } from '../../../src/gateway/config';
+import { HEARTBEAT_MS, STALE_MS } from '../../../src/gateway/instanceLiveness';
 import type { RemoteAgentConfig } from '../../../src/gateway/config';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import type { GatewayStore } from '../../../src/gateway/store/gatewayStore';
-import { LISTEN_APPLICATION_NAME } from '../../../src/gateway/store/postgresStore';
+import { channelsOf, LISTEN_APPLICATION_NAME } from '../../../src/gateway/store/postgresStore';
 import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
-import { clientFor, collect, readSse, scriptedAgent, sendRequest, seqOf, tempDir, userMessage } from './helpers';
+import {
+  bounded,
+  clientFor,
+  collect,
+  readSse,
+  scriptedAgent,
+  sendRequest,
+  seqOf,
+  tempDir,
+  userMessage,
+} from './helpers';
 import { serveSdkAgent, statusEvent, taskEvent } from './sdkServer';
 
 /** Emits a step every 10 ms until its signal fires (bounded), then stops: a task that is still working. */
@@ -142,6 +155,15 @@ describe('gateway: PostgreSQL store shared by two instances', () => {
   const longB = untilCanceledAgent('long');
   const remoteExecutor = new UntilCanceledExecutor();
   let remote: Awaited<ReturnType<typeof startRemote>> | undefined;
+  /**
+   * Ends the LISTEN connections of this test's gateways, and only theirs: other test files' stores
+   * listen on the same database (a listener's last statement is the LISTEN on its schema's cancels).
+   */
+  const endListeners = (admin: pg.Client): Promise<pg.QueryResult> =>
+    admin.query(
+      "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1 AND query = 'LISTEN ' || $2",
+      [LISTEN_APPLICATION_NAME, channelsOf(schema).cancels],
+    );
   /** A direct connection to the test's schema (to age heartbeats, or to listen as another instance). */
   const sql = async (): Promise<pg.Client> => {
     const c = new pg.Client({ connectionString: url });
@@ -277,10 +299,7 @@ describe('gateway: PostgreSQL store shared by two instances', () => {
       // An operator (or a server restart) ends the gateways' LISTEN connections mid-task.
       const admin = await sql();
       try {
-        const r = await admin.query(
-          'SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1',
-          [LISTEN_APPLICATION_NAME],
-        );
+        const r = await endListeners(admin);
         assert.ok(r.rowCount !== null && r.rowCount >= 2, `ended ${String(r.rowCount)} LISTEN connections`);
       } finally {
         await admin.end();
@@ -405,9 +424,7 @@ describe('gateway: PostgreSQL store shared by two instances', () => {
       const lostBefore = logA.filter((l) => /LISTEN connection lost/.test(l)).length;
       const admin = await sql();
       try {
-        await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [
-          LISTEN_APPLICATION_NAME,
-        ]);
+        await endListeners(admin);
       } finally {
         await admin.end();
       }
@@ -518,6 +535,74 @@ describe('gateway: PostgreSQL store shared by two instances', () => {
   );
 
   it(
+    'an instance on another host counts as alive while it heartbeats (its pid means nothing here); on this host, while its process exists',
+    { skip },
+    async () => {
+      // Two owners that are no gateway of this test, each with a fresh heartbeat: one on another host
+      // with the pid of a process that does not exist here, one on this host with that same pid.
+      const gone = await new Promise<number>((resolve) => {
+        const p = spawn(process.execPath, ['-e', '']);
+        p.once('exit', () => resolve(p.pid ?? 0));
+      });
+      const remoteOwner = `ghost-${randomUUID()}`;
+      const localOwner = `ghost-${randomUUID()}`;
+      await gwB.store.heartbeat(remoteOwner, 'elsewhere.invalid', gone);
+      await gwB.store.heartbeat(localOwner, hostname(), gone);
+      const onRemoteHost = await ghostTask(gwB.store, 'long', 'team', remoteOwner);
+      const onThisHost = await ghostTask(gwB.store, 'long', 'team', localOwner);
+      const c = await sql();
+      try {
+        const beat = setInterval(
+          () =>
+            void c
+              .query('UPDATE baton_instances SET heartbeat_at = $1 WHERE id = $2', [Date.now(), remoteOwner])
+              .catch(() => undefined),
+          1_000,
+        );
+        try {
+          // The one on this host is found dead at the next look (every heartbeat, 5 s) by A or B.
+          const ended = async (id: string, what: string, ms: number): Promise<void> => {
+            await bounded(
+              (async () => {
+                while ((await gwB.store.getTask('long', id))?.state !== TaskState.TASK_STATE_FAILED)
+                  await new Promise((r) => setTimeout(r, 200));
+              })(),
+              what,
+              ms,
+            );
+          };
+          await ended(onThisHost, "the task of this host's gone process to be recovered", 20_000);
+          // Two more looks later, the other host's instance, still heartbeating, keeps its task.
+          await new Promise((r) => setTimeout(r, 2 * HEARTBEAT_MS + 1_000));
+          const kept = await gwB.store.getTask('long', onRemoteHost);
+          assert.equal(kept?.state, TaskState.TASK_STATE_WORKING);
+          assert.equal(kept?.owner, remoteOwner);
+        } finally {
+          clearInterval(beat);
+        }
+        // It stops heartbeating (its last beat STALE_MS ago): the next look recovers its task.
+        await c.query('UPDATE baton_instances SET heartbeat_at = $1 WHERE id = $2', [
+          Date.now() - STALE_MS - 1_000,
+          remoteOwner,
+        ]);
+        await bounded(
+          (async () => {
+            while ((await gwB.store.getTask('long', onRemoteHost))?.state !== TaskState.TASK_STATE_FAILED)
+              await new Promise((r) => setTimeout(r, 200));
+          })(),
+          "the stale instance's task to be recovered",
+          20_000,
+        );
+        const row = await gwB.store.getTask('long', onRemoteHost);
+        assert.equal(row?.owner, null);
+        assert.match(row?.snapshot ?? '', /unknown outcome/);
+      } finally {
+        await c.end();
+      }
+    },
+  );
+
+  it(
     'a cancel through B of a task whose owner stopped heartbeating records the unknown outcome there, without asking the dead owner',
     { skip },
     async () => {
@@ -526,12 +611,17 @@ describe('gateway: PostgreSQL store shared by two instances', () => {
       const c = await sql();
       const heard: string[] = [];
       c.on('notification', (n) => heard.push(n.payload ?? ''));
-      await c.query('LISTEN baton_cancel');
+      await c.query(`LISTEN ${channelsOf(schema).cancels}`);
       try {
         await c.query('UPDATE baton_instances SET heartbeat_at = $1 WHERE id = $2', [Date.now() - 60_000, ghost]);
         const id = await ghostTask(gwB.store, 'long', 'team', ghost);
         const onB = await clientFor(`${gwB.url}/a2a/long/.well-known/agent-card.json`, teamToken);
-        const canceled = await onB.cancelTask({ tenant: '', id, metadata: undefined });
+        // A live instance's sweep for the tasks of dead owners may record the unknown outcome first:
+        // the cancel then finds the task ended, with that same outcome.
+        const canceled = await onB.cancelTask({ tenant: '', id, metadata: undefined }).catch(async (e: unknown) => {
+          assert.match(String(e), /has already ended/);
+          return onB.getTask({ tenant: '', id });
+        });
         assert.equal(canceled.status?.state, TaskState.TASK_STATE_FAILED);
         assert.equal(canceled.metadata?.['baton/outcome'], 'unknown');
         assert.match(textOf(canceled), /unknown outcome/);
@@ -566,7 +656,7 @@ describe('gateway: PostgreSQL store shared by two instances', () => {
         if (m.instance === dying)
           void c.query('UPDATE baton_instances SET heartbeat_at = $1 WHERE id = $2', [Date.now() - 60_000, dying]);
       });
-      await c.query('LISTEN baton_cancel');
+      await c.query(`LISTEN ${channelsOf(schema).cancels}`);
       try {
         const onB = await clientFor(`${gwB.url}/a2a/long/.well-known/agent-card.json`, teamToken);
         const idDying = await ghostTask(gwB.store, 'long', 'team', dying);
