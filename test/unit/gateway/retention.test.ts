@@ -393,9 +393,18 @@ describe('PostgreSQL store: deleted rows make room for new ones', { skip: skipPg
       for (let round = 0; round < 5; round++) {
         for (let i = 0; i < 30; i++) await putTask(store, `r${round}-${i}`, { padBytes: 64 * KIB });
         await retainAll(store, { deleteBefore: Date.now() + 1, limit: 50 });
-        // What autovacuum does after deletes (run here rather than waited for).
-        await direct.query('VACUUM baton_tasks, baton_events, baton_requests, baton_push_configs');
-        sizes.push(await store.size());
+        // What autovacuum does after deletes (run here rather than waited for). A transaction of
+        // another test on this database can hold back the rows VACUUM may remove for a moment, as it
+        // would hold back autovacuum: vacuum again, as autovacuum would, until the space comes back
+        // (or a few seconds pass, and the assertion below says so).
+        let size = 0;
+        for (let attempt = 0; attempt < 20; attempt++) {
+          await direct.query('VACUUM baton_tasks, baton_events, baton_requests, baton_push_configs');
+          size = await store.size();
+          if (sizes.length === 0 || size <= sizes[0] * 1.5) break;
+          await new Promise((resolve) => setTimeout(resolve, 250));
+        }
+        sizes.push(size);
       }
       assert.ok(sizes[4] <= sizes[0] * 1.5, `no steady growth across rounds: ${sizes.join(', ')}`);
     } finally {
