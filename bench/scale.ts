@@ -12,9 +12,14 @@
  * - `BENCH relay-cpu`: the gateway's CPU per relayed event (during the 200-task rounds through it)
  *   against the SDK agent's own CPU per event (during all the 200-task rounds), both from /proc;
  *   `gateway_main_us` is the gateway's main thread's part (the rest: the store's thread, GC helpers).
+ *   `bare_pipe_us` / `bare_pipe_ratio`: the same 200-task rounds through a bare Node pipe that forwards
+ *   each request and pipes the response back byte for byte (bench/scale/child.ts): the least any Node
+ *   relay of these streams spends, with nothing parsed, numbered, stored or signed.
  * - `BENCH load200`, `BENCH load500`: added p50/p95, first-event p50, streams that failed or lost,
  *   duplicated or reordered an event (`errors` through the gateway, `direct_errors` directly), and the
- *   gateway's peak resident set during its rounds.
+ *   gateway's peak resident set during its rounds; `steady_added_p95_ms` is the added p95 of the
+ *   events in the middle of the tasks (away from the burst of creations at the start and of patches
+ *   at the end).
  * - then `soak()` from bench/scale/soak.ts, when it is there.
  *
  * `BENCH_SCALE_QUICK=1` runs the 200-task rounds only (relay-cpu and load200), e.g. under `--cpu-prof`.
@@ -24,15 +29,25 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@a2a-js/sdk/client';
 import { loadNote } from './util';
-import { PACE_MS, TIMED_EVENTS } from './scale/child';
+import { PACE_MS, STATUS_EVENTS, TIMED_EVENTS } from './scale/child';
 import type { Child } from './scale/procs';
 import { clientAt, clockMs, cpuMsOf, percentile, request, rssMbOf, startChild, stopChildren } from './scale/procs';
+
+/**
+ * Every task of a round starts within one `PACE_MS` and ends within one: the first and last events
+ * meet the creations and the patches of all the others. Events `STEADY_FROM` to `STEADY_TO` are the
+ * relay in its steady state (`steady_added_p95_ms`).
+ */
+const STEADY_FROM = 10;
+const STEADY_TO = STATUS_EVENTS - 10;
 
 /** Rounds per way (direct, through the gateway) at each load. */
 const ROUNDS = 2;
 
 interface RoundResult {
   readonly latencies: number[];
+  /** The latencies of the events in the middle of each task, away from the start and the end of all of them. */
+  readonly steady: number[];
   readonly first: number[];
   errors: number;
   events: number;
@@ -62,6 +77,7 @@ async function oneTask(client: Client, way: string, delayMs: number, out: RoundR
       if (i !== next) throw new Error(`event ${i} arrived where ${next} was due`);
       next++;
       out.latencies.push(now - sentAt);
+      if (i >= STEADY_FROM && i < STEADY_TO) out.steady.push(now - sentAt);
     }
     if (next !== TIMED_EVENTS) throw new Error(`the stream ended after ${next} of ${TIMED_EVENTS} events`);
     if (firstAt !== undefined) out.first.push(firstAt - sent);
@@ -72,7 +88,7 @@ async function oneTask(client: Client, way: string, delayMs: number, out: RoundR
 }
 
 async function round(client: Client, way: string, tasks: number): Promise<RoundResult> {
-  const out: RoundResult = { latencies: [], first: [], errors: 0, events: 0 };
+  const out: RoundResult = { latencies: [], steady: [], first: [], errors: 0, events: 0 };
   await Promise.all(Array.from({ length: tasks }, (_, k) => oneTask(client, way, (k * PACE_MS) / tasks, out)));
   return out;
 }
@@ -121,12 +137,15 @@ const sum = (rs: readonly RoundResult[], f: (r: RoundResult) => number): number 
 function loadLine(name: string, tasks: number, r: LoadResult): string {
   const d = all(r.direct, (x) => x.latencies);
   const g = all(r.gateway, (x) => x.latencies);
+  const ds = all(r.direct, (x) => x.steady);
+  const gs = all(r.gateway, (x) => x.steady);
   const p = (xs: number[], q: number): number => (xs.length ? percentile(xs, q) : Number.NaN);
   const errors = sum(r.gateway, (x) => x.errors);
   return [
     `BENCH ${name}`,
     `added_p95_ms=${(p(g, 95) - p(d, 95)).toFixed(2)}`,
     `added_p50_ms=${(p(g, 50) - p(d, 50)).toFixed(2)}`,
+    `steady_added_p95_ms=${(p(gs, 95) - p(ds, 95)).toFixed(2)}`,
     `errors=${errors} direct_errors=${sum(r.direct, (x) => x.errors)}`,
     `rss_mb=${r.rssMb.toFixed(0)}`,
     `direct_p50_ms=${p(d, 50).toFixed(2)} direct_p95_ms=${p(d, 95).toFixed(2)}`,
@@ -147,6 +166,7 @@ export async function run(): Promise<void> {
   const entry = join(__dirname, 'scale', 'child.ts');
   const remote = await startChild('scale-child', entry, 'remote');
   const gw = await startChild('scale-child', entry, 'gateway', remote.info.url);
+  const pipe = await startChild('scale-child', entry, 'pipe', remote.info.url);
   try {
     const direct = await clientAt(remote.info.url);
     const proxied = await clientAt(`${gw.info.url}/a2a/remote`, gw.info.token);
@@ -156,18 +176,25 @@ export async function run(): Promise<void> {
 
     const l200 = await load(200, direct, proxied, gw, remote);
     const events = (rs: readonly RoundResult[]): number => sum(rs, (x) => x.events);
+    // The same rounds through a bare Node pipe (bench/scale/child.ts): what relaying alone costs.
+    const piped = await clientAt(pipe.info.url);
+    await round(piped, 'pipe', 20);
+    const p0 = cpuMsOf(pipe.proc) ?? Number.NaN;
+    const pipeRounds: RoundResult[] = [];
+    for (let i = 0; i < ROUNDS; i++) pipeRounds.push(await round(piped, 'pipe', 200));
+    const pipeUs = (((cpuMsOf(pipe.proc) ?? Number.NaN) - p0) * 1000) / events(pipeRounds);
     const gatewayUs = (l200.gatewayCpuMs * 1000) / events(l200.gateway);
     const mainUs = (l200.gatewayMainMs * 1000) / events(l200.gateway);
     const agentUs = (l200.agentCpuMs * 1000) / (events(l200.gateway) + events(l200.direct));
     console.log(
-      `BENCH relay-cpu ratio=${(gatewayUs / agentUs).toFixed(3)} gateway_us=${gatewayUs.toFixed(1)} gateway_main_us=${mainUs.toFixed(1)} agent_us=${agentUs.toFixed(1)} events=${events(l200.gateway)} tasks=200 ${loadNote()}`,
+      `BENCH relay-cpu ratio=${(gatewayUs / agentUs).toFixed(3)} gateway_us=${gatewayUs.toFixed(1)} gateway_main_us=${mainUs.toFixed(1)} agent_us=${agentUs.toFixed(1)} bare_pipe_us=${pipeUs.toFixed(1)} bare_pipe_ratio=${(pipeUs / agentUs).toFixed(3)} events=${events(l200.gateway)} tasks=200 ${loadNote()}`,
     );
     console.log(loadLine('load200', 200, l200));
     // BENCH_SCALE_QUICK=1 stops here (for profiling the relay at 200 tasks).
     if (process.env.BENCH_SCALE_QUICK === '1') return;
     console.log(loadLine('load500', 500, await load(500, direct, proxied, gw, remote)));
   } finally {
-    await stopChildren([gw, remote]);
+    await stopChildren([gw, pipe, remote]);
   }
 
   const soakFile = join(__dirname, 'scale', 'soak.ts');

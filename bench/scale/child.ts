@@ -4,6 +4,8 @@
  * `gateway`, a gateway that proxies it. Every event carries `i` (its place in the task) and `sentAt`
  * (when the agent published it, on the clock all the processes share) in its metadata.
  */
+import { Agent, createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { TaskState } from '@a2a-js/sdk';
 import { AgentEvent } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
@@ -84,7 +86,41 @@ class PacedExecutor implements AgentExecutor {
   }
 }
 
+/**
+ * The least a Node process that relays these streams does: each request is forwarded to the agent and
+ * its response piped back byte for byte (no parsing, numbering, storing or signing; a reference for
+ * the gateway's relay cost, not a relay anyone should run). Prints `{"url"}` when ready.
+ */
+async function barePipe(target: string): Promise<void> {
+  const to = new URL(target);
+  const agent = new Agent({ keepAlive: true });
+  const server = createServer((req, res) => {
+    const up = httpRequest(
+      {
+        agent,
+        host: to.hostname,
+        port: to.port,
+        path: to.pathname,
+        method: req.method,
+        headers: { ...req.headers, host: to.host },
+      },
+      (upRes) => {
+        res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+        upRes.pipe(res);
+      },
+    );
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+  });
+  server.keepAliveTimeout = 120_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  process.stdout.write(
+    `${JSON.stringify({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc` })}\n`,
+  );
+}
+
 async function childMain(mode: string, args: string[]): Promise<void> {
+  if (mode === 'pipe') return barePipe(args[0] ?? '');
   if (mode === 'remote') {
     const remote = await sdkServer(new PacedExecutor());
     process.stdout.write(`${JSON.stringify({ url: remote.url })}\n`);
