@@ -17,7 +17,9 @@
  *   relay of these streams spends, with nothing parsed, numbered, stored or signed.
  * - `BENCH load200`, `BENCH load500`: added p50/p95, first-event p50, streams that failed or lost,
  *   duplicated or reordered an event (`errors` through the gateway, `direct_errors` directly), and the
- *   gateway's peak resident set during its rounds; `steady_added_p95_ms` is the added p95 of the
+ *   gateway's peak resident set during its rounds, and `machine_busy`, the share of the machine's cores
+ *   the three processes used together during those rounds (near 1, latency is waiting for a core);
+ *   `steady_added_p95_ms` is the added p95 of the
  *   events in the middle of the tasks (away from the burst of creations at the start and of patches
  *   at the end).
  * - then `soak()` from bench/scale/soak.ts, when it is there.
@@ -101,11 +103,16 @@ interface LoadResult {
   readonly gatewayMainMs: number;
   readonly agentCpuMs: number;
   readonly rssMb: number;
+  /**
+   * The share of the machine's cores the agent, the gateway and the client (this process) used together
+   * during the rounds through the gateway: near 1, every event waits for a core, wherever it is.
+   */
+  readonly machineBusy: number;
 }
 
 /** `ROUNDS` rounds each way at `tasks` at once, alternating which goes first. */
 async function load(tasks: number, direct: Client, proxied: Client, gw: Child, remote: Child): Promise<LoadResult> {
-  const res: LoadResult = { direct: [], gateway: [], gatewayCpuMs: 0, gatewayMainMs: 0, agentCpuMs: 0, rssMb: 0 };
+  const res = { direct: [] as RoundResult[], gateway: [] as RoundResult[] };
   let rss = 0;
   const sampler = setInterval(() => {
     rss = Math.max(rss, rssMbOf(gw.proc) ?? 0);
@@ -114,21 +121,36 @@ async function load(tasks: number, direct: Client, proxied: Client, gw: Child, r
   const agent0 = cpu(remote);
   let gatewayCpu = 0;
   let gatewayMain = 0;
+  let busyMs = 0;
+  let wallMs = 0;
   try {
     for (let i = 0; i < 2 * ROUNDS; i++) {
       if ((i % 2 === 0) === i % 4 < 2) res.direct.push(await round(direct, 'direct', tasks));
       else {
         const g0 = cpu(gw);
         const m0 = cpu(gw, true);
+        const a0 = cpu(remote);
+        const c0 = process.cpuUsage();
+        const t0 = performance.now();
         res.gateway.push(await round(proxied, 'gateway', tasks));
         gatewayCpu += cpu(gw) - g0;
         gatewayMain += cpu(gw, true) - m0;
+        const c = process.cpuUsage(c0);
+        busyMs += cpu(gw) - g0 + (cpu(remote) - a0) + (c.user + c.system) / 1000;
+        wallMs += performance.now() - t0;
       }
     }
   } finally {
     clearInterval(sampler);
   }
-  return { ...res, gatewayCpuMs: gatewayCpu, gatewayMainMs: gatewayMain, agentCpuMs: cpu(remote) - agent0, rssMb: rss };
+  return {
+    ...res,
+    gatewayCpuMs: gatewayCpu,
+    gatewayMainMs: gatewayMain,
+    agentCpuMs: cpu(remote) - agent0,
+    rssMb: rss,
+    machineBusy: busyMs / (wallMs * availableParallelism()),
+  };
 }
 
 const all = (rs: readonly RoundResult[], f: (r: RoundResult) => number[]): number[] => rs.flatMap(f);
@@ -158,7 +180,7 @@ function loadLine(name: string, tasks: number, r: LoadResult): string {
       50,
     ).toFixed(1)}`,
     `tasks=${tasks} rounds=${ROUNDS} gateway_cpu_ms=${r.gatewayCpuMs.toFixed(0)} agent_cpu_ms=${r.agentCpuMs.toFixed(0)}`,
-    `cores=${availableParallelism()} ${loadNote()}`,
+    `cores=${availableParallelism()} machine_busy=${r.machineBusy.toFixed(2)} ${loadNote()}`,
   ].join(' ');
 }
 
