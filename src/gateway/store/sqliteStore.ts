@@ -457,8 +457,15 @@ export class SqliteGatewayStore implements GatewayStore {
   }
 
   private insertJoined(agent: string, taskId: string, firstSeq: number, lastSeq: number, bodies: string): void {
-    // A seq is stored once: a batch must start right after the task's last stored event (a page's key
-    // alone would let an overlapping batch from a stale second writer in).
+    this.checkContinues(agent, taskId, firstSeq);
+    this.insertChecked(agent, taskId, firstSeq, lastSeq, bodies);
+  }
+
+  /**
+   * A seq is stored once: a batch must start right after the task's last stored event (a page's key
+   * alone would let an overlapping batch from a stale second writer in). Throws before anything is written.
+   */
+  private checkContinues(agent: string, taskId: string, firstSeq: number): void {
     const stored = this.stmt(
       'SELECT last_seq FROM baton_event_pages WHERE agent = ? AND task_id = ? ORDER BY last_seq DESC LIMIT 1',
     ).get(agent, taskId);
@@ -467,6 +474,9 @@ export class SqliteGatewayStore implements GatewayStore {
       throw new Error(
         `events of task ${taskId} must continue at seq ${expected}, got ${firstSeq} (is another writer appending to it?)`,
       );
+  }
+
+  private insertChecked(agent: string, taskId: string, firstSeq: number, lastSeq: number, bodies: string): void {
     this.stmt('INSERT INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) VALUES (?, ?, ?, ?, ?)').run(
       agent,
       taskId,
@@ -495,7 +505,13 @@ export class SqliteGatewayStore implements GatewayStore {
    * in when the task is read.
    */
   private writePage(batch: PageBatch): void {
-    this.insertJoined(batch.agent, batch.taskId, batch.firstSeq, batch.lastSeq, batch.bodies);
+    this.checkContinues(batch.agent, batch.taskId, batch.firstSeq);
+    this.writeCheckedPage(batch);
+  }
+
+  /** `writePage` once `checkContinues` passed: its page's key is new, so only the database itself can fail it. */
+  private writeCheckedPage(batch: PageBatch): void {
+    this.insertChecked(batch.agent, batch.taskId, batch.firstSeq, batch.lastSeq, batch.bodies);
     if (batch.snapshot === undefined) {
       if (batch.owner !== undefined)
         this.stmt('UPDATE baton_tasks SET state = ?, owner = ?, updated_at = ? WHERE agent = ? AND id = ?').run(
@@ -556,19 +572,32 @@ export class SqliteGatewayStore implements GatewayStore {
   }
 
   /**
-   * Several writes in one transaction, so that they share one commit (one fsync). Each runs in its own
-   * savepoint: one that throws (e.g. a batch that does not continue its task's seqs) is undone alone and
-   * the others are kept. Returns each write's outcome, in order, once the COMMIT is done; throws, with
-   * none of them stored, when the transaction itself fails (BEGIN, a savepoint or the COMMIT).
+   * Several writes in one transaction, so that they share one commit (one fsync). One that is refused
+   * (e.g. a batch that does not continue its task's seqs, a task created twice) is undone alone and
+   * the others are kept: an append is checked before it writes anything, the other writes run in a
+   * savepoint each. Returns each write's outcome, in order, once the COMMIT is done; throws, with none
+   * of them stored, when the transaction itself fails (BEGIN, a savepoint, an append's own write, or
+   * the COMMIT).
    */
   commitGroup(writes: readonly GroupWrite[]): GroupOutcome[] {
     return this.tx(() =>
       writes.map((w): GroupOutcome => {
+        if (w.method === 'appendPage') {
+          // Most of a group, and no savepoint needed: an append that does not continue its task's
+          // seqs is refused before it writes anything, and past that check only the database can
+          // fail it (disk full, I/O), which fails the whole group (the transaction is rolled back).
+          try {
+            this.checkContinues(w.args[0].agent, w.args[0].taskId, w.args[0].firstSeq);
+          } catch (e) {
+            return { ok: false, error: e instanceof Error ? e : new Error(String(e)) };
+          }
+          this.writeCheckedPage(w.args[0]);
+          return { ok: true, value: undefined };
+        }
         this.stmt('SAVEPOINT baton_write').run();
         let value: unknown;
         try {
-          if (w.method === 'appendPage') this.writePage(w.args[0]);
-          else if (w.method === 'createTask') this.insertTask(w.args[0], w.args[1]);
+          if (w.method === 'createTask') this.insertTask(w.args[0], w.args[1]);
           else if (w.method === 'claimRequest') value = this.claimNow(...w.args);
           else this.bindNow(...w.args);
         } catch (e) {

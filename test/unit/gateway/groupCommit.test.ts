@@ -1,6 +1,6 @@
 /**
- * Appends of many tasks at once. SQLite: writes that wait together share one transaction, each in its
- * own savepoint; on real SQLite files, through the store itself, the queue the store's thread runs, and
+ * Appends of many tasks at once. SQLite: writes that wait together share one transaction (an append
+ * checked before it writes, every other write in its own savepoint); on real SQLite files, through the store itself, the queue the store's thread runs, and
  * the thread (SqliteWorkerStore). A commit is made to fail for real with a deferred foreign key that a
  * trigger violates when a page carries a marker: SQLite checks it at COMMIT. PostgreSQL (one transaction
  * per append; the server shares WAL flushes between concurrent commits): two stores on one schema, as
@@ -241,6 +241,44 @@ for (const driver of DRIVERS) {
       );
       await append(store, 'b', rows('b', 2, 2));
       assert.deepEqual(await store.readEvents(AGENT, 'a', 0, 100), rows('a', 1, 4));
+      assert.deepEqual(await store.readEvents(AGENT, 'b', 0, 100), rows('b', 1, 2));
+      assert.equal(await store.integrityCheck(), 'ok');
+    });
+
+    it('an append whose own write fails (past its seq check) fails the whole group, which stores nothing; the store goes on', async (t) => {
+      const dir = tempDir('baton-group-');
+      t.after(() => dir[Symbol.dispose]());
+      const file = join(dir.path, 'baton.sqlite');
+      await new SqliteGatewayStore({ file, driver: 'better-sqlite3' }).close();
+      const raw = new Database(file);
+      // What the database itself can do to a write that is otherwise in order (as a full disk would).
+      raw.exec(`CREATE TRIGGER refuse_mark BEFORE INSERT ON baton_event_pages WHEN instr(NEW.bodies, '${MARK}') > 0
+BEGIN SELECT RAISE(ABORT, 'page refused by the database'); END;`);
+      raw.close();
+      const store = openStore(t, file, driver);
+      await store.createTask(newTask('a'), row('a', 1));
+      await store.createTask(newTask('b'), row('b', 1));
+
+      assert.throws(
+        () =>
+          store.commitGroup([
+            appendW('a', rows('a', 2, 3)),
+            createW('c'),
+            appendW('b', [row('b', 2, true)]),
+            appendW('a', rows('a', 4, 4)),
+          ]),
+        /page refused by the database/,
+      );
+      assert.deepEqual(await store.readEvents(AGENT, 'a', 0, 100), rows('a', 1, 1));
+      assert.deepEqual(await store.readEvents(AGENT, 'b', 0, 100), rows('b', 1, 1));
+      assert.equal(await store.getTask(AGENT, 'c'), undefined);
+
+      const outcomes = store.commitGroup([appendW('a', rows('a', 2, 3)), createW('c'), appendW('b', rows('b', 2, 2))]);
+      assert.deepEqual(
+        outcomes.map((o) => o.ok),
+        [true, true, true],
+      );
+      assert.deepEqual(await store.readEvents(AGENT, 'a', 0, 100), rows('a', 1, 3));
       assert.deepEqual(await store.readEvents(AGENT, 'b', 0, 100), rows('b', 1, 2));
       assert.equal(await store.integrityCheck(), 'ok');
     });
