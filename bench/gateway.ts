@@ -3,7 +3,9 @@
  *
  * - `BENCH gateway`: an SDK agent streams 5,000 status events and a 1 MiB patch artifact; an SDK
  *   client receives them directly from the SDK server and through the gateway's proxy route (which
- *   numbers, persists with synchronous=FULL and relays every event), alternating runs.
+ *   numbers, persists with synchronous=FULL and relays every event), alternating runs;
+ *   `bare_pipe_ratio` is the same measure through a bare Node pipe that forwards the bytes and does
+ *   nothing else (bench/scale/child.ts), the floor of any relay in Node on this machine.
  * - `BENCH gateway-latency`: the same agent paced as agents are in use (a status event every 2 ms):
  *   how long each event takes from the agent's `publish` to the client, directly and through the
  *   gateway (which persists it with an fsync before sending it). The ratio compares the medians; the
@@ -18,6 +20,7 @@
  * the two can be told apart.
  */
 import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
 import { TaskState } from '@a2a-js/sdk';
 import type { StreamResponse } from '@a2a-js/sdk';
 import { AgentEvent } from '@a2a-js/sdk/server';
@@ -186,6 +189,8 @@ async function childMain(mode: string, args: string[]): Promise<void> {
 export async function run(): Promise<void> {
   const remote = await child('remote');
   const gw = await child('gateway', remote.info.url);
+  // A bare Node pipe to the same agent (bench/scale/child.ts): what relaying alone costs in this run.
+  const pipe = await startChild('scale-child', join(__dirname, 'scale', 'child.ts'), 'pipe', remote.info.url);
   try {
     const direct = await clientAt(remote.info.url);
     const proxied = await clientAt(`${gw.info.url}/a2a/remote`, gw.info.token);
@@ -200,6 +205,13 @@ export async function run(): Promise<void> {
       () => drain(proxied.sendMessageStream(request('go')), expected),
     );
     const cpu1 = [cpuMsOf(gw.proc), cpuMsOf(remote.proc)];
+    const piped = await clientAt(pipe.info.url);
+    await drain(piped.sendMessageStream(request('warm')), expected);
+    const bare = await compare(
+      rounds,
+      () => drain(direct.sendMessageStream(request('go')), expected),
+      () => drain(piped.sendMessageStream(request('go')), expected),
+    );
     // Where the time goes on a small machine: the gateway's CPU per relayed run (it is idle during the
     // direct runs) beside the remote agent's per run; the three processes share the machine's cores.
     const perRun = (i: number, runs: number): string => {
@@ -208,7 +220,7 @@ export async function run(): Promise<void> {
       return a === undefined || b === undefined ? 'n/a' : ((b - a) / runs).toFixed(1);
     };
     console.log(
-      `BENCH gateway ratio=${g.ratio.toFixed(3)} direct_ms=${g.baselineMs.toFixed(1)} gateway_ms=${g.candidateMs.toFixed(1)} events=${expected} artifact_bytes=${PATCH.length} gateway_cpu_ms=${perRun(0, rounds)} remote_cpu_ms=${perRun(1, 2 * rounds)} cores=${availableParallelism()} ${loadNote()}`,
+      `BENCH gateway ratio=${g.ratio.toFixed(3)} direct_ms=${g.baselineMs.toFixed(1)} gateway_ms=${g.candidateMs.toFixed(1)} bare_pipe_ratio=${bare.ratio.toFixed(3)} events=${expected} artifact_bytes=${PATCH.length} gateway_cpu_ms=${perRun(0, rounds)} remote_cpu_ms=${perRun(1, 2 * rounds)} cores=${availableParallelism()} ${loadNote()}`,
     );
 
     // Paced as an agent at work: what the store's fsync before each send adds to every event's trip.
@@ -244,7 +256,7 @@ export async function run(): Promise<void> {
       `BENCH replay ratio=${r.ratio.toFixed(3)} live_ms=${r.baselineMs.toFixed(1)} replay_ms=${r.candidateMs.toFixed(1)} events=${REPLAY_EVENTS} ${loadNote()}`,
     );
   } finally {
-    await stopChildren([gw, remote]);
+    await stopChildren([gw, pipe, remote]);
   }
 }
 
