@@ -17,11 +17,10 @@
  *   relay of these streams spends, with nothing parsed, numbered, stored or signed.
  * - `BENCH load200`, `BENCH load500`: added p50/p95, first-event p50, streams that failed or lost,
  *   duplicated or reordered an event (`errors` through the gateway, `direct_errors` directly), and the
- *   gateway's peak resident set during its rounds, and `machine_busy`, the share of the machine's cores
- *   the three processes used together during those rounds (near 1, latency is waiting for a core);
- *   `steady_added_p95_ms` is the added p95 of the
- *   events in the middle of the tasks (away from the burst of creations at the start and of patches
- *   at the end).
+ *   gateway's peak resident set during its rounds; `machine_busy` is the share of the machine's cores
+ *   the three processes used together during those rounds (averaged over each round), and
+ *   `steady_added_p95_ms` the added p95 of the events in the middle of the tasks (away from the burst
+ *   of creations at the start and of patches at the end).
  * - then `soak()` from bench/scale/soak.ts, when it is there.
  *
  * `BENCH_SCALE_QUICK=1` runs the 200-task rounds only (relay-cpu and load200), e.g. under `--cpu-prof`.
@@ -103,10 +102,7 @@ interface LoadResult {
   readonly gatewayMainMs: number;
   readonly agentCpuMs: number;
   readonly rssMb: number;
-  /**
-   * The share of the machine's cores the agent, the gateway and the client (this process) used together
-   * during the rounds through the gateway: near 1, every event waits for a core, wherever it is.
-   */
+  /** The share of the machine's cores the agent, the gateway and the client (this process) used together during the rounds through the gateway. */
   readonly machineBusy: number;
 }
 

@@ -1,7 +1,7 @@
 /**
  * Appends of many tasks at once. SQLite: writes that wait together share one transaction (an append
- * checked before it writes, every other write in its own savepoint); on real SQLite files, through the store itself, the queue the store's thread runs, and
- * the thread (SqliteWorkerStore). A commit is made to fail for real with a deferred foreign key that a
+ * checked before it writes, every other write in its own savepoint); on real SQLite files, through the
+ * store itself, the queue the store's thread runs, and the thread (SqliteWorkerStore). A commit is made to fail for real with a deferred foreign key that a
  * trigger violates when a page carries a marker: SQLite checks it at COMMIT. PostgreSQL (one transaction
  * per append; the server shares WAL flushes between concurrent commits): two stores on one schema, as
  * two instances.
@@ -108,18 +108,73 @@ function lastSeqAfter(i: number, rounds: number): number {
   return last;
 }
 
-/** A state folder whose COMMIT fails whenever the transaction stored a page carrying MARK. */
-async function failingCommitFile(dir: string): Promise<string> {
+/** A state folder made by the store, with `sql` run on it (a trigger that makes some writes fail for real). */
+async function storeFileWith(dir: string, sql: string): Promise<string> {
   const file = join(dir, 'baton.sqlite');
   await new SqliteGatewayStore({ file, driver: 'better-sqlite3' }).close();
   const raw = new Database(file);
-  raw.exec(`
+  raw.exec(sql);
+  raw.close();
+  return file;
+}
+
+/** A state folder whose COMMIT fails whenever the transaction stored a page carrying MARK. */
+function failingCommitFile(dir: string): Promise<string> {
+  return storeFileWith(
+    dir,
+    `
 CREATE TABLE fail_parent (id INTEGER PRIMARY KEY);
 CREATE TABLE fail_child (parent INTEGER REFERENCES fail_parent (id) DEFERRABLE INITIALLY DEFERRED);
 CREATE TRIGGER fail_on_mark AFTER INSERT ON baton_event_pages WHEN instr(NEW.bodies, '${MARK}') > 0
-BEGIN INSERT INTO fail_child (parent) VALUES (1); END;`);
-  raw.close();
-  return file;
+BEGIN INSERT INTO fail_child (parent) VALUES (1); END;`,
+  );
+}
+
+/**
+ * A state folder whose database refuses to insert a page carrying MARK, as a full disk would refuse
+ * a write that is otherwise in order (past the store's own checks).
+ */
+function refusingPageFile(dir: string): Promise<string> {
+  return storeFileWith(
+    dir,
+    `CREATE TRIGGER refuse_mark BEFORE INSERT ON baton_event_pages WHEN instr(NEW.bodies, '${MARK}') > 0
+BEGIN SELECT RAISE(ABORT, 'page refused by the database'); END;`,
+  );
+}
+
+/**
+ * Commits a group with a marked append of task b on a store whose database fails it (`error`): the
+ * group throws and stores nothing; the store is not left inside a transaction, and the same writes
+ * without the marked one then commit.
+ */
+async function assertGroupFailsWhole(store: SqliteGatewayStore, error: RegExp): Promise<void> {
+  await store.createTask(newTask('a'), row('a', 1));
+  await store.createTask(newTask('b'), row('b', 1));
+
+  assert.throws(
+    () =>
+      store.commitGroup([
+        appendW('a', rows('a', 2, 3)),
+        createW('c'),
+        appendW('b', [row('b', 2, true)]),
+        appendW('a', rows('a', 4, 4)),
+      ]),
+    error,
+  );
+  assert.deepEqual(await store.readEvents(AGENT, 'a', 0, 100), rows('a', 1, 1));
+  assert.deepEqual(await store.readEvents(AGENT, 'b', 0, 100), rows('b', 1, 1));
+  assert.equal(await store.getTask(AGENT, 'c'), undefined);
+  assert.equal((await store.getTask(AGENT, 'a'))?.lastSeq, 1);
+
+  const outcomes = store.commitGroup([appendW('a', rows('a', 2, 3)), createW('c'), appendW('a', rows('a', 4, 4))]);
+  assert.deepEqual(
+    outcomes.map((o) => o.ok),
+    [true, true, true],
+  );
+  await append(store, 'b', rows('b', 2, 2));
+  assert.deepEqual(await store.readEvents(AGENT, 'a', 0, 100), rows('a', 1, 4));
+  assert.deepEqual(await store.readEvents(AGENT, 'b', 0, 100), rows('b', 1, 2));
+  assert.equal(await store.integrityCheck(), 'ok');
 }
 
 function openStore(t: TestContext, file: string, driver: (typeof DRIVERS)[number] = 'better-sqlite3') {
@@ -214,73 +269,19 @@ for (const driver of DRIVERS) {
     it('a failed COMMIT throws and stores nothing of the group; the store goes on', async (t) => {
       const dir = tempDir('baton-group-');
       t.after(() => dir[Symbol.dispose]());
-      const store = openStore(t, await failingCommitFile(dir.path), driver);
-      await store.createTask(newTask('a'), row('a', 1));
-      await store.createTask(newTask('b'), row('b', 1));
-
-      assert.throws(
-        () =>
-          store.commitGroup([
-            appendW('a', rows('a', 2, 3)),
-            createW('c'),
-            appendW('b', [row('b', 2, true)]),
-            appendW('a', rows('a', 4, 4)),
-          ]),
+      await assertGroupFailsWhole(
+        openStore(t, await failingCommitFile(dir.path), driver),
         /FOREIGN KEY constraint failed/,
       );
-      assert.deepEqual(await store.readEvents(AGENT, 'a', 0, 100), rows('a', 1, 1));
-      assert.deepEqual(await store.readEvents(AGENT, 'b', 0, 100), rows('b', 1, 1));
-      assert.equal(await store.getTask(AGENT, 'c'), undefined);
-      assert.equal((await store.getTask(AGENT, 'a'))?.lastSeq, 1);
-
-      // Not left inside a transaction: the same writes without the marked one commit.
-      const outcomes = store.commitGroup([appendW('a', rows('a', 2, 3)), createW('c'), appendW('a', rows('a', 4, 4))]);
-      assert.deepEqual(
-        outcomes.map((o) => o.ok),
-        [true, true, true],
-      );
-      await append(store, 'b', rows('b', 2, 2));
-      assert.deepEqual(await store.readEvents(AGENT, 'a', 0, 100), rows('a', 1, 4));
-      assert.deepEqual(await store.readEvents(AGENT, 'b', 0, 100), rows('b', 1, 2));
-      assert.equal(await store.integrityCheck(), 'ok');
     });
 
     it('an append whose own write fails (past its seq check) fails the whole group, which stores nothing; the store goes on', async (t) => {
       const dir = tempDir('baton-group-');
       t.after(() => dir[Symbol.dispose]());
-      const file = join(dir.path, 'baton.sqlite');
-      await new SqliteGatewayStore({ file, driver: 'better-sqlite3' }).close();
-      const raw = new Database(file);
-      // What the database itself can do to a write that is otherwise in order (as a full disk would).
-      raw.exec(`CREATE TRIGGER refuse_mark BEFORE INSERT ON baton_event_pages WHEN instr(NEW.bodies, '${MARK}') > 0
-BEGIN SELECT RAISE(ABORT, 'page refused by the database'); END;`);
-      raw.close();
-      const store = openStore(t, file, driver);
-      await store.createTask(newTask('a'), row('a', 1));
-      await store.createTask(newTask('b'), row('b', 1));
-
-      assert.throws(
-        () =>
-          store.commitGroup([
-            appendW('a', rows('a', 2, 3)),
-            createW('c'),
-            appendW('b', [row('b', 2, true)]),
-            appendW('a', rows('a', 4, 4)),
-          ]),
+      await assertGroupFailsWhole(
+        openStore(t, await refusingPageFile(dir.path), driver),
         /page refused by the database/,
       );
-      assert.deepEqual(await store.readEvents(AGENT, 'a', 0, 100), rows('a', 1, 1));
-      assert.deepEqual(await store.readEvents(AGENT, 'b', 0, 100), rows('b', 1, 1));
-      assert.equal(await store.getTask(AGENT, 'c'), undefined);
-
-      const outcomes = store.commitGroup([appendW('a', rows('a', 2, 3)), createW('c'), appendW('b', rows('b', 2, 2))]);
-      assert.deepEqual(
-        outcomes.map((o) => o.ok),
-        [true, true, true],
-      );
-      assert.deepEqual(await store.readEvents(AGENT, 'a', 0, 100), rows('a', 1, 3));
-      assert.deepEqual(await store.readEvents(AGENT, 'b', 0, 100), rows('b', 1, 2));
-      assert.equal(await store.integrityCheck(), 'ok');
     });
   });
 }
