@@ -24,6 +24,7 @@ import type { TaskRow } from './store/gatewayStore';
 import type { StartedTask, TaskRunner } from './taskRunner';
 import { isInstanceAlive } from './instanceLiveness';
 import { isTerminal } from '../core/taskStates';
+import { KeyedSerial } from '../core/keyedSerial';
 import { sleep } from '../core/sleep';
 
 /** Artifact events stay well under the SDK client's 4 MiB SSE event limit. */
@@ -203,6 +204,8 @@ const LOST_QUESTION =
 export class LocalTaskRunner implements TaskRunner {
   readonly kind = 'local' as const;
   private readonly running = new Map<string, Running>();
+  /** One recorder at a time per orphan: a sweep, a cancel and a reply may all find the same one at once. */
+  private readonly orphans = new KeyedSerial();
 
   constructor(
     private readonly ctx: GatewayContext,
@@ -666,7 +669,26 @@ export class LocalTaskRunner implements TaskRunner {
     }
   }
 
-  async recoverOrphan(row: TaskRow): Promise<void> {
+  /**
+   * Records the outcome of a task whose run ended with an earlier process. Each caller waits for the
+   * one before it and reads the task again: once one has recorded it (or another instance took it
+   * over), the others find nothing left to do.
+   */
+  recoverOrphan(row: TaskRow): Promise<void> {
+    return this.orphans.run(row.id, async () => {
+      let fresh = await this.ctx.store.getTask(row.agent, row.id);
+      if (!fresh || isTerminal(fresh.state) || fresh.owner !== row.owner || this.running.has(row.id)) return;
+      // In a shared store, taking it over first keeps a live instance's sweep from recording it too.
+      const owner = fresh.owner;
+      if (owner && owner !== this.ctx.instanceId && this.ctx.store.takeOver) {
+        fresh = await this.ctx.store.takeOver(row.agent, row.id, owner, this.ctx.instanceId);
+        if (!fresh) return;
+      }
+      await this.recordOrphan(fresh);
+    });
+  }
+
+  private async recordOrphan(row: TaskRow): Promise<void> {
     const writer = TaskWriter.forRow(this.ctx.store, this.ctx.hub, row);
     writer.setOwner(null);
     if (row.state === TaskState.TASK_STATE_INPUT_REQUIRED) {

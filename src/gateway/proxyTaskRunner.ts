@@ -22,6 +22,7 @@ import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a
 import type { Client } from '@a2a-js/sdk/client';
 import { RequestMalformedError, TaskNotCancelableError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { META, REPLAY_EXTENSION_URI, SIGNED_RESULT_EXTENSION_URI } from '../core/batonProfile';
+import { KeyedSerial } from '../core/keyedSerial';
 import { sleep } from '../core/sleep';
 import { followTask, PROXY_FOLLOW, startAfterLostStream, startStreaming } from '../core/taskFollow';
 import type { FollowIO } from '../core/taskFollow';
@@ -151,6 +152,8 @@ export class ProxyTaskRunner implements TaskRunner {
   readonly kind = 'proxy' as const;
   private client: { readonly version: RemoteVersion; readonly client: Promise<Client> } | undefined;
   private readonly relays = new Map<string, Relay>();
+  /** One writer at a time outside a relay: the re-attach of an orphan, and the outcome a cancel records. */
+  private readonly writers = new KeyedSerial();
   /** Envelope request digests of the tasks this process started (a re-attached relay signs null). */
   private readonly sentDigests = new Map<string, string>();
   private closed = false;
@@ -1119,6 +1122,14 @@ export class ProxyTaskRunner implements TaskRunner {
       // The relay records the remote's CANCELED event; give it the same bounded time.
       await Promise.race([relay.done, sleep(grace)]);
       if (!this.relays.has(row.id)) return;
+    }
+    // One writer: another cancel of the same task, or its re-attach after a restart, may be here too.
+    await this.writers.run(row.id, () => this.recordCanceled(row, remote, grace));
+  }
+
+  private async recordCanceled(row: TaskRow, remote: Task | undefined, grace: number): Promise<void> {
+    const relay = this.relays.get(row.id);
+    if (relay) {
       relay.abort.abort();
       await relay.done;
     }
@@ -1143,8 +1154,19 @@ export class ProxyTaskRunner implements TaskRunner {
     }
   }
 
-  async recoverOrphan(row: TaskRow): Promise<void> {
-    // The remote kept running while we were down: re-attach and relay what it did meanwhile.
+  /**
+   * The remote kept running while we were down: re-attach and relay what it did meanwhile. Whoever
+   * comes second (a cancel, another look for orphans) reads the task again and finds it relayed or ended.
+   */
+  recoverOrphan(row: TaskRow): Promise<void> {
+    return this.writers.run(row.id, async () => {
+      const fresh = await this.ctx.store.getTask(row.agent, row.id);
+      if (!fresh || isTerminal(fresh.state) || fresh.owner !== row.owner || this.relays.has(row.id)) return;
+      await this.reattach(fresh);
+    });
+  }
+
+  private async reattach(row: TaskRow): Promise<void> {
     const writer = TaskWriter.forRow(this.ctx.store, this.ctx.hub, row);
     writer.setOwner(this.ctx.instanceId);
     // What the remote sent while nobody relayed it is gone (the gateway does not ask a remote to

@@ -640,6 +640,47 @@ describe('gateway: PostgreSQL store shared by two instances', () => {
   );
 
   it(
+    'cancels sent at once to A and B for the task of a dead owner record one outcome, and every one of them answers with it',
+    { skip },
+    async () => {
+      const ghost = `ghost-${randomUUID()}`;
+      await gwB.store.heartbeat(ghost, 'elsewhere.invalid', 1);
+      const c = await sql();
+      try {
+        await c.query('UPDATE baton_instances SET heartbeat_at = $1 WHERE id = $2', [Date.now() - 60_000, ghost]);
+      } finally {
+        await c.end();
+      }
+      const id = await ghostTask(gwB.store, 'long', 'team', ghost);
+      const onA = await clientFor(`${gwA.url}/a2a/long/.well-known/agent-card.json`, teamToken);
+      const onB = await clientFor(`${gwB.url}/a2a/long/.well-known/agent-card.json`, teamToken);
+      // Each instance's orphan sweep may find the task meanwhile, too: one writer records it, whoever it is.
+      const answers = await Promise.all(
+        [onA, onB, onA, onB, onB].map((cl) =>
+          cl.cancelTask({ tenant: '', id, metadata: undefined }).catch(async (e: unknown) => {
+            assert.match(String(e), /has already ended/);
+            return cl.getTask({ tenant: '', id });
+          }),
+        ),
+      );
+      for (const t of answers) {
+        assert.equal(t.status?.state, TaskState.TASK_STATE_FAILED);
+        assert.equal(t.metadata?.['baton/outcome'], 'unknown');
+      }
+      const events = await replayFrom(gwA, id);
+      assert.deepEqual(
+        events.map((e) => Number(e.id)),
+        [1, 2],
+        'the task event and one outcome',
+      );
+      assert.equal(statesOf(events)[1], 'TASK_STATE_FAILED');
+      assert.equal((await gwA.store.getTask('long', id))?.owner, null);
+      const failures = (l: string): boolean => l.includes(id) && /failed|duplicate|conflict/i.test(l);
+      assert.deepEqual([...logA, ...logB].filter(failures), []);
+    },
+  );
+
+  it(
     'a cancel through B is forwarded to the owner named in the task; an owner that dies meanwhile leaves it to B, a live silent one gets the task as it is',
     { skip },
     async () => {
@@ -730,6 +771,40 @@ describe('gateway: SQLite store and cancel forwarding', () => {
       const canceled = await client.cancelTask({ tenant: '', id, metadata: undefined });
       assert.equal(canceled.status?.state, TaskState.TASK_STATE_FAILED);
       assert.match(textOf(canceled), /unknown outcome/);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('three cancels at once of the task of an earlier process record one outcome, and each answers with it', async () => {
+    using dir = tempDir();
+    const gw = await startGateway({
+      stateDir: dir.path,
+      localAgents: [untilCanceledAgent('long')],
+      limits: { cancelGraceMs: 300 },
+      log: () => undefined,
+    });
+    try {
+      const id = await ghostTask(gw.store, 'long', 'local', 'earlier-process');
+      const client = await clientFor(`${gw.url}/a2a/long/.well-known/agent-card.json`, gw.token);
+      const answers = await Promise.all(
+        [1, 2, 3].map(() =>
+          client.cancelTask({ tenant: '', id, metadata: undefined }).catch(async (e: unknown) => {
+            assert.match(String(e), /has already ended/);
+            return client.getTask({ tenant: '', id });
+          }),
+        ),
+      );
+      for (const t of answers) {
+        assert.equal(t.status?.state, TaskState.TASK_STATE_FAILED);
+        assert.match(textOf(t), /unknown outcome/);
+      }
+      const events = await gw.store.readEvents('long', id, 0, 100);
+      assert.deepEqual(
+        events.map((e) => e.seq),
+        [1, 2],
+        'the task event and one outcome',
+      );
     } finally {
       await gw.close();
     }
