@@ -20,7 +20,8 @@
  *   gateway's peak resident set during its rounds; `machine_busy` is the share of the machine's cores
  *   the three processes used together during those rounds (averaged over each round), and
  *   `steady_added_p95_ms` the added p95 of the events in the middle of the tasks (away from the burst
- *   of creations at the start and of patches at the end).
+ *   of creations at the start and of patches at the end). The load200 line ends with the same added
+ *   percentiles through the bare pipe (`bare_pipe_added_p95_ms`, …): the floor of any Node relay.
  * - then `soak()` from bench/scale/soak.ts, when it is there.
  *
  * `BENCH_SCALE_QUICK=1` runs the 200-task rounds only (relay-cpu and load200), e.g. under `--cpu-prof`.
@@ -180,6 +181,21 @@ function loadLine(name: string, tasks: number, r: LoadResult): string {
   ].join(' ');
 }
 
+/**
+ * The same percentiles through the bare pipe, against the direct rounds: the latency any Node relay
+ * adds to these streams before it parses, numbers or stores anything.
+ */
+function pipeLatency(r: LoadResult, pipeRounds: readonly RoundResult[]): string {
+  const p = (xs: number[], q: number): number => (xs.length ? percentile(xs, q) : Number.NaN);
+  const added = (f: (x: RoundResult) => number[], q: number): string =>
+    (p(all(pipeRounds, f), q) - p(all(r.direct, f), q)).toFixed(2);
+  return [
+    `bare_pipe_added_p95_ms=${added((x) => x.latencies, 95)}`,
+    `bare_pipe_added_p50_ms=${added((x) => x.latencies, 50)}`,
+    `bare_pipe_steady_added_p95_ms=${added((x) => x.steady, 95)}`,
+  ].join(' ');
+}
+
 export async function run(): Promise<void> {
   const entry = join(__dirname, 'scale', 'child.ts');
   const remote = await startChild('scale-child', entry, 'remote');
@@ -207,7 +223,7 @@ export async function run(): Promise<void> {
     console.log(
       `BENCH relay-cpu ratio=${(gatewayUs / agentUs).toFixed(3)} gateway_us=${gatewayUs.toFixed(1)} gateway_main_us=${mainUs.toFixed(1)} agent_us=${agentUs.toFixed(1)} bare_pipe_us=${pipeUs.toFixed(1)} bare_pipe_ratio=${(pipeUs / agentUs).toFixed(3)} events=${events(l200.gateway)} tasks=200 ${loadNote()}`,
     );
-    console.log(loadLine('load200', 200, l200));
+    console.log(`${loadLine('load200', 200, l200)} ${pipeLatency(l200, pipeRounds)}`);
     // BENCH_SCALE_QUICK=1 stops here (for profiling the relay at 200 tasks).
     if (process.env.BENCH_SCALE_QUICK === '1') return;
     console.log(loadLine('load500', 500, await load(500, direct, proxied, gw, remote)));
