@@ -418,17 +418,19 @@ export class ProxyTaskRunner implements TaskRunner {
     const key = requestKey(params, digest);
     const earlier = await this.claimFirst(principal, msg, key, digest);
     if (earlier) return { taskId: earlier };
+    // The claim is bound by the commit that creates the task (`NewTask.request`).
+    const claim = { key, bound: false };
     try {
-      const opened = await this.open(params, principal, forwardedExtensions(call));
+      const opened = await this.open(params, principal, forwardedExtensions(call), claim);
       if (typeof opened !== 'string') {
         // No task was made, so there is nothing a retry could find again: it is forwarded again.
         await this.ctx.store.releaseRequest(principal, this.cfg.id, key);
         return opened;
       }
-      await this.ctx.store.bindRequest(principal, this.cfg.id, key, opened);
       return { taskId: opened };
     } catch (e) {
-      await this.ctx.store.releaseRequest(principal, this.cfg.id, key);
+      // Once the task is stored its claim stays: a retry finds that task instead of starting another.
+      if (!claim.bound) await this.ctx.store.releaseRequest(principal, this.cfg.id, key);
       throw this.withHint(e);
     }
   }
@@ -510,7 +512,7 @@ export class ProxyTaskRunner implements TaskRunner {
     const messageId = key.replace(/#[^#]*$/, '');
     const said = (what: string): void =>
       this.ctx.log(`remote agent ${this.cfg.id}: the request with messageId ${messageId} ${what}`);
-    // The instance died after recording the task but before binding it.
+    // Recorded by a gateway that stored the task and bound its claim in two steps, and died between them.
     const stored = await this.storedTaskOf(principal, messageId, claim.createdAt);
     if (stored) {
       await this.ctx.store.bindRequest(principal, agent, key, stored);
@@ -653,6 +655,7 @@ export class ProxyTaskRunner implements TaskRunner {
     params: SendMessageRequest,
     principal: string,
     extensions: readonly string[],
+    claim: { readonly key: string; bound: boolean },
   ): Promise<string | DirectReply> {
     const abort = new AbortController();
     const stream = await this.openStream(
@@ -717,9 +720,11 @@ export class ProxyTaskRunner implements TaskRunner {
         state: task.status?.state ?? TaskState.TASK_STATE_SUBMITTED,
         snapshot: writer.snapshotJson(),
         owner: terminalAlready ? null : this.ctx.instanceId,
+        request: claim.key,
       },
       { seq: 1, body: JSON.stringify(StreamResponse.toJSON(firstResp)) },
     );
+    claim.bound = true;
     if (p.$case === 'statusUpdate' || p.$case === 'artifactUpdate') await this.ingest(writer, firstWire);
     if (!terminalAlready || p.$case !== 'task') this.startRelay(writer, stream, abort, rest);
     else void stream.return(undefined);

@@ -89,6 +89,12 @@ export interface NewTask {
   readonly state: TaskState;
   readonly snapshot: string;
   readonly owner: string | null;
+  /**
+   * The idempotency key (`claimRequest`'s messageId) of the principal's claim this task answers, bound
+   * to the task in the same transaction that creates it: a send is never left with a task and an
+   * unbound claim (nor pays a second commit before its first event is sent).
+   */
+  readonly request?: string;
 }
 
 export interface AppendBatch {

@@ -356,6 +356,11 @@ export class PostgresGatewayStore implements GatewayStore {
         first.seq,
         first.body,
       ]);
+      if (task.request !== undefined)
+        await c.query(
+          'UPDATE baton_requests SET task_id = $1 WHERE principal = $2 AND agent = $3 AND message_id = $4',
+          [task.id, task.principal, task.agent, task.request],
+        );
       await c.query('SELECT pg_notify($1, $2)', [
         this.channels.events,
         JSON.stringify({ o: this.origin, a: task.agent, t: task.id, s: first.seq }),

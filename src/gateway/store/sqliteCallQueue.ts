@@ -48,7 +48,8 @@ function isNewTask(v: unknown): v is NewTask {
     (v.kind === 'local' || v.kind === 'proxy') &&
     isNumber(v.state) &&
     isString(v.snapshot) &&
-    (v.owner === null || isString(v.owner))
+    (v.owner === null || isString(v.owner)) &&
+    (v.request === undefined || isString(v.request))
   );
 }
 

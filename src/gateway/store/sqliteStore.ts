@@ -448,6 +448,7 @@ export class SqliteGatewayStore implements GatewayStore {
       now,
     );
     this.insertPage(task.agent, task.id, [first]);
+    if (task.request !== undefined) this.bindNow(task.principal, task.agent, task.request, task.id);
   }
 
   /** Stores `events` as one page (see `toPage`). */

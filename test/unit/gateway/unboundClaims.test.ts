@@ -43,6 +43,33 @@ async function checkClaims(store: GatewayStore): Promise<void> {
   await store.bindRequest('p', 'remote', 'm1#d', 'task-1');
   assert.deepEqual(await store.listUnboundRequests(), []);
   assert.equal(await store.takeOverRequest('p', 'remote', 'm1#d', winner ?? null, 'new-c'), false, 'a bound claim');
+
+  // A task created for a claim binds it in the same commit; another principal's claim of the same key is left alone.
+  assert.equal((await store.claimRequest('p', 'remote', 'm3#d', 'd', null, 'live-1')).kind, 'new');
+  assert.equal((await store.claimRequest('q', 'remote', 'm3#d', 'd', null, 'live-1')).kind, 'new');
+  await store.createTask(
+    {
+      agent: 'remote',
+      id: 'task-3',
+      contextId: 'ctx-3',
+      principal: 'p',
+      kind: 'proxy',
+      state: 1,
+      snapshot: JSON.stringify({ id: 'task-3', contextId: 'ctx-3' }),
+      owner: 'live-1',
+      request: 'm3#d',
+    },
+    { seq: 1, body: '{}' },
+  );
+  assert.equal((await store.findRequest('p', 'remote', 'm3#d'))?.taskId, 'task-3');
+  assert.deepEqual(await store.claimRequest('p', 'remote', 'm3#d', 'd', null, 'live-2'), {
+    kind: 'existing',
+    taskId: 'task-3',
+  });
+  assert.deepEqual(
+    (await store.listUnboundRequests()).map((c) => [c.principal, c.messageId]),
+    [['q', 'm3#d']],
+  );
 }
 
 describe('SQLite store: unbound claims', () => {
