@@ -20,7 +20,8 @@
  *   gateway's peak resident set during its rounds; `machine_busy` is the share of the machine's cores
  *   the three processes used together during those rounds (averaged over each round), and
  *   `steady_added_p95_ms` the added p95 of the events in the middle of the tasks (away from the burst
- *   of creations at the start and of patches at the end). The load200 line ends with the same added
+ *   of creations at the start and of patches at the end), `start_added_p95_ms` and `end_added_p95_ms`
+ *   those of the two bursts. The load200 line ends with the same added
  *   percentiles through the bare pipe (`bare_pipe_added_p95_ms`, …): the floor of any Node relay.
  * - then `soak()` from bench/scale/soak.ts, when it is there.
  *
@@ -50,6 +51,9 @@ interface RoundResult {
   readonly latencies: number[];
   /** The latencies of the events in the middle of each task, away from the start and the end of all of them. */
   readonly steady: number[];
+  /** The latencies of each task's first `STEADY_FROM` events (the burst of creations) and of its events from `STEADY_TO` on (the burst of patches and final statuses). */
+  readonly start: number[];
+  readonly end: number[];
   readonly first: number[];
   errors: number;
   events: number;
@@ -79,7 +83,9 @@ async function oneTask(client: Client, way: string, delayMs: number, out: RoundR
       if (i !== next) throw new Error(`event ${i} arrived where ${next} was due`);
       next++;
       out.latencies.push(now - sentAt);
-      if (i >= STEADY_FROM && i < STEADY_TO) out.steady.push(now - sentAt);
+      if (i < STEADY_FROM) out.start.push(now - sentAt);
+      else if (i < STEADY_TO) out.steady.push(now - sentAt);
+      else out.end.push(now - sentAt);
     }
     if (next !== TIMED_EVENTS) throw new Error(`the stream ended after ${next} of ${TIMED_EVENTS} events`);
     if (firstAt !== undefined) out.first.push(firstAt - sent);
@@ -90,7 +96,7 @@ async function oneTask(client: Client, way: string, delayMs: number, out: RoundR
 }
 
 async function round(client: Client, way: string, tasks: number): Promise<RoundResult> {
-  const out: RoundResult = { latencies: [], steady: [], first: [], errors: 0, events: 0 };
+  const out: RoundResult = { latencies: [], steady: [], start: [], end: [], first: [], errors: 0, events: 0 };
   await Promise.all(Array.from({ length: tasks }, (_, k) => oneTask(client, way, (k * PACE_MS) / tasks, out)));
   return out;
 }
@@ -165,6 +171,26 @@ function loadLine(name: string, tasks: number, r: LoadResult): string {
     `added_p95_ms=${(p(g, 95) - p(d, 95)).toFixed(2)}`,
     `added_p50_ms=${(p(g, 50) - p(d, 50)).toFixed(2)}`,
     `steady_added_p95_ms=${(p(gs, 95) - p(ds, 95)).toFixed(2)}`,
+    `start_added_p95_ms=${(
+      p(
+        all(r.gateway, (x) => x.start),
+        95,
+      ) -
+      p(
+        all(r.direct, (x) => x.start),
+        95,
+      )
+    ).toFixed(2)}`,
+    `end_added_p95_ms=${(
+      p(
+        all(r.gateway, (x) => x.end),
+        95,
+      ) -
+      p(
+        all(r.direct, (x) => x.end),
+        95,
+      )
+    ).toFixed(2)}`,
     `errors=${errors} direct_errors=${sum(r.direct, (x) => x.errors)}`,
     `rss_mb=${r.rssMb.toFixed(0)}`,
     `direct_p50_ms=${p(d, 50).toFixed(2)} direct_p95_ms=${p(d, 95).toFixed(2)}`,
@@ -193,6 +219,8 @@ function pipeLatency(r: LoadResult, pipeRounds: readonly RoundResult[]): string 
     `bare_pipe_added_p95_ms=${added((x) => x.latencies, 95)}`,
     `bare_pipe_added_p50_ms=${added((x) => x.latencies, 50)}`,
     `bare_pipe_steady_added_p95_ms=${added((x) => x.steady, 95)}`,
+    `bare_pipe_start_added_p95_ms=${added((x) => x.start, 95)}`,
+    `bare_pipe_end_added_p95_ms=${added((x) => x.end, 95)}`,
   ].join(' ');
 }
 
