@@ -159,38 +159,29 @@ async function load(tasks: number, direct: Client, proxied: Client, gw: Child, r
 const all = (rs: readonly RoundResult[], f: (r: RoundResult) => number[]): number[] => rs.flatMap(f);
 const sum = (rs: readonly RoundResult[], f: (r: RoundResult) => number): number => rs.reduce((a, r) => a + f(r), 0);
 
+/** The `q` percentile of `f`'s latencies through `way` minus that of the direct rounds, in ms. */
+function addedMs(
+  way: readonly RoundResult[],
+  direct: readonly RoundResult[],
+  f: (x: RoundResult) => number[],
+  q: number,
+): string {
+  const p = (xs: number[]): number => (xs.length ? percentile(xs, q) : Number.NaN);
+  return (p(all(way, f)) - p(all(direct, f))).toFixed(2);
+}
+
 function loadLine(name: string, tasks: number, r: LoadResult): string {
   const d = all(r.direct, (x) => x.latencies);
   const g = all(r.gateway, (x) => x.latencies);
-  const ds = all(r.direct, (x) => x.steady);
-  const gs = all(r.gateway, (x) => x.steady);
   const p = (xs: number[], q: number): number => (xs.length ? percentile(xs, q) : Number.NaN);
   const errors = sum(r.gateway, (x) => x.errors);
   return [
     `BENCH ${name}`,
-    `added_p95_ms=${(p(g, 95) - p(d, 95)).toFixed(2)}`,
-    `added_p50_ms=${(p(g, 50) - p(d, 50)).toFixed(2)}`,
-    `steady_added_p95_ms=${(p(gs, 95) - p(ds, 95)).toFixed(2)}`,
-    `start_added_p95_ms=${(
-      p(
-        all(r.gateway, (x) => x.start),
-        95,
-      ) -
-      p(
-        all(r.direct, (x) => x.start),
-        95,
-      )
-    ).toFixed(2)}`,
-    `end_added_p95_ms=${(
-      p(
-        all(r.gateway, (x) => x.end),
-        95,
-      ) -
-      p(
-        all(r.direct, (x) => x.end),
-        95,
-      )
-    ).toFixed(2)}`,
+    `added_p95_ms=${addedMs(r.gateway, r.direct, (x) => x.latencies, 95)}`,
+    `added_p50_ms=${addedMs(r.gateway, r.direct, (x) => x.latencies, 50)}`,
+    `steady_added_p95_ms=${addedMs(r.gateway, r.direct, (x) => x.steady, 95)}`,
+    `start_added_p95_ms=${addedMs(r.gateway, r.direct, (x) => x.start, 95)}`,
+    `end_added_p95_ms=${addedMs(r.gateway, r.direct, (x) => x.end, 95)}`,
     `errors=${errors} direct_errors=${sum(r.direct, (x) => x.errors)}`,
     `rss_mb=${r.rssMb.toFixed(0)}`,
     `direct_p50_ms=${p(d, 50).toFixed(2)} direct_p95_ms=${p(d, 95).toFixed(2)}`,
@@ -212,9 +203,7 @@ function loadLine(name: string, tasks: number, r: LoadResult): string {
  * adds to these streams before it parses, numbers or stores anything.
  */
 function pipeLatency(r: LoadResult, pipeRounds: readonly RoundResult[]): string {
-  const p = (xs: number[], q: number): number => (xs.length ? percentile(xs, q) : Number.NaN);
-  const added = (f: (x: RoundResult) => number[], q: number): string =>
-    (p(all(pipeRounds, f), q) - p(all(r.direct, f), q)).toFixed(2);
+  const added = (f: (x: RoundResult) => number[], q: number): string => addedMs(pipeRounds, r.direct, f, q);
   return [
     `bare_pipe_added_p95_ms=${added((x) => x.latencies, 95)}`,
     `bare_pipe_added_p50_ms=${added((x) => x.latencies, 50)}`,

@@ -97,6 +97,9 @@ export const LISTEN_APPLICATION_NAME = 'baton-gateway-listen';
 const RELISTEN_FIRST_MS = 250;
 const RELISTEN_MAX_MS = 5_000;
 
+/** Binds a claim to its task: ($1 task id, $2 principal, $3 agent, $4 messageId). */
+const BIND_REQUEST = 'UPDATE baton_requests SET task_id = $1 WHERE principal = $2 AND agent = $3 AND message_id = $4';
+
 export class PostgresGatewayStore implements GatewayStore {
   readonly kind = 'postgres' as const;
   private readonly listeners: AppendListener[] = [];
@@ -317,10 +320,7 @@ export class PostgresGatewayStore implements GatewayStore {
   }
 
   async bindRequest(principal: string, agent: string, messageId: string, taskId: string): Promise<void> {
-    await this.pool.query(
-      'UPDATE baton_requests SET task_id = $1 WHERE principal = $2 AND agent = $3 AND message_id = $4',
-      [taskId, principal, agent, messageId],
-    );
+    await this.pool.query(BIND_REQUEST, [taskId, principal, agent, messageId]);
   }
 
   async releaseRequest(principal: string, agent: string, messageId: string): Promise<void> {
@@ -356,11 +356,7 @@ export class PostgresGatewayStore implements GatewayStore {
         first.seq,
         first.body,
       ]);
-      if (task.request !== undefined)
-        await c.query(
-          'UPDATE baton_requests SET task_id = $1 WHERE principal = $2 AND agent = $3 AND message_id = $4',
-          [task.id, task.principal, task.agent, task.request],
-        );
+      if (task.request !== undefined) await c.query(BIND_REQUEST, [task.id, task.principal, task.agent, task.request]);
       await c.query('SELECT pg_notify($1, $2)', [
         this.channels.events,
         JSON.stringify({ o: this.origin, a: task.agent, t: task.id, s: first.seq }),
