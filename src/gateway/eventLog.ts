@@ -227,6 +227,8 @@ export class TaskWriter {
   /** The state the folded status names (worked out once per event that changes it). */
   private stateNow: TaskState;
   lastSeq: number;
+  /** The last seq committed and announced on the hub (the writer's starting point until its first commit). */
+  private published: number;
 
   constructor(
     private readonly store: GatewayStore,
@@ -240,6 +242,7 @@ export class TaskWriter {
     this.wire = Task.toJSON(task) as Json;
     this.stateNow = wireState(this.wire.status);
     this.lastSeq = lastSeq;
+    this.published = lastSeq;
     // A writer starts from a snapshot that is (or is about to be) stored: the task's creation or its row.
     this.stored = { at: Date.now(), events: 0, bytes: 0 };
   }
@@ -267,6 +270,14 @@ export class TaskWriter {
     if (!Array.isArray(history)) return;
     this.wire.history = history;
     this.unfoldable = true;
+  }
+
+  /**
+   * What a follower of the task just created with `rows` (seq 1 on, committed by the caller) needs
+   * instead of reading them back from the store. Taken before anything else is added.
+   */
+  createdWith(rows: readonly EventRow[]): CommittedStart {
+    return { rows, state: this.stateNow, publishedSeq: () => this.published };
   }
 
   /** Resolves once everything added so far is committed; rejects if a commit failed. */
@@ -468,7 +479,9 @@ export class TaskWriter {
       done.reject(this.failed);
       return;
     }
-    this.hub.publish(this.agent, this.taskId, { rows, lastSeq: rows[rows.length - 1]?.seq ?? this.lastSeq, state });
+    const lastSeq = rows[rows.length - 1]?.seq ?? this.lastSeq;
+    this.published = lastSeq;
+    this.hub.publish(this.agent, this.taskId, { rows, lastSeq, state });
     done.resolve();
     this.scheduleFlush();
   }
@@ -477,6 +490,17 @@ export class TaskWriter {
   private waitingBatch(): Deferred | undefined {
     return this.queued;
   }
+}
+
+/**
+ * A task this process has just created, as its writer knows it: the events committed with it
+ * (contiguous from seq 1), the state they leave it in, and how far the writer's commits have got since.
+ * A follower given it starts without reading the store, unless commits have gone past `rows` already.
+ */
+export interface CommittedStart {
+  readonly rows: readonly EventRow[];
+  readonly state: TaskState;
+  readonly publishedSeq: () => number;
 }
 
 export interface FollowOptions {
@@ -491,6 +515,8 @@ export interface FollowOptions {
   readonly untilTurnEnds: boolean;
   /** With `untilTurnEnds`: stop only at a terminal state (a plain SubscribeToTask outlives input-required). */
   readonly onlyTerminal?: boolean;
+  /** The task was just created here: its first events without a read (see `CommittedStart`). */
+  readonly created?: CommittedStart;
 }
 
 const PAGE = 500;
@@ -531,6 +557,16 @@ export async function* followTask(o: FollowOptions): AsyncGenerator<readonly Eve
     return out;
   };
   try {
+    if (o.created) {
+      // Subscribed above, so every commit from here on reaches `buffered`; one made before (the
+      // writer's seq is already past these rows) sends this follower to the store as usual.
+      const run = next(o.created.rows);
+      if (run.length && o.created.publishedSeq() === cursor) {
+        needRead = false;
+        endedAt = ends(o.created.state) ? cursor : undefined;
+      }
+      if (run.length) yield run;
+    }
     while (!o.signal?.aborted) {
       if (needRead) {
         needRead = false;

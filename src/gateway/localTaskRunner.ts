@@ -263,6 +263,7 @@ export class LocalTaskRunner implements TaskRunner {
     };
     const writer = new TaskWriter(this.ctx.store, this.ctx.hub, this.agent.id, taskId, task, 1);
     const first: StreamResponse = { payload: { $case: 'task', value: structuredClone(task) } };
+    const firstRow = { seq: 1, body: JSON.stringify(StreamResponse.toJSON(first)) };
     try {
       await this.ctx.store.createTask(
         {
@@ -275,12 +276,13 @@ export class LocalTaskRunner implements TaskRunner {
           snapshot: writer.snapshotJson(),
           owner: this.ctx.instanceId,
         },
-        { seq: 1, body: JSON.stringify(StreamResponse.toJSON(first)) },
+        firstRow,
       );
     } catch (e) {
       await this.ctx.store.releaseRequest(principal, this.agent.id, key).catch(() => undefined);
       throw e;
     }
+    const created = writer.createdWith([firstRow]);
     const prompt = promptOf(msg.parts);
     // The chain above this task: trusted only as the gateway wrote it, for a child an agent started.
     const chain = this.ctx.children?.isTaskPrincipal(principal) ? readChain(md) : [];
@@ -295,7 +297,7 @@ export class LocalTaskRunner implements TaskRunner {
       digest,
       sentDigest: sentRequestDigest(params),
     });
-    return { taskId };
+    return { taskId, created };
   }
 
   private launch(

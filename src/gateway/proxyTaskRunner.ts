@@ -422,12 +422,11 @@ export class ProxyTaskRunner implements TaskRunner {
     const claim = { key, bound: false };
     try {
       const opened = await this.open(params, principal, forwardedExtensions(call), claim);
-      if (typeof opened !== 'string') {
+      if ('reply' in opened) {
         // No task was made, so there is nothing a retry could find again: it is forwarded again.
         await this.ctx.store.releaseRequest(principal, this.cfg.id, key);
-        return opened;
       }
-      return { taskId: opened };
+      return opened;
     } catch (e) {
       // Once the task is stored its claim stays: a retry finds that task instead of starting another.
       if (!claim.bound) await this.ctx.store.releaseRequest(principal, this.cfg.id, key);
@@ -656,7 +655,7 @@ export class ProxyTaskRunner implements TaskRunner {
     principal: string,
     extensions: readonly string[],
     claim: { readonly key: string; bound: boolean },
-  ): Promise<string | DirectReply> {
+  ): Promise<StartedTask | DirectReply> {
     const abort = new AbortController();
     const stream = await this.openStream(
       { kind: 'send', params: this.forwardParams(params), extensions },
@@ -709,6 +708,7 @@ export class ProxyTaskRunner implements TaskRunner {
     };
     const writer = new TaskWriter(this.ctx.store, this.ctx.hub, this.cfg.id, task.id, structuredClone(task), 1);
     const firstResp: StreamResponse = { payload: { $case: 'task', value: structuredClone(task) } };
+    const firstRow = { seq: 1, body: JSON.stringify(StreamResponse.toJSON(firstResp)) };
     const terminalAlready = endsTurn(task.status?.state);
     await this.ctx.store.createTask(
       {
@@ -722,13 +722,14 @@ export class ProxyTaskRunner implements TaskRunner {
         owner: terminalAlready ? null : this.ctx.instanceId,
         request: claim.key,
       },
-      { seq: 1, body: JSON.stringify(StreamResponse.toJSON(firstResp)) },
+      firstRow,
     );
     claim.bound = true;
+    const created = writer.createdWith([firstRow]);
     if (p.$case === 'statusUpdate' || p.$case === 'artifactUpdate') await this.ingest(writer, firstWire);
     if (!terminalAlready || p.$case !== 'task') this.startRelay(writer, stream, abort, rest);
     else void stream.return(undefined);
-    return task.id;
+    return { taskId: task.id, created };
   }
 
   async continueTask(

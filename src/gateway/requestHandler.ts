@@ -32,13 +32,14 @@ import {
 } from '@a2a-js/sdk/errors';
 import { META, REPLAY_EXTENSION_URI } from '../core/batonProfile';
 import { followTask, rowToResponse, withSeqs } from './eventLog';
+import type { CommittedStart } from './eventLog';
 import type { GatewayContext } from './gatewayContext';
 import { isInstanceAlive } from './instanceLiveness';
 import { configOf, defaultIdForUrl, newPushConfigId, validatePushConfig } from './pushNotifier';
 import type { PushNotifier } from './pushNotifier';
 import { cursorOf, principalOf, signalOf } from './requestContext';
 import type { EventRow, TaskRow } from './store/gatewayStore';
-import type { DirectReply, TaskRunner } from './taskRunner';
+import type { DirectReply, StartedTask, TaskRunner } from './taskRunner';
 import { endsTurn, isTerminal } from '../core/taskStates';
 
 const LIST_MAX = 100;
@@ -89,7 +90,10 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     return row;
   }
 
-  private async startOrContinue(params: SendMessageRequest, context: ServerCallContext): Promise<string | DirectReply> {
+  private async startOrContinue(
+    params: SendMessageRequest,
+    context: ServerCallContext,
+  ): Promise<StartedTask | DirectReply> {
     const msg: Message | undefined = params.message;
     if (!msg) throw new RequestMalformedError('the request has no message');
     if (!msg.parts.length) throw new RequestMalformedError('the message has no parts');
@@ -100,39 +104,40 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     const push = sentPush ? this.requirePush() : undefined;
     const pushConfig =
       push && sentPush ? await validatePushConfig(sentPush, push.opts, () => defaultIdForUrl(sentPush.url)) : undefined;
-    let taskId: string;
+    let started: StartedTask;
     const call = { extensions: [...(context.requestedExtensions ?? [])] };
     if (msg.taskId) {
       const row = await this.ownTask(msg.taskId, context);
-      taskId = (await this.runner.continueTask(row, params, principal, call)).taskId;
+      started = await this.runner.continueTask(row, params, principal, call);
     } else {
       // A task's own token starts children of that task only, through the guards (childBroker.ts).
       const children = this.ctx.children?.isTaskPrincipal(principal) ? this.ctx.children : undefined;
       const sent = children ? await children.admit(principal, this.agentId, params) : params;
-      let started: Awaited<ReturnType<TaskRunner['start']>>;
+      let out: Awaited<ReturnType<TaskRunner['start']>>;
       try {
-        started = await this.runner.start(sent, principal, call);
+        out = await this.runner.start(sent, principal, call);
       } catch (e) {
         children?.failed(principal);
         throw e;
       }
-      if ('reply' in started) {
+      if ('reply' in out) {
         children?.failed(principal);
-        return started;
+        return out;
       }
-      taskId = started.taskId;
-      await children?.adopt(principal, this.agentId, taskId, sent);
+      started = out;
+      await children?.adopt(principal, this.agentId, started.taskId, sent);
     }
     if (push && pushConfig) {
-      await push.save(this.agentId, taskId, pushConfig);
-      push.catchUp(this.agentId, taskId, pushConfig.id);
+      await push.save(this.agentId, started.taskId, pushConfig);
+      push.catchUp(this.agentId, started.taskId, pushConfig.id);
     }
-    return taskId;
+    return started;
   }
 
   async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
-    const taskId = await this.startOrContinue(params, context);
-    if (typeof taskId !== 'string') return taskId.reply;
+    const started = await this.startOrContinue(params, context);
+    if ('reply' in started) return started.reply;
+    const taskId = started.taskId;
     const row0 = await this.ctx.store.getTask(this.agentId, taskId);
     if (!row0) throw notFound(taskId);
     if (!params.configuration?.returnImmediately) {
@@ -150,15 +155,17 @@ export class GatewayRequestHandler implements A2ARequestHandler {
   async openSendStream(params: SendMessageRequest, context: ServerCallContext): Promise<RowStream> {
     const continuing = Boolean(params.message?.taskId);
     const before = continuing ? (await this.ownTask(params.message?.taskId ?? '', context)).lastSeq : 0;
-    const taskId = await this.startOrContinue(params, context);
-    if (typeof taskId !== 'string') {
+    const started = await this.startOrContinue(params, context);
+    if ('reply' in started) {
       // No task, so no seq: the one event the agent answered, then the stream ends.
-      const only: EventRow = { seq: 0, body: taskId.body };
+      const only: EventRow = { seq: 0, body: started.body };
       return (async function* () {
         yield [only];
       })();
     }
-    return forClient(this.follow(taskId, before, signalOf(context)), context);
+    // A task created by this call starts its stream with what its writer committed, without a read.
+    const created = continuing ? undefined : started.created;
+    return forClient(this.follow(started.taskId, before, signalOf(context), false, created), context);
   }
 
   async *sendMessageStream(
@@ -306,7 +313,13 @@ export class GatewayRequestHandler implements A2ARequestHandler {
   }
 
   /** This agent's events of a task after `afterSeq`, until its turn ends (`onlyTerminal`: until it ends) or `signal` fires. */
-  private follow(taskId: string, afterSeq: number, signal: AbortSignal | undefined, onlyTerminal = false): RowStream {
+  private follow(
+    taskId: string,
+    afterSeq: number,
+    signal: AbortSignal | undefined,
+    onlyTerminal = false,
+    created?: CommittedStart,
+  ): RowStream {
     return followTask({
       store: this.ctx.store,
       hub: this.ctx.hub,
@@ -316,6 +329,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
       untilTurnEnds: true,
       onlyTerminal,
       signal,
+      ...(created ? { created } : {}),
     });
   }
 

@@ -4,10 +4,13 @@
  * owns starting, cancelling and (after a restart) recovering the tasks it runs.
  */
 import type { AgentCard, Message, SendMessageRequest, Task } from '@a2a-js/sdk';
+import type { CommittedStart } from './eventLog';
 import type { TaskKind, TaskRow, UnboundClaim } from './store/gatewayStore';
 
 export interface StartedTask {
   readonly taskId: string;
+  /** Set when this call created the task here: what its stream starts with, without a read. */
+  readonly created?: CommittedStart;
 }
 
 /** The agent answered with a Message, not a task (A2A allows either): relayed as it came, no task made. */

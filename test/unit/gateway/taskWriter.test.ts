@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Task as TaskCodec, TaskState } from '@a2a-js/sdk';
 import type { Task } from '@a2a-js/sdk';
-import { EventHub, foldWire, TaskWriter } from '../../../src/gateway/eventLog';
+import { EventHub, foldWire, followTask, TaskWriter } from '../../../src/gateway/eventLog';
 import type { AppendNotice, Json } from '../../../src/gateway/eventLog';
 import { META } from '../../../src/core/batonProfile';
 import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
@@ -81,7 +81,13 @@ const working = (n: number): Record<string, unknown> => ({
 async function setUp(
   t: TestContext,
   ordered = false,
-): Promise<{ gated: GatedStore; writer: TaskWriter; notices: AppendNotice[]; store: SqliteGatewayStore }> {
+): Promise<{
+  gated: GatedStore;
+  writer: TaskWriter;
+  notices: AppendNotice[];
+  store: SqliteGatewayStore;
+  hub: EventHub;
+}> {
   const dir = tempDir('baton-writer-');
   const store = new SqliteGatewayStore({ file: join(dir.path, 'g.sqlite'), driver: 'better-sqlite3' });
   t.after(async () => {
@@ -108,8 +114,25 @@ async function setUp(
     },
     { seq: 1, body: JSON.stringify({ task: TaskCodec.toJSON(task('t1')) }) },
   );
-  return { gated, writer, notices, store };
+  return { gated, writer, notices, store, hub };
 }
+
+/** The store as a follower sees it, counting its reads. */
+function counting(store: SqliteGatewayStore): { store: GatewayStore; reads: () => number } {
+  let reads = 0;
+  const view = new Proxy(store, {
+    get: (target, prop, receiver) => {
+      if (prop === 'readEvents' || prop === 'getTask') reads++;
+      const v: unknown = Reflect.get(target, prop, receiver);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  return { store: view, reads: () => reads };
+}
+
+const completed = (): Record<string, unknown> => ({
+  statusUpdate: { taskId: 't1', contextId: 'ctx', status: { state: 'TASK_STATE_COMPLETED' } },
+});
 
 describe('TaskWriter', () => {
   it('groups what is added during a commit into the next one, and resolves a wait only once its own events are stored', async (t) => {
@@ -293,5 +316,87 @@ describe('TaskWriter', () => {
         metadata: { ...(expected.metadata as Json | undefined), [META.seq]: seq },
       });
     }
+  });
+});
+
+describe('followTask from a task just created in this process', () => {
+  const FIRST = { seq: 1, body: JSON.stringify({ task: TaskCodec.toJSON(task('t1')) }) };
+
+  it('starts with the rows the writer committed and follows its commits without reading the store', async (t) => {
+    const { gated, writer, store, hub } = await setUp(t);
+    const view = counting(store);
+    const follower = followTask({
+      store: view.store,
+      hub,
+      agent: AGENT,
+      taskId: 't1',
+      afterSeq: 0,
+      untilTurnEnds: true,
+      created: writer.createdWith([FIRST]),
+    });
+    const got: number[][] = [];
+    const first = await bounded(follower.next(), 'first batch');
+    assert.ok(!first.done);
+    got.push(first.value.map((r) => r.seq));
+    writer.add(working(2));
+    await gated.untilStarted(1);
+    gated.release();
+    got.push(((await bounded(follower.next(), 'second batch')).value ?? []).map((r) => r.seq));
+    writer.add(completed());
+    await gated.untilStarted(2);
+    gated.release();
+    for (;;) {
+      const n = await bounded(follower.next(), 'the rest');
+      if (n.done) break;
+      got.push(n.value.map((r) => r.seq));
+    }
+    assert.deepEqual(got, [[1], [2], [3]]);
+    assert.equal(view.reads(), 0, 'the follower read the store');
+  });
+
+  it('reads the store when the writer committed more before the follower subscribed, and loses or repeats nothing', async (t) => {
+    const { gated, writer, store, hub } = await setUp(t);
+    const view = counting(store);
+    const created = writer.createdWith([FIRST]);
+    writer.add(working(2));
+    writer.add(completed());
+    const done = writer.committed();
+    await gated.untilStarted(1);
+    gated.release();
+    await bounded(done, 'commit before the follower starts');
+    const got: number[] = [];
+    for await (const rows of followTask({
+      store: view.store,
+      hub,
+      agent: AGENT,
+      taskId: 't1',
+      afterSeq: 0,
+      untilTurnEnds: true,
+      created,
+    }))
+      got.push(...rows.map((r) => r.seq));
+    assert.deepEqual(got, [1, 2, 3]);
+    assert.ok(view.reads() > 0, 'the events committed before the subscription came from nowhere');
+  });
+
+  it('ends after the first rows when the task was created with its turn already over', async (t) => {
+    const { store, hub } = await setUp(t);
+    const view = counting(store);
+    const done = task('t2');
+    done.status = { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined };
+    const writer = new TaskWriter(view.store, hub, AGENT, 't2', done, 1);
+    const got: number[] = [];
+    for await (const rows of followTask({
+      store: view.store,
+      hub,
+      agent: AGENT,
+      taskId: 't2',
+      afterSeq: 0,
+      untilTurnEnds: true,
+      created: writer.createdWith([{ seq: 1, body: JSON.stringify({ task: TaskCodec.toJSON(done) }) }]),
+    }))
+      got.push(...rows.map((r) => r.seq));
+    assert.deepEqual(got, [1]);
+    assert.equal(view.reads(), 0);
   });
 });
