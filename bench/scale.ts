@@ -23,9 +23,14 @@
  *   of creations at the start and of patches at the end), `start_added_p95_ms` and `end_added_p95_ms`
  *   those of the two bursts. The load200 line ends with the same added
  *   percentiles through the bare pipe (`bare_pipe_added_p95_ms`, …): the floor of any Node relay.
+ * - `BENCH load200_rolling`: the same 200 streams at once, but as a team's load comes: tasks arrive
+ *   steadily (400 of them over two task lengths, one every `TASK_MS / 200`) and finish as others start,
+ *   so the gateway relays 200 streams (≈4,000 events/s) while it also creates and ends tasks, without
+ *   the bursts of load200. Only the events sent while all 200 run (from one task length to two after
+ *   the round began) are counted.
  * - then `soak()` from bench/scale/soak.ts, when it is there.
  *
- * `BENCH_SCALE_QUICK=1` runs the 200-task rounds only (relay-cpu and load200), e.g. under `--cpu-prof`.
+ * `BENCH_SCALE_QUICK=1` runs relay-cpu, load200 and load200_rolling only, e.g. under `--cpu-prof`.
  */
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -44,6 +49,26 @@ import { clientAt, clockMs, cpuMsOf, percentile, request, rssMbOf, startChild, s
 const STEADY_FROM = 10;
 const STEADY_TO = STATUS_EVENTS - 10;
 
+/** How long one task runs: its status events, one `PACE_MS` apart, then the patch and the final status. */
+const TASK_MS = (STATUS_EVENTS + 1) * PACE_MS;
+
+/** How a round's tasks start: spread over `spreadMs`, and which events count (sent within `countMs` of the round's start). */
+interface Arrivals {
+  readonly tasks: number;
+  readonly spreadMs: number;
+  readonly countMs?: readonly [from: number, to: number];
+}
+
+/** Every task at once (within one `PACE_MS`). */
+const together = (tasks: number): Arrivals => ({ tasks, spreadMs: PACE_MS });
+
+/** `concurrent` tasks at once in the steady state: twice as many arrive over two task lengths; the second length is counted. */
+const rolling = (concurrent: number): Arrivals => ({
+  tasks: 2 * concurrent,
+  spreadMs: 2 * TASK_MS,
+  countMs: [TASK_MS, 2 * TASK_MS],
+});
+
 /** Rounds per way (direct, through the gateway) at each load. */
 const ROUNDS = 2;
 
@@ -60,7 +85,13 @@ interface RoundResult {
 }
 
 /** One task's stream: each timed event's latency, checked for loss, duplicates and order. */
-async function oneTask(client: Client, way: string, delayMs: number, out: RoundResult): Promise<void> {
+async function oneTask(
+  client: Client,
+  way: string,
+  delayMs: number,
+  counted: (sentAt: number) => boolean,
+  out: RoundResult,
+): Promise<void> {
   await new Promise((r) => setTimeout(r, delayMs));
   const sent = clockMs();
   let next = 0;
@@ -82,6 +113,7 @@ async function oneTask(client: Client, way: string, delayMs: number, out: RoundR
       if (typeof i !== 'number' || typeof sentAt !== 'number') continue;
       if (i !== next) throw new Error(`event ${i} arrived where ${next} was due`);
       next++;
+      if (!counted(sentAt)) continue;
       out.latencies.push(now - sentAt);
       if (i < STEADY_FROM) out.start.push(now - sentAt);
       else if (i < STEADY_TO) out.steady.push(now - sentAt);
@@ -95,9 +127,14 @@ async function oneTask(client: Client, way: string, delayMs: number, out: RoundR
   }
 }
 
-async function round(client: Client, way: string, tasks: number): Promise<RoundResult> {
+async function round(client: Client, way: string, a: Arrivals): Promise<RoundResult> {
   const out: RoundResult = { latencies: [], steady: [], start: [], end: [], first: [], errors: 0, events: 0 };
-  await Promise.all(Array.from({ length: tasks }, (_, k) => oneTask(client, way, (k * PACE_MS) / tasks, out)));
+  const t0 = clockMs();
+  const [from, to] = a.countMs ?? [Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY];
+  const counted = (sentAt: number): boolean => sentAt - t0 >= from && sentAt - t0 < to;
+  await Promise.all(
+    Array.from({ length: a.tasks }, (_, k) => oneTask(client, way, (k * a.spreadMs) / a.tasks, counted, out)),
+  );
   return out;
 }
 
@@ -113,8 +150,8 @@ interface LoadResult {
   readonly machineBusy: number;
 }
 
-/** `ROUNDS` rounds each way at `tasks` at once, alternating which goes first. */
-async function load(tasks: number, direct: Client, proxied: Client, gw: Child, remote: Child): Promise<LoadResult> {
+/** `ROUNDS` rounds each way of these arrivals, alternating which goes first. */
+async function load(a: Arrivals, direct: Client, proxied: Client, gw: Child, remote: Child): Promise<LoadResult> {
   const res = { direct: [] as RoundResult[], gateway: [] as RoundResult[] };
   let rss = 0;
   const sampler = setInterval(() => {
@@ -128,14 +165,14 @@ async function load(tasks: number, direct: Client, proxied: Client, gw: Child, r
   let wallMs = 0;
   try {
     for (let i = 0; i < 2 * ROUNDS; i++) {
-      if ((i % 2 === 0) === i % 4 < 2) res.direct.push(await round(direct, 'direct', tasks));
+      if ((i % 2 === 0) === i % 4 < 2) res.direct.push(await round(direct, 'direct', a));
       else {
         const g0 = cpu(gw);
         const m0 = cpu(gw, true);
         const a0 = cpu(remote);
         const c0 = process.cpuUsage();
         const t0 = performance.now();
-        res.gateway.push(await round(proxied, 'gateway', tasks));
+        res.gateway.push(await round(proxied, 'gateway', a));
         gatewayCpu += cpu(gw) - g0;
         gatewayMain += cpu(gw, true) - m0;
         const c = process.cpuUsage(c0);
@@ -222,17 +259,17 @@ export async function run(): Promise<void> {
     const direct = await clientAt(remote.info.url);
     const proxied = await clientAt(`${gw.info.url}/a2a/remote`, gw.info.token);
     // Warm up both ways (connections, JIT, the store's first pages).
-    await round(direct, 'direct', 20);
-    await round(proxied, 'gateway', 20);
+    await round(direct, 'direct', together(20));
+    await round(proxied, 'gateway', together(20));
 
-    const l200 = await load(200, direct, proxied, gw, remote);
+    const l200 = await load(together(200), direct, proxied, gw, remote);
     const events = (rs: readonly RoundResult[]): number => sum(rs, (x) => x.events);
     // The same rounds through a bare Node pipe (bench/scale/child.ts): what relaying alone costs.
     const piped = await clientAt(pipe.info.url);
-    await round(piped, 'pipe', 20);
+    await round(piped, 'pipe', together(20));
     const p0 = cpuMsOf(pipe.proc) ?? Number.NaN;
     const pipeRounds: RoundResult[] = [];
-    for (let i = 0; i < ROUNDS; i++) pipeRounds.push(await round(piped, 'pipe', 200));
+    for (let i = 0; i < ROUNDS; i++) pipeRounds.push(await round(piped, 'pipe', together(200)));
     const pipeUs = (((cpuMsOf(pipe.proc) ?? Number.NaN) - p0) * 1000) / events(pipeRounds);
     const gatewayUs = (l200.gatewayCpuMs * 1000) / events(l200.gateway);
     const mainUs = (l200.gatewayMainMs * 1000) / events(l200.gateway);
@@ -241,9 +278,15 @@ export async function run(): Promise<void> {
       `BENCH relay-cpu ratio=${(gatewayUs / agentUs).toFixed(3)} gateway_us=${gatewayUs.toFixed(1)} gateway_main_us=${mainUs.toFixed(1)} agent_us=${agentUs.toFixed(1)} bare_pipe_us=${pipeUs.toFixed(1)} bare_pipe_ratio=${(pipeUs / agentUs).toFixed(3)} events=${events(l200.gateway)} tasks=200 ${loadNote()}`,
     );
     console.log(`${loadLine('load200', 200, l200)} ${pipeLatency(l200, pipeRounds)}`);
+    console.log(
+      `${loadLine('load200_rolling', 400, await load(rolling(200), direct, proxied, gw, remote))} concurrent=200`,
+    );
     // BENCH_SCALE_QUICK=1 stops here (for profiling the relay at 200 tasks).
     if (process.env.BENCH_SCALE_QUICK === '1') return;
-    console.log(loadLine('load500', 500, await load(500, direct, proxied, gw, remote)));
+    console.log(loadLine('load500', 500, await load(together(500), direct, proxied, gw, remote)));
+    console.log(
+      `${loadLine('load500_rolling', 1000, await load(rolling(500), direct, proxied, gw, remote))} concurrent=500`,
+    );
   } finally {
     await stopChildren([gw, pipe, remote]);
   }
