@@ -27,7 +27,7 @@
  *   steadily (400 of them over two task lengths, one every `TASK_MS / 200`) and finish as others start,
  *   so the gateway relays 200 streams (≈4,000 events/s) while it also creates and ends tasks, without
  *   the bursts of load200. Only the events sent while all 200 run (from one task length to two after
- *   the round began) are counted.
+ *   the round began) are counted. `BENCH load500_rolling` is the same with 500 at once (1,000 arriving).
  * - then `soak()` from bench/scale/soak.ts, when it is there.
  *
  * `BENCH_SCALE_QUICK=1` runs relay-cpu, load200 and load200_rolling only, e.g. under `--cpu-prof`.

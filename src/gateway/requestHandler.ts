@@ -164,8 +164,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
       })();
     }
     // A task created by this call starts its stream with what its writer committed, without a read.
-    const created = continuing ? undefined : started.created;
-    return forClient(this.follow(started.taskId, before, signalOf(context), false, created), context);
+    return forClient(this.follow(started.taskId, before, signalOf(context), false, started.created), context);
   }
 
   async *sendMessageStream(

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Task as TaskCodec, TaskState } from '@a2a-js/sdk';
 import type { Task } from '@a2a-js/sdk';
 import { EventHub, foldWire, followTask, TaskWriter } from '../../../src/gateway/eventLog';
-import type { AppendNotice, Json } from '../../../src/gateway/eventLog';
+import type { AppendNotice, CommittedStart, Json } from '../../../src/gateway/eventLog';
 import { META } from '../../../src/core/batonProfile';
 import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
 import type { AppendBatch, GatewayStore } from '../../../src/gateway/store/gatewayStore';
@@ -322,18 +322,26 @@ describe('TaskWriter', () => {
 describe('followTask from a task just created in this process', () => {
   const FIRST = { seq: 1, body: JSON.stringify({ task: TaskCodec.toJSON(task('t1')) }) };
 
+  /** A send stream's follower of a task this process just created (`created`), from its first event. */
+  const followCreated = (
+    store: GatewayStore,
+    hub: EventHub,
+    taskId: string,
+    created: CommittedStart,
+  ): ReturnType<typeof followTask> =>
+    followTask({ store, hub, agent: AGENT, taskId, afterSeq: 0, untilTurnEnds: true, created });
+
+  /** Every seq the follower delivers, until it ends. */
+  async function seqsOf(follower: ReturnType<typeof followTask>): Promise<number[]> {
+    const got: number[] = [];
+    for await (const rows of follower) got.push(...rows.map((r) => r.seq));
+    return got;
+  }
+
   it('starts with the rows the writer committed and follows its commits without reading the store', async (t) => {
     const { gated, writer, store, hub } = await setUp(t);
     const view = counting(store);
-    const follower = followTask({
-      store: view.store,
-      hub,
-      agent: AGENT,
-      taskId: 't1',
-      afterSeq: 0,
-      untilTurnEnds: true,
-      created: writer.createdWith([FIRST]),
-    });
+    const follower = followCreated(view.store, hub, 't1', writer.createdWith([FIRST]));
     const got: number[][] = [];
     const first = await bounded(follower.next(), 'first batch');
     assert.ok(!first.done);
@@ -364,18 +372,7 @@ describe('followTask from a task just created in this process', () => {
     await gated.untilStarted(1);
     gated.release();
     await bounded(done, 'commit before the follower starts');
-    const got: number[] = [];
-    for await (const rows of followTask({
-      store: view.store,
-      hub,
-      agent: AGENT,
-      taskId: 't1',
-      afterSeq: 0,
-      untilTurnEnds: true,
-      created,
-    }))
-      got.push(...rows.map((r) => r.seq));
-    assert.deepEqual(got, [1, 2, 3]);
+    assert.deepEqual(await seqsOf(followCreated(view.store, hub, 't1', created)), [1, 2, 3]);
     assert.ok(view.reads() > 0, 'the events committed before the subscription came from nowhere');
   });
 
@@ -385,18 +382,8 @@ describe('followTask from a task just created in this process', () => {
     const done = task('t2');
     done.status = { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined };
     const writer = new TaskWriter(view.store, hub, AGENT, 't2', done, 1);
-    const got: number[] = [];
-    for await (const rows of followTask({
-      store: view.store,
-      hub,
-      agent: AGENT,
-      taskId: 't2',
-      afterSeq: 0,
-      untilTurnEnds: true,
-      created: writer.createdWith([{ seq: 1, body: JSON.stringify({ task: TaskCodec.toJSON(done) }) }]),
-    }))
-      got.push(...rows.map((r) => r.seq));
-    assert.deepEqual(got, [1]);
+    const created = writer.createdWith([{ seq: 1, body: JSON.stringify({ task: TaskCodec.toJSON(done) }) }]);
+    assert.deepEqual(await seqsOf(followCreated(view.store, hub, 't2', created)), [1]);
     assert.equal(view.reads(), 0);
   });
 });
