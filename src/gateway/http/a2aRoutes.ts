@@ -20,7 +20,6 @@ import { GatewayUser, parseCursor, setCursor, setSignal } from '../requestContex
 import type { BodyError, BodyLimits } from './jsonBody';
 import { jsonBody } from './jsonBody';
 import { writeSse } from './sseWriter';
-import type { SseItem } from './sseWriter';
 
 type JsonRpcId = string | number | null;
 
@@ -92,26 +91,14 @@ function seqOfEnvelope(env: unknown): number | undefined {
   return undefined;
 }
 
-async function* rowsToItems(
-  batches: AsyncGenerator<readonly EventRow[], void, undefined>,
-  wrap: (body: string) => string,
-): AsyncGenerator<readonly SseItem[], void, undefined> {
-  try {
-    // seq 0: an event outside any task (a direct Message answer), which has no place to resume from.
-    for await (const rows of batches)
-      yield rows.map((r) => (r.seq > 0 ? { id: r.seq, data: wrap(r.body) } : { data: wrap(r.body) }));
-  } finally {
-    await batches.return();
-  }
-}
+/** A stored row's SSE id: its seq (seq 0, an event outside any task such as a direct Message answer, has no place to resume from). */
+const rowId = (r: EventRow): number | undefined => (r.seq > 0 ? r.seq : undefined);
 
-async function* envelopesToItems(
+/** The SDK's envelopes (the 0.3 and other non-streamed-from-the-store answers), one batch each. */
+async function* envelopeBatches(
   stream: AsyncGenerator<unknown, void, undefined>,
-): AsyncGenerator<readonly SseItem[], void, undefined> {
-  for await (const env of stream) {
-    const id = seqOfEnvelope(env);
-    yield [id === undefined ? { data: JSON.stringify(env) } : { id, data: JSON.stringify(env) }];
-  }
+): AsyncGenerator<readonly unknown[], void, undefined> {
+  for await (const env of stream) yield [env];
 }
 
 function rpcError(id: JsonRpcId, code: number, message: string): Record<string, unknown> {
@@ -180,7 +167,9 @@ export function a2aRouter(o: A2aRouteOptions): Router {
         await writeSse({
           res,
           abort,
-          items: rowsToItems(rows, (b) => `${prefix}${b}}`),
+          items: rows,
+          idOf: rowId,
+          dataOf: (r) => `${prefix}${r.body}}`,
           headers: extensionHeaders(context, false),
           errorData: (e) => JSON.stringify({ jsonrpc: '2.0', id, error: mapError(e) }),
         });
@@ -191,7 +180,9 @@ export function a2aRouter(o: A2aRouteOptions): Router {
         await writeSse({
           res,
           abort,
-          items: envelopesToItems(out as AsyncGenerator<unknown, void, undefined>),
+          items: envelopeBatches(out as AsyncGenerator<unknown, void, undefined>),
+          idOf: seqOfEnvelope,
+          dataOf: (env) => JSON.stringify(env),
           headers: extensionHeaders(context, useLegacy),
           errorData: (e) => JSON.stringify({ jsonrpc: '2.0', id, error: mapError(e) }),
         });
@@ -259,7 +250,9 @@ export function a2aRouter(o: A2aRouteOptions): Router {
         await writeSse({
           res,
           abort: built.abort,
-          items: rowsToItems(rows, (b) => b),
+          items: rows,
+          idOf: rowId,
+          dataOf: (r) => r.body,
           headers: extensionHeaders(built.context, false),
           errorData: (e) => JSON.stringify(toRestErrorBody(e, restStatusFor(e))),
         });

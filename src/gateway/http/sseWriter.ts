@@ -6,21 +6,18 @@
 import type { Response } from 'express';
 import { SSE_HEADERS } from '@a2a-js/sdk';
 
-export interface SseItem {
-  /** The event's seq, written as `id:`; undefined writes no id line. */
-  readonly id?: number;
-  /** One line of JSON (no raw newlines: JSON.stringify escapes them). */
-  readonly data: string;
-}
-
 /** The SDK client's default limit for one event's data. */
 export const MAX_SSE_EVENT_BYTES = 4 * 1024 * 1024;
 const KEEPALIVE_MS = 15_000;
 
-export interface SseOptions {
+export interface SseOptions<T> {
   readonly res: Response;
   /** Batches of events; each batch is written to the socket at once. */
-  readonly items: AsyncIterator<readonly SseItem[], void, undefined>;
+  readonly items: AsyncIterator<readonly T[], void, undefined>;
+  /** An event's seq, written as `id:`; undefined writes no id line. */
+  readonly idOf: (item: T) => number | undefined;
+  /** An event's `data`: one line of JSON (no raw newlines: JSON.stringify escapes them). */
+  readonly dataOf: (item: T) => string;
   /** Fires when the client disconnects; the producer must stop on it. */
   readonly abort: AbortController;
   /** The `data` of the error event sent when the stream fails after it started. */
@@ -33,14 +30,14 @@ export interface SseOptions {
  * Awaits the first item before sending headers, so an error that happens before any event (unknown
  * task, bad request) is thrown to the caller and answered as a normal error response.
  */
-export async function writeSse(o: SseOptions): Promise<void> {
-  const { res, items, abort } = o;
+export async function writeSse<T>(o: SseOptions<T>): Promise<void> {
+  const { res, items, abort, idOf, dataOf } = o;
   const max = o.maxEventBytes ?? MAX_SSE_EVENT_BYTES;
   const onClose = (): void => {
     if (!res.writableFinished) abort.abort();
   };
   res.on('close', onClose);
-  let first: IteratorResult<readonly SseItem[], void>;
+  let first: IteratorResult<readonly T[], void>;
   try {
     first = await items.next();
   } catch (e) {
@@ -55,10 +52,11 @@ export async function writeSse(o: SseOptions): Promise<void> {
     if (!res.writableEnded) res.write(': keep-alive\n\n');
   }, KEEPALIVE_MS);
   keepalive.unref();
-  const write = async (chunk: string): Promise<void> => {
-    if (res.write(chunk) || abort.signal.aborted) return;
+  /** Writes `chunk`; returns a promise only when the socket is full (wait for it to drain). */
+  const write = (chunk: string): Promise<void> | undefined => {
+    if (res.write(chunk) || abort.signal.aborted) return undefined;
     // Backpressure: wait for the socket to drain, or for the client to go away.
-    await new Promise<void>((resolve) => {
+    return new Promise<void>((resolve) => {
       const done = (): void => {
         res.off('drain', done);
         abort.signal.removeEventListener('abort', done);
@@ -73,17 +71,21 @@ export async function writeSse(o: SseOptions): Promise<void> {
     let chunk = '';
     outer: while (!r.done && !abort.signal.aborted) {
       for (const item of r.value) {
-        if (item.data.length > max / 4 && Buffer.byteLength(item.data) > max) {
+        const id = idOf(item);
+        const data = dataOf(item);
+        if (data.length > max / 4 && Buffer.byteLength(data) > max) {
           if (chunk) await write(chunk);
           chunk = '';
           await write(
-            `event: error\ndata: ${o.errorData(new Error(`event ${item.id ?? ''} is ${Buffer.byteLength(item.data)} bytes, over the ${max}-byte limit for one stream event; get the task with GetTask instead`))}\n\n`,
+            `event: error\ndata: ${o.errorData(new Error(`event ${id ?? ''} is ${Buffer.byteLength(data)} bytes, over the ${max}-byte limit for one stream event; get the task with GetTask instead`))}\n\n`,
           );
           break outer;
         }
-        chunk += item.id === undefined ? `data: ${item.data}\n\n` : `id: ${item.id}\ndata: ${item.data}\n\n`;
+        chunk += id === undefined ? `data: ${data}\n\n` : `id: ${id}\ndata: ${data}\n\n`;
       }
-      await write(chunk);
+      // Most writes fit in the socket's buffer: no promise for them.
+      const full = write(chunk);
+      if (full) await full;
       chunk = '';
       r = await items.next();
     }

@@ -259,6 +259,38 @@ describe('TaskWriter', () => {
     assert.equal(gated.started.length, 1);
   });
 
+  it('a wait asked for once its batch is in flight settles with that commit; a failure nobody waits for is not unhandled', async (t) => {
+    const { gated, writer, notices } = await setUp(t);
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown): void => void unhandled.push(e);
+    process.on('unhandledRejection', onUnhandled);
+    t.after(() => process.off('unhandledRejection', onUnhandled));
+    // Nobody waits while the batch is queued and sent: the wait is asked for only once it is in flight.
+    writer.add(working(2));
+    await gated.untilStarted(1);
+    const late = writer.committed();
+    let settled = false;
+    void late.then(() => (settled = true));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(settled, false, 'the commit is still in flight');
+    gated.release();
+    await bounded(late, 'the late wait');
+    assert.deepEqual(
+      notices.map((n) => n.rows.map((r) => r.seq)),
+      [[2]],
+    );
+    // Committed already: a wait asked for now settles at once.
+    await bounded(writer.committed(), 'a wait after the commit');
+    // The next batch fails and nobody waits for it.
+    writer.add(working(3));
+    await gated.untilStarted(2);
+    gated.failNext(new Error('disk full'));
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    assert.deepEqual(unhandled, []);
+    await assert.rejects(writer.committed(), /disk full/);
+    assert.throws(() => writer.add(working(4)), /disk full/);
+  });
+
   it("a read after each commit gets the task folded so far: artifacts and history as they are after that commit's events", async (t) => {
     const { gated, writer, store } = await setUp(t);
     const expected: Json = TaskCodec.toJSON(task('t1')) as Json;
