@@ -14,7 +14,9 @@
  *   `gateway_main_us` is the gateway's main thread's part (the rest: the store's thread, GC helpers).
  *   `bare_pipe_us` / `bare_pipe_ratio`: the same 200-task rounds through a bare Node pipe that forwards
  *   each request and pipes the response back byte for byte (bench/scale/child.ts): the least any Node
- *   relay of these streams spends, with nothing parsed, numbered, stored or signed.
+ *   relay of these streams spends, with nothing parsed, numbered, stored or signed. `tcp_pipe_us` /
+ *   `tcp_pipe_ratio`: the same through a TCP pipe that copies each connection's bytes with no HTTP at
+ *   all (it could not route or authenticate a request): the floor of any Node process the bytes pass through.
  * - `BENCH load200`, `BENCH load500`: added p50/p95, first-event p50, streams that failed or lost,
  *   duplicated or reordered an event (`errors` through the gateway, `direct_errors` directly), and the
  *   gateway's peak resident set during its rounds; `machine_busy` is the share of the machine's cores
@@ -255,6 +257,7 @@ export async function run(): Promise<void> {
   const remote = await startChild('scale-child', entry, 'remote');
   const gw = await startChild('scale-child', entry, 'gateway', remote.info.url);
   const pipe = await startChild('scale-child', entry, 'pipe', remote.info.url);
+  const tcp = await startChild('scale-child', entry, 'tcp-pipe', remote.info.url);
   try {
     const direct = await clientAt(remote.info.url);
     const proxied = await clientAt(`${gw.info.url}/a2a/remote`, gw.info.token);
@@ -271,11 +274,18 @@ export async function run(): Promise<void> {
     const pipeRounds: RoundResult[] = [];
     for (let i = 0; i < ROUNDS; i++) pipeRounds.push(await round(piped, 'pipe', together(200)));
     const pipeUs = (((cpuMsOf(pipe.proc) ?? Number.NaN) - p0) * 1000) / events(pipeRounds);
+    // And through a TCP pipe, below HTTP (bench/scale/child.ts).
+    const tcpClient = await clientAt(tcp.info.url);
+    await round(tcpClient, 'tcp pipe', together(20));
+    const t0 = cpuMsOf(tcp.proc) ?? Number.NaN;
+    let tcpEvents = 0;
+    for (let i = 0; i < ROUNDS; i++) tcpEvents += (await round(tcpClient, 'tcp pipe', together(200))).events;
+    const tcpUs = (((cpuMsOf(tcp.proc) ?? Number.NaN) - t0) * 1000) / tcpEvents;
     const gatewayUs = (l200.gatewayCpuMs * 1000) / events(l200.gateway);
     const mainUs = (l200.gatewayMainMs * 1000) / events(l200.gateway);
     const agentUs = (l200.agentCpuMs * 1000) / (events(l200.gateway) + events(l200.direct));
     console.log(
-      `BENCH relay-cpu ratio=${(gatewayUs / agentUs).toFixed(3)} gateway_us=${gatewayUs.toFixed(1)} gateway_main_us=${mainUs.toFixed(1)} agent_us=${agentUs.toFixed(1)} bare_pipe_us=${pipeUs.toFixed(1)} bare_pipe_ratio=${(pipeUs / agentUs).toFixed(3)} events=${events(l200.gateway)} tasks=200 ${loadNote()}`,
+      `BENCH relay-cpu ratio=${(gatewayUs / agentUs).toFixed(3)} gateway_us=${gatewayUs.toFixed(1)} gateway_main_us=${mainUs.toFixed(1)} agent_us=${agentUs.toFixed(1)} bare_pipe_us=${pipeUs.toFixed(1)} bare_pipe_ratio=${(pipeUs / agentUs).toFixed(3)} tcp_pipe_us=${tcpUs.toFixed(1)} tcp_pipe_ratio=${(tcpUs / agentUs).toFixed(3)} events=${events(l200.gateway)} tasks=200 ${loadNote()}`,
     );
     console.log(`${loadLine('load200', 200, l200)} ${pipeLatency(l200, pipeRounds)}`);
     console.log(
@@ -288,7 +298,7 @@ export async function run(): Promise<void> {
       `${loadLine('load500_rolling', 1000, await load(rolling(500), direct, proxied, gw, remote))} concurrent=500`,
     );
   } finally {
-    await stopChildren([gw, pipe, remote]);
+    await stopChildren([gw, pipe, tcp, remote]);
   }
 
   const soakFile = join(__dirname, 'scale', 'soak.ts');

@@ -5,6 +5,7 @@
  * (when the agent published it, on the clock all the processes share) in its metadata.
  */
 import { Agent, createServer, request as httpRequest } from 'node:http';
+import { connect, createServer as createTcpServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { TaskState } from '@a2a-js/sdk';
 import { AgentEvent } from '@a2a-js/sdk/server';
@@ -119,8 +120,29 @@ async function barePipe(target: string): Promise<void> {
   );
 }
 
+/**
+ * Less still: a TCP pipe that copies each connection's bytes to the agent and back, with no HTTP at all
+ * (it cannot route, authenticate or see an event; the floor of any Node process the bytes pass through).
+ * Prints `{"url"}` when ready.
+ */
+async function tcpPipe(target: string): Promise<void> {
+  const to = new URL(target);
+  const server = createTcpServer((down) => {
+    const up = connect(Number(to.port), to.hostname);
+    down.pipe(up).on('error', () => down.destroy());
+    up.pipe(down).on('error', () => up.destroy());
+    up.on('error', () => down.destroy());
+    down.on('error', () => up.destroy());
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  process.stdout.write(
+    `${JSON.stringify({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}${to.pathname}` })}\n`,
+  );
+}
+
 async function childMain(mode: string, args: string[]): Promise<void> {
   if (mode === 'pipe') return barePipe(args[0] ?? '');
+  if (mode === 'tcp-pipe') return tcpPipe(args[0] ?? '');
   if (mode === 'remote') {
     const remote = await sdkServer(new PacedExecutor());
     process.stdout.write(`${JSON.stringify({ url: remote.url })}\n`);
