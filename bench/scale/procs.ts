@@ -154,28 +154,35 @@ const bundles = new Map<string, Promise<string>>();
 function bundled(name: string, entry: string): Promise<string> {
   let b = bundles.get(name);
   if (!b) {
-    b = (async () => {
-      const esbuild = await import('esbuild');
-      const root = join(__dirname, '..', '..');
-      const outdir = join(root, 'out', 'bench');
-      await esbuild.build({
-        absWorkingDir: root,
-        entryPoints: { [name]: entry, 'gateway-sqlite': join(root, 'src/gateway/store/sqliteWorker.ts') },
-        outdir,
-        bundle: true,
-        minify: process.env.BENCH_MINIFY !== '0',
-        platform: 'node',
-        format: 'cjs',
-        target: 'node20',
-        logLevel: 'warning',
-        // As the gateway's own bundle (scripts/build.mjs): native and optional drivers stay outside.
-        external: ['better-sqlite3', 'pg-native', '@grpc/grpc-js', '@bufbuild/protobuf', 'mysql2', 'esbuild'],
-      });
-      return join(outdir, `${name}.js`);
-    })();
+    const root = join(__dirname, '..', '..');
+    b = bundleTree(root, name, entry, join(root, 'out', 'bench'));
     bundles.set(name, b);
   }
   return b;
+}
+
+/**
+ * Bundles `entry` as `<outdir>/<name>.js`, with the SQLite thread of the same source tree (`root`)
+ * beside it, as the gateway ships. Packages resolve from this checkout's node_modules, so another
+ * tree (a checkout of an earlier commit) needs none of its own.
+ */
+export async function bundleTree(root: string, name: string, entry: string, outdir: string): Promise<string> {
+  const esbuild = await import('esbuild');
+  await esbuild.build({
+    absWorkingDir: root,
+    entryPoints: { [name]: entry, 'gateway-sqlite': join(root, 'src/gateway/store/sqliteWorker.ts') },
+    outdir,
+    bundle: true,
+    minify: process.env.BENCH_MINIFY !== '0',
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    logLevel: 'warning',
+    nodePaths: [join(__dirname, '..', '..', 'node_modules')],
+    // As the gateway's own bundle (scripts/build.mjs): native and optional drivers stay outside.
+    external: ['better-sqlite3', 'pg-native', '@grpc/grpc-js', '@bufbuild/protobuf', 'mysql2', 'esbuild'],
+  });
+  return join(outdir, `${name}.js`);
 }
 
 export interface Child {
@@ -188,7 +195,11 @@ export interface Child {
  * JSON object it prints on its first line when ready.
  */
 export async function startChild(name: string, entry: string, mode: string, ...args: string[]): Promise<Child> {
-  const script = await bundled(name, entry);
+  return startScript(await bundled(name, entry), mode, ...args);
+}
+
+/** `startChild` for a script already bundled (e.g. by `bundleTree`). */
+export async function startScript(script: string, mode: string, ...args: string[]): Promise<Child> {
   const proc = spawn(
     process.execPath,
     [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), script, '--bench-child', mode, ...args],
