@@ -163,39 +163,22 @@ const SNAPSHOT_EVERY_EVENTS = 64;
 const SNAPSHOT_EVERY_BYTES = 1024 * 1024;
 const SNAPSHOT_EVERY_MS = 1000;
 
-/**
- * The commit of one batch: its outcome, and a promise of it, made only when someone asks (most batches
- * of a relay are never waited for, and a promise with its handlers per batch is work for nothing).
- */
-class BatchCommit {
-  private outcome: { readonly error?: Error } | undefined;
-  private settle: { resolve(): void; reject(e: Error): void } | undefined;
-  private waited: Promise<void> | undefined;
+interface Deferred {
+  readonly promise: Promise<void>;
+  resolve(): void;
+  reject(e: Error): void;
+}
 
-  get promise(): Promise<void> {
-    if (this.waited) return this.waited;
-    const o = this.outcome;
-    this.waited = o
-      ? o.error
-        ? Promise.reject(o.error)
-        : Promise.resolve()
-      : new Promise<void>((resolve, reject) => (this.settle = { resolve, reject }));
-    // Nobody may be waiting for this commit: a failure is reported to those who ask, never unhandled.
-    this.waited.catch(() => undefined);
-    return this.waited;
-  }
-
-  resolve(): void {
-    if (this.outcome) return;
-    this.outcome = {};
-    this.settle?.resolve();
-  }
-
-  reject(e: Error): void {
-    if (this.outcome) return;
-    this.outcome = { error: e };
-    this.settle?.reject(e);
-  }
+function deferred(): Deferred {
+  let resolve!: () => void;
+  let reject!: (e: Error) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // Nobody may be waiting for this commit: a failure is reported to those who ask, never unhandled.
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
 }
 
 /** Writers with a batch to send on the next turn of the event loop. */
@@ -231,9 +214,9 @@ function flushSoon(w: TaskWriter): void {
 export class TaskWriter {
   private queue: EventRow[] = [];
   /** Settles when the events now in `queue` are committed (created with the queue's first event). */
-  private queued: BatchCommit | undefined;
+  private queued: Deferred | undefined;
   /** Settles when the last batch sent to the store is committed (undefined once it is). */
-  private lastSent: BatchCommit | undefined;
+  private lastSent: Promise<void> | undefined;
   /** Batches sent to the store and not yet answered. */
   private inFlight = 0;
   /** How many batches may be in flight at once. */
@@ -300,7 +283,7 @@ export class TaskWriter {
   /** Resolves once everything added so far is committed; rejects if a commit failed. */
   committed(): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);
-    return (this.queued ?? this.lastSent)?.promise ?? Promise.resolve();
+    return this.queued?.promise ?? this.lastSent ?? Promise.resolve();
   }
 
   /** Events queued but not yet committed (a relay slows down when this grows). */
@@ -335,7 +318,7 @@ export class TaskWriter {
     if (kind === 'statusUpdate' || kind === 'task') this.stateNow = wireState(this.wire.status);
     this.queue.push({ seq, body: raw ?? JSON.stringify(ev) });
     if (!this.queued) {
-      this.queued = new BatchCommit();
+      this.queued = deferred();
       this.scheduleFlush();
     }
   }
@@ -452,7 +435,7 @@ export class TaskWriter {
     this.queue = [];
     this.queued = undefined;
     this.inFlight++;
-    this.lastSent = done;
+    this.lastSent = done.promise;
     const state = this.state;
     const owner = this.owner;
     this.owner = undefined;
@@ -478,7 +461,7 @@ export class TaskWriter {
       // continue the task's stored seqs).
       this.failed ??= e instanceof Error ? e : new Error(String(e));
       this.inFlight--;
-      if (this.lastSent === done) this.lastSent = undefined;
+      if (this.lastSent === done.promise) this.lastSent = undefined;
       done.reject(this.failed);
       // What was added meanwhile will not be stored either.
       const waiting = this.waitingBatch();
@@ -490,7 +473,7 @@ export class TaskWriter {
       return;
     }
     this.inFlight--;
-    if (this.lastSent === done) this.lastSent = undefined;
+    if (this.lastSent === done.promise) this.lastSent = undefined;
     if (this.failed) {
       // An earlier batch failed: this one cannot have been stored after it (see the catch above).
       done.reject(this.failed);
@@ -504,7 +487,7 @@ export class TaskWriter {
   }
 
   /** The batch queued while a commit was in flight (read afresh: it changes across the await). */
-  private waitingBatch(): BatchCommit | undefined {
+  private waitingBatch(): Deferred | undefined {
     return this.queued;
   }
 }

@@ -897,20 +897,15 @@ export class ProxyTaskRunner implements TaskRunner {
     const client = await this.getClient();
     const stopped = (): boolean => abort.signal.aborted || this.closed;
     const relayLog = (what: string): void => this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId}: ${what}`);
-    /**
-     * False when the relay is over (the turn ended or it was stopped). A promise only when an event
-     * must be waited for (see `ingest`): most batches are taken without one.
-     */
-    const take = (batch: readonly RemoteEvent[], from = 0): boolean | Promise<boolean> => {
-      for (let i = from; i < batch.length; i++) {
-        const { ev, raw } = batch[i];
+    /** False when the relay is over (the turn ended or it was stopped). */
+    const take = async (batch: readonly RemoteEvent[]): Promise<boolean> => {
+      for (const { ev, raw } of batch) {
         const wait = this.ingest(writer, ev, raw);
-        if (wait) return wait.then(() => !over() && take(batch, i + 1));
-        if (over()) return false;
+        if (wait) await wait;
+        if (endsTurn(writer.state) || abort.signal.aborted) return false;
       }
       return true;
     };
-    const over = (): boolean => endsTurn(writer.state) || abort.signal.aborted;
     if (!(await take(pending)) || stopped() || (!initial && endsTurn(writer.state))) return;
     const io: FollowIO<WireStream> = {
       consume: async (stream) => {
@@ -919,9 +914,7 @@ export class ProxyTaskRunner implements TaskRunner {
         try {
           for await (const batch of stream) {
             progressed = true;
-            let more = take(batch);
-            if (typeof more !== 'boolean') more = await more;
-            if (!more) break;
+            if (!(await take(batch))) break;
           }
         } catch (e) {
           if (stopped()) return { kind: 'aborted' };
