@@ -16,20 +16,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@a2a-js/sdk/client';
+import { round, together } from './scale';
 import { loadNote } from './util';
-import { PACE_MS } from './scale/child';
 import type { Child } from './scale/procs';
-import {
-  bundleTree,
-  clientAt,
-  clockMs,
-  cpuMsOf,
-  percentile,
-  request,
-  startChild,
-  startScript,
-  stopChildren,
-} from './scale/procs';
+import { bundleTree, clientAt, cpuMsOf, percentile, startChild, startScript, stopChildren } from './scale/procs';
 
 const TASKS = 200;
 
@@ -42,25 +32,9 @@ interface Side {
   cpuMs: number;
   mainMs: number;
   events: number;
+  /** Streams that failed, or lost, duplicated or reordered an event. */
+  errors: number;
   readonly latencies: number[];
-}
-
-/** One round of `TASKS` tasks through `client` (starts spread over one pace); counts events, keeps latencies. */
-async function round(client: Client, latencies: number[]): Promise<number> {
-  let events = 0;
-  await Promise.all(
-    Array.from({ length: TASKS }, async (_, k) => {
-      await new Promise((r) => setTimeout(r, (k * PACE_MS) / TASKS));
-      for await (const ev of client.sendMessageStream(request('go'))) {
-        events++;
-        const p = ev.payload;
-        const md = p?.$case === 'statusUpdate' || p?.$case === 'artifactUpdate' ? p.value.metadata : undefined;
-        const sentAt: unknown = md?.sentAt;
-        if (typeof sentAt === 'number') latencies.push(clockMs() - sentAt);
-      }
-    }),
-  );
-  return events;
 }
 
 /** The base commit's tree, bundled as the gateway ships it, under out/bench-ab/. */
@@ -102,22 +76,22 @@ export async function run(): Promise<void> {
       const gw = await start();
       children.push(gw);
       const client = await clientAt(`${gw.info.url}/a2a/remote`, gw.info.token);
-      sides.push({ name, gw, client, perEvent: [], cpuMs: 0, mainMs: 0, events: 0, latencies: [] });
+      sides.push({ name, gw, client, perEvent: [], cpuMs: 0, mainMs: 0, events: 0, errors: 0, latencies: [] });
     }
     // Warm up both (connections, JIT, the store's first pages).
-    for (const s of sides) await round(s.client, []);
+    for (const s of sides) await round(s.client, s.name, together(20));
     const cpu = (c: Child, main = false): number => cpuMsOf(c.proc, main) ?? Number.NaN;
     for (let r = 0; r < rounds; r++) {
       for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
         const [g0, m0] = [cpu(s.gw), cpu(s.gw, true)];
-        const latencies: number[] = [];
-        const events = await round(s.client, latencies);
+        const res = await round(s.client, s.name, together(TASKS));
         const [g, m] = [cpu(s.gw) - g0, cpu(s.gw, true) - m0];
-        s.perEvent.push(g / events);
+        s.perEvent.push(g / res.events);
         s.cpuMs += g;
         s.mainMs += m;
-        s.events += events;
-        s.latencies.push(...latencies);
+        s.events += res.events;
+        s.errors += res.errors;
+        s.latencies.push(...res.latencies);
       }
     }
     const [a, b] = sides;
@@ -131,7 +105,7 @@ export async function run(): Promise<void> {
         `base=${a.name} base_us=${us(a, a.cpuMs)} new_us=${us(b, b.cpuMs)}`,
         `base_main_us=${us(a, a.mainMs)} new_main_us=${us(b, b.mainMs)}`,
         `base_p95_ms=${percentile(a.latencies, 95).toFixed(2)} new_p95_ms=${percentile(b.latencies, 95).toFixed(2)}`,
-        `tasks=${TASKS} rounds=${rounds} ${loadNote()}`,
+        `base_errors=${a.errors} new_errors=${b.errors} tasks=${TASKS} rounds=${rounds} ${loadNote()}`,
       ].join(' '),
     );
   } finally {

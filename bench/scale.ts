@@ -55,14 +55,14 @@ const STEADY_TO = STATUS_EVENTS - 10;
 const TASK_MS = (STATUS_EVENTS + 1) * PACE_MS;
 
 /** How a round's tasks start: spread over `spreadMs`, and which events count (sent within `countMs` of the round's start). */
-interface Arrivals {
+export interface Arrivals {
   readonly tasks: number;
   readonly spreadMs: number;
   readonly countMs?: readonly [from: number, to: number];
 }
 
 /** Every task at once (within one `PACE_MS`). */
-const together = (tasks: number): Arrivals => ({ tasks, spreadMs: PACE_MS });
+export const together = (tasks: number): Arrivals => ({ tasks, spreadMs: PACE_MS });
 
 /** `concurrent` tasks at once in the steady state: twice as many arrive over two task lengths; the second length is counted. */
 const rolling = (concurrent: number): Arrivals => ({
@@ -74,7 +74,7 @@ const rolling = (concurrent: number): Arrivals => ({
 /** Rounds per way (direct, through the gateway) at each load. */
 const ROUNDS = 2;
 
-interface RoundResult {
+export interface RoundResult {
   readonly latencies: number[];
   /** The latencies of the events in the middle of each task, away from the start and the end of all of them. */
   readonly steady: number[];
@@ -129,7 +129,8 @@ async function oneTask(
   }
 }
 
-async function round(client: Client, way: string, a: Arrivals): Promise<RoundResult> {
+/** One round of `a` through `client`: each event's latency, checked for loss, duplicates and order. */
+export async function round(client: Client, way: string, a: Arrivals): Promise<RoundResult> {
   const out: RoundResult = { latencies: [], steady: [], start: [], end: [], first: [], errors: 0, events: 0 };
   const t0 = clockMs();
   const [from, to] = a.countMs ?? [Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY];
@@ -252,6 +253,17 @@ function pipeLatency(r: LoadResult, pipeRounds: readonly RoundResult[]): string 
   ].join(' ');
 }
 
+/** `ROUNDS` 200-task rounds through a pipe child (after a warm-up), and its CPU per event meanwhile. */
+async function pipeRounds(pipe: Child): Promise<{ rounds: RoundResult[]; us: number }> {
+  const client = await clientAt(pipe.info.url);
+  await round(client, 'pipe', together(20));
+  const cpu0 = cpuMsOf(pipe.proc) ?? Number.NaN;
+  const rounds: RoundResult[] = [];
+  for (let i = 0; i < ROUNDS; i++) rounds.push(await round(client, 'pipe', together(200)));
+  const events = sum(rounds, (x) => x.events);
+  return { rounds, us: (((cpuMsOf(pipe.proc) ?? Number.NaN) - cpu0) * 1000) / events };
+}
+
 export async function run(): Promise<void> {
   const entry = join(__dirname, 'scale', 'child.ts');
   const remote = await startChild('scale-child', entry, 'remote');
@@ -267,27 +279,16 @@ export async function run(): Promise<void> {
 
     const l200 = await load(together(200), direct, proxied, gw, remote);
     const events = (rs: readonly RoundResult[]): number => sum(rs, (x) => x.events);
-    // The same rounds through a bare Node pipe (bench/scale/child.ts): what relaying alone costs.
-    const piped = await clientAt(pipe.info.url);
-    await round(piped, 'pipe', together(20));
-    const p0 = cpuMsOf(pipe.proc) ?? Number.NaN;
-    const pipeRounds: RoundResult[] = [];
-    for (let i = 0; i < ROUNDS; i++) pipeRounds.push(await round(piped, 'pipe', together(200)));
-    const pipeUs = (((cpuMsOf(pipe.proc) ?? Number.NaN) - p0) * 1000) / events(pipeRounds);
-    // And through a TCP pipe, below HTTP (bench/scale/child.ts).
-    const tcpClient = await clientAt(tcp.info.url);
-    await round(tcpClient, 'tcp pipe', together(20));
-    const t0 = cpuMsOf(tcp.proc) ?? Number.NaN;
-    let tcpEvents = 0;
-    for (let i = 0; i < ROUNDS; i++) tcpEvents += (await round(tcpClient, 'tcp pipe', together(200))).events;
-    const tcpUs = (((cpuMsOf(tcp.proc) ?? Number.NaN) - t0) * 1000) / tcpEvents;
+    // The same rounds through a bare Node pipe and a TCP pipe (bench/scale/child.ts): what relaying alone costs.
+    const bare = await pipeRounds(pipe);
+    const tcpPipe = await pipeRounds(tcp);
     const gatewayUs = (l200.gatewayCpuMs * 1000) / events(l200.gateway);
     const mainUs = (l200.gatewayMainMs * 1000) / events(l200.gateway);
     const agentUs = (l200.agentCpuMs * 1000) / (events(l200.gateway) + events(l200.direct));
     console.log(
-      `BENCH relay-cpu ratio=${(gatewayUs / agentUs).toFixed(3)} gateway_us=${gatewayUs.toFixed(1)} gateway_main_us=${mainUs.toFixed(1)} agent_us=${agentUs.toFixed(1)} bare_pipe_us=${pipeUs.toFixed(1)} bare_pipe_ratio=${(pipeUs / agentUs).toFixed(3)} tcp_pipe_us=${tcpUs.toFixed(1)} tcp_pipe_ratio=${(tcpUs / agentUs).toFixed(3)} events=${events(l200.gateway)} tasks=200 ${loadNote()}`,
+      `BENCH relay-cpu ratio=${(gatewayUs / agentUs).toFixed(3)} gateway_us=${gatewayUs.toFixed(1)} gateway_main_us=${mainUs.toFixed(1)} agent_us=${agentUs.toFixed(1)} bare_pipe_us=${bare.us.toFixed(1)} bare_pipe_ratio=${(bare.us / agentUs).toFixed(3)} tcp_pipe_us=${tcpPipe.us.toFixed(1)} tcp_pipe_ratio=${(tcpPipe.us / agentUs).toFixed(3)} events=${events(l200.gateway)} tasks=200 ${loadNote()}`,
     );
-    console.log(`${loadLine('load200', 200, l200)} ${pipeLatency(l200, pipeRounds)}`);
+    console.log(`${loadLine('load200', 200, l200)} ${pipeLatency(l200, bare.rounds)}`);
     console.log(
       `${loadLine('load200_rolling', 400, await load(rolling(200), direct, proxied, gw, remote))} concurrent=200`,
     );

@@ -129,10 +129,10 @@ async function tcpPipe(target: string): Promise<void> {
   const to = new URL(target);
   const server = createTcpServer((down) => {
     const up = connect(Number(to.port), to.hostname);
-    down.pipe(up).on('error', () => down.destroy());
-    up.pipe(down).on('error', () => up.destroy());
     up.on('error', () => down.destroy());
     down.on('error', () => up.destroy());
+    down.pipe(up);
+    up.pipe(down);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   process.stdout.write(
