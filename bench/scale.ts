@@ -32,7 +32,8 @@
  *   the round began) are counted. `BENCH load500_rolling` is the same with 500 at once (1,000 arriving).
  * - then `soak()` from bench/scale/soak.ts, when it is there.
  *
- * `BENCH_SCALE_QUICK=1` runs relay-cpu, load200 and load200_rolling only, e.g. under `--cpu-prof`.
+ * `BENCH_SCALE_QUICK=1` runs relay-cpu, load200 and load200_rolling only, e.g. under `--cpu-prof`;
+ * `BENCH_SCALE_ONLY=load500` runs load500 and load500_rolling only.
  */
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -264,6 +265,13 @@ async function pipeRounds(pipe: Child): Promise<{ rounds: RoundResult[]; us: num
   return { rounds, us: (((cpuMsOf(pipe.proc) ?? Number.NaN) - cpu0) * 1000) / events };
 }
 
+async function load500(direct: Client, proxied: Client, gw: Child, remote: Child): Promise<void> {
+  console.log(loadLine('load500', 500, await load(together(500), direct, proxied, gw, remote)));
+  console.log(
+    `${loadLine('load500_rolling', 1000, await load(rolling(500), direct, proxied, gw, remote))} concurrent=500`,
+  );
+}
+
 export async function run(): Promise<void> {
   const entry = join(__dirname, 'scale', 'child.ts');
   const remote = await startChild('scale-child', entry, 'remote');
@@ -277,6 +285,10 @@ export async function run(): Promise<void> {
     await round(direct, 'direct', together(20));
     await round(proxied, 'gateway', together(20));
 
+    if (process.env.BENCH_SCALE_ONLY === 'load500') {
+      await load500(direct, proxied, gw, remote);
+      return;
+    }
     const l200 = await load(together(200), direct, proxied, gw, remote);
     const events = (rs: readonly RoundResult[]): number => sum(rs, (x) => x.events);
     // The same rounds through a bare Node pipe and a TCP pipe (bench/scale/child.ts): what relaying alone costs.
@@ -294,10 +306,7 @@ export async function run(): Promise<void> {
     );
     // BENCH_SCALE_QUICK=1 stops here (for profiling the relay at 200 tasks).
     if (process.env.BENCH_SCALE_QUICK === '1') return;
-    console.log(loadLine('load500', 500, await load(together(500), direct, proxied, gw, remote)));
-    console.log(
-      `${loadLine('load500_rolling', 1000, await load(rolling(500), direct, proxied, gw, remote))} concurrent=500`,
-    );
+    await load500(direct, proxied, gw, remote);
   } finally {
     await stopChildren([gw, pipe, tcp, remote]);
   }

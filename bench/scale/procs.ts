@@ -10,6 +10,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
+import type { PerformanceEntry } from 'node:perf_hooks';
 import { join } from 'node:path';
 import express from 'express';
 import { Role } from '@a2a-js/sdk';
@@ -20,6 +22,7 @@ import { DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import type { AgentExecutor } from '@a2a-js/sdk/server';
 import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
 import type { LocalAgent } from '../../src/gateway/agents/localAgent';
+import { applyHeapGrowth } from '../../src/gateway/heapGrowth';
 import { startGateway } from '../../src/gateway/server';
 
 /** A clock the processes on one machine read alike (ms since the epoch, sub-ms resolution). */
@@ -111,10 +114,37 @@ export function request(text: string): SendMessageRequest {
 }
 
 /**
+ * `BENCH_MEM=1`: the gateway child samples its memory every 20 ms and prints the peaks when it stops,
+ * with the largest heap found live after a full collection (what the heap's growth is measured against).
+ */
+function watchMemory(): () => string {
+  const peak = { rss: 0, heapTotal: 0, heapUsed: 0, external: 0 };
+  let liveAfterFull = 0;
+  let fullGcs = 0;
+  setInterval(() => {
+    const m = process.memoryUsage();
+    for (const k of Object.keys(peak) as (keyof typeof peak)[]) peak[k] = Math.max(peak[k], m[k]);
+  }, 20).unref();
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      if ((e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind !== constants.NODE_PERFORMANCE_GC_MAJOR)
+        continue;
+      fullGcs++;
+      liveAfterFull = Math.max(liveAfterFull, process.memoryUsage().heapUsed);
+    }
+  }).observe({ entryTypes: ['gc'] });
+  const mb = (n: number): string => (n / 2 ** 20).toFixed(0);
+  return () =>
+    `BENCH-MEM gateway peak_rss_mb=${mb(peak.rss)} peak_heap_total_mb=${mb(peak.heapTotal)} peak_heap_used_mb=${mb(peak.heapUsed)} peak_external_mb=${mb(peak.external)} live_after_full_gc_max_mb=${mb(liveAfterFull)} full_gcs=${fullGcs}`;
+}
+
+/**
  * Starts a gateway (its own state directory, removed on SIGTERM) that proxies the SDK agent at
  * `remoteUrl` as `/a2a/remote` and runs `localAgents`; prints `{"url","token"}` on one line when ready.
  */
 export async function benchGateway(remoteUrl: string, localAgents: LocalAgent[]): Promise<void> {
+  // As `baton-gateway` does at start (src/gateway/cli.ts).
+  applyHeapGrowth();
   const state = mkdtempSync(join(tmpdir(), 'baton-bench-gw-'));
   const gw = await startGateway({
     stateDir: state,
@@ -134,10 +164,12 @@ export async function benchGateway(remoteUrl: string, localAgents: LocalAgent[])
     log: () => undefined,
   });
   process.stdout.write(`${JSON.stringify({ url: gw.url, token: gw.token })}\n`);
+  const mem = process.env.BENCH_MEM === '1' ? watchMemory() : undefined;
   process.on(
     'SIGTERM',
     () =>
       void gw.close().finally(() => {
+        if (mem) process.stderr.write(`${mem()}\n`);
         rmSync(state, { recursive: true, force: true });
         process.exit(0);
       }),

@@ -21,6 +21,7 @@ import type { GatewayConfig } from './config';
 import { startGateway } from './server';
 import { retentionFromConfig } from './retention';
 import { defaultWorkspaceRoot } from './workspace/workspaceRoot';
+import { applyHeapGrowth } from './heapGrowth';
 
 const USAGE = `usage: baton-gateway [options]
 
@@ -252,6 +253,9 @@ function namesInstance(file: string, instanceId: string): boolean {
     return false;
   }
 }
+
+const heapNote = applyHeapGrowth();
+if (heapNote) process.stderr.write(`baton-gateway: ${heapNote}\n`);
 
 main(process.argv.slice(2)).then(
   (code) => {

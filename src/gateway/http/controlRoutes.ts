@@ -14,6 +14,7 @@ import { GatewayUser } from '../requestContext';
 import type { BodyError, BodyLimits } from './jsonBody';
 import { jsonBody } from './jsonBody';
 import { instanceProof, NONCE_PATTERN } from '../../node/instanceProof';
+import { memoryInfo } from '../heapGrowth';
 
 /** What `GET /baton/instance` answers: enough for a client to tell this gateway from any other process. */
 export interface InstanceInfo {
@@ -60,8 +61,8 @@ export function controlRouter(deps: ControlDeps): express.Router {
   });
   router.use('/baton', deps.auth.middleware(), localOnly, ...jsonBody(deps.bodyLimits, bodyError));
   router.get('/baton/instance', (_req: Request, res: Response, next: NextFunction) => {
-    if (!deps.storeInfo) return void res.json(deps.instance());
-    deps.storeInfo().then((store) => res.json({ ...deps.instance(), store }), next);
+    if (!deps.storeInfo) return void res.json({ ...deps.instance(), memory: memoryInfo() });
+    deps.storeInfo().then((store) => res.json({ ...deps.instance(), memory: memoryInfo(), store }), next);
   });
   router.post('/baton/roots', (req: Request, res: Response) => {
     const change = rootsChange(req.body);

@@ -31,16 +31,26 @@ export type StoreReply =
   | { readonly id: number; readonly ok: true; readonly value: unknown }
   | { readonly id: number; readonly ok: false; readonly error: string };
 
+/**
+ * The thread's young generation is kept small: what it allocates is the calls it is handed (page
+ * bodies, up to a whole patch each) and the rows it reads, gone once answered. With V8's default it
+ * grew to 16 MiB semi-spaces in a burst of patches and held them (59 MiB of heap at 500 streams,
+ * 42 MiB with this; `BENCH-MEM` of `npm run bench -- scale`).
+ */
+const WORKER_LIMITS = { maxYoungGenerationSizeMb: 8 };
+
 /** The worker: beside the bundle (dist/gateway-sqlite.js), or from source when run through tsx. */
 function startWorker(opts: SqliteStoreOptions): Worker {
   const bundled = join(__dirname, 'gateway-sqlite.js');
-  if (existsSync(bundled) || !__filename.endsWith('.ts')) return new Worker(bundled, { workerData: opts });
+  if (existsSync(bundled) || !__filename.endsWith('.ts'))
+    return new Worker(bundled, { workerData: opts, resourceLimits: WORKER_LIMITS });
   // A worker does not inherit tsx's loader for its entry file; its require hook is loaded first.
   const tsx = createRequire(__filename).resolve(['tsx', 'cjs'].join('/'));
   const source = join(__dirname, 'sqliteWorker.ts');
   return new Worker(`require(${JSON.stringify(tsx)}); require(${JSON.stringify(source)});`, {
     eval: true,
     workerData: opts,
+    resourceLimits: WORKER_LIMITS,
   });
 }
 

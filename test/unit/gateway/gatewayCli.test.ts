@@ -146,3 +146,49 @@ describe('baton-gateway program: retention settings', () => {
     }
   });
 });
+
+describe('baton-gateway program: its heap growth', () => {
+  /** Starts the program with `env`, reads `memory` from GET /baton/instance and its stderr, stops it. */
+  async function memoryOf(env: NodeJS.ProcessEnv): Promise<{ memory: Record<string, unknown>; stderr: string }> {
+    using dir = tempDir();
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', CLI, '--state', join(dir.path, 'state'), '--no-local-agents'],
+      { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    try {
+      const info = await new Promise<Record<string, unknown>>((ok, fail) => {
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('\n')) ok(JSON.parse(out.split('\n')[0]) as Record<string, unknown>);
+        });
+        child.on('exit', (c) => fail(new Error(`exited ${c}: ${stderr}`)));
+        setTimeout(() => fail(new Error(`no info line in 60 s: ${stderr}`)), 60_000).unref();
+      });
+      const token = readFileSync(String(info.tokenFile), 'utf8').trim();
+      const res = await fetch(`${String(info.url)}/baton/instance`, { headers: { Authorization: `Bearer ${token}` } });
+      const body = (await res.json()) as { memory?: Record<string, unknown> };
+      assert.ok(body.memory, JSON.stringify(body));
+      return { memory: body.memory, stderr };
+    } finally {
+      const exited = new Promise((ok) => child.once('exit', ok));
+      child.kill('SIGTERM');
+      await exited;
+    }
+  }
+
+  it('applies its heap growth at start and reports it with its memory; the environment can change or drop it', async () => {
+    const plain = await memoryOf({ BATON_GATEWAY_HEAP_GROWING_PERCENT: '', NODE_OPTIONS: '' });
+    assert.equal(plain.memory.heapGrowingPercent, 100);
+    assert.ok(Number(plain.memory.rssBytes) > Number(plain.memory.heapUsedBytes), JSON.stringify(plain.memory));
+    assert.ok(Number(plain.memory.heapTotalBytes) >= Number(plain.memory.heapUsedBytes));
+    assert.equal((await memoryOf({ BATON_GATEWAY_HEAP_GROWING_PERCENT: '150' })).memory.heapGrowingPercent, 150);
+    assert.equal((await memoryOf({ BATON_GATEWAY_HEAP_GROWING_PERCENT: '0' })).memory.heapGrowingPercent, null);
+    const bad = await memoryOf({ BATON_GATEWAY_HEAP_GROWING_PERCENT: 'lots' });
+    assert.equal(bad.memory.heapGrowingPercent, 100);
+    assert.match(bad.stderr, /BATON_GATEWAY_HEAP_GROWING_PERCENT=lots is not a whole number from 0 to 300; using 100/);
+  });
+});
