@@ -115,7 +115,8 @@ export function request(text: string): SendMessageRequest {
 
 /**
  * `BENCH_MEM=1`: the gateway child samples its memory every 20 ms and prints the peaks when it stops,
- * with the largest heap found live after a full collection (what the heap's growth is measured against).
+ * with the largest heap read just after a full collection (what the heap's growth is measured against;
+ * an upper bound of what was live, as the event loop may have allocated again before it is read).
  */
 function watchMemory(): () => string {
   const peak = { rss: 0, heapTotal: 0, heapUsed: 0, external: 0 };
