@@ -5,12 +5,11 @@
  * collections. A relay turns every 64 KiB patch into a few short-lived copies (read, parsed, digested,
  * framed), and in a burst of task ends at 500 streams they outlive the young generation: heap
  * snapshots in the burst found 28–48 MiB live, yet the heap grew to 230–310 MiB between full
- * collections and the RSS to 390–460 MiB (`npm run bench -- scale`, load500, `BENCH_MEM=1`). A fixed
+ * collections and the RSS to 383–458 MiB (`npm run bench -- scale`, load500, `BENCH_MEM=1`). A fixed
  * growth factor of 2 kept the same rounds at 246–350 MiB RSS (most runs 250–330), with the relay's
  * CPU per event unchanged (`npm run bench -- ab`: 0.97) and a few more full collections, whose
- * marking runs mostly on V8's helper threads. A factor of 1.5 kept about 10–30 MiB
- * less, and in two A/B runs the 200-task rounds' p95 was 12–17 ms worse with it (6 ms with 2, within
- * their noise).
+ * marking runs mostly on V8's helper threads. A factor of 1.5 kept about 10–30 MiB less, and in two
+ * A/B runs the 200-task rounds' p95 was 12–17 ms worse with it (6 ms with 2, within their noise).
  *
  * `BATON_GATEWAY_HEAP_GROWING_PERCENT` sets another percent (0 leaves V8's own heuristics), and a
  * `--heap-growing-percent` the process was started with (node flags or NODE_OPTIONS) is left alone.

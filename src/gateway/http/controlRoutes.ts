@@ -61,8 +61,9 @@ export function controlRouter(deps: ControlDeps): express.Router {
   });
   router.use('/baton', deps.auth.middleware(), localOnly, ...jsonBody(deps.bodyLimits, bodyError));
   router.get('/baton/instance', (_req: Request, res: Response, next: NextFunction) => {
-    if (!deps.storeInfo) return void res.json({ ...deps.instance(), memory: memoryInfo() });
-    deps.storeInfo().then((store) => res.json({ ...deps.instance(), memory: memoryInfo(), store }), next);
+    const me = { ...deps.instance(), memory: memoryInfo() };
+    if (!deps.storeInfo) return void res.json(me);
+    deps.storeInfo().then((store) => res.json({ ...me, store }), next);
   });
   router.post('/baton/roots', (req: Request, res: Response) => {
     const change = rootsChange(req.body);

@@ -9,11 +9,21 @@ import { tempDir } from './helpers';
 
 const CLI = resolve(__dirname, '../../../src/gateway/cli.ts');
 
-/** Starts the real `baton-gateway` program and returns its first stdout line (the info JSON), then stops it. */
-async function startAndStop(
-  args: string[],
-  env: NodeJS.ProcessEnv,
-): Promise<{ info: Record<string, unknown>; file: Record<string, unknown>; code: number | null; stderr: string }> {
+interface Launched {
+  /** Its first stdout line (the info JSON). */
+  readonly info: Record<string, unknown>;
+  /** What it wrote to stderr so far. */
+  stderr(): string;
+  /** The first stderr line with `text` in it, once there is one. */
+  stderrLine(text: string): Promise<string>;
+  /** GET /baton/instance with the token of its state folder. */
+  instance(): Promise<Record<string, unknown>>;
+  /** SIGTERM, then its exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** Starts the real `baton-gateway` program with `args` and waits for its info line. */
+async function launch(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Launched> {
   const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -21,19 +31,61 @@ async function startAndStop(
   let out = '';
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const info = await new Promise<Record<string, unknown>>((ok, fail) => {
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('\n')) ok(JSON.parse(out.split('\n')[0]) as Record<string, unknown>);
+  const exited = new Promise<number | null>((ok) => child.once('exit', ok));
+  const stop = (): Promise<number | null> => {
+    if (child.exitCode === null) child.kill('SIGTERM');
+    return exited;
+  };
+  let info: Record<string, unknown>;
+  try {
+    info = await new Promise<Record<string, unknown>>((ok, fail) => {
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('\n')) ok(JSON.parse(out.split('\n')[0]) as Record<string, unknown>);
+      });
+      child.on('exit', (c) => fail(new Error(`exited ${c}: ${stderr}`)));
+      setTimeout(() => fail(new Error(`no info line in 60 s: ${stderr}`)), 60_000).unref();
     });
-    child.on('exit', (c) => fail(new Error(`exited ${c}: ${stderr}`)));
-    setTimeout(() => fail(new Error(`no info line in 60 s: ${stderr}`)), 60_000).unref();
-  });
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const findLine = (text: string): string | undefined => stderr.split('\n').find((l) => l.includes(text));
+  return {
+    info,
+    stderr: () => stderr,
+    stderrLine: (text) =>
+      new Promise<string>((ok, fail) => {
+        const found = findLine(text);
+        if (found !== undefined) return ok(found);
+        const onData = (): void => {
+          const line = findLine(text);
+          if (line === undefined) return;
+          child.stderr.off('data', onData);
+          ok(line);
+        };
+        child.stderr.on('data', onData);
+        setTimeout(() => fail(new Error(`no "${text}" line in 60 s: ${stderr}`)), 60_000).unref();
+      }),
+    instance: async () => {
+      const token = readFileSync(String(info.tokenFile), 'utf8').trim();
+      const res = await fetch(`${String(info.url)}/baton/instance`, { headers: { Authorization: `Bearer ${token}` } });
+      return (await res.json()) as Record<string, unknown>;
+    },
+    stop,
+  };
+}
+
+/** Starts the real `baton-gateway` program and returns its first stdout line (the info JSON), then stops it. */
+async function startAndStop(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ info: Record<string, unknown>; file: Record<string, unknown>; code: number | null; stderr: string }> {
+  const gw = await launch(args, env);
   const stateArg = args[args.indexOf('--state') + 1];
   const file = JSON.parse(readFileSync(join(stateArg, 'gateway.json'), 'utf8')) as Record<string, unknown>;
-  child.kill('SIGTERM');
-  const code = await new Promise<number | null>((ok) => child.on('exit', ok));
-  return { info, file, code, stderr };
+  const code = await gw.stop();
+  return { info: gw.info, file, code, stderr: gw.stderr() };
 }
 
 describe('baton-gateway program: which agents it serves and which coding CLIs it looked for', () => {
@@ -104,45 +156,18 @@ describe('baton-gateway program: retention settings', () => {
     using dir = tempDir();
     const config = join(dir.path, 'gateway.json');
     writeFileSync(config, JSON.stringify({ localAgents: false, retention: { maxStoreMb: 3, intervalSeconds: 1 } }));
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', CLI, '--config', config, '--state', join(dir.path, 'state')],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let out = '';
-    let stderr = '';
-    const logged = new Promise<string>((ok, fail) => {
-      child.stderr.on('data', (d: Buffer) => {
-        stderr += d.toString();
-        const line = stderr.split('\n').find((l) => l.includes('retention:'));
-        if (line) ok(line);
-      });
-      setTimeout(() => fail(new Error(`no retention line in 60 s: ${stderr}`)), 60_000).unref();
-    });
+    const gw = await launch(['--config', config, '--state', join(dir.path, 'state')]);
     try {
-      const info = await new Promise<Record<string, unknown>>((ok, fail) => {
-        child.stdout.on('data', (d: Buffer) => {
-          out += d.toString();
-          if (out.includes('\n')) ok(JSON.parse(out.split('\n')[0]) as Record<string, unknown>);
-        });
-        child.on('exit', (c) => fail(new Error(`exited ${c}: ${stderr}`)));
-        setTimeout(() => fail(new Error(`no info line in 60 s: ${stderr}`)), 60_000).unref();
-      });
-      const token = readFileSync(String(info.tokenFile), 'utf8').trim();
-      const res = await fetch(`${String(info.url)}/baton/instance`, { headers: { Authorization: `Bearer ${token}` } });
-      const body = (await res.json()) as { store?: { kind?: string; maxBytes?: number; sizeBytes?: number } };
+      const body = (await gw.instance()) as { store?: { kind?: string; maxBytes?: number; sizeBytes?: number } };
       assert.equal(body.store?.kind, 'sqlite');
       assert.equal(body.store?.maxBytes, 3 * 1024 * 1024);
       assert.ok((body.store?.sizeBytes ?? 0) > 0);
       assert.match(
-        await logged,
+        await gw.stderrLine('retention:'),
         /retention: compacted 0, deleted 0 finished task\(s\); store [\d.]+ MB \(cap 3\.0 MB\)/,
       );
     } finally {
-      child.kill('SIGTERM');
-      await new Promise((ok) => (child.exitCode === null ? child.on('exit', ok) : ok(undefined)));
+      await gw.stop();
     }
   });
 });
@@ -151,32 +176,13 @@ describe('baton-gateway program: its heap growth', () => {
   /** Starts the program with `env`, reads `memory` from GET /baton/instance and its stderr, stops it. */
   async function memoryOf(env: NodeJS.ProcessEnv): Promise<{ memory: Record<string, unknown>; stderr: string }> {
     using dir = tempDir();
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', CLI, '--state', join(dir.path, 'state'), '--no-local-agents'],
-      { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let out = '';
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const gw = await launch(['--state', join(dir.path, 'state'), '--no-local-agents'], env);
     try {
-      const info = await new Promise<Record<string, unknown>>((ok, fail) => {
-        child.stdout.on('data', (d: Buffer) => {
-          out += d.toString();
-          if (out.includes('\n')) ok(JSON.parse(out.split('\n')[0]) as Record<string, unknown>);
-        });
-        child.on('exit', (c) => fail(new Error(`exited ${c}: ${stderr}`)));
-        setTimeout(() => fail(new Error(`no info line in 60 s: ${stderr}`)), 60_000).unref();
-      });
-      const token = readFileSync(String(info.tokenFile), 'utf8').trim();
-      const res = await fetch(`${String(info.url)}/baton/instance`, { headers: { Authorization: `Bearer ${token}` } });
-      const body = (await res.json()) as { memory?: Record<string, unknown> };
+      const body = (await gw.instance()) as { memory?: Record<string, unknown> };
       assert.ok(body.memory, JSON.stringify(body));
-      return { memory: body.memory, stderr };
+      return { memory: body.memory, stderr: gw.stderr() };
     } finally {
-      const exited = new Promise((ok) => child.once('exit', ok));
-      child.kill('SIGTERM');
-      await exited;
+      await gw.stop();
     }
   }
 
