@@ -31,7 +31,7 @@ function isPageBatch(v: unknown): v is PageBatch {
     isString(v.taskId) &&
     isNumber(v.firstSeq) &&
     isNumber(v.lastSeq) &&
-    isString(v.bodies) &&
+    (isString(v.bodies) || v.bodies instanceof Uint8Array) &&
     isNumber(v.state) &&
     (v.snapshot === undefined || isString(v.snapshot)) &&
     (v.owner === undefined || v.owner === null || isString(v.owner))

@@ -26,7 +26,7 @@ import { TERMINAL_STATES } from '../../core/taskStates';
 import { busyParents, CHILD_PRINCIPAL_PREFIX, toRequestClaim, toTaskRow, toUnboundClaim } from './gatewayStore';
 import { foldStoredSnapshot } from '../wireFold';
 
-type SqlValue = string | number | null;
+type SqlValue = string | number | null | Uint8Array;
 type Row = Record<string, SqlValue>;
 
 interface Statement {
@@ -157,11 +157,15 @@ export interface EventPage {
   readonly bodies: string;
 }
 
-/** An append whose events are already one page. */
+/**
+ * An append whose events are already one page. `bodies` is their text, or its UTF-8 bytes: a large
+ * page (a patch) crosses to the store's thread as bytes moved with the message rather than a string
+ * copied into the thread's heap, and is stored as the same text (see `insertChecked`).
+ */
 export interface PageBatch extends Omit<AppendBatch, 'events'> {
   readonly firstSeq: number;
   readonly lastSeq: number;
-  readonly bodies: string;
+  readonly bodies: string | Uint8Array;
   readonly events?: undefined;
 }
 
@@ -477,14 +481,17 @@ export class SqliteGatewayStore implements GatewayStore {
       );
   }
 
-  private insertChecked(agent: string, taskId: string, firstSeq: number, lastSeq: number, bodies: string): void {
-    this.stmt('INSERT INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) VALUES (?, ?, ?, ?, ?)').run(
-      agent,
-      taskId,
-      lastSeq,
-      firstSeq,
-      bodies,
-    );
+  /** `bodies` as bytes are UTF-8 (the database's encoding): the CAST stores them as that text, not as a BLOB. */
+  private insertChecked(
+    agent: string,
+    taskId: string,
+    firstSeq: number,
+    lastSeq: number,
+    bodies: string | Uint8Array,
+  ): void {
+    this.stmt(
+      'INSERT INTO baton_event_pages (agent, task_id, last_seq, first_seq, bodies) VALUES (?, ?, ?, ?, CAST(? AS TEXT))',
+    ).run(agent, taskId, lastSeq, firstSeq, bodies);
   }
 
   append(batch: AppendBatch): Promise<void> {

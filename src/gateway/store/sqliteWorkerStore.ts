@@ -32,13 +32,31 @@ export type StoreReply =
   | { readonly id: number; readonly ok: false; readonly error: string };
 
 /**
- * The thread's young generation is kept small: what it allocates is the calls it is handed (page
- * bodies, up to a whole patch each) and the rows it reads, gone once answered. With V8's default it
- * grew to 16 MiB semi-spaces in a burst of patches and held them: in one load500 round of `npm run
- * bench -- scale` each, the thread's heap (read with v8.getHeapStatistics inside it) peaked at 59 MiB
- * with the default and 42 MiB with this.
+ * The thread's young generation is kept small: what it allocates is the calls it is handed and the
+ * rows it reads, gone once answered. With V8's default it grew to 16 MiB semi-spaces in a burst of
+ * patches and held them: in one load500 round of `npm run bench -- scale` each, the thread's heap (read
+ * with v8.getHeapStatistics inside it) peaked at 59 MiB with the default and 42 MiB with this.
  */
 const WORKER_LIMITS = { maxYoungGenerationSizeMb: 8 };
+
+/**
+ * A page this large (a patch, typically) crosses to the thread as its UTF-8 bytes, moved with the
+ * message (transferred, not copied) and bound as they are: posted as a string, it was copied into the
+ * message, then into the thread's heap, then into UTF-8 for SQLite, and a burst of patches made most
+ * of that heap (its total peaked at 53 MiB in a load500 round, and at 18–24 MiB with the bytes moved;
+ * the gateway's peak RSS in those rounds: 322–340 MiB, then 247–276). Smaller pages (status events of
+ * a few hundred bytes) stay strings: a moved buffer is an allocation of its own.
+ */
+export const TRANSFER_BYTES = 16 * 1024;
+
+/** The page's bodies as they cross: bytes in a buffer of their own (to be moved) when large, else the text itself. */
+export function crossing(bodies: string): { bodies: string | Uint8Array; moved?: ArrayBuffer } {
+  if (bodies.length < TRANSFER_BYTES) return { bodies };
+  const bytes = Buffer.from(bodies, 'utf8');
+  // Only a buffer that holds these bytes alone can be moved (moving a shared one would take the rest).
+  const own = bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength;
+  return own && bytes.buffer instanceof ArrayBuffer ? { bodies: bytes, moved: bytes.buffer } : { bodies };
+}
 
 /** The worker: beside the bundle (dist/gateway-sqlite.js), or from source when run through tsx. */
 function startWorker(opts: SqliteStoreOptions): Worker {
@@ -66,6 +84,8 @@ export class SqliteWorkerStore implements GatewayStore {
   private stopped: Error | undefined;
   /** Calls made since the last post: they cross to the thread as one message. */
   private outbox: StoreCall[] = [];
+  /** The buffers the outbox's calls move to the thread (see `crossing`). */
+  private moved: ArrayBuffer[] = [];
 
   private constructor(
     private readonly worker: Worker,
@@ -116,11 +136,12 @@ export class SqliteWorkerStore implements GatewayStore {
     return this.callWorker(method, args) as ReturnType<GatewayStore[M]>;
   }
 
-  private callWorker(method: WorkerMethod, args: readonly unknown[]): Promise<unknown> {
+  private callWorker(method: WorkerMethod, args: readonly unknown[], moved?: ArrayBuffer): Promise<unknown> {
     return new Promise<unknown>((resolve, reject) => {
       if (this.stopped) return reject(this.stopped);
       const id = this.nextId++;
       this.pending.set(id, { resolve, reject });
+      if (moved) this.moved.push(moved);
       if (this.outbox.push({ id, method, args }) === 1) queueMicrotask(this.post);
     });
   }
@@ -131,9 +152,11 @@ export class SqliteWorkerStore implements GatewayStore {
    */
   private readonly post = (): void => {
     const calls = this.outbox;
+    const moved = this.moved;
     this.outbox = [];
+    this.moved = [];
     if (this.stopped) for (const c of calls) this.pending.get(c.id)?.reject(this.stopped);
-    else this.worker.postMessage(calls);
+    else this.worker.postMessage(calls, moved);
   };
 
   claimRequest: GatewayStore['claimRequest'] = (...a) => this.call('claimRequest', ...a);
@@ -143,7 +166,7 @@ export class SqliteWorkerStore implements GatewayStore {
   listUnboundRequests: GatewayStore['listUnboundRequests'] = (...a) => this.call('listUnboundRequests', ...a);
   takeOverRequest: GatewayStore['takeOverRequest'] = (...a) => this.call('takeOverRequest', ...a);
   createTask: GatewayStore['createTask'] = (...a) => this.call('createTask', ...a);
-  /** A batch crosses to the thread as one page (two long strings), not as many small objects. */
+  /** A batch crosses to the thread as one page (its bodies one long string, or bytes), not as many small objects. */
   append: GatewayStore['append'] = (batch) => {
     if (batch.events.length === 0) return Promise.resolve();
     let page: ReturnType<typeof toPage>;
@@ -154,7 +177,8 @@ export class SqliteWorkerStore implements GatewayStore {
     }
     const { events: _events, ...rest } = batch;
     void _events;
-    return this.callWorker('appendPage', [{ ...rest, ...page } satisfies PageBatch]) as Promise<void>;
+    const { bodies, moved } = crossing(page.bodies);
+    return this.callWorker('appendPage', [{ ...rest, ...page, bodies } satisfies PageBatch], moved) as Promise<void>;
   };
   getTask: GatewayStore['getTask'] = (...a) => this.call('getTask', ...a);
   listTasks: GatewayStore['listTasks'] = (...a) => this.call('listTasks', ...a);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { TaskState } from '@a2a-js/sdk';
 import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
-import { SqliteWorkerStore } from '../../../src/gateway/store/sqliteWorkerStore';
+import { SqliteWorkerStore, TRANSFER_BYTES, crossing } from '../../../src/gateway/store/sqliteWorkerStore';
 import type { EventRow, GatewayStore, NewTask } from '../../../src/gateway/store/gatewayStore';
 import { bounded, tempDir } from './helpers';
 
@@ -430,6 +430,69 @@ describe('SqliteWorkerStore: the same store on its own thread', () => {
     // What the thread wrote is on disk.
     const reopened = openStore(t, file);
     assert.deepEqual(await reopened.readEvents(AGENT, 'w', 0, 10_000), all);
+  });
+
+  it('crossing: a page from TRANSFER_BYTES up becomes UTF-8 bytes in a buffer of their own, to be moved; a smaller one stays text', () => {
+    const small = 'é'.repeat(TRANSFER_BYTES - 1);
+    assert.deepEqual(crossing(small), { bodies: small });
+    for (const text of ['a'.repeat(TRANSFER_BYTES), '😀'.repeat(TRANSFER_BYTES), `${'✓'.repeat(40_000)}\n{}`]) {
+      const c = crossing(text);
+      assert.ok(c.bodies instanceof Uint8Array);
+      assert.equal(c.moved, c.bodies.buffer, 'the buffer moved is the one holding the bytes');
+      assert.equal(c.moved?.byteLength, Buffer.byteLength(text), 'and it holds nothing else');
+      assert.equal(new TextDecoder().decode(c.bodies), text);
+    }
+  });
+
+  it('pages from TRANSFER_BYTES up cross as UTF-8 bytes and are stored as the same text; smaller ones as strings', async (t) => {
+    const dir = tempDir('baton-pages-');
+    t.after(() => dir[Symbol.dispose]());
+    const file = join(dir.path, 'baton.sqlite');
+    const store = await bounded(SqliteWorkerStore.open({ file, driver: 'better-sqlite3' }), 'the worker to open');
+    t.after(() => store.close().catch(() => undefined));
+    await bounded(store.createTask(newTask('p'), row('p', 1)), 'create');
+    /** A patch-like event of exactly `chars` UTF-16 units: non-ASCII (2, 3 and 4 UTF-8 bytes) and an escaped newline. */
+    const patch = (seq: number, chars: number): EventRow => {
+      const head = JSON.stringify({ artifactUpdate: { taskId: 'p', seq, text: 'é ✓ 😀 a\nb ' } }).slice(0, -3);
+      return { seq, body: `${head}${'x'.repeat(chars - head.length - 3)}"}}` };
+    };
+    const sent = [
+      patch(2, TRANSFER_BYTES - 1), // cloned as a string
+      patch(3, TRANSFER_BYTES), // moved as bytes
+      patch(4, 64 * 1024),
+    ];
+    assert.equal(sent[0].body.length, TRANSFER_BYTES - 1);
+    assert.equal(sent[1].body.length, TRANSFER_BYTES);
+    for (const e of sent) JSON.parse(e.body); // well-formed, single-line
+    for (const e of sent) await bounded(appendRows(store, 'p', [e]), 'append');
+    // Two pages in one batch: the joined page is moved as bytes, and splits back at the newline.
+    const pair = [patch(5, 20_000), patch(6, 30_000)];
+    await bounded(appendRows(store, 'p', pair), 'append');
+    const all = [row('p', 1), ...sent, ...pair];
+    assert.deepEqual(await bounded(store.readEvents(AGENT, 'p', 0, 100), 'read'), all);
+    await bounded(store.close(), 'close');
+
+    // Stored as TEXT (what the queries that measure and fold pages expect), byte for byte the UTF-8 text.
+    const db = new Database(file, { readonly: true });
+    t.after(() => db.close());
+    const stored = db
+      .prepare(
+        'SELECT typeof(bodies) AS type, octet_length(bodies) AS bytes, bodies FROM baton_event_pages ORDER BY last_seq',
+      )
+      .all() as { type: string; bytes: number; bodies: string }[];
+    assert.deepEqual(
+      stored.map((r) => r.type),
+      ['text', 'text', 'text', 'text', 'text'],
+    );
+    const pages = [[all[0]], [sent[0]], [sent[1]], [sent[2]], pair].map((p) => p.map((e) => e.body).join('\n'));
+    assert.deepEqual(
+      stored.map((r) => r.bytes),
+      pages.map((p) => Buffer.byteLength(p)),
+    );
+    assert.deepEqual(
+      stored.map((r) => r.bodies),
+      pages,
+    );
   });
 
   it('opening a file in a folder that does not exist rejects with a clear error', async (t) => {
