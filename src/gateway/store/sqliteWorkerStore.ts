@@ -44,7 +44,7 @@ const WORKER_LIMITS = { maxYoungGenerationSizeMb: 8 };
  * message (transferred, not copied) and bound as they are: posted as a string, it was copied into the
  * message, then into the thread's heap, then into UTF-8 for SQLite, and a burst of patches made most
  * of that heap (its total peaked at 53 MiB in a load500 round, and at 18–24 MiB with the bytes moved;
- * the gateway's peak RSS in those rounds: 322–340 MiB, then 247–276). Smaller pages (status events of
+ * the gateway's RSS in such rounds: 251–325 MiB in four, then 247–314 in eight). Smaller pages (status events of
  * a few hundred bytes) stay strings: a moved buffer is an allocation of its own.
  */
 export const TRANSFER_BYTES = 16 * 1024;
