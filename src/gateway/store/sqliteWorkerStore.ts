@@ -155,8 +155,21 @@ export class SqliteWorkerStore implements GatewayStore {
     const moved = this.moved;
     this.outbox = [];
     this.moved = [];
-    if (this.stopped) for (const c of calls) this.pending.get(c.id)?.reject(this.stopped);
-    else this.worker.postMessage(calls, moved);
+    if (this.stopped) {
+      for (const c of calls) this.pending.get(c.id)?.reject(this.stopped);
+      return;
+    }
+    try {
+      this.worker.postMessage(calls, moved);
+    } catch (e) {
+      // A call that cannot be posted (its arguments cannot be cloned or moved) fails with the others
+      // of its turn, as a rejected call, not as an exception thrown out of this microtask.
+      const error = new Error(`the gateway's SQLite thread could not be sent its calls: ${(e as Error).message}`);
+      for (const c of calls) {
+        this.pending.get(c.id)?.reject(error);
+        this.pending.delete(c.id);
+      }
+    }
   };
 
   claimRequest: GatewayStore['claimRequest'] = (...a) => this.call('claimRequest', ...a);

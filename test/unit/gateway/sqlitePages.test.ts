@@ -411,6 +411,12 @@ describe('SqliteWorkerStore: the same store on its own thread', () => {
     assert.deepEqual(await bounded(store.readEvents(AGENT, 'w', 500, 100), 'read'), model(all, 500, 100));
     assert.equal(await bounded(store.integrityCheck(), 'integrity'), 'ok');
 
+    // A call that cannot cross to the thread is refused as a rejection (no exception escapes), and
+    // the calls of other turns go on.
+    const uncloneable = (() => 'w') as unknown as string;
+    await assert.rejects(bounded(store.getTask(AGENT, uncloneable), 'an uncloneable call'), /could not be sent/);
+    assert.equal((await bounded(store.getTask(AGENT, 'w'), 'getTask'))?.lastSeq, 505);
+
     await bounded(store.close(), 'close');
     const calls: (() => Promise<unknown>)[] = [
       () => store.readEvents(AGENT, 'w', 0, 10),
