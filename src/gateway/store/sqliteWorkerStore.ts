@@ -84,8 +84,8 @@ export class SqliteWorkerStore implements GatewayStore {
   private stopped: Error | undefined;
   /** Calls made since the last post: they cross to the thread as one message. */
   private outbox: StoreCall[] = [];
-  /** The buffers the outbox's calls move to the thread (see `crossing`). */
-  private moved: ArrayBuffer[] = [];
+  /** The buffers the outbox's calls move to the thread (see `crossing`), by call id. */
+  private moved = new Map<number, ArrayBuffer>();
 
   private constructor(
     private readonly worker: Worker,
@@ -141,7 +141,7 @@ export class SqliteWorkerStore implements GatewayStore {
       if (this.stopped) return reject(this.stopped);
       const id = this.nextId++;
       this.pending.set(id, { resolve, reject });
-      if (moved) this.moved.push(moved);
+      if (moved) this.moved.set(id, moved);
       if (this.outbox.push({ id, method, args }) === 1) queueMicrotask(this.post);
     });
   }
@@ -154,20 +154,26 @@ export class SqliteWorkerStore implements GatewayStore {
     const calls = this.outbox;
     const moved = this.moved;
     this.outbox = [];
-    this.moved = [];
+    this.moved = new Map();
     if (this.stopped) {
       for (const c of calls) this.pending.get(c.id)?.reject(this.stopped);
       return;
     }
     try {
-      this.worker.postMessage(calls, moved);
-    } catch (e) {
-      // A call that cannot be posted (its arguments cannot be cloned or moved) fails with the others
-      // of its turn, as a rejected call, not as an exception thrown out of this microtask.
-      const error = new Error(`the gateway's SQLite thread could not be sent its calls: ${(e as Error).message}`);
+      this.worker.postMessage(calls, [...moved.values()]);
+    } catch {
+      // One of them cannot cross (an argument that cannot be cloned or moved; nothing was sent): each
+      // goes alone, so only that one fails, as a rejected call rather than an exception out of here.
       for (const c of calls) {
-        this.pending.get(c.id)?.reject(error);
-        this.pending.delete(c.id);
+        const m = moved.get(c.id);
+        try {
+          this.worker.postMessage([c], m ? [m] : []);
+        } catch (e) {
+          this.pending
+            .get(c.id)
+            ?.reject(new Error(`the gateway's SQLite thread could not be sent this call: ${(e as Error).message}`));
+          this.pending.delete(c.id);
+        }
       }
     }
   };
