@@ -33,7 +33,7 @@ if [ "$what" = all ] || [ "$what" = unit ]; then
   # and the tests that need a peer then fail saying how to install it.
   step peers bash test/peers/setup.sh
   # Node 24, for the tests that run the gateway's store with node:sqlite (VS Code's runtime has it,
-  # this Node 20 does not); without it they fail saying so.
+  # this Node 20 does not); a failed install fails this step, and those tests are reported as skipped.
   if n24=$(bash test/node24.sh); then export BATON_NODE24=$n24; else problems+=("node24"); failed=$((failed + 1)); fi
   echo "== unit"
   mapfile -t files < <(find test/unit -name '*.test.ts' | sort)

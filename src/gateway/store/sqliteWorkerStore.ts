@@ -44,8 +44,8 @@ const WORKER_LIMITS = { maxYoungGenerationSizeMb: 8 };
  * message (transferred, not copied) and bound as they are: posted as a string, it was copied into the
  * message, then into the thread's heap, then into UTF-8 for SQLite, and a burst of patches made most
  * of that heap (its total peaked at 53 MiB in a load500 round, and at 18–24 MiB with the bytes moved;
- * the gateway's RSS in such rounds: 251–325 MiB in four, then 247–314 in eight). Smaller pages (status events of
- * a few hundred bytes) stay strings: a moved buffer is an allocation of its own.
+ * the gateway's RSS in such rounds: 251–325 MiB in four, then 247–314 in eight). Smaller pages
+ * (status events of a few hundred bytes) stay strings: a moved buffer is an allocation of its own.
  */
 export const TRANSFER_BYTES = 16 * 1024;
 
@@ -154,13 +154,13 @@ export class SqliteWorkerStore implements GatewayStore {
     const calls = this.outbox;
     const moved = this.moved;
     this.outbox = [];
-    this.moved = new Map();
+    if (moved.size) this.moved = new Map();
     if (this.stopped) {
       for (const c of calls) this.pending.get(c.id)?.reject(this.stopped);
       return;
     }
     try {
-      this.worker.postMessage(calls, [...moved.values()]);
+      this.worker.postMessage(calls, moved.size ? [...moved.values()] : undefined);
     } catch {
       // One of them cannot cross (an argument that cannot be cloned or moved; nothing was sent): each
       // goes alone, so only that one fails, as a rejected call rather than an exception out of here.

@@ -217,11 +217,15 @@ function queueOn(store: SqliteGatewayStore, maxWrites?: number, extra: Partial<C
       queue.push(call);
       return call.id;
     },
-    /** Resolves once every call pushed so far is answered. */
+    /** Resolves once every call pushed so far is answered (replies to calls that came through a port do not count). */
     async settled(): Promise<void> {
+      const answered = (): boolean => {
+        const ids = new Set(replies.map((r) => r.id));
+        return calls.every((c) => ids.has(c.id));
+      };
       await bounded(
         (async () => {
-          while (replies.length < calls.length) await new Promise((r) => setImmediate(r));
+          while (!answered()) await new Promise((r) => setImmediate(r));
         })(),
         'the queue to answer',
       );
@@ -467,15 +471,8 @@ describe('SqliteCallQueue: the calls of the store thread', () => {
     clock += 0.5; // the commit above took 0.5 ms
     clock += 1; // and 1 ms passed before the next write came
     q.push('appendPage', page('t7', rows('t7', 2, 2)));
-    const t8 = ++id;
-    coming.push({ id: t8, method: 'appendPage', args: [page('t8', rows('t8', 2, 2))] });
-    // (settled() counts replies, and those to the calls that came through the port are among them.)
-    await bounded(
-      (async () => {
-        while (!q.replies.some((r) => r.id === t8)) await new Promise((r) => setImmediate(r));
-      })(),
-      't8 to be answered',
-    );
+    coming.push({ id: ++id, method: 'appendPage', args: [page('t8', rows('t8', 2, 2))] });
+    await q.settled();
     assert.deepEqual(q.groups, [1, 1, 2, 1, 2, 4, 2], `groups: ${q.groups.join(', ')} naps: ${naps.join(', ')}`);
     assert.equal(naps.length, 2);
     assert.ok(Math.abs(naps[1] - 0.5) < 1e-9, `naps: ${naps.join(', ')}`);
