@@ -9,6 +9,7 @@ import { META } from '../core/batonProfile';
 import { isRecord } from '../core/isRecord';
 import { foldWire, wireKind } from './wireFold';
 import type { Json, WireEvent, WireKind } from './wireFold';
+import { bodySize, bodyText } from './store/gatewayStore';
 import type { EventRow, GatewayStore, TaskRow } from './store/gatewayStore';
 import { endsTurn, isTerminal } from '../core/taskStates';
 
@@ -133,7 +134,8 @@ export function wireTaskId(ev: WireEvent, k: WireKind | undefined = wireKind(ev)
  * Bodies are stored without it: plain A2A clients get the events as the agent sent them, and a relay
  * stores a remote's bytes as they came.
  */
-export function withSeq(body: string, seq: number): string {
+export function withSeq(stored: string | Uint8Array, seq: number): string {
+  const body = bodyText(stored);
   let ev: unknown;
   try {
     ev = JSON.parse(body);
@@ -308,10 +310,11 @@ export class TaskWriter {
 
   /**
    * Numbers, folds and queues one event already in wire form (see `toWireEvent`); the writer takes it
-   * over. `raw` is the event's JSON text as received, when it is exactly `ev` on one line: it is stored
-   * as it came. Throws when an earlier commit failed (nothing more is stored for this task then).
+   * over. `raw` is the event's JSON text as received (or its UTF-8 bytes, see `EventRow.body`), when it
+   * is exactly `ev` on one line: it is stored as it came. Throws when an earlier commit failed (nothing
+   * more is stored for this task then).
    */
-  add(ev: WireEvent, kind: WireKind | undefined = wireKind(ev), raw?: string): void {
+  add(ev: WireEvent, kind: WireKind | undefined = wireKind(ev), raw?: string | Uint8Array): void {
     if (this.failed) throw this.failed;
     const seq = ++this.lastSeq;
     foldWire(this.wire, ev, kind);
@@ -362,7 +365,7 @@ export class TaskWriter {
     if (!this.store.foldsSnapshots) return true;
     const st = this.stored;
     st.events += rows.length;
-    for (const r of rows) st.bytes += r.body.length;
+    for (const r of rows) st.bytes += bodySize(r.body);
     return (
       this.unfoldable ||
       st.events >= SNAPSHOT_EVERY_EVENTS ||
@@ -627,7 +630,7 @@ export function compactedSnapshot(row: TaskRow): EventRow {
 
 /** Parses a stored row back into the SDK's in-memory form. */
 export function rowToResponse(row: EventRow): StreamResponse {
-  return StreamResponse.fromJSON(JSON.parse(row.body));
+  return StreamResponse.fromJSON(JSON.parse(bodyText(row.body)));
 }
 
 /** Batches of rows as a replay-profile client gets them: each body with its `baton/seq`. */

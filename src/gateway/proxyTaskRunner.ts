@@ -44,6 +44,7 @@ import type { GatewayContext } from './gatewayContext';
 import { CLAIM_WAIT_MS, requestDigest, requestKey, waitForTask } from './localTaskRunner';
 import { isInstanceAlive, STALE_MS } from './instanceLiveness';
 import { envelopeBody, sentRequestDigest } from './resultEnvelope';
+import { bodyText } from './store/gatewayStore';
 import type { TaskRow, UnboundClaim } from './store/gatewayStore';
 import type { DirectReply, RunCall, StartedTask, TaskRunner } from './taskRunner';
 import { endsTurn, isTerminal } from '../core/taskStates';
@@ -681,7 +682,7 @@ export class ProxyTaskRunner implements TaskRunner {
     if (p.$case === 'message') {
       // A2A: a Message answer ends the exchange; the stream has nothing after it.
       void stream.return(undefined);
-      return { reply: p.value, body: first?.raw ?? JSON.stringify(firstWire) };
+      return { reply: p.value, body: first?.raw !== undefined ? bodyText(first.raw) : JSON.stringify(firstWire) };
     }
     let task: Task;
     if (p.$case === 'task') task = p.value;
@@ -816,7 +817,7 @@ export class ProxyTaskRunner implements TaskRunner {
    * Records one remote event (`raw`: its text as received, stored as it came; see remoteStream.ts);
    * returns a promise only when the caller must wait (signing, end of turn, backlog).
    */
-  private ingest(writer: TaskWriter, ev: WireEvent, raw?: string): Promise<void> | undefined {
+  private ingest(writer: TaskWriter, ev: WireEvent, raw?: string | Uint8Array): Promise<void> | undefined {
     const kind = wireKind(ev);
     if (!kind) return undefined;
     const tid = wireTaskId(ev, kind);
@@ -866,7 +867,7 @@ export class ProxyTaskRunner implements TaskRunner {
     ev: WireEvent,
     state: TaskState | undefined,
     kind: WireKind,
-    raw?: string,
+    raw?: string | Uint8Array,
   ): Promise<void> | undefined {
     const turnEnds = endsTurn(state);
     if (turnEnds) writer.setOwner(null);

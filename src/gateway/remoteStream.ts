@@ -16,6 +16,7 @@ import { fromJsonRpcErrorResponse, fromRestErrorBody } from '@a2a-js/sdk/errors'
 import { isRecord } from '../core/isRecord';
 import type { WireEvent } from './eventLog';
 import { toWireEvent } from './eventLog';
+import { BYTES_FROM_CHARS } from './store/gatewayStore';
 
 /** The SDK client's default limit for one SSE event. */
 const MAX_EVENT_BYTES = 4 * 1024 * 1024;
@@ -29,10 +30,13 @@ export interface RemoteEndpoint {
   readonly agents?: { readonly http?: HttpAgent; readonly https?: HttpAgent };
 }
 
-/** One event from the remote: its wire JSON, and its JSON text as received when that text is exactly it, on one line. */
+/**
+ * One event from the remote: its wire JSON, and its JSON text as received when that text is exactly
+ * it, on one line: as text, or as UTF-8 bytes from `BYTES_FROM_CHARS` on (see `EventRow.body`).
+ */
 export interface RemoteEvent {
   readonly ev: WireEvent;
-  readonly raw: string | undefined;
+  readonly raw: string | Uint8Array | undefined;
 }
 
 export type RemoteCall =
@@ -282,7 +286,10 @@ function sseParser(
         `the remote sent an event that is not an A2A stream response: ${raw.slice(0, 100)}`,
         result,
       );
-    return { ev, raw: text !== undefined && ev === result && oneLine(text) ? text : undefined };
+    if (text === undefined || ev !== result || !oneLine(text)) return { ev, raw: undefined };
+    // A patch's text would stay in the heap (with the chunks it was read from) until its commit and
+    // every client's write; as bytes it is out of the heap and written as it is.
+    return { ev, raw: text.length < BYTES_FROM_CHARS ? text : Buffer.from(text, 'utf8') };
   };
   const toEvent = (raw: string, type: string): RemoteEvent => {
     if (binding === 'JSONRPC' && raw.startsWith(framing) && raw.endsWith('}')) {

@@ -169,7 +169,7 @@ export function a2aRouter(o: A2aRouteOptions): Router {
           abort,
           items: rows,
           idOf: rowId,
-          dataOf: (r) => `${prefix}${r.body}}`,
+          dataOf: (r) => (typeof r.body === 'string' ? `${prefix}${r.body}}` : [prefix, r.body, '}']),
           headers: extensionHeaders(context, false),
           errorData: (e) => JSON.stringify({ jsonrpc: '2.0', id, error: mapError(e) }),
         });
@@ -252,7 +252,7 @@ export function a2aRouter(o: A2aRouteOptions): Router {
           abort: built.abort,
           items: rows,
           idOf: rowId,
-          dataOf: (r) => r.body,
+          dataOf: (r) => (typeof r.body === 'string' ? r.body : [r.body]),
           headers: extensionHeaders(built.context, false),
           errorData: (e) => JSON.stringify(toRestErrorBody(e, restStatusFor(e))),
         });

@@ -69,8 +69,34 @@ export function toUnboundClaim(r: Readonly<Record<string, unknown>>): UnboundCla
 
 export interface EventRow {
   readonly seq: number;
-  /** One `StreamResponse` as A2A wire JSON, with `baton/seq` already in its metadata. */
+  /**
+   * One `StreamResponse` as A2A wire JSON on one line. A large event a relay read (a patch, see
+   * `BYTES_FROM_CHARS`) travels as its UTF-8 bytes from the read to the store and the clients'
+   * sockets; rows read back from a store are text.
+   */
+  readonly body: string | Uint8Array;
+}
+
+/** A row as a store reads it back: always text. */
+export interface StoredEventRow extends EventRow {
   readonly body: string;
+}
+
+/**
+ * From this many characters a relayed event's text is kept as its UTF-8 bytes (`EventRow.body`):
+ * outside the JS heap, written to the store and to every client as they are, where text would be held
+ * in the heap until its commit and every client's write, then encoded again for each of them.
+ */
+export const BYTES_FROM_CHARS = 16 * 1024;
+
+/** A body as text (decoded when it is bytes). */
+export function bodyText(body: string | Uint8Array): string {
+  return typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
+}
+
+/** A body's size: UTF-16 code units for text, bytes for bytes (the two agree for ASCII, the usual case). */
+export function bodySize(body: string | Uint8Array): number {
+  return typeof body === 'string' ? body.length : body.byteLength;
 }
 
 export type ClaimResult =
@@ -246,7 +272,7 @@ export interface GatewayStore {
   append(batch: AppendBatch): Promise<void>;
   getTask(agent: string, taskId: string): Promise<TaskRow | undefined>;
   listTasks(filter: ListFilter): Promise<TaskRow[]>;
-  readEvents(agent: string, taskId: string, afterSeq: number, limit: number): Promise<EventRow[]>;
+  readEvents(agent: string, taskId: string, afterSeq: number, limit: number): Promise<StoredEventRow[]>;
   /** Non-terminal tasks with an owner: candidates for "the worker died" after a restart. */
   listOwnedUnfinished(): Promise<TaskRow[]>;
   /**

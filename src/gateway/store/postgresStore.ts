@@ -26,11 +26,19 @@ import type {
   RequestClaim,
   RetentionOutcome,
   RetentionStep,
+  StoredEventRow,
   TaskRow,
   UnboundClaim,
 } from './gatewayStore';
 import { TERMINAL_STATES } from '../../core/taskStates';
-import { busyParents, CHILD_PRINCIPAL_PREFIX, toRequestClaim, toTaskRow, toUnboundClaim } from './gatewayStore';
+import {
+  bodyText,
+  busyParents,
+  CHILD_PRINCIPAL_PREFIX,
+  toRequestClaim,
+  toTaskRow,
+  toUnboundClaim,
+} from './gatewayStore';
 
 const CHANNEL = 'baton_events';
 /** Cancel requests forwarded to the instance that runs a task: payload {instance, agent, taskId}. */
@@ -354,7 +362,7 @@ export class PostgresGatewayStore implements GatewayStore {
         task.agent,
         task.id,
         first.seq,
-        first.body,
+        bodyText(first.body),
       ]);
       if (task.request !== undefined) await c.query(BIND_REQUEST, [task.id, task.principal, task.agent, task.request]);
       await c.query('SELECT pg_notify($1, $2)', [
@@ -372,7 +380,7 @@ export class PostgresGatewayStore implements GatewayStore {
     await this.tx(async (c) => {
       const values: unknown[] = [];
       const tuples = batch.events.map((e, i) => {
-        values.push(batch.agent, batch.taskId, e.seq, e.body);
+        values.push(batch.agent, batch.taskId, e.seq, bodyText(e.body));
         return `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4})`;
       });
       await c.query(`INSERT INTO baton_events (agent, task_id, seq, body) VALUES ${tuples.join(', ')}`, values);
@@ -424,7 +432,7 @@ export class PostgresGatewayStore implements GatewayStore {
     return r.rows.map((x) => toTaskRow(x as Row));
   }
 
-  async readEvents(agent: string, taskId: string, afterSeq: number, limit: number): Promise<EventRow[]> {
+  async readEvents(agent: string, taskId: string, afterSeq: number, limit: number): Promise<StoredEventRow[]> {
     const r = await this.pool.query(
       'SELECT seq, body FROM baton_events WHERE agent = $1 AND task_id = $2 AND seq > $3 ORDER BY seq LIMIT $4',
       [agent, taskId, afterSeq, limit],

@@ -12,6 +12,7 @@ import type {
   CancelRequestListener,
   ClaimResult,
   EventRow,
+  StoredEventRow,
   GatewayStore,
   ListFilter,
   NewTask,
@@ -177,24 +178,40 @@ export interface PageBatch extends Omit<AppendBatch, 'events'> {
 export function toPage(
   taskId: string,
   events: readonly EventRow[],
-): { firstSeq: number; lastSeq: number; bodies: string } {
+): { firstSeq: number; lastSeq: number; bodies: string | Uint8Array } {
   if (!events.length) throw new Error(`no events to store for task ${taskId}`);
+  let bytes = false;
   for (let i = 0; i < events.length; i++) {
     const e = events[i];
     if (i > 0 && e.seq !== events[i - 1].seq + 1)
       throw new Error(`events of task ${taskId} are not contiguous (${events[i - 1].seq} then ${e.seq})`);
-    if (e.body.includes('\n')) throw new Error(`event ${e.seq} of task ${taskId} is not single-line JSON`);
+    // In UTF-8 no byte of a multi-byte character is 0x0A: a newline byte is a newline.
+    if (typeof e.body === 'string' ? e.body.includes('\n') : e.body.includes(NEWLINE))
+      throw new Error(`event ${e.seq} of task ${taskId} is not single-line JSON`);
+    bytes ||= typeof e.body !== 'string';
   }
-  return {
-    firstSeq: events[0].seq,
-    lastSeq: events[events.length - 1].seq,
-    bodies: events.length === 1 ? events[0].body : events.map((e) => e.body).join('\n'),
-  };
+  const firstSeq = events[0].seq;
+  const lastSeq = events[events.length - 1].seq;
+  if (!bytes) {
+    const texts = events as readonly { readonly body: string }[];
+    return { firstSeq, lastSeq, bodies: texts.length === 1 ? texts[0].body : texts.map((e) => e.body).join('\n') };
+  }
+  // Always a new buffer, never a row's own bytes: the page's buffer may be moved to the store's thread
+  // (see `crossing`), and the rows' bytes are still to be written to clients.
+  const parts: Uint8Array[] = [];
+  events.forEach((e, i) => {
+    if (i > 0) parts.push(NEWLINE_BYTES);
+    parts.push(typeof e.body === 'string' ? Buffer.from(e.body, 'utf8') : e.body);
+  });
+  return { firstSeq, lastSeq, bodies: Buffer.concat(parts) };
 }
 
+const NEWLINE = 0x0a;
+const NEWLINE_BYTES = Uint8Array.of(NEWLINE);
+
 /** The events after `afterSeq` in `pages`, at most `limit` of them. */
-export function eventsOfPages(pages: readonly EventPage[], afterSeq: number, limit: number): EventRow[] {
-  const out: EventRow[] = [];
+export function eventsOfPages(pages: readonly EventPage[], afterSeq: number, limit: number): StoredEventRow[] {
+  const out: StoredEventRow[] = [];
   for (const p of pages) {
     const bodies = p.bodies.split('\n');
     for (let i = Math.max(0, afterSeq + 1 - p.firstSeq); i < bodies.length && out.length < limit; i++)
@@ -461,7 +478,13 @@ export class SqliteGatewayStore implements GatewayStore {
     this.insertJoined(agent, taskId, page.firstSeq, page.lastSeq, page.bodies);
   }
 
-  private insertJoined(agent: string, taskId: string, firstSeq: number, lastSeq: number, bodies: string): void {
+  private insertJoined(
+    agent: string,
+    taskId: string,
+    firstSeq: number,
+    lastSeq: number,
+    bodies: string | Uint8Array,
+  ): void {
     this.checkContinues(agent, taskId, firstSeq);
     this.insertChecked(agent, taskId, firstSeq, lastSeq, bodies);
   }
@@ -646,7 +669,7 @@ export class SqliteGatewayStore implements GatewayStore {
     return Promise.resolve(rows.map((r) => this.current(r)));
   }
 
-  readEvents(agent: string, taskId: string, afterSeq: number, limit: number): Promise<EventRow[]> {
+  readEvents(agent: string, taskId: string, afterSeq: number, limit: number): Promise<StoredEventRow[]> {
     return Promise.resolve(eventsOfPages(this.readPagesNow(agent, taskId, afterSeq, limit), afterSeq, limit));
   }
 

@@ -49,10 +49,13 @@ const WORKER_LIMITS = { maxYoungGenerationSizeMb: 8 };
  */
 export const TRANSFER_BYTES = 16 * 1024;
 
-/** The page's bodies as they cross: bytes in a buffer of their own (to be moved) when large, else the text itself. */
-export function crossing(bodies: string): { bodies: string | Uint8Array; moved?: ArrayBuffer } {
-  if (bodies.length < TRANSFER_BYTES) return { bodies };
-  const bytes = Buffer.from(bodies, 'utf8');
+/**
+ * The page's bodies as they cross: bytes in a buffer of their own (to be moved) when large, else the
+ * text itself. Bytes given are the page's own (`toPage` makes a new buffer for them): they are moved.
+ */
+export function crossing(bodies: string | Uint8Array): { bodies: string | Uint8Array; moved?: ArrayBuffer } {
+  if (typeof bodies === 'string' && bodies.length < TRANSFER_BYTES) return { bodies };
+  const bytes = typeof bodies === 'string' ? Buffer.from(bodies, 'utf8') : bodies;
   // Only a buffer that holds these bytes alone can be moved (moving a shared one would take the rest).
   const own = bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength;
   return own && bytes.buffer instanceof ArrayBuffer ? { bodies: bytes, moved: bytes.buffer } : { bodies };

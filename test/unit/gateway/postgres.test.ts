@@ -681,6 +681,44 @@ describe('gateway: PostgreSQL store shared by two instances', () => {
   );
 
   it(
+    'stores an event given as UTF-8 bytes (a large relayed one) as its text, which the other instance reads back',
+    { skip },
+    async () => {
+      const id = `bytes-${randomUUID()}`;
+      const text = JSON.stringify({ artifactUpdate: { taskId: id, text: `é ✓ 😀 "q" \\ \n ${'x'.repeat(70_000)}` } });
+      await gwA.store.createTask(
+        {
+          agent: 'remote',
+          id,
+          contextId: 'ctx',
+          principal: 'team',
+          kind: 'proxy',
+          state: TaskState.TASK_STATE_WORKING,
+          snapshot: JSON.stringify({ id, contextId: 'ctx' }),
+          owner: null,
+        },
+        { seq: 1, body: JSON.stringify({ task: { id, contextId: 'ctx' } }) },
+      );
+      const bytes = Buffer.from(text, 'utf8');
+      await gwA.store.append({
+        agent: 'remote',
+        taskId: id,
+        events: [
+          { seq: 2, body: bytes },
+          { seq: 3, body: '{"statusUpdate":{}}' },
+        ],
+        state: TaskState.TASK_STATE_WORKING,
+        snapshot: JSON.stringify({ id, contextId: 'ctx' }),
+      });
+      assert.equal(bytes.toString('utf8'), text, 'the bytes given are left as they were');
+      assert.deepEqual(
+        (await gwB.store.readEvents('remote', id, 1, 10)).map((r) => r.body),
+        [text, '{"statusUpdate":{}}'],
+      );
+    },
+  );
+
+  it(
     'a cancel through B is forwarded to the owner named in the task; an owner that dies meanwhile leaves it to B, a live silent one gets the task as it is',
     { skip },
     async () => {

@@ -4,10 +4,11 @@ import { TaskState } from '@a2a-js/sdk';
 import type { StreamResponse } from '@a2a-js/sdk';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
-import { clientFor, collect, sendRequest, seqOf, tempDir, userMessage } from './helpers';
+import { randomUUID } from 'node:crypto';
+import { clientFor, collect, readSse, sendRequest, seqOf, tempDir, userMessage } from './helpers';
 import type { CutProxy } from '../delegation/cutProxy';
 import { CUT_POINTS, startCutProxy } from '../delegation/cutProxy';
-import { startRemote } from './remoteAgent';
+import { LARGE_PATCH, startRemote } from './remoteAgent';
 
 const variants = [
   { legacy: false, binding: 'JSONRPC' },
@@ -213,3 +214,107 @@ describe('gateway: a relay whose stream to the remote breaks while the remote fi
     assert.match(String(task.artifacts[0]?.parts[0]?.content?.value), /^diff --git a\/later/);
   });
 });
+
+for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
+  describe(`gateway: a large event relayed from a 1.0 remote over ${binding} (kept as UTF-8 bytes)`, () => {
+    const dir = tempDir();
+    let gw: RunningGateway;
+    let remote: Awaited<ReturnType<typeof startRemote>>;
+    before(async () => {
+      remote = await startRemote(0, 'remote-secret-token-0123456789', false);
+      gw = await startGateway({
+        stateDir: dir.path,
+        remoteAgents: [
+          {
+            id: 'remote',
+            name: 'Remote',
+            description: 'proxied',
+            url: binding === 'JSONRPC' ? remote.url : remote.url.replace(/\/rpc$/, '/rest'),
+            protocolBinding: binding,
+            protocolVersion: '1.0',
+            auth: { kind: 'bearer', token: 'remote-secret-token-0123456789' },
+            skills: [],
+          },
+        ],
+        log: () => undefined,
+      });
+    });
+    after(async () => {
+      await gw.close();
+      await remote.close();
+      dir[Symbol.dispose]();
+    });
+
+    const post = (path: string, body: unknown): Promise<Response> =>
+      fetch(`${gw.url}/a2a/remote${path}`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${gw.token}`,
+          'A2A-Version': '1.0',
+          'content-type': 'application/json',
+          accept: 'text/event-stream',
+        },
+        body: JSON.stringify(body),
+      });
+    type Wire = {
+      task?: { id?: string };
+      artifactUpdate?: { artifact?: { parts?: Array<{ text?: string }> } };
+      statusUpdate?: { status?: { state?: string } };
+    };
+    const patchIn = (events: readonly Wire[]): string | undefined =>
+      events.find((e) => e.artifactUpdate)?.artifactUpdate?.artifact?.parts?.[0]?.text;
+    const message = { messageId: '', role: 'ROLE_USER', parts: [{ text: 'big' }] };
+
+    it('reaches JSON-RPC and HTTP+JSON streams, a replay-profile client, GetTask and the store exactly as the remote sent it', async () => {
+      // JSON-RPC, read as the bytes on the wire: each event in its own `data` line, in the response's framing.
+      const rpc = await readSse(
+        await post('', {
+          jsonrpc: '2.0',
+          id: 7,
+          method: 'SendStreamingMessage',
+          params: { message: { ...message, messageId: randomUUID() } },
+        }),
+      );
+      const rpcEvents = rpc.map((e) => JSON.parse(e.data) as { jsonrpc?: string; id?: number; result?: Wire });
+      assert.ok(rpcEvents.every((e) => e.jsonrpc === '2.0' && e.id === 7 && e.result));
+      assert.equal(patchIn(rpcEvents.map((e) => e.result ?? {})), LARGE_PATCH);
+      assert.equal(rpcEvents[rpcEvents.length - 1].result?.statusUpdate?.status?.state, 'TASK_STATE_COMPLETED');
+      assert.deepEqual(
+        rpc.map((e) => Number(e.id)),
+        rpc.map((_, i) => i + 1),
+        'every event keeps its id line',
+      );
+      const taskId = rpcEvents[0].result?.task?.id ?? '';
+
+      const rest = await readSse(await post('/message:stream', { message: { ...message, messageId: randomUUID() } }));
+      const restEvents = rest.map((e) => JSON.parse(e.data) as Wire);
+      assert.equal(patchIn(restEvents), LARGE_PATCH);
+      assert.equal(restEvents[restEvents.length - 1].statusUpdate?.status?.state, 'TASK_STATE_COMPLETED');
+
+      // The replay profile's clients get each event with its seq in it (the bytes read back as text).
+      const client = await clientFor(`${gw.url}/a2a/remote/.well-known/agent-card.json`, gw.token);
+      const live = await collect(client.sendMessageStream(sendRequest(userMessage('big'))));
+      const patchOf = (events: readonly StreamResponse[]): string | undefined => {
+        const a = events.find((e) => e.payload?.$case === 'artifactUpdate');
+        return a?.payload?.$case === 'artifactUpdate'
+          ? String(a.payload.value.artifact?.parts[0]?.content?.value)
+          : undefined;
+      };
+      assert.equal(patchOf(live), LARGE_PATCH);
+      assert.deepEqual(
+        live.map(seqOf),
+        live.map((_, i) => i + 1),
+      );
+      const replayed = await collect(
+        client.resubscribeTask({ tenant: '', id: taskId }, { serviceParameters: { 'Last-Event-ID': '0' } }),
+      );
+      assert.equal(patchOf(replayed), LARGE_PATCH);
+
+      const task = await client.getTask({ tenant: '', id: taskId });
+      assert.equal(task.artifacts[0]?.parts[0]?.content?.value, LARGE_PATCH);
+      const stored = await gw.store.readEvents('remote', taskId, 0, 100);
+      assert.ok(stored.every((r) => typeof r.body === 'string'));
+      assert.equal(patchIn(stored.map((r) => JSON.parse(r.body) as Wire)), LARGE_PATCH);
+    });
+  });
+}

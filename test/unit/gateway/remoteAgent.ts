@@ -37,6 +37,16 @@ function agentMessage(text: string, taskId: string, contextId: string): Message 
 }
 
 /**
+ * The patch of a "big" task: about 100 KiB, well past `BYTES_FROM_CHARS` (the relay keeps it as UTF-8
+ * bytes), with characters of every UTF-8 length, what JSON escapes (quotes, backslashes, tabs, control
+ * characters, newlines) and U+2028, which JSON leaves as it is and an SSE line does not end at.
+ */
+export const LARGE_PATCH = `diff --git a/big b/big\n${Array.from(
+  { length: 1200 },
+  (_, i) => `+line ${i}: é ✓ 😀 "quoted" back\\slash\ttab \u0001 \u2028 ${'x'.repeat(i % 40)}\n`,
+).join('')}`;
+
+/**
  * A plain SDK agent: N status events, a patch artifact, completed; or waits to be canceled ("wait"); or
  * ("auth") asks for authorization and goes on by itself once `authorize()` is called (out of band).
  */
@@ -89,6 +99,13 @@ export class CountingExecutor implements AgentExecutor {
       return;
     }
     bus.publish(taskEvent(ctx, TaskState.TASK_STATE_SUBMITTED));
+    if (text === 'big') {
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, { timestamp: '1' }));
+      bus.publish(patchEvent(taskId, contextId, LARGE_PATCH));
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED));
+      bus.finished();
+      return;
+    }
     if (text === 'patch later') {
       // Works on after the first events; the patch and the end come later (the relay may be gone by then).
       bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, { timestamp: '1' }));

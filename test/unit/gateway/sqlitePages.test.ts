@@ -14,15 +14,7 @@ import { SqliteWorkerStore, TRANSFER_BYTES, crossing } from '../../../src/gatewa
 import type { EventRow, GatewayStore, NewTask } from '../../../src/gateway/store/gatewayStore';
 import { bounded, tempDir } from './helpers';
 import { endProcess, startGatewayProcess } from './gatewayProcess';
-import {
-  LARGE_AGENT,
-  LARGE_BATCHES,
-  LARGE_EVENTS,
-  LARGE_PAGES,
-  LARGE_TASK,
-  STORED_PAGES_SQL,
-  writeLargePages,
-} from './largePages';
+import { LARGE_AGENT, LARGE_EVENTS, LARGE_PAGES, LARGE_TASK, STORED_PAGES_SQL, writeLargePages } from './largePages';
 import type { StoredPage } from './largePages';
 import { NODE24, NODE24_SKIP } from '../node24';
 
@@ -491,8 +483,8 @@ describe('SqliteWorkerStore: the same store on its own thread', () => {
     const store = await bounded(SqliteWorkerStore.open({ file, driver: 'better-sqlite3' }), 'the worker to open');
     t.after(() => store.close().catch(() => undefined));
     assert.deepEqual(
-      LARGE_BATCHES.map((b) => b.map((e) => e.body.length)),
-      [[TRANSFER_BYTES - 1], [TRANSFER_BYTES], [64 * 1024], [20_000, 30_000]],
+      LARGE_EVENTS.slice(1).map((e) => e.body.length),
+      [TRANSFER_BYTES - 1, TRANSFER_BYTES, 64 * 1024, 20_000, 30_000, 64 * 1024, 300, 20_000, 500],
     );
     await bounded(writeLargePages(store), 'writes');
     assert.deepEqual(await bounded(store.readEvents(LARGE_AGENT, LARGE_TASK, 0, 100), 'read'), LARGE_EVENTS);
