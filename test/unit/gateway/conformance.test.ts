@@ -9,7 +9,7 @@ import type { StreamResponse, Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
-import { bounded, clientFor, collect, scriptedAgent, sendRequest, tempDir, userMessage } from './helpers';
+import { bounded, clientFor, collect, rpcPost, scriptedAgent, sendRequest, tempDir, userMessage } from './helpers';
 import { startRemote } from './remoteAgent';
 import { META } from '../../../src/core/batonProfile';
 import { startForeignAgent } from './foreignAgent';
@@ -55,6 +55,8 @@ async function cardSettles(
 }
 
 const PUSH_NOT_SUPPORTED = -32003;
+const INVALID_REQUEST = -32600;
+const INVALID_PARAMS = -32602;
 
 function taskOf(r: unknown): Task {
   assert.ok(r && typeof r === 'object' && 'status' in r, `expected a task, got ${JSON.stringify(r)}`);
@@ -542,5 +544,67 @@ describe('gateway conformance: the HTTP+JSON binding answers application/json (A
     assert.equal(err?.code, 404);
     assert.equal(typeof err?.status, 'string');
     assert.equal(typeof err?.message, 'string');
+  });
+});
+
+describe('gateway conformance: JSON-RPC requests and messages the A2A TCK sends malformed', () => {
+  const dir = tempDir();
+  let gw: RunningGateway;
+  before(async () => {
+    gw = await startGateway({ stateDir: dir.path, localAgents: [scriptedAgent()], log: () => undefined });
+  });
+  after(async () => {
+    await gw.close();
+    dir[Symbol.dispose]();
+  });
+
+  const post = async (
+    body: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{
+    status: number;
+    body: { jsonrpc?: string; id?: unknown; error?: { code: number; message: string } };
+  }> => {
+    const res = await rpcPost(`${gw.url}/a2a/echo`, JSON.stringify(body), {
+      Authorization: `Bearer ${gw.token}`,
+      ...headers,
+    });
+    return { status: res.status, body: (await res.json()) as { error?: { code: number; message: string } } };
+  };
+
+  it('a body that is not a JSON-RPC 2.0 request object is an Invalid Request (-32600), with its id when it has a readable one', async () => {
+    const cases: Array<[string, unknown, unknown, RegExp]> = [
+      ['jsonrpc "aaa"', { jsonrpc: 'aaa', method: 'SendMessage', params: {} }, null, /"jsonrpc" must be "2\.0"/],
+      ['jsonrpc "1.0", with an id', { jsonrpc: '1.0', id: 'r1', method: 'GetTask', params: {} }, 'r1', /"jsonrpc"/],
+      ['no jsonrpc', { id: 7, method: 'GetTask', params: {} }, 7, /"jsonrpc" must be "2\.0"/],
+      ['no method', { jsonrpc: '2.0', id: 8, params: {} }, 8, /"method" must be a non-empty string/],
+      ['a method that is not a string', { jsonrpc: '2.0', id: 9, method: 5, params: {} }, 9, /"method"/],
+      ['an object id', { jsonrpc: '2.0', id: { bad: 'type' }, method: 'SendMessage', params: {} }, null, /"id" must/],
+      ['an array id', { jsonrpc: '2.0', id: [1], method: 'SendMessage', params: {} }, null, /"id" must/],
+      ['a fractional id', { jsonrpc: '2.0', id: 1.5, method: 'SendMessage', params: {} }, null, /"id" must/],
+      ['a batch', [{ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } }], null, /batch/],
+      ['a JSON string', 'GetTask', null, /not a JSON-RPC request object/],
+    ];
+    for (const headers of [{ 'A2A-Version': '1.0' }, { 'A2A-Version': '' }]) {
+      for (const [what, body, id, message] of cases) {
+        const { status, body: out } = await post(body, headers);
+        const label = `${what} (A2A-Version ${JSON.stringify(headers['A2A-Version'])}): ${JSON.stringify(out)}`;
+        assert.equal(status, 200, label);
+        assert.equal(out.jsonrpc, '2.0', label);
+        assert.equal(out.error?.code, INVALID_REQUEST, label);
+        assert.equal(out.id, id, label);
+        assert.match(out.error?.message ?? '', message, label);
+      }
+    }
+  });
+
+  it('what the envelope does not decide keeps its own code: an unknown method -32601, bad params -32602', async () => {
+    const unknown = await post({ jsonrpc: '2.0', id: '3', method: 'SendMessageXXX', params: {} });
+    assert.equal(unknown.body.error?.code, -32601, JSON.stringify(unknown.body));
+    assert.equal(unknown.body.id, '3');
+    const badParams = await post({ jsonrpc: '2.0', id: '4', method: 'SendMessage', params: { '': 'not_a_dict' } });
+    assert.equal(badParams.body.error?.code, INVALID_PARAMS, JSON.stringify(badParams.body));
+    const noId = await post({ jsonrpc: '2.0', method: 'GetTask', params: { id: 'no-such-task' } });
+    assert.equal(noId.body.error?.code, -32001, 'a request without an id is served');
   });
 });
