@@ -4,7 +4,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { TaskState } from '@a2a-js/sdk';
+import { Message, TaskState } from '@a2a-js/sdk';
 import type { StreamResponse, Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { startGateway } from '../../../src/gateway/server';
@@ -55,6 +55,7 @@ async function cardSettles(
 }
 
 const PUSH_NOT_SUPPORTED = -32003;
+const UNSUPPORTED_OPERATION = -32004;
 const INVALID_REQUEST = -32600;
 const INVALID_PARAMS = -32602;
 
@@ -182,6 +183,15 @@ for (const legacy of [false, true]) {
       const again = taskOf(await client.sendMessage(sendRequest(structuredClone(answer))));
       assert.equal(again.id, asked.id);
       assert.equal(again.status?.state, TaskState.TASK_STATE_COMPLETED);
+    });
+
+    it('a message to a task that has ended: UnsupportedOperation (-32004), as on the local route (A2A §3.1.1)', async () => {
+      const done = taskOf(await client.sendMessage(sendRequest(userMessage('go'))));
+      assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
+      const late = { ...userMessage('more'), taskId: done.id, contextId: done.contextId };
+      const out = await rpc(gw, 'remote', 'SendMessage', { message: Message.toJSON(late) });
+      assert.equal(out.error?.code, UNSUPPORTED_OPERATION, JSON.stringify(out));
+      assert.match(out.error?.message ?? '', new RegExp(`task ${done.id} has ended; start a new task`));
     });
 
     it('a follow-up message (the answer to input-required) streams the new turn', async () => {
