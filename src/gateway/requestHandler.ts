@@ -4,7 +4,7 @@
  * (another principal's task answers exactly like an unknown one), blocking and streaming sends over the
  * event log, replay from a cursor, and a bounded cancel. The `TaskRunner` behind it runs the tasks.
  */
-import { Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
+import { Role, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
 import type {
   AgentCard,
   CancelTaskRequest,
@@ -100,6 +100,20 @@ export function rfc3339Millis(text: string): number | undefined {
   return t.getTime() - (m[8] === '-' ? -1 : 1) * (offHour * 60 + offMinute) * 60_000;
 }
 
+/**
+ * What every message sent to a route must carry (A2A 1.0 a2a.proto: `message_id`, `role` and `parts`
+ * are required), checked here for both kinds of route before anything is looked up or run.
+ */
+function checkSentMessage(msg: Message | undefined): asserts msg is Message {
+  if (!msg) throw new RequestMalformedError('the request has no message; send params.message');
+  if (!msg.parts.length) throw new RequestMalformedError('the message has no parts; send at least one part');
+  if (!msg.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
+  if (msg.role !== Role.ROLE_USER && msg.role !== Role.ROLE_AGENT)
+    throw new RequestMalformedError(
+      'message.role is required: send "ROLE_USER" for a message from the client ("ROLE_AGENT" marks one from an agent)',
+    );
+}
+
 function withHistoryLength(task: Task, historyLength: number | undefined): Task {
   if (historyLength === undefined) return task;
   if (historyLength <= 0) return { ...task, history: [] };
@@ -137,8 +151,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     context: ServerCallContext,
   ): Promise<StartedTask | DirectReply> {
     const msg: Message | undefined = params.message;
-    if (!msg) throw new RequestMalformedError('the request has no message');
-    if (!msg.parts.length) throw new RequestMalformedError('the message has no parts');
+    checkSentMessage(msg);
     const principal = principalOf(context);
     // A push config sent with the message is checked before anything runs, so a refused URL refuses
     // the whole request instead of leaving a task running that nobody will hear about.
@@ -195,6 +208,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
    * broken stream.
    */
   async openSendStream(params: SendMessageRequest, context: ServerCallContext): Promise<RowStream> {
+    checkSentMessage(params.message);
     const continuing = Boolean(params.message?.taskId);
     const before = continuing ? (await this.ownTask(params.message?.taskId ?? '', context)).lastSeq : 0;
     const started = await this.startOrContinue(params, context);

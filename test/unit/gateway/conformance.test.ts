@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { Message, TaskState } from '@a2a-js/sdk';
 import type { StreamResponse, Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
+import { LOCAL_PRINCIPAL } from '../../../src/gateway/auth';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { bounded, clientFor, collect, rpcPost, scriptedAgent, sendRequest, tempDir, userMessage } from './helpers';
@@ -192,6 +193,22 @@ for (const legacy of [false, true]) {
       const out = await rpc(gw, 'remote', 'SendMessage', { message: Message.toJSON(late) });
       assert.equal(out.error?.code, UNSUPPORTED_OPERATION, JSON.stringify(out));
       assert.match(out.error?.message ?? '', new RegExp(`task ${done.id} has ended; start a new task`));
+    });
+
+    it('a message without a role is refused with InvalidParams, and no task is made', async () => {
+      const listed = async (): Promise<number> =>
+        (await gw.store.countTasks({ agent: 'remote', principal: LOCAL_PRINCIPAL })) +
+        (await gw.store.listUnboundRequests()).length;
+      const before = await listed();
+      for (const role of [undefined, 'ROLE_UNSPECIFIED']) {
+        for (const method of ['SendMessage', 'SendStreamingMessage']) {
+          const message = { ...(Message.toJSON(userMessage('go')) as Record<string, unknown>), role };
+          const out = await rpc(gw, 'remote', method, { message });
+          assert.equal(out.error?.code, INVALID_PARAMS, `${method} role ${String(role)}: ${JSON.stringify(out)}`);
+          assert.match(out.error?.message ?? '', /message\.role is required/);
+        }
+      }
+      assert.equal(await listed(), before, 'no task, and no claim of one');
     });
 
     it('a follow-up message (the answer to input-required) streams the new turn', async () => {
@@ -616,5 +633,35 @@ describe('gateway conformance: JSON-RPC requests and messages the A2A TCK sends 
     assert.equal(badParams.body.error?.code, INVALID_PARAMS, JSON.stringify(badParams.body));
     const noId = await post({ jsonrpc: '2.0', method: 'GetTask', params: { id: 'no-such-task' } });
     assert.equal(noId.body.error?.code, -32001, 'a request without an id is served');
+  });
+
+  it('a message without a role (or an unspecified one) is refused with InvalidParams, over JSON-RPC and HTTP+JSON', async () => {
+    const listed = (): Promise<number> => gw.store.countTasks({ agent: 'echo', principal: LOCAL_PRINCIPAL });
+    const before = await listed();
+    for (const role of [undefined, 'ROLE_UNSPECIFIED']) {
+      for (const method of ['SendMessage', 'SendStreamingMessage']) {
+        const message = { ...(Message.toJSON(userMessage('go')) as Record<string, unknown>), role };
+        const { body } = await post({ jsonrpc: '2.0', id: 1, method, params: { message } }, { 'A2A-Version': '1.0' });
+        assert.equal(body.error?.code, INVALID_PARAMS, `${method} role ${String(role)}: ${JSON.stringify(body)}`);
+        assert.match(body.error?.message ?? '', /message\.role is required: send "ROLE_USER"/);
+      }
+      for (const path of ['/message:send', '/message:stream']) {
+        const res = await fetch(`${gw.url}/a2a/echo${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${gw.token}`, 'A2A-Version': '1.0', 'content-type': 'application/json' },
+          body: JSON.stringify({ message: { messageId: `no-role-${path}`, role, parts: [{ text: 'hi' }] } }),
+        });
+        const text = await res.text();
+        assert.equal(res.status, 400, `${path} role ${String(role)}: ${text}`);
+        assert.match(text, /message\.role is required/);
+      }
+    }
+    assert.equal(await listed(), before, 'no task was made');
+    // The same message with its role goes through.
+    const ok = await post(
+      { jsonrpc: '2.0', id: 2, method: 'SendMessage', params: { message: Message.toJSON(userMessage('go')) } },
+      { 'A2A-Version': '1.0' },
+    );
+    assert.equal(ok.body.error, undefined, JSON.stringify(ok.body));
   });
 });
