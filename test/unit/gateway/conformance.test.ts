@@ -572,6 +572,32 @@ describe('gateway conformance: the HTTP+JSON binding answers application/json (A
     assert.equal(typeof err?.status, 'string');
     assert.equal(typeof err?.message, 'string');
   });
+
+  it('A2A errors get the HTTP status of the A2A 1.0.1 mapping table (§5.4): TaskNotCancelable is 400, not 409', async () => {
+    // A2A 1.0.0 listed 409 Conflict for TaskNotCancelableError (and 415 and 502 for two others); 1.0.1
+    // (a2aproject/A2A 757f0ec, "fix(spec): recent transcoding-related error changes") maps every A2A
+    // error to the HTTP status of its google.rpc.Code: 400 but for TaskNotFound (404) and
+    // InvalidAgentResponse (500). The SDK's REST table is that one; a suite that expects 409 follows 1.0.0.
+    const sent = await call('POST', '/message:send', {
+      message: { messageId: 'ct-2', role: 'ROLE_USER', parts: [{ text: 'hi' }] },
+    });
+    const id = ((await sent.json()) as { task?: { id?: string } }).task?.id ?? '';
+    const expect = async (res: Response, status: number, reason: string): Promise<void> => {
+      const body = (await res.json()) as { error?: { code?: number; details?: Array<{ reason?: string }> } };
+      assert.equal(res.status, status, JSON.stringify(body));
+      assert.equal(body.error?.code, status);
+      assert.equal(body.error?.details?.[0]?.reason, reason, JSON.stringify(body));
+    };
+    await expect(await call('POST', `/tasks/${id}:cancel`), 400, 'TASK_NOT_CANCELABLE');
+    await expect(await call('GET', '/tasks/no-such-task'), 404, 'TASK_NOT_FOUND');
+    await expect(
+      await call('POST', '/message:send', {
+        message: { messageId: 'ct-3', role: 'ROLE_USER', taskId: id, parts: [{ text: 'more' }] },
+      }),
+      400,
+      'UNSUPPORTED_OPERATION',
+    );
+  });
 });
 
 describe('gateway conformance: JSON-RPC requests and messages the A2A TCK sends malformed', () => {
