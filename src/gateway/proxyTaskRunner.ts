@@ -746,7 +746,7 @@ export class ProxyTaskRunner implements TaskRunner {
     const key = requestKey(params, digest);
     // A follow-up sent again finds the task it continued, even when that turn has ended the task since.
     if ((await this.ctx.store.findRequest(principal, this.cfg.id, key))?.taskId === row.id) return { taskId: row.id };
-    if (isTerminal(row.state)) throw new RequestMalformedError(`task ${row.id} has ended; start a new task`);
+    if (isTerminal(row.state)) throw new UnsupportedOperationError(`task ${row.id} has ended; start a new task`);
     const claim = await this.ctx.store.claimRequest(principal, this.cfg.id, key, digest, row.id);
     if (claim.kind === 'conflict')
       throw new RequestMalformedError(

@@ -4,7 +4,7 @@
  * (another principal's task answers exactly like an unknown one), blocking and streaming sends over the
  * event log, replay from a cursor, and a bounded cancel. The `TaskRunner` behind it runs the tasks.
  */
-import { Task } from '@a2a-js/sdk';
+import { Role, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
 import type {
   AgentCard,
   CancelTaskRequest,
@@ -42,7 +42,9 @@ import type { EventRow, TaskRow } from './store/gatewayStore';
 import type { DirectReply, StartedTask, TaskRunner } from './taskRunner';
 import { endsTurn, isTerminal } from '../core/taskStates';
 
+/** ListTasks `pageSize` (A2A 1.0 a2a.proto): at most this, 50 when left out. */
 const LIST_MAX = 100;
+const LIST_DEFAULT = 50;
 /** A forwarded cancel waits the owner's grace period plus this (the NOTIFY trip, the owner's commit). */
 const FORWARDED_CANCEL_MARGIN_MS = 2_000;
 
@@ -56,6 +58,60 @@ type RowStream = AsyncGenerator<readonly EventRow[], void, undefined>;
 /** The events as this client gets them: with `baton/seq` in each event when it activated the replay profile. */
 function forClient(rows: RowStream, context: ServerCallContext): RowStream {
   return context.activatedExtensions?.includes(REPLAY_EXTENSION_URI) ? withSeqs(rows) : rows;
+}
+
+/** The states a ListTasks `status` filter may name (UNSPECIFIED, or left out, filters nothing). */
+const LISTABLE_STATES: readonly TaskState[] = [
+  TaskState.TASK_STATE_SUBMITTED,
+  TaskState.TASK_STATE_WORKING,
+  TaskState.TASK_STATE_COMPLETED,
+  TaskState.TASK_STATE_FAILED,
+  TaskState.TASK_STATE_CANCELED,
+  TaskState.TASK_STATE_INPUT_REQUIRED,
+  TaskState.TASK_STATE_REJECTED,
+  TaskState.TASK_STATE_AUTH_REQUIRED,
+];
+
+/** A `historyLength` as GetTask and ListTasks take it: left out, or a whole number from 0. */
+function checkHistoryLength(historyLength: number | undefined): void {
+  if (historyLength !== undefined && !(Number.isInteger(historyLength) && historyLength >= 0))
+    throw new RequestMalformedError(
+      `historyLength must be a whole number, 0 or more (got ${String(historyLength)}); leave it out for the whole history`,
+    );
+}
+
+const RFC_3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
+
+/**
+ * An RFC 3339 timestamp (the JSON form of a `google.protobuf.Timestamp`, e.g. "2023-10-27T10:00:00Z"
+ * or "2023-10-27T12:00:00.5+02:00") as epoch ms, its fraction cut to the millisecond; undefined for
+ * anything else, a date that does not exist (February 30) included.
+ */
+export function rfc3339Millis(text: string): number | undefined {
+  const m = RFC_3339.exec(text);
+  if (!m) return undefined;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number);
+  const [offHour, offMinute] = [Number(m[9] ?? 0), Number(m[10] ?? 0)];
+  if (hour > 23 || minute > 59 || second > 59 || offHour > 23 || offMinute > 59) return undefined;
+  const t = new Date(0);
+  t.setUTCFullYear(year, month - 1, day);
+  if (t.getUTCFullYear() !== year || t.getUTCMonth() !== month - 1 || t.getUTCDate() !== day) return undefined;
+  t.setUTCHours(hour, minute, second, Number((m[7] ?? '').slice(0, 3).padEnd(3, '0')));
+  return t.getTime() - (m[8] === '-' ? -1 : 1) * (offHour * 60 + offMinute) * 60_000;
+}
+
+/**
+ * What every message sent to a route must carry (A2A 1.0 a2a.proto: `message_id`, `role` and `parts`
+ * are required), checked here for both kinds of route before anything is looked up or run.
+ */
+function checkSentMessage(msg: Message | undefined): asserts msg is Message {
+  if (!msg) throw new RequestMalformedError('the request has no message; send params.message');
+  if (!msg.parts.length) throw new RequestMalformedError('the message has no parts; send at least one part');
+  if (!msg.messageId) throw new RequestMalformedError('message.messageId is required (it is the idempotency key)');
+  if (msg.role !== Role.ROLE_USER && msg.role !== Role.ROLE_AGENT)
+    throw new RequestMalformedError(
+      'message.role is required: send "ROLE_USER" for a message from the client ("ROLE_AGENT" marks one from an agent)',
+    );
 }
 
 function withHistoryLength(task: Task, historyLength: number | undefined): Task {
@@ -95,8 +151,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     context: ServerCallContext,
   ): Promise<StartedTask | DirectReply> {
     const msg: Message | undefined = params.message;
-    if (!msg) throw new RequestMalformedError('the request has no message');
-    if (!msg.parts.length) throw new RequestMalformedError('the message has no parts');
+    checkSentMessage(msg);
     const principal = principalOf(context);
     // A push config sent with the message is checked before anything runs, so a refused URL refuses
     // the whole request instead of leaving a task running that nobody will hear about.
@@ -153,6 +208,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
    * broken stream.
    */
   async openSendStream(params: SendMessageRequest, context: ServerCallContext): Promise<RowStream> {
+    checkSentMessage(params.message);
     const continuing = Boolean(params.message?.taskId);
     const before = continuing ? (await this.ownTask(params.message?.taskId ?? '', context)).lastSeq : 0;
     const started = await this.startOrContinue(params, context);
@@ -224,28 +280,56 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     return withHistoryLength(Task.fromJSON(JSON.parse(row.snapshot)), historyLength);
   }
 
-  getTask(params: GetTaskRequest, context: ServerCallContext): Promise<Task> {
-    if (params.historyLength !== undefined && params.historyLength < 0)
-      return Promise.reject(new RequestMalformedError('historyLength must not be negative'));
+  async getTask(params: GetTaskRequest, context: ServerCallContext): Promise<Task> {
+    checkHistoryLength(params.historyLength);
     return this.snapshot(params.id, params.historyLength, context);
   }
 
+  /**
+   * ListTasks, newest first. Parameters out of their range are refused, not bent (A2A 1.0 a2a.proto).
+   * `statusTimestampAfter` (inclusive) and the order both use the time the store last recorded a
+   * change of the task (`TaskRow.updatedAt`); `totalSize` counts every task the filters take, on all
+   * pages.
+   */
   async listTasks(params: ListTasksRequest, context: ServerCallContext): Promise<ListTasksResponse> {
-    const limit = Math.min(Math.max(params.pageSize ?? 50, 1), LIST_MAX);
+    const limit = params.pageSize ?? LIST_DEFAULT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > LIST_MAX)
+      throw new RequestMalformedError(
+        `pageSize must be a whole number from 1 to ${LIST_MAX} (got ${String(params.pageSize)}); leave it out for ${LIST_DEFAULT}`,
+      );
+    checkHistoryLength(params.historyLength);
+    if (params.status !== TaskState.TASK_STATE_UNSPECIFIED && !LISTABLE_STATES.includes(params.status))
+      throw new RequestMalformedError(
+        `status is not a task state; send one of ${LISTABLE_STATES.map((s) => taskStateToJSON(s)).join(', ')}, or leave it out for every state`,
+      );
+    let updatedFrom: number | undefined;
+    if (params.statusTimestampAfter) {
+      updatedFrom = rfc3339Millis(params.statusTimestampAfter);
+      if (updatedFrom === undefined)
+        throw new RequestMalformedError(
+          `statusTimestampAfter must be an RFC 3339 timestamp such as "2025-10-27T10:00:00Z" (got ${JSON.stringify(params.statusTimestampAfter.slice(0, 64))})`,
+        );
+    }
     let before: { updatedAt: number; id: string } | undefined;
     if (params.pageToken) {
       const m = /^(\d+):(.+)$/.exec(params.pageToken);
-      if (!m) throw new RequestMalformedError('pageToken is not one this gateway issued');
+      if (!m)
+        throw new RequestMalformedError(
+          'pageToken is not one this gateway issued; send the nextPageToken of the previous page, or leave it out for the first page',
+        );
       before = { updatedAt: Number(m[1]), id: m[2] };
     }
-    const rows = await this.ctx.store.listTasks({
+    const filter = {
       agent: this.agentId,
       principal: principalOf(context),
       ...(params.contextId ? { contextId: params.contextId } : {}),
       ...(params.status ? { state: params.status } : {}),
-      limit: limit + 1,
-      ...(before ? { before } : {}),
-    });
+      ...(updatedFrom !== undefined ? { updatedFrom } : {}),
+    };
+    const [rows, totalSize] = await Promise.all([
+      this.ctx.store.listTasks({ ...filter, limit: limit + 1, ...(before ? { before } : {}) }),
+      this.ctx.store.countTasks(filter),
+    ]);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {
@@ -255,7 +339,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
       }),
       nextPageToken: rows.length > limit && last ? `${last.updatedAt}:${last.id}` : '',
       pageSize: limit,
-      totalSize: page.length,
+      totalSize,
     };
   }
 

@@ -120,6 +120,28 @@ function idOf(body: unknown): JsonRpcId {
   return typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)) ? id : null;
 }
 
+const shown = (v: unknown): string => (v === undefined ? 'nothing' : JSON.stringify(v).slice(0, 40));
+
+/**
+ * What makes the body not a JSON-RPC 2.0 Request object (JSON-RPC 2.0 §4), or undefined when it is
+ * one: `jsonrpc` exactly "2.0", `method` a non-empty string, `id` (when present) a string, an integer
+ * or null. Such a body is an Invalid Request (-32600), answered before any method runs; what is wrong
+ * in `params` is the method's to say (Invalid params, -32602).
+ */
+export function envelopeProblem(body: unknown): string | undefined {
+  const shape = 'send one JSON-RPC 2.0 request object: {"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{…}}';
+  if (body === undefined) return `the request has no body; ${shape}`;
+  if (Array.isArray(body)) return `batch requests are not supported; ${shape}`;
+  if (body === null || typeof body !== 'object') return `the body is not a JSON-RPC request object; ${shape}`;
+  const r = body as Record<string, unknown>;
+  if (r.jsonrpc !== '2.0') return `"jsonrpc" must be "2.0" (got ${shown(r.jsonrpc)}); ${shape}`;
+  if (typeof r.method !== 'string' || !r.method)
+    return `"method" must be a non-empty string naming the A2A method (got ${shown(r.method)}); ${shape}`;
+  if ('id' in r && !(typeof r.id === 'string' || Number.isInteger(r.id) || r.id === null))
+    return `"id" must be a string, an integer or null (got ${shown(r.id)})`;
+  return undefined;
+}
+
 export interface A2aRouteOptions {
   readonly handler: GatewayRequestHandler;
   readonly bodyLimits: BodyLimits;
@@ -140,9 +162,14 @@ export function a2aRouter(o: A2aRouteOptions): Router {
       useLegacy
         ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(e)
         : JsonRpcTransportHandler.mapToJSONRPCError(e);
+    const invalid = envelopeProblem(body);
+    if (invalid !== undefined) {
+      // JSON-RPC 2.0 §5.1: Invalid Request, with the request's id when it could be read (else null).
+      res.status(200).json(rpcError(id, A2A_ERROR_CODE.INVALID_REQUEST, `Invalid Request: ${invalid}`));
+      return;
+    }
     let built: { context: ServerCallContext; abort: AbortController };
     try {
-      if (body === undefined) throw new RequestMalformedError('the request has no body; send a JSON-RPC 2.0 request');
       const params = (body as { params?: unknown }).params;
       const md =
         params && typeof params === 'object' ? (params as { metadata?: Record<string, unknown> }).metadata : undefined;

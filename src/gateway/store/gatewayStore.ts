@@ -139,11 +139,21 @@ export interface AppendBatch {
   readonly owner?: string | null;
 }
 
-export interface ListFilter {
+/** Which of an agent's tasks a listing (or its count) takes: one principal's, narrowed by the rest. */
+export interface TaskFilter {
   readonly agent: string;
   readonly principal: string;
   readonly contextId?: string;
   readonly state?: TaskState;
+  /**
+   * Only tasks updated at or after this (epoch ms): A2A ListTasks `statusTimestampAfter`. The update
+   * time is the stored row's (`TaskRow.updatedAt`), the same the listing is sorted by, so the tasks it
+   * takes are the first ones of the unfiltered listing.
+   */
+  readonly updatedFrom?: number;
+}
+
+export interface ListFilter extends TaskFilter {
   readonly limit: number;
   /** Tasks updated strictly before this (epoch ms, id) pair come after it in the listing. */
   readonly before?: { readonly updatedAt: number; readonly id: string };
@@ -271,7 +281,10 @@ export interface GatewayStore {
   createTask(task: NewTask, first: EventRow): Promise<void>;
   append(batch: AppendBatch): Promise<void>;
   getTask(agent: string, taskId: string): Promise<TaskRow | undefined>;
+  /** The filter's tasks, most recently updated first (then by id, descending), at most `limit` of them. */
   listTasks(filter: ListFilter): Promise<TaskRow[]>;
+  /** How many tasks the filter takes in all (A2A ListTasks `totalSize`: before pagination). */
+  countTasks(filter: TaskFilter): Promise<number>;
   readEvents(agent: string, taskId: string, afterSeq: number, limit: number): Promise<StoredEventRow[]>;
   /** Non-terminal tasks with an owner: candidates for "the worker died" after a restart. */
   listOwnedUnfinished(): Promise<TaskRow[]>;

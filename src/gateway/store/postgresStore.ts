@@ -27,6 +27,7 @@ import type {
   RetentionOutcome,
   RetentionStep,
   StoredEventRow,
+  TaskFilter,
   TaskRow,
   UnboundClaim,
 } from './gatewayStore';
@@ -407,7 +408,8 @@ export class PostgresGatewayStore implements GatewayStore {
     return r.rows[0] ? toTaskRow(r.rows[0] as Row) : undefined;
   }
 
-  async listTasks(f: ListFilter): Promise<TaskRow[]> {
+  /** The WHERE terms of a filter, with their parameters (every term is ANDed). */
+  private static filterTerms(f: TaskFilter): { where: string[]; params: unknown[] } {
     const where = ['agent = $1', 'principal = $2'];
     const params: unknown[] = [f.agent, f.principal];
     if (f.contextId) {
@@ -418,6 +420,15 @@ export class PostgresGatewayStore implements GatewayStore {
       params.push(f.state);
       where.push(`state = $${params.length}`);
     }
+    if (f.updatedFrom !== undefined) {
+      params.push(f.updatedFrom);
+      where.push(`updated_at >= $${params.length}`);
+    }
+    return { where, params };
+  }
+
+  async listTasks(f: ListFilter): Promise<TaskRow[]> {
+    const { where, params } = PostgresGatewayStore.filterTerms(f);
     if (f.before) {
       params.push(f.before.updatedAt, f.before.id);
       where.push(
@@ -430,6 +441,12 @@ export class PostgresGatewayStore implements GatewayStore {
       params,
     );
     return r.rows.map((x) => toTaskRow(x as Row));
+  }
+
+  async countTasks(f: TaskFilter): Promise<number> {
+    const { where, params } = PostgresGatewayStore.filterTerms(f);
+    const r = await this.pool.query(`SELECT count(*) AS n FROM baton_tasks WHERE ${where.join(' AND ')}`, params);
+    return Number((r.rows[0] as Row | undefined)?.n ?? 0);
   }
 
   async readEvents(agent: string, taskId: string, afterSeq: number, limit: number): Promise<StoredEventRow[]> {

@@ -20,6 +20,7 @@ import type {
   RequestClaim,
   RetentionOutcome,
   RetentionStep,
+  TaskFilter,
   TaskRow,
   UnboundClaim,
 } from './gatewayStore';
@@ -647,7 +648,8 @@ export class SqliteGatewayStore implements GatewayStore {
     return Promise.resolve(r ? this.current(r) : undefined);
   }
 
-  listTasks(f: ListFilter): Promise<TaskRow[]> {
+  /** The WHERE terms of a filter, with their parameters (every term is ANDed). */
+  private filterTerms(f: TaskFilter): { where: string[]; params: SqlValue[] } {
     const where = ['agent = ?', 'principal = ?'];
     const params: SqlValue[] = [f.agent, f.principal];
     if (f.contextId) {
@@ -658,6 +660,15 @@ export class SqliteGatewayStore implements GatewayStore {
       where.push('state = ?');
       params.push(f.state);
     }
+    if (f.updatedFrom !== undefined) {
+      where.push('updated_at >= ?');
+      params.push(f.updatedFrom);
+    }
+    return { where, params };
+  }
+
+  listTasks(f: ListFilter): Promise<TaskRow[]> {
+    const { where, params } = this.filterTerms(f);
     if (f.before) {
       where.push('(updated_at < ? OR (updated_at = ? AND id < ?))');
       params.push(f.before.updatedAt, f.before.updatedAt, f.before.id);
@@ -667,6 +678,12 @@ export class SqliteGatewayStore implements GatewayStore {
       .prepare(`SELECT * FROM baton_tasks WHERE ${where.join(' AND ')} ORDER BY updated_at DESC, id DESC LIMIT ?`)
       .all(...params);
     return Promise.resolve(rows.map((r) => this.current(r)));
+  }
+
+  countTasks(f: TaskFilter): Promise<number> {
+    const { where, params } = this.filterTerms(f);
+    const r = this.db.prepare(`SELECT count(*) AS n FROM baton_tasks WHERE ${where.join(' AND ')}`).get(...params);
+    return Promise.resolve(Number(r?.n ?? 0));
   }
 
   readEvents(agent: string, taskId: string, afterSeq: number, limit: number): Promise<StoredEventRow[]> {

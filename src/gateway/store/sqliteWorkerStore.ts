@@ -204,6 +204,7 @@ export class SqliteWorkerStore implements GatewayStore {
   };
   getTask: GatewayStore['getTask'] = (...a) => this.call('getTask', ...a);
   listTasks: GatewayStore['listTasks'] = (...a) => this.call('listTasks', ...a);
+  countTasks: GatewayStore['countTasks'] = (...a) => this.call('countTasks', ...a);
   /** Pages cross the thread boundary as they are stored (a few long strings clone faster than many rows). */
   readEvents: GatewayStore['readEvents'] = async (agent, taskId, afterSeq, limit) =>
     eventsOfPages(

@@ -4,12 +4,13 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { TaskState } from '@a2a-js/sdk';
+import { Message, TaskState } from '@a2a-js/sdk';
 import type { StreamResponse, Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
+import { LOCAL_PRINCIPAL } from '../../../src/gateway/auth';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
-import { bounded, clientFor, collect, scriptedAgent, sendRequest, tempDir, userMessage } from './helpers';
+import { bounded, clientFor, collect, rpcPost, scriptedAgent, sendRequest, tempDir, userMessage } from './helpers';
 import { startRemote } from './remoteAgent';
 import { META } from '../../../src/core/batonProfile';
 import { startForeignAgent } from './foreignAgent';
@@ -55,6 +56,9 @@ async function cardSettles(
 }
 
 const PUSH_NOT_SUPPORTED = -32003;
+const UNSUPPORTED_OPERATION = -32004;
+const INVALID_REQUEST = -32600;
+const INVALID_PARAMS = -32602;
 
 function taskOf(r: unknown): Task {
   assert.ok(r && typeof r === 'object' && 'status' in r, `expected a task, got ${JSON.stringify(r)}`);
@@ -180,6 +184,31 @@ for (const legacy of [false, true]) {
       const again = taskOf(await client.sendMessage(sendRequest(structuredClone(answer))));
       assert.equal(again.id, asked.id);
       assert.equal(again.status?.state, TaskState.TASK_STATE_COMPLETED);
+    });
+
+    it('a message to a task that has ended: UnsupportedOperation (-32004), as on the local route (A2A §3.1.1)', async () => {
+      const done = taskOf(await client.sendMessage(sendRequest(userMessage('go'))));
+      assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
+      const late = { ...userMessage('more'), taskId: done.id, contextId: done.contextId };
+      const out = await rpc(gw, 'remote', 'SendMessage', { message: Message.toJSON(late) });
+      assert.equal(out.error?.code, UNSUPPORTED_OPERATION, JSON.stringify(out));
+      assert.match(out.error?.message ?? '', new RegExp(`task ${done.id} has ended; start a new task`));
+    });
+
+    it('a message without a role is refused with InvalidParams, and no task is made', async () => {
+      const listed = async (): Promise<number> =>
+        (await gw.store.countTasks({ agent: 'remote', principal: LOCAL_PRINCIPAL })) +
+        (await gw.store.listUnboundRequests()).length;
+      const before = await listed();
+      for (const role of [undefined, 'ROLE_UNSPECIFIED']) {
+        for (const method of ['SendMessage', 'SendStreamingMessage']) {
+          const message = { ...(Message.toJSON(userMessage('go')) as Record<string, unknown>), role };
+          const out = await rpc(gw, 'remote', method, { message });
+          assert.equal(out.error?.code, INVALID_PARAMS, `${method} role ${String(role)}: ${JSON.stringify(out)}`);
+          assert.match(out.error?.message ?? '', /message\.role is required/);
+        }
+      }
+      assert.equal(await listed(), before, 'no task, and no claim of one');
     });
 
     it('a follow-up message (the answer to input-required) streams the new turn', async () => {
@@ -542,5 +571,123 @@ describe('gateway conformance: the HTTP+JSON binding answers application/json (A
     assert.equal(err?.code, 404);
     assert.equal(typeof err?.status, 'string');
     assert.equal(typeof err?.message, 'string');
+  });
+
+  it('A2A errors get the HTTP status of the A2A 1.0.1 mapping table (§5.4): TaskNotCancelable is 400, not 409', async () => {
+    // A2A 1.0.0 listed 409 Conflict for TaskNotCancelableError (and 415 and 502 for two others); 1.0.1
+    // (a2aproject/A2A 757f0ec, "fix(spec): recent transcoding-related error changes") maps every A2A
+    // error to the HTTP status of its google.rpc.Code: 400 but for TaskNotFound (404) and
+    // InvalidAgentResponse (500). The SDK's REST table is that one; a suite that expects 409 follows 1.0.0.
+    const sent = await call('POST', '/message:send', {
+      message: { messageId: 'ct-2', role: 'ROLE_USER', parts: [{ text: 'hi' }] },
+    });
+    const id = ((await sent.json()) as { task?: { id?: string } }).task?.id ?? '';
+    const expect = async (res: Response, status: number, reason: string): Promise<void> => {
+      const body = (await res.json()) as { error?: { code?: number; details?: Array<{ reason?: string }> } };
+      assert.equal(res.status, status, JSON.stringify(body));
+      assert.equal(body.error?.code, status);
+      assert.equal(body.error?.details?.[0]?.reason, reason, JSON.stringify(body));
+    };
+    await expect(await call('POST', `/tasks/${id}:cancel`), 400, 'TASK_NOT_CANCELABLE');
+    await expect(await call('GET', '/tasks/no-such-task'), 404, 'TASK_NOT_FOUND');
+    await expect(
+      await call('POST', '/message:send', {
+        message: { messageId: 'ct-3', role: 'ROLE_USER', taskId: id, parts: [{ text: 'more' }] },
+      }),
+      400,
+      'UNSUPPORTED_OPERATION',
+    );
+  });
+});
+
+describe('gateway conformance: JSON-RPC requests and messages the A2A TCK sends malformed', () => {
+  const dir = tempDir();
+  let gw: RunningGateway;
+  before(async () => {
+    gw = await startGateway({ stateDir: dir.path, localAgents: [scriptedAgent()], log: () => undefined });
+  });
+  after(async () => {
+    await gw.close();
+    dir[Symbol.dispose]();
+  });
+
+  const post = async (
+    body: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{
+    status: number;
+    body: { jsonrpc?: string; id?: unknown; error?: { code: number; message: string } };
+  }> => {
+    const res = await rpcPost(`${gw.url}/a2a/echo`, JSON.stringify(body), {
+      Authorization: `Bearer ${gw.token}`,
+      ...headers,
+    });
+    return { status: res.status, body: (await res.json()) as { error?: { code: number; message: string } } };
+  };
+
+  it('a body that is not a JSON-RPC 2.0 request object is an Invalid Request (-32600), with its id when it has a readable one', async () => {
+    const cases: Array<[string, unknown, unknown, RegExp]> = [
+      ['jsonrpc "aaa"', { jsonrpc: 'aaa', method: 'SendMessage', params: {} }, null, /"jsonrpc" must be "2\.0"/],
+      ['jsonrpc "1.0", with an id', { jsonrpc: '1.0', id: 'r1', method: 'GetTask', params: {} }, 'r1', /"jsonrpc"/],
+      ['no jsonrpc', { id: 7, method: 'GetTask', params: {} }, 7, /"jsonrpc" must be "2\.0"/],
+      ['no method', { jsonrpc: '2.0', id: 8, params: {} }, 8, /"method" must be a non-empty string/],
+      ['a method that is not a string', { jsonrpc: '2.0', id: 9, method: 5, params: {} }, 9, /"method"/],
+      ['an object id', { jsonrpc: '2.0', id: { bad: 'type' }, method: 'SendMessage', params: {} }, null, /"id" must/],
+      ['an array id', { jsonrpc: '2.0', id: [1], method: 'SendMessage', params: {} }, null, /"id" must/],
+      ['a fractional id', { jsonrpc: '2.0', id: 1.5, method: 'SendMessage', params: {} }, null, /"id" must/],
+      ['a batch', [{ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } }], null, /batch/],
+      ['a JSON string', 'GetTask', null, /not a JSON-RPC request object/],
+    ];
+    for (const headers of [{ 'A2A-Version': '1.0' }, { 'A2A-Version': '' }]) {
+      for (const [what, body, id, message] of cases) {
+        const { status, body: out } = await post(body, headers);
+        const label = `${what} (A2A-Version ${JSON.stringify(headers['A2A-Version'])}): ${JSON.stringify(out)}`;
+        assert.equal(status, 200, label);
+        assert.equal(out.jsonrpc, '2.0', label);
+        assert.equal(out.error?.code, INVALID_REQUEST, label);
+        assert.equal(out.id, id, label);
+        assert.match(out.error?.message ?? '', message, label);
+      }
+    }
+  });
+
+  it('what the envelope does not decide keeps its own code: an unknown method -32601, bad params -32602', async () => {
+    const unknown = await post({ jsonrpc: '2.0', id: '3', method: 'SendMessageXXX', params: {} });
+    assert.equal(unknown.body.error?.code, -32601, JSON.stringify(unknown.body));
+    assert.equal(unknown.body.id, '3');
+    const badParams = await post({ jsonrpc: '2.0', id: '4', method: 'SendMessage', params: { '': 'not_a_dict' } });
+    assert.equal(badParams.body.error?.code, INVALID_PARAMS, JSON.stringify(badParams.body));
+    const noId = await post({ jsonrpc: '2.0', method: 'GetTask', params: { id: 'no-such-task' } });
+    assert.equal(noId.body.error?.code, -32001, 'a request without an id is served');
+  });
+
+  it('a message without a role (or an unspecified one) is refused with InvalidParams, over JSON-RPC and HTTP+JSON', async () => {
+    const listed = (): Promise<number> => gw.store.countTasks({ agent: 'echo', principal: LOCAL_PRINCIPAL });
+    const before = await listed();
+    for (const role of [undefined, 'ROLE_UNSPECIFIED']) {
+      for (const method of ['SendMessage', 'SendStreamingMessage']) {
+        const message = { ...(Message.toJSON(userMessage('go')) as Record<string, unknown>), role };
+        const { body } = await post({ jsonrpc: '2.0', id: 1, method, params: { message } }, { 'A2A-Version': '1.0' });
+        assert.equal(body.error?.code, INVALID_PARAMS, `${method} role ${String(role)}: ${JSON.stringify(body)}`);
+        assert.match(body.error?.message ?? '', /message\.role is required: send "ROLE_USER"/);
+      }
+      for (const path of ['/message:send', '/message:stream']) {
+        const res = await fetch(`${gw.url}/a2a/echo${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${gw.token}`, 'A2A-Version': '1.0', 'content-type': 'application/json' },
+          body: JSON.stringify({ message: { messageId: `no-role-${path}`, role, parts: [{ text: 'hi' }] } }),
+        });
+        const text = await res.text();
+        assert.equal(res.status, 400, `${path} role ${String(role)}: ${text}`);
+        assert.match(text, /message\.role is required/);
+      }
+    }
+    assert.equal(await listed(), before, 'no task was made');
+    // The same message with its role goes through.
+    const ok = await post(
+      { jsonrpc: '2.0', id: 2, method: 'SendMessage', params: { message: Message.toJSON(userMessage('go')) } },
+      { 'A2A-Version': '1.0' },
+    );
+    assert.equal(ok.body.error, undefined, JSON.stringify(ok.body));
   });
 });
