@@ -10,6 +10,33 @@ import type { CutProxy } from '../delegation/cutProxy';
 import { CUT_POINTS, startCutProxy } from '../delegation/cutProxy';
 import { LARGE_PATCH, startRemote } from './remoteAgent';
 
+/** A gateway whose agent `remote` is the remote agent at `url` (its JSON-RPC URL), reached over `binding`. */
+function proxyingGateway(
+  stateDir: string,
+  url: string,
+  binding: 'JSONRPC' | 'HTTP+JSON',
+  legacy: boolean,
+  token: string,
+): Promise<RunningGateway> {
+  return startGateway({
+    stateDir,
+    remoteAgents: [
+      {
+        id: 'remote',
+        name: 'Remote',
+        description: 'proxied',
+        url: binding === 'JSONRPC' ? url : url.replace(/\/rpc$/, '/rest'),
+        protocolBinding: binding,
+        protocolVersion: legacy ? '0.3' : '1.0',
+        auth: { kind: 'bearer', token },
+        skills: [],
+      },
+    ],
+    limits: { cancelGraceMs: 2000 },
+    log: () => undefined,
+  });
+}
+
 const variants = [
   { legacy: false, binding: 'JSONRPC' },
   { legacy: false, binding: 'HTTP+JSON' },
@@ -24,23 +51,7 @@ for (const { legacy, binding } of variants) {
     const remoteToken = 'remote-secret-token-0123456789';
     before(async () => {
       remote = await startRemote(50, remoteToken, legacy);
-      gw = await startGateway({
-        stateDir: dir.path,
-        remoteAgents: [
-          {
-            id: 'remote',
-            name: 'Remote',
-            description: 'proxied',
-            url: binding === 'JSONRPC' ? remote.url : remote.url.replace(/\/rpc$/, '/rest'),
-            protocolBinding: binding,
-            protocolVersion: legacy ? '0.3' : '1.0',
-            auth: { kind: 'bearer', token: remoteToken },
-            skills: [],
-          },
-        ],
-        limits: { cancelGraceMs: 2000 },
-        log: () => undefined,
-      });
+      gw = await proxyingGateway(dir.path, remote.url, binding, legacy, remoteToken);
     });
     after(async () => {
       await gw.close();
@@ -222,22 +233,7 @@ for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
     let remote: Awaited<ReturnType<typeof startRemote>>;
     before(async () => {
       remote = await startRemote(0, 'remote-secret-token-0123456789', false);
-      gw = await startGateway({
-        stateDir: dir.path,
-        remoteAgents: [
-          {
-            id: 'remote',
-            name: 'Remote',
-            description: 'proxied',
-            url: binding === 'JSONRPC' ? remote.url : remote.url.replace(/\/rpc$/, '/rest'),
-            protocolBinding: binding,
-            protocolVersion: '1.0',
-            auth: { kind: 'bearer', token: 'remote-secret-token-0123456789' },
-            skills: [],
-          },
-        ],
-        log: () => undefined,
-      });
+      gw = await proxyingGateway(dir.path, remote.url, binding, false, 'remote-secret-token-0123456789');
     });
     after(async () => {
       await gw.close();
