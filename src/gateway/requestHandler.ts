@@ -152,6 +152,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
   ): Promise<StartedTask | DirectReply> {
     const msg: Message | undefined = params.message;
     checkSentMessage(msg);
+    checkHistoryLength(params.configuration?.historyLength);
     const principal = principalOf(context);
     // A push config sent with the message is checked before anything runs, so a refused URL refuses
     // the whole request instead of leaving a task running that nobody will hear about.
@@ -209,6 +210,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
    */
   async openSendStream(params: SendMessageRequest, context: ServerCallContext): Promise<RowStream> {
     checkSentMessage(params.message);
+    checkHistoryLength(params.configuration?.historyLength);
     const continuing = Boolean(params.message?.taskId);
     const before = continuing ? (await this.ownTask(params.message?.taskId ?? '', context)).lastSeq : 0;
     const started = await this.startOrContinue(params, context);

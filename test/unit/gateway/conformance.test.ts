@@ -661,7 +661,7 @@ describe('gateway conformance: JSON-RPC requests and messages the A2A TCK sends 
     assert.equal(noId.body.error?.code, -32001, 'a request without an id is served');
   });
 
-  it('a message without a role (or an unspecified one) is refused with InvalidParams, over JSON-RPC and HTTP+JSON', async () => {
+  it('a message without a role (or an unspecified one), or a send asking for a negative or fractional historyLength, is refused with InvalidParams', async () => {
     const listed = (): Promise<number> => gw.store.countTasks({ agent: 'echo', principal: LOCAL_PRINCIPAL });
     const before = await listed();
     for (const role of [undefined, 'ROLE_UNSPECIFIED']) {
@@ -680,6 +680,27 @@ describe('gateway conformance: JSON-RPC requests and messages the A2A TCK sends 
         const text = await res.text();
         assert.equal(res.status, 400, `${path} role ${String(role)}: ${text}`);
         assert.match(text, /message\.role is required/);
+      }
+    }
+    assert.equal(await listed(), before, 'no task was made');
+    // The history a send asks back follows GetTask's rule.
+    for (const historyLength of [-1, 1.5]) {
+      for (const method of ['SendMessage', 'SendStreamingMessage']) {
+        const { body } = await post(
+          {
+            jsonrpc: '2.0',
+            id: 3,
+            method,
+            params: { message: Message.toJSON(userMessage('go')), configuration: { historyLength } },
+          },
+          { 'A2A-Version': '1.0' },
+        );
+        assert.equal(
+          body.error?.code,
+          INVALID_PARAMS,
+          `${method} historyLength ${historyLength}: ${JSON.stringify(body)}`,
+        );
+        assert.match(body.error?.message ?? '', /historyLength must be a whole number, 0 or more/);
       }
     }
     assert.equal(await listed(), before, 'no task was made');
