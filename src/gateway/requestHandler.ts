@@ -114,6 +114,15 @@ function checkSentMessage(msg: Message | undefined): asserts msg is Message {
     );
 }
 
+/** A send whose message and asked history were checked (`checkSend`). */
+type CheckedSend = SendMessageRequest & { readonly message: Message };
+
+/** What SendMessage and SendStreamingMessage check first, once, before anything is looked up or run. */
+function checkSend(params: SendMessageRequest): asserts params is CheckedSend {
+  checkSentMessage(params.message);
+  checkHistoryLength(params.configuration?.historyLength);
+}
+
 function withHistoryLength(task: Task, historyLength: number | undefined): Task {
   if (historyLength === undefined) return task;
   if (historyLength <= 0) return { ...task, history: [] };
@@ -146,13 +155,8 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     return row;
   }
 
-  private async startOrContinue(
-    params: SendMessageRequest,
-    context: ServerCallContext,
-  ): Promise<StartedTask | DirectReply> {
-    const msg: Message | undefined = params.message;
-    checkSentMessage(msg);
-    checkHistoryLength(params.configuration?.historyLength);
+  private async startOrContinue(params: CheckedSend, context: ServerCallContext): Promise<StartedTask | DirectReply> {
+    const msg = params.message;
     const principal = principalOf(context);
     // A push config sent with the message is checked before anything runs, so a refused URL refuses
     // the whole request instead of leaving a task running that nobody will hear about.
@@ -191,6 +195,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
   }
 
   async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
+    checkSend(params);
     const started = await this.startOrContinue(params, context);
     if ('reply' in started) return started.reply;
     const taskId = started.taskId;
@@ -209,10 +214,9 @@ export class GatewayRequestHandler implements A2ARequestHandler {
    * broken stream.
    */
   async openSendStream(params: SendMessageRequest, context: ServerCallContext): Promise<RowStream> {
-    checkSentMessage(params.message);
-    checkHistoryLength(params.configuration?.historyLength);
-    const continuing = Boolean(params.message?.taskId);
-    const before = continuing ? (await this.ownTask(params.message?.taskId ?? '', context)).lastSeq : 0;
+    checkSend(params);
+    const continuing = Boolean(params.message.taskId);
+    const before = continuing ? (await this.ownTask(params.message.taskId, context)).lastSeq : 0;
     const started = await this.startOrContinue(params, context);
     if ('reply' in started) {
       // No task, so no seq: the one event the agent answered, then the stream ends.

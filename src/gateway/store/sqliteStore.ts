@@ -12,7 +12,6 @@ import type {
   CancelRequestListener,
   ClaimResult,
   EventRow,
-  StoredEventRow,
   GatewayStore,
   ListFilter,
   NewTask,
@@ -20,12 +19,20 @@ import type {
   RequestClaim,
   RetentionOutcome,
   RetentionStep,
+  StoredEventRow,
   TaskFilter,
   TaskRow,
   UnboundClaim,
 } from './gatewayStore';
 import { TERMINAL_STATES } from '../../core/taskStates';
-import { busyParents, CHILD_PRINCIPAL_PREFIX, toRequestClaim, toTaskRow, toUnboundClaim } from './gatewayStore';
+import {
+  bodyText,
+  busyParents,
+  CHILD_PRINCIPAL_PREFIX,
+  toRequestClaim,
+  toTaskRow,
+  toUnboundClaim,
+} from './gatewayStore';
 import { foldStoredSnapshot } from '../wireFold';
 
 type SqlValue = string | number | null | Uint8Array;
@@ -194,8 +201,8 @@ export function toPage(
   const firstSeq = events[0].seq;
   const lastSeq = events[events.length - 1].seq;
   if (!bytes) {
-    const texts = events as readonly { readonly body: string }[];
-    return { firstSeq, lastSeq, bodies: texts.length === 1 ? texts[0].body : texts.map((e) => e.body).join('\n') };
+    const bodies = events.length === 1 ? bodyText(events[0].body) : events.map((e) => bodyText(e.body)).join('\n');
+    return { firstSeq, lastSeq, bodies };
   }
   // Always a new buffer, never a row's own bytes: the page's buffer may be moved to the store's thread
   // (see `crossing`), and the rows' bytes are still to be written to clients.

@@ -10,7 +10,17 @@ import type { Client } from '@a2a-js/sdk/client';
 import { LOCAL_PRINCIPAL } from '../../../src/gateway/auth';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
-import { bounded, clientFor, collect, rpcPost, scriptedAgent, sendRequest, tempDir, userMessage } from './helpers';
+import {
+  bounded,
+  clientFor,
+  collect,
+  rpcPost,
+  scriptedAgent,
+  sendRequest,
+  suiteGateway,
+  tempDir,
+  userMessage,
+} from './helpers';
 import { startRemote } from './remoteAgent';
 import { META } from '../../../src/core/batonProfile';
 import { startForeignAgent } from './foreignAgent';
@@ -601,15 +611,7 @@ describe('gateway conformance: the HTTP+JSON binding answers application/json (A
 });
 
 describe('gateway conformance: JSON-RPC requests and messages the A2A TCK sends malformed', () => {
-  const dir = tempDir();
-  let gw: RunningGateway;
-  before(async () => {
-    gw = await startGateway({ stateDir: dir.path, localAgents: [scriptedAgent()], log: () => undefined });
-  });
-  after(async () => {
-    await gw.close();
-    dir[Symbol.dispose]();
-  });
+  const gw = suiteGateway();
 
   const post = async (
     body: unknown,
