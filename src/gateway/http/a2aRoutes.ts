@@ -101,6 +101,21 @@ async function* envelopeBatches(
   for await (const env of stream) yield [env];
 }
 
+/** The JSON-RPC methods of A2A 1.0; none of them is a 0.3 method (0.3's are `message/send`, `tasks/get`, …). */
+const V1_METHODS: ReadonlySet<string> = new Set([
+  'SendMessage',
+  'SendStreamingMessage',
+  'GetTask',
+  'ListTasks',
+  'CancelTask',
+  'SubscribeToTask',
+  'CreateTaskPushNotificationConfig',
+  'GetTaskPushNotificationConfig',
+  'ListTaskPushNotificationConfigs',
+  'DeleteTaskPushNotificationConfig',
+  'GetExtendedAgentCard',
+]);
+
 function rpcError(id: JsonRpcId, code: number, message: string): Record<string, unknown> {
   return { jsonrpc: '2.0', id, error: { code, message } };
 }
@@ -153,6 +168,14 @@ export function a2aRouter(o: A2aRouteOptions): Router {
   const v1 = new JsonRpcTransportHandler(handler);
   const legacy = new LegacyJsonRpcTransportHandler(handler);
   const router = express.Router();
+  // A2A §3.6.1: a client MAY name its version in the query (`?A2A-Version=1.0`) instead of the header.
+  // The header wins when both are given; every handler below (the SDK's too) reads the header.
+  router.use((req: Request, _res: Response, next: NextFunction) => {
+    const q = req.query[A2A_VERSION_HEADER];
+    if (!req.header(A2A_VERSION_HEADER) && typeof q === 'string' && q)
+      req.headers[A2A_VERSION_HEADER.toLowerCase()] = q;
+    next();
+  });
 
   const jsonRpc = async (req: Request, res: Response): Promise<void> => {
     const body: unknown = req.body;
@@ -166,6 +189,22 @@ export function a2aRouter(o: A2aRouteOptions): Router {
     if (invalid !== undefined) {
       // JSON-RPC 2.0 §5.1: Invalid Request, with the request's id when it could be read (else null).
       res.status(200).json(rpcError(id, A2A_ERROR_CODE.INVALID_REQUEST, `Invalid Request: ${invalid}`));
+      return;
+    }
+    const named = (body as { method: string }).method;
+    if (useLegacy && V1_METHODS.has(named)) {
+      const said = req.header(A2A_VERSION_HEADER)
+        ? 'says A2A-Version 0.3'
+        : 'names no A2A-Version, so it is read as A2A 0.3 (A2A §3.6.2)';
+      res
+        .status(200)
+        .json(
+          rpcError(
+            id,
+            A2A_ERROR_CODE.METHOD_NOT_FOUND,
+            `Method not found: "${named}" is an A2A 1.0 method, and this request ${said}: send the header "A2A-Version: 1.0" (or ?A2A-Version=1.0 in the URL)`,
+          ),
+        );
       return;
     }
     let built: { context: ServerCallContext; abort: AbortController };

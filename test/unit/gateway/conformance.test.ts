@@ -714,3 +714,104 @@ describe('gateway conformance: JSON-RPC requests and messages the A2A TCK sends 
     assert.equal(ok.body.error, undefined, JSON.stringify(ok.body));
   });
 });
+
+describe('gateway conformance: the A2A version a request names, in the header or in the query (A2A §3.6)', () => {
+  const gw = suiteGateway();
+
+  const rpcAt = async (
+    query: string,
+    headers: Record<string, string>,
+    method: string,
+    params: Record<string, unknown>,
+  ): Promise<{ result?: Record<string, unknown>; error?: { code: number; message: string } }> => {
+    const res = await fetch(`${gw.url}/a2a/echo${query}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${gw.token}`, ...headers },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
+    return (await res.json()) as { result?: Record<string, unknown>; error?: { code: number; message: string } };
+  };
+  const send = (id: string): Record<string, unknown> => ({
+    message: { messageId: id, role: 'ROLE_USER', parts: [{ text: 'hi' }] },
+  });
+
+  it('JSON-RPC: ?A2A-Version=1.0 is served as 1.0, as the header is; the header wins when both are given', async () => {
+    const byQuery = await rpcAt('?A2A-Version=1.0', {}, 'SendMessage', send('v-q-1'));
+    assert.equal(byQuery.error, undefined, JSON.stringify(byQuery));
+    const task = byQuery.result?.task as { id?: string } | undefined;
+    assert.ok(task?.id, JSON.stringify(byQuery));
+    const got = await rpcAt('?A2A-Version=1.0', {}, 'GetTask', { id: task.id });
+    assert.equal((got.result as { id?: string } | undefined)?.id, task.id, JSON.stringify(got));
+    // A 0.3 header with a 1.0 query: the header decides, and 0.3 has no method "GetTask".
+    const both = await rpcAt('?A2A-Version=1.0', { 'A2A-Version': '0.3' }, 'GetTask', { id: task.id });
+    assert.equal(both.error?.code, -32601, JSON.stringify(both));
+    assert.match(both.error?.message ?? '', /"GetTask" is an A2A 1\.0 method, and this request says A2A-Version 0\.3/);
+    // A version the route does not serve, named in the query, is refused as it is in the header.
+    const unknown = await rpcAt('?A2A-Version=9.9', {}, 'GetTask', { id: task.id });
+    assert.equal(unknown.error?.code, -32009, JSON.stringify(unknown));
+  });
+
+  it('JSON-RPC: a 1.0 method without any version gets Method not found, saying which header to send', async () => {
+    for (const method of ['SendMessage', 'GetTask', 'ListTasks', 'SubscribeToTask']) {
+      const out = await rpcAt('', {}, method, method === 'SendMessage' ? send(`v-none-${method}`) : { id: 'x' });
+      assert.equal(out.error?.code, -32601, `${method}: ${JSON.stringify(out)}`);
+      assert.match(
+        out.error?.message ?? '',
+        new RegExp(`"${method}" is an A2A 1\\.0 method, and this request names no A2A-Version.*"A2A-Version: 1\\.0"`),
+      );
+    }
+    // The 0.3 methods are still served without a version.
+    const legacy = await rpcAt('', {}, 'message/send', {
+      message: { kind: 'message', messageId: 'v-legacy-1', role: 'user', parts: [{ kind: 'text', text: 'hi' }] },
+    });
+    assert.equal(legacy.error, undefined, JSON.stringify(legacy));
+    assert.equal(legacy.result?.kind, 'task', JSON.stringify(legacy));
+  });
+
+  it('HTTP+JSON: ?A2A-Version=1.0 is served as 1.0, for a send, a read, a list and a stream; a version the route does not serve is refused', async () => {
+    const auth = { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json' };
+    for (const [method, path] of [
+      ['POST', '/message:send'],
+      ['POST', '/message:stream'],
+      ['GET', '/tasks'],
+    ] as const) {
+      const res = await fetch(`${gw.url}/a2a/echo${path}?A2A-Version=9.9`, {
+        method,
+        headers: auth,
+        ...(method === 'POST' ? { body: JSON.stringify(send(`v-rest-9-${path}`)) } : {}),
+      });
+      const text = await res.text();
+      assert.equal(res.status, 400, `${path}: ${text}`);
+      assert.match(text, /version '9\.9' is not supported/, path);
+    }
+    const sent = await fetch(`${gw.url}/a2a/echo/message:send?A2A-Version=1.0`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify(send('v-rest-1')),
+    });
+    const sentBody = (await sent.json()) as { task?: { id?: string } };
+    assert.equal(sent.status, 200, JSON.stringify(sentBody));
+    const id = sentBody.task?.id ?? '';
+    assert.ok(id, JSON.stringify(sentBody));
+    const got = await fetch(`${gw.url}/a2a/echo/tasks/${id}?A2A-Version=1.0&historyLength=1`, { headers: auth });
+    const gotBody = (await got.json()) as { id?: string; history?: unknown[] };
+    assert.equal(got.status, 200, JSON.stringify(gotBody));
+    assert.equal(gotBody.id, id);
+    const listed = await fetch(`${gw.url}/a2a/echo/tasks?A2A-Version=1.0&pageSize=5`, { headers: auth });
+    const listBody = (await listed.json()) as { tasks?: Array<{ id?: string }> };
+    assert.equal(listed.status, 200, JSON.stringify(listBody));
+    assert.ok(
+      listBody.tasks?.some((t) => t.id === id),
+      JSON.stringify(listBody),
+    );
+    const stream = await fetch(`${gw.url}/a2a/echo/message:stream?A2A-Version=1.0`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify(send('v-rest-2')),
+    });
+    assert.equal(stream.status, 200);
+    assert.match(stream.headers.get('content-type') ?? '', /^text\/event-stream/);
+    const text = await stream.text();
+    assert.match(text, /"statusUpdate"|"task"/, text.slice(0, 400));
+  });
+});
