@@ -535,8 +535,15 @@ function gatewayApp(): express.Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   // A request answered before its body was read (a wrong token, an unknown agent, a refused body) is
-  // not kept open while the client goes on sending: the connection closes once the answer is out.
+  // not kept open while the client goes on sending: the connection closes once the answer is out, and
+  // the answer says `Connection: close` (a keep-alive client told nothing would send its next request
+  // on the closing connection and see it reset).
   app.use((req: Request, res: Response, next: NextFunction) => {
+    const writeHead = res.writeHead as (this: Response, ...args: unknown[]) => Response;
+    res.writeHead = function (this: Response, ...args: unknown[]): Response {
+      if (!req.complete && !this.headersSent) this.setHeader('Connection', 'close');
+      return writeHead.apply(this, args);
+    } as Response['writeHead'];
     res.once('finish', () => {
       if (!req.complete) req.socket.destroySoon();
     });

@@ -90,7 +90,7 @@ describe('gateway: per-request time limits, also for authenticated clients', () 
     assert.match((bodyOf(r.text) as { error: { message: string } }).error.message, /headers must arrive within 0\.6 s/);
   });
 
-  it('closes the connection of a request refused before its body was read (a wrong token) instead of reading the body on', async () => {
+  it('closes the connection of a request refused before its body was read (a wrong token) instead of reading the body on, and says so', async () => {
     const s = await rawConnection(gw.url);
     const reading = readAll(s, 10_000);
     s.write(`${head('/a2a/echo', 1000).replace(gw.token, 'not-the-token')}{"jsonrpc":`);
@@ -99,6 +99,10 @@ describe('gateway: per-request time limits, also for authenticated clients', () 
       const r = await reading;
       assert.match(r.text, /^HTTP\/1\.1 401 /);
       assert.ok(r.closed && r.at < 1_000, `closed after ${r.at} ms`);
+      // A keep-alive client told nothing would send its next request on this connection and see it reset.
+      const headers = r.text.slice(0, r.text.indexOf('\r\n\r\n')).toLowerCase();
+      assert.match(headers, /\r\nconnection: close(\r\n|$)/);
+      assert.doesNotMatch(headers, /keep-alive/);
     } finally {
       clearInterval(drip);
     }
