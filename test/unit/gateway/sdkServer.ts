@@ -18,10 +18,10 @@ export interface Listening {
   close(): Promise<void>;
 }
 
-/** Serves `app` on a free port of 127.0.0.1. */
-export async function listenOnLoopback(app: Express): Promise<Listening> {
+/** Serves `app` on `port` (default: a free one) of 127.0.0.1. */
+export async function listenOnLoopback(app: Express, port = 0): Promise<Listening> {
   const server: Server = await new Promise((r) => {
-    const s = app.listen(0, '127.0.0.1', () => r(s));
+    const s = app.listen(port, '127.0.0.1', () => r(s));
   });
   return {
     origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
