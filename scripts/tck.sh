@@ -15,6 +15,8 @@
 #   BATON_TCK_OUT=DIR         where results go (default test-results/tck)
 #   BATON_TCK_ROUTES="direct echo formatter"   BATON_TCK_TRANSPORTS="jsonrpc rest"
 #   BATON_TCK_CATEGORIES="mandatory capabilities quality features transport-equivalence"
+#   BATON_TCK_AGENT=working   the agent behind the direct and echo routes leaves each task working, as the
+#                             kit's own agent does (default echo: it completes each task)
 #   TCK_STREAMING_TIMEOUT=2   the kit's own streaming timeout (seconds)
 # Builds nothing: run `npm run build` first. Exits non-zero only when it could not run the kit (failed
 # conformance tests are results, not errors).
@@ -117,7 +119,10 @@ start proxy-direct node --import tsx scripts/tck/proxy.ts --upstream "$agent"
 declare -A url
 # The kit's --sut-url is the JSON-RPC endpoint (some of its tests post there, not to the card's URL).
 url[direct]=$(first_json proxy-direct url 30)/rpc || exit 2
-start agent node --import tsx scripts/tck/echoAgent.ts --port "${agent##*:}" --public-url "${url[direct]%/rpc}" \
+agent_args=()
+[ "${BATON_TCK_AGENT:-echo}" = working ] && agent_args=(--stay-working)
+[ "${BATON_TCK_AGENT:-echo}" = working ] || [ "${BATON_TCK_AGENT:-echo}" = echo ] || die "BATON_TCK_AGENT is echo or working"
+start agent node --import tsx scripts/tck/echoAgent.ts "${agent_args[@]}" --port "${agent##*:}" --public-url "${url[direct]%/rpc}" \
   --hold-ms "$(node -e 'console.log(Math.round(process.argv[1] * 2500))' "$TCK_STREAMING_TIMEOUT")"
 first_json agent origin 30 >/dev/null || exit 2
 export BATON_TCK_TOKEN; BATON_TCK_TOKEN=$(node -e 'console.log(require("crypto").randomBytes(24).toString("base64url"))')

@@ -9,7 +9,11 @@
  * subscribes to it meanwhile; its docs/SUT_REQUIREMENTS.md asks for 2 × TCK_STREAMING_TIMEOUT). A
  * cancel is honoured while a task runs.
  *
- *   node --import tsx scripts/tck/echoAgent.ts [--port 0] [--public-url URL] [--hold-ms 5000]
+ * `--stay-working` makes it the agent the kit is written for (a2a-java's TCK SUT): a message makes
+ * a task and leaves it working (after `--hold-ms` for the messageIds above), a further message keeps
+ * it working, and only a cancel ends it.
+ *
+ *   node --import tsx scripts/tck/echoAgent.ts [--port 0] [--public-url URL] [--hold-ms 5000] [--stay-working]
  *
  * `--public-url` is the origin its card names (default its own), e.g. that of scripts/tck/proxy.ts in
  * front of it. Prints one JSON line, `{"origin": "http://127.0.0.1:<port>"}`, once it listens; stops on
@@ -34,10 +38,24 @@ function textPart(value: string): Part {
 
 class EchoExecutor implements AgentExecutor {
   private readonly cancels = new Set<string>();
-  constructor(private readonly holdMs: number) {}
+  constructor(
+    private readonly holdMs: number,
+    private readonly stayWorking: boolean,
+  ) {}
 
   async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const { taskId, contextId } = ctx;
+    if (this.stayWorking) {
+      // What the kit's own agent (a2a-java's TCK SUT) does: the task is made and left working, and each
+      // further message keeps it so; only a cancel ends it (the SDK cancels a task with no execution running).
+      bus.publish(ctx.task ? AgentEvent.task(ctx.task) : taskEvent(ctx, TaskState.TASK_STATE_SUBMITTED));
+      if (/^test-(re)?subscribe/.test(ctx.userMessage.messageId)) await sleep(this.holdMs);
+      bus.publish(
+        statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, { timestamp: new Date().toISOString() }),
+      );
+      bus.finished();
+      return;
+    }
     const first = ctx.userMessage.parts.find((p) => p.content?.$case === 'text');
     const input = first?.content?.$case === 'text' ? first.content.value : '(no text)';
     bus.publish(ctx.task ? AgentEvent.task(ctx.task) : taskEvent(ctx, TaskState.TASK_STATE_SUBMITTED));
@@ -108,6 +126,7 @@ async function main(): Promise<void> {
       port: { type: 'string', default: '0' },
       'public-url': { type: 'string' },
       'hold-ms': { type: 'string', default: '5000' },
+      'stay-working': { type: 'boolean', default: false },
     },
   });
   const holdMs = Number(values['hold-ms']);
@@ -134,7 +153,11 @@ async function main(): Promise<void> {
         },
       ],
     });
-  const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), new EchoExecutor(holdMs));
+  const handler = new DefaultRequestHandler(
+    card(),
+    new InMemoryTaskStore(),
+    new EchoExecutor(holdMs, values['stay-working']),
+  );
   // The card is complete (its URLs known) only once the server listens.
   Object.defineProperty(handler, 'getAgentCard', { value: () => Promise.resolve(card()) });
   const app = express();

@@ -147,6 +147,8 @@ interface Relay {
   readonly abort: AbortController;
   readonly done: Promise<void>;
   readonly writer: TaskWriter;
+  /** Resolved when the remote's stream of this turn ended cleanly with the task still running. */
+  readonly answered: Promise<void>;
 }
 
 export class ProxyTaskRunner implements TaskRunner {
@@ -799,10 +801,12 @@ export class ProxyTaskRunner implements TaskRunner {
     abort: AbortController,
     pending: readonly RemoteEvent[] = [],
   ): void {
-    const done = this.relay(writer, stream, abort, pending).catch((e: unknown) =>
+    let answer!: () => void;
+    const answered = new Promise<void>((r) => (answer = r));
+    const done = this.relay(writer, stream, abort, pending, answer).catch((e: unknown) =>
       this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId} failed: ${(e as Error).message}`),
     );
-    this.relays.set(writer.taskId, { abort, done, writer });
+    this.relays.set(writer.taskId, { abort, done, writer, answered });
     void done.finally(() => {
       if (isTerminal(writer.state)) {
         this.sentDigests.delete(writer.taskId);
@@ -894,6 +898,7 @@ export class ProxyTaskRunner implements TaskRunner {
     initial: WireStream | undefined,
     abort: AbortController,
     pending: readonly RemoteEvent[],
+    answered: () => void = () => undefined,
   ): Promise<void> {
     const client = await this.getClient();
     const stopped = (): boolean => abort.signal.aborted || this.closed;
@@ -908,8 +913,12 @@ export class ProxyTaskRunner implements TaskRunner {
       return true;
     };
     if (!(await take(pending)) || stopped() || (!initial && endsTurn(writer.state))) return;
+    /** The stream the send opened (the remote's answer to it), until it has been read. */
+    let answer = initial;
     const io: FollowIO<WireStream> = {
       consume: async (stream) => {
+        const isAnswer = stream === answer;
+        answer = undefined;
         let progressed = false;
         let error: string | undefined;
         try {
@@ -926,6 +935,9 @@ export class ProxyTaskRunner implements TaskRunner {
           if (error !== undefined) relayLog(`stream broke (${error}); reconnecting`);
           return { kind: 'settled' };
         }
+        // The remote closed its answer with the task still running (it goes on out of sight, as a
+        // fire-and-forget agent's does): a blocking send is answered now, and the task followed.
+        if (isAnswer && error === undefined) answered();
         return { kind: 'ended', progressed, taskKnown: true, tooBig: false, error };
       },
       // A2A §3.7: a stream is not reliable delivery. Ask where the task is, then subscribe again.
@@ -977,6 +989,10 @@ export class ProxyTaskRunner implements TaskRunner {
         { [META.outcome]: 'unknown' },
       ),
     );
+  }
+
+  answerEnded(taskId: string): Promise<void> | undefined {
+    return this.relays.get(taskId)?.answered;
   }
 
   async fetchTask(row: TaskRow, historyLength: number | undefined): Promise<Task | undefined> {

@@ -202,8 +202,22 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     const row0 = await this.ctx.store.getTask(this.agentId, taskId);
     if (!row0) throw notFound(taskId);
     if (!params.configuration?.returnImmediately) {
-      // Blocking send: wait for the turn to end (the task's deadline bounds the run).
-      await this.turnEnd(taskId, row0.lastSeq, signalOf(context));
+      // Blocking send: wait for the turn to end (the task's deadline bounds the run), or for the agent
+      // to end its answer with the task still running (a proxied fire-and-forget agent answers so).
+      const answered = this.runner.answerEnded?.(taskId);
+      if (!answered) await this.turnEnd(taskId, row0.lastSeq, signalOf(context));
+      else {
+        const done = new AbortController();
+        const outer = signalOf(context);
+        try {
+          await Promise.race([
+            this.turnEnd(taskId, row0.lastSeq, outer ? AbortSignal.any([outer, done.signal]) : done.signal),
+            answered,
+          ]);
+        } finally {
+          done.abort();
+        }
+      }
     }
     return this.snapshot(taskId, params.configuration?.historyLength, context);
   }

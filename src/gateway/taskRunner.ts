@@ -42,6 +42,12 @@ export interface TaskRunner {
    * that look before reading the task.
    */
   ensureLive?(row: TaskRow): Promise<void> | undefined;
+  /**
+   * Resolves once the agent has ended its answer to the task's latest message while the task goes on
+   * (a remote whose stream closed with the task still working): a blocking send is answered then, as
+   * the agent itself answers it. Undefined when nothing but the end of the turn ends the answer.
+   */
+  answerEnded?(taskId: string): Promise<void> | undefined;
   /** After a restart: a task this runner kind owned in a process that died. */
   recoverOrphan(row: TaskRow): Promise<void>;
   /**

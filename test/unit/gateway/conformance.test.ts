@@ -125,6 +125,24 @@ for (const legacy of [false, true]) {
       assert.equal(p?.$case === 'message' ? p.value.parts[0]?.content?.value : undefined, 'hello back');
     });
 
+    it('a remote that ends its answer with the task working (fire-and-forget): a blocking SendMessage gets the working task, as from the agent itself, and the task is still followed', async () => {
+      // Before, the blocking send waited for a terminal state the remote would never report by itself.
+      const left = taskOf(
+        await bounded(client.sendMessage(sendRequest(userMessage('leave working'))), 'blocking send'),
+      );
+      assert.equal(left.status?.state, TaskState.TASK_STATE_WORKING, JSON.stringify(left));
+      const got = taskOf(await client.getTask({ tenant: '', id: left.id }));
+      assert.equal(got.status?.state, TaskState.TASK_STATE_WORKING);
+      // The gateway still follows it: a cancel reaches the remote and ends the task there and here.
+      const canceled = taskOf(
+        await bounded(client.cancelTask({ tenant: '', id: left.id, metadata: undefined }), 'cancel'),
+      );
+      assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED, JSON.stringify(canceled));
+      // A blocking send to a remote that finishes still waits for the end (the answer is the completed task).
+      const done = taskOf(await client.sendMessage(sendRequest(userMessage('go'))));
+      assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
+    });
+
     it('SubscribeToTask outlives input-required and ends at the terminal state (A2A §3.1.6)', async () => {
       const asked = taskOf(await client.sendMessage(sendRequest(userMessage('ask'))));
       assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);

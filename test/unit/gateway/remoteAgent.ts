@@ -143,6 +143,13 @@ export class CountingExecutor implements AgentExecutor {
       bus.finished();
       return;
     }
+    if (text === 'leave working') {
+      // As a fire-and-forget agent does (the conformance kit's own): the answer ends with the task
+      // working; the work goes on out of sight, and only a cancel ends it here.
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING));
+      bus.finished();
+      return;
+    }
     if (text === 'wait') {
       while (!this.cancels.has(taskId)) await new Promise((r) => setTimeout(r, 10));
       bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_CANCELED));
