@@ -898,7 +898,7 @@ export class ProxyTaskRunner implements TaskRunner {
     initial: WireStream | undefined,
     abort: AbortController,
     pending: readonly RemoteEvent[],
-    answered: () => void = () => undefined,
+    answered: () => void,
   ): Promise<void> {
     const client = await this.getClient();
     const stopped = (): boolean => abort.signal.aborted || this.closed;

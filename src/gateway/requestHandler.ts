@@ -205,18 +205,15 @@ export class GatewayRequestHandler implements A2ARequestHandler {
       // Blocking send: wait for the turn to end (the task's deadline bounds the run), or for the agent
       // to end its answer with the task still running (a proxied fire-and-forget agent answers so).
       const answered = this.runner.answerEnded?.(taskId);
-      if (!answered) await this.turnEnd(taskId, row0.lastSeq, signalOf(context));
-      else {
-        const done = new AbortController();
-        const outer = signalOf(context);
-        try {
-          await Promise.race([
-            this.turnEnd(taskId, row0.lastSeq, outer ? AbortSignal.any([outer, done.signal]) : done.signal),
-            answered,
-          ]);
-        } finally {
-          done.abort();
-        }
+      const done = new AbortController();
+      const outer = signalOf(context);
+      try {
+        await Promise.race([
+          this.turnEnd(taskId, row0.lastSeq, outer ? AbortSignal.any([outer, done.signal]) : done.signal),
+          ...(answered ? [answered] : []),
+        ]);
+      } finally {
+        done.abort(); // stops following the task once the answer is decided
       }
     }
     return this.snapshot(taskId, params.configuration?.historyLength, context);
