@@ -7,7 +7,8 @@ import * as vscode from 'vscode';
 import type { DelegationRecord } from '../../../src/core/delegation';
 import type { BatonApi } from '../../../src/extension/extension';
 import { startGeminiPeer, type GeminiPeer, type ModelTurn } from '../../peers/geminiPeer';
-import { activateBaton, driver, hashTree, sleep, waitFor } from './util';
+import { delegationTitle } from '../../../src/core/delegation/request';
+import { activateBaton, driver, hashTree, sleep, waitFor, waitForTreeRow } from './util';
 
 /**
  * Gemini CLI's own A2A server (`@google/gemini-cli-a2a-server`, installed by test/peers/setup.sh) with a
@@ -231,6 +232,7 @@ describe('Gemini CLI’s A2A server, from the panel', () => {
     const done = await waitFor('Done', () => (view(id)?.outcome === 'completed' ? view(id) : undefined), 30_000);
     assert.match(done.outcomeReason ?? '', /You finished the delegation/);
     await driver('expectText', 'Completed');
+    await waitForTreeRow(delegationTitle('Raise the loyalty discount to 15%'), 'Completed');
     await driver('screenshot', 'gemini-done');
     await reviewAndApply(id);
   });
@@ -264,12 +266,15 @@ describe('Gemini CLI’s A2A server, from the panel', () => {
     writeFileSync(join(peer.workspace, FILE), original);
     const cardUrl = await approved(gateway.url, (u) => u.includes('/a2a/gemini/'));
     scriptEdit();
-    const id = await delegate(cardUrl, 'Raise the loyalty discount to 15% (through the gateway)');
+    const task = 'Raise the loyalty discount to 15% (through the gateway)';
+    const id = await delegate(cardUrl, task);
     await vscode.commands.executeCommand('baton.openDelegation', id);
     await approveInPanel(id, 'gemini-gateway-tool-call');
     await waitingForYou(id);
     await driver('click', '#done');
     await waitFor('Done', () => (view(id)?.outcome === 'completed' ? true : undefined), 30_000);
+    await driver('expectText', 'Completed');
+    await waitForTreeRow(delegationTitle(task), 'Completed');
     await driver('screenshot', 'gemini-gateway-done');
     await reviewAndApply(id);
   });

@@ -80,3 +80,15 @@ export function hashTree(root: string): Record<string, string> {
   walk(root);
   return out;
 }
+
+/**
+ * Waits until the Delegations view shows a row whose label has every one of these words (a title and
+ * a state, say): the tree redraws after the panel does, so a screenshot taken on the panel's word
+ * alone can catch the row one state behind.
+ */
+export async function waitForTreeRow(...words: string[]): Promise<void> {
+  await waitFor(`a Delegations row saying ${words.map((w) => JSON.stringify(w)).join(' and ')}`, async () => {
+    const rows = await readOnScreen('.monaco-list-row', 'aria-label');
+    return rows.some((r) => words.every((w) => r.includes(w))) ? true : undefined;
+  });
+}
