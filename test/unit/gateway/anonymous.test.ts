@@ -103,3 +103,35 @@ describe('gateway: an unknown agent is a 404 that names the agents, with or with
     assert.equal((await rpc(`${gw.url}/a2a/echo`)).status, 401);
   });
 });
+
+describe('gateway: each of many agents is found by the path segment that names it', () => {
+  const ids = Array.from({ length: 60 }, (_, i) => `agent-${i}`);
+  const gw = suiteGateway({ localAgents: ids.map((id) => scriptedAgent({ id })) });
+
+  it('serves every agent its own card and requests, in any case, and no agent by a prefix of its name', async () => {
+    for (const id of [ids[0], ids[31], ids[59]]) {
+      const res = await fetch(`${gw.url}/a2a/${id}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } });
+      assert.equal(res.status, 200, id);
+      const card = (await res.json()) as { supportedInterfaces: { url: string }[] };
+      assert.ok(
+        card.supportedInterfaces.every((i) => i.url.includes(`/a2a/${id}`)),
+        JSON.stringify(card.supportedInterfaces),
+      );
+      // Behind the token: an unknown task, answered by this agent's route (not the 404 of no route).
+      const known = await rpc(`${gw.url}/a2a/${id}`, { Authorization: `Bearer ${gw.token}` });
+      assert.equal(known.status, 200, id);
+      assert.match(JSON.stringify(await known.json()), /"code":-32001/);
+    }
+    // Express matches paths without regard to case; the lookup by name does too.
+    assert.equal((await fetch(`${gw.url}/A2A/AGENT-59/.well-known/agent-card.json`)).status, 200);
+    assert.equal((await rpc(`${gw.url}/a2a/Agent-7/`, { Authorization: `Bearer ${gw.token}` })).status, 200);
+    for (const path of ['/a2a/agent-5x', '/a2a/agent-', '/a2a/agent-59extra/.well-known/agent-card.json']) {
+      const res = await rpc(`${gw.url}${path}`, { Authorization: `Bearer ${gw.token}` });
+      assert.equal(res.status, 404, path);
+      assert.match(((await res.json()) as { error: { message: string } }).error.message, /unknown agent "agent-/);
+    }
+    const bare = await rpc(`${gw.url}/a2a/`, { Authorization: `Bearer ${gw.token}` });
+    assert.equal(bare.status, 404);
+    assert.match(((await bare.json()) as { error: { message: string } }).error.message, /address an agent at/);
+  });
+});
