@@ -8,7 +8,7 @@ import type { DelegationRecord } from '../../../src/core/delegation';
 import type { BatonApi } from '../../../src/extension/extension';
 import { startGeminiPeer, type GeminiPeer, type ModelTurn } from '../../peers/geminiPeer';
 import { delegationTitle } from '../../../src/core/delegation/request';
-import { activateBaton, driver, hashTree, sleep, waitFor, waitForTreeRow } from './util';
+import { activateBaton, driver, hashTree, readOnScreen, sleep, waitFor, waitForTreeRow } from './util';
 
 /**
  * Gemini CLI's own A2A server (`@google/gemini-cli-a2a-server`, installed by test/peers/setup.sh) with a
@@ -163,7 +163,8 @@ describe('Gemini CLI’s A2A server, from the panel', () => {
       () => (view(id)?.toolCalls?.some((c) => c.status === 'awaiting_approval') ? true : undefined),
       60_000,
     );
-    await driver('expectText', 'Approve');
+    // The panel's own approve button, not the word anywhere on screen: the panel may still be loading.
+    await readOnScreen('li.tool-call.waiting vscode-button.approve');
     await driver('screenshot', shot);
     // The user takes a moment to read the diff: the agent's connection is held meanwhile.
     await sleep(6000);
