@@ -13,6 +13,7 @@
  */
 import { META } from '../core/batonProfile';
 import { isRecord } from '../core/isRecord';
+import { mapSseData } from '../node/a2a/legacyWire';
 import type { Json } from './eventLog';
 import type { RemoteEvent } from './remoteStream';
 
@@ -42,36 +43,7 @@ export function rewriteInterim(text: string): string | undefined {
 
 /** An SSE body with each interim interruption marked (see the module comment); other bytes pass as they came. */
 export function rewriteInterimEvents(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
-  const decoder = new TextDecoder();
-  const encoder = new TextEncoder();
-  let buf = '';
-  const flushEvent = (block: string): string => {
-    const lines = block.split(/\r?\n/);
-    const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(l.charCodeAt(5) === 32 ? 6 : 5));
-    if (!data.length) return block;
-    const rewritten = rewriteInterim(data.join('\n'));
-    if (rewritten === undefined) return block;
-    return [...lines.filter((l) => !l.startsWith('data:')), `data: ${rewritten}`].join('\n');
-  };
-  return body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        buf += decoder.decode(chunk, { stream: true });
-        let out = '';
-        for (;;) {
-          const m = /\r?\n\r?\n/.exec(buf);
-          if (!m) break;
-          out += flushEvent(buf.slice(0, m.index)) + m[0];
-          buf = buf.slice(m.index + m[0].length);
-        }
-        if (out) controller.enqueue(encoder.encode(out));
-      },
-      flush(controller) {
-        buf += decoder.decode();
-        if (buf) controller.enqueue(encoder.encode(flushEvent(buf)));
-      },
-    }),
-  );
+  return mapSseData(body, rewriteInterim);
 }
 
 const INTERRUPTED_WIRE = new Set(['TASK_STATE_INPUT_REQUIRED']);

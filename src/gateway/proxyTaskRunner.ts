@@ -29,6 +29,7 @@ import type { FollowIO } from '../core/taskFollow';
 import { checkDelegationChain, readChain } from '../core/delegation/guards';
 import type { ChainLimits } from '../core/delegation/guards';
 import { isRecord } from '../core/isRecord';
+import { legacyWireFetch } from '../node/a2a/legacyWire';
 import { baseAgentCard } from './cards';
 import { agentMessage, statusEvent } from './a2aBuild';
 import type { RemoteAgentConfig } from './config';
@@ -289,9 +290,11 @@ export class ProxyTaskRunner implements TaskRunner {
     const headers = new Headers(init?.headers);
     for (const [k, v] of Object.entries(this.remoteHeaders())) headers.set(k, v);
     // No redirect is followed: it would carry the credentials to a URL the operator never pinned.
-    let res = await this.conns.fetch(input, { ...init, headers });
+    const legacy = this.version() === '0.3';
+    // 0.3 remotes written elsewhere answer in shapes the SDK's 0.3 client cannot read (src/node/a2a/legacyWire.ts).
+    let res = await (legacy ? this.legacyFetch : this.conns.fetch)(input, { ...init, headers });
     const sse = (res.headers.get('content-type') ?? '').includes('text/event-stream');
-    if (sse && res.body && this.version() === '0.3')
+    if (sse && res.body && legacy)
       res = new Response(rewriteInterimEvents(res.body), {
         status: res.status,
         statusText: res.statusText,
@@ -304,6 +307,8 @@ export class ProxyTaskRunner implements TaskRunner {
     this.firstEvents.set(messageId, firstSseData(aside));
     return new Response(forClient, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
+
+  private readonly legacyFetch: typeof fetch = legacyWireFetch((input, init) => this.conns.fetch(input, init));
 
   /** The first SSE data of each streaming send in progress, by messageId (0.3 remotes, see remoteFetch). */
   private readonly firstEvents = new Map<string, Promise<string | undefined>>();

@@ -19,6 +19,7 @@ import {
 import { REPLAY_EXTENSION_URI } from '../../core/batonProfile';
 import { DEV_TOOL_EXTENSION_URI } from '../../core/devTool';
 import { tokenSource, type TokenScope } from '../../core/origin';
+import { legacyWireFetch } from './legacyWire';
 
 /** The interface the user approved. */
 export interface PinnedEndpoint {
@@ -163,13 +164,15 @@ export async function connectAgent(options: ConnectOptions): Promise<AgentConnec
     throw new Error(`Unsupported protocol binding ${endpoint.protocolBinding}; Baton speaks JSONRPC and HTTP+JSON.`);
   const origin = new URL(endpoint.url).origin;
   const auth = authPlacement(card);
-  const fetchImpl = pinnedFetch(origin, auth, options.getToken, options.fetchImpl);
+  const pinned = pinnedFetch(origin, auth, options.getToken, options.fetchImpl);
   const iface: AgentInterface = {
     url: endpoint.url,
     protocolBinding: binding,
     protocolVersion: endpoint.protocolVersion || '1.0',
     tenant: endpoint.tenant ?? '',
   };
+  // 0.3 agents written elsewhere answer in shapes the SDK's 0.3 client cannot read (src/node/a2a/legacyWire.ts).
+  const fetchImpl = iface.protocolVersion === '0.3' ? legacyWireFetch(pinned) : pinned;
   // The only interface the factory can pick is the approved one.
   const pinnedCard: AgentCard = { ...card, supportedInterfaces: [iface] };
   const factory = new ClientFactory({
