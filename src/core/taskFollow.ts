@@ -6,7 +6,8 @@
  *
  *   sending      opened → streaming · answered → done | reconciling · refused → done ·
  *                not delivered → sending (wait) | done · in doubt, too big → reconciling
- *   streaming    settled → done · silent → subscribing · ended → reconciling (wait) | lost
+ *   streaming    settled → done · silent → subscribing · ended → reconciling (wait) | lost;
+ *                a subscription the agent refuses → following by polling
  *   reconciling  settled → draining | done · running → subscribing | polling · unanswered →
  *                reconciling (wait) | lost · resend → resending | lost · missing → done
  *   subscribing, resending  opened → streaming · (subscribing) unanswered → as reconciling
@@ -126,6 +127,11 @@ export type StreamEvent =
       readonly taskKnown: boolean;
       /** It broke on an event too big to stream. */
       readonly tooBig: boolean;
+      /**
+       * The agent answered the subscription with an error before any event: it does not stream this
+       * task again (a 0.3 server without `tasks/resubscribe`), so subscribing again is no use.
+       */
+      readonly refused?: boolean;
       /** Why it broke; undefined when it closed before the task settled. */
       readonly error?: string;
     };
@@ -156,7 +162,7 @@ export type FollowEvent<S> =
 export type FollowEffect =
   | { readonly kind: 'retryingSend'; readonly attempt: number; readonly error: string }
   | { readonly kind: 'sendFailed'; readonly error: string }
-  | { readonly kind: 'pollingInstead'; readonly why: 'tooBig' | 'streamsFail'; readonly error?: string }
+  | { readonly kind: 'pollingInstead'; readonly why: 'tooBig' | 'streamsFail' | 'refused'; readonly error?: string }
   | { readonly kind: 'streamLost'; readonly error?: string }
   | { readonly kind: 'unanswered'; readonly attempt: number; readonly error: string; readonly willRetry: boolean };
 
@@ -281,6 +287,9 @@ function afterStream<S>(
   if (event.tooBig) {
     polling = true;
     effects.push({ kind: 'pollingInstead', why: 'tooBig', error: event.error });
+  } else if (event.refused && event.taskKnown && !polling) {
+    polling = true;
+    effects.push({ kind: 'pollingInstead', why: 'refused', error: event.error });
   } else if (limits.pollAfterFailedStreams > 0 && failedStreams >= limits.pollAfterFailedStreams && event.taskKnown) {
     polling = true;
     effects.push({ kind: 'pollingInstead', why: 'streamsFail' });

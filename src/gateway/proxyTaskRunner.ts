@@ -29,6 +29,7 @@ import type { FollowIO } from '../core/taskFollow';
 import { checkDelegationChain, readChain } from '../core/delegation/guards';
 import type { ChainLimits } from '../core/delegation/guards';
 import { isRecord } from '../core/isRecord';
+import { remoteAgentError } from '../node/a2a/agentErrors';
 import { legacyWireFetch } from '../node/a2a/legacyWire';
 import { baseAgentCard } from './cards';
 import { agentMessage, statusEvent } from './a2aBuild';
@@ -925,6 +926,7 @@ export class ProxyTaskRunner implements TaskRunner {
         const isAnswer = stream === answer;
         answer = undefined;
         let progressed = false;
+        let refused = false;
         let error: string | undefined;
         try {
           for await (const batch of stream) {
@@ -934,6 +936,9 @@ export class ProxyTaskRunner implements TaskRunner {
         } catch (e) {
           if (stopped()) return { kind: 'aborted' };
           error = (e as Error).message;
+          // A subscription the remote answers with an error of its own (VoltAgent's server: -32601
+          // "Unknown method 'tasks/resubscribe'") will be refused again: the task is followed by GetTask.
+          refused = !isAnswer && !progressed && remoteAgentError(e) !== undefined;
         }
         if (stopped()) return { kind: 'aborted' };
         if (endsTurn(writer.state)) {
@@ -943,7 +948,7 @@ export class ProxyTaskRunner implements TaskRunner {
         // The remote closed its answer with the task still running (it goes on out of sight, as a
         // fire-and-forget agent's does): a blocking send is answered now, and the task followed.
         if (isAnswer && error === undefined) answered();
-        return { kind: 'ended', progressed, taskKnown: true, tooBig: false, error };
+        return { kind: 'ended', progressed, taskKnown: true, tooBig: false, refused, error };
       },
       // A2A §3.7: a stream is not reliable delivery. Ask where the task is, then subscribe again.
       reconcile: async () => {
@@ -970,7 +975,9 @@ export class ProxyTaskRunner implements TaskRunner {
         }
       },
       effect: (effect) => {
-        if (effect.kind === 'streamLost' && effect.error !== undefined)
+        if (effect.kind === 'pollingInstead' && effect.why === 'refused')
+          relayLog(`the remote refuses to stream the task again (${effect.error ?? ''}); following it by GetTask`);
+        else if (effect.kind === 'streamLost' && effect.error !== undefined)
           relayLog(`stream broke (${effect.error}); reconnecting`);
         if (effect.kind === 'unanswered') relayLog(`reconnect failed (${effect.error})`);
         return Promise.resolve();

@@ -19,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import type { Message, SendMessageRequest, StreamResponse, Task } from '@a2a-js/sdk';
 import { TaskState, taskStateToJSON } from '@a2a-js/sdk';
 import type { RequestOptions } from '@a2a-js/sdk/client';
-import { A2AError } from '@a2a-js/sdk/errors';
+import type { A2AError } from '@a2a-js/sdk/errors';
 import type { DelegationJournal, JournalEntry, OutcomeDecision } from '../../core/delegation';
 import { isFinalOutcome, isInterruptedTaskState, isTerminalTaskState, partsText, seqOf } from '../../core/delegation';
 import { buildReplyMessage } from '../../core/delegation/context';
@@ -42,6 +42,7 @@ import type {
   StreamEvent,
 } from '../../core/taskFollow';
 import type { AgentConnection } from './clientFactory';
+import { agentError, remoteAgentError } from './agentErrors';
 import { outcomeReasonText } from '../../core/protocol/outcomeText';
 import { DEV_TOOL_EXTENSION_URI, pendingToolCalls, slimDevToolEvent, toolAnswerParts } from '../../core/devTool';
 import type { Part } from '@a2a-js/sdk';
@@ -146,28 +147,6 @@ function causeCode(e: unknown): string | undefined {
     c = typeof c === 'object' && c !== null && 'cause' in c ? (c as { cause: unknown }).cause : undefined;
   }
   return undefined;
-}
-
-/** The agent answered with an A2A error (it received the request and refused it). */
-function agentError(e: unknown): A2AError | undefined {
-  if (e instanceof A2AError) return e;
-  const cause = e instanceof Error ? (e as Error & { cause?: unknown }).cause : undefined;
-  return cause instanceof A2AError ? cause : undefined;
-}
-
-/**
- * An error the agent itself sent (a JSON-RPC or REST error answer, or an error event in its stream).
- * The SDK's transports mark those with the `transport` they came over; the errors the SDK raises on
- * its own when an answer fails its validation or translation (`InvalidAgentResponseError`,
- * `RequestMalformedError`, an internal error with no request id) carry none: that answer arrived but
- * could not be read, which says nothing about what the agent did.
- */
-function remoteAgentError(e: unknown): A2AError | undefined {
-  const ae = agentError(e);
-  if (!ae || !('transport' in ae)) return undefined;
-  const response = (ae as { errorResponse?: { id?: unknown } }).errorResponse;
-  if (ae.name === 'JsonRpcTransportError' && response !== undefined && response.id === null) return undefined;
-  return ae;
 }
 
 function isSizeError(e: unknown): boolean {

@@ -160,6 +160,27 @@ describe('follow machine: streaming', () => {
     });
   });
 
+  it('a subscription the agent refuses → polling instead at once, saying why; the polls then keep following it', () => {
+    const error = "Unknown method 'tasks/resubscribe'";
+    const s = next(streaming, ended({ refused: true, error }), ctx({ attempt: 2 }), PROXY_FOLLOW);
+    assert.equal(s.context.polling, true);
+    assert.deepEqual(s.effects, [
+      { kind: 'pollingInstead', why: 'refused', error },
+      { kind: 'streamLost', error },
+    ]);
+    assert.equal(s.state.kind, 'reconciling');
+    // A GetTask that finds it running then polls again, and no answer of it counts against the attempts.
+    const polled = next(reconciling, { kind: 'running' }, s.context, PROXY_FOLLOW);
+    assert.deepEqual(polled.state, { kind: 'polling', delayMs: PROXY_FOLLOW.pollIntervalMs });
+    assert.equal(polled.context.attempt, s.context.attempt);
+    // Already polling, or no task known: nothing new to say.
+    assert.equal(next(streaming, ended({ refused: true }), ctx({ polling: true }), PROXY_FOLLOW).effects.length, 1);
+    assert.equal(
+      next(streaming, ended({ refused: true, taskKnown: false }), ctx(), PROXY_FOLLOW).context.polling,
+      false,
+    );
+  });
+
   it('ended (event mode) → a round without contact: backoff by rounds, reset by a stream that brought events, lost past the limit', () => {
     const first = next(streaming, ended({ error: 'cut' }), ctx(), PROXY_FOLLOW);
     assert.deepEqual([first.state, first.context.attempt], [{ kind: 'reconciling', delayMs: 400 }, 1]);

@@ -56,12 +56,15 @@ describe('VoltAgent’s A2A server: directly and through the gateway', () => {
   const state = tempDir();
   const journals = tempDir('baton-volt-journals-');
   let volt: VoltAgentWire;
+  /** Its answers take a few seconds (a word every 150 ms). */
+  let slow: VoltAgentWire;
   let gw: RunningGateway;
   let env: NodeJS.ProcessEnv;
   const logs: string[] = [];
 
   before(async () => {
     volt = await startVoltAgentWire();
+    slow = await startVoltAgentWire({ stepMs: 150 });
     gw = await startGateway({
       stateDir: join(state.path, 'gw'),
       remoteAgents: [
@@ -76,6 +79,17 @@ describe('VoltAgent’s A2A server: directly and through the gateway', () => {
           auth: { kind: 'none' },
           skills: [],
         },
+        {
+          id: 'volt-slow',
+          name: 'volt-slow',
+          description: 'Remote A2A agent',
+          descriptionIsDefault: true,
+          url: slow.url,
+          cardUrl: slow.cardUrl,
+          protocolBinding: 'JSONRPC',
+          auth: { kind: 'none' },
+          skills: [],
+        },
       ],
       limits: { cancelGraceMs: 2000 },
       log: (l) => logs.push(l),
@@ -86,12 +100,13 @@ describe('VoltAgent’s A2A server: directly and through the gateway', () => {
       BATON_CLI_DIR: journals.path,
       BATON_STATE_DIR: join(state.path, 'gw'),
     };
-    for (let i = 0; i < 200 && !logs.some((l) => l.includes('using the card at')); i++)
+    for (let i = 0; i < 200 && logs.filter((l) => l.includes('using the card at')).length < 2; i++)
       await new Promise((r) => setTimeout(r, 50));
   });
   after(async () => {
     await gw?.close();
     await volt?.close();
+    await slow?.close();
     for (const d of [state, journals]) d[Symbol.dispose]();
   });
 
@@ -114,5 +129,23 @@ describe('VoltAgent’s A2A server: directly and through the gateway', () => {
     assert.equal(r.code, 0, `${r.out}\n${logs.slice(-5).join('\n')}`);
     assert.match(r.out, /^completed: echo: hello from afar$/m);
     assert.match(r.out, /^signature: verified/m);
+  });
+
+  it('gateway: after its stream to the agent breaks, the relay is refused tasks/resubscribe once, then follows the task by tasks/get to its end', async () => {
+    slow.cutNextStreamAfter(2);
+    const words =
+      'one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty';
+    const r = await delegate('volt-slow', words);
+    assert.equal(r.code, 0, `${r.out}\n${logs.slice(-8).join('\n')}`);
+    assert.match(r.out, new RegExp(`^completed: echo: ${words}$`, 'm'));
+    assert.equal(
+      slow.methods.filter((m) => m === 'tasks/resubscribe').length,
+      1,
+      `asked to subscribe again after it refused: ${slow.methods.join(' ')}`,
+    );
+    assert.ok(
+      logs.some((l) => l.includes('the remote refuses to stream the task again')),
+      logs.join('\n'),
+    );
   });
 });
