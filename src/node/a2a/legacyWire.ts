@@ -52,12 +52,21 @@ export function legacyResponseText(text: string): string | undefined {
 }
 
 /**
+ * The most of one event this holds while it waits for the event's end: the SDK client's own limit for
+ * an event (4 MiB), with room for its field names. An event that goes on past it fails the stream with
+ * the SDK's words for an event too large (which readers of it act on), instead of growing a buffer for
+ * as long as the agent sends.
+ */
+export const MAX_HELD_EVENT_CHARS = 4 * 1024 * 1024 + 1024;
+
+/**
  * An SSE body with each event's data passed through `map` (undefined: the event's bytes as they came).
  * A rewritten event has one `data:` line; its other fields (`id:`, `event:`) are kept.
  */
 export function mapSseData(
   body: ReadableStream<Uint8Array>,
   map: (data: string) => string | undefined,
+  maxHeldChars = MAX_HELD_EVENT_CHARS,
 ): ReadableStream<Uint8Array> {
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
@@ -82,6 +91,14 @@ export function mapSseData(
           buf = buf.slice(m.index + m[0].length);
         }
         if (out) controller.enqueue(encoder.encode(out));
+        if (buf.length > maxHeldChars) {
+          buf = '';
+          controller.error(
+            new Error(
+              `An SSE event from the agent exceeded the maximum allowed size of ${maxHeldChars} characters before it ended; ask for the task with GetTask instead.`,
+            ),
+          );
+        }
       },
       flush(controller) {
         buf += decoder.decode();

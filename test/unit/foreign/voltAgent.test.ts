@@ -10,7 +10,7 @@ import { PassThrough } from 'node:stream';
 import { batonMain } from '../../../src/gateway/batonCli';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
-import { legacyResponseText } from '../../../src/node/a2a/legacyWire';
+import { legacyResponseText, mapSseData } from '../../../src/node/a2a/legacyWire';
 import { tempDir } from '../gateway/helpers';
 import { startVoltAgentWire } from './voltAgentWire';
 import type { VoltAgentWire } from './voltAgentWire';
@@ -49,6 +49,39 @@ describe('0.3 answers made readable (legacyResponseText)', () => {
     assert.equal(legacyResponseText(JSON.stringify({ jsonrpc: '2.0', id: 1, error: { code: -32601 } })), undefined);
     assert.equal(legacyResponseText('not json'), undefined);
     assert.equal(legacyResponseText(`\u001e${named}`), named, 'only the separator is dropped');
+  });
+});
+
+describe('0.3 events made readable one by one (mapSseData)', () => {
+  const body = (chunks: string[]): ReadableStream<Uint8Array> =>
+    new ReadableStream({
+      start(c) {
+        for (const ch of chunks) c.enqueue(new TextEncoder().encode(ch));
+        c.close();
+      },
+    });
+
+  it('rewrites each event, keeps its id, and passes split UTF-8 and CRLF framing as they came', async () => {
+    const euro = new TextEncoder().encode('data: €1\n\n');
+    const stream = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new TextEncoder().encode('id: 7\r\ndata: \u001e{"a":1}\r\n\r\n'));
+        c.enqueue(euro.slice(0, 7));
+        c.enqueue(euro.slice(7));
+        c.close();
+      },
+    });
+    const out = await new Response(mapSseData(stream, (d) => (d.startsWith('\u001e') ? d.slice(1) : undefined))).text();
+    assert.equal(out, 'id: 7\ndata: {"a":1}\r\n\r\ndata: €1\n\n');
+  });
+
+  it('fails with the SDK’s words for an event too large, instead of holding an event that never ends', async () => {
+    const endless = Array.from({ length: 40 }, () => 'x'.repeat(1024));
+    const out = new Response(mapSseData(body(['data: ', ...endless]), () => undefined, 16 * 1024)).text();
+    await assert.rejects(out, /exceeded the maximum allowed size of 16384 characters/);
+    // Under the limit the same event passes whole.
+    const fine = await new Response(mapSseData(body(['data: ', ...endless, '\n\n']), () => undefined)).text();
+    assert.equal(fine.length, 6 + 40 * 1024 + 2);
   });
 });
 
