@@ -4,7 +4,7 @@
  * (another principal's task answers exactly like an unknown one), blocking and streaming sends over the
  * event log, replay from a cursor, and a bounded cancel. The `TaskRunner` behind it runs the tasks.
  */
-import { Role, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
+import { Message, Role, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
 import type {
   AgentCard,
   CancelTaskRequest,
@@ -16,7 +16,6 @@ import type {
   ListTaskPushNotificationConfigsResponse,
   ListTasksRequest,
   ListTasksResponse,
-  Message,
   SendMessageRequest,
   StreamResponse,
   SubscribeToTaskRequest,
@@ -123,6 +122,22 @@ function checkSend(params: SendMessageRequest): asserts params is CheckedSend {
   checkHistoryLength(params.configuration?.historyLength);
 }
 
+/**
+ * The task a follow-up message continues, as that message found it (wire JSON): its stored snapshot
+ * with the message added to its history, as the SDK's server has it when the agent resumes (a message
+ * the history already holds, a follow-up sent again, is not added twice), cut to the `historyLength`
+ * the send asked for.
+ */
+function continuedTask(row: TaskRow, msg: Message, historyLength: number | undefined): Record<string, unknown> {
+  const task = JSON.parse(row.snapshot) as Record<string, unknown>;
+  let history = Array.isArray(task.history) ? (task.history as unknown[]) : [];
+  const known = history.some((m) => (m as { messageId?: unknown } | null)?.messageId === msg.messageId);
+  if (!known) history = [...history, Message.toJSON({ ...msg, taskId: row.id, contextId: row.contextId })];
+  if (historyLength !== undefined) history = historyLength <= 0 ? [] : history.slice(-historyLength);
+  task.history = history;
+  return task;
+}
+
 function withHistoryLength(task: Task, historyLength: number | undefined): Task {
   if (historyLength === undefined) return task;
   if (historyLength <= 0) return { ...task, history: [] };
@@ -226,8 +241,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
    */
   async openSendStream(params: SendMessageRequest, context: ServerCallContext): Promise<RowStream> {
     checkSend(params);
-    const continuing = Boolean(params.message.taskId);
-    const before = continuing ? (await this.ownTask(params.message.taskId, context)).lastSeq : 0;
+    const prior = params.message.taskId ? await this.ownTask(params.message.taskId, context) : undefined;
     const started = await this.startOrContinue(params, context);
     if ('reply' in started) {
       // No task, so no seq: the one event the agent answered, then the stream ends.
@@ -236,8 +250,23 @@ export class GatewayRequestHandler implements A2ARequestHandler {
         yield [only];
       })();
     }
-    // A task created by this call starts its stream with what its writer committed, without a read.
-    return forClient(this.follow(started.taskId, before, signalOf(context), false, started.created), context);
+    if (!prior)
+      // A task created by this call starts its stream with what its writer committed, without a read.
+      return forClient(this.follow(started.taskId, 0, signalOf(context), false, started.created), context);
+    // A2A §3.1.2: a task's stream begins with the Task. A follow-up's turn begins with the task as the
+    // message found it (its seq, so a replay client takes it as seen), then the turn's events.
+    const first: EventRow = {
+      seq: prior.lastSeq,
+      body: JSON.stringify({ task: continuedTask(prior, params.message, params.configuration?.historyLength) }),
+    };
+    const rest = this.follow(started.taskId, prior.lastSeq, signalOf(context));
+    return forClient(
+      (async function* () {
+        yield [first];
+        yield* rest;
+      })(),
+      context,
+    );
   }
 
   async *sendMessageStream(

@@ -64,13 +64,19 @@ describe('gateway: a local agent asks, the caller replies on the same task', () 
 
     const reply = buildReplyMessage('reply-1', task.id, task.contextId, '2');
     const second = await bounded(collect(c.sendMessageStream(sendRequest(reply))), 'second turn');
-    const seqs = [...first, ...second].map(seqOf);
+    // A2A §3.1.2: the reply's stream begins with the task as the reply found it, at the seq it had then.
+    const resumed = second[0]?.payload?.$case === 'task' ? second[0].payload.value : undefined;
+    assert.ok(resumed, 'the reply stream begins with the task');
+    assert.equal(resumed.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+    assert.equal(resumed.history[resumed.history.length - 1]?.messageId, 'reply-1');
+    assert.equal(seqOf(second[0]), seqOf(first[first.length - 1]));
+    const seqs = [...first, ...second.slice(1)].map(seqOf);
     assert.deepEqual(
       seqs,
       seqs.map((_, i) => i + 1),
       'one event log across both turns',
     );
-    assert.equal(statusOf(second[0]).state, TaskState.TASK_STATE_WORKING);
+    assert.equal(statusOf(second[1]).state, TaskState.TASK_STATE_WORKING);
     const end = statusOf(second[second.length - 1]);
     assert.equal(end.state, TaskState.TASK_STATE_COMPLETED);
     assert.equal(end.text, 'did: rename it; answer: 2');
@@ -99,6 +105,12 @@ describe('gateway: a local agent asks, the caller replies on the same task', () 
     assert.equal(taskText(done), 'did: blocking; answer: the first');
     const again = await c.sendMessage(sendRequest(reply));
     assert.ok('id' in again && again.id === t.id);
+    // Streamed, the retry is the task as it is now (ended, the reply once in its history), and the stream closes.
+    const streamed = await bounded(collect(c.sendMessageStream(sendRequest(reply))), 'a streamed retry');
+    const only = streamed.length === 1 && streamed[0].payload?.$case === 'task' ? streamed[0].payload.value : undefined;
+    assert.ok(only, `one task event, got ${streamed.map((e) => e.payload?.$case).join(', ')}`);
+    assert.equal(only.status?.state, TaskState.TASK_STATE_COMPLETED);
+    assert.equal(only.history.filter((m) => m.messageId === 'blocking-reply').length, 1);
   });
 
   it('refuses a reply with another contextId and a reply to a task that did not ask', async () => {
