@@ -158,7 +158,17 @@ export class GatewayRequestHandler implements A2ARequestHandler {
     return Promise.resolve(this.card());
   }
 
+  /**
+   * No route has an extended card. A2A §3.3.4: a card that does not declare one answers
+   * UnsupportedOperation; ExtendedAgentCardNotConfigured is for a card that declares one it lacks.
+   */
   getAuthenticatedExtendedAgentCard(_p: GetExtendedAgentCardRequest, _c: ServerCallContext): Promise<AgentCard> {
+    if (!this.card().capabilities?.extendedAgentCard)
+      return Promise.reject(
+        new UnsupportedOperationError(
+          `the agent ${this.agentId} has no extended card (its card says capabilities.extendedAgentCard: false); read its public card at /a2a/${this.agentId}/.well-known/agent-card.json`,
+        ),
+      );
     return Promise.reject(new ExtendedAgentCardNotConfiguredError('this agent has no extended card'));
   }
 

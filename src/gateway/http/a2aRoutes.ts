@@ -12,7 +12,13 @@ import { ServerCallContext, JsonRpcTransportHandler, validateVersion } from '@a2
 import { restHandler } from '@a2a-js/sdk/server/express';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { LEGACY_HTTP_EXTENSION_HEADER } from '@a2a-js/sdk/compat/v0_3';
-import { A2A_ERROR_CODE, RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
+import {
+  A2A_ERROR_CODE,
+  ContentTypeNotSupportedError,
+  RequestMalformedError,
+  restStatusFor,
+  toRestErrorBody,
+} from '@a2a-js/sdk/errors';
 import { META, REPLAY_EXTENSION_URI } from '../../core/batonProfile';
 import type { EventRow } from '../store/gatewayStore';
 import type { GatewayRequestHandler } from '../requestHandler';
@@ -120,14 +126,20 @@ function rpcError(id: JsonRpcId, code: number, message: string): Record<string, 
   return { jsonrpc: '2.0', id, error: { code, message } };
 }
 
-function bodyErrorToRpc(err: BodyError): Record<string, unknown> {
-  const code =
-    err.kind === 'parse'
-      ? A2A_ERROR_CODE.PARSE_ERROR
-      : err.kind === 'content-type'
-        ? A2A_ERROR_CODE.CONTENT_TYPE_NOT_SUPPORTED
-        : A2A_ERROR_CODE.INVALID_REQUEST;
-  return rpcError(null, code, err.message);
+function bodyErrorToRpc(err: BodyError, legacy: boolean): Record<string, unknown> {
+  if (err.kind === 'content-type') {
+    // An A2A error: with its ErrorInfo (A2A §9.5), as the SDK maps it, in the version of the request.
+    const e = new ContentTypeNotSupportedError(err.message);
+    const error = legacy
+      ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(e)
+      : JsonRpcTransportHandler.mapToJSONRPCError(e);
+    return { jsonrpc: '2.0', id: null, error };
+  }
+  return rpcError(
+    null,
+    err.kind === 'parse' ? A2A_ERROR_CODE.PARSE_ERROR : A2A_ERROR_CODE.INVALID_REQUEST,
+    err.message,
+  );
 }
 
 function idOf(body: unknown): JsonRpcId {
@@ -272,8 +284,10 @@ export function a2aRouter(o: A2aRouteOptions): Router {
     '/',
     ...jsonBody(
       o.bodyLimits,
-      (err, _req, res) =>
-        void res.status(err.kind === 'too-large' ? 413 : err.kind === 'timeout' ? 408 : 200).json(bodyErrorToRpc(err)),
+      (err, req, res) =>
+        void res
+          .status(err.kind === 'too-large' ? 413 : err.kind === 'timeout' ? 408 : 200)
+          .json(bodyErrorToRpc(err, isLegacy(req))),
     ),
     (req, res) => {
       void jsonRpc(req, res);
@@ -284,7 +298,12 @@ export function a2aRouter(o: A2aRouteOptions): Router {
   const restBody = jsonBody(o.bodyLimits, (err, _req, res) => {
     const status =
       err.kind === 'too-large' ? 413 : err.kind === 'timeout' ? 408 : err.kind === 'content-type' ? 415 : 400;
-    res.status(status).json(toRestErrorBody(new RequestMalformedError(err.message), status));
+    // A Content-Type (or Content-Encoding) refused is the A2A ContentTypeNotSupported error, as on the JSON-RPC route.
+    const error =
+      err.kind === 'content-type'
+        ? new ContentTypeNotSupportedError(err.message)
+        : new RequestMalformedError(err.message);
+    res.status(status).json(toRestErrorBody(error, status));
   });
   router.use(...restBody);
   // A2A §11.1: the HTTP+JSON binding answers with Content-Type application/json (the SDK's handler says application/a2a+json).
@@ -347,5 +366,14 @@ export function a2aRouter(o: A2aRouteOptions): Router {
       legacyCompat: { enabled: true },
     }),
   );
+  // What no A2A method answers: said as such (the agent exists), in the HTTP+JSON error shape.
+  router.use((req: Request, res: Response) => {
+    const base = req.baseUrl;
+    const methods = `JSON-RPC is POST ${base}; HTTP+JSON is POST ${base}/message:send or /message:stream, GET ${base}/tasks, GET ${base}/tasks/<id>, POST ${base}/tasks/<id>:cancel, GET ${base}/tasks/<id>:subscribe and ${base}/tasks/<id>/pushNotificationConfigs`;
+    const path = req.path === '/' ? base : `${base}${req.path}`;
+    res.status(404).json({
+      error: { code: 404, status: 'NOT_FOUND', message: `${req.method} ${path} is not an A2A method: ${methods}` },
+    });
+  });
   return router;
 }
