@@ -11,8 +11,10 @@
  * user's git does. Once per process (and per environment that decides where that config lives)
  * Baton reads `git config --list --show-scope --includes` outside any repository, keeps only the
  * entries of the system and global scopes that are on KEPT_SETTINGS, and writes them to a private
- * file (a 0700 temp folder, removed at exit). A repository's own config is never a source: an agent
- * can write it. What is kept, and why:
+ * file (a 0700 temp folder, removed at exit). The listing is read again when one of the files it came
+ * from (or a global one `git config --global` would create) changes, so a fix the user makes is
+ * honoured on the next try. A repository's own config is never a source: an agent can write it. What
+ * is kept, and why:
  *
  * - `core.autocrlf`, `core.eol`, `core.safecrlf`: line endings. Git for Windows sets
  *   `core.autocrlf=true` in its system config, so the user's tree has CRLF while the blobs have LF;
@@ -37,9 +39,9 @@
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
 export class GitError extends Error {
   constructor(
@@ -69,6 +71,15 @@ export interface GitOptions {
    * which git checks as another folder than the `<top>` the user marked safe.
    */
   readonly safeDirectories?: readonly string[];
+  /**
+   * Turn off every filter driver (clean, smudge, process, required) the repository's own config
+   * defines, for a call that reads or writes the user's working files: Baton records patches from
+   * the files as they are and runs no driver (the global ones are dropped already), so it checks and
+   * applies them, and tells what changed, the same way. A driver whose program is missing (Git LFS
+   * set up with `filter.lfs.required`, git-lfs not installed) would otherwise fail the call, and a
+   * clean filter (nbstripout) would make the files differ from the patch. Costs one git call.
+   */
+  readonly noFilterDrivers?: boolean;
 }
 
 export interface GitResult {
@@ -206,23 +217,64 @@ interface GitSetup {
   readonly text: string;
   /** The file GIT_CONFIG_GLOBAL names: the kept settings. */
   readonly globalConfig: string;
+  /** The config files the settings came from, and the global ones that may be created later. */
+  readonly watched: readonly string[];
+  /** Their state when they were read (`fileStamp`). */
+  readonly stamp: string;
 }
 
-const setups = new Map<string, Promise<GitSetup>>();
+interface CachedSetup {
+  readonly made: Promise<GitSetup>;
+  /** Set once `made` resolved. */
+  setup?: GitSetup;
+}
+
+const setups = new Map<string, CachedSetup>();
 const setupDirs: string[] = [];
 
+/**
+ * The setup for this environment, read again when one of its config files changed: the user who
+ * follows an error's advice (`git config --global --add safe.directory …`, a line-ending setting)
+ * and tries again must not have to restart VS Code or the gateway first.
+ */
 function gitSetup(extra?: Readonly<Record<string, string>>): Promise<GitSetup> {
   const userEnv = userConfigEnv(extra);
   const key = JSON.stringify(USER_CONFIG_VARS.map((k) => userEnv[k] ?? null));
   const cached = setups.get(key);
-  if (cached) return cached;
-  const made = prepareSetup(userEnv);
-  setups.set(key, made);
-  // A failure is not kept: the user may install or upgrade git and try again without restarting.
-  made.catch(() => {
-    if (setups.get(key) === made) setups.delete(key);
-  });
-  return made;
+  if (cached && !(cached.setup && fileStamp(cached.setup.watched) !== cached.setup.stamp)) return cached.made;
+  const entry: CachedSetup = { made: prepareSetup(userEnv) };
+  setups.set(key, entry);
+  entry.made.then(
+    (setup) => {
+      entry.setup = setup;
+    },
+    // A failure is not kept: the user may install or upgrade git and try again without restarting.
+    () => {
+      if (setups.get(key) === entry) setups.delete(key);
+    },
+  );
+  return entry.made;
+}
+
+/** The state of some files (size, times, inode; or absent), to tell when one was written. */
+function fileStamp(files: readonly string[]): string {
+  return files
+    .map((f) => {
+      const st = statSync(f, { throwIfNoEntry: false, bigint: true });
+      return st ? `${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.ino}` : '-';
+    })
+    .join('|');
+}
+
+/** The global config files git reads, or would read once created (`git config --global` writes one of them). */
+function globalConfigFiles(env: UserConfigEnv): string[] {
+  if (env.GIT_CONFIG_GLOBAL !== undefined) return env.GIT_CONFIG_GLOBAL ? [env.GIT_CONFIG_GLOBAL] : [];
+  const home = env.HOME ?? env.USERPROFILE;
+  const files: string[] = [];
+  if (home) files.push(join(home, '.gitconfig'));
+  const xdg = env.XDG_CONFIG_HOME ?? (home ? join(home, '.config') : undefined);
+  if (xdg) files.push(join(xdg, 'git', 'config'));
+  return files;
 }
 
 function execText(
@@ -262,9 +314,13 @@ async function prepareSetup(userEnv: UserConfigEnv): Promise<GitSetup> {
   if (tooOld) throw tooOld;
 
   const dir = privateDir();
+  const candidates = globalConfigFiles(userEnv);
+  if (env.GIT_CONFIG_SYSTEM && !env.GIT_CONFIG_NOSYSTEM) candidates.push(env.GIT_CONFIG_SYSTEM);
+  // Before the listing: a file written while git reads it is read again on the next call.
+  const before = fileStamp(candidates);
   // Outside any repository: a ceiling right above the empty private folder stops git's search.
   const listing = await execText(
-    ['config', '--list', '--show-scope', '-z', '--includes'],
+    ['config', '--list', '--show-scope', '--show-origin', '-z', '--includes'],
     { ...env, GIT_CEILING_DIRECTORIES: dirname(dir) },
     dir,
   );
@@ -278,7 +334,9 @@ async function prepareSetup(userEnv: UserConfigEnv): Promise<GitSetup> {
   const globalConfig = join(dir, 'config');
   const text = configText(keptEntries(listing.stdout));
   writeFileSync(globalConfig, text, { mode: 0o600 });
-  return { dir, text, globalConfig };
+  const origins = configOrigins(listing.stdout).map((f) => resolve(dir, f));
+  const more = [...new Set(origins)].filter((f) => !candidates.includes(f));
+  return { dir, text, globalConfig, watched: [...candidates, ...more], stamp: `${before}|${fileStamp(more)}` };
 }
 
 function privateDir(): string {
@@ -291,19 +349,43 @@ function privateDir(): string {
   return dir;
 }
 
-/** The kept entries of `git config --list --show-scope -z` output, in order (`scope\0key\nvalue\0`). */
-export function keptEntries(listing: string): { key: string; value: string | undefined }[] {
+interface ListedEntry {
+  readonly scope: string;
+  /** `file:<path>`, `command line:`, … */
+  readonly origin: string;
+  readonly key: string;
+  readonly value: string | undefined;
+}
+
+/** `git config --list --show-scope --show-origin -z` output (`scope\0origin\0key\nvalue\0`), in order. */
+function listedEntries(listing: string): ListedEntry[] {
   const fields = listing.split('\0');
-  const out: { key: string; value: string | undefined }[] = [];
-  for (let i = 0; i + 1 < fields.length; i += 2) {
-    const scope = fields[i];
-    const entry = fields[i + 1];
+  const out: ListedEntry[] = [];
+  for (let i = 0; i + 2 < fields.length; i += 3) {
+    const entry = fields[i + 2];
     const nl = entry.indexOf('\n');
-    const key = (nl < 0 ? entry : entry.slice(0, nl)).toLowerCase();
-    if ((scope === 'system' || scope === 'global') && KEPT_SETTINGS.has(key))
-      out.push({ key, value: nl < 0 ? undefined : entry.slice(nl + 1) });
+    out.push({
+      scope: fields[i],
+      origin: fields[i + 1],
+      key: (nl < 0 ? entry : entry.slice(0, nl)).toLowerCase(),
+      value: nl < 0 ? undefined : entry.slice(nl + 1),
+    });
   }
   return out;
+}
+
+/** The kept entries of the system and global scopes, in order. */
+export function keptEntries(listing: string): { key: string; value: string | undefined }[] {
+  return listedEntries(listing)
+    .filter((e) => (e.scope === 'system' || e.scope === 'global') && KEPT_SETTINGS.has(e.key))
+    .map(({ key, value }) => ({ key, value }));
+}
+
+/** The system and global config files the listing was read from (includes too). */
+export function configOrigins(listing: string): string[] {
+  return listedEntries(listing)
+    .filter((e) => (e.scope === 'system' || e.scope === 'global') && e.origin.startsWith('file:'))
+    .map((e) => e.origin.slice('file:'.length));
 }
 
 /** A config file with the entries, values quoted so that any text reads back as it was. */
@@ -354,9 +436,34 @@ function failureMessage(args: readonly string[], stderr: string, err: Error | nu
   return `git ${args.slice(0, 3).join(' ')}: ${first}`;
 }
 
+/** `-c` settings that turn off the filter drivers git sees configured in `cwd` (see GitOptions.noFilterDrivers). */
+async function filterDriversOff(opts: GitOptions): Promise<string[]> {
+  const r = await runGit(['config', '-z', '--get-regexp', '^filter\\.'], {
+    cwd: opts.cwd,
+    env: opts.env,
+    safeDirectories: opts.safeDirectories,
+    okCodes: [1],
+    signal: opts.signal,
+  });
+  const names = new Set<string>();
+  for (const entry of r.stdout.toString('utf8').split('\0')) {
+    const nl = entry.indexOf('\n');
+    const key = nl < 0 ? entry : entry.slice(0, nl);
+    const last = key.lastIndexOf('.');
+    if (last > 'filter.'.length) names.add(key.slice('filter.'.length, last));
+  }
+  return [...names].flatMap((name) =>
+    ['clean=', 'smudge=', 'process=', 'required=false'].flatMap((v) => ['-c', `filter.${name}.${v}`]),
+  );
+}
+
+async function fullArgs(args: readonly string[], opts: GitOptions): Promise<string[]> {
+  return hardenedArgs(opts.noFilterDrivers ? [...(await filterDriversOff(opts)), ...args] : args);
+}
+
 /** Runs git with hardening; rejects with a GitError (naming the command and git's message) on failure. */
 export async function runGit(args: readonly string[], opts: GitOptions): Promise<GitResult> {
-  const full = hardenedArgs(args);
+  const full = await fullArgs(args, opts);
   const env = await gitEnv(opts.env, opts.safeDirectories);
   return new Promise((resolve, reject) => {
     const child = execFile(
@@ -401,7 +508,7 @@ export async function spawnGit(
   opts: Omit<GitOptions, 'input' | 'maxBuffer'>,
 ): Promise<ChildProcessWithoutNullStreams> {
   const env = await gitEnv(opts.env, opts.safeDirectories);
-  return spawn('git', hardenedArgs(args), {
+  return spawn('git', await fullArgs(args, opts), {
     cwd: opts.cwd,
     env,
     signal: opts.signal,

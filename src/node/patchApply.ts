@@ -232,10 +232,16 @@ async function runApply(
 ): Promise<GitRun> {
   const args = [...APPLY_ARGS, ...flags];
   if ('path' in input) {
-    const r = await runGit([...args, input.path], { cwd: root, env: { ...C_ENV, ...env }, okCodes: [1, 128], signal });
+    const r = await runGit([...args, input.path], {
+      cwd: root,
+      env: { ...C_ENV, ...env },
+      okCodes: [1, 128],
+      signal,
+      noFilterDrivers: true,
+    });
     return { exitCode: r.exitCode, stdout: r.stdout.toString('utf8'), stderr: r.stderr };
   }
-  const child = await spawnGit(args, { cwd: root, env: { ...C_ENV, ...env }, signal });
+  const child = await spawnGit(args, { cwd: root, env: { ...C_ENV, ...env }, signal, noFilterDrivers: true });
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   child.stdout.on('data', (d: Buffer) => out.push(d));
@@ -369,7 +375,46 @@ async function gitCheck(
     };
   }
   const v = await runApply(root, ['--check', '-v'], input, undefined, signal);
-  return checkFromLog(files, parseApplyLog(v.stderr), v.exitCode);
+  return explainSparse(root, files, checkFromLog(files, parseApplyLog(v.stderr), v.exitCode));
+}
+
+/**
+ * A file the patch changes that git says is missing may be outside the user's sparse checkout (in
+ * the index, not in the working tree; the agent's copy has every file): git's "No such file or
+ * directory" does not say that, nor what to do. Failure path only: it lists the whole index.
+ */
+async function explainSparse(root: string, files: readonly PatchFile[], check: PatchCheck): Promise<PatchCheck> {
+  if (!check.files.some((f) => f.errors.some((e) => /: No such file or directory$/.test(e)))) return check;
+  // `--sparse` (git 2.35) lists a sparse index as it is ("S dir/"): expanding it, as a pathspec
+  // would, writes tree objects into the user's repository.
+  let listed = await runGit(['ls-files', '--sparse', '-t', '-z'], { cwd: root, okCodes: [128, 129] });
+  if (listed.exitCode !== 0) listed = await runGit(['ls-files', '-t', '-z'], { cwd: root, okCodes: [128] });
+  const skipped = listed.stdout
+    .toString('utf8')
+    .split('\0')
+    .filter((e) => e.startsWith('S '))
+    .map((e) => e.slice(2));
+  const exact = new Set(skipped.filter((p) => !p.endsWith('/')));
+  const dirs = skipped.filter((p) => p.endsWith('/'));
+  const outside = (p: string | undefined): boolean =>
+    p !== undefined && (exact.has(p) || dirs.some((d) => p.startsWith(d)));
+  if (!exact.size && !dirs.length) return check;
+  const byId = new Map(files.map((f) => [f.id, f] as const));
+  return {
+    ...check,
+    files: check.files.map((c) => {
+      const f = byId.get(c.fileId);
+      const path = [f?.oldPath, f?.newPath].find(outside);
+      if (c.ok || path === undefined) return c;
+      const folder = dirname(path);
+      return {
+        ...c,
+        errors: [
+          `${path} is outside your sparse checkout, so it is not in your working tree: run git sparse-checkout add "${folder === '.' ? path : folder}" (or git sparse-checkout disable), then review the patch again.`,
+        ],
+      };
+    }),
+  };
 }
 
 /** The check of the files offered by default replaces the whole-patch verdict for them. */
@@ -709,11 +754,14 @@ async function preparePrivateIndex(root: string, indexFile: string, snapshot: Sn
   const missing = [...snapshot.files.values()].filter((s) => s.kind === 'missing');
   let info = '';
   if (present.length) {
-    // --no-filters: a repository's clean filters are commands; Baton does not run them.
+    // As git apply reads them: line endings converted (a CRLF working file of an autocrlf=true user
+    // is LF in the repository, as the patch's base and the agent's version are; raw, every line would
+    // conflict), no filter driver run (a repository's drivers are commands; Baton runs none).
     const shas = (
-      await runGit(['hash-object', '-w', '--no-filters', '--stdin-paths'], {
+      await runGit(['-c', 'core.safecrlf=false', 'hash-object', '-w', '--stdin-paths'], {
         cwd: root,
         input: present.map((s) => s.path).join('\n') + '\n',
+        noFilterDrivers: true,
       })
     ).stdout
       .toString('utf8')
@@ -726,7 +774,7 @@ async function preparePrivateIndex(root: string, indexFile: string, snapshot: Sn
   }
   for (const s of missing) info += `0 ${'0'.repeat(40)}\t${s.path}\0`;
   if (info) await runGit(['update-index', '-z', '--index-info'], { cwd: root, env, input: info });
-  await runGit(['update-index', '-q', '--refresh'], { cwd: root, env, okCodes: [1] });
+  await runGit(['update-index', '-q', '--refresh'], { cwd: root, env, okCodes: [1], noFilterDrivers: true });
 }
 
 async function readConflicts(root: string, env: Record<string, string>): Promise<ConflictFile[]> {

@@ -40,7 +40,7 @@ async function head(root: string): Promise<string | undefined> {
 async function uncommittedPaths(root: string, paths?: readonly string[]): Promise<string[]> {
   const args = ['status', '--porcelain=v1', '-z', '--untracked-files=all', '--no-renames', '--ignore-submodules=all'];
   if (paths) args.push('--', ...paths);
-  const out = (await runGit(args, { cwd: root, env: LITERAL })).stdout.toString('utf8');
+  const out = (await runGit(args, { cwd: root, env: LITERAL, noFilterDrivers: true })).stdout.toString('utf8');
   const result: string[] = [];
   for (const entry of out.split('\0')) if (entry.length > 3) result.push(entry.slice(3));
   return result;

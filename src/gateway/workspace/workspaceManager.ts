@@ -20,10 +20,23 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { copyFile, lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import {
+  appendFile,
+  copyFile,
+  lstat,
+  mkdir,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  rm,
+  stat,
+  utimes,
+  writeFile,
+} from 'node:fs/promises';
 import { homedir, hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
-import { GitError, git, runGit } from '../../node/git';
+import { configText, GitError, git, runGit } from '../../node/git';
 import { cwdInside, isAlive, processStartTime, selfStartTime } from './procfs';
 import { defaultWorkspaceRoot } from './workspaceRoot';
 
@@ -131,6 +144,13 @@ interface OwnerRecord {
 
 const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
+/**
+ * `git add --all` that records a tree and never refuses a file: `core.safecrlf=true` (a user setting
+ * Baton keeps for its line endings) makes add fail on a file with mixed line endings, and such a file
+ * in the user's tree or the agent's output must not stop the copy or lose the agent's work.
+ */
+const RECORD_ALL = ['-c', 'core.safecrlf=false', 'add', '--all', '--', '.'];
+
 export class WorkspaceManager {
   readonly root: string;
   private readonly userHome: string;
@@ -202,6 +222,7 @@ export class WorkspaceManager {
   ): Promise<Workspace> {
     const indexA = join(base.privateDir, 'index-a');
     const env = { GIT_DIR: base.gitDir, GIT_WORK_TREE: repo.top, GIT_INDEX_FILE: indexA };
+    const eol = await lineEndingSettings(repo);
 
     // The clone and its checkout (the slow part) run while tree A is computed from the caller's
     // tree, which hashes only what the caller's own index says changed.
@@ -213,26 +234,34 @@ export class WorkspaceManager {
         safeDirectories: [repo.commonDir],
       });
       await runGit(['remote', 'remove', 'origin'], { cwd: base.dir });
+      await applyLineEndingSettings(join(base.dir, '.git'), eol);
       if (repo.head) await runGit(['checkout', '--quiet', '--detach', repo.head], { cwd: base.dir });
     })();
     const treeDone = (async () => {
       await initPrivateGit(base.gitDir, repo.objectFormat, join(repo.commonDir, 'objects'));
       await this.copyIgnoreRules(repo, base.gitDir);
+      await applyLineEndingSettings(base.gitDir, eol);
       let seeded = false;
       try {
+        // The copy keeps the index's time (a little earlier, never later): git hashes again an entry
+        // whose file changed in the same tick as the index was written ("racily clean") only when it
+        // sees that index time. A fresh time would make it trust the entry, and a file rewritten with
+        // the same size right after `git add` would be copied as it was staged, not as it is.
+        const { mtimeMs, atime } = await stat(repo.indexFile);
         await copyFile(repo.indexFile, indexA);
+        await utimes(indexA, atime, new Date(Math.floor(mtimeMs) - 1));
         seeded = true;
       } catch {
         // No index yet (fresh repository): everything is hashed.
       }
       try {
-        await runGit(['add', '--all', '--', '.'], { cwd: repo.top, env });
+        await runGit(RECORD_ALL, { cwd: repo.top, env });
       } catch (e) {
         if (!seeded) throw e;
         // An index Baton cannot read on its own (e.g. split index): start from HEAD instead.
         await rm(indexA, { force: true });
         if (repo.head) await runGit(['read-tree', repo.head], { cwd: repo.top, env });
-        await runGit(['add', '--all', '--', '.'], { cwd: repo.top, env });
+        await runGit(RECORD_ALL, { cwd: repo.top, env });
       }
       return git(['write-tree'], { cwd: repo.top, env });
     })();
@@ -366,10 +395,13 @@ export class WorkspaceManager {
       };
     const indexB = join(ws.privateDir, 'index-b');
     await rm(indexB, { force: true });
-    const indexA = join(ws.privateDir, 'index-a');
-    if (existsSync(indexA)) await copyFile(indexA, indexB);
     const env = { GIT_DIR: ws.gitDir, GIT_WORK_TREE: ws.dir, GIT_INDEX_FILE: indexB };
-    await runGit(['add', '--all', '--', '.'], { cwd: ws.dir, env });
+    // From tree A itself, not a copy of index-a: that one comes from the user's index, whose
+    // skip-worktree (sparse checkout) and assume-unchanged entries would make add pass over the
+    // agent's edits to those files. Its stat data describes the user's files, not the copy's, so
+    // every file is hashed either way.
+    await runGit(['read-tree', ws.treeA], { cwd: ws.dir, env });
+    await runGit(RECORD_ALL, { cwd: ws.dir, env });
     const treeB = await git(['write-tree'], { cwd: ws.dir, env });
     if (treeB === empty && ws.treeA !== empty)
       return {
@@ -573,6 +605,43 @@ export async function probeRepository(path: string): Promise<RepositoryInfo | un
     detached: symbolic.exitCode !== 0,
     objectFormat: format === 'sha256' ? 'sha256' : 'sha1',
   };
+}
+
+/** The caller's repository's own line-ending settings: what its git converts files with. */
+interface LineEndingSettings {
+  /** `core.autocrlf` and `core.eol` as the repository's git reads them (its own config over the kept global one). */
+  readonly config: readonly { key: string; value: string }[];
+  /** The repository's `info/attributes` (eol, text, -text for every path), when it has one. */
+  readonly attributes: Buffer | undefined;
+}
+
+/**
+ * The copy is checked out, and trees A and B are hashed, by git dirs of Baton's own (the clone's,
+ * the private one) that would otherwise know only the global config: a `core.autocrlf` or
+ * `core.eol` in the repository's config, or its `info/attributes`, would be missed, the copy would
+ * get other line endings than the user's checkout, and the user's CRLF files would hash as changed.
+ * These are data (no program is named), read from the caller's repository, never from the copy.
+ */
+async function lineEndingSettings(repo: RepositoryInfo): Promise<LineEndingSettings> {
+  const listed = await runGit(['config', '-z', '--get-regexp', '^core\\.(autocrlf|eol)$'], {
+    cwd: repo.top,
+    okCodes: [1],
+  });
+  const last = new Map<string, string>();
+  for (const entry of listed.stdout.toString('utf8').split('\0')) {
+    const nl = entry.indexOf('\n');
+    if (nl > 0) last.set(entry.slice(0, nl).toLowerCase(), entry.slice(nl + 1));
+  }
+  const attributes = await readFile(join(repo.commonDir, 'info', 'attributes')).catch(() => undefined);
+  return { config: [...last].map(([key, value]) => ({ key, value })), attributes };
+}
+
+async function applyLineEndingSettings(gitDir: string, eol: LineEndingSettings): Promise<void> {
+  if (eol.config.length) await appendFile(join(gitDir, 'config'), configText(eol.config));
+  if (eol.attributes) {
+    await mkdir(join(gitDir, 'info'), { recursive: true });
+    await writeFile(join(gitDir, 'info', 'attributes'), eol.attributes);
+  }
 }
 
 async function initPrivateGit(gitDir: string, format: 'sha1' | 'sha256', alternate?: string): Promise<void> {

@@ -69,7 +69,8 @@ describe('git version', () => {
 });
 
 describe("the user's settings Baton keeps", () => {
-  const listing = (entries: [string, string][]): string => entries.map(([s, e]) => `${s}\0${e}\0`).join('');
+  const listing = (entries: [string, string][]): string =>
+    entries.map(([s, e]) => `${s}\0${s === 'command' ? 'command line:' : `file:/${s}/config`}\0${e}\0`).join('');
 
   it('keeps the allow-listed keys from the system and global scopes only, in order', () => {
     const out = keptEntries(
