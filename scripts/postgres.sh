@@ -3,6 +3,8 @@
 #
 #   eval "$(bash scripts/postgres.sh start)"   # starts it; prints `export BATON_TEST_PG=postgres://…`
 #   bash scripts/postgres.sh stop              # stops it and deletes its data
+#   bash scripts/postgres.sh pause             # stops the server, keeping its data (a database outage)
+#   bash scripts/postgres.sh resume            # starts it again, same port and data
 #
 # Uses the PostgreSQL binaries under /usr/lib/postgresql/<version>/bin (Debian package `postgresql`),
 # a data folder in $BATON_PG_DIR (default /tmp/baton-pg), a free port on 127.0.0.1 and trust auth on
@@ -24,6 +26,13 @@ as_owner() {
   fi
 }
 
+# Starts the server of $dir on the port in $dir/port.
+run_server() {
+  as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
+    -o "-c listen_addresses=127.0.0.1 -c port=$(cat "$dir/port") -c unix_socket_directories=$dir -c fsync=off -c max_connections=200" start >&2 \
+    || { cat "$dir/server.log" >&2; exit 1; }
+}
+
 case "$cmd" in
   start)
     if [ -f "$dir/port" ] && as_owner "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
@@ -36,9 +45,7 @@ case "$cmd" in
     port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
     echo "$port" >"$dir/port"
     as_owner "$bin/initdb" -D "$dir/data" -U baton --auth=trust --no-sync -E UTF8 >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
-    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-      -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c fsync=off -c max_connections=200" start >&2 \
-      || { cat "$dir/server.log" >&2; exit 1; }
+    run_server
     as_owner "$bin/createdb" -h 127.0.0.1 -p "$port" -U baton baton >&2
     echo "export BATON_TEST_PG=postgresql://baton@127.0.0.1:$port/baton"
     ;;
@@ -48,8 +55,14 @@ case "$cmd" in
     fi
     rm -rf "$dir"
     ;;
+  pause)
+    as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >&2
+    ;;
+  resume)
+    run_server
+    ;;
   *)
-    echo "usage: bash scripts/postgres.sh start|stop" >&2
+    echo "usage: bash scripts/postgres.sh start|stop|pause|resume" >&2
     exit 2
     ;;
 esac

@@ -40,6 +40,7 @@ import type { PushOptions } from './pushNotifier';
 import { openStore } from './store/openStore';
 import { WorkspaceSweeper } from './workspace/workspaceSweeper';
 import type { GatewayStore } from './store/gatewayStore';
+import { StoreUnavailableError } from './store/gatewayStore';
 import type { TaskRunner } from './taskRunner';
 import { isTerminal } from '../core/taskStates';
 
@@ -164,7 +165,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     () =>
       void store
         .heartbeat(instanceId, hostname(), process.pid)
-        .catch((e: unknown) => log(`heartbeat failed: ${String(e)}`)),
+        // An unavailable store says so itself, once per outage.
+        .catch((e: unknown) => e instanceof StoreUnavailableError || log(`heartbeat failed: ${String(e)}`)),
     HEARTBEAT_MS,
   );
   heartbeat.unref();
@@ -291,7 +293,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         if (sweeping || stopping.signal.aborted) return;
         sweeping = true;
         recoverOrphans(store, instanceId, routes, log, skipped)
-          .catch((e: unknown) => log(`looking for tasks of stopped instances failed: ${String(e)}`))
+          .catch(
+            (e: unknown) =>
+              e instanceof StoreUnavailableError || log(`looking for tasks of stopped instances failed: ${String(e)}`),
+          )
           .finally(() => (sweeping = false));
       }, HEARTBEAT_MS);
       orphanSweep.timer.unref();

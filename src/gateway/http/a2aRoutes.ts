@@ -20,6 +20,8 @@ import {
   toRestErrorBody,
 } from '@a2a-js/sdk/errors';
 import { META, REPLAY_EXTENSION_URI } from '../../core/batonProfile';
+import { isRecord } from '../../core/isRecord';
+import { STORE_RETRY_AFTER_SECONDS, STORE_UNAVAILABLE, StoreUnavailableError } from '../store/gatewayStore';
 import type { EventRow } from '../store/gatewayStore';
 import type { GatewayRequestHandler } from '../requestHandler';
 import { GatewayUser, parseCursor, setCursor, setSignal } from '../requestContext';
@@ -169,6 +171,27 @@ export function envelopeProblem(body: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * Answers a request that failed because the store was unavailable (`StoreUnavailableError`: PostgreSQL
+ * restarting, stopped or refusing connections) with 503 and Retry-After, so a client or a balancer
+ * knows to try again, whichever shape its route gives errors in (JSON-RPC, 1.0 or 0.3, or HTTP+JSON;
+ * the SDK's handlers write most of them). Their mapping keeps an error's message, not its class: the
+ * message says it.
+ */
+function storeUnavailableAsRetryable(_req: Request, res: Response, next: NextFunction): void {
+  const json = res.json.bind(res);
+  res.json = (body: unknown) => {
+    const error = isRecord(body) && isRecord(body.error) ? body.error : undefined;
+    if (typeof error?.message === 'string' && error.message.startsWith(STORE_UNAVAILABLE)) {
+      res.status(503).setHeader('Retry-After', String(STORE_RETRY_AFTER_SECONDS));
+      // The HTTP+JSON error body repeats the HTTP status and its name.
+      if (typeof error.status === 'string') Object.assign(error, { code: 503, status: 'UNAVAILABLE' });
+    }
+    return json(body);
+  };
+  next();
+}
+
 export interface A2aRouteOptions {
   readonly handler: GatewayRequestHandler;
   readonly bodyLimits: BodyLimits;
@@ -180,6 +203,7 @@ export function a2aRouter(o: A2aRouteOptions): Router {
   const v1 = new JsonRpcTransportHandler(handler);
   const legacy = new LegacyJsonRpcTransportHandler(handler);
   const router = express.Router();
+  router.use(storeUnavailableAsRetryable);
   // A2A §3.6.1: a client MAY name its version in the query (`?A2A-Version=1.0`) instead of the header.
   // The header wins when both are given; every handler below (the SDK's too) reads the header.
   router.use((req: Request, _res: Response, next: NextFunction) => {
@@ -273,7 +297,8 @@ export function a2aRouter(o: A2aRouteOptions): Router {
         const err = mapError(e);
         res.status(err.code === A2A_ERROR_CODE.INTERNAL_ERROR ? 500 : 200).json({ jsonrpc: '2.0', id, error: err });
       } else if (!res.writableEnded) res.end();
-      if (!(e instanceof Error) || !('code' in e))
+      // An unavailable store is logged once per outage, by the store.
+      if (!(e instanceof Error) || !('code' in e || e instanceof StoreUnavailableError))
         o.log(`JSON-RPC ${method || '(legacy)'} failed: ${(e as Error).stack ?? String(e)}`);
     } finally {
       abort.abort();

@@ -209,6 +209,30 @@ export function busyParents(unfinishedPrincipals: Iterable<string>): Set<string>
   return out;
 }
 
+/**
+ * How the message of a `StoreUnavailableError` begins. The HTTP layer answers a request that failed
+ * with one 503 with Retry-After: the SDK's error mapping keeps an error's message, not its class.
+ */
+export const STORE_UNAVAILABLE = "the gateway's task store is unavailable";
+
+/** The Retry-After of an answer refused because the store is unavailable, in seconds. */
+export const STORE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * The store cannot be reached right now (PostgreSQL restarting, stopped, refusing new connections, or
+ * the connection lost mid-statement): the same call may well succeed in a few seconds. `reason` says
+ * why in plain words; the driver's error is the `cause`.
+ */
+export class StoreUnavailableError extends Error {
+  constructor(
+    readonly reason: string,
+    options?: { readonly cause?: unknown },
+  ) {
+    super(`${STORE_UNAVAILABLE} (${reason}); try again in a few seconds`, options);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
 /** Tells the caller that events were appended to a task, possibly by another gateway instance. */
 export type AppendListener = (agent: string, taskId: string, lastSeq: number) => void;
 

@@ -36,6 +36,7 @@ import {
   bodyText,
   busyParents,
   CHILD_PRINCIPAL_PREFIX,
+  StoreUnavailableError,
   toRequestClaim,
   toTaskRow,
   toUnboundClaim,
@@ -105,6 +106,49 @@ type Row = Record<string, unknown>;
 export const LISTEN_APPLICATION_NAME = 'baton-gateway-listen';
 const RELISTEN_FIRST_MS = 250;
 const RELISTEN_MAX_MS = 5_000;
+/** A write that carries events is tried again this long after the database could not be reached, doubling. */
+const RESTORE_FIRST_MS = 250;
+const RESTORE_MAX_MS = 5_000;
+
+/** Socket errors that mean the database cannot be reached (nothing about the request itself). */
+const UNREACHABLE: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ETIMEDOUT: 'connection timed out',
+  EPIPE: 'connection lost',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  EAI_AGAIN: 'host name lookup failed',
+};
+
+/** SQLSTATEs that mean the server cannot serve this connection now (PostgreSQL's appendix A). */
+const NOT_SERVING: Readonly<Record<string, string>> = {
+  '57P01': 'the server ended the connection: an administrator, or a shutdown',
+  '57P02': 'the server ended the connection: it is recovering from a crash',
+  '57P03': 'the database is starting up or shutting down',
+  '53300': 'the database has no free connection',
+};
+
+/**
+ * Why `e` means the database is unavailable (restarting, stopped, refusing new connections, or the
+ * connection lost mid-statement), in plain words; undefined for any other error (a constraint, a bug).
+ */
+export function unavailableReason(e: unknown): string | undefined {
+  if (e instanceof StoreUnavailableError) return e.reason;
+  if (!(e instanceof Error)) return undefined;
+  const code = (e as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    const known = UNREACHABLE[code] ?? NOT_SERVING[code];
+    if (known) return known;
+    if (code.startsWith('08')) return 'the connection to the database failed';
+    // ALTER DATABASE … ALLOW_CONNECTIONS false
+    if (code === '55000' && /not currently accepting connections/.test(e.message))
+      return 'the database does not accept connections';
+  }
+  // The driver's own words when the socket closes under it, or for a client whose connection died.
+  if (/^Connection terminated|not queryable/.test(e.message)) return 'the connection to the database was lost';
+  return undefined;
+}
 
 /** Binds a claim to its task: ($1 task id, $2 principal, $3 agent, $4 messageId). */
 const BIND_REQUEST = 'UPDATE baton_requests SET task_id = $1 WHERE principal = $2 AND agent = $3 AND message_id = $4';
@@ -120,6 +164,10 @@ export class PostgresGatewayStore implements GatewayStore {
   /** This store's NOTIFY channels (`channelsOf` its schema; set when it opens). */
   private channels = channelsOf('public');
   private relistenTimer: NodeJS.Timeout | undefined;
+  /** Since when the database has been unavailable (the first failure of this outage), with why. */
+  private outage: { readonly since: number; readonly reason: string } | undefined;
+  /** Wakes the writes waiting to be tried again, so that `close` does not wait for their next round. */
+  private readonly waiting = new Set<() => void>();
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -130,6 +178,11 @@ export class PostgresGatewayStore implements GatewayStore {
   static async open(url: string, log: (line: string) => void = () => undefined): Promise<PostgresGatewayStore> {
     const pool = new pg.Pool({ connectionString: url, max: 10 });
     pool.on('error', () => undefined); // an idle client's error surfaces on the next query
+    // The pool listens for errors only on idle clients. A client checked out for a transaction whose
+    // connection ends (the server restarts, an admin ends the backend) emits 'error' outside any query
+    // (after a FATAL between statements, or once the socket closes under the ROLLBACK): without a
+    // listener that would end the process. The statement in progress fails with the error anyway.
+    pool.on('connect', (client) => client.on('error', () => undefined));
     const store = new PostgresGatewayStore(pool, url, log);
     try {
       // Several instances may start at once; the advisory lock serialises their CREATE IF NOT EXISTS.
@@ -242,40 +295,112 @@ export class PostgresGatewayStore implements GatewayStore {
   /** Takes (deletes) the stored cancel requests addressed to `instance` and hands them to its listeners. */
   private takeCancelRequests(instance: string): void {
     if (this.closing) return;
-    this.pool
-      .query(
-        'DELETE FROM baton_cancel_requests WHERE instance = $1 OR requested_at < $2 RETURNING agent, task_id, instance',
-        [instance, Date.now() - CANCEL_REQUEST_TTL_MS],
-      )
-      .then(
-        (r) => {
-          for (const x of r.rows as Row[]) {
-            if (String(x.instance) !== instance) continue; // expired, for an instance long gone
-            for (const c of this.cancelListeners)
-              if (c.instance === instance) c.listener(String(x.agent), String(x.task_id));
-          }
-        },
-        (e: unknown) => {
-          if (!this.closing)
-            this.log(
-              `PostgreSQL: cannot read the cancel requests for this instance (${(e as Error).message}); they are taken when it listens again`,
-            );
-        },
-      );
+    this.query(
+      'DELETE FROM baton_cancel_requests WHERE instance = $1 OR requested_at < $2 RETURNING agent, task_id, instance',
+      [instance, Date.now() - CANCEL_REQUEST_TTL_MS],
+    ).then(
+      (r) => {
+        for (const x of r.rows as Row[]) {
+          if (String(x.instance) !== instance) continue; // expired, for an instance long gone
+          for (const c of this.cancelListeners)
+            if (c.instance === instance) c.listener(String(x.agent), String(x.task_id));
+        }
+      },
+      (e: unknown) => {
+        if (!this.closing)
+          this.log(
+            `PostgreSQL: cannot read the cancel requests for this instance (${(e as Error).message}); they are taken when it listens again`,
+          );
+      },
+    );
+  }
+
+  /** One statement on a pooled connection; an unavailable database is a `StoreUnavailableError`. */
+  private async query(text: string, values?: unknown[]): Promise<pg.QueryResult> {
+    let r: pg.QueryResult;
+    try {
+      r = await this.pool.query(text, values);
+    } catch (e) {
+      throw this.fault(e);
+    }
+    this.available();
+    return r;
   }
 
   private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-    const c = await this.pool.connect();
+    let c: pg.PoolClient;
+    try {
+      c = await this.pool.connect();
+    } catch (e) {
+      throw this.fault(e);
+    }
+    let broken: Error | undefined;
     try {
       await c.query('BEGIN');
       const out = await fn(c);
       await c.query('COMMIT');
+      this.available();
       return out;
     } catch (e) {
-      await c.query('ROLLBACK').catch(() => undefined);
-      throw e;
+      // A connection that cannot even roll back is dropped from the pool, not handed to the next caller.
+      await c.query('ROLLBACK').catch((r: unknown) => (broken = r instanceof Error ? r : new Error(String(r))));
+      throw this.fault(e);
     } finally {
-      c.release();
+      c.release(broken);
+    }
+  }
+
+  /**
+   * The error a caller gets for `e`: a `StoreUnavailableError` when the database is unavailable (the
+   * first of an outage is logged, with the driver's words), else `e` as it is.
+   */
+  private fault(e: unknown): unknown {
+    const reason = unavailableReason(e);
+    if (reason === undefined) return e;
+    if (!this.outage && !this.closing) {
+      this.outage = { since: Date.now(), reason };
+      this.log(
+        `PostgreSQL is unavailable (${reason}: ${(e as Error).message}); requests are answered 503 (retry later) until it is back, and the events of running tasks wait here to be stored then`,
+      );
+    }
+    return e instanceof StoreUnavailableError ? e : new StoreUnavailableError(reason, { cause: e });
+  }
+
+  /** A statement went through: an outage, if there was one, is over. */
+  private available(): void {
+    if (!this.outage) return;
+    const s = ((Date.now() - this.outage.since) / 1000).toFixed(1);
+    this.outage = undefined;
+    this.log(`PostgreSQL is available again (it was unavailable for ${s} s)`);
+  }
+
+  /**
+   * Runs a write that carries a task's events until it is done. Those events are numbered and their
+   * task goes on (a relayed remote does not wait for us), so while the database is unavailable the
+   * write is tried again (0.25 s, doubling up to 5 s) for as long as the store is open, and the writer
+   * holds what comes meanwhile. `again` is true from the second try on: the previous one may have
+   * committed before its answer was lost, which `write` must check.
+   */
+  private async untilStored(write: (again: boolean) => Promise<void>): Promise<void> {
+    let delay = RESTORE_FIRST_MS;
+    for (let again = false; ; again = true) {
+      try {
+        await write(again);
+        return;
+      } catch (e) {
+        if (!(e instanceof StoreUnavailableError) || this.closing) throw e;
+        await new Promise<void>((resolve) => {
+          const wake = (): void => {
+            clearTimeout(timer);
+            this.waiting.delete(wake);
+            resolve();
+          };
+          const timer = setTimeout(wake, delay);
+          this.waiting.add(wake);
+        });
+        if (this.closing) throw e;
+        delay = Math.min(delay * 2, RESTORE_MAX_MS);
+      }
     }
   }
 
@@ -287,7 +412,7 @@ export class PostgresGatewayStore implements GatewayStore {
     taskId: string | null,
     instance?: string,
   ): Promise<ClaimResult> {
-    const ins = await this.pool.query(
+    const ins = await this.query(
       'INSERT INTO baton_requests (principal, agent, message_id, digest, task_id, created_at, instance) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING 1',
       [principal, agent, messageId, digest, taskId, Date.now(), instance ?? null],
     );
@@ -299,7 +424,7 @@ export class PostgresGatewayStore implements GatewayStore {
   }
 
   async findRequest(principal: string, agent: string, messageId: string): Promise<RequestClaim | undefined> {
-    const r = await this.pool.query(
+    const r = await this.query(
       'SELECT digest, task_id, instance, created_at FROM baton_requests WHERE principal = $1 AND agent = $2 AND message_id = $3',
       [principal, agent, messageId],
     );
@@ -308,7 +433,7 @@ export class PostgresGatewayStore implements GatewayStore {
   }
 
   async listUnboundRequests(): Promise<UnboundClaim[]> {
-    const r = await this.pool.query(
+    const r = await this.query(
       'SELECT principal, agent, message_id, digest, task_id, instance, created_at FROM baton_requests WHERE task_id IS NULL',
     );
     return (r.rows as Row[]).map(toUnboundClaim);
@@ -321,7 +446,7 @@ export class PostgresGatewayStore implements GatewayStore {
     from: string | null,
     to: string | null,
   ): Promise<boolean> {
-    const r = await this.pool.query(
+    const r = await this.query(
       'UPDATE baton_requests SET instance = $5 WHERE principal = $1 AND agent = $2 AND message_id = $3 AND task_id IS NULL AND instance IS NOT DISTINCT FROM $4',
       [principal, agent, messageId, from, to],
     );
@@ -329,11 +454,11 @@ export class PostgresGatewayStore implements GatewayStore {
   }
 
   async bindRequest(principal: string, agent: string, messageId: string, taskId: string): Promise<void> {
-    await this.pool.query(BIND_REQUEST, [taskId, principal, agent, messageId]);
+    await this.query(BIND_REQUEST, [taskId, principal, agent, messageId]);
   }
 
   async releaseRequest(principal: string, agent: string, messageId: string): Promise<void> {
-    await this.pool.query('DELETE FROM baton_requests WHERE principal = $1 AND agent = $2 AND message_id = $3', [
+    await this.query('DELETE FROM baton_requests WHERE principal = $1 AND agent = $2 AND message_id = $3', [
       principal,
       agent,
       messageId,
@@ -342,69 +467,113 @@ export class PostgresGatewayStore implements GatewayStore {
 
   async createTask(task: NewTask, first: EventRow): Promise<void> {
     const now = Date.now();
-    await this.tx(async (c) => {
-      await c.query(
-        'INSERT INTO baton_tasks (agent, id, context_id, principal, kind, state, last_seq, snapshot, owner, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
-        [
+    await this.untilStored((again) =>
+      this.tx(async (c) => {
+        // From the second try on, the task may be there already: the try whose answer was lost may have
+        // committed (the insert waits for it, if its connection's transaction is still open).
+        const made = await c.query(
+          `INSERT INTO baton_tasks (agent, id, context_id, principal, kind, state, last_seq, snapshot, owner, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)${again ? ' ON CONFLICT DO NOTHING' : ''}`,
+          [
+            task.agent,
+            task.id,
+            task.contextId,
+            task.principal,
+            task.kind,
+            task.state,
+            first.seq,
+            task.snapshot,
+            task.owner,
+            now,
+            now,
+          ],
+        );
+        if (made.rowCount === 0) {
+          const had = await c.query('SELECT body FROM baton_events WHERE agent = $1 AND task_id = $2 AND seq = $3', [
+            task.agent,
+            task.id,
+            first.seq,
+          ]);
+          const row = had.rows[0] as Row | undefined;
+          if (row && String(row.body) === bodyText(first.body)) return;
+          throw new Error(`task ${task.id} of ${task.agent} exists already`);
+        }
+        await c.query('INSERT INTO baton_events (agent, task_id, seq, body) VALUES ($1, $2, $3, $4)', [
           task.agent,
           task.id,
-          task.contextId,
-          task.principal,
-          task.kind,
-          task.state,
           first.seq,
-          task.snapshot,
-          task.owner,
-          now,
-          now,
-        ],
-      );
-      await c.query('INSERT INTO baton_events (agent, task_id, seq, body) VALUES ($1, $2, $3, $4)', [
-        task.agent,
-        task.id,
-        first.seq,
-        bodyText(first.body),
-      ]);
-      if (task.request !== undefined) await c.query(BIND_REQUEST, [task.id, task.principal, task.agent, task.request]);
-      await c.query('SELECT pg_notify($1, $2)', [
-        this.channels.events,
-        JSON.stringify({ o: this.origin, a: task.agent, t: task.id, s: first.seq }),
-      ]);
-    });
+          bodyText(first.body),
+        ]);
+        if (task.request !== undefined)
+          await c.query(BIND_REQUEST, [task.id, task.principal, task.agent, task.request]);
+        await c.query('SELECT pg_notify($1, $2)', [
+          this.channels.events,
+          JSON.stringify({ o: this.origin, a: task.agent, t: task.id, s: first.seq }),
+        ]);
+      }),
+    );
   }
 
   async append(batch: AppendBatch): Promise<void> {
     if (batch.events.length === 0) return;
     // This store does not fold snapshots on read (`foldsSnapshots` unset): every batch carries one.
     if (batch.snapshot === undefined) throw new Error(`the batch for task ${batch.taskId} carries no snapshot`);
+    const first = batch.events[0].seq;
     const last = batch.events[batch.events.length - 1].seq;
-    await this.tx(async (c) => {
-      const values: unknown[] = [];
-      const tuples = batch.events.map((e, i) => {
-        values.push(batch.agent, batch.taskId, e.seq, bodyText(e.body));
-        return `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4})`;
-      });
-      await c.query(`INSERT INTO baton_events (agent, task_id, seq, body) VALUES ${tuples.join(', ')}`, values);
-      if (batch.owner !== undefined) {
-        await c.query(
-          'UPDATE baton_tasks SET state = $1, last_seq = $2, snapshot = $3, owner = $4, updated_at = $5 WHERE agent = $6 AND id = $7',
-          [batch.state, last, batch.snapshot, batch.owner, Date.now(), batch.agent, batch.taskId],
-        );
-      } else {
-        await c.query(
-          'UPDATE baton_tasks SET state = $1, last_seq = $2, snapshot = $3, updated_at = $4 WHERE agent = $5 AND id = $6',
-          [batch.state, last, batch.snapshot, Date.now(), batch.agent, batch.taskId],
-        );
-      }
-      await c.query('SELECT pg_notify($1, $2)', [
-        this.channels.events,
-        JSON.stringify({ o: this.origin, a: batch.agent, t: batch.taskId, s: last }),
-      ]);
-    });
+    await this.untilStored((again) =>
+      this.tx(async (c) => {
+        if (again) {
+          // The try whose answer was lost may have committed (the connection died during COMMIT): then
+          // these very events are stored. Other events at these seqs were written by another instance
+          // (one that took the task over while this one could not reach the database). The task's row
+          // is locked first: a try whose transaction is still open holds it, and is waited for.
+          await c.query('SELECT 1 FROM baton_tasks WHERE agent = $1 AND id = $2 FOR UPDATE', [
+            batch.agent,
+            batch.taskId,
+          ]);
+          const had = (
+            await c.query(
+              'SELECT seq, body FROM baton_events WHERE agent = $1 AND task_id = $2 AND seq >= $3 AND seq <= $4 ORDER BY seq',
+              [batch.agent, batch.taskId, first, last],
+            )
+          ).rows as Row[];
+          if (had.length > 0) {
+            if (
+              had.length === batch.events.length &&
+              had.every((r, i) => String(r.body) === bodyText(batch.events[i].body))
+            )
+              return;
+            throw new Error(
+              `events ${first} to ${last} of task ${batch.taskId} were stored by another gateway instance while this one could not reach the database; this instance stops writing the task`,
+            );
+          }
+        }
+        const values: unknown[] = [];
+        const tuples = batch.events.map((e, i) => {
+          values.push(batch.agent, batch.taskId, e.seq, bodyText(e.body));
+          return `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4})`;
+        });
+        await c.query(`INSERT INTO baton_events (agent, task_id, seq, body) VALUES ${tuples.join(', ')}`, values);
+        if (batch.owner !== undefined) {
+          await c.query(
+            'UPDATE baton_tasks SET state = $1, last_seq = $2, snapshot = $3, owner = $4, updated_at = $5 WHERE agent = $6 AND id = $7',
+            [batch.state, last, batch.snapshot, batch.owner, Date.now(), batch.agent, batch.taskId],
+          );
+        } else {
+          await c.query(
+            'UPDATE baton_tasks SET state = $1, last_seq = $2, snapshot = $3, updated_at = $4 WHERE agent = $5 AND id = $6',
+            [batch.state, last, batch.snapshot, Date.now(), batch.agent, batch.taskId],
+          );
+        }
+        await c.query('SELECT pg_notify($1, $2)', [
+          this.channels.events,
+          JSON.stringify({ o: this.origin, a: batch.agent, t: batch.taskId, s: last }),
+        ]);
+      }),
+    );
   }
 
   async getTask(agent: string, taskId: string): Promise<TaskRow | undefined> {
-    const r = await this.pool.query('SELECT * FROM baton_tasks WHERE agent = $1 AND id = $2', [agent, taskId]);
+    const r = await this.query('SELECT * FROM baton_tasks WHERE agent = $1 AND id = $2', [agent, taskId]);
     return r.rows[0] ? toTaskRow(r.rows[0] as Row) : undefined;
   }
 
@@ -436,7 +605,7 @@ export class PostgresGatewayStore implements GatewayStore {
       );
     }
     params.push(f.limit);
-    const r = await this.pool.query(
+    const r = await this.query(
       `SELECT * FROM baton_tasks WHERE ${where.join(' AND ')} ORDER BY updated_at DESC, id DESC LIMIT $${params.length}`,
       params,
     );
@@ -445,12 +614,12 @@ export class PostgresGatewayStore implements GatewayStore {
 
   async countTasks(f: TaskFilter): Promise<number> {
     const { where, params } = PostgresGatewayStore.filterTerms(f);
-    const r = await this.pool.query(`SELECT count(*) AS n FROM baton_tasks WHERE ${where.join(' AND ')}`, params);
+    const r = await this.query(`SELECT count(*) AS n FROM baton_tasks WHERE ${where.join(' AND ')}`, params);
     return Number((r.rows[0] as Row | undefined)?.n ?? 0);
   }
 
   async readEvents(agent: string, taskId: string, afterSeq: number, limit: number): Promise<StoredEventRow[]> {
-    const r = await this.pool.query(
+    const r = await this.query(
       'SELECT seq, body FROM baton_events WHERE agent = $1 AND task_id = $2 AND seq > $3 ORDER BY seq LIMIT $4',
       [agent, taskId, afterSeq, limit],
     );
@@ -458,14 +627,14 @@ export class PostgresGatewayStore implements GatewayStore {
   }
 
   async listOwnedUnfinished(): Promise<TaskRow[]> {
-    const r = await this.pool.query(
+    const r = await this.query(
       `SELECT * FROM baton_tasks WHERE owner IS NOT NULL AND state NOT IN (${[...TERMINAL_STATES].join(',')})`,
     );
     return r.rows.map((x) => toTaskRow(x as Row));
   }
 
   async takeOver(agent: string, taskId: string, from: string, to: string): Promise<TaskRow | undefined> {
-    const r = await this.pool.query(
+    const r = await this.query(
       `UPDATE baton_tasks SET owner = $1 WHERE agent = $2 AND id = $3 AND owner = $4 AND state NOT IN (${[...TERMINAL_STATES].join(',')}) RETURNING *`,
       [to, agent, taskId, from],
     );
@@ -473,14 +642,14 @@ export class PostgresGatewayStore implements GatewayStore {
   }
 
   async heartbeat(instance: string, host: string, pid: number): Promise<void> {
-    await this.pool.query(
+    await this.query(
       'INSERT INTO baton_instances (id, host, pid, heartbeat_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at',
       [instance, host, pid, Date.now()],
     );
   }
 
   async instances(): Promise<Map<string, { host: string; pid: number; heartbeatAt: number }>> {
-    const r = await this.pool.query('SELECT * FROM baton_instances');
+    const r = await this.query('SELECT * FROM baton_instances');
     const out = new Map<string, { host: string; pid: number; heartbeatAt: number }>();
     for (const x of r.rows as Row[])
       out.set(String(x.id), { host: String(x.host), pid: Number(x.pid), heartbeatAt: Number(x.heartbeat_at) });
@@ -498,7 +667,7 @@ export class PostgresGatewayStore implements GatewayStore {
   async requestCancel(agent: string, taskId: string, ownerInstance: string): Promise<void> {
     // One statement, so one transaction: the notification goes out once the request is stored, and an
     // owner that is not listening right now finds it when it listens again.
-    await this.pool.query(
+    await this.query(
       `WITH r AS (
          INSERT INTO baton_cancel_requests (agent, task_id, instance, requested_at) VALUES ($1, $2, $3, $4)
          ON CONFLICT (agent, task_id) DO UPDATE SET instance = EXCLUDED.instance, requested_at = EXCLUDED.requested_at
@@ -522,14 +691,14 @@ export class PostgresGatewayStore implements GatewayStore {
   }
 
   async putPushConfig(agent: string, taskId: string, id: string, config: string): Promise<void> {
-    await this.pool.query(
+    await this.query(
       'INSERT INTO baton_push_configs (agent, task_id, id, config, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (agent, task_id, id) DO UPDATE SET config = EXCLUDED.config',
       [agent, taskId, id, config, Date.now()],
     );
   }
 
   async listPushConfigs(agent: string, taskId: string): Promise<PushConfigRow[]> {
-    const r = await this.pool.query(
+    const r = await this.query(
       'SELECT * FROM baton_push_configs WHERE agent = $1 AND task_id = $2 ORDER BY created_at, id',
       [agent, taskId],
     );
@@ -543,7 +712,7 @@ export class PostgresGatewayStore implements GatewayStore {
   }
 
   async deletePushConfig(agent: string, taskId: string, id: string): Promise<boolean> {
-    const r = await this.pool.query('DELETE FROM baton_push_configs WHERE agent = $1 AND task_id = $2 AND id = $3', [
+    const r = await this.query('DELETE FROM baton_push_configs WHERE agent = $1 AND task_id = $2 AND id = $3', [
       agent,
       taskId,
       id,
@@ -552,7 +721,7 @@ export class PostgresGatewayStore implements GatewayStore {
   }
 
   async size(): Promise<number> {
-    const r = await this.pool.query(
+    const r = await this.query(
       `SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::bigint AS b FROM pg_class c
          JOIN pg_namespace n ON n.oid = c.relnamespace
        WHERE c.relkind = 'r' AND n.nspname = current_schema() AND c.relname LIKE 'baton\\_%'`,
@@ -661,7 +830,7 @@ export class PostgresGatewayStore implements GatewayStore {
   }
 
   async pruneInstances(heartbeatBefore: number, self?: string): Promise<number> {
-    const r = await this.pool.query(
+    const r = await this.query(
       `DELETE FROM baton_instances i WHERE (i.heartbeat_at < $1 OR i.id = $2)
          AND NOT EXISTS (SELECT 1 FROM baton_tasks t WHERE t.owner = i.id AND t.state NOT IN (${TERMINAL}))`,
       [heartbeatBefore, self ?? null],
@@ -672,7 +841,7 @@ export class PostgresGatewayStore implements GatewayStore {
   async integrityCheck(): Promise<string> {
     // Every task's events are contiguous 1..last_seq (the invariant replay depends on), but for a
     // compacted task, which keeps none.
-    const r = await this.pool.query(`
+    const r = await this.query(`
       SELECT t.agent, t.id FROM baton_tasks t
       LEFT JOIN (SELECT agent, task_id, count(*) AS n, max(seq) AS m FROM baton_events GROUP BY agent, task_id) e
         ON e.agent = t.agent AND e.task_id = t.id
@@ -684,6 +853,7 @@ export class PostgresGatewayStore implements GatewayStore {
 
   async close(): Promise<void> {
     this.closing = true;
+    for (const wake of [...this.waiting]) wake();
     clearTimeout(this.relistenTimer);
     await this.listener?.end().catch(() => undefined);
     await this.pool.end();
