@@ -36,6 +36,13 @@ export const META = {
   chain: 'baton/chain',
   /** On a terminal task: the signed result envelope (compact JWS). */
   envelope: 'baton/resultEnvelope',
+  /**
+   * On the task, set by the gateway when it creates it: `requestDigest` (src/node/signing.ts) of the
+   * request that created it, the digest its result envelope signs. Kept with the task so that an outcome
+   * the gateway records after a restart (a run that ended with an earlier process) is signed for the
+   * request the client sent, like any other result.
+   */
+  requestDigest: 'baton/requestDigest',
   /** On the task: who executed it (agent id and kind), and whether it ran confined. */
   executor: 'baton/executor',
   /** On a context part of the first message: what it is (`selection` | `file` | `diagnostics`). */

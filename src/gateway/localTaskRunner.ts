@@ -19,7 +19,7 @@ import type { Capabilities, LocalAgent, LocalRunEvent, LocalRunResult } from './
 import { artifactEvent, chunkText, contextPathsOf, promptOf, statusEvent, taskTextOf, textPart } from './a2aBuild';
 import { TaskWriter } from './eventLog';
 import type { GatewayContext } from './gatewayContext';
-import { envelopeBody, sentRequestDigest } from './resultEnvelope';
+import { recordedCapabilities, recordedRequestDigest, sentRequestDigest, signStatusEvent } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
 import type { StartedTask, TaskRunner } from './taskRunner';
 import { isInstanceAlive } from './instanceLiveness';
@@ -249,6 +249,7 @@ export class LocalTaskRunner implements TaskRunner {
 
     const contextId = msg.contextId || randomUUID();
     const userMessage: Message = { ...msg, taskId, contextId, role: Role.ROLE_USER };
+    const sentDigest = sentRequestDigest(params);
     const task: Task = {
       id: taskId,
       contextId,
@@ -259,6 +260,7 @@ export class LocalTaskRunner implements TaskRunner {
         [META.executor]: { id: this.agent.id, kind: this.agent.kind },
         [META.capabilities]: capabilities,
         [META.deadline]: new Date(deadline).toISOString(),
+        [META.requestDigest]: sentDigest,
       },
     };
     const writer = new TaskWriter(this.ctx.store, this.ctx.hub, this.agent.id, taskId, task, 1);
@@ -295,7 +297,7 @@ export class LocalTaskRunner implements TaskRunner {
       capabilities,
       deadline,
       digest,
-      sentDigest: sentRequestDigest(params),
+      sentDigest,
     });
     return { taskId, created };
   }
@@ -553,23 +555,14 @@ export class LocalTaskRunner implements TaskRunner {
             : (result.reason ?? outcome);
     const { writer } = rt;
     const metadata: Record<string, unknown> = { [META.outcome]: outcome };
-    const event = statusEvent(writer.taskId, writer.contextId, state, text, metadata);
-    if (this.ctx.signEnvelope && event.payload?.$case === 'statusUpdate' && event.payload.value.status) {
-      try {
-        metadata[META.envelope] = await this.ctx.signEnvelope(
-          envelopeBody(
-            writer.task,
-            event.payload.value.status,
-            rt.sentDigest,
-            { id: this.agent.id, kind: this.agent.kind, confined: rt.confined },
-            { ...rt.capabilities },
-          ),
-        );
-      } catch (e) {
-        this.ctx.log(`task ${writer.taskId}: signing the result failed: ${(e as Error).message}`);
-      }
-    }
-    return event;
+    return signStatusEvent(
+      this.ctx,
+      statusEvent(writer.taskId, writer.contextId, state, text, metadata),
+      writer.task,
+      rt.sentDigest,
+      { id: this.agent.id, kind: this.agent.kind, confined: rt.confined },
+      { ...rt.capabilities },
+    );
   }
 
   /**
@@ -690,27 +683,31 @@ export class LocalTaskRunner implements TaskRunner {
     });
   }
 
+  /** The outcome of a run that ended with an earlier process, signed like the end of any run. */
   private async recordOrphan(row: TaskRow): Promise<void> {
     const writer = TaskWriter.forRow(this.ctx.store, this.ctx.hub, row);
     writer.setOwner(null);
-    if (row.state === TaskState.TASK_STATE_INPUT_REQUIRED) {
-      // It only waited: the run's work was in memory and in its throwaway workspace, never in the repository.
-      await writer.push(
-        statusEvent(row.id, row.contextId, TaskState.TASK_STATE_FAILED, LOST_QUESTION, { [META.outcome]: 'failed' }),
-      );
-      return;
-    }
-    await writer.push(
+    // It only waited: the run's work was in memory and in its throwaway workspace, never in the repository.
+    const waited = row.state === TaskState.TASK_STATE_INPUT_REQUIRED;
+    const task = writer.task;
+    const event = await signStatusEvent(
+      this.ctx,
       statusEvent(
         row.id,
         row.contextId,
         TaskState.TASK_STATE_FAILED,
-        'unknown outcome: the gateway stopped while the agent was running; check the repository before retrying',
-        {
-          [META.outcome]: 'unknown',
-        },
+        waited
+          ? LOST_QUESTION
+          : 'unknown outcome: the gateway stopped while the agent was running; check the repository before retrying',
+        { [META.outcome]: waited ? 'failed' : 'unknown' },
       ),
+      task,
+      recordedRequestDigest(task),
+      // Whether the run was confined died with its process: only what the task itself records is signed.
+      { id: this.agent.id, kind: this.agent.kind },
+      recordedCapabilities(task),
     );
+    await writer.push(event);
   }
 
   async close(): Promise<void> {

@@ -45,7 +45,7 @@ import type { RemoteCall, RemoteEndpoint, RemoteEvent } from './remoteStream';
 import type { GatewayContext } from './gatewayContext';
 import { CLAIM_WAIT_MS, requestDigest, requestKey, waitForTask } from './localTaskRunner';
 import { isInstanceAlive, STALE_MS } from './instanceLiveness';
-import { envelopeBody, sentRequestDigest } from './resultEnvelope';
+import { envelopeBody, recordedRequestDigest, sentRequestDigest, signStatusEvent } from './resultEnvelope';
 import { bodyText } from './store/gatewayStore';
 import type { TaskRow, UnboundClaim } from './store/gatewayStore';
 import type { DirectReply, RunCall, StartedTask, TaskRunner } from './taskRunner';
@@ -159,7 +159,10 @@ export class ProxyTaskRunner implements TaskRunner {
   private readonly relays = new Map<string, Relay>();
   /** One writer at a time outside a relay: the re-attach of an orphan, and the outcome a cancel records. */
   private readonly writers = new KeyedSerial();
-  /** Envelope request digests of the tasks this process started (a re-attached relay signs null). */
+  /**
+   * Envelope request digests of the tasks this process started; a relay re-attached after a restart
+   * signs the one recorded on the task (`META.requestDigest`), which the remote's events could overwrite.
+   */
   private readonly sentDigests = new Map<string, string>();
   private closed = false;
   /** 1.0 remotes are read as wire JSON (remoteStream.ts); 0.3 ones through the SDK's client. */
@@ -425,7 +428,7 @@ export class ProxyTaskRunner implements TaskRunner {
     this.refuseLoop(params);
     const digest = requestDigest(params);
     const key = requestKey(params, digest);
-    const earlier = await this.claimFirst(principal, msg, key, digest);
+    const earlier = await this.claimFirst(principal, params, msg, key, digest);
     if (earlier) return { taskId: earlier };
     // The claim is bound by the commit that creates the task (`NewTask.request`).
     const claim = { key, bound: false };
@@ -449,10 +452,25 @@ export class ProxyTaskRunner implements TaskRunner {
    * its task is waited for while the instance that made it lives; one whose instance died (killed
    * between the send and the binding) is resolved here (`resolveClaim`) instead of refused forever.
    */
-  private async claimFirst(principal: string, msg: Message, key: string, digest: string): Promise<string | undefined> {
+  private async claimFirst(
+    principal: string,
+    params: SendMessageRequest,
+    msg: Message,
+    key: string,
+    digest: string,
+  ): Promise<string | undefined> {
     const until = Date.now() + CLAIM_WAIT_MS;
+    const sent = sentRequestDigest(params);
     for (;;) {
-      const found = await this.ctx.store.claimRequest(principal, this.cfg.id, key, digest, null, this.ctx.instanceId);
+      const found = await this.ctx.store.claimRequest(
+        principal,
+        this.cfg.id,
+        key,
+        digest,
+        null,
+        this.ctx.instanceId,
+        sent,
+      );
       if (found.kind === 'conflict')
         throw new RequestMalformedError(
           `messageId ${msg.messageId} was already used for a different request; send a new messageId`,
@@ -464,7 +482,7 @@ export class ProxyTaskRunner implements TaskRunner {
       let failed = '';
       if (claim) {
         try {
-          const resolved = await this.resolveClaim({ ...claim, principal, agent: this.cfg.id, messageId: key }, msg);
+          const resolved = await this.resolveClaim({ ...claim, principal, agent: this.cfg.id, messageId: key }, params);
           if (resolved !== 'pending') return waitForTask(this.ctx, this.cfg.id, resolved);
         } catch (e) {
           // Handed back (see resolveClaim): the next round tries again.
@@ -490,7 +508,7 @@ export class ProxyTaskRunner implements TaskRunner {
    * resolves it): the task found again (in the store or at the remote) or an unknown outcome recorded.
    * Resolves to the task's id either way.
    */
-  async resolveClaim(claim: UnboundClaim, message?: Message): Promise<string | 'pending'> {
+  async resolveClaim(claim: UnboundClaim, request?: SendMessageRequest): Promise<string | 'pending'> {
     const running = this.resolving.get(claim.messageId);
     if (running) return running;
     if (claim.agent !== this.cfg.id || claim.messageId.startsWith('task:')) return 'pending'; // follow-ups are bound at once
@@ -502,7 +520,7 @@ export class ProxyTaskRunner implements TaskRunner {
     const { principal, agent, messageId: key } = claim;
     if (!(await this.ctx.store.takeOverRequest(principal, agent, key, claim.instance, this.ctx.instanceId)))
       return 'pending';
-    const run = this.resolveTaken(claim, message)
+    const run = this.resolveTaken(claim, request)
       .catch(async (e: unknown) => {
         // Handed back to the dead instance, so that the next resend (or start) tries again.
         await this.ctx.store
@@ -515,8 +533,12 @@ export class ProxyTaskRunner implements TaskRunner {
     return run;
   }
 
-  private async resolveTaken(claim: UnboundClaim, message: Message | undefined): Promise<string> {
+  private async resolveTaken(claim: UnboundClaim, request: SendMessageRequest | undefined): Promise<string> {
     const { principal, agent, messageId: key } = claim;
+    const message = request?.message;
+    // What the envelope signs as the request: the one sent, as its claim recorded it (a claim recorded
+    // before claims kept it: the same message as sent again now, when that is what finds the claim).
+    const sent = claim.sentDigest ?? (request ? sentRequestDigest(request) : null);
     const messageId = key.replace(/#[^#]*$/, '');
     const said = (what: string): void =>
       this.ctx.log(`remote agent ${this.cfg.id}: the request with messageId ${messageId} ${what}`);
@@ -531,7 +553,7 @@ export class ProxyTaskRunner implements TaskRunner {
     try {
       const remote = await this.findAtRemote(messageId);
       if (remote) {
-        await this.adoptRemoteTask(remote, principal);
+        await this.adoptRemoteTask(remote, principal, sent);
         await this.ctx.store.bindRequest(principal, agent, key, remote.id);
         said(`was found again at the remote as task ${remote.id}; relaying it`);
         return remote.id;
@@ -543,6 +565,7 @@ export class ProxyTaskRunner implements TaskRunner {
     const id = unknownOutcomeTaskId(principal, agent, key);
     const contextId = message?.contextId || randomUUID();
     const text = `unknown outcome: the gateway stopped while it was forwarding this request (messageId ${messageId}) to the remote agent ${this.cfg.id}, before the remote named its task; ${why}. Check the remote agent's tasks before sending it again; to run it again, send it with a new messageId.`;
+    const executor = { id: this.cfg.id, kind: 'remote', url: this.cfg.url };
     const task: Task = {
       id,
       contextId,
@@ -554,10 +577,20 @@ export class ProxyTaskRunner implements TaskRunner {
       artifacts: [],
       history: message ? [{ ...message, taskId: id, contextId }] : [],
       metadata: {
-        [META.executor]: { id: this.cfg.id, kind: 'remote', url: this.cfg.url },
+        [META.executor]: executor,
         [META.outcome]: 'unknown',
+        ...(sent ? { [META.requestDigest]: sent } : {}),
       },
     };
+    // Signed like every final task: the client tells the gateway's "unknown" from a stripped signature.
+    if (this.ctx.signEnvelope && task.status) {
+      try {
+        const envelope = await this.ctx.signEnvelope(envelopeBody(task, task.status, sent, executor, null));
+        task.metadata = { ...(task.metadata ?? {}), [META.envelope]: envelope };
+      } catch (e) {
+        this.ctx.log(`task ${id}: signing the result failed: ${(e as Error).message}`);
+      }
+    }
     if (!(await this.ctx.store.getTask(agent, id))) {
       const writer = new TaskWriter(this.ctx.store, this.ctx.hub, agent, id, structuredClone(task), 1);
       await this.ctx.store.createTask(
@@ -626,7 +659,7 @@ export class ProxyTaskRunner implements TaskRunner {
    * the relay asks the remote where the task is (GetTask), records what it did meanwhile (artifacts,
    * then the status, signed when final), and follows it on when it still runs.
    */
-  private async adoptRemoteTask(remote: Task, principal: string): Promise<void> {
+  private async adoptRemoteTask(remote: Task, principal: string, sent: string | null): Promise<void> {
     const task: Task = {
       id: remote.id,
       contextId: remote.contextId,
@@ -636,6 +669,7 @@ export class ProxyTaskRunner implements TaskRunner {
       metadata: {
         ...(remote.metadata ?? {}),
         [META.executor]: { id: this.cfg.id, kind: 'remote', url: this.cfg.url },
+        ...(sent ? { [META.requestDigest]: sent } : {}),
       },
     };
     const writer = new TaskWriter(this.ctx.store, this.ctx.hub, this.cfg.id, task.id, structuredClone(task), 1);
@@ -710,10 +744,13 @@ export class ProxyTaskRunner implements TaskRunner {
       throw new RequestMalformedError(`the remote agent ${this.cfg.id} sent a task without an id`);
     }
     this.conns.adopt(params.message?.messageId ?? '', task.id);
-    this.sentDigests.set(task.id, sentRequestDigest(params));
+    const sent = sentRequestDigest(params);
+    this.sentDigests.set(task.id, sent);
     task.metadata = {
       ...(task.metadata ?? {}),
       [META.executor]: { id: this.cfg.id, kind: 'remote', url: this.cfg.url },
+      // Kept with the task: a relay re-attached after a restart, or an outcome recorded then, signs it too.
+      [META.requestDigest]: sent,
     };
     const writer = new TaskWriter(this.ctx.store, this.ctx.hub, this.cfg.id, task.id, structuredClone(task), 1);
     const firstResp: StreamResponse = { payload: { $case: 'task', value: structuredClone(task) } };
@@ -858,7 +895,7 @@ export class ProxyTaskRunner implements TaskRunner {
         envelopeBody(
           writer.task,
           TaskStatus.fromJSON(v.status),
-          this.sentDigests.get(writer.taskId) ?? null,
+          this.requestDigestOf(writer),
           { id: this.cfg.id, kind: 'remote', url: this.cfg.url },
           null,
         ),
@@ -991,16 +1028,32 @@ export class ProxyTaskRunner implements TaskRunner {
       stopped,
     });
     if (end.state.kind !== 'lost') return;
-    writer.setOwner(null);
-    await writer.push(
-      statusEvent(
-        writer.taskId,
-        writer.contextId,
-        TaskState.TASK_STATE_FAILED,
-        `unknown outcome: lost contact with the remote agent ${this.cfg.id}; check the task there before retrying`,
-        { [META.outcome]: 'unknown' },
-      ),
+    await this.recordUnknown(
+      writer,
+      `unknown outcome: lost contact with the remote agent ${this.cfg.id}; check the task there before retrying`,
     );
+  }
+
+  /** The request digest a task's envelope signs: the send's, else the one recorded on the task. */
+  private requestDigestOf(writer: TaskWriter): string | null {
+    return this.sentDigests.get(writer.taskId) ?? recordedRequestDigest(writer.task);
+  }
+
+  /**
+   * Ends a task whose outcome the gateway cannot know (it lost the remote, or a cancel went
+   * unconfirmed): failed, `baton/outcome` unknown, and signed like any other final status.
+   */
+  private async recordUnknown(writer: TaskWriter, text: string): Promise<void> {
+    writer.setOwner(null);
+    const event = await signStatusEvent(
+      this.ctx,
+      statusEvent(writer.taskId, writer.contextId, TaskState.TASK_STATE_FAILED, text, { [META.outcome]: 'unknown' }),
+      writer.task,
+      this.requestDigestOf(writer),
+      { id: this.cfg.id, kind: 'remote', url: this.cfg.url },
+      null,
+    );
+    await writer.push(event);
   }
 
   answerEnded(taskId: string): Promise<void> | undefined {
@@ -1175,16 +1228,9 @@ export class ProxyTaskRunner implements TaskRunner {
     if (remote && isTerminal(remote.status?.state)) {
       await this.ingest(writer, this.statusWire(row.id, row.contextId, remote.status));
     } else {
-      await writer.push(
-        statusEvent(
-          row.id,
-          row.contextId,
-          TaskState.TASK_STATE_FAILED,
-          `cancel requested; the remote agent ${this.cfg.id} did not confirm within ${grace} ms, so its outcome is unknown`,
-          {
-            [META.outcome]: 'unknown',
-          },
-        ),
+      await this.recordUnknown(
+        writer,
+        `cancel requested; the remote agent ${this.cfg.id} did not confirm within ${grace} ms, so its outcome is unknown`,
       );
     }
   }

@@ -4,11 +4,14 @@
  * returns, the terminal status), so `verifyResultEnvelope` in src/node/signing.ts can check it.
  */
 import { Artifact, SendMessageRequest, TaskStatus } from '@a2a-js/sdk';
-import type { Task } from '@a2a-js/sdk';
+import type { StreamResponse, Task } from '@a2a-js/sdk';
 import { createHash } from 'node:crypto';
+import { META } from '../core/batonProfile';
+import { isRecord } from '../core/isRecord';
 import { canonicalize } from '../core/jcs';
 import { requestDigest, resultDigest } from '../node/signing';
 import type { ResultEnvelope } from '../node/signing';
+import type { GatewayContext } from './gatewayContext';
 
 /**
  * `artifactDigest` of src/node/signing.ts (`sha256:` of the RFC 8785 form of {artifactId, name, parts}),
@@ -53,4 +56,49 @@ export function envelopeBody(
     executor,
     capabilities,
   };
+}
+
+/**
+ * The request digest recorded on a task when the gateway created it (`META.requestDigest`); null for a
+ * task recorded before tasks kept it.
+ */
+export function recordedRequestDigest(task: Task): string | null {
+  const d = task.metadata?.[META.requestDigest];
+  return typeof d === 'string' && d ? d : null;
+}
+
+/** The effective capabilities recorded on a local task when it was created (`META.capabilities`). */
+export function recordedCapabilities(task: Task): Record<string, boolean> | null {
+  const c: unknown = task.metadata?.[META.capabilities];
+  if (!isRecord(c)) return null;
+  return Object.fromEntries(Object.entries(c).filter((e): e is [string, boolean] => typeof e[1] === 'boolean'));
+}
+
+/**
+ * Puts the gateway's signed envelope (`META.envelope`) on a final status event, over `task` as it will be
+ * with that status. Every terminal state is signed, the ones the gateway decides itself too (an unknown
+ * outcome after it lost a remote, a cancel nobody confirmed, a run that ended with an earlier process):
+ * a client then verifies "the gateway says the outcome is unknown" like any other result, and a status
+ * without an envelope can only mean one was stripped. Signing that fails is logged, and the event goes
+ * unsigned (a client then says so, rather than trusting it).
+ */
+export async function signStatusEvent(
+  ctx: Pick<GatewayContext, 'signEnvelope' | 'log'>,
+  event: StreamResponse,
+  task: Task,
+  requestDigestValue: string | null,
+  executor: Readonly<Record<string, unknown>>,
+  capabilities: Readonly<Record<string, boolean>> | null,
+): Promise<StreamResponse> {
+  const p = event.payload;
+  if (!ctx.signEnvelope || p?.$case !== 'statusUpdate' || !p.value.status) return event;
+  try {
+    const envelope = await ctx.signEnvelope(
+      envelopeBody(task, p.value.status, requestDigestValue, executor, capabilities),
+    );
+    p.value.metadata = { ...(p.value.metadata ?? {}), [META.envelope]: envelope };
+  } catch (e) {
+    ctx.log(`task ${task.id}: signing the result failed: ${(e as Error).message}`);
+  }
+  return event;
 }

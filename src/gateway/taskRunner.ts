@@ -52,9 +52,10 @@ export interface TaskRunner {
   recoverOrphan(row: TaskRow): Promise<void>;
   /**
    * A first message's claim never bound to a task: resolved (to the task's id) when the instance that
-   * made it is dead, 'pending' while it lives (it is still creating the task).
+   * made it is dead, 'pending' while it lives (it is still creating the task). `request`: the same
+   * request sent again, when that is what finds the claim.
    */
-  resolveClaim?(claim: UnboundClaim, message?: Message): Promise<string | 'pending'>;
+  resolveClaim?(claim: UnboundClaim, request?: SendMessageRequest): Promise<string | 'pending'>;
   /** The agent's card, without gateway-level fields (the server adds interfaces, security, signature). */
   baseCard(): AgentCard;
   close(): Promise<void>;

@@ -55,6 +55,7 @@ export function toRequestClaim(r: Readonly<Record<string, unknown>>): RequestCla
     taskId: r.task_id === null || r.task_id === undefined ? null : String(r.task_id),
     instance: r.instance === null || r.instance === undefined ? null : String(r.instance),
     createdAt: Number(r.created_at),
+    sentDigest: typeof r.sent_digest === 'string' ? r.sent_digest : null,
   };
 }
 
@@ -247,6 +248,12 @@ export interface RequestClaim {
   /** The gateway instance that made the claim (null for claims recorded before instances were). */
   readonly instance: string | null;
   readonly createdAt: number;
+  /**
+   * `requestDigest` (src/node/signing.ts) of the request as it was sent, which a result envelope signs:
+   * kept with a claim whose task may never be named (a proxied send), so the outcome recorded for it
+   * after its instance died is signed for that request. Null when the claim did not record it.
+   */
+  readonly sentDigest: string | null;
 }
 
 /** A claim whose task was never named: its creator may have died between the send and the binding. */
@@ -275,6 +282,7 @@ export interface GatewayStore {
    * `taskId` is recorded at once when the caller already knows it (local agents), else later with
    * `bindRequest` (proxied agents learn it from the remote). `instance` is the gateway instance making
    * the claim: when it dies before binding, another instance can tell the claim is nobody's.
+   * `sentDigest`: see `RequestClaim.sentDigest`.
    */
   claimRequest(
     principal: string,
@@ -283,6 +291,7 @@ export interface GatewayStore {
     digest: string,
     taskId: string | null,
     instance?: string,
+    sentDigest?: string,
   ): Promise<ClaimResult>;
   findRequest(principal: string, agent: string, messageId: string): Promise<RequestClaim | undefined>;
   bindRequest(principal: string, agent: string, messageId: string, taskId: string): Promise<void>;

@@ -79,6 +79,7 @@ CREATE TABLE IF NOT EXISTS baton_requests (
   task_id TEXT, created_at BIGINT NOT NULL,
   PRIMARY KEY (principal, agent, message_id));
 ALTER TABLE baton_requests ADD COLUMN IF NOT EXISTS instance TEXT;
+ALTER TABLE baton_requests ADD COLUMN IF NOT EXISTS sent_digest TEXT;
 CREATE INDEX IF NOT EXISTS baton_requests_unbound ON baton_requests (agent) WHERE task_id IS NULL;
 CREATE TABLE IF NOT EXISTS baton_instances (
   id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, heartbeat_at BIGINT NOT NULL);
@@ -411,21 +412,22 @@ export class PostgresGatewayStore implements GatewayStore {
     digest: string,
     taskId: string | null,
     instance?: string,
+    sentDigest?: string,
   ): Promise<ClaimResult> {
     const ins = await this.query(
-      'INSERT INTO baton_requests (principal, agent, message_id, digest, task_id, created_at, instance) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING 1',
-      [principal, agent, messageId, digest, taskId, Date.now(), instance ?? null],
+      'INSERT INTO baton_requests (principal, agent, message_id, digest, task_id, created_at, instance, sent_digest) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING RETURNING 1',
+      [principal, agent, messageId, digest, taskId, Date.now(), instance ?? null, sentDigest ?? null],
     );
     if (ins.rowCount === 1) return { kind: 'new' };
     const found = await this.findRequest(principal, agent, messageId);
-    if (!found) return this.claimRequest(principal, agent, messageId, digest, taskId, instance); // released meanwhile
+    if (!found) return this.claimRequest(principal, agent, messageId, digest, taskId, instance, sentDigest); // released meanwhile
     if (found.digest !== digest) return { kind: 'conflict' };
     return { kind: 'existing', taskId: found.taskId };
   }
 
   async findRequest(principal: string, agent: string, messageId: string): Promise<RequestClaim | undefined> {
     const r = await this.query(
-      'SELECT digest, task_id, instance, created_at FROM baton_requests WHERE principal = $1 AND agent = $2 AND message_id = $3',
+      'SELECT digest, task_id, instance, created_at, sent_digest FROM baton_requests WHERE principal = $1 AND agent = $2 AND message_id = $3',
       [principal, agent, messageId],
     );
     const row = r.rows[0] as Row | undefined;
@@ -434,7 +436,7 @@ export class PostgresGatewayStore implements GatewayStore {
 
   async listUnboundRequests(): Promise<UnboundClaim[]> {
     const r = await this.query(
-      'SELECT principal, agent, message_id, digest, task_id, instance, created_at FROM baton_requests WHERE task_id IS NULL',
+      'SELECT principal, agent, message_id, digest, task_id, instance, created_at, sent_digest FROM baton_requests WHERE task_id IS NULL',
     );
     return (r.rows as Row[]).map(toUnboundClaim);
   }

@@ -62,18 +62,20 @@ export function asGroupWrite(call: StoreCall): GroupWrite | undefined {
     return { method: 'appendPage', args: [a] };
   if (call.method === 'createTask' && call.args.length === 2 && isNewTask(a) && isEventRow(b))
     return { method: 'createTask', args: [a, b] };
-  const [, , c, d, e, f] = call.args;
+  const [, , c, d, e, f, g] = call.args;
   if (
     call.method === 'claimRequest' &&
-    (call.args.length === 5 || call.args.length === 6) &&
+    call.args.length >= 5 &&
+    call.args.length <= 7 &&
     isString(a) &&
     isString(b) &&
     isString(c) &&
     isString(d) &&
     (e === null || isString(e)) &&
-    (f === undefined || isString(f))
+    (f === undefined || isString(f)) &&
+    (g === undefined || isString(g))
   )
-    return { method: 'claimRequest', args: [a, b, c, d, e, f] };
+    return { method: 'claimRequest', args: [a, b, c, d, e, f, g] };
   if (
     call.method === 'bindRequest' &&
     call.args.length === 4 &&

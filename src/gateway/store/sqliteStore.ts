@@ -138,7 +138,7 @@ CREATE TABLE IF NOT EXISTS baton_event_pages (
   UNIQUE (agent, task_id, last_seq));
 CREATE TABLE IF NOT EXISTS baton_requests (
   principal TEXT NOT NULL, agent TEXT NOT NULL, message_id TEXT NOT NULL, digest TEXT NOT NULL,
-  task_id TEXT, created_at INTEGER NOT NULL, instance TEXT,
+  task_id TEXT, created_at INTEGER NOT NULL, instance TEXT, sent_digest TEXT,
   PRIMARY KEY (principal, agent, message_id));
 CREATE TABLE IF NOT EXISTS baton_instances (
   id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, heartbeat_at INTEGER NOT NULL);
@@ -235,7 +235,7 @@ export type GroupWrite =
   | { readonly method: 'createTask'; readonly args: readonly [NewTask, EventRow] }
   | {
       readonly method: 'claimRequest';
-      readonly args: readonly [string, string, string, string, string | null, string | undefined];
+      readonly args: readonly [string, string, string, string, string | null, string | undefined, string | undefined];
     }
   | { readonly method: 'bindRequest'; readonly args: readonly [string, string, string, string] };
 
@@ -310,6 +310,9 @@ export class SqliteGatewayStore implements GatewayStore {
     const requestCols = this.db.prepare('PRAGMA table_info(baton_requests)').all();
     if (!requestCols.some((c) => c.name === 'instance'))
       this.db.exec('ALTER TABLE baton_requests ADD COLUMN instance TEXT');
+    // And the digest of the request as sent (what the envelope of an outcome recorded for it signs).
+    if (!requestCols.some((c) => c.name === 'sent_digest'))
+      this.db.exec('ALTER TABLE baton_requests ADD COLUMN sent_digest TEXT');
     this.db.exec('CREATE INDEX IF NOT EXISTS baton_requests_unbound ON baton_requests (agent) WHERE task_id IS NULL');
     const cols = this.db.prepare('PRAGMA table_info(baton_tasks)').all();
     if (!cols.some((c) => c.name === 'compacted'))
@@ -371,8 +374,11 @@ export class SqliteGatewayStore implements GatewayStore {
     digest: string,
     taskId: string | null,
     instance?: string,
+    sentDigest?: string,
   ): Promise<ClaimResult> {
-    return Promise.resolve(this.tx(() => this.claimNow(principal, agent, messageId, digest, taskId, instance)));
+    return Promise.resolve(
+      this.tx(() => this.claimNow(principal, agent, messageId, digest, taskId, instance, sentDigest)),
+    );
   }
 
   private claimNow(
@@ -382,6 +388,7 @@ export class SqliteGatewayStore implements GatewayStore {
     digest: string,
     taskId: string | null,
     instance?: string,
+    sentDigest?: string,
   ): ClaimResult {
     const row = this.stmt(
       'SELECT digest, task_id FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ?',
@@ -391,14 +398,14 @@ export class SqliteGatewayStore implements GatewayStore {
       return { kind: 'existing', taskId: row.task_id === null ? null : String(row.task_id) };
     }
     this.stmt(
-      'INSERT INTO baton_requests (principal, agent, message_id, digest, task_id, created_at, instance) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    ).run(principal, agent, messageId, digest, taskId, Date.now(), instance ?? null);
+      'INSERT INTO baton_requests (principal, agent, message_id, digest, task_id, created_at, instance, sent_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    ).run(principal, agent, messageId, digest, taskId, Date.now(), instance ?? null, sentDigest ?? null);
     return { kind: 'new' };
   }
 
   findRequest(principal: string, agent: string, messageId: string): Promise<RequestClaim | undefined> {
     const r = this.stmt(
-      'SELECT digest, task_id, instance, created_at FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ?',
+      'SELECT digest, task_id, instance, created_at, sent_digest FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ?',
     ).get(principal, agent, messageId);
     return Promise.resolve(r ? toRequestClaim(r) : undefined);
   }
@@ -406,7 +413,7 @@ export class SqliteGatewayStore implements GatewayStore {
   listUnboundRequests(): Promise<UnboundClaim[]> {
     return Promise.resolve(
       this.stmt(
-        'SELECT principal, agent, message_id, digest, task_id, instance, created_at FROM baton_requests WHERE task_id IS NULL',
+        'SELECT principal, agent, message_id, digest, task_id, instance, created_at, sent_digest FROM baton_requests WHERE task_id IS NULL',
       )
         .all()
         .map(toUnboundClaim),

@@ -4,7 +4,7 @@ import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
 import { endProcess, startGatewayProcess } from './gatewayProcess';
-import { tempDir } from './helpers';
+import { checkStoredEnvelope, tempDir } from './helpers';
 import { NODE24, NODE24_SKIP } from '../node24';
 
 const runtimes: Array<{ name: string; node: string; driver: string; skip: string | false }> = [
@@ -134,6 +134,11 @@ for (const rt of runtimes) {
           };
           assert.equal(final.result.statusUpdate?.status.state, 'TASK_STATE_FAILED');
           assert.equal(final.result.statusUpdate?.metadata['baton/outcome'], 'unknown');
+          // Signed for the request sent, like the end of any run: a client tells it from a stripped signature.
+          const check = await checkStoredEnvelope(child.url, 'slow', child.token, taskId, {
+            message: { messageId: 'crash-1', role: 'ROLE_USER', parts: [{ text: 'go' }] },
+          });
+          assert.ok(check.ok, JSON.stringify(check));
         } finally {
           await kill9(child);
         }

@@ -4,11 +4,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
-import { Role } from '@a2a-js/sdk';
-import type { Message, SendMessageRequest, StreamResponse } from '@a2a-js/sdk';
+import { Artifact, Role, SendMessageRequest, Task, TaskState, TaskStatus, taskStateToJSON } from '@a2a-js/sdk';
+import type { Message, StreamResponse } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { Client } from '@a2a-js/sdk/client';
-import { REPLAY_EXTENSION_URI } from '../../../src/core/batonProfile';
+import { META, REPLAY_EXTENSION_URI, SIGNED_RESULT_EXTENSION_URI } from '../../../src/core/batonProfile';
+import { requestDigest, toVerifiedKey, verifyResultEnvelope } from '../../../src/node/signing';
+import type { EnvelopeVerification, PublicJwk } from '../../../src/node/signing';
 import type {
   LocalAgent,
   LocalRunEvent,
@@ -265,4 +267,43 @@ export function bounded<T>(p: Promise<T>, what: string, ms = BOUND_MS): Promise<
     timer = setTimeout(() => reject(new Error(`bounded wait exceeded: ${what}`)), ms);
   });
   return Promise.race([p, limit]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * What a client checks of a finished task (src/node/signing.ts `verifyResultEnvelope`): the envelope on
+ * the task the gateway's route answers GetTask with, against the key its card names and the request
+ * sent as `params` (JSON-RPC wire form).
+ */
+export async function checkStoredEnvelope(
+  baseUrl: string,
+  agent: string,
+  token: string,
+  taskId: string,
+  params: unknown,
+): Promise<EnvelopeVerification> {
+  const card = (await (
+    await fetch(`${baseUrl}/a2a/${agent}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })
+  ).json()) as { capabilities: { extensions: Array<{ uri: string; params?: { publicKeyJwk?: PublicJwk } }> } };
+  const jwk = card.capabilities.extensions.find((e) => e.uri === SIGNED_RESULT_EXTENSION_URI)?.params?.publicKeyJwk;
+  if (!jwk) throw new Error(`the card of ${agent} names no result key`);
+  const res = await fetch(`${baseUrl}/a2a/${agent}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${token}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: taskId } }),
+  });
+  const task = Task.fromJSON(((await res.json()) as { result: unknown }).result);
+  const jws = task.metadata?.[META.envelope];
+  if (typeof jws !== 'string') return { ok: false, failure: 'malformed', message: 'the task carries no envelope' };
+  const status = task.status ?? { state: TaskState.TASK_STATE_UNSPECIFIED, message: undefined, timestamp: undefined };
+  return verifyResultEnvelope(jws, {
+    keys: [await toVerifiedKey(jwk)],
+    taskId,
+    contextId: task.contextId,
+    artifacts: task.artifacts.map((a) => Artifact.toJSON(a) as { artifactId: string; name?: string; parts: unknown[] }),
+    requestDigest: requestDigest(
+      SendMessageRequest.toJSON(SendMessageRequest.fromJSON(params)) as Record<string, unknown>,
+    ),
+    state: taskStateToJSON(status.state),
+    status: TaskStatus.toJSON(status) as Record<string, unknown>,
+  });
 }

@@ -1,11 +1,11 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { TaskState } from '@a2a-js/sdk';
+import { SendMessageRequest, TaskState } from '@a2a-js/sdk';
 import type { StreamResponse } from '@a2a-js/sdk';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { randomUUID } from 'node:crypto';
-import { clientFor, collect, readSse, sendRequest, seqOf, tempDir, userMessage } from './helpers';
+import { checkStoredEnvelope, clientFor, collect, readSse, sendRequest, seqOf, tempDir, userMessage } from './helpers';
 import type { CutProxy } from '../delegation/cutProxy';
 import { CUT_POINTS, startCutProxy } from '../delegation/cutProxy';
 import { LARGE_PATCH, startRemote } from './remoteAgent';
@@ -54,6 +54,7 @@ for (const { legacy, binding } of variants) {
       gw = await proxyingGateway(dir.path, remote.url, binding, legacy, remoteToken);
     });
     after(async () => {
+      remote.executor.finishStubborn = true;
       await gw.close();
       await remote.close();
       dir[Symbol.dispose]();
@@ -157,6 +158,18 @@ for (const { legacy, binding } of variants) {
       assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
       const again = await client.getTask({ tenant: '', id });
       assert.equal(again.status?.state, TaskState.TASK_STATE_CANCELED);
+    });
+
+    it('a cancel the remote does not confirm in time ends as unknown, signed for the request like any result', async () => {
+      const client = await clientFor(`${gw.url}/a2a/remote/.well-known/agent-card.json`, gw.token);
+      const request = sendRequest(userMessage('ignore cancel'), true);
+      const started = await client.sendMessage(request);
+      const id = 'id' in started ? started.id : '';
+      const ended = await client.cancelTask({ tenant: '', id, metadata: undefined });
+      assert.equal(ended.status?.state, TaskState.TASK_STATE_FAILED);
+      assert.equal(ended.metadata?.['baton/outcome'], 'unknown');
+      const check = await checkStoredEnvelope(gw.url, 'remote', gw.token, id, SendMessageRequest.toJSON(request));
+      assert.ok(check.ok, JSON.stringify(check));
     });
   });
 }

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { tempDir } from './helpers';
+import { checkStoredEnvelope, tempDir } from './helpers';
 import {
   GatedExecutor,
   kill9,
@@ -55,6 +55,19 @@ for (const listTasks of [true, false]) {
             assert.equal(task.metadata?.['baton/outcome'], 'unknown');
           }
           assert.equal(executor.runs, 1, 'the remote ran the request once');
+          // Signed for the request sent, like any result: a client verifies it (the unknown outcome too).
+          const taskId =
+            (events[0].task as { id?: string } | undefined)?.id ??
+            (events[0].statusUpdate as { taskId?: string } | undefined)?.taskId ??
+            '';
+          const check = await checkStoredEnvelope(
+            child.url,
+            'remote',
+            child.token,
+            taskId,
+            sendParams('kill-after-send'),
+          );
+          assert.ok(check.ok, JSON.stringify(check));
 
           // Sent once more, the same answer: the claim stays bound to that task.
           const again = await sseResults(await rpc(child, 'SendStreamingMessage', sendParams('kill-after-send')));
@@ -162,6 +175,9 @@ describe('gateway: kill -9 and restart while relaying a remote that cannot repla
       const last = log[log.length - 1].result.statusUpdate as Status;
       assert.equal(last.status?.state, 'TASK_STATE_COMPLETED');
       assert.equal(typeof last.metadata?.['baton/resultEnvelope'], 'string');
+      // Signed by the relay re-attached after the restart, for the request that was sent.
+      const check = await checkStoredEnvelope(child.url, 'remote', child.token, taskId, sendParams('gap-1'));
+      assert.ok(check.ok, JSON.stringify(check));
       assert.match(JSON.stringify(log), /changes\.patch/);
       assert.equal(executor.sent.get(taskId), 60);
     } finally {

@@ -150,6 +150,14 @@ export class CountingExecutor implements AgentExecutor {
       bus.finished();
       return;
     }
+    if (text === 'ignore cancel') {
+      // Takes a cancel and says nothing back: works on until the test lets it finish.
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING));
+      while (!this.finishStubborn) await new Promise((r) => setTimeout(r, 10));
+      bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED));
+      bus.finished();
+      return;
+    }
     if (text === 'wait') {
       while (!this.cancels.has(taskId)) await new Promise((r) => setTimeout(r, 10));
       bus.publish(statusEvent(taskId, contextId, TaskState.TASK_STATE_CANCELED));
@@ -167,6 +175,8 @@ export class CountingExecutor implements AgentExecutor {
   }
   /** Lets the "auth" task finish (after the test has seen it go on). */
   finishAuthTask = false;
+  /** Lets the "ignore cancel" tasks finish. */
+  finishStubborn = false;
   cancelTask(taskId: string): Promise<void> {
     this.cancels.add(taskId);
     return Promise.resolve();

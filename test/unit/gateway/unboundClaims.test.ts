@@ -14,17 +14,20 @@ import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
 import { tempDir } from './helpers';
 
 async function checkClaims(store: GatewayStore): Promise<void> {
-  assert.deepEqual((await store.claimRequest('p', 'remote', 'm1#d', 'd', null, 'dead-1')).kind, 'new');
+  assert.deepEqual((await store.claimRequest('p', 'remote', 'm1#d', 'd', null, 'dead-1', 'sha256:sent')).kind, 'new');
   assert.deepEqual((await store.claimRequest('p', 'local', 'm2#d', 'd', 'task-2', 'live-1')).kind, 'new');
   const found = await store.findRequest('p', 'remote', 'm1#d');
   assert.equal(found?.instance, 'dead-1');
   assert.equal(found?.taskId, null);
   assert.ok((found?.createdAt ?? 0) > 0);
+  // The request as sent, for the envelope of an outcome recorded for a claim whose task was never named.
+  assert.equal(found?.sentDigest, 'sha256:sent');
+  assert.equal((await store.findRequest('p', 'local', 'm2#d'))?.sentDigest, null);
 
   const unbound = await store.listUnboundRequests();
   assert.deepEqual(
-    unbound.map((c) => [c.principal, c.agent, c.messageId, c.digest, c.instance]),
-    [['p', 'remote', 'm1#d', 'd', 'dead-1']],
+    unbound.map((c) => [c.principal, c.agent, c.messageId, c.digest, c.instance, c.sentDigest]),
+    [['p', 'remote', 'm1#d', 'd', 'dead-1', 'sha256:sent']],
   );
 
   // Two instances take the claim over at once: one wins.
@@ -83,7 +86,7 @@ describe('SQLite store: unbound claims', () => {
     }
   });
 
-  it('adds the instance column to a state folder written before it; its old claims have no instance', async () => {
+  it('adds the instance and sent digest columns to a state folder written before them; its old claims have neither', async () => {
     using dir = tempDir();
     const file = join(dir.path, 'gateway.db');
     const old = new Database(file);
@@ -102,6 +105,7 @@ describe('SQLite store: unbound claims', () => {
       const [claim] = await store.listUnboundRequests();
       assert.equal(claim?.messageId, 'old#d');
       assert.equal(claim?.instance, null);
+      assert.equal(claim?.sentDigest, null);
       assert.equal(await store.takeOverRequest('p', 'remote', 'old#d', null, 'new-a'), true);
       await store.releaseRequest('p', 'remote', 'old#d');
       await checkClaims(store);
