@@ -34,6 +34,7 @@ import { agentCardDigest, normalizeAgentCard, readAgentIndex } from '../core/age
 import { PATCH_ARTIFACT } from '../core/batonProfile';
 import { isRecord } from '../core/isRecord';
 import { DelegationJournal, isFinalOutcome } from '../core/delegation';
+import { recordedPatches } from '../core/delegation/record';
 import { dataSummaryLine, type DataPartView } from '../core/protocol/dataView';
 import type {
   AgentRef,
@@ -387,12 +388,12 @@ async function pinnedResultKeys(
   return declared;
 }
 
-/** Checks a settled delegation's result with the same rules as the extension. */
+/** Checks a settled delegation's result with the same rules as the extension; the journal it checked too. */
 async function resultCheck(
   env: NodeJS.ProcessEnv,
   requestId: string,
   cards: Map<string, AgentCard>,
-): Promise<ResultCheck> {
+): Promise<{ readonly check: ResultCheck; readonly journal: DelegationJournal }> {
   const loaded = await new JournalStore(journalDir(env)).load(requestId);
   const journal = DelegationJournal.fromEntries(loaded.entries);
   const endpoint = journal.request.agent.endpoint;
@@ -401,13 +402,83 @@ async function resultCheck(
   const origin = new URL(endpoint).origin;
   const keys = await pinnedResultKeys(env, origin, card);
   const promised = (card !== undefined && signedResultsOf(card).promised) || keys.length > 0;
-  return checkResult({
+  const check = await checkResult({
     journal,
     final: finalTaskOf(loaded.entries),
     keys,
     signaturesPromised: promised,
     signer: origin,
   });
+  return { check, journal };
+}
+
+/** How much of one text artifact `baton` prints (and puts in `--json`); a longer one is cut, and says so. */
+export const ANSWER_MAX_CHARS = 16_000;
+/** How many text artifacts are printed; the others are only named. */
+const ANSWER_MAX_ARTIFACTS = 8;
+/** Artifacts whose text is the agent's answer: plain text and markdown (or no media type: a text part). */
+const ANSWER_MEDIA = /^(|text\/plain|text\/markdown|text\/x-markdown)(\s*;.*)?$/i;
+
+/** An agent's answer given as a text artifact (Mastra's server answers with `response.txt`). */
+export interface TextAnswer {
+  readonly artifactId: string;
+  readonly name: string;
+  readonly mediaType: string;
+  /** At most `ANSWER_MAX_CHARS` of it. */
+  readonly text: string;
+  /** Characters in the whole artifact's text. */
+  readonly chars: number;
+  readonly cut: boolean;
+}
+
+/**
+ * The text artifacts of a delegation, as the final task has them (else as streamed): the text parts of
+ * the artifacts in plain text or markdown that are not patches (those are saved as files). Parts that
+ * are not text (files, data) are never printed.
+ */
+function textAnswers(journal: DelegationJournal, patchIds: ReadonlySet<string>): TextAnswer[] {
+  const patchLike = new Set(
+    journal
+      .view(Date.now())
+      .artifacts.filter((a) => a.isPatch)
+      .map((a) => a.artifactId),
+  );
+  return journal
+    .artifacts()
+    .filter(
+      (a) =>
+        a.text.length > 0 &&
+        !patchIds.has(a.artifactId) &&
+        !patchLike.has(a.artifactId) &&
+        ANSWER_MEDIA.test(a.mediaType),
+    )
+    .map((a) => ({
+      artifactId: a.artifactId,
+      name: a.name || a.filename || a.artifactId,
+      mediaType: a.mediaType,
+      text: a.text.slice(0, ANSWER_MAX_CHARS),
+      chars: a.text.length,
+      cut: a.text.length > ANSWER_MAX_CHARS,
+    }));
+}
+
+/** The answers as the CLI prints them, after the outcome; every string in them may come from the agent. */
+function answerLines(answers: readonly TextAnswer[], taskId: string | undefined): string[] {
+  const lines = answers
+    .slice(0, ANSWER_MAX_ARTIFACTS)
+    .map(
+      (a) =>
+        `answer (${t(a.name)}): ${block(a.text)}${a.cut ? `\n(cut: the first ${a.text.length} of ${a.chars} characters are shown; the rest is in the agent's task${taskId ? ` ${t(taskId)}` : ''})` : ''}`,
+    );
+  const more = answers.slice(ANSWER_MAX_ARTIFACTS);
+  if (more.length)
+    lines.push(`${more.length} more text artifacts are not shown: ${more.map((a) => t(a.name)).join(', ')}`);
+  return lines;
+}
+
+/** The answers of a delegation as `--json` carries them: bounded like the printed ones. */
+function answersJson(answers: readonly TextAnswer[]): { answers?: readonly TextAnswer[] } {
+  return answers.length ? { answers: answers.slice(0, ANSWER_MAX_ARTIFACTS) } : {};
 }
 
 function signatureLine(check: ResultCheck, env: NodeJS.ProcessEnv): string {
@@ -437,7 +508,10 @@ async function finish(
 ): Promise<number> {
   const outcome = view.outcome ?? 'unknown';
   await manager.idle(view.requestId);
-  const check = await resultCheck(env, view.requestId, cards);
+  const { check, journal } = await resultCheck(env, view.requestId, cards);
+  // What the agent answered in text artifacts; not shown from a result that did not verify.
+  const answers =
+    check.status === 'invalid' ? [] : textAnswers(journal, new Set((check.patches ?? []).map((p) => p.artifactId)));
   // Only the bytes the check approved are saved: for a verified result, the signed artifacts.
   const saved = check.status === 'invalid' ? [] : savePatches(check.patches ?? [], view.requestId, patchOut, env);
   const links = check.status === 'invalid' ? [] : (check.links ?? []);
@@ -466,6 +540,7 @@ async function finish(
             }
           : {}),
         ...(links.length ? { patchLinks: links } : {}),
+        ...answersJson(answers),
         signature,
       }),
     );
@@ -474,6 +549,7 @@ async function finish(
     const asked = outcome === 'input-required' && view.prompt !== undefined && view.outcomeReason === view.prompt;
     line(out, `${outcome}${view.outcomeReason && !asked ? `: ${block(view.outcomeReason)}` : ''}`);
     if (check.status !== 'unsigned' || view.outcome === 'completed') line(out, signatureLine(check, env));
+    for (const l of answerLines(answers, view.taskId)) line(out, l);
     for (const l of links)
       line(
         out,
@@ -897,12 +973,22 @@ export async function batonMain(
       if (!view) throw new UsageError(`no delegation ${requestId} in ${journalDir(env)}`);
       if (cmd === 'status') {
         const owner = manager.ownedElsewhere(requestId);
-        if (json) line(out, terminalJson(view));
-        else
+        // The agent's text answer once it has one to give (not from a result a check found invalid).
+        const answers =
+          view.outcome && view.resultCheck?.signature.status !== 'invalid'
+            ? textAnswers(
+                DelegationJournal.fromEntries((await store.load(requestId)).entries),
+                new Set(recordedPatches(view.resultCheck).map((p) => p.artifactId)),
+              )
+            : [];
+        if (json) line(out, terminalJson({ ...view, ...answersJson(answers) }));
+        else {
           line(
             out,
             `${t(view.requestId)} ${t(view.agent.name)}: ${view.state}${view.outcomeReason ? ` (${block(view.outcomeReason)})` : ''}${view.taskId ? ` task ${t(view.taskId)}` : ''}${owner ? ` — run by process ${owner.pid}` : ''}`,
           );
+          for (const l of answerLines(answers, view.taskId)) line(out, l);
+        }
         return view.outcome ? EXIT[view.outcome] : 0;
       }
       // A delegation that lost contact, or that waited for an out-of-band authorization, is asked

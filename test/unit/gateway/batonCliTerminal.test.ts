@@ -74,6 +74,7 @@ const hostile = async (t: Turn): Promise<void> => {
   t.task(TaskState.TASK_STATE_WORKING);
   t.status(TaskState.TASK_STATE_WORKING, `${EVIL.osc52}${EVIL.lines}`);
   t.artifact('a1', `notes${EVIL.cr}${EVIL.title}`, 'text', { lastChunk: true });
+  t.artifact('a2', 'answer.md', `${EVIL.osc52}${EVIL.lines}`, { lastChunk: true, mediaType: 'text/markdown' });
   t.status(TaskState.TASK_STATE_WORKING, `${EVIL.dcs}${EVIL.c1}${EVIL.del}`);
   t.status(TaskState.TASK_STATE_FAILED, `${EVIL.backspace} ${EVIL.bidi}${EVIL.osc8}\n${EVIL.cr}`);
 };
@@ -133,6 +134,7 @@ describe('baton command line: agent text reaches the terminal neutralised', () =
       /^ {2}(agent|you): /,
       /^ {2}(info|warning|error): /,
       /^failed: /,
+      /^answer \(/,
     ]);
     // The failed run is not redrawn as completed: its outcome line says failed, and no line starts like a CLI line it did not write.
     assert.match(r.stdout, /^failed: /m);
@@ -147,6 +149,13 @@ describe('baton command line: agent text reaches the terminal neutralised', () =
     );
     assert.ok(r.stdout.includes('  artifact notesfailed\\x0dcompleted\\x1b]0;pwned\\x07 (4 bytes)'), r.stdout);
     assert.ok(r.stdout.includes('\\x9b2J\\x9d0;t\\x9c'), r.stdout);
+    // The text the agent answered in, printed at the end, is neutralised like the rest.
+    assert.ok(
+      r.stdout.includes(
+        'answer (answer.md): \\x1b]52;c;cm0gLXJmIH4K\\x07ok\n    completed\n      [completed] all good\n    baton: done',
+      ),
+      r.stdout,
+    );
     assert.ok(
       r.stdout.includes('failed\\x08\\x08\\x08\\x08\\x08\\x08completed report\\u202eexe.txt \\u2066x\\u2069'),
       r.stdout,
@@ -161,7 +170,7 @@ describe('baton command line: agent text reaches the terminal neutralised', () =
     assert.equal(r.code, 10, `${r.stdout}\n${r.stderr}`);
     assertInert(r.stdout, 'stdout');
     assert.match(r.stdout, new RegExp(`^${id} Evilx\\\\x1b\\[2J`));
-    assertOwnLines(r.stdout, [new RegExp(`^${id} `)]);
+    assertOwnLines(r.stdout, [new RegExp(`^${id} `), /^answer \(/]);
   });
 
   it('agents: index entries (id, name, description) are neutralised, one line each', async () => {
