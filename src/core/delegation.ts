@@ -221,6 +221,8 @@ export interface OutcomeFacts {
   /** The cancel request got an answer (or its bounded wait ran out): `confirmed` says which. */
   readonly cancelAnswered: boolean;
   readonly cancelConfirmed: boolean;
+  /** The cancel found no task to name: the agent had reported none (`cancel.noTask`). */
+  readonly cancelNoTask?: boolean;
   /** A reply was sent after the last interruption and no state has been seen since. */
   readonly replyPending: boolean;
   /** Reconnecting gave up and nothing reconciled it since. */
@@ -284,6 +286,14 @@ export function decideOutcome(f: OutcomeFacts): OutcomeDecision | undefined {
       break;
   }
   if (f.messageResult) return ours('completed', 'completed.message');
+  if (f.cancelBy && f.cancelAnswered && f.cancelNoTask && f.taskState === undefined) {
+    // Nothing could be canceled and nothing is known of a task: say so, with the endpoint to check.
+    const noTask =
+      f.cancelBy === 'deadline'
+        ? ours('expired', 'expired.noTask', f.endpoint)
+        : ours('canceled', 'canceled.noTask', f.endpoint);
+    return { ...noTask, cancelConfirmed: false };
+  }
   if (f.cancelBy === 'deadline' && f.cancelAnswered) {
     return {
       ...ours('expired', f.cancelConfirmed ? 'expired.cancelConfirmed' : 'expired.cancelUnconfirmed'),
@@ -596,6 +606,7 @@ export class DelegationJournal {
   private _cancelBy?: 'user' | 'deadline';
   private _cancelAnswered = false;
   private _cancelConfirmed = false;
+  private _cancelNoTask = false;
   private _replyPending = false;
   private _contactLost?: string;
   private _reconnecting = false;
@@ -705,6 +716,7 @@ export class DelegationJournal {
       cancelBy: this._cancelBy,
       cancelAnswered: this._cancelAnswered,
       cancelConfirmed: this._cancelConfirmed,
+      ...(this._cancelNoTask ? { cancelNoTask: true } : {}),
       replyPending: this._replyPending,
       contactLost: this._contactLost,
       sendFailed: this._sendFailed,
@@ -817,6 +829,7 @@ export class DelegationJournal {
       case 'cancelResult':
         this._cancelAnswered = true;
         this._cancelConfirmed = this._cancelConfirmed || e.confirmed;
+        if (e.code === 'cancel.noTask') this._cancelNoTask = true;
         this.note(e.at, e.confirmed ? 'info' : 'warning', e.code ? e : { text: e.detail });
         return true;
       case 'connection':

@@ -50,6 +50,7 @@ import { sameOrigin, tryNormalizeOrigin } from '../core/origin';
 import { terminalBlock, terminalJson, terminalLine } from '../core/terminalText';
 import { connectAgent, normalizeCard, scopedGetToken } from '../node/a2a/clientFactory';
 import { DelegationManager } from '../node/a2a/delegationManager';
+import type { DelegationManagerOptions } from '../node/a2a/delegationManager';
 import { JournalStore } from '../node/journalStore';
 import { delegationRepository } from '../node/patchDrift';
 import { checkResult, finalTaskOf, resultKeys, signedResultsOf } from '../node/resultCheck';
@@ -71,6 +72,27 @@ export const EXIT: Readonly<Record<DelegationOutcome, number>> = {
   'auth-required': 15,
 };
 
+/**
+ * The deadline `baton delegate` gives a delegation unless `--deadline` says otherwise: the extension's
+ * default (`baton.defaultDeadlineMinutes`), so an agent that never answers does not hold a terminal forever.
+ */
+export const DEFAULT_DEADLINE_MS = 30 * 60_000;
+/** The longest `--deadline`, as the extension allows. */
+const MAX_DEADLINE_MS = 24 * 60 * 60_000;
+
+/** `--deadline`: `45s`, `30m`, `2h`, or a number of minutes. */
+export function parseDeadline(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_DEADLINE_MS;
+  const m = /^(\d+(?:\.\d+)?)\s*(s|m|h)?$/i.exec(value.trim());
+  const unit = { s: 1_000, m: 60_000, h: 3_600_000 }[(m?.[2] ?? 'm').toLowerCase()] ?? 60_000;
+  const ms = m ? Math.round(Number(m[1]) * unit) : NaN;
+  if (!(ms >= 1_000 && ms <= MAX_DEADLINE_MS))
+    throw new UsageError(
+      `--deadline ${JSON.stringify(value)} is not a duration from 1s to 24h: write it as 45s, 30m or 2h (a bare number is minutes)`,
+    );
+  return ms;
+}
+
 /** How long `cancel` waits for another process that runs the delegation to journal the answer. */
 const CANCEL_HANDOVER_WAIT_MS = 45_000;
 
@@ -80,7 +102,9 @@ export const EXIT_UNVERIFIED = 16;
 const USAGE = `usage:
   baton agents [--gateway URL]
   baton delegate <agent|card-url> "<task>" [--file F]... [--repo DIR] [--write] [--json] [--out FILE] [--gateway URL]
-                                 the agent may only propose a patch unless --write lets it edit its copy;
+                 [--deadline D]  the agent may only propose a patch unless --write lets it edit its copy;
+                                 the deadline (default 30m; 45s, 30m, 2h, at most 24h) cancels it at the agent
+                                 and ends it as expired, also when the agent never answers;
                                  the patch is saved to --out, else ~/.baton/cli/patches/<request-id>.patch
                                  (several patches: the others beside it as <request-id>-2.patch, …)
   baton status <request-id>      print where a delegation is
@@ -226,11 +250,13 @@ async function openManager(
   store: JournalStore,
   cards: Map<string, AgentCard>,
   mode: { readonly readOnly?: boolean; readonly resume: readonly string[] },
+  tuning: CliTuning = {},
 ): Promise<DelegationManager> {
   return DelegationManager.open({
     store,
     readOnly: mode.readOnly,
     resume: mode.resume,
+    runnerOptions: tuning.runner,
     connect: async (request) =>
       connectAgent({
         card: await cardOf(request.agent, cards),
@@ -289,6 +315,19 @@ function timelineLine(e: JournalTimelineEntry): string {
 
 class FollowTimeout extends Error {}
 
+/**
+ * What `baton` adds below the runner's notice that the agent has not answered yet: how to stop waiting,
+ * where to look, and when the deadline ends it.
+ */
+function noFirstEventHint(view: DelegationRecord): string {
+  const id = view.requestId;
+  const until = view.deadline ? ` The deadline (--deadline) ends it at ${view.deadline}.` : '';
+  return (
+    `  ${t(view.agent.name)} has not answered yet. Keep waiting, or press Ctrl-C to stop waiting here: the agent may still ` +
+    `be working on it; baton status ${id} shows what is known and baton cancel ${id} ends the delegation.${until}`
+  );
+}
+
 const IN_FLIGHT = new Set(['queued', 'starting', 'submitted', 'working', 'reconnecting', 'canceling']);
 
 /**
@@ -312,6 +351,7 @@ async function follow(
     for (let i = Math.max(printed, view.timelineOmitted); i < total; i++) {
       const e = view.timeline[i - view.timelineOmitted];
       line(out, json ? terminalJson(e) : timelineLine(e));
+      if (!json && e.kind === 'notice' && e.code === 'stream.noFirstEvent') line(out, noFirstEventHint(view));
     }
     printed = total;
     return view;
@@ -775,6 +815,8 @@ export interface CliRequestInput {
   readonly repository: RepositoryContext | undefined;
   /** `--write`: the agent may edit its copy (read-only otherwise, as in the extension). */
   readonly write: boolean;
+  /** Epoch ms: `--deadline`, else `DEFAULT_DEADLINE_MS` from now. */
+  readonly deadline?: number;
 }
 
 /** The request `baton delegate` sends: the extension's builder, with the extension's defaults. */
@@ -788,6 +830,7 @@ export function cliDelegationRequest(input: CliRequestInput): DelegationRequest 
     agent: input.agent,
     who: input.who,
     createdAt: input.createdAt,
+    ...(input.deadline !== undefined ? { deadline: input.deadline } : {}),
   });
 }
 
@@ -796,10 +839,16 @@ function errorLine(e: unknown): string {
   return block(e instanceof Error ? e.message : String(e));
 }
 
+/** Limits a test may shorten (the CLI's own defaults are the runner's). */
+export interface CliTuning {
+  readonly runner?: DelegationManagerOptions['runnerOptions'];
+}
+
 export async function batonMain(
   argv: string[],
   out: NodeJS.WritableStream = process.stdout,
   env: NodeJS.ProcessEnv = process.env,
+  tuning: CliTuning = {},
 ): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -810,6 +859,7 @@ export async function batonMain(
       json: { type: 'boolean' },
       out: { type: 'string' },
       write: { type: 'boolean' },
+      deadline: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     allowPositionals: true,
@@ -859,6 +909,7 @@ export async function batonMain(
   if (cmd === 'delegate') {
     const [target, task] = args;
     if (!target || !task) throw new UsageError('delegate needs an agent (id or card URL) and a task in quotes');
+    const deadlineMs = parseDeadline(values.deadline);
     const cardUrl = /^https?:\/\//i.test(target)
       ? target
       : `${requireGateway(gateway, env, `find the agent ${JSON.stringify(target)} on`).url}/a2a/${encodeURIComponent(target)}/.well-known/agent-card.json`;
@@ -872,9 +923,11 @@ export async function batonMain(
     const endpoint = checkInterfaceUrl(iface.url, cardUrl);
     cards.set(endpoint, card);
     const id = /\/a2a\/([^/]+)\//.exec(new URL(cardUrl).pathname)?.[1] ?? target;
+    const createdAt = Date.now();
     const request = cliDelegationRequest({
       requestId: randomUUID(),
-      createdAt: Date.now(),
+      createdAt,
+      deadline: createdAt + deadlineMs,
       who: userInfo().username,
       agent: {
         id,
@@ -894,7 +947,7 @@ export async function batonMain(
     });
     const requestId = request.requestId;
     const store = new JournalStore(journalDir(env));
-    const manager = await openManager(gateway, store, cards, { resume: [] });
+    const manager = await openManager(gateway, store, cards, { resume: [] }, tuning);
     try {
       if (!json) line(out, `delegating to ${t(card.name)} (${t(endpoint)}) as ${requestId}`);
       const following = followHolding(manager, requestId, out, json, env);
@@ -920,7 +973,7 @@ export async function batonMain(
             outcome: cmd === 'approve' ? TOOL_CALL_APPROVE : TOOL_CALL_DENY,
           };
     const store = new JournalStore(journalDir(env));
-    const manager = await openManager(gateway, store, cards, { resume: [requestId] });
+    const manager = await openManager(gateway, store, cards, { resume: [requestId] }, tuning);
     try {
       const view = manager.view(requestId);
       if (!view) throw new UsageError(`no delegation ${requestId} in ${journalDir(env)}`);
@@ -967,7 +1020,13 @@ export async function batonMain(
     // `status` only reads: no lease is taken, no runner started, nothing written. The others run the
     // delegation they name (when no other live process does) and only that one.
     const store = new JournalStore(journalDir(env));
-    const manager = await openManager(gateway, store, cards, { readOnly: cmd === 'status', resume: [requestId] });
+    const manager = await openManager(
+      gateway,
+      store,
+      cards,
+      { readOnly: cmd === 'status', resume: [requestId] },
+      tuning,
+    );
     try {
       const view = manager.view(requestId);
       if (!view) throw new UsageError(`no delegation ${requestId} in ${journalDir(env)}`);

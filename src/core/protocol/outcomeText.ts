@@ -23,6 +23,10 @@ export const OUTCOME_MESSAGES = {
     'The deadline passed; cancel was sent and the agent did not confirm it — the task may still be running there.',
   'canceled.unconfirmed':
     'Cancel was sent but the agent did not confirm it in time; the task may still be running there.',
+  'expired.noTask':
+    "The deadline passed before the agent at {0} reported a task. It is not known whether it received the request: it may have started work. No cancel could be sent (there was no task to name): check the agent's tasks, or ask its owner, before delegating again.",
+  'canceled.noTask':
+    "Stopped before the agent at {0} reported a task. It is not known whether it received the request: it may have started work. No cancel could be sent (there was no task to name): check the agent's tasks, or ask its owner, before delegating again.",
   'failed.unreachable': 'Could not reach the agent at {0}: {1}. Nothing was sent.',
   'failed.refused': 'The agent at {0} refused the request before starting a task: {1}',
   'failed.atAgent':

@@ -35,6 +35,11 @@ export const TIMELINE_MESSAGES = {
   'stream.tooLargeBecause':
     'The agent sent an event over the 4 MiB streaming limit; following the task by polling instead. ({0})',
   'stream.keepsFailing': 'Streaming from the agent keeps failing; following the task by polling instead.',
+  'stream.noFirstEvent':
+    'The agent has not answered for {0} s: it has not reported a task yet. It may still be starting (a model call can take a while), so Baton keeps waiting; the deadline ends the delegation, and Cancel stops it now.',
+  'gateway.unavailable':
+    'The gateway is temporarily unavailable; retrying (HTTP {0} from {1}: {2}; next try in {3} s). This is not a refusal.',
+  'gateway.available': 'The gateway answers again.',
   'replay.failed': 'Could not fetch the events missed while disconnected: {0}',
   'final.failed': 'Could not fetch the final artifacts from the agent ({0}); showing what was streamed.',
   'final.failedRetry':
@@ -51,6 +56,7 @@ export const TIMELINE_MESSAGES = {
   'cancel.noState': 'The agent answered the cancel but the task is in no state.',
   'cancel.timeout': 'The agent did not confirm the cancel within {0} s.',
   'cancel.refused': 'The agent refused or failed the cancel: {0}.',
+  'cancel.unavailable': 'The cancel could not be delivered: {0}.',
   // Tool calls (the development-tool extension) and finishing a delegation that waits for you.
   'toolCall.approved': 'You approved {0} ({1}).',
   'toolCall.denied': 'You denied {0}.',

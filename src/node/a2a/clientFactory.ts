@@ -20,6 +20,8 @@ import { REPLAY_EXTENSION_URI } from '../../core/batonProfile';
 import { DEV_TOOL_EXTENSION_URI } from '../../core/devTool';
 import { tokenSource, type TokenScope } from '../../core/origin';
 import { legacyWireFetch } from './legacyWire';
+import type { TransientPolicy, TransientReport } from './transientAnswers';
+import { transientRetryFetch } from './transientAnswers';
 
 /** The interface the user approved. */
 export interface PinnedEndpoint {
@@ -41,6 +43,8 @@ export interface ConnectOptions {
   readonly getToken?: GetToken;
   /** Defaults to the global fetch. Requests still only go to the pinned origin, without redirects. */
   readonly fetchImpl?: typeof fetch;
+  /** How long a request that gets 429/502/503/504 is tried again (src/node/a2a/transientAnswers.ts). */
+  readonly transient?: Partial<TransientPolicy>;
 }
 
 /** Where the tokens a `scopedGetToken` hands out come from. */
@@ -84,6 +88,12 @@ export interface AgentConnection {
   /** Extensions to request with `A2A-Extensions` on every call. */
   readonly extensions: readonly string[];
   readonly auth: AuthPlacement;
+  /**
+   * Tells `listener` of each transient answer (429/502/503/504) while its request is tried again, and
+   * of the first normal answer after them, so the user is told the gateway is unavailable, not that the
+   * agent refused. Returns the unsubscribe function.
+   */
+  readonly onTransient?: (listener: (report: TransientReport) => void) => () => void;
 }
 
 const BINDINGS = new Set(['JSONRPC', 'HTTP+JSON']);
@@ -164,7 +174,17 @@ export async function connectAgent(options: ConnectOptions): Promise<AgentConnec
     throw new Error(`Unsupported protocol binding ${endpoint.protocolBinding}; Baton speaks JSONRPC and HTTP+JSON.`);
   const origin = new URL(endpoint.url).origin;
   const auth = authPlacement(card);
-  const pinned = pinnedFetch(origin, auth, options.getToken, options.fetchImpl);
+  const declared = (card.capabilities?.extensions ?? []).map((e) => e.uri);
+  const replay = declared.includes(REPLAY_EXTENSION_URI);
+  const listeners = new Set<(report: TransientReport) => void>();
+  // Each retry goes through the pinned fetch again, so it gets the token as it is then.
+  const pinned = transientRetryFetch(pinnedFetch(origin, auth, options.getToken, options.fetchImpl), {
+    policy: options.transient,
+    idempotentSend: replay,
+    report: (r) => {
+      for (const l of listeners) l(r);
+    },
+  });
   const iface: AgentInterface = {
     url: endpoint.url,
     protocolBinding: binding,
@@ -183,8 +203,6 @@ export async function connectAgent(options: ConnectOptions): Promise<AgentConnec
     cardResolver: new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: true } }),
   });
   const client = await factory.createFromAgentCard(pinnedCard);
-  const declared = (card.capabilities?.extensions ?? []).map((e) => e.uri);
-  const replay = declared.includes(REPLAY_EXTENSION_URI);
   return {
     client,
     endpoint: { ...endpoint, protocolBinding: binding },
@@ -199,5 +217,9 @@ export async function connectAgent(options: ConnectOptions): Promise<AgentConnec
       ...(declared.includes(DEV_TOOL_EXTENSION_URI) ? [DEV_TOOL_EXTENSION_URI] : []),
     ],
     auth,
+    onTransient: (listener) => {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
   };
 }

@@ -37,7 +37,14 @@ export interface DelegationManagerOptions {
   readonly runnerOptions?: Partial<
     Pick<
       DelegationRunnerOptions,
-      'reconnect' | 'startAttempts' | 'cancelWaitMs' | 'drainTimeoutMs' | 'pollIntervalMs' | 'newId'
+      | 'reconnect'
+      | 'startAttempts'
+      | 'cancelWaitMs'
+      | 'drainTimeoutMs'
+      | 'pollIntervalMs'
+      | 'newId'
+      | 'silenceCheckMs'
+      | 'firstEventNoticeMs'
     >
   >;
   /** Called when a delegation records an outcome (for notifications). */

@@ -43,6 +43,8 @@ import type {
 } from '../../core/taskFollow';
 import type { AgentConnection } from './clientFactory';
 import { agentError, remoteAgentError } from './agentErrors';
+import type { TransientReport } from './transientAnswers';
+import { TransientHttpError } from './transientAnswers';
 import { outcomeReasonText } from '../../core/protocol/outcomeText';
 import { DEV_TOOL_EXTENSION_URI, pendingToolCalls, slimDevToolEvent, toolAnswerParts } from '../../core/devTool';
 import type { Part } from '@a2a-js/sdk';
@@ -79,6 +81,13 @@ export interface DelegationRunnerOptions {
    * the agent does not answer, the stream is dropped and the task reconciled. Default 60 s; 0 never checks.
    */
   readonly silenceCheckMs?: number;
+  /**
+   * While a stream has brought nothing yet and the agent has reported no task (the first send, a resend),
+   * the user is told after this long that the agent has not answered yet; following goes on (an agent
+   * may think a while before its first event) until the deadline, a cancel or the stream's end.
+   * Default 20 s; 0 never tells.
+   */
+  readonly firstEventNoticeMs?: number;
   /** Called once per recorded outcome, after it is persisted. */
   readonly onOutcome?: (journal: DelegationJournal, decision: OutcomeDecision) => void;
   /**
@@ -153,6 +162,9 @@ function isSizeError(e: unknown): boolean {
   return e instanceof Error && /exceeded the maximum allowed size/.test(e.message);
 }
 
+/** How long a request the runner makes to find or check its task may take before it counts as unanswered. */
+const LOOKUP_TIMEOUT_MS = 30_000;
+
 /** Why a silent stream was dropped (see `silenceCheckMs`). */
 class SilentStreamError extends Error {
   override readonly name = 'SilentStreamError';
@@ -179,6 +191,11 @@ export class DelegationRunner {
   private readonly limits: FollowLimits;
   private readonly cancelWaitMs: number;
   private readonly silenceCheckMs: number;
+  private readonly firstEventNoticeMs: number;
+  /** Unsubscribes from the connection's transient answers. */
+  private readonly offTransient?: () => void;
+  /** A transient answer was journaled and no normal answer has come since. */
+  private unavailableNoted = false;
   /** Stops the stream being followed (and only it) when it has gone silent. */
   private streamStop?: AbortController;
   private readonly onOutcome?: (journal: DelegationJournal, decision: OutcomeDecision) => void;
@@ -213,6 +230,8 @@ export class DelegationRunner {
     };
     this.cancelWaitMs = options.cancelWaitMs ?? 10_000;
     this.silenceCheckMs = options.silenceCheckMs ?? 60_000;
+    this.firstEventNoticeMs = options.firstEventNoticeMs ?? 20_000;
+    this.offTransient = this.conn.onTransient?.((r) => this.noteTransient(r));
     this.onOutcome = options.onOutcome;
     this.pollOnly = !this.conn.streaming;
     this.autoApprove = options.autoApproveToolCalls === true;
@@ -257,6 +276,9 @@ export class DelegationRunner {
    */
   resume(): Promise<void> {
     if (!this.journal.started) return this.start();
+    // The process that sent it stopped following before any task was reported: what comes of it is not known yet.
+    if (!this.journal.taskId)
+      this.sendDoubt = 'following stopped (a reload or an exit) before the agent reported a task';
     const d = this.journal.decide();
     if (d) {
       if (
@@ -452,6 +474,7 @@ export class DelegationRunner {
   /** Stops following (streams, timers); does not cancel at the agent. The journal stays as it is. */
   dispose(): void {
     this.disposed = true;
+    this.offTransient?.();
     this.stopKeepAlive();
     this.abort?.abort();
     if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
@@ -542,7 +565,9 @@ export class DelegationRunner {
         ? ({ code: 'cancel.confirmed' } as const)
         : isAbort(e)
           ? ({ code: 'cancel.timeout', params: [seconds] } as const)
-          : ({ code: 'cancel.refused', params: [errorText(e)] } as const);
+          : e instanceof TransientHttpError
+            ? ({ code: 'cancel.unavailable', params: [errorText(e)] } as const)
+            : ({ code: 'cancel.refused', params: [errorText(e)] } as const);
       await this.record({ kind: 'cancelResult', at: this.now(), confirmed, ...answer }, true);
     }
   }
@@ -712,7 +737,7 @@ export class DelegationRunner {
     }
     let task: Task;
     try {
-      task = await this.taskAtAgent(signal);
+      task = await this.taskAtAgent(AbortSignal.any([signal, AbortSignal.timeout(LOOKUP_TIMEOUT_MS)]));
     } catch (e) {
       if (signal.aborted) return { kind: 'aborted' };
       const ae = agentError(e);
@@ -825,7 +850,7 @@ export class DelegationRunner {
         };
       else {
         const stream = this.openSend(signal);
-        answer = { stream, first: await stream.next() };
+        answer = { stream, first: await this.firstEvent(stream.next()) };
       }
     } catch (e) {
       if (signal.aborted) return { kind: 'aborted' };
@@ -853,6 +878,14 @@ export class DelegationRunner {
    * could not be read (the SDK's own validation refused it), so the task is looked for, never assumed.
    */
   private async sendFailure(e: unknown): Promise<SendEvent<RemoteStream>> {
+    if (e instanceof TransientHttpError) {
+      // The server said it did not take it (429, 503), after the tries the connection made: not delivered.
+      if (e.notTaken) return { kind: 'notDelivered', error: errorText(e), retryable: false };
+      // A balancer's 502/504 may come after the agent got the message: look for the task.
+      this.sendDoubt = errorText(e);
+      await this.record({ kind: 'connection', at: this.now(), status: 'lost', error: this.sendDoubt }, true);
+      return { kind: 'inDoubt' };
+    }
     const ae = remoteAgentError(e);
     if (ae) {
       await this.record({ kind: 'sendFailed', at: this.now(), delivered: 'refused', error: ae.message }, true);
@@ -892,7 +925,7 @@ export class DelegationRunner {
           statusTimestampAfter: since,
           includeArtifacts: false,
         },
-        this.options(signal),
+        this.options(AbortSignal.any([signal, AbortSignal.timeout(LOOKUP_TIMEOUT_MS)])),
       );
       const mine = list.tasks.find((t) => t.history.some((m) => m.messageId === this.journal.requestId));
       if (!mine) return undefined;
@@ -901,6 +934,65 @@ export class DelegationRunner {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * After `firstEventNoticeMs` without a task or an event, tells the user once that the agent has not
+   * answered yet: a server that sends its headers and then nothing would otherwise leave the delegation
+   * starting with no word. Nothing is ended here: an agent may take a while before its first event, and
+   * the deadline or Cancel end the wait.
+   */
+  private firstEventTimer(): NodeJS.Timeout | undefined {
+    if (this.firstEventNoticeMs <= 0) return undefined;
+    const seconds = Math.round(this.firstEventNoticeMs / 100) / 10;
+    const timer = setTimeout(() => {
+      if (this.journal.taskId || this.journal.decide()) return;
+      void this.record(
+        { kind: 'notice', at: this.now(), level: 'warning', code: 'stream.noFirstEvent', params: [seconds] },
+        true,
+      );
+    }, this.firstEventNoticeMs);
+    timer.unref();
+    return timer;
+  }
+
+  /** `next`, the first event of a send's stream, with the user told if it is long in coming. */
+  private async firstEvent(
+    next: Promise<IteratorResult<StreamResponse, void>>,
+  ): Promise<IteratorResult<StreamResponse, void>> {
+    const timer = this.firstEventTimer();
+    try {
+      return await next;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Journals that the gateway (or a balancer in front of the agent) answered "not now" and the request
+   * is being tried again: once when that starts, once when a normal answer comes again.
+   */
+  private noteTransient(r: TransientReport): void {
+    if (r.kind === 'available') {
+      if (!this.unavailableNoted) return;
+      this.unavailableNoted = false;
+      void this.record({ kind: 'notice', at: this.now(), level: 'info', code: 'gateway.available' }, false);
+      return;
+    }
+    const a = r.answer;
+    if (this.unavailableNoted || a.retryInMs === undefined) return;
+    this.unavailableNoted = true;
+    const seconds = Math.max(1, Math.round(a.retryInMs / 1000));
+    void this.record(
+      {
+        kind: 'notice',
+        at: this.now(),
+        level: 'warning',
+        code: 'gateway.unavailable',
+        params: [a.status, a.origin, a.message, seconds],
+      },
+      false,
+    );
   }
 
   /**
@@ -935,8 +1027,10 @@ export class DelegationRunner {
           )
         : undefined;
     watch?.unref();
+    const untilFirst = !this.journal.taskId && read.events === 0 ? this.firstEventTimer() : undefined;
     try {
       for await (const ev of stream) {
+        clearTimeout(untilFirst);
         lastEventAt = Date.now();
         if (signal.aborted) return undefined;
         read.events++;
@@ -955,6 +1049,7 @@ export class DelegationRunner {
       return dropped ?? e;
     } finally {
       clearInterval(watch);
+      clearTimeout(untilFirst);
     }
   }
 

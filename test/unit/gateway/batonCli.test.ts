@@ -97,7 +97,8 @@ describe('baton command line against a real gateway and the built-in formatter',
       choice: { task, capabilities: READ_ONLY },
       context: { files: [], diagnostics: [], unsaved: [] },
       repository: (await delegationRepository(repo)).repository,
-      deadline: undefined,
+      // The extension's default deadline (baton.defaultDeadlineMinutes, 30), which baton gives too.
+      deadline: sent.createdAt + 30 * 60_000,
     });
     const asJournaled = decodeEntry(
       JSON.parse(JSON.stringify(encodeEntry({ kind: 'request', at: 0, request: extension }))),
