@@ -26,6 +26,11 @@ import type { RemoteAgentConfig } from '../../../src/gateway/config';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { PostgresGatewayStore } from '../../../src/gateway/store/postgresStore';
+import { DelegationJournal } from '../../../src/core/delegation';
+import { connectAgent, normalizeCard } from '../../../src/node/a2a/clientFactory';
+import { DelegationRunner } from '../../../src/node/a2a/delegationRunner';
+import { JournalStore } from '../../../src/node/journalStore';
+import { makeRequest } from '../delegation/harness';
 import { bounded, tempDir } from './helpers';
 import { patchEvent, serveSdkAgent, statusEvent, taskEvent } from './sdkServer';
 
@@ -511,6 +516,76 @@ describe('gateway: PostgreSQL faults', () => {
         [],
         'no stack, no request logged as failed',
       );
+    },
+  );
+  it(
+    'a delegation sent while the database refuses connections: the runner is told the gateway is unavailable, not refused, and tries the same message again until it completes with one task',
+    { skip },
+    async () => {
+      const gw = await gateway();
+      remoteExec.finish = true; // tasks complete at once
+      const raw: unknown = await (await fetch(`${gw.url}/a2a/remote/.well-known/agent-card.json`)).json();
+      const card = normalizeCard(raw);
+      const iface = card.supportedInterfaces.find(
+        (i) => i.protocolBinding === 'JSONRPC' && i.protocolVersion === '1.0',
+      );
+      assert.ok(iface);
+      const endpoint = { url: iface.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' };
+      const connection = await connectAgent({ card, endpoint, getToken: () => Promise.resolve(token) });
+      const journals = tempDir();
+      const store = new JournalStore(journals.path);
+      const admin = await sql(new URL('/postgres', base).toString());
+      let allowed = false;
+      const allow = async (): Promise<void> => {
+        if (allowed) return;
+        allowed = true;
+        await admin.query('ALTER DATABASE baton ALLOW_CONNECTIONS true');
+      };
+      try {
+        await admin.query('ALTER DATABASE baton ALLOW_CONNECTIONS false');
+        await admin.query(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'baton' AND backend_type = 'client backend'",
+        );
+        const request = makeRequest(endpoint, 'hello while the store is away');
+        await store.create(request);
+        const journal = new DelegationJournal(request);
+        const runner = new DelegationRunner({ connection, journal, sink: store });
+        try {
+          const started = runner.start();
+          await until(
+            () =>
+              journal.view(Date.now()).timeline.some((e) => e.kind === 'notice' && e.code === 'gateway.unavailable'),
+            'the runner saying the gateway is unavailable',
+          );
+          assert.equal(journal.decide(), undefined, 'not taken for a refusal');
+          await allow();
+          await bounded(started, 'the delegation once the database accepts connections', 60_000);
+          await runner.idle();
+          const d = journal.decide();
+          assert.equal(d?.outcome, 'completed', d?.reason);
+          const entries = (await store.load(request.requestId)).entries;
+          assert.equal(
+            entries.filter((e) => e.kind === 'send').length,
+            1,
+            'one send: the retries were the same request',
+          );
+          assert.equal(entries.filter((e) => e.kind === 'task').length, 1, 'one task');
+          const said = journal
+            .view(Date.now())
+            .timeline.flatMap((e) => (e.kind === 'notice' && e.code === 'gateway.unavailable' ? [e] : []))[0];
+          assert.match(
+            said?.text ?? '',
+            /^The gateway is temporarily unavailable; retrying \(HTTP 503 from .*: the gateway's task store is unavailable/,
+          );
+        } finally {
+          runner.dispose();
+        }
+      } finally {
+        await allow();
+        await admin.end();
+        await store.close();
+        journals[Symbol.dispose]();
+      }
     },
   );
 });
