@@ -97,7 +97,12 @@ export class AgentRoute {
       site,
       ctx,
       (invalidate) => {
-        const watcher = new RemoteCardWatcher(cfg, { refreshMs: opts.refreshMs, log: ctx.log, onChange: invalidate });
+        const watcher = new RemoteCardWatcher(cfg, {
+          refreshMs: opts.refreshMs,
+          transient: ctx.limits.remoteRetry,
+          log: ctx.log,
+          onChange: invalidate,
+        });
         return {
           indexed: { id: cfg.id, name: cfg.name, description: cfg.description, kind: 'remote' },
           runner: new ProxyTaskRunner(ctx, cfg, () => watcher.facts),

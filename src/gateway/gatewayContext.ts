@@ -5,6 +5,7 @@ import type { EventHub } from './eventLog';
 import type { GatewayStore } from './store/gatewayStore';
 
 import type { EnvelopeBody } from './resultEnvelope';
+import type { TransientPolicy } from '../node/a2a/transientAnswers';
 
 /** Signs a result envelope (compact JWS) with the gateway's key; the server adds issuer and time. */
 export type EnvelopeSigner = (body: EnvelopeBody) => Promise<string>;
@@ -18,6 +19,11 @@ export interface GatewayLimits {
   readonly maxDeadlineMs: number;
   /** How long a cancel waits for an agent to stop before it is abandoned and recorded as canceled. */
   readonly cancelGraceMs: number;
+  /**
+   * How long a call to a remote agent that answers 429/502/503/504 is tried again (the client's
+   * policy, `TRANSIENT_POLICY`, for what is left out).
+   */
+  readonly remoteRetry?: Partial<TransientPolicy>;
 }
 
 export interface GatewayContext {

@@ -31,6 +31,8 @@ import type { ChainLimits } from '../core/delegation/guards';
 import { isRecord } from '../core/isRecord';
 import { remoteAgentError } from '../node/a2a/agentErrors';
 import { legacyWireFetch } from '../node/a2a/legacyWire';
+import { TRANSIENT_POLICY, TransientHttpError, transientRetryFetch } from '../node/a2a/transientAnswers';
+import type { TransientReport } from '../node/a2a/transientAnswers';
 import { baseAgentCard } from './cards';
 import { agentMessage, statusEvent } from './a2aBuild';
 import type { RemoteAgentConfig } from './config';
@@ -40,7 +42,7 @@ import { HeldConnections } from './heldConnections';
 import { resolveInterim, rewriteInterimEvents } from './legacyEvents';
 import { remoteAuthHeaders } from './remoteCard';
 import type { RemoteCardFacts } from './remoteCard';
-import { remoteStreamBatches, UnreadableEventError } from './remoteStream';
+import { RemoteUnavailableError, remoteStreamBatches, UnreadableEventError } from './remoteStream';
 import type { RemoteCall, RemoteEndpoint, RemoteEvent } from './remoteStream';
 import type { GatewayContext } from './gatewayContext';
 import { CLAIM_WAIT_MS, requestDigest, requestKey, waitForTask } from './localTaskRunner';
@@ -173,6 +175,11 @@ export class ProxyTaskRunner implements TaskRunner {
   private readonly conns: HeldConnections;
   /** The tool calls each task reported, by callId, with their last status (see `pendingToolCall`). */
   private readonly toolCalls = new Map<string, Map<string, string>>();
+  /** `remoteFetch`, trying a request again after a transient answer (what the SDK's client is given). */
+  private readonly retryingFetch: typeof fetch;
+  /** The outage at the remote in progress (transient answers since the last normal one), for the log. */
+  private outage:
+    { readonly since: number; answers: number; status: number; message: string; gaveUp: boolean } | undefined;
 
   constructor(
     private readonly ctx: GatewayContext,
@@ -180,12 +187,19 @@ export class ProxyTaskRunner implements TaskRunner {
     /** What the remote's own card says, once it has been read. */
     private readonly cardFacts: () => RemoteCardFacts | undefined = () => undefined,
   ) {
+    const transient = {
+      policy: { ...TRANSIENT_POLICY, ...ctx.limits.remoteRetry },
+      idempotentSend: () => this.idempotentSend(),
+      report: (r: TransientReport) => this.noteTransient(r),
+    };
     this.endpoint = {
       url: cfg.url,
       binding: cfg.protocolBinding,
       headers: () => this.remoteHeaders(),
       agents: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) },
+      transient,
     };
+    this.retryingFetch = transientRetryFetch((input, init) => this.remoteFetch(input, init), transient);
     this.conns = new HeldConnections({
       url: cfg.url,
       binding: cfg.protocolBinding,
@@ -217,6 +231,43 @@ export class ProxyTaskRunner implements TaskRunner {
       let calls = this.toolCalls.get(taskId);
       if (!calls) this.toolCalls.set(taskId, (calls = new Map()));
       calls.set(call, data.status);
+    }
+  }
+
+  /**
+   * The remote honours `messageId` idempotency (its card declares the replay extension, as a Baton
+   * gateway's does): a send may be repeated after a 502/504 without making a second task.
+   */
+  private idempotentSend(): boolean {
+    return (this.cardFacts()?.extensions ?? []).some((e) => e.uri === REPLAY_EXTENSION_URI);
+  }
+
+  /**
+   * Notes a transient answer from the remote (429/502/503/504) or the first normal one after some. The
+   * log gets one line when the outage is over (what it answered, how long, that the calls went
+   * through), and one when a call gave up during it.
+   */
+  private noteTransient(r: TransientReport): void {
+    const secs = (since: number): string => `${((Date.now() - since) / 1000).toFixed(1)} s`;
+    if (r.kind === 'available') {
+      const o = this.outage;
+      this.outage = undefined;
+      if (o)
+        this.ctx.log(
+          `remote agent ${this.cfg.id}: was unavailable for ${secs(o.since)} (HTTP ${o.status}: ${o.message}; ${o.answers} such answer(s)); the calls were sent again after the wait it asked for and it answers again`,
+        );
+      return;
+    }
+    const a = r.answer;
+    const o = (this.outage ??= { since: Date.now(), answers: 0, status: a.status, message: a.message, gaveUp: false });
+    o.answers++;
+    o.status = a.status;
+    o.message = a.message;
+    if (a.retryInMs === undefined && !o.gaveUp) {
+      o.gaveUp = true;
+      this.ctx.log(
+        `remote agent ${this.cfg.id}: unavailable for ${secs(o.since)} (HTTP ${a.status}: ${a.message}); a call gave up after ${a.attempt} tries (or was a message send it may have received, which is not sent again); still trying the others`,
+      );
     }
   }
 
@@ -362,8 +413,8 @@ export class ProxyTaskRunner implements TaskRunner {
       const legacyCompat = { enabled: version === '0.3' };
       const factory = new ClientFactory({
         transports: [
-          new JsonRpcTransportFactory({ fetchImpl: this.remoteFetch, legacyCompat }),
-          new RestTransportFactory({ fetchImpl: this.remoteFetch, legacyCompat }),
+          new JsonRpcTransportFactory({ fetchImpl: this.retryingFetch, legacyCompat }),
+          new RestTransportFactory({ fetchImpl: this.retryingFetch, legacyCompat }),
         ],
       });
       // A card made from the pinned endpoint: the client goes nowhere else.
@@ -440,10 +491,61 @@ export class ProxyTaskRunner implements TaskRunner {
       }
       return opened;
     } catch (e) {
+      let error = e;
+      if (e instanceof TransientHttpError && !claim.bound) {
+        try {
+          return { taskId: await this.afterTransientSend(e, params, principal, key) };
+        } catch (u) {
+          error = u;
+        }
+      }
       // Once the task is stored its claim stays: a retry finds that task instead of starting another.
       if (!claim.bound) await this.ctx.store.releaseRequest(principal, this.cfg.id, key);
-      throw this.withHint(e);
+      throw this.withHint(error);
     }
+  }
+
+  /**
+   * A first message the remote (or a balancer in front of it) kept answering "not now". After 429 or
+   * 503 (or a 502/504 to a remote that honours `messageId` idempotency) no task exists for it, so the
+   * caller is told to send it again later (`RemoteUnavailableError`: 503 with Retry-After). A 502 or
+   * 504 from a balancer may come after the remote took the message, which is then not sent again: the
+   * task it made is looked for (ListTasks) and relayed when found; the caller is told to try again only
+   * when the remote does not list one. Resolves to the task found, else throws.
+   */
+  private async afterTransientSend(
+    e: TransientHttpError,
+    params: SendMessageRequest,
+    principal: string,
+    key: string,
+  ): Promise<string> {
+    const messageId = params.message?.messageId ?? '';
+    const answered = `answered HTTP ${e.status} (${e.answer})`;
+    if (!e.notRetried)
+      throw new RemoteUnavailableError(this.cfg.id, `${answered} still after ${e.tries} tries; no task was started`, {
+        cause: e,
+      });
+    let remote: Task | undefined;
+    try {
+      remote = await this.findAtRemote(messageId);
+    } catch (l) {
+      throw new Error(
+        `the remote agent ${this.cfg.id} ${answered} after the message (messageId ${messageId}) was sent, so it may have started a task, and it could not be asked for its tasks (${(l as Error).message}); check the remote agent before sending it again (to run it again, send it with a new messageId)`,
+        { cause: e },
+      );
+    }
+    if (!remote)
+      throw new RemoteUnavailableError(
+        this.cfg.id,
+        `${answered} to the message, and does not list a task for it (messageId ${messageId}): no task was started`,
+        { cause: e },
+      );
+    await this.adoptRemoteTask(remote, principal, sentRequestDigest(params));
+    await this.ctx.store.bindRequest(principal, this.cfg.id, key, remote.id);
+    this.ctx.log(
+      `remote agent ${this.cfg.id}: the message with messageId ${messageId} got HTTP ${e.status} and was not sent again; the remote lists its task ${remote.id}, which is relayed`,
+    );
+    return remote.id;
   }
 
   /**
@@ -814,7 +916,7 @@ export class ProxyTaskRunner implements TaskRunner {
       );
     } catch (e) {
       this.conns.forget(msg.messageId);
-      throw e;
+      throw await this.followUpFailed(e, writer, principal, key);
     }
     this.conns.adopt(msg.messageId, row.id);
     writer.setOwner(this.ctx.instanceId);
@@ -825,7 +927,15 @@ export class ProxyTaskRunner implements TaskRunner {
     let pending: readonly RemoteEvent[] = [];
     this.firstEvents.delete(msg.messageId);
     while (writer.lastSeq === before) {
-      const batch = await stream.next();
+      let batch: IteratorResult<readonly RemoteEvent[], void>;
+      try {
+        batch = await stream.next();
+      } catch (e) {
+        // Nothing of the new turn was recorded: the send did not go through (a 1.0 remote's stream
+        // opens on its first read).
+        abort.abort();
+        throw await this.followUpFailed(e, writer, principal, key);
+      }
       if (batch.done) break;
       let i = 0;
       while (i < batch.value.length && writer.lastSeq === before) {
@@ -836,6 +946,32 @@ export class ProxyTaskRunner implements TaskRunner {
     }
     this.startRelay(writer, stream, abort, pending);
     return { taskId: row.id };
+  }
+
+  /**
+   * A follow-up whose send failed before the remote answered it: the task's relay (stopped for the
+   * new turn) is started again, and the follow-up's claim is released when the remote surely did not
+   * take it, so that sending it again forwards it (the claim would otherwise answer the task as if it
+   * had been). A remote that kept answering "not now" is reported as unavailable (503 with Retry-After).
+   */
+  private async followUpFailed(e: unknown, writer: TaskWriter, principal: string, key: string): Promise<unknown> {
+    const inDoubt = e instanceof TransientHttpError && e.notRetried;
+    if (e instanceof TransientHttpError && !inDoubt) await this.ctx.store.releaseRequest(principal, this.cfg.id, key);
+    if (!endsTurn(writer.state) && !this.closed && !this.relays.has(writer.taskId)) {
+      writer.setOwner(this.ctx.instanceId);
+      this.startRelay(writer, undefined, new AbortController());
+    }
+    if (!(e instanceof TransientHttpError)) return this.withHint(e);
+    if (inDoubt)
+      return new Error(
+        `the remote agent ${this.cfg.id} answered HTTP ${e.status} (${e.answer}) after the follow-up was sent, so it may have received it; the task ${writer.taskId} is followed on: look at it (GetTask) before sending the follow-up again`,
+        { cause: e },
+      );
+    return new RemoteUnavailableError(
+      this.cfg.id,
+      `answered HTTP ${e.status} (${e.answer}) still after ${e.tries} tries; the follow-up was not delivered`,
+      { cause: e },
+    );
   }
 
   private startRelay(

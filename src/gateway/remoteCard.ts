@@ -14,6 +14,9 @@ import type { AgentExtension, AgentSkill } from '@a2a-js/sdk';
 import { isLegacyAgentCard, parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { SafeFetchError, WELL_KNOWN_CARD_PATH, safeFetch } from '../node/safeFetch';
 import type { RemoteAgentConfig, RemoteAuth } from './config';
+import { sleep } from '../core/sleep';
+import { TRANSIENT_POLICY, TRANSIENT_STATUSES, transientStep } from '../node/a2a/transientAnswers';
+import type { TransientPolicy } from '../node/a2a/transientAnswers';
 
 export const REMOTE_CARD_TIMEOUT_MS = 10_000;
 export const REMOTE_CARD_MAX_BYTES = 1024 * 1024;
@@ -127,6 +130,15 @@ export interface FetchCardOptions {
   readonly timeoutMs?: number;
   readonly maxBytes?: number;
   readonly signal?: AbortSignal;
+  /** How long a read answered 429/502/503/504 is tried again (the client's policy for what is left out). */
+  readonly transient?: Partial<TransientPolicy>;
+}
+
+/** A card read that got "not now" answers (429/502/503/504) before the one it ended with. */
+export interface CardRetries {
+  readonly status: number;
+  readonly answers: number;
+  readonly waitedMs: number;
 }
 
 /**
@@ -138,8 +150,10 @@ export interface FetchCardOptions {
 export async function fetchRemoteCard(
   cfg: RemoteAgentConfig,
   opts: FetchCardOptions = {},
-): Promise<{ url: string; facts: RemoteCardFacts }> {
+): Promise<{ url: string; facts: RemoteCardFacts; retried?: CardRetries }> {
   const problems: string[] = [];
+  const policy = { ...TRANSIENT_POLICY, ...opts.transient };
+  let retried: CardRetries | undefined;
   const pinnedOrigin = new URL(cfg.url).origin;
   for (const url of remoteCardUrls(cfg)) {
     const headers: Record<string, string> = {
@@ -150,18 +164,36 @@ export async function fetchRemoteCard(
     const maxBytes = opts.maxBytes ?? REMOTE_CARD_MAX_BYTES;
     try {
       let res: Awaited<ReturnType<typeof safeFetch>>;
-      try {
-        res = await safeFetch(url, {
-          headers,
-          maxBytes,
-          timeoutMs: opts.timeoutMs ?? REMOTE_CARD_TIMEOUT_MS,
-          allowPrivateHosts: [new URL(url).host],
-          ...(opts.signal ? { signal: opts.signal } : {}),
+      // A "not now" (a balancer with no instance up, a gateway whose store is down) is read again
+      // after the wait it asks for, bounded as the client's calls are (src/node/a2a/transientAnswers.ts).
+      for (let attempt = 1, waited = 0; ; attempt++) {
+        try {
+          res = await safeFetch(url, {
+            headers,
+            maxBytes,
+            timeoutMs: opts.timeoutMs ?? REMOTE_CARD_TIMEOUT_MS,
+            allowPrivateHosts: [new URL(url).host],
+            ...(opts.signal ? { signal: opts.signal } : {}),
+          });
+        } catch (e) {
+          if (e instanceof SafeFetchError && e.code === 'too-large')
+            throw new CardError(`is larger than ${maxBytes} bytes`);
+          throw e;
+        }
+        if (!TRANSIENT_STATUSES.has(res.status)) break;
+        const step = transientStep(policy, {
+          status: res.status,
+          retryAfter: res.headers.get('retry-after'),
+          attempt,
+          waited,
+          send: false,
+          idempotentSend: true,
         });
-      } catch (e) {
-        if (e instanceof SafeFetchError && e.code === 'too-large')
-          throw new CardError(`is larger than ${maxBytes} bytes`);
-        throw e;
+        if (step.last) throw new CardError(`answered HTTP ${res.status} still after ${attempt} tries`);
+        await sleep(step.wait, opts.signal);
+        opts.signal?.throwIfAborted();
+        waited += step.wait;
+        retried = { status: res.status, answers: attempt, waitedMs: waited };
       }
       if (res.status < 200 || res.status > 299) throw new CardError(`answered HTTP ${res.status}`);
       let raw: unknown;
@@ -170,7 +202,7 @@ export async function fetchRemoteCard(
       } catch {
         throw new CardError('is not JSON');
       }
-      return { url, facts: parseRemoteCard(raw) };
+      return { url, facts: parseRemoteCard(raw), ...(retried ? { retried } : {}) };
     } catch (e) {
       if (opts.signal?.aborted) throw e;
       const why =
@@ -232,6 +264,8 @@ export interface RemoteCardWatcherOptions {
   readonly refreshMs?: number;
   readonly timeoutMs?: number;
   readonly maxBytes?: number;
+  /** How long a read answered 429/502/503/504 is tried again (`FetchCardOptions.transient`). */
+  readonly transient?: Partial<TransientPolicy>;
   readonly log: (line: string) => void;
   /** Called when what the route card takes from the remote changed (incl. going back to the configured card). */
   readonly onChange: () => void;
@@ -273,12 +307,17 @@ export class RemoteCardWatcher {
 
   private async readOnce(): Promise<void> {
     try {
-      const { url, facts } = await fetchRemoteCard(this.cfg, {
+      const { url, facts, retried } = await fetchRemoteCard(this.cfg, {
         timeoutMs: this.opts.timeoutMs,
         maxBytes: this.opts.maxBytes,
         signal: this.abort.signal,
+        transient: this.opts.transient,
       });
       if (this.abort.signal.aborted) return;
+      if (retried)
+        this.opts.log(
+          `remote agent ${this.cfg.id}: its card was unavailable (HTTP ${retried.status}, ${retried.answers} time(s)); read after waiting ${(retried.waitedMs / 1000).toFixed(1)} s as it asked`,
+        );
       const changed = JSON.stringify(facts) !== JSON.stringify(this.current);
       this.current = facts;
       if (this.lastReport !== `ok ${url}`) {

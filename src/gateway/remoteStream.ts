@@ -14,6 +14,9 @@ import { request as httpsRequest } from 'node:https';
 import { A2A_VERSION_HEADER, HTTP_EXTENSION_HEADER, SendMessageRequest } from '@a2a-js/sdk';
 import { fromJsonRpcErrorResponse, fromRestErrorBody } from '@a2a-js/sdk/errors';
 import { isRecord } from '../core/isRecord';
+import { sleep } from '../core/sleep';
+import { TRANSIENT_STATUSES, TransientHttpError, transientMessage, transientStep } from '../node/a2a/transientAnswers';
+import type { TransientPolicy, TransientReport } from '../node/a2a/transientAnswers';
 import type { WireEvent } from './eventLog';
 import { toWireEvent } from './eventLog';
 import { BYTES_FROM_CHARS } from './store/gatewayStore';
@@ -28,6 +31,16 @@ export interface RemoteEndpoint {
   /** The remote's credentials (and nothing from the caller). */
   readonly headers: () => Record<string, string>;
   readonly agents?: { readonly http?: HttpAgent; readonly https?: HttpAgent };
+  /**
+   * How a call the remote (or a balancer in front of it) answers 429/502/503/504 is opened again, as
+   * the client's `transientRetryFetch` does it (src/node/a2a/transientAnswers.ts); none: not at all.
+   */
+  readonly transient?: {
+    readonly policy: TransientPolicy;
+    /** The remote honours `messageId` idempotency: a send may be repeated after a 502/504 too. */
+    readonly idempotentSend: () => boolean;
+    readonly report: (r: TransientReport) => void;
+  };
 }
 
 /**
@@ -49,6 +62,23 @@ export type RemoteCall =
   | { readonly kind: 'subscribe'; readonly taskId: string };
 
 let rpcIds = 1;
+
+/**
+ * How the message of a `RemoteUnavailableError` begins: the HTTP layer answers it with 503 and
+ * Retry-After, as it does an unavailable store (the SDK's error mapping keeps the message only).
+ */
+export const REMOTE_UNAVAILABLE = 'the remote agent is temporarily unavailable';
+
+/**
+ * A remote agent (or the balancer in front of it) kept answering "not now" (429/502/503/504) until
+ * the tries were used up, and no task exists for the request: the caller may send it again later.
+ */
+export class RemoteUnavailableError extends Error {
+  override readonly name = 'RemoteUnavailableError';
+  constructor(agent: string, why: string, options?: { readonly cause?: unknown }) {
+    super(`${REMOTE_UNAVAILABLE}: ${agent} ${why}; send the request again in a few seconds`, options);
+  }
+}
 
 /** Reads at most `limit` characters of a response body. */
 async function readSome(res: IncomingMessage, limit: number): Promise<string> {
@@ -131,30 +161,62 @@ export async function* remoteStreamBatches(
   const target = new URL(url);
   const https = target.protocol === 'https:';
   const what = `${call.kind === 'send' ? 'streaming send' : 'subscribe'} to ${target.origin}`;
-  const res = await new Promise<IncomingMessage>((resolve, reject) => {
-    const req = (https ? httpsRequest : httpRequest)(
-      target,
-      {
-        method: 'POST',
-        agent: https ? ep.agents?.https : ep.agents?.http,
-        signal,
-        headers: {
-          ...ep.headers(),
-          [A2A_VERSION_HEADER]: '1.0',
-          ...(call.kind === 'send' && call.extensions?.length
-            ? { [HTTP_EXTENSION_HEADER]: call.extensions.join(',') }
-            : {}),
-          Accept: 'text/event-stream',
-          ...(body !== undefined
-            ? { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) }
-            : { 'Content-Length': '0' }),
+  const open = (): Promise<IncomingMessage> =>
+    new Promise<IncomingMessage>((resolve, reject) => {
+      const req = (https ? httpsRequest : httpRequest)(
+        target,
+        {
+          method: 'POST',
+          agent: https ? ep.agents?.https : ep.agents?.http,
+          signal,
+          headers: {
+            ...ep.headers(),
+            [A2A_VERSION_HEADER]: '1.0',
+            ...(call.kind === 'send' && call.extensions?.length
+              ? { [HTTP_EXTENSION_HEADER]: call.extensions.join(',') }
+              : {}),
+            Accept: 'text/event-stream',
+            ...(body !== undefined
+              ? { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) }
+              : { 'Content-Length': '0' }),
+          },
         },
+        resolve,
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  let res = await open();
+  let waited = 0;
+  for (let attempt = 1; ep.transient && TRANSIENT_STATUSES.has(res.statusCode ?? 0); attempt++) {
+    const status = res.statusCode ?? 0;
+    const message = transientMessage(await readSome(res, MAX_ERROR_BODY), res.statusMessage ?? '', status);
+    const retryAfter = res.headers['retry-after'];
+    const step = transientStep(ep.transient.policy, {
+      status,
+      retryAfter: typeof retryAfter === 'string' ? retryAfter : null,
+      attempt,
+      waited,
+      send: call.kind === 'send',
+      idempotentSend: ep.transient.idempotentSend(),
+    });
+    ep.transient.report({
+      kind: 'unavailable',
+      answer: {
+        status,
+        origin: target.origin,
+        message,
+        attempt,
+        ...(step.last ? {} : { retryInMs: step.wait }),
       },
-      resolve,
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+    });
+    if (step.last) throw new TransientHttpError(status, message, attempt, step.notRetried);
+    await sleep(step.wait, signal);
+    signal.throwIfAborted();
+    waited += step.wait;
+    res = await open();
+    if (!TRANSIENT_STATUSES.has(res.statusCode ?? 0)) ep.transient.report({ kind: 'available' });
+  }
   const status = res.statusCode ?? 0;
   if (status >= 300 && status < 400) {
     res.resume();

@@ -22,6 +22,7 @@ import {
 import { META, REPLAY_EXTENSION_URI } from '../../core/batonProfile';
 import { isRecord } from '../../core/isRecord';
 import { STORE_RETRY_AFTER_SECONDS, STORE_UNAVAILABLE, StoreUnavailableError } from '../store/gatewayStore';
+import { REMOTE_UNAVAILABLE, RemoteUnavailableError } from '../remoteStream';
 import type { EventRow } from '../store/gatewayStore';
 import type { GatewayRequestHandler } from '../requestHandler';
 import { GatewayUser, parseCursor, setCursor, setSignal } from '../requestContext';
@@ -182,10 +183,12 @@ function storeUnavailableAsRetryable(_req: Request, res: Response, next: NextFun
   const json = res.json.bind(res);
   res.json = (body: unknown) => {
     const error = isRecord(body) && isRecord(body.error) ? body.error : undefined;
-    if (typeof error?.message === 'string' && error.message.startsWith(STORE_UNAVAILABLE)) {
+    const message = typeof error?.message === 'string' ? error.message : '';
+    // A remote agent behind this gateway that kept answering "not now" (429/502/503/504) is the same case.
+    if (message.startsWith(STORE_UNAVAILABLE) || message.startsWith(REMOTE_UNAVAILABLE)) {
       res.status(503).setHeader('Retry-After', String(STORE_RETRY_AFTER_SECONDS));
       // The HTTP+JSON error body repeats the HTTP status and its name.
-      if (typeof error.status === 'string') Object.assign(error, { code: 503, status: 'UNAVAILABLE' });
+      if (error && typeof error.status === 'string') Object.assign(error, { code: 503, status: 'UNAVAILABLE' });
     }
     return json(body);
   };
@@ -297,8 +300,11 @@ export function a2aRouter(o: A2aRouteOptions): Router {
         const err = mapError(e);
         res.status(err.code === A2A_ERROR_CODE.INTERNAL_ERROR ? 500 : 200).json({ jsonrpc: '2.0', id, error: err });
       } else if (!res.writableEnded) res.end();
-      // An unavailable store is logged once per outage, by the store.
-      if (!(e instanceof Error) || !('code' in e || e instanceof StoreUnavailableError))
+      // An unavailable store is logged once per outage, by the store; an unavailable remote, by its runner.
+      if (
+        !(e instanceof Error) ||
+        !('code' in e || e instanceof StoreUnavailableError || e instanceof RemoteUnavailableError)
+      )
         o.log(`JSON-RPC ${method || '(legacy)'} failed: ${(e as Error).stack ?? String(e)}`);
     } finally {
       abort.abort();

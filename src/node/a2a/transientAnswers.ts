@@ -110,6 +110,11 @@ async function answerText(res: Response): Promise<string> {
   } catch {
     // The body could not be read: the status says enough.
   }
+  return transientMessage(text, res.statusText, res.status);
+}
+
+/** What a transient answer's body says: its error message (JSON-RPC or HTTP+JSON), else the status text; at most 300 characters. */
+export function transientMessage(text: string, statusText: string, status: number): string {
   let message: string | undefined;
   try {
     const body: unknown = JSON.parse(text);
@@ -118,8 +123,42 @@ async function answerText(res: Response): Promise<string> {
   } catch {
     // Not JSON (a balancer's HTML page): its status text stands for it.
   }
-  const said = (message ?? res.statusText) || `HTTP ${res.status}`;
+  const said = (message ?? statusText) || `HTTP ${status}`;
   return said.length > 300 ? `${said.slice(0, 300)}…` : said;
+}
+
+/** What to do after one transient answer: wait `wait` ms and try again, or (`last`) stop here. */
+export interface TransientStep {
+  readonly wait: number;
+  readonly last: boolean;
+  /** A message send that is not sent again (a 502/504 to an agent without idempotency). */
+  readonly notRetried: boolean;
+}
+
+/**
+ * The step after the `attempt`-th transient answer to one request, `waited` ms spent waiting so far:
+ * the wait `Retry-After` asks for (bounded), else backoff with jitter; the last one when the tries or
+ * the time are used up, or when sending it again could make a second task (see the module's comment).
+ */
+export function transientStep(
+  policy: TransientPolicy,
+  answer: {
+    readonly status: number;
+    readonly retryAfter: string | null;
+    readonly attempt: number;
+    readonly waited: number;
+    readonly send: boolean;
+    readonly idempotentSend: boolean;
+  },
+  random: () => number = Math.random,
+): TransientStep {
+  const { status, attempt } = answer;
+  const notRetried = answer.send && !answer.idempotentSend && (status === 502 || status === 504);
+  const backoff = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** (attempt - 1));
+  const asked = retryAfterMs(answer.retryAfter);
+  const wait = asked !== undefined ? Math.min(asked, policy.maxRetryAfterMs) : backoff / 2 + random() * (backoff / 2);
+  const last = notRetried || attempt >= policy.maxTries || answer.waited + wait > policy.maxTotalMs;
+  return { wait, last, notRetried };
 }
 
 function requestUrl(input: Parameters<typeof fetch>[0]): URL {
@@ -131,7 +170,7 @@ function requestUrl(input: Parameters<typeof fetch>[0]): URL {
 export interface TransientFetchOptions {
   readonly policy?: Partial<TransientPolicy>;
   /** The agent honours `messageId` idempotency: a send may be repeated after any transient answer. */
-  readonly idempotentSend: boolean;
+  readonly idempotentSend: boolean | (() => boolean);
   readonly report: (r: TransientReport) => void;
   readonly random?: () => number;
 }
@@ -155,12 +194,19 @@ export function transientRetryFetch(base: typeof fetch, options: TransientFetchO
         return res;
       }
       const message = await answerText(res);
-      const notRetried = send && !options.idempotentSend && (res.status === 502 || res.status === 504);
-      const backoff = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** (attempt - 1));
-      const asked = retryAfterMs(res.headers.get('retry-after'));
-      const wait =
-        asked !== undefined ? Math.min(asked, policy.maxRetryAfterMs) : backoff / 2 + random() * (backoff / 2);
-      const last = notRetried || attempt >= policy.maxTries || waited + wait > policy.maxTotalMs;
+      const { wait, last, notRetried } = transientStep(
+        policy,
+        {
+          status: res.status,
+          retryAfter: res.headers.get('retry-after'),
+          attempt,
+          waited,
+          send,
+          idempotentSend:
+            typeof options.idempotentSend === 'function' ? options.idempotentSend() : options.idempotentSend,
+        },
+        random,
+      );
       unavailable = true;
       options.report({
         kind: 'unavailable',
