@@ -276,3 +276,51 @@ describe("gateway: a remote agent's card read answered 503 for a while", () => {
     }
   });
 });
+
+describe('gateway: a 0.3 remote agent that answers 503 for a while (through the SDK client)', () => {
+  it('a first send answered 503 twice is sent again once and the task completes', async () => {
+    const dir = tempDir();
+    const token = 'remote-secret-token-0123456789';
+    const remote = await startRemote(2, token, true);
+    const front = await startFlakyFront(Number(new URL(remote.url).port));
+    const gw = await startGateway({
+      stateDir: dir.path,
+      remoteAgents: [
+        {
+          id: 'remote',
+          name: 'Remote',
+          description: 'proxied',
+          url: `http://127.0.0.1:${front.port}/rpc`,
+          protocolBinding: 'JSONRPC',
+          protocolVersion: '0.3',
+          auth: { kind: 'bearer', token },
+          skills: [],
+        },
+      ],
+      limits: { cancelGraceMs: 2000 },
+      log: () => undefined,
+    });
+    try {
+      const rpc = async (method: string, params: unknown): Promise<RpcAnswer['body']> => {
+        const res = await fetch(`${gw.url}/a2a/remote`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${gw.token}` },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 7, method, params }),
+        });
+        return (await res.json()) as RpcAnswer['body'];
+      };
+      front.fail(/^message\/stream$/, 2, 503);
+      const a = await rpc('SendMessage', {
+        message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'go' }] },
+      });
+      assert.equal(a.result?.task?.status?.state, 'TASK_STATE_COMPLETED', JSON.stringify(a));
+      assert.deepEqual(front.refused, ['message/stream', 'message/stream']);
+      assert.equal(front.passed.filter((m) => m === 'message/stream').length, 1);
+    } finally {
+      await gw.close();
+      await front.close();
+      await remote.close();
+      dir[Symbol.dispose]();
+    }
+  });
+});
