@@ -111,6 +111,43 @@ const RELISTEN_MAX_MS = 5_000;
 const RESTORE_FIRST_MS = 250;
 const RESTORE_MAX_MS = 5_000;
 
+/**
+ * How long the store waits on the network. A network that drops packets without a word (a firewall's
+ * state lost, a link gone, a VM paused) answers nothing, not an error: without these a connect or a
+ * statement waited until the operating system gave up, many minutes. Each ends as an unavailable
+ * database, so a write that carries events is tried again (and checked for a COMMIT that went through).
+ */
+export interface PostgresTimeouts {
+  /** A new connection, or a turn for one when all are busy. */
+  readonly connectMs: number;
+  /** One statement's answer (client side: the server is not asked to cancel, nothing else is refused). */
+  readonly statementMs: number;
+  /** TCP keepalive probes start after this long without traffic (an idle connection found dead). */
+  readonly keepAliveMs: number;
+  /**
+   * The server ends a session left inside a transaction this long (`idle_in_transaction_session_timeout`):
+   * one whose client is cut off would hold its task's row locks, and so every try to store it, for
+   * as long as the server takes to notice (hours, without server keepalive settings).
+   */
+  readonly idleInTransactionMs: number;
+}
+
+/**
+ * A statement may wait a minute: a lock held by a migration or a manual fix is waited for, one try
+ * after another, and what a try carries is never dropped. No `statement_timeout` is set: a statement
+ * the server cancels is refused (SQLSTATE 57014) like a bad one, not tried again.
+ */
+export const DEFAULT_POSTGRES_TIMEOUTS: PostgresTimeouts = {
+  connectMs: 10_000,
+  statementMs: 60_000,
+  keepAliveMs: 10_000,
+  idleInTransactionMs: 60_000,
+};
+
+/** The driver's words for the timeouts above. */
+const TIMED_OUT =
+  /^(Query read timeout|timeout exceeded when trying to connect|Connection terminated due to connection timeout)/;
+
 /** Socket errors that mean the database cannot be reached (nothing about the request itself). */
 const UNREACHABLE: Readonly<Record<string, string>> = {
   ECONNREFUSED: 'connection refused',
@@ -146,6 +183,7 @@ export function unavailableReason(e: unknown): string | undefined {
     if (code === '55000' && /not currently accepting connections/.test(e.message))
       return 'the database does not accept connections';
   }
+  if (TIMED_OUT.test(e.message)) return 'the database did not answer in time';
   // The driver's own words when the socket closes under it, or for a client whose connection died.
   if (/^Connection terminated|not queryable/.test(e.message)) return 'the connection to the database was lost';
   return undefined;
@@ -174,17 +212,30 @@ export class PostgresGatewayStore implements GatewayStore {
     private readonly pool: pg.Pool,
     private readonly url: string,
     private readonly log: (line: string) => void,
+    private readonly timeouts: PostgresTimeouts,
   ) {}
 
-  static async open(url: string, log: (line: string) => void = () => undefined): Promise<PostgresGatewayStore> {
-    const pool = new pg.Pool({ connectionString: url, max: 10 });
+  static async open(
+    url: string,
+    log: (line: string) => void = () => undefined,
+    timeouts: PostgresTimeouts = DEFAULT_POSTGRES_TIMEOUTS,
+  ): Promise<PostgresGatewayStore> {
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: 10,
+      connectionTimeoutMillis: timeouts.connectMs,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: timeouts.keepAliveMs,
+      query_timeout: timeouts.statementMs,
+      idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
+    });
     pool.on('error', () => undefined); // an idle client's error surfaces on the next query
     // The pool listens for errors only on idle clients. A client checked out for a transaction whose
     // connection ends (the server restarts, an admin ends the backend) emits 'error' outside any query
     // (after a FATAL between statements, or once the socket closes under the ROLLBACK): without a
     // listener that would end the process. The statement in progress fails with the error anyway.
     pool.on('connect', (client) => client.on('error', () => undefined));
-    const store = new PostgresGatewayStore(pool, url, log);
+    const store = new PostgresGatewayStore(pool, url, log, timeouts);
     try {
       // Several instances may start at once; the advisory lock serialises their CREATE IF NOT EXISTS.
       const c = await pool.connect();
@@ -214,7 +265,14 @@ export class PostgresGatewayStore implements GatewayStore {
    * told to read the store: notifications sent while nobody listened are gone, the events are not.
    */
   private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, application_name: LISTEN_APPLICATION_NAME });
+    // No statement timeout: the connection waits for notifications, not answers. Keepalive finds it dead.
+    const client = new pg.Client({
+      connectionString: this.url,
+      application_name: LISTEN_APPLICATION_NAME,
+      connectionTimeoutMillis: this.timeouts.connectMs,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: this.timeouts.keepAliveMs,
+    });
     let lost = false;
     const onLost = (why: string): void => {
       if (lost) return;
@@ -343,8 +401,10 @@ export class PostgresGatewayStore implements GatewayStore {
       this.available();
       return out;
     } catch (e) {
-      // A connection that cannot even roll back is dropped from the pool, not handed to the next caller.
-      await c.query('ROLLBACK').catch((r: unknown) => (broken = r instanceof Error ? r : new Error(String(r))));
+      // A connection that cannot even roll back is dropped from the pool, not handed to the next caller;
+      // so is one whose statement got no answer in time (a ROLLBACK would wait behind it, then time out).
+      if (e instanceof Error && TIMED_OUT.test(e.message)) broken = e;
+      else await c.query('ROLLBACK').catch((r: unknown) => (broken = r instanceof Error ? r : new Error(String(r))));
       throw this.fault(e);
     } finally {
       c.release(broken);

@@ -432,6 +432,100 @@ describe('gateway: PostgreSQL faults', () => {
   );
 
   it(
+    'a network that drops every packet without a word (a black hole): statements and connects end as the database unavailable within their timeouts, and an append waiting then is stored once the network is back',
+    { skip },
+    async () => {
+      // A TCP relay that, once blackholed, forwards nothing either way and closes nothing: what a
+      // dropped link or a lost firewall state looks like to both ends.
+      const port = Number(new URL(base).port);
+      let blackhole = false;
+      const sockets = new Set<Socket>();
+      const relay: Server = createServer((client) => {
+        sockets.add(client);
+        client.on('close', () => sockets.delete(client));
+        client.on('error', () => undefined);
+        if (blackhole) return; // accepted, never answered
+        const server = createConnection({ port, host: '127.0.0.1' });
+        sockets.add(server);
+        server.on('close', () => sockets.delete(server));
+        server.on('error', () => undefined);
+        client.on('data', (d: Buffer) => void (blackhole || server.write(d)));
+        server.on('data', (d: Buffer) => void (blackhole || client.write(d)));
+        server.on('close', () => client.destroy());
+        client.on('close', () => server.destroy());
+      });
+      await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+      const schema = `hole_${randomBytes(4).toString('hex')}`;
+      const admin = await sql(base);
+      await admin.query(`CREATE SCHEMA ${schema}`);
+      const relayed = new URL(base);
+      relayed.port = String((relay.address() as AddressInfo).port);
+      const logged: string[] = [];
+      const store = await PostgresGatewayStore.open(
+        inSchema(relayed.toString(), schema, 'faults-hole'),
+        (l) => logged.push(l),
+        { connectMs: 500, statementMs: 1_000, keepAliveMs: 1_000, idleInTransactionMs: 2_000 },
+      );
+      try {
+        await store.createTask(
+          { agent: 'a', id: 't', contextId: 'c', principal: 'p', kind: 'proxy', state: 2, snapshot: '{}', owner: null },
+          { seq: 1, body: '{"task":{"id":"t"}}' },
+        );
+        blackhole = true;
+        // A read on a pooled connection gets no answer, then a new connection none either: both end
+        // as the database unavailable (a 503 to the client), not a wait of many minutes.
+        const started = Date.now();
+        await bounded(
+          assert.rejects(store.getTask('a', 't'), (e: Error) => e.name === 'StoreUnavailableError'),
+          'a read to end while nothing answers',
+        );
+        await bounded(
+          assert.rejects(store.getTask('a', 't'), (e: Error) => e.name === 'StoreUnavailableError'),
+          'a read on a new connection to end while nothing answers',
+        );
+        assert.ok(Date.now() - started < 5_000, `ended after ${Date.now() - started} ms`);
+        assert.ok(
+          logged.some((l) => /^PostgreSQL is unavailable \(the database did not answer in time: /.test(l)),
+          logged.join('\n'),
+        );
+        // An append meanwhile waits, tried again, and is stored once the network forwards again.
+        let stored = false;
+        const appended = store
+          .append({
+            agent: 'a',
+            taskId: 't',
+            events: [{ seq: 2, body: '{"statusUpdate":{"taskId":"t","metadata":{"step":1}}}' }],
+            state: 2,
+            snapshot: '{"id":"t"}',
+          })
+          .then(() => (stored = true));
+        await new Promise((r) => setTimeout(r, 2_500));
+        assert.equal(stored, false, 'nothing can be stored through the black hole');
+        blackhole = false;
+        for (const s of sockets) s.destroy(); // the connections cut off stay so; new ones get through
+        await bounded(appended, 'the append once the network is back');
+        assert.deepEqual(
+          (await store.readEvents('a', 't', 0, 100)).map((r) => r.seq),
+          [1, 2],
+        );
+        assert.equal(await store.integrityCheck(), 'ok');
+        assert.ok(
+          logged.some((l) => /^PostgreSQL is available again/.test(l)),
+          logged.join('\n'),
+        );
+      } finally {
+        // Cut first: a statement still waiting (a failure) ends, so closing the store does not hang.
+        blackhole = true;
+        for (const s of sockets) s.destroy();
+        await store.close();
+        await new Promise((r) => relay.close(r));
+        await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+        await admin.end();
+      }
+    },
+  );
+
+  it(
     "the database refusing new connections (ALLOW_CONNECTIONS false, the gateway's connections ended): requests get 503 with Retry-After and a clear message, and are served again once it accepts them, without a restart",
     { skip },
     async () => {
