@@ -44,7 +44,7 @@ import type {
   JournalTimelineEntry,
 } from '../core/delegation';
 import type { RepositoryContext } from '../core/delegation/context';
-import { buildDelegationRequest } from '../core/delegation/request';
+import { buildDelegationRequest, DEFAULT_DEADLINE_MINUTES, MAX_DEADLINE_MINUTES } from '../core/delegation/request';
 import { READ_ONLY } from '../core/delegation/guards';
 import { sameOrigin, tryNormalizeOrigin } from '../core/origin';
 import { terminalBlock, terminalJson, terminalLine } from '../core/terminalText';
@@ -72,13 +72,10 @@ export const EXIT: Readonly<Record<DelegationOutcome, number>> = {
   'auth-required': 15,
 };
 
-/**
- * The deadline `baton delegate` gives a delegation unless `--deadline` says otherwise: the extension's
- * default (`baton.defaultDeadlineMinutes`), so an agent that never answers does not hold a terminal forever.
- */
-export const DEFAULT_DEADLINE_MS = 30 * 60_000;
+/** The deadline `baton delegate` gives a delegation unless `--deadline` says otherwise (the editor's default). */
+export const DEFAULT_DEADLINE_MS = DEFAULT_DEADLINE_MINUTES * 60_000;
 /** The longest `--deadline`, as the extension allows. */
-const MAX_DEADLINE_MS = 24 * 60 * 60_000;
+const MAX_DEADLINE_MS = MAX_DEADLINE_MINUTES * 60_000;
 
 /** `--deadline`: `45s`, `30m`, `2h`, or a number of minutes. */
 export function parseDeadline(value: string | undefined): number {

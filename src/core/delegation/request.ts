@@ -15,6 +15,15 @@ import type { StartedBy } from './tree';
 /** The longest title a delegation gets from its task. */
 export const TITLE_LENGTH = 200;
 
+/**
+ * The deadline a delegation gets when whoever starts it names none: the editor's default
+ * (`baton.defaultDeadlineMinutes`), `baton delegate`'s and the `baton mcp` delegate tool's, so an agent
+ * that never answers does not hold a delegation in flight forever.
+ */
+export const DEFAULT_DEADLINE_MINUTES = 30;
+/** The longest deadline anyone may give a delegation (24 hours, as the editor allows). */
+export const MAX_DEADLINE_MINUTES = 24 * 60;
+
 export interface DelegationRequestInput extends Omit<DelegationMessageInput, 'capabilities' | 'chain'> {
   /** The agent delegated to; its id starts the delegation chain. */
   readonly agent: DelegationRequest['agent'];

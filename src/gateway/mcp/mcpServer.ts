@@ -24,7 +24,7 @@ import { META } from '../../core/batonProfile';
 import type { ChildTaskInfo } from '../../core/batonProfile';
 import type { DelegationRecord, JournalEntry } from '../../core/delegation';
 import { READ_ONLY } from '../../core/delegation/guards';
-import { buildDelegationRequest } from '../../core/delegation/request';
+import { buildDelegationRequest, DEFAULT_DEADLINE_MINUTES, MAX_DEADLINE_MINUTES } from '../../core/delegation/request';
 import { isRecord } from '../../core/isRecord';
 import { normalizeCard } from '../../node/a2a/clientFactory';
 import type { DelegationManager } from '../../node/a2a/delegationManager';
@@ -188,6 +188,15 @@ export function createMcpServer(deps: McpServerDeps): { server: McpServer; dispo
           .describe(
             `How long to wait for the outcome before answering with the state (default ${DEFAULT_WAIT_SECONDS}).`,
           ),
+        deadline_minutes: z
+          .number()
+          .int()
+          .min(1)
+          .max(MAX_DEADLINE_MINUTES)
+          .optional()
+          .describe(
+            `When the task is canceled at the agent if it has not ended, in minutes from now (default ${DEFAULT_DEADLINE_MINUTES}).`,
+          ),
       },
       annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
     },
@@ -282,6 +291,7 @@ interface DelegateArgs {
   readonly files?: readonly string[];
   readonly write?: boolean;
   readonly repository?: string;
+  readonly deadline_minutes?: number;
 }
 
 /** The request, built as `baton delegate` builds it; bound to a task, it names that task as its parent. */
@@ -306,6 +316,7 @@ async function buildRequest(deps: McpServerDeps, args: DelegateArgs, parentTask:
   const repository = parentTask
     ? undefined
     : (await delegationRepository(resolve(args.repository ?? process.cwd()))).repository;
+  const createdAt = Date.now();
   const request = buildDelegationRequest({
     requestId: randomUUID(),
     task: args.task,
@@ -320,7 +331,8 @@ async function buildRequest(deps: McpServerDeps, args: DelegateArgs, parentTask:
       protocolVersion: iface.protocolVersion,
     },
     who: parentTask ? `task ${parentTask}` : userInfo().username,
-    createdAt: Date.now(),
+    createdAt,
+    deadline: createdAt + (args.deadline_minutes ?? DEFAULT_DEADLINE_MINUTES) * 60_000,
   });
   if (!parentTask) return request;
   // The gateway sets the parent from the task's token; this says which one the caller means.
@@ -401,6 +413,7 @@ async function describe(deps: McpServerDeps, v: DelegationRecord, fromDelegate: 
     ...(v.prompt ? { question: v.prompt } : {}),
     ...(summary ? { summary } : {}),
     capabilities: v.capabilities.effective,
+    ...(v.deadline !== undefined ? { deadline: new Date(v.deadline).toISOString() } : {}),
     artifacts: v.artifacts.map((a) => ({ name: a.name, size: a.size, is_patch: a.isPatch })),
     ...(patches[0] ? { patch_preview: patches[0].preview.slice(0, PATCH_PREVIEW) } : {}),
     children: children.map((c) => ({

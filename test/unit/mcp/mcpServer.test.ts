@@ -90,6 +90,10 @@ describe('baton mcp', () => {
       wait_seconds: 0,
     });
     assert.ok(!started.isError, started.content[0]?.text);
+    // No deadline asked for: the one the editor and `baton delegate` give (30 minutes), so an agent that
+    // never answers does not keep the delegation in flight forever.
+    const deadline = Date.parse(String(started.structuredContent?.deadline));
+    assert.ok(Math.abs(deadline - (Date.now() + 30 * 60_000)) < 60_000, String(started.structuredContent?.deadline));
     const requestId = String(started.structuredContent?.request_id);
     let view = started.structuredContent ?? {};
     for (let i = 0; i < 10 && view.finished !== true; i++) {
@@ -118,8 +122,11 @@ describe('baton mcp', () => {
       repository: repo,
       write: true,
       wait_seconds: 2,
+      deadline_minutes: 5,
     });
     assert.ok(!started.isError, started.content[0]?.text);
+    const deadline = Date.parse(String(started.structuredContent?.deadline));
+    assert.ok(Math.abs(deadline - (Date.now() + 5 * 60_000)) < 60_000, String(started.structuredContent?.deadline));
     assert.equal(started.structuredContent?.finished, false, 'still running after 2 s (paced)');
     const requestId = String(started.structuredContent?.request_id);
     const r = await call(client, 'cancel_task', { request_id: requestId });
