@@ -254,6 +254,11 @@ export class TaskWriter {
     return new TaskWriter(store, hub, row.agent, row.id, Task.fromJSON(JSON.parse(row.snapshot)), row.lastSeq);
   }
 
+  /** Why this writer stores nothing more (a commit failed for good), if it does not. */
+  get failure(): Error | undefined {
+    return this.failed;
+  }
+
   /** The task as folded so far (a copy in the SDK's form). */
   get task(): Task {
     return Task.fromJSON(this.wire);

@@ -1080,8 +1080,22 @@ export class ProxyTaskRunner implements TaskRunner {
     answered: () => void,
   ): Promise<void> {
     const client = await this.getClient();
-    const stopped = (): boolean => abort.signal.aborted || this.closed;
     const relayLog = (what: string): void => this.ctx.log(`relay of ${this.cfg.id} task ${writer.taskId}: ${what}`);
+    // A writer whose commit failed for good stores nothing more: another gateway instance took the task
+    // over while this one could not reach the database (its events are refused), or the store refused a
+    // batch. Following the remote further would only reconnect to it, each event refused again: the
+    // relay ends, saying so once. The task's new owner, if any, relays it.
+    let saidStopped = false;
+    const writerFailed = (): boolean => {
+      const failure = writer.failure;
+      if (failure === undefined) return false;
+      if (!saidStopped) {
+        saidStopped = true;
+        relayLog(`stopped relaying: its events can no longer be stored by this instance (${failure.message})`);
+      }
+      return true;
+    };
+    const stopped = (): boolean => abort.signal.aborted || this.closed || writerFailed();
     /** False when the relay is over (the turn ended or it was stopped). */
     const take = async (batch: readonly RemoteEvent[]): Promise<boolean> => {
       for (const { ev, raw } of batch) {

@@ -5,7 +5,17 @@ import type { StreamResponse } from '@a2a-js/sdk';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { randomUUID } from 'node:crypto';
-import { checkStoredEnvelope, clientFor, collect, readSse, sendRequest, seqOf, tempDir, userMessage } from './helpers';
+import {
+  bounded,
+  checkStoredEnvelope,
+  clientFor,
+  collect,
+  readSse,
+  sendRequest,
+  seqOf,
+  tempDir,
+  userMessage,
+} from './helpers';
 import type { CutProxy } from '../delegation/cutProxy';
 import { CUT_POINTS, startCutProxy } from '../delegation/cutProxy';
 import { LARGE_PATCH, startRemote } from './remoteAgent';
@@ -327,3 +337,84 @@ for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
     });
   });
 }
+
+describe('gateway: a relay whose events the store refuses for good (another instance took the task over)', () => {
+  const dir = tempDir();
+  let gw: RunningGateway;
+  let remote: Awaited<ReturnType<typeof startRemote>>;
+  const remoteToken = 'remote-secret-token-0123456789';
+  const log: string[] = [];
+  before(async () => {
+    remote = await startRemote(5, remoteToken, false);
+    gw = await startGateway({
+      stateDir: dir.path,
+      remoteAgents: [
+        {
+          id: 'remote',
+          name: 'Remote',
+          description: 'proxied',
+          url: remote.url,
+          protocolBinding: 'JSONRPC',
+          protocolVersion: '1.0',
+          auth: { kind: 'bearer', token: remoteToken },
+          skills: [],
+        },
+      ],
+      log: (line) => log.push(line),
+    });
+  });
+  after(async () => {
+    remote.executor.finishStubborn = true;
+    await gw.close();
+    await remote.close();
+    dir[Symbol.dispose]();
+  });
+
+  it('stops relaying, says so once, and never reconnects to the remote', async () => {
+    const client = await clientFor(`${gw.url}/a2a/remote/.well-known/agent-card.json`, gw.token);
+    const stream = client.sendMessageStream(sendRequest(userMessage('ignore cancel')));
+    let taskId = '';
+    for await (const ev of stream) {
+      if (ev.payload?.$case === 'task') taskId = ev.payload.value.id;
+      if (ev.payload?.$case === 'statusUpdate') taskId = ev.payload.value.taskId;
+      if (ev.payload?.$case === 'statusUpdate' && ev.payload.value.status?.state === TaskState.TASK_STATE_WORKING)
+        break;
+    }
+    assert.ok(taskId);
+    const row = await gw.store.getTask('remote', taskId);
+    assert.ok(row);
+    // Another instance, as it looks from here: it owns the task now and stored the event that follows.
+    await gw.store.append({
+      agent: 'remote',
+      taskId,
+      events: [
+        {
+          seq: row.lastSeq + 1,
+          body: JSON.stringify({ statusUpdate: { taskId, contextId: row.contextId, metadata: { elsewhere: true } } }),
+        },
+      ],
+      state: row.state,
+      snapshot: row.snapshot,
+      owner: 'another-instance',
+    });
+    const requests = remote.seenAuth.length;
+    // The remote ends the task: this instance's writer tries to store it at a seq already taken.
+    remote.executor.finishStubborn = true;
+    await bounded(
+      (async () => {
+        while (!log.some((l) => l.includes('stopped relaying'))) await new Promise((r) => setTimeout(r, 20));
+      })(),
+      'the relay to say it stopped',
+    );
+    // Long enough for the reconnects the relay used to make (the first within half a second).
+    await new Promise((r) => setTimeout(r, 1500));
+    const relayLines = log.filter((l) => l.includes(`task ${taskId}`));
+    assert.equal(relayLines.filter((l) => l.includes('stopped relaying')).length, 1, relayLines.join('\n'));
+    assert.match(
+      relayLines.find((l) => l.includes('stopped relaying')) ?? '',
+      /another gateway instance|refused|stored/,
+    );
+    assert.ok(!relayLines.some((l) => l.includes('stream broke')), relayLines.join('\n'));
+    assert.equal(remote.seenAuth.length, requests, 'no request to the remote after the store refused the relay');
+  });
+});
