@@ -3,34 +3,17 @@
  * DefaultRequestHandler over JSON-RPC and HTTP+JSON, A2A 1.0 and 0.3) running a scripted executor, and a
  * gateway whose proxy routes lead to that same agent, so one request can be sent both ways.
  */
-import { randomUUID } from 'node:crypto';
 import express from 'express';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
-import { Role, TaskState } from '@a2a-js/sdk';
-import type { AgentCard, Message, Part } from '@a2a-js/sdk';
+import { TaskState } from '@a2a-js/sdk';
+import type { AgentCard, Message } from '@a2a-js/sdk';
+import { agentMessage, textPart } from '../../../src/gateway/a2aBuild';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { listenOnLoopback, sdkAgentCard } from './sdkServer';
 import { tempDir } from './helpers';
-
-function textPart(value: string): Part {
-  return { content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: 'text/plain' };
-}
-
-function agentMessage(text: string, taskId: string, contextId: string): Message {
-  return {
-    messageId: randomUUID(),
-    contextId,
-    taskId,
-    role: Role.ROLE_AGENT,
-    parts: [textPart(text)],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  };
-}
 
 /**
  * The executor both sides run. What it does is chosen by the first text part:
@@ -84,7 +67,7 @@ export class DiffExecutor implements AgentExecutor {
             artifactId: 'out',
             name: 'out.txt',
             description: '',
-            parts: [textPart(value)],
+            parts: [textPart(value, 'text/plain')],
             metadata: undefined,
             extensions: [],
           },
@@ -96,7 +79,7 @@ export class DiffExecutor implements AgentExecutor {
     if (text === 'reply') {
       bus.publish(
         AgentEvent.message({
-          ...agentMessage('hello back', '', contextId),
+          ...agentMessage('', contextId, 'hello back'),
           messageId: `reply-${ctx.userMessage.messageId}`,
         }),
       );
@@ -106,7 +89,7 @@ export class DiffExecutor implements AgentExecutor {
     if (ctx.task) {
       // A follow-up: the task as it stands, then the answer finishes it.
       bus.publish(AgentEvent.task(ctx.task));
-      status(TaskState.TASK_STATE_WORKING, agentMessage(`got ${text}`, taskId, contextId));
+      status(TaskState.TASK_STATE_WORKING, agentMessage(taskId, contextId, `got ${text}`));
       artifact(`answer: ${text}`);
       status(TaskState.TASK_STATE_COMPLETED);
       bus.finished();
@@ -123,16 +106,16 @@ export class DiffExecutor implements AgentExecutor {
       }),
     );
     if (text === 'fail') {
-      status(TaskState.TASK_STATE_FAILED, agentMessage('it failed', taskId, contextId));
+      status(TaskState.TASK_STATE_FAILED, agentMessage(taskId, contextId, 'it failed'));
       bus.finished();
       return;
     }
     if (text === 'ask') {
-      status(TaskState.TASK_STATE_INPUT_REQUIRED, agentMessage('which file?', taskId, contextId));
+      status(TaskState.TASK_STATE_INPUT_REQUIRED, agentMessage(taskId, contextId, 'which file?'));
       bus.finished();
       return;
     }
-    status(TaskState.TASK_STATE_WORKING, agentMessage('working', taskId, contextId));
+    status(TaskState.TASK_STATE_WORKING, agentMessage(taskId, contextId, 'working'));
     if (text.startsWith('hold')) {
       while (!this.canceled.has(taskId) && !this.released.has(text)) await new Promise((r) => setTimeout(r, 5));
       if (this.canceled.has(taskId)) {
@@ -142,7 +125,7 @@ export class DiffExecutor implements AgentExecutor {
       }
     }
     artifact(`echo: ${text}`);
-    status(TaskState.TASK_STATE_COMPLETED, agentMessage('done', taskId, contextId));
+    status(TaskState.TASK_STATE_COMPLETED, agentMessage(taskId, contextId, 'done'));
     bus.finished();
   }
   /** A running task is told to stop; one waiting for input (nothing runs) is canceled here. */
