@@ -1,5 +1,6 @@
 /** What every agent route of one gateway shares: the store, the hub, who this instance is, its limits. */
 import type { Capabilities } from './agents/localAgent';
+import type { ClaimReleases } from './claimReleases';
 import type { ChildBroker } from './delegation/childBroker';
 import type { EventHub } from './eventLog';
 import type { GatewayStore } from './store/gatewayStore';
@@ -40,6 +41,8 @@ export interface GatewayContext {
   /** Real paths of the folders whose repositories may be named in requests. */
   readonly roots: readonly string[];
   readonly limits: GatewayLimits;
+  /** Claims whose release the store refused, released again once it answers (src/gateway/claimReleases.ts). */
+  readonly claims: ClaimReleases;
   readonly signEnvelope?: EnvelopeSigner;
   /** Delegations agents start: task tokens and the guards (absent: agents get no way to delegate). */
   readonly children?: ChildBroker;

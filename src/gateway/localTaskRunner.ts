@@ -105,6 +105,7 @@ export async function claimFirstMessage(
   taskId: string | null,
 ): Promise<string | undefined> {
   const { principal, agent, key } = claim;
+  await ctx.claims.settle(principal, agent, key);
   const found = await ctx.store.claimRequest(principal, agent, key, claim.digest, taskId, ctx.instanceId);
   if (found.kind === 'conflict')
     throw new RequestMalformedError(
@@ -281,7 +282,7 @@ export class LocalTaskRunner implements TaskRunner {
         firstRow,
       );
     } catch (e) {
-      await this.ctx.store.releaseRequest(principal, this.agent.id, key).catch(() => undefined);
+      await this.ctx.claims.release(principal, this.agent.id, key);
       throw e;
     }
     const created = writer.createdWith([firstRow]);
@@ -578,6 +579,7 @@ export class LocalTaskRunner implements TaskRunner {
         `message.contextId ${msg.contextId} is not the context of task ${row.id}; send the reply with contextId ${row.contextId}`,
       );
     }
+    await this.ctx.claims.settle(principal, this.agent.id, msg.messageId);
     const rt = this.running.get(row.id);
     if (!rt?.waiting) {
       const taken = await this.ctx.store.findRequest(principal, this.agent.id, msg.messageId);
@@ -603,7 +605,7 @@ export class LocalTaskRunner implements TaskRunner {
     const waiting = rt.waiting;
     if (!waiting || rt.settled) {
       // Answered by another reply, canceled or expired while the claim was written.
-      await this.ctx.store.releaseRequest(principal, this.agent.id, msg.messageId).catch(() => undefined);
+      await this.ctx.claims.release(principal, this.agent.id, msg.messageId);
       throw new UnsupportedOperationError(
         `task ${row.id} is no longer waiting for a reply (another reply was taken, or it was canceled or expired meanwhile)`,
       );

@@ -487,7 +487,7 @@ export class ProxyTaskRunner implements TaskRunner {
       const opened = await this.open(params, principal, forwardedExtensions(call), claim);
       if ('reply' in opened) {
         // No task was made, so there is nothing a retry could find again: it is forwarded again.
-        await this.ctx.store.releaseRequest(principal, this.cfg.id, key);
+        await this.ctx.claims.release(principal, this.cfg.id, key);
       }
       return opened;
     } catch (e) {
@@ -500,7 +500,7 @@ export class ProxyTaskRunner implements TaskRunner {
         }
       }
       // Once the task is stored its claim stays: a retry finds that task instead of starting another.
-      if (!claim.bound) await this.ctx.store.releaseRequest(principal, this.cfg.id, key);
+      if (!claim.bound) await this.ctx.claims.release(principal, this.cfg.id, key);
       throw this.withHint(error);
     }
   }
@@ -561,6 +561,7 @@ export class ProxyTaskRunner implements TaskRunner {
     key: string,
     digest: string,
   ): Promise<string | undefined> {
+    await this.ctx.claims.settle(principal, this.cfg.id, key);
     const until = Date.now() + CLAIM_WAIT_MS;
     const sent = sentRequestDigest(params);
     for (;;) {
@@ -891,6 +892,7 @@ export class ProxyTaskRunner implements TaskRunner {
     this.refuseLoop(params);
     const digest = requestDigest(params);
     const key = requestKey(params, digest);
+    await this.ctx.claims.settle(principal, this.cfg.id, key);
     // A follow-up sent again finds the task it continued, even when that turn has ended the task since.
     if ((await this.ctx.store.findRequest(principal, this.cfg.id, key))?.taskId === row.id) return { taskId: row.id };
     if (isTerminal(row.state)) throw new UnsupportedOperationError(`task ${row.id} has ended; start a new task`);
@@ -956,7 +958,7 @@ export class ProxyTaskRunner implements TaskRunner {
    */
   private async followUpFailed(e: unknown, writer: TaskWriter, principal: string, key: string): Promise<unknown> {
     const inDoubt = e instanceof TransientHttpError && e.notRetried;
-    if (e instanceof TransientHttpError && !inDoubt) await this.ctx.store.releaseRequest(principal, this.cfg.id, key);
+    if (e instanceof TransientHttpError && !inDoubt) await this.ctx.claims.release(principal, this.cfg.id, key);
     if (!endsTurn(writer.state) && !this.closed && !this.relays.has(writer.taskId)) {
       writer.setOwner(this.ctx.instanceId);
       this.startRelay(writer, undefined, new AbortController());

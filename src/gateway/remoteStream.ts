@@ -20,6 +20,7 @@ import type { TransientPolicy, TransientReport } from '../node/a2a/transientAnsw
 import type { WireEvent } from './eventLog';
 import { toWireEvent } from './eventLog';
 import { BYTES_FROM_CHARS } from './store/gatewayStore';
+import { noteUnavailable } from './unavailableAnswers';
 
 /** The SDK client's default limit for one SSE event. */
 const MAX_EVENT_BYTES = 4 * 1024 * 1024;
@@ -77,6 +78,7 @@ export class RemoteUnavailableError extends Error {
   override readonly name = 'RemoteUnavailableError';
   constructor(agent: string, why: string, options?: { readonly cause?: unknown }) {
     super(`${REMOTE_UNAVAILABLE}: ${agent} ${why}; send the request again in a few seconds`, options);
+    noteUnavailable(this.message);
   }
 }
 

@@ -25,6 +25,7 @@ import { GATEWAY_VERSION } from './cards';
 import type { CardKeys, IndexedAgent } from './cards';
 import type { RemoteAgentConfig, StoreConfig, TokenConfig } from './config';
 import { isLoopbackHost, sha256HexOf } from './config';
+import { ClaimReleases } from './claimReleases';
 import type { GatewayContext, GatewayLimits } from './gatewayContext';
 import { cardDigest, checkDelegationPolicy, ChildBroker, DEFAULT_DELEGATION_POLICY } from './delegation/childBroker';
 import type { DelegationPolicy } from './delegation/childBroker';
@@ -173,8 +174,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   // Aborted once close() begins (or a failed start lets go of everything): nothing new is started.
   const stopping = new AbortController();
   const orphanSweep: { timer?: NodeJS.Timeout } = {};
+  const claims = new ClaimReleases(store, log);
   const stop = (): void => {
     stopping.abort();
+    claims.close();
     clearInterval(heartbeat);
     clearInterval(orphanSweep.timer);
     clearInterval(idle.timer);
@@ -257,6 +260,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         return roots.list;
       },
       limits: { ...DEFAULT_LIMITS, ...(opts.limits ?? {}) },
+      claims,
       children,
       ...(mcpCommand ? { mcp: { command: mcpCommand, gatewayUrl: `http://${urlHost(host)}:${port}` } } : {}),
       signEnvelope: (body) =>

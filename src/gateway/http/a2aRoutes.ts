@@ -21,8 +21,9 @@ import {
 } from '@a2a-js/sdk/errors';
 import { META, REPLAY_EXTENSION_URI } from '../../core/batonProfile';
 import { isRecord } from '../../core/isRecord';
-import { STORE_RETRY_AFTER_SECONDS, STORE_UNAVAILABLE, StoreUnavailableError } from '../store/gatewayStore';
-import { REMOTE_UNAVAILABLE, RemoteUnavailableError } from '../remoteStream';
+import { STORE_RETRY_AFTER_SECONDS, StoreUnavailableError } from '../store/gatewayStore';
+import { RemoteUnavailableError } from '../remoteStream';
+import { isUnavailableAnswer } from '../unavailableAnswers';
 import type { EventRow } from '../store/gatewayStore';
 import type { GatewayRequestHandler } from '../requestHandler';
 import { GatewayUser, parseCursor, setCursor, setSignal } from '../requestContext';
@@ -177,15 +178,17 @@ export function envelopeProblem(body: unknown): string | undefined {
  * restarting, stopped or refusing connections) with 503 and Retry-After, so a client or a balancer
  * knows to try again, whichever shape its route gives errors in (JSON-RPC, 1.0 or 0.3, or HTTP+JSON;
  * the SDK's handlers write most of them). Their mapping keeps an error's message, not its class: the
- * message says it.
+ * message is looked up among those of the errors this process made (src/gateway/unavailableAnswers.ts).
  */
 function storeUnavailableAsRetryable(_req: Request, res: Response, next: NextFunction): void {
   const json = res.json.bind(res);
   res.json = (body: unknown) => {
     const error = isRecord(body) && isRecord(body.error) ? body.error : undefined;
     const message = typeof error?.message === 'string' ? error.message : '';
-    // A remote agent behind this gateway that kept answering "not now" (429/502/503/504) is the same case.
-    if (message.startsWith(STORE_UNAVAILABLE) || message.startsWith(REMOTE_UNAVAILABLE)) {
+    // A remote agent behind this gateway that kept answering "not now" (429/502/503/504) is the same
+    // case. Only errors this gateway made count: a remote's error passed through that merely says so
+    // stays what it is.
+    if (isUnavailableAnswer(message)) {
       res.status(503).setHeader('Retry-After', String(STORE_RETRY_AFTER_SECONDS));
       // The HTTP+JSON error body repeats the HTTP status and its name.
       if (error && typeof error.status === 'string') Object.assign(error, { code: 503, status: 'UNAVAILABLE' });

@@ -5,6 +5,7 @@
  * task is a row keyed (agent, task, seq), written before it is sent to anyone.
  */
 import type { TaskState } from '@a2a-js/sdk';
+import { noteUnavailable } from '../unavailableAnswers';
 
 export type TaskKind = 'local' | 'proxy';
 
@@ -212,7 +213,8 @@ export function busyParents(unfinishedPrincipals: Iterable<string>): Set<string>
 
 /**
  * How the message of a `StoreUnavailableError` begins. The HTTP layer answers a request that failed
- * with one 503 with Retry-After: the SDK's error mapping keeps an error's message, not its class.
+ * with one 503 with Retry-After: the SDK's error mapping keeps an error's message, not its class, so
+ * each one's message is noted (src/gateway/unavailableAnswers.ts).
  */
 export const STORE_UNAVAILABLE = "the gateway's task store is unavailable";
 
@@ -231,6 +233,7 @@ export class StoreUnavailableError extends Error {
   ) {
     super(`${STORE_UNAVAILABLE} (${reason}); try again in a few seconds`, options);
     this.name = 'StoreUnavailableError';
+    noteUnavailable(this.message);
   }
 }
 

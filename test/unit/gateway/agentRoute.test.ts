@@ -12,6 +12,7 @@ import type { RouteSite } from '../../../src/gateway/agentRoute';
 import type { LocalAgent } from '../../../src/gateway/agents/localAgent';
 import type { RemoteAgentConfig } from '../../../src/gateway/config';
 import { EventHub } from '../../../src/gateway/eventLog';
+import { ClaimReleases } from '../../../src/gateway/claimReleases';
 import type { GatewayContext } from '../../../src/gateway/gatewayContext';
 import { CardSlot, publishCard } from '../../../src/gateway/http/cardRoute';
 import { openStore } from '../../../src/gateway/store/openStore';
@@ -42,6 +43,7 @@ describe('agent routes', () => {
       hub: new EventHub(),
       instanceId: 'test-instance',
       identity: 'baton-gateway:test',
+      claims: new ClaimReleases(store, () => undefined),
       roots: [],
       limits: {
         capabilities: { write: true, shell: false, network: false },

@@ -15,6 +15,7 @@ import { createHeadlessAgent } from '../../../src/gateway/agents/headlessAgent';
 import type { Capabilities, LocalAgent } from '../../../src/gateway/agents/localAgent';
 import type { RemoteAgentConfig } from '../../../src/gateway/config';
 import { EventHub } from '../../../src/gateway/eventLog';
+import { ClaimReleases } from '../../../src/gateway/claimReleases';
 import type { GatewayContext } from '../../../src/gateway/gatewayContext';
 import { detectHarnesses } from '../../../src/gateway/harness/registry';
 import { PROXY_CHAIN_LIMITS, ProxyTaskRunner } from '../../../src/gateway/proxyTaskRunner';
@@ -144,6 +145,7 @@ describe('the proxy refuses a loop with the shared chain check', () => {
     hub: new EventHub(),
     instanceId: 'test',
     identity: IDENTITY,
+    claims: new ClaimReleases(store, () => undefined),
     roots: [],
     limits: { capabilities: GATEWAY_LIMITS, defaultDeadlineMs: 1_000, maxDeadlineMs: 1_000, cancelGraceMs: 10 },
     log: () => undefined,

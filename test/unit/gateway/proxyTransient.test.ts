@@ -11,6 +11,8 @@ import { randomUUID } from 'node:crypto';
 import { TaskState } from '@a2a-js/sdk';
 import type { StreamResponse } from '@a2a-js/sdk';
 import { fetchRemoteCard } from '../../../src/gateway/remoteCard';
+import { StoreUnavailableError } from '../../../src/gateway/store/gatewayStore';
+import { sleep } from '../../../src/core/sleep';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { clientFor, seqOf, tempDir } from './helpers';
@@ -137,6 +139,60 @@ describe('gateway: a remote agent that answers 429/502/503 for a while', () => {
     assert.equal(count(front.passed, 'SendStreamingMessage') - passed, 1, 'one send reached the remote');
   });
 
+  it("tries used up while the store cannot release the send's claim: a resend is answered 503 (store unavailable) until the store answers, then runs once; a release that failed goes through in the background", async () => {
+    const store = gw.store;
+    const release = store.releaseRequest;
+    let refusing = true;
+    store.releaseRequest = (...a) =>
+      refusing ? Promise.reject(new StoreUnavailableError('connection refused')) : release(...a);
+    try {
+      const from = log.length;
+      const passed = count(front.passed, 'SendStreamingMessage');
+      front.fail(/^SendStreamingMessage$/, 4, 503);
+      const id = randomUUID();
+      const a = await rpc('SendMessage', message('go', id));
+      assert.equal(a.status, 503, a.text);
+      assert.match(String(a.body.error?.message), /^the remote agent is temporarily unavailable: /);
+      assert.ok(
+        log.slice(from).some((l) => l.includes(`could not release the claim of messageId ${id} on remote`)),
+        log.slice(from).join('\n'),
+      );
+      // The store still refuses: the resend says so at once (it is not taken for a send still under way).
+      const b = await rpc('SendMessage', message('go', id));
+      assert.equal(b.status, 503, b.text);
+      assert.equal(b.retryAfter, '5');
+      assert.match(
+        String(b.body.error?.message),
+        /^the gateway's task store is unavailable \(an earlier send of messageId /,
+      );
+      assert.equal(count(front.passed, 'SendStreamingMessage'), passed, 'nothing reached the remote');
+      refusing = false;
+      const c = await rpc('SendMessage', message('go', id));
+      assert.equal(c.status, 200, c.text);
+      assert.equal(c.body.result?.task?.status?.state, 'TASK_STATE_COMPLETED', c.text);
+      assert.equal(count(front.passed, 'SendStreamingMessage') - passed, 1, 'one send reached the remote');
+
+      // A release refused once is tried again without a resend, and the log says when it went through.
+      refusing = true;
+      const from2 = log.length;
+      front.fail(/^SendStreamingMessage$/, 4, 503);
+      const id2 = randomUUID();
+      assert.equal((await rpc('SendMessage', message('go', id2))).status, 503);
+      refusing = false;
+      const released = `released the claim of messageId ${id2} on remote now that the store answers`;
+      for (let i = 0; i < 100 && !log.slice(from2).some((l) => l.includes(released)); i++) await sleep(50);
+      assert.ok(
+        log.slice(from2).some((l) => l.includes(released)),
+        log.slice(from2).join('\n'),
+      );
+      const d = await rpc('SendMessage', message('go', id2));
+      assert.equal(d.status, 200, d.text);
+      assert.equal(d.body.result?.task?.status?.state, 'TASK_STATE_COMPLETED', d.text);
+    } finally {
+      store.releaseRequest = release;
+    }
+  });
+
   it('a 502 to a first send is not sent again (the remote may have it): the remote is asked for its tasks, lists none, and the client is told to try again', async () => {
     const sends = count(front.refused, 'SendStreamingMessage');
     const lists = count(front.passed, 'ListTasks');
@@ -230,7 +286,7 @@ describe('gateway: a remote agent that answers 429/502/503 for a while', () => {
     assert.notEqual(t.body.result?.metadata?.['baton/outcome'], 'unknown');
   });
 
-  it('a 400 from the remote stays what it is: not sent again, not taken for an unavailable remote', async () => {
+  it('a 400 from the remote stays what it is: not sent again, not taken for an unavailable remote, even when its text reads like one', async () => {
     const from = log.length;
     const sends = count(front.refused, 'SendStreamingMessage');
     const passed = count(front.passed, 'SendStreamingMessage');
@@ -238,6 +294,11 @@ describe('gateway: a remote agent that answers 429/502/503 for a while', () => {
     const a = await rpc('SendMessage', message('go'));
     assert.ok(a.body.error, a.text);
     assert.doesNotMatch(String(a.body.error?.message), /remote agent is temporarily unavailable/);
+    // The remote's error text reads like this gateway's own "store unavailable" (the front says so):
+    // passed through, it is the remote's error, not a reason for this gateway to answer 503.
+    assert.match(String(a.body.error?.message), /task store is unavailable \(test: paused\)/);
+    assert.equal(a.status, 200, a.text);
+    assert.equal(a.retryAfter, null);
     assert.equal(count(front.refused, 'SendStreamingMessage') - sends, 1);
     assert.equal(count(front.passed, 'SendStreamingMessage'), passed);
     assert.deepEqual(outageLines(from), []);
