@@ -45,7 +45,16 @@ export interface TokenConfig {
 }
 
 export type StoreConfig =
-  { readonly kind: 'sqlite'; readonly file?: string } | { readonly kind: 'postgres'; readonly url: string };
+  | { readonly kind: 'sqlite'; readonly file?: string }
+  | {
+      readonly kind: 'postgres';
+      readonly url: string;
+      /**
+       * `takeOverAfterSeconds`: how long an instance that records no heartbeat (it died, or cannot reach
+       * the database) keeps its running tasks before another instance takes them over (default 30).
+       */
+      readonly takeOverAfterSeconds?: number;
+    };
 
 /** `retention`: how long finished tasks and their events are kept (docs/gateway.md "Retention"). */
 export interface RetentionConfig {
@@ -278,11 +287,12 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
       const f = r.str(s, 'file', 'store');
       store = { kind: 'sqlite', ...(f ? { file: f } : {}) };
     } else if (kind === 'postgres') {
-      r.known(s, 'store', ['kind', 'url', 'urlEnv', 'urlFile']);
+      r.known(s, 'store', ['kind', 'url', 'urlEnv', 'urlFile', 'takeOverAfterSeconds']);
       const url = r.secret(s, 'url', 'store');
       if (!url) r.fail('store', 'needs url, urlEnv or urlFile: a postgres:// connection string');
       if (!/^postgres(ql)?:\/\//.test(url)) r.fail('store.url', 'must be a postgres:// connection string');
-      store = { kind: 'postgres', url };
+      const takeOver = r.num(s, 'takeOverAfterSeconds', 'store', 1, 3600);
+      store = { kind: 'postgres', url, ...(takeOver !== undefined ? { takeOverAfterSeconds: takeOver } : {}) };
     } else r.fail('store.kind', 'must be "sqlite" or "postgres"');
   }
 

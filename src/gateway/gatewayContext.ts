@@ -1,6 +1,7 @@
 /** What every agent route of one gateway shares: the store, the hub, who this instance is, its limits. */
 import type { Capabilities } from './agents/localAgent';
 import type { ClaimReleases } from './claimReleases';
+import type { Liveness } from './instanceLiveness';
 import type { ChildBroker } from './delegation/childBroker';
 import type { EventHub } from './eventLog';
 import type { GatewayStore } from './store/gatewayStore';
@@ -41,6 +42,8 @@ export interface GatewayContext {
   /** Real paths of the folders whose repositories may be named in requests. */
   readonly roots: readonly string[];
   readonly limits: GatewayLimits;
+  /** When another instance counts as dead (its tasks are then taken over). */
+  readonly liveness: Liveness;
   /** Claims whose release the store refused, released again once it answers (src/gateway/claimReleases.ts). */
   readonly claims: ClaimReleases;
   readonly signEnvelope?: EnvelopeSigner;

@@ -1,7 +1,8 @@
 /**
  * When another gateway instance counts as alive, decided the same way everywhere (orphan recovery on
  * start, and whether a cancel is forwarded to the instance that runs the task): a heartbeat newer than
- * `STALE_MS`, and, on this host, a process that still exists.
+ * `staleMs` (`STALE_MS` unless the store's `takeOverAfterSeconds` says otherwise), and, on this host, a
+ * process that still exists.
  */
 import { hostname } from 'node:os';
 
@@ -9,6 +10,23 @@ import { hostname } from 'node:os';
 export const HEARTBEAT_MS = 5_000;
 /** Another instance whose heartbeat is older than this is dead; its running tasks are orphans. */
 export const STALE_MS = 30_000;
+
+/** How often instances record their heartbeat, and how old one may be before the instance is taken for dead. */
+export interface Liveness {
+  readonly heartbeatMs: number;
+  readonly staleMs: number;
+}
+
+export const DEFAULT_LIVENESS: Liveness = { heartbeatMs: HEARTBEAT_MS, staleMs: STALE_MS };
+
+/**
+ * The liveness for a take-over time (`store.takeOverAfterSeconds`): heartbeats six times within it
+ * (at most every `HEARTBEAT_MS`), so a few lost ones do not make a live instance look dead.
+ */
+export function livenessFor(takeOverAfterMs: number | undefined): Liveness {
+  if (takeOverAfterMs === undefined) return DEFAULT_LIVENESS;
+  return { staleMs: takeOverAfterMs, heartbeatMs: Math.min(HEARTBEAT_MS, Math.max(100, takeOverAfterMs / 6)) };
+}
 
 export interface InstanceBeat {
   readonly host: string;
@@ -26,7 +44,11 @@ function pidAlive(pid: number): boolean {
 }
 
 /** False for an instance with no heartbeat, a stale one, or (same host) a process that is gone. */
-export function isInstanceAlive(inst: InstanceBeat | undefined, now: number = Date.now()): boolean {
-  if (!inst || now - inst.heartbeatAt > STALE_MS) return false;
+export function isInstanceAlive(
+  inst: InstanceBeat | undefined,
+  now: number = Date.now(),
+  staleMs: number = STALE_MS,
+): boolean {
+  if (!inst || now - inst.heartbeatAt > staleMs) return false;
   return inst.host !== hostname() || pidAlive(inst.pid);
 }

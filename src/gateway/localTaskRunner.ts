@@ -631,7 +631,7 @@ export class LocalTaskRunner implements TaskRunner {
     if (
       row.owner &&
       row.owner !== this.ctx.instanceId &&
-      isInstanceAlive((await this.ctx.store.instances()).get(row.owner))
+      isInstanceAlive((await this.ctx.store.instances()).get(row.owner), Date.now(), this.ctx.liveness.staleMs)
     ) {
       throw new UnsupportedOperationError(
         `task ${row.id} runs on another instance of this gateway (${row.owner}), which holds its question; send the reply through that instance`,

@@ -478,7 +478,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
   }
 
   private async ownerAlive(instance: string): Promise<boolean> {
-    return isInstanceAlive((await this.ctx.store.instances()).get(instance));
+    return isInstanceAlive((await this.ctx.store.instances()).get(instance), Date.now(), this.ctx.liveness.staleMs);
   }
 
   private requirePush(): PushNotifier {

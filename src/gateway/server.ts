@@ -32,7 +32,8 @@ import type { DelegationPolicy } from './delegation/childBroker';
 import { controlRouter } from './http/controlRoutes';
 import { DEFAULT_BODY_LIMITS } from './http/jsonBody';
 import type { BodyLimits } from './http/jsonBody';
-import { HEARTBEAT_MS, isInstanceAlive } from './instanceLiveness';
+import { isInstanceAlive, livenessFor } from './instanceLiveness';
+import type { Liveness } from './instanceLiveness';
 import { DEFAULT_RETENTION, INSTANCE_FORGET_MS, startRetention } from './retention';
 import type { RetentionPassResult, RetentionPolicy } from './retention';
 import { LiveRoots } from './liveRoots';
@@ -161,6 +162,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   store.onRemoteAppend((agent, taskId) => hub.publish(agent, taskId, undefined));
   store.onMissedAppends?.(() => hub.publishAll(undefined));
   const instanceId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  const takeOverAfter = opts.store?.kind === 'postgres' ? opts.store.takeOverAfterSeconds : undefined;
+  const liveness = livenessFor(takeOverAfter === undefined ? undefined : takeOverAfter * 1000);
   await store.heartbeat(instanceId, hostname(), process.pid);
   const heartbeat = setInterval(
     () =>
@@ -168,7 +171,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         .heartbeat(instanceId, hostname(), process.pid)
         // An unavailable store says so itself, once per outage.
         .catch((e: unknown) => e instanceof StoreUnavailableError || log(`heartbeat failed: ${String(e)}`)),
-    HEARTBEAT_MS,
+    liveness.heartbeatMs,
   );
   heartbeat.unref();
   // Aborted once close() begins (or a failed start lets go of everything): nothing new is started.
@@ -260,6 +263,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         return roots.list;
       },
       limits: { ...DEFAULT_LIMITS, ...(opts.limits ?? {}) },
+      liveness,
       claims,
       children,
       ...(mcpCommand ? { mcp: { command: mcpCommand, gatewayUrl: `http://${urlHost(host)}:${port}` } } : {}),
@@ -270,7 +274,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     const routes = agentRoutes(site, ctx, opts, push);
     late.routes = routes;
     try {
-      await recoverOrphans(store, instanceId, routes, log);
+      await recoverOrphans(store, instanceId, liveness, routes, log);
       // After the orphans are recorded: their tasks have ended, so their workspaces go.
       await sweeper.start();
     } catch (e) {
@@ -296,13 +300,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       orphanSweep.timer = setInterval(() => {
         if (sweeping || stopping.signal.aborted) return;
         sweeping = true;
-        recoverOrphans(store, instanceId, routes, log, skipped)
+        recoverOrphans(store, instanceId, liveness, routes, log, skipped)
           .catch(
             (e: unknown) =>
               e instanceof StoreUnavailableError || log(`looking for tasks of stopped instances failed: ${String(e)}`),
           )
           .finally(() => (sweeping = false));
-      }, HEARTBEAT_MS);
+      }, liveness.heartbeatMs);
       orphanSweep.timer.unref();
     }
     const index = new IndexRoute(
@@ -640,6 +644,7 @@ function errorHandler(log: (line: string) => void): express.ErrorRequestHandler 
 async function recoverOrphans(
   store: GatewayStore,
   self: string,
+  liveness: Liveness,
   runners: ReadonlyMap<string, { readonly runner: TaskRunner }>,
   log: (l: string) => void,
   skipped: Set<string> = new Set(),
@@ -649,7 +654,7 @@ async function recoverOrphans(
   for (const found of await store.listOwnedUnfinished()) {
     const owner = found.owner;
     if (!owner || owner === self) continue;
-    if (isInstanceAlive(instances.get(owner), now)) continue;
+    if (isInstanceAlive(instances.get(owner), now, liveness.staleMs)) continue;
     const entry = runners.get(found.agent);
     if (!entry) {
       const key = `${found.agent}\u0000${found.id}`;

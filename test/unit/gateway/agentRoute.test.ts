@@ -13,6 +13,7 @@ import type { LocalAgent } from '../../../src/gateway/agents/localAgent';
 import type { RemoteAgentConfig } from '../../../src/gateway/config';
 import { EventHub } from '../../../src/gateway/eventLog';
 import { ClaimReleases } from '../../../src/gateway/claimReleases';
+import { DEFAULT_LIVENESS } from '../../../src/gateway/instanceLiveness';
 import type { GatewayContext } from '../../../src/gateway/gatewayContext';
 import { CardSlot, publishCard } from '../../../src/gateway/http/cardRoute';
 import { openStore } from '../../../src/gateway/store/openStore';
@@ -44,6 +45,7 @@ describe('agent routes', () => {
       instanceId: 'test-instance',
       identity: 'baton-gateway:test',
       claims: new ClaimReleases(store, () => undefined),
+      liveness: DEFAULT_LIVENESS,
       roots: [],
       limits: {
         capabilities: { write: true, shell: false, network: false },

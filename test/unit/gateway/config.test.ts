@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError, parseGatewayConfig, sha256HexOf } from '../../../src/gateway/config';
+import { livenessFor } from '../../../src/gateway/instanceLiveness';
 
 const parse = (v: unknown, env: NodeJS.ProcessEnv = {}): ReturnType<typeof parseGatewayConfig> =>
   parseGatewayConfig(typeof v === 'string' ? v : JSON.stringify(v), 'gateway.json', env);
@@ -27,6 +28,15 @@ describe('gateway config', () => {
       { PG: 'postgres://u@h/db', CI_TOKEN: 'a-long-enough-ci-token', R: 'remote-secret' },
     );
     assert.deepEqual(c.store, { kind: 'postgres', url: 'postgres://u@h/db' });
+    assert.deepEqual(parse({ store: { kind: 'postgres', url: 'postgres://u@h/db', takeOverAfterSeconds: 12 } }).store, {
+      kind: 'postgres',
+      url: 'postgres://u@h/db',
+      takeOverAfterSeconds: 12,
+    });
+    // Six heartbeats within the take-over time, never rarer than every 5 s; the defaults without it.
+    assert.deepEqual(livenessFor(12_000), { staleMs: 12_000, heartbeatMs: 2_000 });
+    assert.deepEqual(livenessFor(60_000), { staleMs: 60_000, heartbeatMs: 5_000 });
+    assert.deepEqual(livenessFor(undefined), { staleMs: 30_000, heartbeatMs: 5_000 });
     assert.deepEqual(c.tokens, [{ principal: 'ci', sha256: sha256HexOf('a-long-enough-ci-token') }]);
     assert.equal(c.remoteAgents[0].url, 'https://r.example/a2a');
     assert.deepEqual(c.remoteAgents[0].auth, { kind: 'bearer', token: 'remote-secret' });
@@ -63,6 +73,10 @@ describe('gateway config', () => {
       [{ tokens: [{ principal: 'a', sha256: 'xyz' }] }, /tokens\[0\]\.sha256: must be 64 hex digits/],
       [{ store: { kind: 'mysql' } }, /store\.kind: must be "sqlite" or "postgres"/],
       [{ store: { kind: 'postgres', url: 'http://x' } }, /store\.url: must be a postgres:\/\/ connection string/],
+      [
+        { store: { kind: 'postgres', url: 'postgres://u@h/db', takeOverAfterSeconds: 0 } },
+        /store\.takeOverAfterSeconds: must be a whole number from 1 to 3600/,
+      ],
       [{ limits: { capabilities: { write: 'yes' } } }, /limits\.capabilities\.write: must be true or false/],
       [{ limits: { maxJsonDepth: 4 } }, /limits\.maxJsonDepth: must be a whole number from 16 to 1000/],
       [{ limits: { bodyIdleSeconds: 0 } }, /limits\.bodyIdleSeconds: must be a whole number from 1 to 600/],

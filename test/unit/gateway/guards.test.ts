@@ -16,6 +16,7 @@ import type { Capabilities, LocalAgent } from '../../../src/gateway/agents/local
 import type { RemoteAgentConfig } from '../../../src/gateway/config';
 import { EventHub } from '../../../src/gateway/eventLog';
 import { ClaimReleases } from '../../../src/gateway/claimReleases';
+import { DEFAULT_LIVENESS } from '../../../src/gateway/instanceLiveness';
 import type { GatewayContext } from '../../../src/gateway/gatewayContext';
 import { detectHarnesses } from '../../../src/gateway/harness/registry';
 import { PROXY_CHAIN_LIMITS, ProxyTaskRunner } from '../../../src/gateway/proxyTaskRunner';
@@ -146,6 +147,7 @@ describe('the proxy refuses a loop with the shared chain check', () => {
     instanceId: 'test',
     identity: IDENTITY,
     claims: new ClaimReleases(store, () => undefined),
+    liveness: DEFAULT_LIVENESS,
     roots: [],
     limits: { capabilities: GATEWAY_LIMITS, defaultDeadlineMs: 1_000, maxDeadlineMs: 1_000, cancelGraceMs: 10 },
     log: () => undefined,

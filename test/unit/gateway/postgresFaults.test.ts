@@ -18,9 +18,7 @@ import { createConnection, createServer } from 'node:net';
 import type { AddressInfo, Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { TaskState } from '@a2a-js/sdk';
-import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
 import { sha256HexOf } from '../../../src/gateway/config';
 import type { RemoteAgentConfig } from '../../../src/gateway/config';
 import { startGateway } from '../../../src/gateway/server';
@@ -32,7 +30,8 @@ import { DelegationRunner } from '../../../src/node/a2a/delegationRunner';
 import { JournalStore } from '../../../src/node/journalStore';
 import { makeRequest } from '../delegation/harness';
 import { bounded, tempDir } from './helpers';
-import { patchEvent, serveSdkAgent, statusEvent, taskEvent } from './sdkServer';
+import { inSchema, sql, stepsOf, SteppingExecutor, streamTask, until } from './pgFaultHelpers';
+import { serveSdkAgent } from './sdkServer';
 
 const PG = process.env.BATON_TEST_PG;
 const skip = PG ? false : 'BATON_TEST_PG is not set: start one with eval "$(bash scripts/postgres.sh start)"';
@@ -45,132 +44,6 @@ function pgScript(cmd: 'start' | 'stop' | 'pause' | 'resume', dir: string): Prom
       e ? reject(new Error(`postgres.sh ${cmd} failed: ${err}`)) : resolve(out),
     ),
   );
-}
-
-/** Resolves once `check` is true (polled every 20 ms); rejects after `ms` saying what it waited for. */
-async function until(check: () => boolean | Promise<boolean>, what: string, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** A connection of the test's own (the admin side of each fault). */
-async function sql(url: string): Promise<pg.Client> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  return c;
-}
-
-/** `url` with its search_path set to `schema` and the connections named `app` in pg_stat_activity. */
-function inSchema(url: string, schema: string, app: string): string {
-  return `${url}?application_name=${app}&options=${encodeURIComponent(`-c search_path=${schema}`)}`;
-}
-
-/**
- * The remote: an SDK agent whose task reports a numbered step every 40 ms until the test lets it
- * finish, then a patch and completed. The steps are the events that must all arrive, once, in order.
- */
-class SteppingExecutor implements AgentExecutor {
-  finish = false;
-  steps = 0;
-  async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
-    bus.publish(taskEvent(ctx, TaskState.TASK_STATE_WORKING));
-    while (!this.finish) {
-      await new Promise((r) => setTimeout(r, 40));
-      bus.publish(
-        statusEvent(ctx.taskId, ctx.contextId, TaskState.TASK_STATE_WORKING, { metadata: { step: ++this.steps } }),
-      );
-    }
-    bus.publish(patchEvent(ctx.taskId, ctx.contextId, 'diff --git a/f b/f\n', 'patch'));
-    bus.publish(statusEvent(ctx.taskId, ctx.contextId, TaskState.TASK_STATE_COMPLETED));
-    bus.finished();
-  }
-  cancelTask(): Promise<void> {
-    return Promise.resolve();
-  }
-}
-
-interface SseEvent {
-  readonly id: number;
-  readonly data: string;
-}
-
-/**
- * A streaming client as a person would write one: SendStreamingMessage, then (should the stream end
- * before the task does) SubscribeToTask with Last-Event-ID, until a terminal state. `events` fills as
- * they come.
- */
-function streamTask(
-  url: string,
-  token: string,
-): { readonly events: SseEvent[]; readonly done: Promise<string>; taskId: () => string } {
-  const events: SseEvent[] = [];
-  let taskId = '';
-  const headers = (last?: number): Record<string, string> => ({
-    'Content-Type': 'application/json',
-    'A2A-Version': '1.0',
-    Authorization: `Bearer ${token}`,
-    ...(last !== undefined ? { 'Last-Event-ID': String(last) } : {}),
-  });
-  const done = (async (): Promise<string> => {
-    for (let round = 0; round < 20; round++) {
-      const body = taskId
-        ? { jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: { id: taskId } }
-        : {
-            jsonrpc: '2.0',
-            id: 1,
-            method: 'SendStreamingMessage',
-            params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'step on' }] } },
-          };
-      const res = await fetch(url, {
-        method: 'POST',
-        headers: headers(taskId ? (events.at(-1)?.id ?? 0) : undefined),
-        body: JSON.stringify(body),
-      });
-      if (!res.headers.get('content-type')?.includes('text/event-stream')) {
-        await res.text();
-        await new Promise((r) => setTimeout(r, 500));
-        continue;
-      }
-      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-      const decoder = new TextDecoder();
-      let buf = '';
-      for (;;) {
-        const { done: ended, value } = await reader.read();
-        if (ended) break;
-        buf += decoder.decode(value, { stream: true });
-        let cut: number;
-        while ((cut = buf.indexOf('\n\n')) >= 0) {
-          const block = buf.slice(0, cut);
-          buf = buf.slice(cut + 2);
-          const id = /^id: (\d+)$/m.exec(block)?.[1];
-          const data = /^data: (.*)$/m.exec(block)?.[1];
-          if (id === undefined || data === undefined) continue;
-          const result = (JSON.parse(data) as { result?: Record<string, { id?: string; status?: { state?: string } }> })
-            .result;
-          taskId ||= result?.task?.id ?? '';
-          events.push({ id: Number(id), data });
-          const state = result?.statusUpdate?.status?.state ?? '';
-          if (/COMPLETED|FAILED|CANCELED|REJECTED/.test(state)) {
-            void reader.cancel();
-            return state;
-          }
-        }
-      }
-    }
-    throw new Error('the task did not end within 20 streams');
-  })();
-  return { events, done, taskId: () => taskId };
-}
-
-/** The `step` numbers of the remote's step events among `bodies`, in order. */
-function stepsOf(bodies: readonly string[]): number[] {
-  return bodies.flatMap((b) => {
-    const step = /"step":(\d+)/.exec(b)?.[1];
-    return step === undefined ? [] : [Number(step)];
-  });
 }
 
 describe('gateway: PostgreSQL faults', () => {
