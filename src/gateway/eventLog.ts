@@ -254,6 +254,18 @@ export class TaskWriter {
     return new TaskWriter(store, hub, row.agent, row.id, Task.fromJSON(JSON.parse(row.snapshot)), row.lastSeq);
   }
 
+  private readonly failureListeners: ((e: Error) => void)[] = [];
+
+  /**
+   * Calls `listener` once, when a commit fails for good (at once, on a later turn, if one already has):
+   * for a run that should stop when nothing it does can be stored any more.
+   */
+  onFailure(listener: (e: Error) => void): void {
+    const failed = this.failed;
+    if (failed) queueMicrotask(() => listener(failed));
+    else this.failureListeners.push(listener);
+  }
+
   /** Why this writer stores nothing more (a commit failed for good), if it does not. */
   get failure(): Error | undefined {
     return this.failed;
@@ -467,6 +479,7 @@ export class TaskWriter {
     } catch (e) {
       // The first failure is the one reported; the batches sent after it fail with it (they do not
       // continue the task's stored seqs).
+      const first = !this.failed;
       this.failed ??= e instanceof Error ? e : new Error(String(e));
       this.inFlight--;
       if (this.lastSent === done.promise) this.lastSent = undefined;
@@ -478,6 +491,7 @@ export class TaskWriter {
         this.queue = [];
         waiting.reject(this.failed);
       }
+      if (first) for (const l of this.failureListeners.splice(0)) l(this.failed);
       return;
     }
     this.inFlight--;

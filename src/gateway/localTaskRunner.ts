@@ -196,6 +196,11 @@ interface Running {
   waiting: { readonly question: string; answer(text: string): void } | undefined;
   /** The gateway stopped while the run waited for a reply (its outcome is then known: nothing was done). */
   stoppedWaiting: boolean;
+  /**
+   * Nothing of this run can be stored any more (another instance took the task over while this one
+   * could not reach the database): the run is stopped, and no outcome is recorded here.
+   */
+  lost: boolean;
 }
 
 /** Why a task that waited for a reply cannot go on after its process ended, and what to do. */
@@ -335,8 +340,20 @@ export class LocalTaskRunner implements TaskRunner {
       capabilities: r.capabilities,
       waiting: undefined,
       stoppedWaiting: false,
+      lost: false,
     };
     this.running.set(writer.taskId, rt);
+    // Another instance took the task over (this one could not reach the database for a while) and
+    // recorded its outcome: the run here goes on for nothing, with the agent's CLI, its workspace and
+    // its deadline. It is stopped, once, and says why.
+    writer.onFailure((e) => {
+      if (rt.settled || rt.lost) return;
+      rt.lost = true;
+      this.ctx.log(
+        `task ${writer.taskId} (${this.agent.id}): stopped its run: its events can no longer be stored by this instance (${e.message})`,
+      );
+      abort.abort(new Error('the task was taken over by another gateway instance'));
+    });
     const { taskId } = writer;
     const contextId = writer.contextId;
     const push = (e: StreamResponse): void => {
@@ -495,6 +512,8 @@ export class LocalTaskRunner implements TaskRunner {
 
   /** Queues an event without waiting for its commit; a store that failed is reported once per event. */
   private addEvent(writer: TaskWriter, e: StreamResponse): void {
+    // A run whose events can no longer be stored was stopped, saying so (see `launch`).
+    if (writer.failure) return;
     try {
       writer.addResponse(e);
     } catch (err) {
@@ -509,6 +528,12 @@ export class LocalTaskRunner implements TaskRunner {
     // Its token stops working and the children still running are canceled, their last states on this stream.
     await this.ctx.children?.ending(this.agent.id, writer.taskId);
     if (rt.settled) return;
+    if (rt.lost) {
+      // Its outcome is recorded by the instance that took the task over.
+      rt.settled = true;
+      this.running.delete(writer.taskId);
+      return;
+    }
     // The patch and the final status go to the store in one commit (the signing comes between them).
     writer.hold();
     try {
