@@ -691,6 +691,8 @@ export class LocalTaskRunner implements TaskRunner {
     }
   }
 
+  readonly orphanAction = 'recorded as failed with an unknown outcome (a local run cannot move)';
+
   /**
    * Records the outcome of a task whose run ended with an earlier process. Each caller waits for the
    * one before it and reads the task again: once one has recorded it (or another instance took it

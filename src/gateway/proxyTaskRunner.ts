@@ -1390,6 +1390,8 @@ export class ProxyTaskRunner implements TaskRunner {
     }
   }
 
+  readonly orphanAction = 'this instance took it over and relays it from the remote';
+
   /**
    * The remote kept running while we were down: re-attach and relay what it did meanwhile. Whoever
    * comes second (a cancel, another look for orphans) reads the task again and finds it relayed or ended.

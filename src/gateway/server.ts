@@ -667,7 +667,9 @@ async function recoverOrphans(
     if (!row) continue; // another instance took it first, or it ended meanwhile
     try {
       await entry.runner.recoverOrphan(row);
-      log(`task ${row.id} (${row.agent}): its worker died with instance ${owner}; recorded`);
+      log(
+        `task ${row.id} (${row.agent}): its worker died with instance ${owner} (no heartbeat for ${liveness.staleMs / 1000} s, or its process ended); ${entry.runner.orphanAction}`,
+      );
     } catch (e) {
       log(`task ${row.id}: recovery failed: ${(e as Error).message}`);
     }

@@ -50,6 +50,8 @@ export interface TaskRunner {
   answerEnded?(taskId: string): Promise<void> | undefined;
   /** After a restart: a task this runner kind owned in a process that died. */
   recoverOrphan(row: TaskRow): Promise<void>;
+  /** What `recoverOrphan` does with such a task, for the log ("recorded as an unknown outcome"). */
+  readonly orphanAction: string;
   /**
    * A first message's claim never bound to a task: resolved (to the task's id) when the instance that
    * made it is dead, 'pending' while it lives (it is still creating the task). `request`: the same
