@@ -11,6 +11,7 @@ import type { Artifact, Message, Part, StreamResponse, Task } from '@a2a-js/sdk'
 import { TaskState } from '@a2a-js/sdk';
 import { META, PATCH_ARTIFACT } from './batonProfile';
 import { canonicalize } from './jcs';
+import { isRecord } from './isRecord';
 import type { DelegationRecord, JournalTimelineEntry, RecordedArtifact, ResultCheckRecord } from './delegation/record';
 import {
   capabilityWords,
@@ -951,10 +952,12 @@ export class DelegationJournal {
         this.bindTask(ev.taskId, ev.contextId);
         const child = childTaskOf(ev.metadata);
         if (child) foldChildTask(this._children, child, seq);
-        if (ev.metadata?.[META.gap] !== undefined) {
+        const gap: unknown = ev.metadata?.[META.gap];
+        if (gap !== undefined) {
           // The gateway says its log of the task lacks events here: shown as Baton's own notice, the state
           // left to the events that follow (the remote's task as it is now).
-          this.note(e.at, 'warning', { code: 'relay.gap' });
+          const takeover = isRecord(gap) && gap.reason === 'takeover';
+          this.note(e.at, 'warning', { code: takeover ? 'relay.gapTakeover' : 'relay.gap' });
           break;
         }
         const consent = consentOf(ev.metadata);

@@ -50,7 +50,7 @@ import { isInstanceAlive } from './instanceLiveness';
 import { envelopeBody, recordedRequestDigest, sentRequestDigest, signStatusEvent } from './resultEnvelope';
 import { bodyText } from './store/gatewayStore';
 import type { TaskRow, UnboundClaim } from './store/gatewayStore';
-import type { DirectReply, RunCall, StartedTask, TaskRunner } from './taskRunner';
+import type { DirectReply, OrphanFound, RunCall, StartedTask, TaskRunner } from './taskRunner';
 import { endsTurn, isTerminal } from '../core/taskStates';
 
 /**
@@ -81,8 +81,14 @@ function sentMessageId(body: unknown): string | undefined {
   }
 }
 
-/** The status message of the notice recorded where a proxied task's log may lack events (`META.gap`). */
+/**
+ * The status message of the notice recorded where a proxied task's log may lack events (`META.gap`):
+ * the gateway restarted, or another of its instances took the task over from one that stopped (or lost
+ * its database) while relaying it.
+ */
 export const GAP_NOTICE = 'Some progress from the agent was not received while the gateway restarted.';
+export const GAP_NOTICE_TAKEOVER =
+  'Some progress from the agent was not received while another gateway instance took the task over.';
 
 /** How many pages (of 100) of a remote's task list are searched for a task whose claim was never bound. */
 const LIST_PAGES = 10;
@@ -1396,28 +1402,34 @@ export class ProxyTaskRunner implements TaskRunner {
    * The remote kept running while we were down: re-attach and relay what it did meanwhile. Whoever
    * comes second (a cancel, another look for orphans) reads the task again and finds it relayed or ended.
    */
-  recoverOrphan(row: TaskRow): Promise<void> {
+  recoverOrphan(row: TaskRow, why: OrphanFound = 'restart'): Promise<void> {
     return this.writers.run(row.id, async () => {
       const fresh = await this.ctx.store.getTask(row.agent, row.id);
       if (!fresh || isTerminal(fresh.state) || fresh.owner !== row.owner || this.relays.has(row.id)) return;
-      await this.reattach(fresh);
+      await this.reattach(fresh, why);
     });
   }
 
-  private async reattach(row: TaskRow): Promise<void> {
+  private async reattach(row: TaskRow, why: OrphanFound): Promise<void> {
     const writer = TaskWriter.forRow(this.ctx.store, this.ctx.hub, row);
     writer.setOwner(this.ctx.instanceId);
     // What the remote sent while nobody relayed it is gone (the gateway does not ask a remote to
     // replay): the log says so at the gap, so no client takes what it holds for the whole history.
     await writer.push(
-      statusEvent(row.id, row.contextId, TaskState.TASK_STATE_WORKING, GAP_NOTICE, {
-        [META.gap]: {
-          reason: 'restart',
-          lastSeq: row.lastSeq,
-          lastEventAt: new Date(row.updatedAt).toISOString(),
-          resumedAt: new Date().toISOString(),
+      statusEvent(
+        row.id,
+        row.contextId,
+        TaskState.TASK_STATE_WORKING,
+        why === 'takeover' ? GAP_NOTICE_TAKEOVER : GAP_NOTICE,
+        {
+          [META.gap]: {
+            reason: why,
+            lastSeq: row.lastSeq,
+            lastEventAt: new Date(row.updatedAt).toISOString(),
+            resumedAt: new Date().toISOString(),
+          },
         },
-      }),
+      ),
     );
     this.startRelay(writer, undefined, new AbortController());
   }

@@ -43,7 +43,7 @@ import { openStore } from './store/openStore';
 import { WorkspaceSweeper } from './workspace/workspaceSweeper';
 import type { GatewayStore } from './store/gatewayStore';
 import { StoreUnavailableError } from './store/gatewayStore';
-import type { TaskRunner } from './taskRunner';
+import type { OrphanFound, TaskRunner } from './taskRunner';
 import { isTerminal } from '../core/taskStates';
 
 export interface GatewayOptions {
@@ -274,7 +274,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     const routes = agentRoutes(site, ctx, opts, push);
     late.routes = routes;
     try {
-      await recoverOrphans(store, instanceId, liveness, routes, log);
+      await recoverOrphans(store, instanceId, liveness, routes, log, 'restart');
       // After the orphans are recorded: their tasks have ended, so their workspaces go.
       await sweeper.start();
     } catch (e) {
@@ -300,7 +300,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       orphanSweep.timer = setInterval(() => {
         if (sweeping || stopping.signal.aborted) return;
         sweeping = true;
-        recoverOrphans(store, instanceId, liveness, routes, log, skipped)
+        recoverOrphans(store, instanceId, liveness, routes, log, 'takeover', skipped)
           .catch(
             (e: unknown) =>
               e instanceof StoreUnavailableError || log(`looking for tasks of stopped instances failed: ${String(e)}`),
@@ -647,6 +647,7 @@ async function recoverOrphans(
   liveness: Liveness,
   runners: ReadonlyMap<string, { readonly runner: TaskRunner }>,
   log: (l: string) => void,
+  why: OrphanFound,
   skipped: Set<string> = new Set(),
 ): Promise<void> {
   const instances = await store.instances();
@@ -666,7 +667,7 @@ async function recoverOrphans(
     const row = store.takeOver ? await store.takeOver(found.agent, found.id, owner, self) : found;
     if (!row) continue; // another instance took it first, or it ended meanwhile
     try {
-      await entry.runner.recoverOrphan(row);
+      await entry.runner.recoverOrphan(row, why);
       log(
         `task ${row.id} (${row.agent}): its worker died with instance ${owner} (no heartbeat for ${liveness.staleMs / 1000} s, or its process ended); ${entry.runner.orphanAction}`,
       );

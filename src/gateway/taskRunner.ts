@@ -26,6 +26,9 @@ export interface RunCall {
   readonly extensions: readonly string[];
 }
 
+/** How an orphaned task was found: when an instance started, or by a live instance taking it over. */
+export type OrphanFound = 'restart' | 'takeover';
+
 export interface TaskRunner {
   readonly kind: TaskKind;
   /** Starts a task for the principal (or finds the one this messageId already made), or relays a direct reply. */
@@ -48,8 +51,11 @@ export interface TaskRunner {
    * the agent itself answers it. Undefined when nothing but the end of the turn ends the answer.
    */
   answerEnded?(taskId: string): Promise<void> | undefined;
-  /** After a restart: a task this runner kind owned in a process that died. */
-  recoverOrphan(row: TaskRow): Promise<void>;
+  /**
+   * A task this runner kind owned in a process that died: found when this instance started (`restart`),
+   * or by a running instance whose look for orphans found the owner's heartbeat stale (`takeover`).
+   */
+  recoverOrphan(row: TaskRow, why?: OrphanFound): Promise<void>;
   /** What `recoverOrphan` does with such a task, for the log ("recorded as an unknown outcome"). */
   readonly orphanAction: string;
   /**

@@ -31,6 +31,8 @@ export const TIMELINE_MESSAGES = {
   'connection.checking': 'Checking the task again.',
   'relay.gap':
     'Some progress from the agent was not received while the gateway restarted: the steps above and below are not the whole history.',
+  'relay.gapTakeover':
+    'Some progress from the agent was not received while another gateway instance took the task over: the steps above and below are not the whole history.',
   'stream.tooLarge': 'The agent sent an event over the 4 MiB streaming limit; following the task by polling instead.',
   'stream.tooLargeBecause':
     'The agent sent an event over the 4 MiB streaming limit; following the task by polling instead. ({0})',

@@ -200,6 +200,38 @@ describe('delegationPanelView', () => {
     assert.equal(v.state, 'completed');
   });
 
+  it('says which gap it is when another gateway instance took the task over', () => {
+    const gap = status(
+      TaskState.TASK_STATE_WORKING,
+      'Some progress from the agent was not received while another gateway instance took the task over.',
+    );
+    if (gap.payload?.$case === 'statusUpdate')
+      gap.payload.value.metadata = { 'baton/gap': { reason: 'takeover', lastSeq: 3 } };
+    const v = delegationPanelView(
+      journalOf([
+        { kind: 'send', at: 1, attempt: 1 },
+        ev(status(TaskState.TASK_STATE_WORKING, 'Reading')),
+        ev(gap, 3),
+        ev(status(TaskState.TASK_STATE_WORKING, 'Writing'), 4),
+        ev(status(TaskState.TASK_STATE_COMPLETED), 5),
+      ]).view(10),
+    );
+    assert.deepEqual(
+      v.timeline.map((e) => [e.kind, e.code, timelineEntryText(e)]),
+      [
+        ['status', 'status.text', '**working** — Reading'],
+        [
+          'note',
+          'relay.gapTakeover',
+          'Some progress from the agent was not received while another gateway instance took the task over: the steps above and below are not the whole history.',
+        ],
+        ['step', undefined, 'Writing'],
+        ['status', 'status', 'completed'],
+      ],
+    );
+    assert.equal(v.state, 'completed');
+  });
+
   it('shows a state change with its message, and an artifact with its size as it streams', () => {
     assert.equal(
       timelineEntryText(panelTimelineEntry({ kind: 'status', at: 'x', state: 'failed', text: 'boom' }, 1)),

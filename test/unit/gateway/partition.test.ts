@@ -16,7 +16,7 @@ import { createConnection, createServer } from 'node:net';
 import type { AddressInfo, Server, Socket } from 'node:net';
 import { sha256HexOf } from '../../../src/gateway/config';
 import type { RemoteAgentConfig } from '../../../src/gateway/config';
-import { GAP_NOTICE } from '../../../src/gateway/proxyTaskRunner';
+import { GAP_NOTICE_TAKEOVER } from '../../../src/gateway/proxyTaskRunner';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { tempDir } from './helpers';
@@ -176,8 +176,9 @@ describe('team gateway: an instance cut off from PostgreSQL while it relays a ta
       const storedSteps = stepsOf(bodies);
       for (let i = 1; i < storedSteps.length; i++)
         assert.ok(storedSteps[i] > storedSteps[i - 1], `steps in order, each once: ${storedSteps.join(',')}`);
-      const gapAt = bodies.findIndex((body) => body.includes(GAP_NOTICE));
+      const gapAt = bodies.findIndex((body) => body.includes(GAP_NOTICE_TAKEOVER));
       assert.ok(gapAt > 0, 'the take-over left a gap notice in the log');
+      assert.match(bodies[gapAt], /"baton\/gap":\{"reason":"takeover","lastSeq":\d+/);
       const missing = storedSteps.length !== storedSteps.at(-1);
       if (missing) {
         // The steps the remote sent while nobody stored them are missing exactly at the notice.
