@@ -168,69 +168,50 @@ describe('delegationPanelView', () => {
     assert.equal(user.markdown, false);
   });
 
-  it("shows the gateway's gap notice as a warning of its own, in Baton's words, between the steps around it", () => {
-    const gap = status(
-      TaskState.TASK_STATE_WORKING,
-      'Some progress from the agent was not received while the gateway restarted.',
-    );
-    if (gap.payload?.$case === 'statusUpdate')
-      gap.payload.value.metadata = { 'baton/gap': { reason: 'restart', lastSeq: 3 } };
-    const v = delegationPanelView(
-      journalOf([
-        { kind: 'send', at: 1, attempt: 1 },
-        ev(status(TaskState.TASK_STATE_WORKING, 'Reading')),
-        ev(gap, 3),
-        ev(status(TaskState.TASK_STATE_WORKING, 'Writing'), 4),
-        ev(status(TaskState.TASK_STATE_COMPLETED), 5),
-      ]).view(10),
-    );
-    assert.deepEqual(
-      v.timeline.map((e) => [e.kind, e.code, timelineEntryText(e)]),
-      [
-        ['status', 'status.text', '**working** — Reading'],
+  const gapCases = [
+    {
+      title: "shows the gateway's gap notice as a warning of its own, in Baton's words, between the steps around it",
+      reason: 'restart',
+      notice: 'Some progress from the agent was not received while the gateway restarted.',
+      code: 'relay.gap',
+      shown:
+        'Some progress from the agent was not received while the gateway restarted: the steps above and below are not the whole history.',
+    },
+    {
+      title: 'says which gap it is when another gateway instance took the task over',
+      reason: 'takeover',
+      notice: 'Some progress from the agent was not received while another gateway instance took the task over.',
+      code: 'relay.gapTakeover',
+      shown:
+        'Some progress from the agent was not received while another gateway instance took the task over: the steps above and below are not the whole history.',
+    },
+  ];
+  for (const c of gapCases) {
+    it(c.title, () => {
+      const gap = status(TaskState.TASK_STATE_WORKING, c.notice);
+      if (gap.payload?.$case === 'statusUpdate')
+        gap.payload.value.metadata = { 'baton/gap': { reason: c.reason, lastSeq: 3 } };
+      const v = delegationPanelView(
+        journalOf([
+          { kind: 'send', at: 1, attempt: 1 },
+          ev(status(TaskState.TASK_STATE_WORKING, 'Reading')),
+          ev(gap, 3),
+          ev(status(TaskState.TASK_STATE_WORKING, 'Writing'), 4),
+          ev(status(TaskState.TASK_STATE_COMPLETED), 5),
+        ]).view(10),
+      );
+      assert.deepEqual(
+        v.timeline.map((e) => [e.kind, e.code, timelineEntryText(e)]),
         [
-          'note',
-          'relay.gap',
-          'Some progress from the agent was not received while the gateway restarted: the steps above and below are not the whole history.',
+          ['status', 'status.text', '**working** — Reading'],
+          ['note', c.code, c.shown],
+          ['step', undefined, 'Writing'],
+          ['status', 'status', 'completed'],
         ],
-        ['step', undefined, 'Writing'],
-        ['status', 'status', 'completed'],
-      ],
-    );
-    assert.equal(v.state, 'completed');
-  });
-
-  it('says which gap it is when another gateway instance took the task over', () => {
-    const gap = status(
-      TaskState.TASK_STATE_WORKING,
-      'Some progress from the agent was not received while another gateway instance took the task over.',
-    );
-    if (gap.payload?.$case === 'statusUpdate')
-      gap.payload.value.metadata = { 'baton/gap': { reason: 'takeover', lastSeq: 3 } };
-    const v = delegationPanelView(
-      journalOf([
-        { kind: 'send', at: 1, attempt: 1 },
-        ev(status(TaskState.TASK_STATE_WORKING, 'Reading')),
-        ev(gap, 3),
-        ev(status(TaskState.TASK_STATE_WORKING, 'Writing'), 4),
-        ev(status(TaskState.TASK_STATE_COMPLETED), 5),
-      ]).view(10),
-    );
-    assert.deepEqual(
-      v.timeline.map((e) => [e.kind, e.code, timelineEntryText(e)]),
-      [
-        ['status', 'status.text', '**working** — Reading'],
-        [
-          'note',
-          'relay.gapTakeover',
-          'Some progress from the agent was not received while another gateway instance took the task over: the steps above and below are not the whole history.',
-        ],
-        ['step', undefined, 'Writing'],
-        ['status', 'status', 'completed'],
-      ],
-    );
-    assert.equal(v.state, 'completed');
-  });
+      );
+      assert.equal(v.state, 'completed');
+    });
+  }
 
   it('shows a state change with its message, and an artifact with its size as it streams', () => {
     assert.equal(

@@ -15,12 +15,11 @@ import { randomBytes } from 'node:crypto';
 import { createConnection, createServer } from 'node:net';
 import type { AddressInfo, Server, Socket } from 'node:net';
 import { sha256HexOf } from '../../../src/gateway/config';
-import type { RemoteAgentConfig } from '../../../src/gateway/config';
 import { GAP_NOTICE_TAKEOVER } from '../../../src/gateway/proxyTaskRunner';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { tempDir } from './helpers';
-import { inSchema, sql, stepsOf, SteppingExecutor, streamTask, until } from './pgFaultHelpers';
+import { inSchema, remoteSdkAgent, sql, stepsOf, SteppingExecutor, streamTask, until } from './pgFaultHelpers';
 import type { SseEvent } from './pgFaultHelpers';
 import { serveSdkAgent } from './sdkServer';
 
@@ -97,16 +96,7 @@ describe('team gateway: an instance cut off from PostgreSQL while it relays a ta
     relayed.hostname = '127.0.0.1';
     relayed.port = String(relay.port);
     remote = await serveSdkAgent(remoteExec, { liveCard: true });
-    const agent: RemoteAgentConfig = {
-      id: 'remote',
-      name: 'Remote',
-      description: 'a remote SDK agent',
-      url: remote.url,
-      protocolBinding: 'JSONRPC',
-      protocolVersion: '1.0',
-      auth: { kind: 'none' },
-      skills: [],
-    };
+    const agent = remoteSdkAgent(remote.url);
     for (const [i, url] of [relayed.toString(), PG].entries()) {
       gws.push(
         await startGateway({

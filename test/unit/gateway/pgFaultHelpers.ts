@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { TaskState } from '@a2a-js/sdk';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
+import type { RemoteAgentConfig } from '../../../src/gateway/config';
 import { patchEvent, statusEvent, taskEvent } from './sdkServer';
 
 /** Resolves once `check` is true (polled every 20 ms); rejects after `ms` saying what it waited for. */
@@ -134,4 +135,18 @@ export function stepsOf(bodies: readonly string[]): number[] {
     const step = /"step":(\d+)/.exec(b)?.[1];
     return step === undefined ? [] : [Number(step)];
   });
+}
+
+/** The gateway's config of the remote SDK agent at `url` (JSON-RPC, A2A 1.0, no credentials), as agent `remote`. */
+export function remoteSdkAgent(url: string): RemoteAgentConfig {
+  return {
+    id: 'remote',
+    name: 'Remote',
+    description: 'a remote SDK agent',
+    url,
+    protocolBinding: 'JSONRPC',
+    protocolVersion: '1.0',
+    auth: { kind: 'none' },
+    skills: [],
+  };
 }

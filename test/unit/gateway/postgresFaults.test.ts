@@ -20,7 +20,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TaskState } from '@a2a-js/sdk';
 import { sha256HexOf } from '../../../src/gateway/config';
-import type { RemoteAgentConfig } from '../../../src/gateway/config';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { PostgresGatewayStore } from '../../../src/gateway/store/postgresStore';
@@ -30,7 +29,7 @@ import { DelegationRunner } from '../../../src/node/a2a/delegationRunner';
 import { JournalStore } from '../../../src/node/journalStore';
 import { makeRequest } from '../delegation/harness';
 import { bounded, tempDir } from './helpers';
-import { inSchema, sql, stepsOf, SteppingExecutor, streamTask, until } from './pgFaultHelpers';
+import { inSchema, remoteSdkAgent, sql, stepsOf, SteppingExecutor, streamTask, until } from './pgFaultHelpers';
 import { serveSdkAgent } from './sdkServer';
 
 const PG = process.env.BATON_TEST_PG;
@@ -72,18 +71,7 @@ describe('gateway: PostgreSQL faults', () => {
       tokens: [{ principal: 'team', sha256: sha256HexOf(token) }],
       localAgents: [],
       log: (l) => log.push(l),
-      remoteAgents: [
-        {
-          id: 'remote',
-          name: 'Remote',
-          description: 'a remote SDK agent',
-          url: remote.url,
-          protocolBinding: 'JSONRPC',
-          protocolVersion: '1.0',
-          auth: { kind: 'none' },
-          skills: [],
-        } satisfies RemoteAgentConfig,
-      ],
+      remoteAgents: [remoteSdkAgent(remote.url)],
     });
     return running;
   };
