@@ -106,13 +106,47 @@ export async function claimFirstMessage(
 ): Promise<string | undefined> {
   const { principal, agent, key } = claim;
   await ctx.claims.settle(principal, agent, key);
-  const found = await ctx.store.claimRequest(principal, agent, key, claim.digest, taskId, ctx.instanceId);
-  if (found.kind === 'conflict')
-    throw new RequestMalformedError(
-      `messageId ${claim.messageId} was already used for a different request; send a new messageId`,
-    );
-  if (found.kind !== 'existing') return undefined;
-  return waitForTask(ctx, agent, found.taskId ?? (await waitForBinding(ctx, principal, agent, key)));
+  for (let round = 0; ; round++) {
+    const found = await ctx.store.claimRequest(principal, agent, key, claim.digest, taskId, ctx.instanceId);
+    if (found.kind === 'conflict')
+      throw new RequestMalformedError(
+        `messageId ${claim.messageId} was already used for a different request; send a new messageId`,
+      );
+    if (found.kind !== 'existing') return undefined;
+    // An instance stopped (kill -9, a crash) between claiming the request and storing its task: the task
+    // will never exist, and without this every resend would wait for it and be refused for good. The
+    // claim is forgotten (by one instance, if several find it) and the request claimed again.
+    if (round === 0 && found.taskId && (await staleLocalClaim(ctx, principal, agent, key, found.taskId))) continue;
+    return waitForTask(ctx, agent, found.taskId ?? (await waitForBinding(ctx, principal, agent, key)));
+  }
+}
+
+/**
+ * Whether the claim of `key`, naming `taskId`, was left by an instance that stopped before storing that
+ * task; if so it is forgotten (here, or by another instance that found it first): the request can be
+ * claimed again.
+ */
+async function staleLocalClaim(
+  ctx: GatewayContext,
+  principal: string,
+  agent: string,
+  key: string,
+  taskId: string,
+): Promise<boolean> {
+  if (await ctx.store.getTask(agent, taskId)) return false;
+  const claim = await ctx.store.findRequest(principal, agent, key);
+  if (!claim || claim.taskId !== taskId || claim.instance === ctx.instanceId) return false;
+  const dead =
+    claim.instance === null
+      ? Date.now() - claim.createdAt > ctx.liveness.staleMs
+      : !isInstanceAlive((await ctx.store.instances()).get(claim.instance), Date.now(), ctx.liveness.staleMs);
+  // The task may have been stored just before its instance stopped: looked for again after the check.
+  if (!dead || (await ctx.store.getTask(agent, taskId))) return false;
+  if (!(await ctx.store.releaseStaleClaim(principal, agent, key, taskId, claim.instance))) return true;
+  ctx.log(
+    `the request with messageId ${key.replace(/#[^#]*$/, '')} on ${agent} was claimed by instance ${claim.instance ?? '(unnamed)'}, which stopped before it stored the task; running it again`,
+  );
+  return true;
 }
 
 /** The repository a request names must be inside one of the gateway's roots (symlinks resolved). */

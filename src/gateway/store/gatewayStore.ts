@@ -313,6 +313,18 @@ export interface GatewayStore {
   ): Promise<boolean>;
   /** Forgets a claim whose request failed before its task was created, so a retry can run. */
   releaseRequest(principal: string, agent: string, messageId: string): Promise<void>;
+  /**
+   * Forgets a claim only while it still names `taskId` and was made by `instance` (null: recorded before
+   * claims named their instance): a local task's claim whose instance stopped before it stored the task.
+   * True when it was forgotten (one caller wins when several find it at once).
+   */
+  releaseStaleClaim(
+    principal: string,
+    agent: string,
+    messageId: string,
+    taskId: string,
+    instance: string | null,
+  ): Promise<boolean>;
   /** Inserts the task and its first event (seq 1) in one transaction. */
   createTask(task: NewTask, first: EventRow): Promise<void>;
   append(batch: AppendBatch): Promise<void>;

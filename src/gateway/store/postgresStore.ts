@@ -519,6 +519,20 @@ export class PostgresGatewayStore implements GatewayStore {
     await this.query(BIND_REQUEST, [taskId, principal, agent, messageId]);
   }
 
+  async releaseStaleClaim(
+    principal: string,
+    agent: string,
+    messageId: string,
+    taskId: string,
+    instance: string | null,
+  ): Promise<boolean> {
+    const r = await this.query(
+      'DELETE FROM baton_requests WHERE principal = $1 AND agent = $2 AND message_id = $3 AND task_id = $4 AND instance IS NOT DISTINCT FROM $5',
+      [principal, agent, messageId, taskId, instance],
+    );
+    return r.rowCount === 1;
+  }
+
   async releaseRequest(principal: string, agent: string, messageId: string): Promise<void> {
     await this.query('DELETE FROM baton_requests WHERE principal = $1 AND agent = $2 AND message_id = $3', [
       principal,

@@ -452,6 +452,24 @@ export class SqliteGatewayStore implements GatewayStore {
     );
   }
 
+  releaseStaleClaim(
+    principal: string,
+    agent: string,
+    messageId: string,
+    taskId: string,
+    instance: string | null,
+  ): Promise<boolean> {
+    return Promise.resolve(
+      this.tx(() => {
+        const where = 'principal = ? AND agent = ? AND message_id = ? AND task_id = ? AND instance IS ?';
+        const args = [principal, agent, messageId, taskId, instance];
+        if (!this.stmt(`SELECT 1 AS x FROM baton_requests WHERE ${where}`).get(...args)) return false;
+        this.stmt(`DELETE FROM baton_requests WHERE ${where}`).run(...args);
+        return true;
+      }),
+    );
+  }
+
   releaseRequest(principal: string, agent: string, messageId: string): Promise<void> {
     this.stmt('DELETE FROM baton_requests WHERE principal = ? AND agent = ? AND message_id = ?').run(
       principal,

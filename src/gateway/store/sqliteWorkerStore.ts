@@ -185,6 +185,7 @@ export class SqliteWorkerStore implements GatewayStore {
   findRequest: GatewayStore['findRequest'] = (...a) => this.call('findRequest', ...a);
   bindRequest: GatewayStore['bindRequest'] = (...a) => this.call('bindRequest', ...a);
   releaseRequest: GatewayStore['releaseRequest'] = (...a) => this.call('releaseRequest', ...a);
+  releaseStaleClaim: GatewayStore['releaseStaleClaim'] = (...a) => this.call('releaseStaleClaim', ...a);
   listUnboundRequests: GatewayStore['listUnboundRequests'] = (...a) => this.call('listUnboundRequests', ...a);
   takeOverRequest: GatewayStore['takeOverRequest'] = (...a) => this.call('takeOverRequest', ...a);
   createTask: GatewayStore['createTask'] = (...a) => this.call('createTask', ...a);

@@ -7,7 +7,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { SendMessageRequest } from '@a2a-js/sdk';
 import { ClaimReleases } from '../../../src/gateway/claimReleases';
+import { requestDigest, requestKey } from '../../../src/gateway/localTaskRunner';
 import { StoreUnavailableError } from '../../../src/gateway/store/gatewayStore';
 import type { GatewayStore } from '../../../src/gateway/store/gatewayStore';
 import { sleep } from '../../../src/core/sleep';
@@ -73,6 +75,51 @@ describe('gateway: a local task the store could not create, whose claim it could
       store.createTask = createTask;
       store.releaseRequest = releaseRequest;
     }
+  });
+});
+
+describe('gateway: a local request claimed by an instance that stopped before it stored the task', () => {
+  const log: string[] = [];
+  const gw = suiteGateway({ log: (l) => log.push(l) });
+
+  it('runs the request when it is sent again, instead of waiting for a task that will never exist', async () => {
+    const messageId = randomUUID();
+    const wire = { messageId, role: 'ROLE_USER', parts: [{ text: 'go' }] };
+    const params = SendMessageRequest.fromJSON({ message: wire });
+    const digest = requestDigest(params);
+    // What a gateway killed between its two commits leaves: the claim, naming a task never stored.
+    const left = await gw.store.claimRequest(
+      'local',
+      'echo',
+      requestKey(params, digest),
+      digest,
+      'never-stored',
+      'gone:1:x',
+    );
+    assert.equal(left.kind, 'new');
+    const res = await rpcPost(
+      `${gw.url}/a2a/echo`,
+      { method: 'SendMessage', params: { message: wire } },
+      { Authorization: `Bearer ${gw.token}` },
+    );
+    const body = (await res.json()) as {
+      error?: { message?: string };
+      result?: { task?: { id?: string; status?: { state?: string } } };
+    };
+    assert.equal(body.result?.task?.status?.state, 'TASK_STATE_COMPLETED', JSON.stringify(body));
+    assert.notEqual(body.result?.task?.id, 'never-stored');
+    assert.ok(
+      log.some((l) => l.includes(`messageId ${messageId} on echo was claimed by instance gone:1:x, which stopped`)),
+      log.join('\n'),
+    );
+    // Sent once more, it is that task.
+    const again = await rpcPost(
+      `${gw.url}/a2a/echo`,
+      { method: 'SendMessage', params: { message: wire } },
+      { Authorization: `Bearer ${gw.token}` },
+    );
+    const body2 = (await again.json()) as { result?: { task?: { id?: string } } };
+    assert.equal(body2.result?.task?.id, body.result?.task?.id);
   });
 });
 

@@ -23,6 +23,13 @@ async function checkClaims(store: GatewayStore): Promise<void> {
   // The request as sent, for the envelope of an outcome recorded for a claim whose task was never named.
   assert.equal(found?.sentDigest, 'sha256:sent');
   assert.equal((await store.findRequest('p', 'local', 'm2#d'))?.sentDigest, null);
+  // A local claim naming a task its instance never stored: forgotten only while it still names that task
+  // and that instance.
+  assert.equal(await store.releaseStaleClaim('p', 'local', 'm2#d', 'other-task', 'live-1'), false);
+  assert.equal(await store.releaseStaleClaim('p', 'local', 'm2#d', 'task-2', 'someone-else'), false);
+  assert.equal(await store.releaseStaleClaim('p', 'local', 'm2#d', 'task-2', 'live-1'), true);
+  assert.equal(await store.findRequest('p', 'local', 'm2#d'), undefined);
+  assert.equal(await store.releaseStaleClaim('p', 'local', 'm2#d', 'task-2', 'live-1'), false, 'once');
 
   const unbound = await store.listUnboundRequests();
   assert.deepEqual(
