@@ -5,6 +5,7 @@
  * process that still exists.
  */
 import { hostname } from 'node:os';
+import type { GatewayStore } from './store/gatewayStore';
 
 /** How often an instance records that it is alive. */
 export const HEARTBEAT_MS = 5_000;
@@ -51,4 +52,28 @@ export function isInstanceAlive(
 ): boolean {
   if (!inst || now - inst.heartbeatAt > staleMs) return false;
   return inst.host !== hostname() || pidAlive(inst.pid);
+}
+
+/** What the checks below read: the store's heartbeats and the gateway's take-over time. */
+export interface LivenessContext {
+  readonly store: Pick<GatewayStore, 'instances'>;
+  readonly liveness: Liveness;
+}
+
+/** Whether `instance` is alive now, by the store's heartbeats and `ctx`'s take-over time. */
+export async function instanceAlive(ctx: LivenessContext, instance: string): Promise<boolean> {
+  return isInstanceAlive((await ctx.store.instances()).get(instance), Date.now(), ctx.liveness.staleMs);
+}
+
+/**
+ * Whether the instance that made an idempotency claim is gone, so nobody will finish what it began. A
+ * claim recorded before claims named their instance (null) counts as gone once older than the take-over
+ * time: nobody can still be working on it then.
+ */
+export async function claimantGone(
+  ctx: LivenessContext,
+  claim: { readonly instance: string | null; readonly createdAt: number },
+): Promise<boolean> {
+  if (claim.instance === null) return Date.now() - claim.createdAt >= ctx.liveness.staleMs;
+  return !(await instanceAlive(ctx, claim.instance));
 }

@@ -22,7 +22,7 @@ import type { GatewayContext } from './gatewayContext';
 import { recordedCapabilities, recordedRequestDigest, sentRequestDigest, signStatusEvent } from './resultEnvelope';
 import type { TaskRow } from './store/gatewayStore';
 import type { StartedTask, TaskRunner } from './taskRunner';
-import { isInstanceAlive } from './instanceLiveness';
+import { claimantGone, instanceAlive } from './instanceLiveness';
 import { isTerminal } from '../core/taskStates';
 import { KeyedSerial } from '../core/keyedSerial';
 import { sleep } from '../core/sleep';
@@ -136,12 +136,8 @@ async function staleLocalClaim(
   if (await ctx.store.getTask(agent, taskId)) return false;
   const claim = await ctx.store.findRequest(principal, agent, key);
   if (!claim || claim.taskId !== taskId || claim.instance === ctx.instanceId) return false;
-  const dead =
-    claim.instance === null
-      ? Date.now() - claim.createdAt > ctx.liveness.staleMs
-      : !isInstanceAlive((await ctx.store.instances()).get(claim.instance), Date.now(), ctx.liveness.staleMs);
   // The task may have been stored just before its instance stopped: looked for again after the check.
-  if (!dead || (await ctx.store.getTask(agent, taskId))) return false;
+  if (!(await claimantGone(ctx, claim)) || (await ctx.store.getTask(agent, taskId))) return false;
   if (!(await ctx.store.releaseStaleClaim(principal, agent, key, taskId, claim.instance))) return true;
   ctx.log(
     `the request with messageId ${key.replace(/#[^#]*$/, '')} on ${agent} was claimed by instance ${claim.instance ?? '(unnamed)'}, which stopped before it stored the task; running it again`,
@@ -544,9 +540,12 @@ export class LocalTaskRunner implements TaskRunner {
     });
   }
 
-  /** Queues an event without waiting for its commit; a store that failed is reported once per event. */
+  /**
+   * Queues an event without waiting for its commit. Once the writer's store failed for good nothing is
+   * queued: the run was stopped and said so once (see `launch`); an event that cannot be added for
+   * another reason is logged.
+   */
   private addEvent(writer: TaskWriter, e: StreamResponse): void {
-    // A run whose events can no longer be stored was stopped, saying so (see `launch`).
     if (writer.failure) return;
     try {
       writer.addResponse(e);
@@ -687,11 +686,7 @@ export class LocalTaskRunner implements TaskRunner {
 
   /** A reply to a task no run here waits on: another live instance runs it, or its process ended. */
   private async noRunFor(row: TaskRow): Promise<StartedTask> {
-    if (
-      row.owner &&
-      row.owner !== this.ctx.instanceId &&
-      isInstanceAlive((await this.ctx.store.instances()).get(row.owner), Date.now(), this.ctx.liveness.staleMs)
-    ) {
+    if (row.owner && row.owner !== this.ctx.instanceId && (await instanceAlive(this.ctx, row.owner))) {
       throw new UnsupportedOperationError(
         `task ${row.id} runs on another instance of this gateway (${row.owner}), which holds its question; send the reply through that instance`,
       );

@@ -46,7 +46,7 @@ import { RemoteUnavailableError, remoteStreamBatches, UnreadableEventError } fro
 import type { RemoteCall, RemoteEndpoint, RemoteEvent } from './remoteStream';
 import type { GatewayContext } from './gatewayContext';
 import { CLAIM_WAIT_MS, requestDigest, requestKey, waitForTask } from './localTaskRunner';
-import { isInstanceAlive } from './instanceLiveness';
+import { claimantGone } from './instanceLiveness';
 import { envelopeBody, recordedRequestDigest, sentRequestDigest, signStatusEvent } from './resultEnvelope';
 import { bodyText } from './store/gatewayStore';
 import type { TaskRow, UnboundClaim } from './store/gatewayStore';
@@ -622,13 +622,7 @@ export class ProxyTaskRunner implements TaskRunner {
     if (running) return running;
     if (claim.agent !== this.cfg.id || claim.messageId.startsWith('task:')) return 'pending'; // follow-ups are bound at once
     if (claim.instance === this.ctx.instanceId) return 'pending';
-    if (claim.instance === null) {
-      // Recorded before claims named their instance: nobody can be forwarding it after this long.
-      if (Date.now() - claim.createdAt < this.ctx.liveness.staleMs) return 'pending';
-    } else if (
-      isInstanceAlive((await this.ctx.store.instances()).get(claim.instance), Date.now(), this.ctx.liveness.staleMs)
-    )
-      return 'pending';
+    if (!(await claimantGone(this.ctx, claim))) return 'pending';
     const { principal, agent, messageId: key } = claim;
     if (!(await this.ctx.store.takeOverRequest(principal, agent, key, claim.instance, this.ctx.instanceId)))
       return 'pending';

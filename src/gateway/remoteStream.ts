@@ -65,10 +65,11 @@ export type RemoteCall =
 let rpcIds = 1;
 
 /**
- * How the message of a `RemoteUnavailableError` begins: the HTTP layer answers it with 503 and
- * Retry-After, as it does an unavailable store (the SDK's error mapping keeps the message only).
+ * How the message of a `RemoteUnavailableError` begins. The HTTP layer answers it with 503 and
+ * Retry-After, as it does an unavailable store: the SDK's error mapping keeps the message only, so
+ * each one's message is noted (src/gateway/unavailableAnswers.ts).
  */
-export const REMOTE_UNAVAILABLE = 'the remote agent is temporarily unavailable';
+const REMOTE_UNAVAILABLE = 'the remote agent is temporarily unavailable';
 
 /**
  * A remote agent (or the balancer in front of it) kept answering "not now" (429/502/503/504) until

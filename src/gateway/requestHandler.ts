@@ -33,7 +33,7 @@ import { META, REPLAY_EXTENSION_URI } from '../core/batonProfile';
 import { followTask, rowToResponse, withSeqs } from './eventLog';
 import type { CommittedStart } from './eventLog';
 import type { GatewayContext } from './gatewayContext';
-import { isInstanceAlive } from './instanceLiveness';
+import { instanceAlive } from './instanceLiveness';
 import { configOf, defaultIdForUrl, newPushConfigId, validatePushConfig } from './pushNotifier';
 import type { PushNotifier } from './pushNotifier';
 import { cursorOf, principalOf, signalOf } from './requestContext';
@@ -478,7 +478,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
   }
 
   private async ownerAlive(instance: string): Promise<boolean> {
-    return isInstanceAlive((await this.ctx.store.instances()).get(instance), Date.now(), this.ctx.liveness.staleMs);
+    return instanceAlive(this.ctx, instance);
   }
 
   private requirePush(): PushNotifier {

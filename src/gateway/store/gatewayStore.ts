@@ -216,7 +216,7 @@ export function busyParents(unfinishedPrincipals: Iterable<string>): Set<string>
  * with one 503 with Retry-After: the SDK's error mapping keeps an error's message, not its class, so
  * each one's message is noted (src/gateway/unavailableAnswers.ts).
  */
-export const STORE_UNAVAILABLE = "the gateway's task store is unavailable";
+const STORE_UNAVAILABLE = "the gateway's task store is unavailable";
 
 /** The Retry-After of an answer refused because the store is unavailable, in seconds. */
 export const STORE_RETRY_AFTER_SECONDS = 5;
