@@ -18,10 +18,10 @@ import { clientFor, sendRequest, tempDir, userMessage } from '../gateway/helpers
 import { makeRepo, tempSpace } from '../workspace/repoFixtures';
 import type { TempSpace } from '../workspace/repoFixtures';
 
-/** Unformatted JavaScript that takes Prettier a while (seconds here) to format. */
-function longFile(seed: number): string {
+/** Unformatted JavaScript that takes Prettier a while to format (600 lines: about half a second here). */
+function longFile(seed: number, count = 600): string {
   const lines: string[] = [];
-  for (let i = 0; i < 600; i++)
+  for (let i = 0; i < count; i++)
     lines.push(
       `const  a${seed}_${i} = {x:${i},  y: [1,2,3], z: "s${i}"}; function f${seed}_${i}(a,b){ if(a){return a+b} else {return [a,b].map(x=>x*${i})} }`,
     );
@@ -89,6 +89,8 @@ describe('built-in agents on their threads', () => {
 
   it('the gateway answers card requests while Prettier formats a long file', async () => {
     using state = tempDir();
+    // A second or more of formatting: the cards' time to answer, even on a busy machine, stays well inside it.
+    const longer = makeRepo(space.base, 'longer', { 'd-longer.js': longFile(4, 3_000) });
     const agents = await discoverLocalAgents({ manager, clis: false, builtinThreads: 1 });
     const gw = await startGateway({
       stateDir: state.path,
@@ -101,12 +103,12 @@ describe('built-in agents on their threads', () => {
       const order: string[] = [];
       let cards: Promise<void> | undefined;
       for await (const ev of client.sendMessageStream(
-        sendRequest(userMessage('format a-long.js', { [META.repository]: repo })),
+        sendRequest(userMessage('format d-longer.js', { [META.repository]: longer })),
       )) {
         const text = statusText(ev);
         if (text === undefined) continue;
         order.push(text);
-        // Prettier starts on a-long.js right after the scope step: ask for the card CARDS times in a row meanwhile.
+        // Prettier starts on d-longer.js right after the scope step: ask for the card CARDS times in a row meanwhile.
         if (text.startsWith('Scope:') && !cards)
           cards = (async () => {
             for (let i = 1; i <= CARDS; i++) {
@@ -118,7 +120,7 @@ describe('built-in agents on their threads', () => {
           })();
       }
       await cards;
-      const formatted = order.indexOf('Formatted a-long.js');
+      const formatted = order.indexOf('Formatted d-longer.js');
       assert.ok(formatted > 0, order.join('\n'));
       for (let i = 1; i <= CARDS; i++)
         assert.ok(order.indexOf(`card ${i}`) < formatted, `card ${i} answered while formatting:\n${order.join('\n')}`);
