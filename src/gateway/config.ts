@@ -23,6 +23,11 @@ export interface RemoteAgentConfig {
   readonly protocolBinding: 'JSONRPC' | 'HTTP+JSON';
   /** The A2A version to speak; unset: the one the remote's card offers for this binding (1.0 until it is read). */
   readonly protocolVersion?: '1.0' | '0.3';
+  /**
+   * The tenant named in A2A 1.0 requests to the remote (the path prefix over HTTP+JSON, `tenant` over
+   * JSON-RPC); unset: the one the remote's card names for this URL and binding (none until it is read).
+   */
+  readonly tenant?: string;
   readonly auth: RemoteAuth;
   readonly skills: readonly SkillInfo[];
   /**
@@ -347,6 +352,7 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
         'cardUrl',
         'protocolBinding',
         'protocolVersion',
+        'tenant',
         'auth',
         'skills',
         'extensions',
@@ -365,6 +371,11 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
       const version = r.str(o, 'protocolVersion', p);
       if (version !== undefined && version !== '1.0' && version !== '0.3')
         r.fail(`${p}.protocolVersion`, 'must be "1.0" or "0.3" (or left out: the remote\'s card says)');
+      const tenant = r.str(o, 'tenant', p);
+      if (tenant !== undefined && (tenant === '' || tenant.length > 256 || /[\s/]/.test(tenant)))
+        r.fail(`${p}.tenant`, 'must be the tenant id the remote serves (no spaces or "/"), or left out: the remote\'s card says');
+      if (tenant !== undefined && version === '0.3')
+        r.fail(`${p}.tenant`, 'A2A 0.3 has no tenants: leave it out, or speak "protocolVersion": "1.0"');
       let auth: RemoteAuth = { kind: 'none' };
       if (o.auth !== undefined) {
         const a = r.obj(o.auth, `${p}.auth`);
@@ -416,6 +427,7 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
         url,
         protocolBinding: binding as RemoteAgentConfig['protocolBinding'],
         ...(version ? { protocolVersion: version as NonNullable<RemoteAgentConfig['protocolVersion']> } : {}),
+        ...(tenant !== undefined ? { tenant } : {}),
         auth,
         skills,
         ...(extensions.length ? { extensions } : {}),

@@ -149,6 +149,16 @@ function taskIdIn(v: unknown): string | undefined {
  * signed results are the gateway's to give, whatever the remote does). A remote ignores the ones it
  * does not speak (A2A "Extensions").
  */
+/** A URL as compared with another: parsed, without trailing slashes (the text itself when it does not parse). */
+function sameUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.origin}${u.pathname.replace(/\/+$/, '')}${u.search}`;
+  } catch {
+    return url;
+  }
+}
+
 function forwardedExtensions(call: RunCall | undefined): string[] {
   return (call?.extensions ?? []).filter((u) => u !== REPLAY_EXTENSION_URI && u !== SIGNED_RESULT_EXTENSION_URI);
 }
@@ -163,7 +173,9 @@ interface Relay {
 
 export class ProxyTaskRunner implements TaskRunner {
   readonly kind = 'proxy' as const;
-  private client: { readonly version: RemoteVersion; readonly client: Promise<Client> } | undefined;
+  private client:
+    | { readonly version: RemoteVersion; readonly tenant: string; readonly client: Promise<Client> }
+    | undefined;
   private readonly relays = new Map<string, Relay>();
   /** One writer at a time outside a relay: the re-attach of an orphan, and the outcome a cancel records. */
   private readonly writers = new KeyedSerial();
@@ -202,6 +214,7 @@ export class ProxyTaskRunner implements TaskRunner {
       url: cfg.url,
       binding: cfg.protocolBinding,
       headers: () => this.remoteHeaders(),
+      tenant: () => this.tenant(),
       agents: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) },
       transient,
     };
@@ -301,6 +314,21 @@ export class ProxyTaskRunner implements TaskRunner {
       return this.cfg.protocolVersion;
     }
     return offered.length && !offered.includes('1.0') && offered.includes('0.3') ? '0.3' : '1.0';
+  }
+
+  /**
+   * The tenant named in requests to the remote (A2A 1.0; '' for none): the config's when it names one,
+   * else the one the remote's card names for the pinned URL and binding. The URL stays the config's:
+   * the card only says which of the remote's tenants that URL serves.
+   */
+  private tenant(): string {
+    if (this.version() !== '1.0') return '';
+    if (this.cfg.tenant !== undefined) return this.cfg.tenant;
+    const pinned = sameUrl(this.cfg.url);
+    const named = (this.cardFacts()?.interfaces ?? []).find(
+      (i) => i.binding === this.cfg.protocolBinding && i.version === '1.0' && sameUrl(i.url) === pinned,
+    );
+    return named?.tenant ?? '';
   }
 
   /** Says so when the configured version is one the remote's card does not offer ('' when they agree). */
@@ -414,7 +442,8 @@ export class ProxyTaskRunner implements TaskRunner {
 
   private getClient(): Promise<Client> {
     const version = this.version();
-    if (this.client?.version === version) return this.client.client;
+    const tenant = this.tenant();
+    if (this.client?.version === version && this.client.tenant === tenant) return this.client.client;
     const client = (async () => {
       const legacyCompat = { enabled: version === '0.3' };
       const factory = new ClientFactory({
@@ -423,16 +452,17 @@ export class ProxyTaskRunner implements TaskRunner {
           new RestTransportFactory({ fetchImpl: this.retryingFetch, legacyCompat }),
         ],
       });
-      // A card made from the pinned endpoint: the client goes nowhere else.
+      // A card made from the pinned endpoint: the client goes nowhere else. Its tenant is the one each
+      // call names when the call names none (the SDK's TenantTransportDecorator).
       const card: AgentCard = {
         ...this.baseCard(),
         supportedInterfaces: [
-          { url: this.cfg.url, protocolBinding: this.cfg.protocolBinding, tenant: '', protocolVersion: version },
+          { url: this.cfg.url, protocolBinding: this.cfg.protocolBinding, tenant, protocolVersion: version },
         ],
       };
       return factory.createFromAgentCard(card);
     })();
-    this.client = { version, client };
+    this.client = { version, tenant, client };
     client.catch(() => {
       if (this.client?.client === client) this.client = undefined;
     });

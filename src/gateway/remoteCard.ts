@@ -30,8 +30,16 @@ export interface RemoteCardFacts {
   readonly defaultOutputModes: readonly string[];
   readonly streaming: boolean;
   readonly pushNotifications: boolean;
-  /** The binding and A2A version (Major.Minor) of each interface the card offers (a 0.3 card: 0.3). */
-  readonly interfaces: ReadonlyArray<{ readonly binding: string; readonly version: string }>;
+  /**
+   * The binding and A2A version (Major.Minor) of each interface the card offers (a 0.3 card: 0.3), its
+   * URL and the tenant it names ('' for none).
+   */
+  readonly interfaces: ReadonlyArray<{
+    readonly binding: string;
+    readonly version: string;
+    readonly url: string;
+    readonly tenant: string;
+  }>;
   /** The A2A extensions the card declares (the route card lists them; calls may activate them). */
   readonly extensions: readonly AgentExtension[];
 }
@@ -122,6 +130,8 @@ export function parseRemoteCard(raw: unknown): RemoteCardFacts {
     interfaces: card.supportedInterfaces.map((i) => ({
       binding: i.protocolBinding,
       version: i.protocolVersion.split('.').slice(0, 2).join('.'),
+      url: i.url,
+      tenant: i.tenant,
     })),
   };
 }

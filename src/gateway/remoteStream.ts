@@ -31,6 +31,8 @@ export interface RemoteEndpoint {
   readonly binding: 'JSONRPC' | 'HTTP+JSON';
   /** The remote's credentials (and nothing from the caller). */
   readonly headers: () => Record<string, string>;
+  /** The remote's tenant ('' or unset: none): the path prefix over HTTP+JSON, `tenant` over JSON-RPC. */
+  readonly tenant?: () => string;
   readonly agents?: { readonly http?: HttpAgent; readonly https?: HttpAgent };
   /**
    * How a call the remote (or a balancer in front of it) answers 429/502/503/504 is opened again, as
@@ -141,14 +143,19 @@ export async function* remoteStreamBatches(
   call: RemoteCall,
   signal: AbortSignal,
 ): AsyncGenerator<readonly RemoteEvent[], void, undefined> {
-  const base = ep.url.replace(/\/+$/, '');
+  const tenant = ep.tenant?.() ?? '';
+  // A2A 1.0 over HTTP+JSON: every route also exists under /{tenant}/ (the SDK's client builds it so).
+  const base = ep.url.replace(/\/+$/, '') + (tenant ? `/${encodeURIComponent(tenant)}` : '');
   let url: string;
   let body: string | undefined;
   let rpcId: number | undefined;
   if (ep.binding === 'JSONRPC') {
     rpcId = rpcIds++;
     url = ep.url;
-    const params = call.kind === 'send' ? SendMessageRequest.toJSON(call.params) : { id: call.taskId };
+    const params =
+      call.kind === 'send'
+        ? SendMessageRequest.toJSON({ ...call.params, tenant })
+        : { id: call.taskId, ...(tenant ? { tenant } : {}) };
     body = JSON.stringify({
       jsonrpc: '2.0',
       id: rpcId,
@@ -157,7 +164,7 @@ export async function* remoteStreamBatches(
     });
   } else if (call.kind === 'send') {
     url = `${base}/message:stream`;
-    body = JSON.stringify(SendMessageRequest.toJSON(call.params));
+    body = JSON.stringify(SendMessageRequest.toJSON({ ...call.params, tenant }));
   } else {
     url = `${base}/tasks/${encodeURIComponent(call.taskId)}:subscribe`;
   }
