@@ -306,13 +306,11 @@ export class ProxyTaskRunner implements TaskRunner {
    * offers (1.0 when it offers it or has not been read yet).
    */
   private version(): RemoteVersion {
+    const hint = this.configHint();
+    if (hint && hint !== this.saidMismatch) this.ctx.log(`remote agent ${this.cfg.id}: ${hint}`);
+    this.saidMismatch = hint;
+    if (this.cfg.protocolVersion) return this.cfg.protocolVersion;
     const offered = this.cardVersions();
-    if (this.cfg.protocolVersion) {
-      const hint = this.versionHint();
-      if (hint && hint !== this.saidMismatch) this.ctx.log(`remote agent ${this.cfg.id}: ${hint}`);
-      this.saidMismatch = hint;
-      return this.cfg.protocolVersion;
-    }
     return offered.length && !offered.includes('1.0') && offered.includes('0.3') ? '0.3' : '1.0';
   }
 
@@ -331,17 +329,28 @@ export class ProxyTaskRunner implements TaskRunner {
     return named?.tenant ?? '';
   }
 
-  /** Says so when the configured version is one the remote's card does not offer ('' when they agree). */
-  private versionHint(): string {
+  /**
+   * Says so when the config asks for what the remote's card does not offer ('' when they agree, or the
+   * card has not been read): a binding it offers no interface for, or a version it does not speak.
+   */
+  private configHint(): string {
     const offered = this.cardVersions();
+    const interfaces = this.cardFacts()?.interfaces ?? [];
+    if (interfaces.length && !offered.length) {
+      const spoken = interfaces.filter((i) => i.binding === 'JSONRPC' || i.binding === 'HTTP+JSON');
+      const other = spoken[0];
+      if (!other)
+        return `the config says protocolBinding ${this.cfg.protocolBinding}, but its card offers ${[...new Set(interfaces.map((i) => i.binding))].join(', ')} only, which the gateway does not speak (it speaks JSONRPC and HTTP+JSON)`;
+      return `the config says protocolBinding ${this.cfg.protocolBinding}, but its card offers ${[...new Set(spoken.map((i) => i.binding))].join(', ')} only; set "protocolBinding": "${other.binding}" and "url": "${other.url}"`;
+    }
     const want = this.cfg.protocolVersion;
     if (!want || !offered.length || offered.includes(want)) return '';
     return `the config says protocolVersion ${want}, but its card offers A2A ${offered.join(', ')} over ${this.cfg.protocolBinding}; set "protocolVersion": "${offered.includes('0.3') ? '0.3' : offered[0]}" (or leave it out to follow the card)`;
   }
 
-  /** An error from the remote, with the version mismatch that likely caused it when there is one. */
+  /** An error from the remote, with the config mismatch that likely caused it when there is one. */
   private withHint(e: unknown): unknown {
-    const hint = this.versionHint();
+    const hint = this.configHint();
     if (!hint || !(e instanceof Error) || e.message.includes(hint)) return e;
     e.message = `${e.message} (${hint})`;
     return e;

@@ -1,9 +1,11 @@
 /**
- * A remote A2A 1.0 agent that serves one of several tenants at its URL (its card's interface names the
- * tenant): the proxy names that tenant in every request, as A2A 1.0 clients do (the path prefix
- * `/{tenant}/` over HTTP+JSON, `tenant` over JSON-RPC), taken from the config when it names one, else
- * from the remote's card for the pinned URL. The remote is the `@a2a-js/sdk` server, which routes
- * tenants itself; what it received is read from its request handler and its request paths.
+ * What a remote's card says about its interfaces, and the proxy. A remote A2A 1.0 agent that serves one
+ * of several tenants at its URL (its card's interface names the tenant): the proxy names that tenant in
+ * every request, as A2A 1.0 clients do (the path prefix `/{tenant}/` over HTTP+JSON, `tenant` over
+ * JSON-RPC), taken from the config when it names one, else from the remote's card for the pinned URL.
+ * A remote whose card offers no interface for the configured binding: a failed send and the log say
+ * which to configure. The remote is the `@a2a-js/sdk` server, which routes tenants itself; what it
+ * received is read from its request handler and its request paths.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -62,6 +64,7 @@ const RECORDED = ['sendMessage', 'sendMessageStream', 'getTask', 'cancelTask', '
 async function tenantRemote(
   cardTenant: string,
   cardUrlPath = '',
+  restOnly = false,
 ): Promise<{
   origin: string;
   calls: string[];
@@ -94,7 +97,7 @@ async function tenantRemote(
           tenant: cardTenant,
           protocolVersion: '1.0',
         },
-      ],
+      ].filter((i) => !restOnly || i.protocolBinding === 'HTTP+JSON'),
     });
   const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), new TenantExecutor());
   Object.defineProperty(handler, 'getAgentCard', { value: () => Promise.resolve(card()) });
@@ -113,7 +116,7 @@ async function tenantRemote(
     next();
   });
   app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: () => Promise.resolve(card()) }));
-  app.use('/rpc', sdkJsonRpc(handler));
+  if (!restOnly) app.use('/rpc', sdkJsonRpc(handler));
   app.use(
     '/rest',
     restHandler({
@@ -140,6 +143,21 @@ function remoteConfig(id: string, url: string, binding: RemoteAgentConfig['proto
   };
 }
 
+/** The remotes' cards are read in the background: resolves once the route card shows what the remote's says. */
+async function routeCardRead(gw: RunningGateway, id: string): Promise<void> {
+  await bounded(
+    (async () => {
+      for (;;) {
+        const res = await fetch(`${gw.url}/a2a/${id}/.well-known/agent-card.json`);
+        const card = (await res.json()) as { skills?: { id: string }[] };
+        if (card.skills?.some((s) => s.id === 'tenant-skill')) return;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })(),
+    `the route card of ${id} to show the remote's card`,
+  );
+}
+
 describe('gateway: a remote agent that serves tenants', () => {
   const dir = tempDir();
   let fromCard: Awaited<ReturnType<typeof tenantRemote>>;
@@ -161,19 +179,7 @@ describe('gateway: a remote agent that serves tenants', () => {
       ],
       log: () => undefined,
     });
-    // The remotes' cards are read in the background: wait until each route card shows what they say.
-    for (const id of ['card-rpc', 'card-rest', 'config-rest', 'other-url'])
-      await bounded(
-        (async () => {
-          for (;;) {
-            const res = await fetch(`${gw.url}/a2a/${id}/.well-known/agent-card.json`);
-            const card = (await res.json()) as { skills?: { id: string }[] };
-            if (card.skills?.some((s) => s.id === 'tenant-skill')) return;
-            await new Promise((r) => setTimeout(r, 50));
-          }
-        })(),
-        `the route card of ${id} to show the remote's card`,
-      );
+    for (const id of ['card-rpc', 'card-rest', 'config-rest', 'other-url']) await routeCardRead(gw, id);
   });
   after(async () => {
     await gw.close();
@@ -264,5 +270,38 @@ describe('gateway: a remote agent that serves tenants', () => {
     assert.throws(() => parse({ tenant: 'acme', protocolVersion: '0.3' }), /A2A 0\.3 has no tenants/);
     const ok = parse({ tenant: 'acme' });
     assert.equal(ok.remoteAgents[0]?.tenant, 'acme');
+  });
+});
+
+describe("gateway: a remote whose card offers no interface for the config's binding", () => {
+  const dir = tempDir();
+  const logs: string[] = [];
+  let remote: Awaited<ReturnType<typeof tenantRemote>>;
+  let gw: RunningGateway;
+
+  before(async () => {
+    remote = await tenantRemote('', '', true);
+    gw = await startGateway({
+      stateDir: dir.path,
+      remoteAgents: [remoteConfig('rest-only', `${remote.origin}/rpc`, 'JSONRPC')],
+      log: (l) => logs.push(l),
+    });
+    await routeCardRead(gw, 'rest-only');
+  });
+  after(async () => {
+    await gw.close();
+    await remote.close();
+    dir[Symbol.dispose]();
+  });
+
+  it('a failed send and the log say which binding and URL the card offers, to put in the config', async () => {
+    const client = await clientFor(`${gw.url}/a2a/rest-only/.well-known/agent-card.json`, gw.token);
+    const hint = `the config says protocolBinding JSONRPC, but its card offers HTTP+JSON only; set "protocolBinding": "HTTP+JSON" and "url": "${remote.origin}/rest"`;
+    await assert.rejects(collect(client.sendMessageStream(sendRequest(userMessage('fix it')))), (e: Error) => {
+      assert.ok(e.message.includes(hint), e.message);
+      return true;
+    });
+    // Said once on its own (and again with the failed request it explains).
+    assert.equal(logs.filter((l) => l === `remote agent rest-only: ${hint}`).length, 1, logs.join('\n'));
   });
 });
