@@ -373,7 +373,10 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
         r.fail(`${p}.protocolVersion`, 'must be "1.0" or "0.3" (or left out: the remote\'s card says)');
       const tenant = r.str(o, 'tenant', p);
       if (tenant !== undefined && (tenant === '' || tenant.length > 256 || /[\s/]/.test(tenant)))
-        r.fail(`${p}.tenant`, 'must be the tenant id the remote serves (no spaces or "/"), or left out: the remote\'s card says');
+        r.fail(
+          `${p}.tenant`,
+          'must be the tenant id the remote serves (no spaces or "/"), or left out: the remote\'s card says',
+        );
       if (tenant !== undefined && version === '0.3')
         r.fail(`${p}.tenant`, 'A2A 0.3 has no tenants: leave it out, or speak "protocolVersion": "1.0"');
       let auth: RemoteAuth = { kind: 'none' };

@@ -24,7 +24,7 @@ import { RequestMalformedError, TaskNotCancelableError, UnsupportedOperationErro
 import { META, REPLAY_EXTENSION_URI, SIGNED_RESULT_EXTENSION_URI } from '../core/batonProfile';
 import { KeyedSerial } from '../core/keyedSerial';
 import { sleep } from '../core/sleep';
-import { followTask, PROXY_FOLLOW, startAfterLostStream, startStreaming } from '../core/taskFollow';
+import { followTask, PROXY_FOLLOW, startAfterLostStream, startReconciling, startStreaming } from '../core/taskFollow';
 import type { FollowIO } from '../core/taskFollow';
 import { checkDelegationChain, readChain } from '../core/delegation/guards';
 import type { ChainLimits } from '../core/delegation/guards';
@@ -174,8 +174,7 @@ interface Relay {
 export class ProxyTaskRunner implements TaskRunner {
   readonly kind = 'proxy' as const;
   private client:
-    | { readonly version: RemoteVersion; readonly tenant: string; readonly client: Promise<Client> }
-    | undefined;
+    { readonly version: RemoteVersion; readonly tenant: string; readonly client: Promise<Client> } | undefined;
   private readonly relays = new Map<string, Relay>();
   /** One writer at a time outside a relay: the re-attach of an orphan, and the outcome a cancel records. */
   private readonly writers = new KeyedSerial();
@@ -360,8 +359,55 @@ export class ProxyTaskRunner implements TaskRunner {
     return remoteAuthHeaders(this.cfg.auth);
   }
 
+  /**
+   * Whether the remote streams: its card says so (A2A `capabilities.streaming`), or has not been read
+   * yet. One that does not (the SDK's server then refuses every streaming call) is sent each message
+   * once (`sendOnce`) and its task followed by GetTask.
+   */
+  private remoteStreams(): boolean {
+    return this.cardFacts()?.streaming !== false;
+  }
+
+  /**
+   * A send to a remote that does not stream, as a stream of its one answer: SendMessage returning at
+   * once (`returnImmediately`), the task as created (or the agent's Message reply), which the relay then
+   * follows by GetTask. A remote that ignores `returnImmediately` answers when the task has settled.
+   */
+  private async *sendOnce(call: Extract<RemoteCall, { kind: 'send' }>, signal: AbortSignal): WireStream {
+    const client = await this.getClient();
+    const params = call.params;
+    const answer = await client.sendMessage(
+      {
+        ...params,
+        configuration: {
+          acceptedOutputModes: [],
+          taskPushNotificationConfig: undefined,
+          ...(params.configuration ?? {}),
+          returnImmediately: true,
+        },
+      },
+      {
+        signal,
+        ...(call.extensions?.length
+          ? { serviceParameters: { [HTTP_EXTENSION_HEADER]: call.extensions.join(',') } }
+          : {}),
+      },
+    );
+    const resp: StreamResponse =
+      'messageId' in answer
+        ? { payload: { $case: 'message', value: answer } }
+        : { payload: { $case: 'task', value: answer } };
+    yield [{ ev: StreamResponse.toJSON(resp) as Json, raw: undefined }];
+  }
+
   /** A streaming call to the remote, as wire events. */
   private async openStream(call: RemoteCall, signal: AbortSignal): Promise<WireStream> {
+    if (!this.remoteStreams()) {
+      if (call.kind === 'send') return this.sendOnce(call, signal);
+      throw new UnsupportedOperationError(
+        `the remote agent ${this.cfg.id} does not stream (its card says capabilities.streaming: false); its task is followed by GetTask`,
+      );
+    }
     if (this.version() === '1.0') return remoteStreamBatches(this.endpoint, call, signal);
     const client = await this.getClient();
     const wire = asWire(
@@ -1150,6 +1196,8 @@ export class ProxyTaskRunner implements TaskRunner {
       return true;
     };
     if (!(await take(pending)) || stopped() || (!initial && endsTurn(writer.state))) return;
+    // A remote that does not stream is followed by GetTask alone, each answer recorded as it changes.
+    const polling = !this.remoteStreams();
     /** The stream the send opened (the remote's answer to it), until it has been read. */
     let answer = initial;
     const io: FollowIO<WireStream> = {
@@ -1177,8 +1225,9 @@ export class ProxyTaskRunner implements TaskRunner {
           return { kind: 'settled' };
         }
         // The remote closed its answer with the task still running (it goes on out of sight, as a
-        // fire-and-forget agent's does): a blocking send is answered now, and the task followed.
-        if (isAnswer && error === undefined) answered();
+        // fire-and-forget agent's does): a blocking send is answered now, and the task followed. (The
+        // one answer of a remote that does not stream is not such an end: the task is followed on.)
+        if (isAnswer && error === undefined && !polling) answered();
         return { kind: 'ended', progressed, taskKnown: true, tooBig: false, refused, error };
       },
       // A2A §3.7: a stream is not reliable delivery. Ask where the task is, then subscribe again.
@@ -1188,7 +1237,10 @@ export class ProxyTaskRunner implements TaskRunner {
             { tenant: '', id: writer.taskId },
             { signal: AbortSignal.timeout(REMOTE_CALL_MS) },
           );
-          if (!endsTurn(t.status?.state)) return { kind: 'running' };
+          if (!endsTurn(t.status?.state)) {
+            if (polling) await this.catchUp(writer, t, true);
+            return { kind: 'running' };
+          }
           await this.catchUp(writer, t);
           return { kind: 'settled', missedEvents: false };
         } catch (e) {
@@ -1217,7 +1269,11 @@ export class ProxyTaskRunner implements TaskRunner {
     const end = await followTask({
       io,
       limits: PROXY_FOLLOW,
-      start: initial ? startStreaming(initial, false) : startAfterLostStream<WireStream>(PROXY_FOLLOW, false),
+      start: initial
+        ? startStreaming(initial, polling)
+        : polling
+          ? startReconciling<WireStream>(true)
+          : startAfterLostStream<WireStream>(PROXY_FOLLOW, false),
       signal: abort.signal,
       stopped,
     });
@@ -1362,7 +1418,8 @@ export class ProxyTaskRunner implements TaskRunner {
       const abort = new AbortController();
       let stream: WireStream | undefined;
       try {
-        stream = await this.openStream({ kind: 'subscribe', taskId: writer.taskId }, abort.signal);
+        if (this.remoteStreams())
+          stream = await this.openStream({ kind: 'subscribe', taskId: writer.taskId }, abort.signal);
       } catch (e) {
         this.ctx.log(
           `relay of ${this.cfg.id} task ${writer.taskId}: subscribe after authorization failed (${(e as Error).message}); reconnecting`,

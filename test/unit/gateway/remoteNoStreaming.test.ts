@@ -1,0 +1,187 @@
+/**
+ * A remote A2A 1.0 agent that does not stream (its card says `capabilities.streaming: false`; the
+ * `@a2a-js/sdk` server then refuses SendStreamingMessage and SubscribeToTask): the proxy sends it each
+ * message with SendMessage, returning at once, and follows the task by GetTask, so callers still stream
+ * its progress, get its patch and a signed result, wait on a blocking send, and cancel it.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import express from 'express';
+import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
+import { agentCardHandler } from '@a2a-js/sdk/server/express';
+import { TaskState } from '@a2a-js/sdk';
+import type { AgentCard, StreamResponse } from '@a2a-js/sdk';
+import { META } from '../../../src/core/batonProfile';
+import { startGateway } from '../../../src/gateway/server';
+import type { RunningGateway } from '../../../src/gateway/server';
+import { bounded, clientFor, collect, sendRequest, tempDir, userMessage } from './helpers';
+import { listenOnLoopback, patchEvent, sdkAgentCard, sdkJsonRpc, statusEvent, taskEvent } from './sdkServer';
+
+/** Works a little, then a patch and completed; a message that says "wait" leaves its task working until canceled. */
+class SlowExecutor implements AgentExecutor {
+  private readonly waiting = new Map<string, ExecutionEventBus>();
+  async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    bus.publish(taskEvent(ctx, TaskState.TASK_STATE_SUBMITTED));
+    bus.publish(statusEvent(ctx.taskId, ctx.contextId, TaskState.TASK_STATE_WORKING));
+    const text = ctx.userMessage.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
+    if (text.includes('wait')) {
+      this.waiting.set(ctx.taskId, bus);
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 1_500));
+    bus.publish(patchEvent(ctx.taskId, ctx.contextId));
+    bus.publish(statusEvent(ctx.taskId, ctx.contextId, TaskState.TASK_STATE_COMPLETED));
+    bus.finished();
+  }
+  cancelTask(taskId: string, bus: ExecutionEventBus): Promise<void> {
+    const waiting = this.waiting.get(taskId) ?? bus;
+    this.waiting.delete(taskId);
+    waiting.publish(
+      AgentEvent.statusUpdate({
+        taskId,
+        contextId: '',
+        status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined },
+        metadata: undefined,
+      }),
+    );
+    waiting.finished();
+    return Promise.resolve();
+  }
+}
+
+const stateOf = (e: StreamResponse | undefined): string | undefined => {
+  const p = e?.payload;
+  if (p?.$case === 'statusUpdate') return TaskState[p.value.status?.state ?? 0];
+  if (p?.$case === 'task') return TaskState[p.value.status?.state ?? 0];
+  return undefined;
+};
+
+describe('gateway: a remote agent that does not stream', () => {
+  const dir = tempDir();
+  const logs: string[] = [];
+  const calls: string[] = [];
+  let close: () => Promise<void>;
+  let gw: RunningGateway;
+
+  before(async () => {
+    let origin = '';
+    const card = (): AgentCard =>
+      sdkAgentCard({
+        capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
+        skills: [
+          {
+            id: 'plain',
+            name: 'Plain',
+            description: 'answers without streaming',
+            tags: [],
+            examples: [],
+            inputModes: [],
+            outputModes: [],
+            securityRequirements: [],
+          },
+        ],
+        supportedInterfaces: [{ url: `${origin}/rpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+      });
+    const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), new SlowExecutor());
+    const app = express();
+    app.use(express.json(), (req, _res, next) => {
+      const body = req.body as { method?: unknown } | undefined;
+      if (typeof body?.method === 'string') calls.push(body.method);
+      next();
+    });
+    app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: () => Promise.resolve(card()) }));
+    app.use('/rpc', sdkJsonRpc(handler));
+    const l = await listenOnLoopback(app);
+    origin = l.origin;
+    close = l.close;
+    gw = await startGateway({
+      stateDir: dir.path,
+      remoteAgents: [
+        {
+          id: 'plain',
+          name: 'Plain',
+          description: 'a remote agent that does not stream',
+          url: `${origin}/rpc`,
+          protocolBinding: 'JSONRPC',
+          auth: { kind: 'none' },
+          skills: [],
+        },
+      ],
+      log: (l) => logs.push(l),
+    });
+    // Its card is read in the background: the route card shows its skill once it has been.
+    await bounded(
+      (async () => {
+        for (;;) {
+          const c = (await (await fetch(`${gw.url}/a2a/plain/.well-known/agent-card.json`)).json()) as {
+            skills?: { id: string }[];
+          };
+          if (c.skills?.some((s) => s.id === 'plain')) return;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      })(),
+      "the remote's card to be read",
+    );
+  });
+  after(async () => {
+    await gw.close();
+    await close();
+    dir[Symbol.dispose]();
+  });
+
+  it('the route card offers streaming: the gateway streams what it polls', async () => {
+    const card = (await (await fetch(`${gw.url}/a2a/plain/.well-known/agent-card.json`)).json()) as {
+      capabilities?: { streaming?: boolean };
+    };
+    assert.equal(card.capabilities?.streaming, true);
+  });
+
+  it('a streaming caller gets the task, its patch and a signed completed status; the remote is never asked to stream', async () => {
+    const client = await clientFor(`${gw.url}/a2a/plain/.well-known/agent-card.json`, gw.token);
+    const events = await bounded(collect(client.sendMessageStream(sendRequest(userMessage('fix it')))), 'the stream');
+    assert.equal(events[0]?.payload?.$case, 'task');
+    // Progress came as it was polled: the task working before it completed.
+    assert.ok(
+      events.slice(0, -1).some((e) => stateOf(e) === 'TASK_STATE_WORKING'),
+      JSON.stringify(events.map(stateOf)),
+    );
+    const last = events.at(-1)?.payload;
+    assert.equal(stateOf(events.at(-1)), 'TASK_STATE_COMPLETED');
+    assert.ok(last?.$case === 'statusUpdate' && typeof last.value.metadata?.[META.envelope] === 'string', 'signed');
+    assert.ok(
+      events.some((e) => e.payload?.$case === 'artifactUpdate' && e.payload.value.artifact?.artifactId === 'p'),
+      'the patch is relayed',
+    );
+    assert.ok(calls.includes('SendMessage'), calls.join(', '));
+    assert.ok(calls.includes('GetTask'), calls.join(', '));
+    assert.deepEqual(
+      calls.filter((c) => c === 'SendStreamingMessage' || c === 'SubscribeToTask'),
+      [],
+    );
+    assert.deepEqual(
+      logs.filter((l) => /lost|unknown outcome|failed/.test(l)),
+      [],
+    );
+  });
+
+  it('a blocking send waits for the task to settle, as it does for a streaming remote', async () => {
+    const client = await clientFor(`${gw.url}/a2a/plain/.well-known/agent-card.json`, gw.token, { replay: false });
+    const answer = await bounded(client.sendMessage(sendRequest(userMessage('fix it'))), 'the blocking send');
+    assert.ok('status' in answer);
+    assert.equal(answer.status?.state, TaskState.TASK_STATE_COMPLETED);
+    assert.equal(answer.artifacts.length, 1);
+  });
+
+  it('a cancel reaches the remote and the task ends canceled', async () => {
+    const client = await clientFor(`${gw.url}/a2a/plain/.well-known/agent-card.json`, gw.token);
+    const first = await bounded(
+      client.sendMessage(sendRequest(userMessage('wait for a cancel'), true)),
+      'the send returning at once',
+    );
+    assert.ok('status' in first);
+    const canceled = await bounded(client.cancelTask({ tenant: '', id: first.id, metadata: undefined }), 'the cancel');
+    assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
+    assert.ok(calls.includes('CancelTask'), calls.join(', '));
+  });
+});
