@@ -22,9 +22,14 @@ import { listenOnLoopback, patchEvent, sdkAgentCard, sdkJsonRpc, statusEvent, ta
 class SlowExecutor implements AgentExecutor {
   private readonly waiting = new Map<string, ExecutionEventBus>();
   async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
-    bus.publish(taskEvent(ctx, TaskState.TASK_STATE_SUBMITTED));
-    bus.publish(statusEvent(ctx.taskId, ctx.contextId, TaskState.TASK_STATE_WORKING));
     const text = ctx.userMessage.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
+    if (!ctx.task) bus.publish(taskEvent(ctx, TaskState.TASK_STATE_SUBMITTED));
+    bus.publish(statusEvent(ctx.taskId, ctx.contextId, TaskState.TASK_STATE_WORKING));
+    if (text.includes('ask me')) {
+      bus.publish(statusEvent(ctx.taskId, ctx.contextId, TaskState.TASK_STATE_INPUT_REQUIRED));
+      bus.finished();
+      return;
+    }
     if (text.includes('wait')) {
       this.waiting.set(ctx.taskId, bus);
       return;
@@ -183,5 +188,18 @@ describe('gateway: a remote agent that does not stream', () => {
     const canceled = await bounded(client.cancelTask({ tenant: '', id: first.id, metadata: undefined }), 'the cancel');
     assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
     assert.ok(calls.includes('CancelTask'), calls.join(', '));
+  });
+
+  it('a reply to a task that asked a question goes to the remote, and the task goes on to its end', async () => {
+    const client = await clientFor(`${gw.url}/a2a/plain/.well-known/agent-card.json`, gw.token, { replay: false });
+    const asked = await bounded(client.sendMessage(sendRequest(userMessage('ask me first'))), 'the question');
+    assert.ok('status' in asked);
+    assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+    const reply = { ...userMessage('yes, go on'), taskId: asked.id, contextId: asked.contextId };
+    const done = await bounded(client.sendMessage(sendRequest(reply)), 'the reply');
+    assert.ok('status' in done);
+    assert.equal(done.id, asked.id);
+    assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
+    assert.equal(done.artifacts.length, 1);
   });
 });
