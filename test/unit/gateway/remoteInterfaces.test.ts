@@ -10,8 +10,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import express from 'express';
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
-import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
+import { DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { agentCardHandler, restHandler } from '@a2a-js/sdk/server/express';
 import { TaskState } from '@a2a-js/sdk';
 import type { AgentCard, Task } from '@a2a-js/sdk';
@@ -20,39 +19,7 @@ import type { RemoteAgentConfig } from '../../../src/gateway/config';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { bounded, clientFor, collect, sendRequest, tempDir, userMessage } from './helpers';
-import { listenOnLoopback, patchEvent, sdkAgentCard, sdkJsonRpc, statusEvent, taskEvent } from './sdkServer';
-
-/** Completes each task with a patch; a message that says "wait" leaves its task working until canceled. */
-class TenantExecutor implements AgentExecutor {
-  private readonly waiting = new Map<string, ExecutionEventBus>();
-  execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
-    bus.publish(taskEvent(ctx, TaskState.TASK_STATE_SUBMITTED));
-    bus.publish(statusEvent(ctx.taskId, ctx.contextId, TaskState.TASK_STATE_WORKING));
-    const text = ctx.userMessage.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
-    if (text.includes('wait')) {
-      this.waiting.set(ctx.taskId, bus);
-      return Promise.resolve();
-    }
-    bus.publish(patchEvent(ctx.taskId, ctx.contextId));
-    bus.publish(statusEvent(ctx.taskId, ctx.contextId, TaskState.TASK_STATE_COMPLETED));
-    bus.finished();
-    return Promise.resolve();
-  }
-  cancelTask(taskId: string, bus: ExecutionEventBus): Promise<void> {
-    const waiting = this.waiting.get(taskId) ?? bus;
-    this.waiting.delete(taskId);
-    waiting.publish(
-      AgentEvent.statusUpdate({
-        taskId,
-        contextId: '',
-        status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined },
-        metadata: undefined,
-      }),
-    );
-    waiting.finished();
-    return Promise.resolve();
-  }
-}
+import { listenOnLoopback, ScriptedSdkExecutor, sdkAgentCard, sdkJsonRpc } from './sdkServer';
 
 const RECORDED = ['sendMessage', 'sendMessageStream', 'getTask', 'cancelTask', 'resubscribe', 'listTasks'] as const;
 
@@ -99,7 +66,7 @@ async function tenantRemote(
         },
       ].filter((i) => !restOnly || i.protocolBinding === 'HTTP+JSON'),
     });
-  const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), new TenantExecutor());
+  const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), new ScriptedSdkExecutor());
   Object.defineProperty(handler, 'getAgentCard', { value: () => Promise.resolve(card()) });
   for (const m of RECORDED) {
     const own = (handler[m] as (p: { tenant: string }, c: unknown) => unknown).bind(handler);

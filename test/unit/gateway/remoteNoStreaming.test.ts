@@ -7,8 +7,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import express from 'express';
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
-import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
+import { DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { agentCardHandler } from '@a2a-js/sdk/server/express';
 import { TaskState } from '@a2a-js/sdk';
 import type { AgentCard, StreamResponse } from '@a2a-js/sdk';
@@ -16,44 +15,7 @@ import { META } from '../../../src/core/batonProfile';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { bounded, clientFor, collect, sendRequest, tempDir, userMessage } from './helpers';
-import { listenOnLoopback, patchEvent, sdkAgentCard, sdkJsonRpc, statusEvent, taskEvent } from './sdkServer';
-
-/** Works a little, then a patch and completed; a message that says "wait" leaves its task working until canceled. */
-class SlowExecutor implements AgentExecutor {
-  private readonly waiting = new Map<string, ExecutionEventBus>();
-  async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
-    const text = ctx.userMessage.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
-    if (!ctx.task) bus.publish(taskEvent(ctx, TaskState.TASK_STATE_SUBMITTED));
-    bus.publish(statusEvent(ctx.taskId, ctx.contextId, TaskState.TASK_STATE_WORKING));
-    if (text.includes('ask me')) {
-      bus.publish(statusEvent(ctx.taskId, ctx.contextId, TaskState.TASK_STATE_INPUT_REQUIRED));
-      bus.finished();
-      return;
-    }
-    if (text.includes('wait')) {
-      this.waiting.set(ctx.taskId, bus);
-      return;
-    }
-    await new Promise((r) => setTimeout(r, 1_500));
-    bus.publish(patchEvent(ctx.taskId, ctx.contextId));
-    bus.publish(statusEvent(ctx.taskId, ctx.contextId, TaskState.TASK_STATE_COMPLETED));
-    bus.finished();
-  }
-  cancelTask(taskId: string, bus: ExecutionEventBus): Promise<void> {
-    const waiting = this.waiting.get(taskId) ?? bus;
-    this.waiting.delete(taskId);
-    waiting.publish(
-      AgentEvent.statusUpdate({
-        taskId,
-        contextId: '',
-        status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined },
-        metadata: undefined,
-      }),
-    );
-    waiting.finished();
-    return Promise.resolve();
-  }
-}
+import { listenOnLoopback, ScriptedSdkExecutor, sdkAgentCard, sdkJsonRpc } from './sdkServer';
 
 const stateOf = (e: StreamResponse | undefined): string | undefined => {
   const p = e?.payload;
@@ -88,7 +50,7 @@ describe('gateway: a remote agent that does not stream', () => {
         ],
         supportedInterfaces: [{ url: `${origin}/rpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
       });
-    const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), new SlowExecutor());
+    const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), new ScriptedSdkExecutor(1_500));
     const app = express();
     app.use(express.json(), (req, _res, next) => {
       const body = req.body as { method?: unknown } | undefined;

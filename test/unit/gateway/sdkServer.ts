@@ -7,9 +7,10 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Express, RequestHandler } from 'express';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
-import type { AgentExecutionEvent, AgentExecutor, RequestContext } from '@a2a-js/sdk/server';
+import type { AgentExecutionEvent, AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
 import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
-import type { AgentCard, TaskState } from '@a2a-js/sdk';
+import { TaskState } from '@a2a-js/sdk';
+import type { AgentCard } from '@a2a-js/sdk';
 
 export interface Listening {
   /** `http://127.0.0.1:<port>` */
@@ -164,4 +165,39 @@ export function patchEvent(
     lastChunk: true,
     metadata: undefined,
   });
+}
+
+/**
+ * An agent as the text of each message says: "ask me" asks a question (input-required), "wait" leaves
+ * its task working until it is canceled, anything else works for `workMs`, then sends a patch and
+ * completes. A reply continues the task it names.
+ */
+export class ScriptedSdkExecutor implements AgentExecutor {
+  private readonly waiting = new Map<string, ExecutionEventBus>();
+  constructor(private readonly workMs = 0) {}
+  async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    const text = ctx.userMessage.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
+    if (!ctx.task) bus.publish(taskEvent(ctx, TaskState.TASK_STATE_SUBMITTED));
+    bus.publish(statusEvent(ctx.taskId, ctx.contextId, TaskState.TASK_STATE_WORKING));
+    if (text.includes('ask me')) {
+      bus.publish(statusEvent(ctx.taskId, ctx.contextId, TaskState.TASK_STATE_INPUT_REQUIRED));
+      bus.finished();
+      return;
+    }
+    if (text.includes('wait')) {
+      this.waiting.set(ctx.taskId, bus);
+      return;
+    }
+    if (this.workMs > 0) await new Promise((r) => setTimeout(r, this.workMs));
+    bus.publish(patchEvent(ctx.taskId, ctx.contextId));
+    bus.publish(statusEvent(ctx.taskId, ctx.contextId, TaskState.TASK_STATE_COMPLETED));
+    bus.finished();
+  }
+  cancelTask(taskId: string, bus: ExecutionEventBus): Promise<void> {
+    const waiting = this.waiting.get(taskId) ?? bus;
+    this.waiting.delete(taskId);
+    waiting.publish(statusEvent(taskId, '', TaskState.TASK_STATE_CANCELED));
+    waiting.finished();
+    return Promise.resolve();
+  }
 }
