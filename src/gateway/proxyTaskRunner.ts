@@ -68,6 +68,21 @@ async function* asWire(stream: AsyncGenerator<StreamResponse, void, undefined>):
   for await (const r of stream) yield [{ ev: StreamResponse.toJSON(r) as Json, raw: undefined }];
 }
 
+/** A subscription to a remote whose card says it does not stream: not tried; the task is polled. */
+class RemoteDoesNotStreamError extends Error {
+  static readonly SAYS = 'does not stream (its card says capabilities.streaming: false)';
+  override readonly name = 'RemoteDoesNotStreamError';
+  constructor(agent: string) {
+    super(`the remote agent ${agent} ${RemoteDoesNotStreamError.SAYS}`);
+  }
+}
+
+/** A stream whose first read fails with `error` (as a remote's stream that opens on its first read). */
+async function* failing(error: Error): WireStream {
+  yield* [];
+  throw error;
+}
+
 /** The messageId of a JSON-RPC (or HTTP+JSON) send's body, if it is one. */
 function sentMessageId(body: unknown): string | undefined {
   if (typeof body !== 'string' || !body.includes('messageId')) return undefined;
@@ -404,9 +419,8 @@ export class ProxyTaskRunner implements TaskRunner {
   private async openStream(call: RemoteCall, signal: AbortSignal): Promise<WireStream> {
     if (!this.remoteStreams()) {
       if (call.kind === 'send') return this.sendOnce(call, signal);
-      throw new UnsupportedOperationError(
-        `the remote agent ${this.cfg.id} does not stream (its card says capabilities.streaming: false); its task is followed by GetTask`,
-      );
+      // Read as a refusal (see `relay`): the task is followed by GetTask from then on.
+      return failing(new RemoteDoesNotStreamError(this.cfg.id));
     }
     if (this.version() === '1.0') return remoteStreamBatches(this.endpoint, call, signal);
     const client = await this.getClient();
@@ -1198,6 +1212,8 @@ export class ProxyTaskRunner implements TaskRunner {
     if (!(await take(pending)) || stopped() || (!initial && endsTurn(writer.state))) return;
     // A remote that does not stream is followed by GetTask alone, each answer recorded as it changes.
     const polling = !this.remoteStreams();
+    /** Following by GetTask alone (the remote does not stream, or refuses to stream this task again). */
+    let polled = polling;
     /** The stream the send opened (the remote's answer to it), until it has been read. */
     let answer = initial;
     const io: FollowIO<WireStream> = {
@@ -1217,7 +1233,8 @@ export class ProxyTaskRunner implements TaskRunner {
           error = (e as Error).message;
           // A subscription the remote answers with an error of its own (VoltAgent's server: -32601
           // "Unknown method 'tasks/resubscribe'") will be refused again: the task is followed by GetTask.
-          refused = !isAnswer && !progressed && remoteAgentError(e) !== undefined;
+          refused =
+            !isAnswer && !progressed && (remoteAgentError(e) !== undefined || e instanceof RemoteDoesNotStreamError);
         }
         if (stopped()) return { kind: 'aborted' };
         if (endsTurn(writer.state)) {
@@ -1238,7 +1255,8 @@ export class ProxyTaskRunner implements TaskRunner {
             { signal: AbortSignal.timeout(REMOTE_CALL_MS) },
           );
           if (!endsTurn(t.status?.state)) {
-            if (polling) await this.catchUp(writer, t, true);
+            // Nothing else brings its progress: each answer's changes are recorded.
+            if (polled) await this.catchUp(writer, t, true);
             return { kind: 'running' };
           }
           await this.catchUp(writer, t);
@@ -1258,8 +1276,13 @@ export class ProxyTaskRunner implements TaskRunner {
         }
       },
       effect: (effect) => {
+        if (effect.kind === 'pollingInstead') polled = true;
         if (effect.kind === 'pollingInstead' && effect.why === 'refused')
-          relayLog(`the remote refuses to stream the task again (${effect.error ?? ''}); following it by GetTask`);
+          relayLog(
+            effect.error?.includes(RemoteDoesNotStreamError.SAYS)
+              ? `${effect.error}; following it by GetTask`
+              : `the remote refuses to stream the task again (${effect.error ?? ''}); following it by GetTask`,
+          );
         else if (effect.kind === 'streamLost' && effect.error !== undefined)
           relayLog(`stream broke (${effect.error}); reconnecting`);
         if (effect.kind === 'unanswered') relayLog(`reconnect failed (${effect.error})`);

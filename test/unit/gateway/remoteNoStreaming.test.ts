@@ -14,7 +14,9 @@ import type { AgentCard, StreamResponse } from '@a2a-js/sdk';
 import { META } from '../../../src/core/batonProfile';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
+import type { RemoteAgentConfig } from '../../../src/gateway/config';
 import { bounded, clientFor, collect, sendRequest, tempDir, userMessage } from './helpers';
+import { kill9, startChild, withChildStore } from './proxyCrashHarness';
 import { listenOnLoopback, ScriptedSdkExecutor, sdkAgentCard, sdkJsonRpc } from './sdkServer';
 
 const stateOf = (e: StreamResponse | undefined): string | undefined => {
@@ -24,6 +26,71 @@ const stateOf = (e: StreamResponse | undefined): string | undefined => {
   return undefined;
 };
 
+/**
+ * The SDK's server for an agent whose card says it does not stream (`ScriptedSdkExecutor(workMs)`), its
+ * card at the origin; `calls` gets the JSON-RPC method of every request.
+ */
+async function plainRemote(workMs: number, calls: string[] = []): Promise<{ url: string; close(): Promise<void> }> {
+  let origin = '';
+  const card = (): AgentCard =>
+    sdkAgentCard({
+      capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
+      skills: [
+        {
+          id: 'plain',
+          name: 'Plain',
+          description: 'answers without streaming',
+          tags: [],
+          examples: [],
+          inputModes: [],
+          outputModes: [],
+          securityRequirements: [],
+        },
+      ],
+      supportedInterfaces: [{ url: `${origin}/rpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+    });
+  const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), new ScriptedSdkExecutor(workMs));
+  const app = express();
+  app.use(express.json(), (req, _res, next) => {
+    const body = req.body as { method?: unknown } | undefined;
+    if (typeof body?.method === 'string') calls.push(body.method);
+    next();
+  });
+  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: () => Promise.resolve(card()) }));
+  app.use('/rpc', sdkJsonRpc(handler));
+  const l = await listenOnLoopback(app);
+  origin = l.origin;
+  return { url: `${origin}/rpc`, close: l.close };
+}
+
+function plainConfig(url: string): RemoteAgentConfig {
+  return {
+    id: 'plain',
+    name: 'Plain',
+    description: 'a remote agent that does not stream',
+    url,
+    protocolBinding: 'JSONRPC',
+    auth: { kind: 'none' },
+    skills: [],
+  };
+}
+
+/** Its card is read in the background: the route card shows its skill once it has been. */
+async function routeCardRead(gatewayUrl: string, agent = 'plain'): Promise<void> {
+  await bounded(
+    (async () => {
+      for (;;) {
+        const c = (await (await fetch(`${gatewayUrl}/a2a/${agent}/.well-known/agent-card.json`)).json()) as {
+          skills?: { id: string }[];
+        };
+        if (c.skills?.some((s) => s.id === 'plain')) return;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })(),
+    "the remote's card to be read",
+  );
+}
+
 describe('gateway: a remote agent that does not stream', () => {
   const dir = tempDir();
   const logs: string[] = [];
@@ -32,64 +99,10 @@ describe('gateway: a remote agent that does not stream', () => {
   let gw: RunningGateway;
 
   before(async () => {
-    let origin = '';
-    const card = (): AgentCard =>
-      sdkAgentCard({
-        capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
-        skills: [
-          {
-            id: 'plain',
-            name: 'Plain',
-            description: 'answers without streaming',
-            tags: [],
-            examples: [],
-            inputModes: [],
-            outputModes: [],
-            securityRequirements: [],
-          },
-        ],
-        supportedInterfaces: [{ url: `${origin}/rpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
-      });
-    const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), new ScriptedSdkExecutor(1_500));
-    const app = express();
-    app.use(express.json(), (req, _res, next) => {
-      const body = req.body as { method?: unknown } | undefined;
-      if (typeof body?.method === 'string') calls.push(body.method);
-      next();
-    });
-    app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: () => Promise.resolve(card()) }));
-    app.use('/rpc', sdkJsonRpc(handler));
-    const l = await listenOnLoopback(app);
-    origin = l.origin;
-    close = l.close;
-    gw = await startGateway({
-      stateDir: dir.path,
-      remoteAgents: [
-        {
-          id: 'plain',
-          name: 'Plain',
-          description: 'a remote agent that does not stream',
-          url: `${origin}/rpc`,
-          protocolBinding: 'JSONRPC',
-          auth: { kind: 'none' },
-          skills: [],
-        },
-      ],
-      log: (l) => logs.push(l),
-    });
-    // Its card is read in the background: the route card shows its skill once it has been.
-    await bounded(
-      (async () => {
-        for (;;) {
-          const c = (await (await fetch(`${gw.url}/a2a/plain/.well-known/agent-card.json`)).json()) as {
-            skills?: { id: string }[];
-          };
-          if (c.skills?.some((s) => s.id === 'plain')) return;
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      })(),
-      "the remote's card to be read",
-    );
+    const remote = await plainRemote(1_500, calls);
+    close = remote.close;
+    gw = await startGateway({ stateDir: dir.path, remoteAgents: [plainConfig(remote.url)], log: (l) => logs.push(l) });
+    await routeCardRead(gw.url);
   });
   after(async () => {
     await gw.close();
@@ -163,5 +176,52 @@ describe('gateway: a remote agent that does not stream', () => {
     assert.equal(done.id, asked.id);
     assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
     assert.equal(done.artifacts.length, 1);
+  });
+});
+
+describe('gateway: a remote agent that does not stream, after the gateway was killed', () => {
+  it('the restarted gateway follows the task by GetTask and records its progress, its patch and its signed end', async () => {
+    using dir = tempDir();
+    const remote = await plainRemote(6_000);
+    let child = await startChild(dir.path, remote.url);
+    try {
+      await routeCardRead(child.url, 'remote');
+      const client = await clientFor(`${child.url}/a2a/remote/.well-known/agent-card.json`, child.token);
+      let id = '';
+      for await (const ev of client.sendMessageStream(sendRequest(userMessage('fix it slowly')))) {
+        if (ev.payload?.$case === 'task') id = ev.payload.value.id;
+        break;
+      }
+      assert.ok(id);
+      await kill9(child);
+      child = await startChild(dir.path, remote.url);
+      const again = await clientFor(`${child.url}/a2a/remote/.well-known/agent-card.json`, child.token);
+      await bounded(
+        (async () => {
+          // Until the gateway has recorded the end (GetTask asks the remote while the task runs).
+          while ((await again.getTask({ tenant: '', id })).metadata?.[META.envelope] === undefined)
+            await new Promise((r) => setTimeout(r, 200));
+        })(),
+        'the task to complete',
+        30_000,
+      ).catch((e: unknown) => {
+        throw new Error(`${(e as Error).message}; the gateway said:\n${child.log()}`);
+      });
+      await kill9(child);
+      await withChildStore(dir.path, async (store) => {
+        const bodies = (await store.readEvents('remote', id, 0, 1000)).map((r) => String(r.body));
+        const halfway = bodies.findIndex((b) => b.includes('"halfway"'));
+        const end = bodies.findIndex((b) => b.includes('TASK_STATE_COMPLETED'));
+        assert.ok(halfway > 0 && halfway < end, bodies.join('\n'));
+        assert.ok(bodies[end]?.includes(META.envelope), 'the end is signed');
+        assert.ok(
+          bodies.some((b) => b.includes('changes.patch')),
+          'the patch is recorded',
+        );
+      });
+    } finally {
+      await kill9(child);
+      await remote.close();
+    }
   });
 });

@@ -9,7 +9,7 @@ import type { Express, RequestHandler } from 'express';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import type { AgentExecutionEvent, AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
 import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
-import { TaskState } from '@a2a-js/sdk';
+import { Role, TaskState } from '@a2a-js/sdk';
 import type { AgentCard } from '@a2a-js/sdk';
 
 export interface Listening {
@@ -169,8 +169,8 @@ export function patchEvent(
 
 /**
  * An agent as the text of each message says: "ask me" asks a question (input-required), "wait" leaves
- * its task working until it is canceled, anything else works for `workMs`, then sends a patch and
- * completes. A reply continues the task it names.
+ * its task working until it is canceled, anything else works for `workMs` (saying "halfway" halfway),
+ * then sends a patch and completes. A reply continues the task it names.
  */
 export class ScriptedSdkExecutor implements AgentExecutor {
   private readonly waiting = new Map<string, ExecutionEventBus>();
@@ -188,7 +188,34 @@ export class ScriptedSdkExecutor implements AgentExecutor {
       this.waiting.set(ctx.taskId, bus);
       return;
     }
-    if (this.workMs > 0) await new Promise((r) => setTimeout(r, this.workMs));
+    if (this.workMs > 0) {
+      // Halfway, a word of progress.
+      await new Promise((r) => setTimeout(r, this.workMs / 2));
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId: ctx.taskId,
+          contextId: ctx.contextId,
+          status: {
+            state: TaskState.TASK_STATE_WORKING,
+            message: {
+              messageId: `${ctx.taskId}-halfway`,
+              contextId: ctx.contextId,
+              taskId: ctx.taskId,
+              role: Role.ROLE_AGENT,
+              parts: [
+                { content: { $case: 'text', value: 'halfway' }, metadata: undefined, filename: '', mediaType: '' },
+              ],
+              metadata: undefined,
+              extensions: [],
+              referenceTaskIds: [],
+            },
+            timestamp: undefined,
+          },
+          metadata: undefined,
+        }),
+      );
+      await new Promise((r) => setTimeout(r, this.workMs / 2));
+    }
     bus.publish(patchEvent(ctx.taskId, ctx.contextId));
     bus.publish(statusEvent(ctx.taskId, ctx.contextId, TaskState.TASK_STATE_COMPLETED));
     bus.finished();
