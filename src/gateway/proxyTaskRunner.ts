@@ -159,11 +159,6 @@ function taskIdIn(v: unknown): string | undefined {
   return undefined;
 }
 
-/**
- * The caller's requested extensions that go on to the remote: all but the gateway's own (replay and
- * signed results are the gateway's to give, whatever the remote does). A remote ignores the ones it
- * does not speak (A2A "Extensions").
- */
 /** A URL as compared with another: parsed, without trailing slashes (the text itself when it does not parse). */
 function sameUrl(url: string): string {
   try {
@@ -174,6 +169,11 @@ function sameUrl(url: string): string {
   }
 }
 
+/**
+ * The caller's requested extensions that go on to the remote: all but the gateway's own (replay and
+ * signed results are the gateway's to give, whatever the remote does). A remote ignores the ones it
+ * does not speak (A2A "Extensions").
+ */
 function forwardedExtensions(call: RunCall | undefined): string[] {
   return (call?.extensions ?? []).filter((u) => u !== REPLAY_EXTENSION_URI && u !== SIGNED_RESULT_EXTENSION_URI);
 }
@@ -562,15 +562,19 @@ export class ProxyTaskRunner implements TaskRunner {
   }
 
   /**
-   * What is forwarded: the caller's message as sent, minus the tenant of the gateway's own route, with
-   * this hop added to its `baton/chain` (so a loop back here is refused, see `refuseLoop`).
+   * What is forwarded: the caller's message as sent, minus the tenant of the gateway's own route and
+   * the caller's push notification config (the gateway notifies the caller itself; the remote never
+   * learns the caller's webhook or its credentials), with this hop added to its `baton/chain` (so a
+   * loop back here is refused, see `refuseLoop`).
    */
   private forwardParams(params: SendMessageRequest): SendMessageRequest {
     const msg = params.message;
-    if (!msg) return { ...params, tenant: '' };
+    const configuration = params.configuration && { ...params.configuration, taskPushNotificationConfig: undefined };
+    if (!msg) return { ...params, tenant: '', configuration };
     return {
       ...params,
       tenant: '',
+      configuration,
       message: {
         ...msg,
         metadata: { ...(msg.metadata ?? {}), [META.chain]: [...readChain(msg.metadata), this.hop] },
