@@ -63,6 +63,7 @@ describe('A2A 0.3 SDK agents with real-world quirks: directly and through the ga
     git('commit', '-qm', 'init');
     for (const q of ['snapshot', 'message', 'oddCard'] as const) servers.set(q, await startSdk03Server(q));
     servers.set('noResubscribe', await startSdk03Server('noResubscribe', { stepMs: 150 }));
+    servers.set('noStreaming', await startSdk03Server('noStreaming', { stepMs: 700 }));
     // The gateway reaches the agent without resubscribe through a proxy that cuts its first stream.
     const slow = servers.get('noResubscribe');
     cut = await startCutProxy(Number(new URL(slow?.url ?? '').port), 'message/stream');
@@ -86,6 +87,7 @@ describe('A2A 0.3 SDK agents with real-world quirks: directly and through the ga
         remote('message', servers.get('message') as Sdk03Server),
         remote('odd', odd, { cardUrl: odd.cardUrl }),
         remote('noresub', servers.get('noResubscribe') as Sdk03Server, { url: `http://127.0.0.1:${cut.port}` }),
+        remote('nostream', servers.get('noStreaming') as Sdk03Server),
       ],
       limits: { cancelGraceMs: 2000 },
       log: (l) => logs.push(l),
@@ -96,8 +98,8 @@ describe('A2A 0.3 SDK agents with real-world quirks: directly and through the ga
       BATON_CLI_DIR: journals.path,
       BATON_STATE_DIR: join(state.path, 'gw'),
     };
-    // The remotes' cards are read in the background: wait for all four.
-    for (let i = 0; i < 200 && logs.filter((l) => l.includes('using the card at')).length < 4; i++)
+    // The remotes' cards are read in the background: wait for all five.
+    for (let i = 0; i < 200 && logs.filter((l) => l.includes('using the card at')).length < 5; i++)
       await new Promise((r) => setTimeout(r, 50));
   });
   after(async () => {
@@ -153,6 +155,12 @@ describe('A2A 0.3 SDK agents with real-world quirks: directly and through the ga
       const r = await delegate(target('oddCard', 'odd'), `odd ${via}`);
       assert.equal(r.code, 0, r.text);
       assert.equal(savedPatch(r.text), patchFor(`odd ${via}`));
+    });
+
+    it(`${via}: an agent whose card says it does not stream: the delegation completes with its patch`, async () => {
+      const r = await delegate(target('noStreaming', 'nostream'), `plain ${via}`);
+      assert.equal(r.code, 0, r.text);
+      assert.equal(savedPatch(r.text), patchFor(`plain ${via}`));
     });
   }
 
@@ -215,6 +223,27 @@ describe('A2A 0.3 SDK agents with real-world quirks: directly and through the ga
     const meta = last.payload?.$case === 'statusUpdate' ? last.payload.value.metadata : undefined;
     assert.equal(meta?.['baton/remoteState'], undefined, 'not marked: it was the end of the turn');
     assert.ok(!events.some((e) => stateOf(e) === TaskState.TASK_STATE_WORKING && noteOf(e) === 'which one?'));
+  });
+
+  it('gateway: an agent whose card says it does not stream is sent message/send and followed by tasks/get: its steps, patch and signed end arrive', async () => {
+    const nostream = servers.get('noStreaming') as Sdk03Server;
+    const client = await clientFor(`${gw.url}/a2a/nostream/.well-known/agent-card.json`, gw.token);
+    const events = await collect(client.sendMessageStream(sendRequest(userMessage('no stream'))));
+    assert.equal(stateOf(events[events.length - 1]), TaskState.TASK_STATE_COMPLETED, JSON.stringify(logs.slice(-5)));
+    assert.ok(
+      events.some((e) => /^step \d$/.test(noteOf(e) ?? '')),
+      'a step seen while it worked',
+    );
+    const id = events[0].payload?.$case === 'task' ? events[0].payload.value.id : '';
+    const task = await client.getTask({ tenant: '', id });
+    assert.equal(task.artifacts[0]?.name, 'changes.patch');
+    assert.equal(typeof task.metadata?.['baton/resultEnvelope'], 'string');
+    assert.ok(nostream.methods.includes('message/send'), nostream.methods.join(', '));
+    assert.ok(nostream.methods.includes('tasks/get'), nostream.methods.join(', '));
+    assert.deepEqual(
+      nostream.methods.filter((m) => m === 'message/stream' || m === 'tasks/resubscribe'),
+      [],
+    );
   });
 
   it('gateway: a relay whose stream breaks, to an agent that refuses tasks/resubscribe, still reaches the outcome (by GetTask)', async () => {

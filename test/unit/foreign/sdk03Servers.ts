@@ -9,6 +9,8 @@
  *   trailing slash (JSON-RPC is served there).
  * - `noResubscribe`: answers `tasks/resubscribe` with an error (unsupported operation), as 0.3 servers
  *   without resubscribe support do; its tasks take a while (steps every `stepMs`).
+ * - `noStreaming`: its card says `streaming: false` (the SDK's server then refuses `message/stream`
+ *   and `tasks/resubscribe`); its tasks take a while too.
  *
  * Every finished task carries a `changes.patch` artifact naming its first message's text. The
  * odd-card agent asks back (input-required with `final: false`, then the stream ends) when the text
@@ -23,7 +25,7 @@ import { A2AError, DefaultRequestHandler, InMemoryTaskStore } from 'a2a-sdk-v03/
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from 'a2a-sdk-v03/server';
 import { A2AExpressApp } from 'a2a-sdk-v03/server/express';
 
-export type Quirk = 'snapshot' | 'message' | 'oddCard' | 'noResubscribe';
+export type Quirk = 'snapshot' | 'message' | 'oddCard' | 'noResubscribe' | 'noStreaming';
 
 export interface Sdk03Server {
   /** Where its card is. */
@@ -34,6 +36,8 @@ export interface Sdk03Server {
   readonly received: string[];
   /** How many times it was asked to resubscribe. */
   readonly resubscribes: () => number;
+  /** The JSON-RPC methods of the requests it got, in order. */
+  readonly methods: string[];
   /** Makes its card name another URL for its JSON-RPC endpoint (a proxy in front of it). */
   advertise(url: string): void;
   close(): Promise<void>;
@@ -113,7 +117,7 @@ class QuirkExecutor implements AgentExecutor {
       bus.finished();
       return;
     }
-    // oddCard and noResubscribe: ordinary 0.3 events (a task, status updates, an artifact update).
+    // oddCard, noResubscribe and noStreaming: ordinary 0.3 events (a task, status updates, an artifact update).
     if (!ctx.task)
       bus.publish({
         kind: 'task',
@@ -136,7 +140,7 @@ class QuirkExecutor implements AgentExecutor {
       bus.finished();
       return;
     }
-    const steps = this.quirk === 'noResubscribe' ? 8 : 2;
+    const steps = this.quirk === 'noResubscribe' ? 8 : this.quirk === 'noStreaming' ? 3 : 2;
     for (let i = 1; i <= steps; i++) {
       if (this.canceled.has(taskId)) {
         bus.publish(status('canceled', 'canceled on request', true));
@@ -169,7 +173,13 @@ class NoResubscribeHandler extends DefaultRequestHandler {
 
 export async function startSdk03Server(quirk: Quirk, opts: { stepMs?: number } = {}): Promise<Sdk03Server> {
   const received: string[] = [];
+  const methods: string[] = [];
   const app = express();
+  app.use(express.json(), (req, _res, next) => {
+    const body = req.body as { method?: unknown } | undefined;
+    if (typeof body?.method === 'string') methods.push(body.method);
+    next();
+  });
   const server: Server = await new Promise((r) => {
     const s = app.listen(0, '127.0.0.1', () => r(s));
   });
@@ -185,7 +195,7 @@ export async function startSdk03Server(quirk: Quirk, opts: { stepMs?: number } =
     preferredTransport: 'JSONRPC',
     version: '1.0.0',
     capabilities: {
-      streaming: true,
+      streaming: quirk !== 'noStreaming',
       pushNotifications: false,
       ...(quirk === 'oddCard' ? { extensions: [{ uri: ODD_EXTENSION, description: 'an extension it declares' }] } : {}),
     },
@@ -204,6 +214,7 @@ export async function startSdk03Server(quirk: Quirk, opts: { stepMs?: number } =
     cardUrl: `${origin}${base}/${cardPath}`,
     url,
     received,
+    methods,
     resubscribes: () => (handler instanceof NoResubscribeHandler ? handler.count : 0),
     advertise: (to) => {
       card.url = to;
