@@ -166,10 +166,7 @@ export class AgentRoute {
     const base = this.watcher
       ? mergeRemoteFacts(this.runner.baseCard(), this.watcher.cfg, facts)
       : this.runner.baseCard();
-    // The route streams even when the remote does not: the proxy follows such a remote by GetTask and
-    // streams what it records (proxyTaskRunner.ts, `sendOnce`).
-    const declared = facts ? { streaming: true, pushNotifications: facts.pushNotifications } : undefined;
-    return buildAgentCard(base, this.site.baseUrl, this.id, this.site.keys, declared, this.site.tokenRequired);
+    return buildAgentCard(base, this.site.baseUrl, this.id, this.site.keys, facts, this.site.tokenRequired);
   }
 }
 

@@ -80,9 +80,12 @@ const SECURITY = {
   securityRequirements: [{ schemes: { bearer: { list: [] } } }],
 };
 
-/** What an agent behind the route declares it can do; the route card offers the gateway's features AND these. */
+/**
+ * What an agent behind the route declares it can do; the route card offers the gateway's features AND
+ * these. Streaming is the gateway's own: it streams what it records, also of a remote that does not
+ * stream (the proxy follows that one by GetTask, proxyTaskRunner.ts `sendOnce`).
+ */
 export interface DeclaredCapabilities {
-  readonly streaming: boolean;
   readonly pushNotifications: boolean;
 }
 
@@ -99,7 +102,7 @@ export async function buildAgentCard(
     supportedInterfaces: interfaces(agentUrl(baseUrl, agentId)),
     provider: base.provider ?? { organization: 'Baton gateway', url: baseUrl },
     capabilities: {
-      streaming: declared?.streaming ?? true,
+      streaming: true,
       pushNotifications: declared?.pushNotifications ?? true,
       extendedAgentCard: false,
       extensions: [

@@ -1214,10 +1214,11 @@ export class ProxyTaskRunner implements TaskRunner {
       return true;
     };
     if (!(await take(pending)) || stopped() || (!initial && endsTurn(writer.state))) return;
-    // A remote that does not stream is followed by GetTask alone, each answer recorded as it changes.
-    const polling = !this.remoteStreams();
-    /** Following by GetTask alone (the remote does not stream, or refuses to stream this task again). */
-    let polled = polling;
+    /**
+     * Following by GetTask alone, each answer's changes recorded: the remote does not stream, or (set
+     * by the follow below) refuses to stream this task again.
+     */
+    let polled = !this.remoteStreams();
     /** The stream the send opened (the remote's answer to it), until it has been read. */
     let answer = initial;
     const io: FollowIO<WireStream> = {
@@ -1248,7 +1249,7 @@ export class ProxyTaskRunner implements TaskRunner {
         // The remote closed its answer with the task still running (it goes on out of sight, as a
         // fire-and-forget agent's does): a blocking send is answered now, and the task followed. (The
         // one answer of a remote that does not stream is not such an end: the task is followed on.)
-        if (isAnswer && error === undefined && !polling) answered();
+        if (isAnswer && error === undefined && !polled) answered();
         return { kind: 'ended', progressed, taskKnown: true, tooBig: false, refused, error };
       },
       // A2A §3.7: a stream is not reliable delivery. Ask where the task is, then subscribe again.
@@ -1297,8 +1298,8 @@ export class ProxyTaskRunner implements TaskRunner {
       io,
       limits: PROXY_FOLLOW,
       start: initial
-        ? startStreaming(initial, polling)
-        : polling
+        ? startStreaming(initial, polled)
+        : polled
           ? startReconciling<WireStream>(true)
           : startAfterLostStream<WireStream>(PROXY_FOLLOW, false),
       signal: abort.signal,
