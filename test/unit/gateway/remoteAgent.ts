@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import express from 'express';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
-import { agentCardHandler, restHandler } from '@a2a-js/sdk/server/express';
+import { agentCardHandler } from '@a2a-js/sdk/server/express';
 import { Role, TaskState } from '@a2a-js/sdk';
 import type { AgentCard, Message, Part } from '@a2a-js/sdk';
 import {
@@ -15,6 +15,7 @@ import {
   patchEvent,
   sdkAgentCard,
   sdkJsonRpc,
+  sdkRest,
   statusEvent,
   taskEvent,
 } from './sdkServer';
@@ -214,13 +215,7 @@ export async function startRemote(
       }),
     );
   app.use('/rpc', sdkJsonRpc(handler, { legacy }));
-  app.use(
-    '/rest',
-    restHandler({
-      requestHandler: handler,
-      userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }),
-    }),
-  );
+  app.use('/rest', sdkRest(handler));
   const l = await listenOnLoopback(app);
   url = `${l.origin}/rpc`;
   return { url, seenAuth, executor, close: l.close };

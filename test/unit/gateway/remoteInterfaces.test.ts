@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import express from 'express';
 import { DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
-import { agentCardHandler, restHandler } from '@a2a-js/sdk/server/express';
+import { agentCardHandler } from '@a2a-js/sdk/server/express';
 import { TaskState } from '@a2a-js/sdk';
 import type { AgentCard, Task } from '@a2a-js/sdk';
 import { parseGatewayConfig } from '../../../src/gateway/config';
@@ -19,7 +19,7 @@ import type { RemoteAgentConfig } from '../../../src/gateway/config';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { bounded, clientFor, collect, sendRequest, tempDir, userMessage } from './helpers';
-import { listenOnLoopback, ScriptedSdkExecutor, sdkAgentCard, sdkJsonRpc } from './sdkServer';
+import { listenOnLoopback, ScriptedSdkExecutor, sdkAgentCard, sdkJsonRpc, sdkRest } from './sdkServer';
 
 const RECORDED = ['sendMessage', 'sendMessageStream', 'getTask', 'cancelTask', 'resubscribe', 'listTasks'] as const;
 
@@ -84,13 +84,7 @@ async function tenantRemote(
   });
   app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: () => Promise.resolve(card()) }));
   if (!restOnly) app.use('/rpc', sdkJsonRpc(handler));
-  app.use(
-    '/rest',
-    restHandler({
-      requestHandler: handler,
-      userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }),
-    }),
-  );
+  app.use('/rest', sdkRest(handler));
   const l = await listenOnLoopback(app);
   origin = l.origin;
   return { origin, calls, paths, close: l.close };

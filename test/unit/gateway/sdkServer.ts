@@ -8,7 +8,7 @@ import express from 'express';
 import type { Express, RequestHandler } from 'express';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import type { AgentExecutionEvent, AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
-import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
+import { jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import { Role, TaskState } from '@a2a-js/sdk';
 import type { AgentCard } from '@a2a-js/sdk';
 
@@ -70,6 +70,14 @@ export function sdkJsonRpc(
     requestHandler: handler,
     userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: opts.userName ?? 'gw' }),
     ...(opts.legacy ? { legacyCompat: { enabled: true } } : {}),
+  });
+}
+
+/** The SDK's HTTP+JSON routes (and the same under /{tenant}/), every caller authenticated as `gw`. */
+export function sdkRest(handler: DefaultRequestHandler): RequestHandler {
+  return restHandler({
+    requestHandler: handler,
+    userBuilder: () => Promise.resolve({ isAuthenticated: true, userName: 'gw' }),
   });
 }
 
