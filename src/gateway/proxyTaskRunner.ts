@@ -794,7 +794,7 @@ export class ProxyTaskRunner implements TaskRunner {
     // Signed like every final task: the client tells the gateway's "unknown" from a stripped signature.
     if (this.ctx.signEnvelope && task.status) {
       try {
-        const envelope = await this.ctx.signEnvelope(envelopeBody(task, task.status, sent, executor, null));
+        const envelope = await this.ctx.signEnvelope(await envelopeBody(task, task.status, sent, executor, null));
         task.metadata = { ...(task.metadata ?? {}), [META.envelope]: envelope };
       } catch (e) {
         this.ctx.log(`task ${id}: signing the result failed: ${(e as Error).message}`);
@@ -1136,7 +1136,7 @@ export class ProxyTaskRunner implements TaskRunner {
     writer.hold();
     try {
       const envelope = await sign(
-        envelopeBody(
+        await envelopeBody(
           writer.task,
           TaskStatus.fromJSON(v.status),
           this.requestDigestOf(writer),

@@ -5,7 +5,7 @@
  */
 import { Artifact, SendMessageRequest, TaskStatus } from '@a2a-js/sdk';
 import type { StreamResponse, Task } from '@a2a-js/sdk';
-import { createHash } from 'node:crypto';
+import { createHash, webcrypto } from 'node:crypto';
 import { META } from '../core/batonProfile';
 import { isRecord } from '../core/isRecord';
 import { canonicalize } from '../core/jcs';
@@ -19,9 +19,31 @@ import type { GatewayContext } from './gatewayContext';
  * loop. The unit tests check both give the same digest.
  */
 export function fastArtifactDigest(a: { artifactId: string; name?: string; parts: readonly unknown[] }): string {
-  return `sha256:${createHash('sha256')
-    .update(canonicalize({ artifactId: a.artifactId, name: a.name ?? '', parts: a.parts }), 'utf8')
-    .digest('hex')}`;
+  return `sha256:${createHash('sha256').update(artifactJcs(a), 'utf8').digest('hex')}`;
+}
+
+/**
+ * Above this many characters of canonical JSON an artifact is hashed on libuv's thread pool (WebCrypto's
+ * digest), not on the event loop: a patch of a few MiB takes milliseconds to hash, and a gateway ending
+ * many tasks at once would hold up every stream it relays meanwhile. Below it the hand-off costs more
+ * than the hash.
+ */
+export const HASH_OFF_LOOP_CHARS = 16 * 1024;
+
+/** `fastArtifactDigest`, a large artifact hashed off the event loop (`HASH_OFF_LOOP_CHARS`). */
+export async function artifactDigestOffLoop(a: {
+  artifactId: string;
+  name?: string;
+  parts: readonly unknown[];
+}): Promise<string> {
+  const jcs = artifactJcs(a);
+  if (jcs.length < HASH_OFF_LOOP_CHARS) return `sha256:${createHash('sha256').update(jcs, 'utf8').digest('hex')}`;
+  const digest = await webcrypto.subtle.digest('SHA-256', Buffer.from(jcs, 'utf8'));
+  return `sha256:${Buffer.from(digest).toString('hex')}`;
+}
+
+function artifactJcs(a: { artifactId: string; name?: string; parts: readonly unknown[] }): string {
+  return canonicalize({ artifactId: a.artifactId, name: a.name ?? '', parts: a.parts });
 }
 
 export type EnvelopeBody = Omit<ResultEnvelope, 'issuedAt'>;
@@ -31,27 +53,34 @@ export function sentRequestDigest(params: SendMessageRequest): string {
   return requestDigest(SendMessageRequest.toJSON(params) as Record<string, unknown>);
 }
 
-export function envelopeBody(
+/** What the envelope signs of `task` as it ends with `status`; large artifacts are hashed off the event loop. */
+export async function envelopeBody(
   task: Task,
   status: TaskStatus,
   requestDigestValue: string | null,
   executor: Readonly<Record<string, unknown>>,
   capabilities: Readonly<Record<string, boolean>> | null,
-): EnvelopeBody {
+): Promise<EnvelopeBody> {
   const statusWire = TaskStatus.toJSON(status) as Record<string, unknown>;
   return {
     taskId: task.id,
     contextId: task.contextId,
     state: String(statusWire.state),
     requestDigest: requestDigestValue,
-    artifacts: task.artifacts.map((a) => {
-      const wire = Artifact.toJSON(a) as { artifactId: string; name?: string; parts?: unknown[] };
-      return {
-        artifactId: a.artifactId,
-        name: a.name,
-        digest: fastArtifactDigest({ artifactId: wire.artifactId, name: wire.name ?? '', parts: wire.parts ?? [] }),
-      };
-    }),
+    artifacts: await Promise.all(
+      task.artifacts.map(async (a) => {
+        const wire = Artifact.toJSON(a) as { artifactId: string; name?: string; parts?: unknown[] };
+        return {
+          artifactId: a.artifactId,
+          name: a.name,
+          digest: await artifactDigestOffLoop({
+            artifactId: wire.artifactId,
+            name: wire.name ?? '',
+            parts: wire.parts ?? [],
+          }),
+        };
+      }),
+    ),
     resultDigest: resultDigest(statusWire),
     executor,
     capabilities,
@@ -94,7 +123,7 @@ export async function signStatusEvent(
   if (!ctx.signEnvelope || p?.$case !== 'statusUpdate' || !p.value.status) return event;
   try {
     const envelope = await ctx.signEnvelope(
-      envelopeBody(task, p.value.status, requestDigestValue, executor, capabilities),
+      await envelopeBody(task, p.value.status, requestDigestValue, executor, capabilities),
     );
     p.value.metadata = { ...(p.value.metadata ?? {}), [META.envelope]: envelope };
   } catch (e) {

@@ -370,15 +370,23 @@ export function resultDigest(status: Readonly<Record<string, unknown>>): string 
 /** Signs the claims as a compact JWS (EdDSA, kid, typ `baton-result+jws`) over their RFC 8785 form. */
 export function signResultEnvelope(claims: Readonly<Record<string, unknown>>, key: SigningKey): Promise<string> {
   // The compact JWS jose's CompactSign makes (Ed25519 signatures are deterministic: the same bytes),
-  // signed with node:crypto at once: a gateway signs every finished task, and jose's path through
-  // WebCrypto costs about three times as much CPU on the event loop.
-  const header = Buffer.from(JSON.stringify({ alg: 'EdDSA', kid: key.kid, typ: ENVELOPE_TYP })).toString('base64url');
-  const input = `${header}.${Buffer.from(canonicalize(claims), 'utf8').toString('base64url')}`;
-  try {
-    return Promise.resolve(`${input}.${signBytes(null, Buffer.from(input), keyObjectOf(key)).toString('base64url')}`);
-  } catch (e) {
-    return Promise.reject(e instanceof Error ? e : new Error(String(e)));
-  }
+  // signed with node:crypto: a gateway signs every finished task, and jose's path through WebCrypto
+  // costs about three times as much CPU on the event loop. With a callback, node:crypto signs on libuv's
+  // thread pool, so a burst of tasks ending at once does not hold up the events being relayed.
+  return new Promise((resolve, reject) => {
+    try {
+      const header = Buffer.from(JSON.stringify({ alg: 'EdDSA', kid: key.kid, typ: ENVELOPE_TYP })).toString(
+        'base64url',
+      );
+      const input = `${header}.${Buffer.from(canonicalize(claims), 'utf8').toString('base64url')}`;
+      signBytes(null, Buffer.from(input), keyObjectOf(key), (err, signature) => {
+        if (err) reject(err);
+        else resolve(`${input}.${signature.toString('base64url')}`);
+      });
+    } catch (e) {
+      reject(e instanceof Error ? e : new Error(String(e)));
+    }
+  });
 }
 
 const keyObjects = new WeakMap<SigningKey, KeyObject>();

@@ -160,7 +160,7 @@ class TamperingHandler implements A2ARequestHandler {
 
   private async settle(p: Played, t: Tamper): Promise<void> {
     const signedTask = t.signedTask ? t.signedTask(p) : p.task;
-    const body = envelopeBody(
+    const body = await envelopeBody(
       signedTask,
       signedTask.status ??
         p.task.status ?? { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },

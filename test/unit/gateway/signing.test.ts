@@ -94,4 +94,16 @@ describe('gateway: artifact digest', () => {
     ];
     for (const c of cases) assert.equal(fastArtifactDigest(c), artifactDigest(c));
   });
+
+  it('is the same hashed off the event loop, for small artifacts and for patches above the hand-off size', async () => {
+    const { artifactDigest } = await import('../../../src/node/signing');
+    const { artifactDigestOffLoop, HASH_OFF_LOOP_CHARS } = await import('../../../src/gateway/resultEnvelope');
+    const big = `diff --git a/x b/x\n${'+é😀 line\n'.repeat(HASH_OFF_LOOP_CHARS / 4)}`;
+    const cases = [
+      { artifactId: 'small', parts: [{ text: 'diff --git a/x b/x\n' }] },
+      { artifactId: 'big', name: 'changes.patch', parts: [{ text: big, mediaType: 'text/x-diff' }] },
+      { artifactId: 'edge', parts: [{ text: 'x'.repeat(HASH_OFF_LOOP_CHARS) }] },
+    ];
+    for (const c of cases) assert.equal(await artifactDigestOffLoop(c), artifactDigest(c));
+  });
 });
