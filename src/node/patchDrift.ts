@@ -5,8 +5,10 @@
  * META.uncommittedDigest); at review `detectDrift` says which files under the patch changed since.
  */
 import { createHash } from 'node:crypto';
+import { join } from 'node:path';
 import type { RepositoryContext } from '../core/delegation/context';
 import { runGit } from './git';
+import { lfsPointersOf, matchesLfsPointer } from './lfsPointer';
 import { currentDigest } from './patchSnapshot';
 
 export interface WorkingState {
@@ -42,8 +44,40 @@ async function uncommittedPaths(root: string, paths?: readonly string[]): Promis
   if (paths) args.push('--', ...paths);
   const out = (await runGit(args, { cwd: root, env: LITERAL, noFilterDrivers: true })).stdout.toString('utf8');
   const result: string[] = [];
-  for (const entry of out.split('\0')) if (entry.length > 3) result.push(entry.slice(3));
-  return result;
+  const worktreeOnly: string[] = [];
+  for (const entry of out.split('\0'))
+    if (entry.length > 3) {
+      result.push(entry.slice(3));
+      if (entry.startsWith(' M')) worktreeOnly.push(entry.slice(3));
+    }
+  const unchanged = await lfsObjectsAsStaged(root, worktreeOnly);
+  return unchanged.size ? result.filter((p) => !unchanged.has(p)) : result;
+}
+
+/**
+ * Of `paths` (modified in the working tree only), those whose index entry is a Git LFS pointer and whose
+ * file is the object it names: unchanged, as git with git-lfs's clean filter would say (src/node/lfsPointer.ts).
+ */
+async function lfsObjectsAsStaged(root: string, paths: readonly string[]): Promise<Set<string>> {
+  const same = new Set<string>();
+  if (!paths.length) return same;
+  const staged = (await runGit(['ls-files', '-s', '-z', '--', ...paths], { cwd: root, env: LITERAL })).stdout
+    .toString('utf8')
+    .split('\0')
+    .flatMap((line) => {
+      const tab = line.indexOf('\t');
+      const [mode, blob] = line.slice(0, tab).split(' ');
+      return tab > 0 && mode === '100644' ? [{ blob, path: line.slice(tab + 1) }] : [];
+    });
+  const pointers = await lfsPointersOf(
+    staged.map((e) => e.blob),
+    { cwd: root },
+  );
+  for (const e of staged) {
+    const pointer = pointers.get(e.blob);
+    if (pointer && (await matchesLfsPointer(join(root, e.path), pointer))) same.add(e.path);
+  }
+  return same;
 }
 
 /** Records the state a delegation starts from (see module comment). */

@@ -37,6 +37,7 @@ import {
 import { homedir, hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { configText, GitError, git, runGit } from '../../node/git';
+import { lfsPointersOf, matchesLfsPointer } from '../../node/lfsPointer';
 import { cwdInside, isAlive, processStartTime, selfStartTime } from './procfs';
 import { defaultWorkspaceRoot } from './workspaceRoot';
 
@@ -269,20 +270,37 @@ export class WorkspaceManager {
     const [cloned, tree] = await Promise.allSettled([cloneDone, treeDone]);
     if (cloned.status === 'rejected') throw cloned.reason;
     if (tree.status === 'rejected') throw tree.reason;
-    const treeA = tree.value;
+    const privateGit = { cwd: base.privateDir, env: { GIT_DIR: base.gitDir } };
+    const diffFromHead = async (tree: string): Promise<string[]> =>
+      (
+        await runGit(
+          ['diff-tree', '-r', '-z', '--no-renames', '--raw', repo.head ?? EMPTY_TREE[repo.objectFormat], tree],
+          privateGit,
+        )
+      ).stdout
+        .toString('utf8')
+        .split('\0');
+    let treeA = tree.value;
+    let fields = await diffFromHead(treeA);
+    // A Git LFS object in the working tree where HEAD has its pointer (git-lfs installed, the file's stat
+    // data out of date in the index) is not a change of the user's: the copy keeps the pointer, as for
+    // every other LFS file, and tree A records it.
+    const asCommitted = await lfsObjectsAsCommitted(fields, repo.top, privateGit);
+    if (asCommitted.length) {
+      await runGit(['update-index', '-z', '--index-info'], {
+        ...privateGit,
+        env: { ...privateGit.env, GIT_INDEX_FILE: indexA },
+        input: asCommitted.map((e) => `100644 ${e.blob}\t${e.path}\0`).join(''),
+      });
+      treeA = await git(['write-tree'], { ...privateGit, env: { ...privateGit.env, GIT_INDEX_FILE: indexA } });
+      fields = await diffFromHead(treeA);
+    }
 
     // Bring the caller's uncommitted state into the folder: exactly the entries where tree A
     // differs from HEAD, written from tree A's blobs so the folder and tree A agree byte for byte.
     const toWrite: string[] = [];
     const toDelete: string[] = [];
     const skippedLinks: string[] = [];
-    const raw = (
-      await runGit(
-        ['diff-tree', '-r', '-z', '--no-renames', '--raw', repo.head ?? EMPTY_TREE[repo.objectFormat], treeA],
-        { cwd: base.privateDir, env: { GIT_DIR: base.gitDir } },
-      )
-    ).stdout.toString('utf8');
-    const fields = raw.split('\0');
     for (let i = 0; i + 1 < fields.length; i += 2) {
       const meta = fields[i].split(' ');
       const path = fields[i + 1];
@@ -622,6 +640,35 @@ interface LineEndingSettings {
  * get other line endings than the user's checkout, and the user's CRLF files would hash as changed.
  * These are data (no program is named), read from the caller's repository, never from the copy.
  */
+/**
+ * Entries of a raw `diff-tree -z` (HEAD to tree A) where HEAD has a Git LFS pointer and the user's file
+ * is the object it names (src/node/lfsPointer.ts), with HEAD's blob: what git with git-lfs's clean
+ * filter would call unchanged.
+ */
+async function lfsObjectsAsCommitted(
+  fields: readonly string[],
+  top: string,
+  privateGit: { readonly cwd: string; readonly env: Readonly<Record<string, string>> },
+): Promise<{ readonly path: string; readonly blob: string }[]> {
+  const modified: { path: string; blob: string }[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const [oldMode, newMode, oldBlob, , status] = fields[i].split(' ');
+    if (status === 'M' && oldMode === ':100644' && newMode === '100644')
+      modified.push({ path: fields[i + 1], blob: oldBlob });
+  }
+  if (!modified.length) return [];
+  const pointers = await lfsPointersOf(
+    modified.map((m) => m.blob),
+    privateGit,
+  );
+  const same: { path: string; blob: string }[] = [];
+  for (const m of modified) {
+    const pointer = pointers.get(m.blob);
+    if (pointer && (await matchesLfsPointer(join(top, m.path), pointer))) same.push(m);
+  }
+  return same;
+}
+
 async function lineEndingSettings(repo: RepositoryInfo): Promise<LineEndingSettings> {
   const listed = await runGit(['config', '-z', '--get-regexp', '^core\\.(autocrlf|eol)$'], {
     cwd: repo.top,

@@ -865,3 +865,93 @@ describe('size', () => {
     assert.ok(patch.length < 2000, String(patch.length));
   });
 });
+
+const gitLfs = ((): boolean => {
+  try {
+    execFileSync('git', ['lfs', 'version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+describe('Git LFS with git-lfs installed', { skip: !gitLfs && 'git-lfs is not installed (Debian: git-lfs)' }, () => {
+  /** A repository set up as `git lfs install` and `git lfs track` set one up, its object committed through git-lfs. */
+  function lfsRepo(): { u: User; repo: string; object: Buffer; pointer: string } {
+    const u = user('');
+    const repo = join(u.dir, 'repo');
+    mkdirSync(repo);
+    ugit(u, repo, 'init', '-q');
+    ugit(u, repo, 'lfs', 'install', '--skip-repo');
+    ugit(u, repo, 'lfs', 'track', '*.bin');
+    const object = Buffer.from(Array.from({ length: 5000 }, (_, i) => (i * 7) % 251));
+    put(repo, 'big.bin', object);
+    put(repo, 'a.txt', lines(3));
+    ugit(u, repo, 'add', '-A');
+    ugit(u, repo, '-c', 'commit.gpgSign=false', 'commit', '-q', '-m', 'initial');
+    settle(u, repo);
+    const pointer = ugit(u, repo, 'cat-file', 'blob', 'HEAD:big.bin') + '\n';
+    assert.match(pointer, /^version https:\/\/git-lfs/, 'git-lfs stored a pointer');
+    assert.deepEqual(readFileSync(join(repo, 'big.bin')), object, 'the user has the object');
+    return { u, repo, object, pointer };
+  }
+
+  /** The file's bytes unchanged, its stat data no longer the index's (a touch, a tool that rewrites it). */
+  const touch = (file: string): void => utimesSync(file, new Date(), new Date(Date.now() + 5_000));
+
+  it('an object whose stat data is out of date is no uncommitted change: the copy has its pointer, and the patch round-trips', async () => {
+    const { u, repo, object, pointer } = lfsRepo();
+    touch(join(repo, 'big.bin'));
+    const { ws } = await roundTrip(u, repo, (d) => put(d, 'a.txt', lines(3).replace('line 2', 'LINE 2')), {
+      copyDiffers: (copy, mine) => {
+        const hash = createHash('sha256').update(pointer).digest('hex').slice(0, 16);
+        assert.equal(copy.get('big.bin'), `file - ${hash} ${JSON.stringify(pointer.slice(0, 60))}`, 'the pointer');
+        copy.delete('big.bin');
+        mine.delete('big.bin');
+        sameTree(copy, mine, 'the rest of the copy is the user’s tree');
+      },
+      skip: (rel) => rel === 'big.bin',
+    });
+    assert.doesNotMatch(ws.notes.join('\n'), /uncommitted change/);
+    assert.match(ws.notes.join('\n'), /Git LFS are pointer files/);
+    assert.deepEqual(readFileSync(join(repo, 'big.bin')), object, 'the user’s object is untouched');
+    assert.equal(ugit(u, repo, 'status', '--porcelain'), 'M a.txt', 'the user’s git sees the agent’s change only');
+  });
+
+  it('a changed object is an uncommitted change: the copy has the user’s new content', async () => {
+    const { u, repo } = lfsRepo();
+    const changed = Buffer.from('new object content\n');
+    put(repo, 'big.bin', changed);
+    const ws = await u.manager.prepare({ taskId: `t${++n}`, repoPath: repo });
+    try {
+      assert.deepEqual(readFileSync(join(ws.dir, 'big.bin')), changed);
+      assert.match(ws.notes.join('\n'), /1 uncommitted change/);
+    } finally {
+      await u.manager.remove(ws);
+    }
+  });
+
+  it('the review’s drift report: a touched object is no change, a rewritten one is', async () => {
+    const { u, repo } = lfsRepo();
+    const base = await captureWorkingState(repo);
+    assert.deepEqual(base.files, {});
+    touch(join(repo, 'big.bin'));
+    const patch = (await roundTripPatch(u, repo)).patch;
+    const touched = await review(u, repo, patch, base);
+    assert.equal(touched.drift?.uncommittedChanged, false, JSON.stringify(touched.drift));
+    put(repo, 'big.bin', Buffer.from('rewritten\n'));
+    const rewritten = await review(u, repo, patch, base);
+    assert.equal(rewritten.drift?.uncommittedChanged, true, JSON.stringify(rewritten.drift));
+  });
+});
+
+/** A copy of `repo`, one line of a.txt changed by the agent, and its patch (nothing applied). */
+async function roundTripPatch(u: User, repo: string): Promise<{ patch: string }> {
+  const ws = await u.manager.prepare({ taskId: `t${++n}`, repoPath: repo });
+  try {
+    put(ws.dir, 'a.txt', 'agent\n');
+    return { patch: (await u.manager.changes(ws)).patch };
+  } finally {
+    await u.manager.remove(ws);
+  }
+}
