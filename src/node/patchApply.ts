@@ -38,6 +38,8 @@ import { classifyPatch, defaultSelection } from '../core/patch/patchRisk';
 import type { AppliedParts, SelectedFile, SubPatch } from '../core/patch/subPatch';
 import { buildSubPatch, NOTHING_APPLIED } from '../core/patch/subPatch';
 import { git, runGit, spawnGit } from './git';
+import { lfsPointersOf, matchesLfsPointer } from './lfsPointer';
+import type { LfsPointer } from './lfsPointer';
 import type { DriftBase, DriftReport } from './patchDrift';
 import { detectDrift, repositoryTopLevel } from './patchDrift';
 import { planPlain } from './patchPlain';
@@ -487,6 +489,7 @@ export async function prepareReview(opts: PrepareReviewOptions): Promise<PatchRe
   } else {
     check = plainCheck(target.root, patch);
   }
+  if (target.kind === 'git' && !check.ok) check = await explainLfsPointerEdits(target.root, patch.files, check);
   const risks = classifyPatch(patch, { readText: readTextIn(target.root) });
   if (target.kind === 'git' && risks.refusedFiles.size > 0 && !check.ok) {
     // Git stops at some refused items (an invalid path is fatal to it): check what is offered on its own.
@@ -523,6 +526,47 @@ export async function prepareReview(opts: PrepareReviewOptions): Promise<PatchRe
     };
   }
   return { target, source, patch, risks, check, drift };
+}
+
+/**
+ * A file the check refused whose patch starts from a Git LFS pointer while the user's checkout has the
+ * object that pointer names: the agent's copy held the pointer (docs/security.md), and the agent
+ * changed it. Git only says the file "does not match"; this says why and what to do instead.
+ */
+async function explainLfsPointerEdits(
+  root: string,
+  files: readonly PatchFile[],
+  check: PatchCheck,
+): Promise<PatchCheck> {
+  const failed = new Map(check.files.filter((f) => !f.ok).map((f) => [f.fileId, f]));
+  const candidates = files.filter((f) => failed.has(f.id) && f.oldBlob && f.oldPath && f.oldMode !== '120000');
+  if (!candidates.length) return check;
+  let pointers: Map<string, LfsPointer>;
+  try {
+    pointers = await lfsPointersOf(
+      candidates.map((f) => f.oldBlob ?? ''),
+      { cwd: root },
+    );
+  } catch {
+    return check; // an abbreviated id git cannot resolve: git's own words stand
+  }
+  const explained = new Map<string, string>();
+  for (const f of candidates) {
+    const pointer = pointers.get(f.oldBlob ?? '');
+    if (pointer && f.oldPath && (await matchesLfsPointer(join(root, f.oldPath), pointer)))
+      explained.set(
+        f.id,
+        `${f.oldPath} is tracked by Git LFS: the agent's copy has its pointer file, not the file you have checked out, and the agent changed the pointer file, so the change cannot be applied to your file. Leave this file out, or make the change yourself.`,
+      );
+  }
+  if (!explained.size) return check;
+  return {
+    ...check,
+    files: check.files.map((f) => {
+      const why = explained.get(f.fileId);
+      return why === undefined ? f : { ...f, errors: [why, ...f.errors] };
+    }),
+  };
 }
 
 interface RecordParts {

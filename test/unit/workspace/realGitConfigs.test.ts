@@ -931,6 +931,31 @@ describe('Git LFS with git-lfs installed', { skip: !gitLfs && 'git-lfs is not in
     }
   });
 
+  it('an agent that changed a pointer file: the review says the file is tracked by Git LFS and what to do, and the rest applies', async () => {
+    const { u, repo, object } = lfsRepo();
+    const ws = await u.manager.prepare({ taskId: `t${++n}`, repoPath: repo });
+    let patch: string;
+    try {
+      put(ws.dir, 'big.bin', Buffer.from([0, 1, 2, 3, 0, 9]));
+      put(ws.dir, 'a.txt', 'agent\n');
+      patch = (await u.manager.changes(ws)).patch;
+    } finally {
+      await u.manager.remove(ws);
+    }
+    const r = await review(u, repo, patch);
+    const big = r.check.files.find((f) => f.path === 'big.bin');
+    assert.equal(big?.ok, false);
+    assert.match(
+      big?.errors[0] ?? '',
+      /big\.bin is tracked by Git LFS: the agent's copy has its pointer file.*Leave this file out/,
+    );
+    assert.equal(r.check.files.find((f) => f.path === 'a.txt')?.ok, true);
+    const outcome = await applyReviewed(r, { selection: { files: ['a.txt'] } });
+    assert.equal(outcome.kind, 'applied', JSON.stringify(outcome));
+    assert.equal(readFileSync(join(repo, 'a.txt'), 'utf8'), 'agent\n');
+    assert.deepEqual(readFileSync(join(repo, 'big.bin')), object);
+  });
+
   it('the review’s drift report: a touched object is no change, a rewritten one is', async () => {
     const { u, repo } = lfsRepo();
     const base = await captureWorkingState(repo);
