@@ -61,13 +61,17 @@ async function uncommittedPaths(root: string, paths?: readonly string[]): Promis
 async function lfsObjectsAsStaged(root: string, paths: readonly string[]): Promise<Set<string>> {
   const same = new Set<string>();
   if (!paths.length) return same;
-  const staged = (await runGit(['ls-files', '-s', '-z', '--', ...paths], { cwd: root, env: LITERAL })).stdout
+  // Many paths (every LFS file racily clean after a clone) would not fit on a command line: list the index.
+  const wanted = new Set(paths);
+  const args = paths.length > 500 ? ['ls-files', '-s', '-z'] : ['ls-files', '-s', '-z', '--', ...paths];
+  const staged = (await runGit(args, { cwd: root, env: LITERAL })).stdout
     .toString('utf8')
     .split('\0')
     .flatMap((line) => {
       const tab = line.indexOf('\t');
       const [mode, blob] = line.slice(0, tab).split(' ');
-      return tab > 0 && mode === '100644' ? [{ blob, path: line.slice(tab + 1) }] : [];
+      const path = line.slice(tab + 1);
+      return tab > 0 && mode === '100644' && wanted.has(path) ? [{ blob, path }] : [];
     });
   const pointers = await lfsPointersOf(
     staged.map((e) => e.blob),

@@ -970,6 +970,31 @@ describe('Git LFS with git-lfs installed', { skip: !gitLfs && 'git-lfs is not in
   });
 });
 
+describe(
+  'Git LFS with git-lfs installed, many objects',
+  { skip: !gitLfs && 'git-lfs is not installed (Debian: git-lfs)' },
+  () => {
+    it('600 touched objects are no uncommitted change at the start of a delegation', async () => {
+      const u = user('');
+      const repo = join(u.dir, 'repo');
+      mkdirSync(repo);
+      ugit(u, repo, 'init', '-q');
+      ugit(u, repo, 'lfs', 'install', '--skip-repo');
+      ugit(u, repo, 'lfs', 'track', '*.bin');
+      for (let i = 0; i < 600; i++) put(repo, `assets/o${i}.bin`, Buffer.from(`object ${i}\n`));
+      put(repo, 'a.txt', 'a\n');
+      ugit(u, repo, 'add', '-A');
+      ugit(u, repo, '-c', 'commit.gpgSign=false', 'commit', '-q', '-m', 'initial');
+      settle(u, repo);
+      const later = new Date(Date.now() + 5_000);
+      for (let i = 0; i < 600; i++) utimesSync(join(repo, `assets/o${i}.bin`), later, later);
+      put(repo, 'a.txt', 'changed\n');
+      const state = await captureWorkingState(repo);
+      assert.deepEqual(Object.keys(state.files), ['a.txt']);
+    });
+  },
+);
+
 /** A copy of `repo`, one line of a.txt changed by the agent, and its patch (nothing applied). */
 async function roundTripPatch(u: User, repo: string): Promise<{ patch: string }> {
   const ws = await u.manager.prepare({ taskId: `t${++n}`, repoPath: repo });
