@@ -875,21 +875,26 @@ const gitLfs = ((): boolean => {
   }
 })();
 
+/** A repository of a user who ran `git lfs install`, `*.bin` tracked (`git lfs track`), `files` committed through git-lfs. */
+function lfsTracked(files: Record<string, string | Buffer>): { u: User; repo: string } {
+  const u = user('');
+  const repo = join(u.dir, 'repo');
+  mkdirSync(repo);
+  ugit(u, repo, 'init', '-q');
+  ugit(u, repo, 'lfs', 'install', '--skip-repo');
+  ugit(u, repo, 'lfs', 'track', '*.bin');
+  for (const [p, c] of Object.entries(files)) put(repo, p, c);
+  ugit(u, repo, 'add', '-A');
+  ugit(u, repo, '-c', 'commit.gpgSign=false', 'commit', '-q', '-m', 'initial');
+  settle(u, repo);
+  return { u, repo };
+}
+
 describe('Git LFS with git-lfs installed', { skip: !gitLfs && 'git-lfs is not installed (Debian: git-lfs)' }, () => {
   /** A repository set up as `git lfs install` and `git lfs track` set one up, its object committed through git-lfs. */
   function lfsRepo(): { u: User; repo: string; object: Buffer; pointer: string } {
-    const u = user('');
-    const repo = join(u.dir, 'repo');
-    mkdirSync(repo);
-    ugit(u, repo, 'init', '-q');
-    ugit(u, repo, 'lfs', 'install', '--skip-repo');
-    ugit(u, repo, 'lfs', 'track', '*.bin');
     const object = Buffer.from(Array.from({ length: 5000 }, (_, i) => (i * 7) % 251));
-    put(repo, 'big.bin', object);
-    put(repo, 'a.txt', lines(3));
-    ugit(u, repo, 'add', '-A');
-    ugit(u, repo, '-c', 'commit.gpgSign=false', 'commit', '-q', '-m', 'initial');
-    settle(u, repo);
+    const { u, repo } = lfsTracked({ 'big.bin': object, 'a.txt': lines(3) });
     const pointer = ugit(u, repo, 'cat-file', 'blob', 'HEAD:big.bin') + '\n';
     assert.match(pointer, /^version https:\/\/git-lfs/, 'git-lfs stored a pointer');
     assert.deepEqual(readFileSync(join(repo, 'big.bin')), object, 'the user has the object');
@@ -975,17 +980,10 @@ describe(
   { skip: !gitLfs && 'git-lfs is not installed (Debian: git-lfs)' },
   () => {
     it('600 touched objects are no uncommitted change at the start of a delegation', async () => {
-      const u = user('');
-      const repo = join(u.dir, 'repo');
-      mkdirSync(repo);
-      ugit(u, repo, 'init', '-q');
-      ugit(u, repo, 'lfs', 'install', '--skip-repo');
-      ugit(u, repo, 'lfs', 'track', '*.bin');
-      for (let i = 0; i < 600; i++) put(repo, `assets/o${i}.bin`, Buffer.from(`object ${i}\n`));
-      put(repo, 'a.txt', 'a\n');
-      ugit(u, repo, 'add', '-A');
-      ugit(u, repo, '-c', 'commit.gpgSign=false', 'commit', '-q', '-m', 'initial');
-      settle(u, repo);
+      const objects = Object.fromEntries(
+        Array.from({ length: 600 }, (_, i) => [`assets/o${i}.bin`, Buffer.from(`object ${i}\n`)]),
+      );
+      const { repo } = lfsTracked({ ...objects, 'a.txt': 'a\n' });
       const later = new Date(Date.now() + 5_000);
       for (let i = 0; i < 600; i++) utimesSync(join(repo, `assets/o${i}.bin`), later, later);
       put(repo, 'a.txt', 'changed\n');
