@@ -1003,3 +1003,53 @@ async function roundTripPatch(u: User, repo: string): Promise<{ patch: string }>
     await u.manager.remove(ws);
   }
 }
+
+describe('repository formats and index settings', () => {
+  const settings: readonly (readonly [string, (u: User, repo: string) => void, (u: User, repo: string) => void])[] = [
+    [
+      'a SHA-256 repository (git init --object-format=sha256)',
+      () => undefined,
+      (u, repo) => assert.equal(ugit(u, repo, 'rev-parse', '--show-object-format'), 'sha256'),
+    ],
+    [
+      'feature.manyFiles (index version 4, untracked cache)',
+      (u, repo) => ugit(u, repo, 'config', 'feature.manyFiles', 'true'),
+      (_u, repo) => assert.equal(readFileSync(join(repo, '.git', 'index')).readUInt32BE(4), 4, 'index version 4'),
+    ],
+    [
+      'core.splitIndex (a shared index beside the index)',
+      (u, repo) => ugit(u, repo, 'config', 'core.splitIndex', 'true'),
+      (_u, repo) =>
+        assert.ok(
+          readdirSync(join(repo, '.git')).some((f) => f.startsWith('sharedindex.')),
+          'the index is split',
+        ),
+    ],
+  ];
+  for (const [what, setup, holds] of settings)
+    it(`${what}: staged, unstaged and untracked work is copied, and the patch round-trips`, async () => {
+      const u = user('');
+      const repo = join(u.dir, 'repo');
+      mkdirSync(repo);
+      ugit(u, repo, 'init', '-q', ...(what.includes('SHA-256') ? ['--object-format=sha256'] : []));
+      setup(u, repo);
+      put(repo, 'a.txt', lines(5));
+      put(repo, 'dir/b.txt', 'b\n');
+      put(repo, 'c.txt', 'c\n');
+      ugit(u, repo, 'add', '-A');
+      ugit(u, repo, '-c', 'commit.gpgSign=false', 'commit', '-q', '-m', 'initial');
+      put(repo, 'a.txt', lines(5).replace('line 1', 'user 1'));
+      put(repo, 'dir/b.txt', 'staged\n');
+      ugit(u, repo, 'add', 'dir/b.txt');
+      put(repo, 'untracked.txt', 'u\n');
+      settle(u, repo);
+      holds(u, repo);
+      const { ws } = await roundTrip(u, repo, (d) => {
+        put(d, 'c.txt', 'agent\n');
+        put(d, 'a.txt', lines(5).replace('line 1', 'user 1').replace('line 4', 'agent 4'));
+        put(d, 'new.txt', 'new\n');
+      });
+      assert.match(ws.notes.join('\n'), /3 uncommitted change/);
+      assert.equal(ugit(u, repo, 'diff', '--cached', '--name-only'), 'dir/b.txt', 'what the user staged stays staged');
+    });
+});
