@@ -32,6 +32,10 @@
  *   helpers, `diff.*`, `filter.*`, `merge.*`, aliases and `include`s (their entries are listed
  *   already expanded).
  *
+ * Conditional includes (`includeIf "gitdir:…"` and the like) apply only inside a repository they match,
+ * so outside any repository the listing has none of their settings. When the system or global config
+ * has one, the kept settings of a call are listed again in its folder (`keptFileAt`).
+ *
  * The same setup checks `git --version` (Baton needs 2.32: `rev-parse --path-format=absolute`,
  * `GIT_CONFIG_GLOBAL`) and fails every call with an error that says what to do when git is missing
  * or older.
@@ -221,6 +225,22 @@ interface GitSetup {
   readonly watched: readonly string[];
   /** Their state when they were read (`fileStamp`). */
   readonly stamp: string;
+  /** The user's env the listing ran with (`userConfigEnv`, C locale, no prompts). */
+  readonly env: NodeJS.ProcessEnv;
+  /**
+   * The system or global config has conditional includes (`includeIf "gitdir:…"`, `"onbranch:…"`,
+   * `"hasconfig:…"`): outside any repository none of them applies, so the kept settings of a call are
+   * listed again where it runs (`keptFileAt`).
+   */
+  readonly conditional: boolean;
+  /** Per folder a call ran in: the kept settings there, while their files are unchanged (`conditional` only). */
+  readonly at: Map<string, { readonly made: Promise<KeptFile>; stamp?: string; watched?: readonly string[] }>;
+}
+
+/** Kept settings as config text, and the file that holds them. */
+interface KeptFile {
+  readonly text: string;
+  readonly file: string;
 }
 
 interface CachedSetup {
@@ -336,7 +356,69 @@ async function prepareSetup(userEnv: UserConfigEnv): Promise<GitSetup> {
   writeFileSync(globalConfig, text, { mode: 0o600 });
   const origins = configOrigins(listing.stdout).map((f) => resolve(dir, f));
   const more = [...new Set(origins)].filter((f) => !candidates.includes(f));
-  return { dir, text, globalConfig, watched: [...candidates, ...more], stamp: `${before}|${fileStamp(more)}` };
+  return {
+    dir,
+    text,
+    globalConfig,
+    watched: [...candidates, ...more],
+    stamp: `${before}|${fileStamp(more)}`,
+    env,
+    conditional: hasConditionalIncludes(listing.stdout),
+    at: new Map(),
+  };
+}
+
+/** True when a system or global config file has an `includeIf` section (listed as `includeif.<condition>.path`). */
+export function hasConditionalIncludes(listing: string): boolean {
+  return listedEntries(listing).some(
+    (e) => (e.scope === 'system' || e.scope === 'global') && e.key.startsWith('includeif.'),
+  );
+}
+
+/** Folders whose kept settings are remembered (`GitSetup.at`); the oldest is listed again when needed. */
+const KEPT_AT_MAX = 64;
+
+/**
+ * The kept settings for a call in `cwd`, when the user's config has conditional includes: listed in
+ * `cwd` with the user's config, so an `includeIf "gitdir:~/work/"` that sets `core.autocrlf` for the
+ * repositories under ~/work counts for them as it does for the user's git. Only the system and global
+ * scopes are kept, as outside (what the repository's own config includes stays its own). A listing that
+ * fails there (a repository git refuses) falls back to the settings listed outside any repository.
+ */
+function keptFileAt(setup: GitSetup, cwd: string): Promise<KeptFile> {
+  const base: KeptFile = { text: setup.text, file: setup.globalConfig };
+  if (!setup.conditional) return Promise.resolve(base);
+  const key = resolve(cwd);
+  const cached = setup.at.get(key);
+  if (cached && cached.watched && cached.stamp === fileStamp(cached.watched)) return cached.made;
+  setup.at.delete(key);
+  if (setup.at.size >= KEPT_AT_MAX) setup.at.delete(setup.at.keys().next().value ?? '');
+  const list = async (): Promise<KeptFile> => {
+    const watched = setup.watched;
+    const before = fileStamp(watched);
+    const listing = await execText(
+      ['config', '--list', '--show-scope', '--show-origin', '-z', '--includes'],
+      setup.env,
+      key,
+    );
+    if (listing.error) {
+      entry.watched = watched;
+      entry.stamp = before;
+      return base;
+    }
+    const origins = [...new Set(configOrigins(listing.stdout).map((f) => resolve(key, f)))];
+    const more = origins.filter((f) => !watched.includes(f));
+    entry.watched = [...watched, ...more];
+    entry.stamp = `${before}|${fileStamp(more)}`;
+    const text = configText(keptEntries(listing.stdout));
+    if (text === setup.text) return base;
+    const file = join(setup.dir, `config-at-${createHash('sha256').update(text).digest('hex').slice(0, 16)}`);
+    if (!existsSync(file)) writeFileSync(file, text, { mode: 0o600 });
+    return { text, file };
+  };
+  const entry: { made: Promise<KeptFile>; stamp?: string; watched?: readonly string[] } = { made: list() };
+  setup.at.set(key, entry);
+  return entry.made;
 }
 
 function privateDir(): string {
@@ -407,22 +489,27 @@ export function configText(entries: readonly { key: string; value: string | unde
 
 const CONFIG_ESCAPES: Record<string, string> = { '\\': '\\\\', '"': '\\"', '\n': '\\n', '\t': '\\t' };
 
-/** The environment for one git call: hardened, with the kept settings as the global config. */
+/** The environment for one git call in `cwd`: hardened, with the kept settings as the global config. */
 async function gitEnv(
+  cwd: string,
   extra?: Readonly<Record<string, string>>,
   safeDirectories?: readonly string[],
 ): Promise<NodeJS.ProcessEnv> {
   const setup = await gitSetup(extra);
-  return hardenedEnv(extra, safeDirectories?.length ? withSafe(setup, safeDirectories) : setup.globalConfig);
+  const kept = await keptFileAt(setup, cwd);
+  return hardenedEnv(extra, safeDirectories?.length ? withSafe(setup, kept, safeDirectories) : kept.file);
 }
 
 /** The kept settings plus more `safe.directory` entries, in a file of their own (written once). */
-function withSafe(setup: GitSetup, dirs: readonly string[]): string {
-  const name = createHash('sha256').update(JSON.stringify(dirs)).digest('hex').slice(0, 16);
+function withSafe(setup: GitSetup, kept: KeptFile, dirs: readonly string[]): string {
+  const name = createHash('sha256')
+    .update(JSON.stringify([kept.file, dirs]))
+    .digest('hex')
+    .slice(0, 16);
   const file = join(setup.dir, `config-${name}`);
   if (!existsSync(file)) {
     const more = configText(dirs.map((value) => ({ key: 'safe.directory', value })));
-    writeFileSync(file, setup.text + more, { mode: 0o600 });
+    writeFileSync(file, kept.text + more, { mode: 0o600 });
   }
   return file;
 }
@@ -464,7 +551,7 @@ async function fullArgs(args: readonly string[], opts: GitOptions): Promise<stri
 /** Runs git with hardening; rejects with a GitError (naming the command and git's message) on failure. */
 export async function runGit(args: readonly string[], opts: GitOptions): Promise<GitResult> {
   const full = await fullArgs(args, opts);
-  const env = await gitEnv(opts.env, opts.safeDirectories);
+  const env = await gitEnv(opts.cwd, opts.env, opts.safeDirectories);
   return new Promise((resolve, reject) => {
     const child = execFile(
       'git',
@@ -507,7 +594,7 @@ export async function spawnGit(
   args: readonly string[],
   opts: Omit<GitOptions, 'input' | 'maxBuffer'>,
 ): Promise<ChildProcessWithoutNullStreams> {
-  const env = await gitEnv(opts.env, opts.safeDirectories);
+  const env = await gitEnv(opts.cwd, opts.env, opts.safeDirectories);
   return spawn('git', await fullArgs(args, opts), {
     cwd: opts.cwd,
     env,

@@ -1053,3 +1053,60 @@ describe('repository formats and index settings', () => {
       assert.equal(ugit(u, repo, 'diff', '--cached', '--name-only'), 'dir/b.txt', 'what the user staged stays staged');
     });
 });
+
+describe('conditional includes in the global config', () => {
+  /** A user whose global config gives the repositories under `work/` the settings of `work.gitconfig`. */
+  function workUser(included: string): { u: User; work: string; inc: string } {
+    const u = user('');
+    const work = join(u.dir, 'work');
+    mkdirSync(work);
+    const inc = join(u.dir, 'work.gitconfig');
+    writeFileSync(inc, included);
+    writeFileSync(u.globalConfig, `[includeIf "gitdir:${work}/"]\n\tpath = ${inc}\n`);
+    return { u, work, inc };
+  }
+
+  /** A repository at `dir` with a.txt committed and checked out again by the user's git. */
+  function committed(u: User, dir: string): string {
+    mkdirSync(dir, { recursive: true });
+    ugit(u, dir, 'init', '-q');
+    put(dir, 'a.txt', lines(5));
+    ugit(u, dir, 'add', '-A');
+    ugit(u, dir, '-c', 'commit.gpgSign=false', 'commit', '-q', '-m', 'initial');
+    rmSync(join(dir, 'a.txt'));
+    ugit(u, dir, 'checkout', '--', '.');
+    settle(u, dir);
+    return dir;
+  }
+
+  const agentEdit = (d: string): void =>
+    put(d, 'a.txt', readFileSync(join(d, 'a.txt'), 'utf8').replace('line 2', 'LINE 2'));
+
+  it('includeIf "gitdir:…" setting core.autocrlf=true for the repositories under a folder counts there, and only there', async () => {
+    const { u, work } = workUser('[core]\n\tautocrlf = true\n');
+    const inside = committed(u, join(work, 'repo'));
+    const outside = committed(u, join(u.dir, 'home-repo'));
+    assert.equal(readFileSync(join(inside, 'a.txt'), 'utf8'), lines(5).replace(/\n/g, '\r\n'), 'CRLF under work/');
+    assert.equal(readFileSync(join(outside, 'a.txt'), 'utf8'), lines(5), 'LF elsewhere');
+    await roundTrip(u, inside, agentEdit);
+    assert.equal(
+      readFileSync(join(inside, 'a.txt'), 'utf8'),
+      lines(5).replace('line 2', 'LINE 2').replace(/\n/g, '\r\n'),
+    );
+    await roundTrip(u, outside, agentEdit);
+    assert.equal(readFileSync(join(outside, 'a.txt'), 'utf8'), lines(5).replace('line 2', 'LINE 2'));
+  });
+
+  it('a change to the included file is honoured on the next try, without a restart', async () => {
+    const { u, work, inc } = workUser('[core]\n\tautocrlf = true\n');
+    const repo = committed(u, join(work, 'repo'));
+    await roundTrip(u, repo, agentEdit);
+    writeFileSync(inc, '[core]\n\tautocrlf = false\n');
+    rmSync(join(repo, 'a.txt'));
+    ugit(u, repo, 'checkout', '--', '.');
+    settle(u, repo);
+    assert.equal(readFileSync(join(repo, 'a.txt'), 'utf8'), lines(5), 'the user’s git now writes LF');
+    await roundTrip(u, repo, agentEdit);
+    assert.equal(readFileSync(join(repo, 'a.txt'), 'utf8'), lines(5).replace('line 2', 'LINE 2'));
+  });
+});
