@@ -1110,3 +1110,49 @@ describe('conditional includes in the global config', () => {
     assert.equal(readFileSync(join(repo, 'a.txt'), 'utf8'), lines(5).replace('line 2', 'LINE 2'));
   });
 });
+
+describe('where the repository’s git data lives', () => {
+  it('a separate git dir (git init --separate-git-dir: .git is a file)', async () => {
+    const u = user('');
+    const repo = join(u.dir, 'repo');
+    mkdirSync(repo);
+    ugit(u, repo, 'init', '-q', `--separate-git-dir=${join(u.dir, 'gitdir')}`);
+    put(repo, 'a.txt', lines(3));
+    ugit(u, repo, 'add', '-A');
+    ugit(u, repo, '-c', 'commit.gpgSign=false', 'commit', '-q', '-m', 'initial');
+    put(repo, 'u.txt', 'u\n');
+    settle(u, repo);
+    await roundTrip(u, repo, (d) => put(d, 'a.txt', 'agent\n'));
+  });
+  it('a worktree of a bare repository (clone --bare, then worktree add)', async () => {
+    const u = user('');
+    const src = userRepo(u, { 'a.txt': lines(3) }, 'src');
+    const bare = join(u.dir, 'proj.git');
+    ugit(u, u.dir, 'clone', '-q', '--bare', src, bare);
+    const wt = join(u.dir, 'proj-main');
+    ugit(u, bare, 'worktree', 'add', '-q', wt);
+    put(wt, 'u.txt', 'u\n');
+    settle(u, wt);
+    await roundTrip(u, wt, (d) => put(d, 'a.txt', 'agent\n'));
+  });
+  it('a blobless partial clone (--filter=blob:none), its old blobs never fetched', async () => {
+    const u = user(
+      '[uploadpack]\n\tallowFilter = true\n\tallowAnySHA1InWant = true\n[protocol "file"]\n\tallow = always\n',
+    );
+    const src = userRepo(u, { 'a.txt': lines(3), 'b.txt': 'b\n' }, 'src');
+    put(src, 'a.txt', 'v2\n');
+    ugit(u, src, 'commit', '-qam', 'v2');
+    const clone = join(u.dir, 'partial');
+    ugit(u, u.dir, 'clone', '-q', '--filter=blob:none', `file://${src}`, clone);
+    assert.equal(ugit(u, clone, 'config', 'remote.origin.promisor'), 'true');
+    const missing = ugit(u, clone, 'rev-list', '--objects', '--all', '--missing=print')
+      .split('\n')
+      .filter((l) => l.startsWith('?'));
+    assert.equal(missing.length, 1, 'the first a.txt was never fetched');
+    // The promisor remote is gone (offline): a lazy fetch by Baton's git would fail.
+    renameSync(src, `${src}-gone`);
+    put(clone, 'u.txt', 'u\n');
+    settle(u, clone);
+    await roundTrip(u, clone, (d) => put(d, 'b.txt', 'agent\n'));
+  });
+});
