@@ -276,6 +276,14 @@ function gitSetup(extra?: Readonly<Record<string, string>>): Promise<GitSetup> {
   return entry.made;
 }
 
+/**
+ * `fileStamp` of the files of two lists, the first read before a listing and the second after it:
+ * equal to `fileStamp([...first, ...second])` while none of them changes (either list may be empty).
+ */
+function stampOf(first: string, second: string): string {
+  return [first, second].filter((p) => p !== '').join('|');
+}
+
 /** The state of some files (size, times, inode; or absent), to tell when one was written. */
 function fileStamp(files: readonly string[]): string {
   return files
@@ -361,7 +369,7 @@ async function prepareSetup(userEnv: UserConfigEnv): Promise<GitSetup> {
     text,
     globalConfig,
     watched: [...candidates, ...more],
-    stamp: `${before}|${fileStamp(more)}`,
+    stamp: stampOf(before, fileStamp(more)),
     env,
     conditional: hasConditionalIncludes(listing.stdout),
     at: new Map(),
@@ -407,9 +415,14 @@ function keptFileAt(setup: GitSetup, cwd: string): Promise<KeptFile> {
       return base;
     }
     const origins = [...new Set(configOrigins(listing.stdout).map((f) => resolve(key, f)))];
+    // An `onbranch:` condition changes with the branch checked out: HEAD is watched too.
+    if (listedEntries(listing.stdout).some((e) => e.key.startsWith('includeif.onbranch:'))) {
+      const head = await execText(['rev-parse', '--path-format=absolute', '--git-path', 'HEAD'], setup.env, key);
+      if (!head.error && head.stdout.trim()) origins.push(head.stdout.trim());
+    }
     const more = origins.filter((f) => !watched.includes(f));
     entry.watched = [...watched, ...more];
-    entry.stamp = `${before}|${fileStamp(more)}`;
+    entry.stamp = stampOf(before, fileStamp(more));
     const text = configText(keptEntries(listing.stdout));
     if (text === setup.text) return base;
     const file = join(setup.dir, `config-at-${createHash('sha256').update(text).digest('hex').slice(0, 16)}`);

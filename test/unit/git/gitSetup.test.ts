@@ -68,6 +68,28 @@ describe('git version', () => {
   });
 });
 
+describe('the setup, once per configuration', () => {
+  it('is read once while the config files are unchanged, and again after one changes', async () => {
+    const home = join(base, 'home-once');
+    mkdirSync(home);
+    const global = join(home, '.gitconfig');
+    writeFileSync(global, '[core]\n\tautocrlf = input\n');
+    // No system config: the listing's only file is the global one, found by HOME (a GIT_CONFIG_GLOBAL
+    // given to a call would be passed to git as it is).
+    assert.equal(process.env.GIT_CONFIG_GLOBAL, undefined);
+    const env = { HOME: home, XDG_CONFIG_HOME: join(home, '.config'), GIT_CONFIG_NOSYSTEM: '1' };
+    const origin = async (): Promise<string> =>
+      git(['config', '--global', '--list', '--show-origin'], { cwd: base, env });
+    const first = await origin();
+    assert.match(first, /^file:\S+baton-git-\S+\s+core\.autocrlf=input$/, 'the kept settings, in a file of Baton’s');
+    assert.equal(await origin(), first, 'the same kept-settings file: the setup was not made again');
+    assert.equal(await origin(), first);
+    writeFileSync(global, '[core]\n\tautocrlf = true\n');
+    const after = await origin();
+    assert.match(after, /core\.autocrlf=true$/, 'a change is read on the next call');
+  });
+});
+
 describe("the user's settings Baton keeps", () => {
   const listing = (entries: [string, string][]): string =>
     entries.map(([s, e]) => `${s}\0${s === 'command' ? 'command line:' : `file:/${s}/config`}\0${e}\0`).join('');

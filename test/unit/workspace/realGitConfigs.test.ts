@@ -1097,6 +1097,27 @@ describe('conditional includes in the global config', () => {
     assert.equal(readFileSync(join(outside, 'a.txt'), 'utf8'), lines(5).replace('line 2', 'LINE 2'));
   });
 
+  it('includeIf "onbranch:…": the settings of the branch checked out, also after a switch', async () => {
+    const u = user('');
+    const inc = join(u.dir, 'release.gitconfig');
+    writeFileSync(inc, '[core]\n\tautocrlf = true\n');
+    writeFileSync(u.globalConfig, `[includeIf "onbranch:release/**"]\n\tpath = ${inc}\n`);
+    const repo = committed(u, join(u.dir, 'repo'));
+    await roundTrip(u, repo, agentEdit);
+    assert.equal(readFileSync(join(repo, 'a.txt'), 'utf8'), lines(5).replace('line 2', 'LINE 2'), 'LF on main');
+    ugit(u, repo, 'checkout', '-q', '--', 'a.txt');
+    ugit(u, repo, 'checkout', '-q', '-b', 'release/1');
+    rmSync(join(repo, 'a.txt'));
+    ugit(u, repo, 'checkout', '--', '.');
+    settle(u, repo);
+    assert.equal(readFileSync(join(repo, 'a.txt'), 'utf8'), lines(5).replace(/\n/g, '\r\n'), 'CRLF on release/1');
+    await roundTrip(u, repo, agentEdit);
+    assert.equal(
+      readFileSync(join(repo, 'a.txt'), 'utf8'),
+      lines(5).replace('line 2', 'LINE 2').replace(/\n/g, '\r\n'),
+    );
+  });
+
   it('a change to the included file is honoured on the next try, without a restart', async () => {
     const { u, work, inc } = workUser('[core]\n\tautocrlf = true\n');
     const repo = committed(u, join(work, 'repo'));
