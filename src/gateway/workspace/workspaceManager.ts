@@ -625,21 +625,6 @@ export async function probeRepository(path: string): Promise<RepositoryInfo | un
   };
 }
 
-/** The caller's repository's own line-ending settings: what its git converts files with. */
-interface LineEndingSettings {
-  /** `core.autocrlf` and `core.eol` as the repository's git reads them (its own config over the kept global one). */
-  readonly config: readonly { key: string; value: string }[];
-  /** The repository's `info/attributes` (eol, text, -text for every path), when it has one. */
-  readonly attributes: Buffer | undefined;
-}
-
-/**
- * The copy is checked out, and trees A and B are hashed, by git dirs of Baton's own (the clone's,
- * the private one) that would otherwise know only the global config: a `core.autocrlf` or
- * `core.eol` in the repository's config, or its `info/attributes`, would be missed, the copy would
- * get other line endings than the user's checkout, and the user's CRLF files would hash as changed.
- * These are data (no program is named), read from the caller's repository, never from the copy.
- */
 /**
  * Entries of a raw `diff-tree -z` (HEAD to tree A) where HEAD has a Git LFS pointer and the user's file
  * is the object it names (src/node/lfsPointer.ts), with HEAD's blob: what git with git-lfs's clean
@@ -669,6 +654,21 @@ async function lfsObjectsAsCommitted(
   return same;
 }
 
+/** The caller's repository's own line-ending settings: what its git converts files with. */
+interface LineEndingSettings {
+  /** `core.autocrlf` and `core.eol` as the repository's git reads them (its own config over the kept global one). */
+  readonly config: readonly { key: string; value: string }[];
+  /** The repository's `info/attributes` (eol, text, -text for every path), when it has one. */
+  readonly attributes: Buffer | undefined;
+}
+
+/**
+ * The copy is checked out, and trees A and B are hashed, by git dirs of Baton's own (the clone's,
+ * the private one) that would otherwise know only the global config: a `core.autocrlf` or
+ * `core.eol` in the repository's config, or its `info/attributes`, would be missed, the copy would
+ * get other line endings than the user's checkout, and the user's CRLF files would hash as changed.
+ * These are data (no program is named), read from the caller's repository, never from the copy.
+ */
 async function lineEndingSettings(repo: RepositoryInfo): Promise<LineEndingSettings> {
   const listed = await runGit(['config', '-z', '--get-regexp', '^core\\.(autocrlf|eol)$'], {
     cwd: repo.top,
