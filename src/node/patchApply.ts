@@ -489,7 +489,7 @@ export async function prepareReview(opts: PrepareReviewOptions): Promise<PatchRe
   } else {
     check = plainCheck(target.root, patch);
   }
-  if (target.kind === 'git' && !check.ok) check = await explainLfsPointerEdits(target.root, patch.files, check);
+  if (target.kind === 'git' && !check.ok) check = await explainRefusals(target.root, patch.files, check);
   const risks = classifyPatch(patch, { readText: readTextIn(target.root) });
   if (target.kind === 'git' && risks.refusedFiles.size > 0 && !check.ok) {
     // Git stops at some refused items (an invalid path is fatal to it): check what is offered on its own.
@@ -529,29 +529,37 @@ export async function prepareReview(opts: PrepareReviewOptions): Promise<PatchRe
 }
 
 /**
- * A file the check refused whose patch starts from a Git LFS pointer while the user's checkout has the
- * object that pointer names: the agent's copy held the pointer (docs/security.md), and the agent
- * changed it. Git only says the file "does not match"; this says why and what to do instead.
+ * Why git refused files it only says "does not match" or "wrong type" about, where Baton can tell:
+ * - the patch starts from a Git LFS pointer while the user's checkout has the object that pointer names
+ *   (the agent's copy held the pointer, docs/security.md, and the agent changed it);
+ * - the patch changes a symbolic link in a checkout with `core.symlinks=false` (Git for Windows without
+ *   the right to make links), where the link is a plain file holding its target: git cannot apply a
+ *   change to it there.
  */
-async function explainLfsPointerEdits(
-  root: string,
-  files: readonly PatchFile[],
-  check: PatchCheck,
-): Promise<PatchCheck> {
-  const failed = new Map(check.files.filter((f) => !f.ok).map((f) => [f.fileId, f]));
-  const candidates = files.filter((f) => failed.has(f.id) && f.oldBlob && f.oldPath && f.oldMode !== '120000');
-  if (!candidates.length) return check;
-  let pointers: Map<string, LfsPointer>;
-  try {
-    pointers = await lfsPointersOf(
-      candidates.map((f) => f.oldBlob ?? ''),
-      { cwd: root },
-    );
-  } catch {
-    return check; // an abbreviated id git cannot resolve: git's own words stand
-  }
+async function explainRefusals(root: string, files: readonly PatchFile[], check: PatchCheck): Promise<PatchCheck> {
+  const failed = new Set(check.files.filter((f) => !f.ok).map((f) => f.fileId));
+  const refused = files.filter((f) => failed.has(f.id) && f.oldPath);
+  if (!refused.length) return check;
   const explained = new Map<string, string>();
-  for (const f of candidates) {
+  const links = refused.filter((f) => f.oldMode === '120000');
+  if (links.length && (await git(['config', '--bool', 'core.symlinks'], { cwd: root, okCodes: [1] })) === 'false')
+    for (const f of links)
+      explained.set(
+        f.id,
+        `${f.oldPath} is a symbolic link in the repository, and this checkout has core.symlinks=false (links are plain files holding their target), where git cannot apply a change to a link. Leave this file out and change its text yourself, or apply the patch in a checkout with symbolic links.`,
+      );
+  const lfs = refused.filter((f) => f.oldBlob && f.oldMode !== '120000');
+  let pointers = new Map<string, LfsPointer>();
+  try {
+    if (lfs.length)
+      pointers = await lfsPointersOf(
+        lfs.map((f) => f.oldBlob ?? ''),
+        { cwd: root },
+      );
+  } catch {
+    // an abbreviated id git cannot resolve: git's own words stand
+  }
+  for (const f of lfs) {
     const pointer = pointers.get(f.oldBlob ?? '');
     if (pointer && f.oldPath && (await matchesLfsPointer(join(root, f.oldPath), pointer)))
       explained.set(

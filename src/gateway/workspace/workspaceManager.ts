@@ -656,7 +656,10 @@ async function lfsObjectsAsCommitted(
 
 /** The caller's repository's own line-ending settings: what its git converts files with. */
 interface LineEndingSettings {
-  /** `core.autocrlf` and `core.eol` as the repository's git reads them (its own config over the kept global one). */
+  /**
+   * `core.autocrlf`, `core.eol` and `core.symlinks` as the repository's git reads them (its own config
+   * over the kept global one).
+   */
   readonly config: readonly { key: string; value: string }[];
   /** The repository's `info/attributes` (eol, text, -text for every path), when it has one. */
   readonly attributes: Buffer | undefined;
@@ -667,10 +670,13 @@ interface LineEndingSettings {
  * the private one) that would otherwise know only the global config: a `core.autocrlf` or
  * `core.eol` in the repository's config, or its `info/attributes`, would be missed, the copy would
  * get other line endings than the user's checkout, and the user's CRLF files would hash as changed.
+ * Likewise `core.symlinks=false` (Git for Windows without symlink rights writes it at clone): the
+ * user's symbolic links are plain files holding their targets, and without it the copy would have
+ * links and every such file would count as an uncommitted change.
  * These are data (no program is named), read from the caller's repository, never from the copy.
  */
 async function lineEndingSettings(repo: RepositoryInfo): Promise<LineEndingSettings> {
-  const listed = await runGit(['config', '-z', '--get-regexp', '^core\\.(autocrlf|eol)$'], {
+  const listed = await runGit(['config', '-z', '--get-regexp', '^core\\.(autocrlf|eol|symlinks)$'], {
     cwd: repo.top,
     okCodes: [1],
   });

@@ -521,6 +521,52 @@ describe('symlinks', () => {
   });
 });
 
+describe('core.symlinks=false (Git for Windows without the right to make links)', () => {
+  it('links are plain files holding their targets, in the user’s tree and the copy alike; a changed target is refused saying why, the rest applies', async () => {
+    const u = user('');
+    const repo = join(u.dir, 'repo');
+    mkdirSync(repo);
+    ugit(u, repo, 'init', '-q');
+    put(repo, 'target.txt', 't\n');
+    put(repo, 'other.txt', 'o\n');
+    symlinkSync('target.txt', join(repo, 'link'));
+    put(repo, 'a.txt', 'a\n');
+    ugit(u, repo, 'add', '-A');
+    ugit(u, repo, '-c', 'commit.gpgSign=false', 'commit', '-q', '-m', 'initial');
+    ugit(u, repo, 'config', 'core.symlinks', 'false');
+    rmSync(join(repo, 'link'));
+    ugit(u, repo, 'checkout', '--', 'link');
+    settle(u, repo);
+    assert.equal(readFileSync(join(repo, 'link'), 'utf8'), 'target.txt', 'the user has a plain file');
+    assert.equal(ugit(u, repo, 'status', '--porcelain'), '');
+    const { ws } = await roundTrip(u, repo, (d) => put(d, 'a.txt', 'agent\n'));
+    assert.doesNotMatch(ws.notes.join('\n'), /uncommitted change/, 'the plain file is no change of the user’s');
+    assert.equal(ugit(u, repo, 'status', '--porcelain'), 'M a.txt');
+    // Git itself cannot apply a change to a link there ("wrong type"): the review says why.
+    const copy = await u.manager.prepare({ taskId: `t${++n}`, repoPath: repo });
+    let patch: string;
+    try {
+      assert.equal(readFileSync(join(copy.dir, 'link'), 'utf8'), 'target.txt', 'a plain file in the copy too');
+      writeFileSync(join(copy.dir, 'link'), 'other.txt');
+      put(copy.dir, 'other.txt', 'o2\n');
+      patch = (await u.manager.changes(copy)).patch;
+    } finally {
+      await u.manager.remove(copy);
+    }
+    assert.match(patch, /diff --git a\/link b\/link\nindex \w+\.\.\w+ 120000\n/, 'a change of the link’s target');
+    const r = await review(u, repo, patch);
+    const link = r.check.files.find((f) => f.path === 'link');
+    assert.match(
+      link?.errors[0] ?? '',
+      /^link is a symbolic link in the repository, and this checkout has core\.symlinks=false/,
+    );
+    assert.equal(r.check.files.find((f) => f.path === 'other.txt')?.ok, true);
+    const outcome = await applyReviewed(r, { selection: { files: ['other.txt'] } });
+    assert.equal(outcome.kind, 'applied', JSON.stringify(outcome));
+    assert.equal(readFileSync(join(repo, 'other.txt'), 'utf8'), 'o2\n');
+  });
+});
+
 describe('submodules', () => {
   it('an initialised and an uninitialised submodule: the copy says so, and the agent’s other edits apply', async () => {
     const u = user('[protocol "file"]\n\tallow = always\n');
