@@ -27,6 +27,10 @@
  *   (Windows, macOS); git probes them at `init`/`clone`, some installers set them globally.
  * - `core.protectNTFS`, `core.protectHFS`: refuse paths that Windows or macOS would alias to `.git`;
  *   they only add checks.
+ * - `core.excludesFile`: the user's global ignore rules (`~/.gitignore_global` and the like). Without
+ *   them a globally ignored file (`.env`, `*.log`, an editor's folder) was untracked to Baton: copied
+ *   into the agent's folder, counted as the user's change, and put in the patch when the agent made
+ *   one. A file of patterns, read, never run.
  * - `core.attributesFile`: attributes are data (eol, text, binary). The drivers they name live in
  *   config, are not on the list, and stay dropped, as do hooks, fsmonitor, pager, credential
  *   helpers, `diff.*`, `filter.*`, `merge.*`, aliases and `include`s (their entries are listed
@@ -120,6 +124,7 @@ export const KEPT_SETTINGS: ReadonlySet<string> = new Set([
   'core.protectntfs',
   'core.protecthfs',
   'core.attributesfile',
+  'core.excludesfile',
 ]);
 
 /** The oldest git Baton works with. */

@@ -343,12 +343,18 @@ export class WorkspaceManager {
     } catch {
       // none
     }
+    // The excludes file the user's git reads for this repository (its own config, else the kept global
+    // one: `~/.gitignore_global` and the like), else git's default place for it.
+    const configured = (
+      await runGit(['config', '--path', '--get', 'core.excludesFile'], { cwd: repo.top, okCodes: [1] })
+    ).stdout
+      .toString('utf8')
+      .trim();
     const xdg = process.env.XDG_CONFIG_HOME
       ? join(process.env.XDG_CONFIG_HOME, 'git', 'ignore')
       : join(this.userHome, '.config', 'git', 'ignore');
-    if (existsSync(xdg)) {
-      await runGit(['config', 'core.excludesFile', xdg], { cwd: gitDir, env: { GIT_DIR: gitDir } });
-    }
+    const excludes = configured ? resolve(repo.top, configured) : existsSync(xdg) ? xdg : undefined;
+    if (excludes) await runGit(['config', 'core.excludesFile', excludes], { cwd: gitDir, env: { GIT_DIR: gitDir } });
   }
 
   private async describeRepository(

@@ -1223,3 +1223,45 @@ describe('where the repository’s git data lives', () => {
     await roundTrip(u, clone, (d) => put(d, 'b.txt', 'agent\n'));
   });
 });
+
+describe('ignore rules outside the repository (core.excludesFile)', () => {
+  for (const where of ['global', 'repository'] as const)
+    it(`in the ${where === 'global' ? 'global config (~/.gitignore_global)' : 'repository’s own config'}: an ignored secret stays out of the copy, the drift report and the agent’s patch`, async () => {
+      const u = user('');
+      const ignore = join(u.home, '.gitignore_global');
+      writeFileSync(ignore, '.env\n*.log\n');
+      if (where === 'global') writeFileSync(u.globalConfig, `[core]\n\texcludesFile = ~/.gitignore_global\n`);
+      const repo = userRepo(u, { 'a.txt': 'a\n' });
+      if (where === 'repository') ugit(u, repo, 'config', 'core.excludesFile', ignore);
+      put(repo, '.env', 'SECRET=1\n');
+      put(repo, 'debug.log', 'x\n');
+      assert.equal(ugit(u, repo, 'status', '--porcelain'), '', 'the user’s git ignores both');
+      assert.deepEqual((await captureWorkingState(repo)).files, {}, 'no uncommitted change');
+      const { ws, patch } = await roundTrip(
+        u,
+        repo,
+        (d) => {
+          put(d, 'a.txt', 'agent\n');
+          put(d, 'agent.log', 'log\n');
+        },
+        { skip: (rel) => rel === '.env' || rel.endsWith('.log') },
+      );
+      assert.deepEqual(ws.notes, []);
+      assert.doesNotMatch(patch, /agent\.log/, 'what the user ignores is not in the patch');
+      assert.match(patch, /a\.txt/);
+    });
+
+  it('the copy leaves out the ignored files', async () => {
+    const u = user('');
+    writeFileSync(join(u.home, '.gitignore_global'), '.env\n');
+    writeFileSync(u.globalConfig, `[core]\n\texcludesFile = ~/.gitignore_global\n`);
+    const repo = userRepo(u, { 'a.txt': 'a\n' });
+    put(repo, '.env', 'SECRET=1\n');
+    const ws = await u.manager.prepare({ taskId: `t${++n}`, repoPath: repo });
+    try {
+      assert.equal(existsSync(join(ws.dir, '.env')), false, 'the secret is not handed to the agent');
+    } finally {
+      await u.manager.remove(ws);
+    }
+  });
+});
