@@ -23,7 +23,7 @@
  *   Unsafe Repositories" writes it to the global config) must not fail with "dubious ownership".
  *   Git honours it only from protected config, and from `-c` only since 2.38, so it goes in the file.
  * - `core.longpaths`: Git for Windows refuses paths over 260 characters without it.
- * - `core.ignorecase`, `core.symlinks`, `core.precomposeunicode`: how the file system behaves
+ * - `core.ignorecase`, `core.symlinks`, `core.fileMode`, `core.precomposeunicode`: how the file system behaves
  *   (Windows, macOS); git probes them at `init`/`clone`, some installers set them globally.
  * - `core.protectNTFS`, `core.protectHFS`: refuse paths that Windows or macOS would alias to `.git`;
  *   they only add checks.
@@ -120,6 +120,7 @@ export const KEPT_SETTINGS: ReadonlySet<string> = new Set([
   'core.longpaths',
   'core.ignorecase',
   'core.symlinks',
+  'core.filemode',
   'core.precomposeunicode',
   'core.protectntfs',
   'core.protecthfs',

@@ -663,8 +663,8 @@ async function lfsObjectsAsCommitted(
 /** The caller's repository's own line-ending settings: what its git converts files with. */
 interface LineEndingSettings {
   /**
-   * `core.autocrlf`, `core.eol` and `core.symlinks` as the repository's git reads them (its own config
-   * over the kept global one).
+   * `core.autocrlf`, `core.eol`, `core.symlinks` and `core.fileMode` as the repository's git reads them
+   * (its own config over the kept global one).
    */
   readonly config: readonly { key: string; value: string }[];
   /** The repository's `info/attributes` (eol, text, -text for every path), when it has one. */
@@ -678,11 +678,13 @@ interface LineEndingSettings {
  * get other line endings than the user's checkout, and the user's CRLF files would hash as changed.
  * Likewise `core.symlinks=false` (Git for Windows without symlink rights writes it at clone): the
  * user's symbolic links are plain files holding their targets, and without it the copy would have
- * links and every such file would count as an uncommitted change.
+ * links and every such file would count as an uncommitted change; and `core.fileMode=false` (Windows,
+ * a repository on a mounted drive): the executable bits of the user's files mean nothing to their git,
+ * and without it each file whose bit differs would count as changed and its mode go into the patch.
  * These are data (no program is named), read from the caller's repository, never from the copy.
  */
 async function lineEndingSettings(repo: RepositoryInfo): Promise<LineEndingSettings> {
-  const listed = await runGit(['config', '-z', '--get-regexp', '^core\\.(autocrlf|eol|symlinks)$'], {
+  const listed = await runGit(['config', '-z', '--get-regexp', '^core\\.(autocrlf|eol|symlinks|filemode)$'], {
     cwd: repo.top,
     okCodes: [1],
   });

@@ -1265,3 +1265,29 @@ describe('ignore rules outside the repository (core.excludesFile)', () => {
     }
   });
 });
+
+describe('core.fileMode=false (Windows, a repository on a mounted drive)', () => {
+  it('an executable bit the user’s git does not see is no change, and the patch carries no mode', async () => {
+    const u = user('');
+    const repo = userRepo(u, { 'a.txt': 'a\n', 'b.txt': 'b\n' });
+    ugit(u, repo, 'config', 'core.fileMode', 'false');
+    chmodSync(join(repo, 'a.txt'), 0o755);
+    settle(u, repo);
+    assert.equal(ugit(u, repo, 'status', '--porcelain'), '', 'the user’s git sees no change');
+    const { ws, patch } = await roundTrip(
+      u,
+      repo,
+      (d) => {
+        writeFileSync(join(d, 'a.txt'), 'agent\n');
+        writeFileSync(join(d, 'b.txt'), 'agent b\n');
+        chmodSync(join(d, 'b.txt'), 0o755);
+      },
+      { skip: (rel) => rel === 'a.txt' || rel === 'b.txt' },
+    );
+    assert.doesNotMatch(ws.notes.join('\n'), /uncommitted change/);
+    assert.doesNotMatch(patch, /mode/, 'no mode in the patch');
+    assert.equal(readFileSync(join(repo, 'a.txt'), 'utf8'), 'agent\n');
+    assert.equal(readFileSync(join(repo, 'b.txt'), 'utf8'), 'agent b\n');
+    assert.equal(ugit(u, repo, 'status', '--porcelain'), 'M a.txt\n M b.txt');
+  });
+});
