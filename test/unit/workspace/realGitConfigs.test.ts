@@ -1179,6 +1179,22 @@ describe('conditional includes in the global config', () => {
 });
 
 describe('where the repository’s git data lives', () => {
+  it('objects borrowed from another repository (clone --shared, and a relative objects/info/alternates)', async () => {
+    const u = user('');
+    const src = userRepo(u, { 'a.txt': lines(3), 'b.txt': 'b\n' }, 'src');
+    const shared = join(u.dir, 'borrowing');
+    ugit(u, u.dir, 'clone', '-q', '--shared', src, shared);
+    const relative = join(u.dir, 'relative');
+    ugit(u, u.dir, 'clone', '-q', '--shared', src, relative);
+    writeFileSync(join(relative, '.git', 'objects', 'info', 'alternates'), '../../../src/.git/objects\n');
+    for (const repo of [shared, relative]) {
+      assert.equal(ugit(u, repo, 'count-objects', '-v').match(/^count: (\d+)/m)?.[1], '0', 'no objects of its own');
+      put(repo, 'u.txt', 'u\n');
+      settle(u, repo);
+      await roundTrip(u, repo, (d) => put(d, 'a.txt', 'agent\n'));
+    }
+  });
+
   it('a separate git dir (git init --separate-git-dir: .git is a file)', async () => {
     const u = user('');
     const repo = join(u.dir, 'repo');
