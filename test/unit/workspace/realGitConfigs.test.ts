@@ -1179,6 +1179,14 @@ describe('conditional includes in the global config', () => {
 });
 
 describe('where the repository’s git data lives', () => {
+  it('a repository folder whose name has spaces, unicode, brackets, $, backquotes and quotes', async () => {
+    const u = user('');
+    const repo = userRepo(u, { 'a.txt': lines(3) }, "my repo é [x] $HOME `q` 's");
+    put(repo, 'u.txt', 'u\n');
+    settle(u, repo);
+    await roundTrip(u, repo, (d) => put(d, 'a.txt', 'agent\n'));
+  });
+
   it('objects borrowed from another repository (clone --shared, and a relative objects/info/alternates)', async () => {
     const u = user('');
     const src = userRepo(u, { 'a.txt': lines(3), 'b.txt': 'b\n' }, 'src');
