@@ -50,25 +50,28 @@ export async function matchesLfsPointer(path: string, pointer: LfsPointer): Prom
 }
 
 /**
- * The LFS pointers among `blobs` (object ids in the repository `opts` names), by id: their sizes are
- * asked first, and only blobs small enough to be a pointer are read.
+ * The LFS pointers among `blobs` (object ids in the repository `opts` names, full or abbreviated), by
+ * the id as given: their sizes are asked first, and only blobs small enough to be a pointer are read.
  */
 export async function lfsPointersOf(
   blobs: readonly string[],
   opts: Pick<GitOptions, 'cwd' | 'env'>,
 ): Promise<Map<string, LfsPointer>> {
   const found = new Map<string, LfsPointer>();
-  const ids = [...new Set(blobs)];
+  const ids = [...new Set(blobs)].filter((id) => /^[0-9a-fA-F]{4,64}$/.test(id));
   if (!ids.length) return found;
+  // One answer line per id asked, in order: "<full id> <type> <size>", or "<id> missing".
   const sizes = (await runGit(['cat-file', '--batch-check'], { ...opts, input: ids.join('\n') + '\n' })).stdout
     .toString('utf8')
     .split('\n');
-  const small = sizes.flatMap((line) => {
-    const [id, type, size] = line.split(' ');
-    return type === 'blob' && Number(size) < LFS_POINTER_MAX_BYTES ? [id] : [];
+  const asked = new Map<string, string[]>();
+  ids.forEach((given, i) => {
+    const [full, type, size] = (sizes[i] ?? '').split(' ');
+    if (type !== 'blob' || !(Number(size) < LFS_POINTER_MAX_BYTES)) return;
+    asked.set(full, [...(asked.get(full) ?? []), given]);
   });
-  if (!small.length) return found;
-  const out = (await runGit(['cat-file', '--batch'], { ...opts, input: small.join('\n') + '\n' })).stdout;
+  if (!asked.size) return found;
+  const out = (await runGit(['cat-file', '--batch'], { ...opts, input: [...asked.keys()].join('\n') + '\n' })).stdout;
   // Each: "<id> blob <size>\n<content>\n".
   let at = 0;
   while (at < out.length) {
@@ -82,7 +85,7 @@ export async function lfsPointersOf(
     const size = Number(sizeText);
     const pointer = parseLfsPointer(out.subarray(eol + 1, eol + 1 + size));
     at = eol + 1 + size + 1;
-    if (pointer) found.set(id, pointer);
+    if (pointer) for (const given of asked.get(id) ?? []) found.set(given, pointer);
   }
   return found;
 }

@@ -1,10 +1,11 @@
 import * as assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { matchesLfsPointer, parseLfsPointer } from '../../../src/node/lfsPointer';
+import { lfsPointersOf, matchesLfsPointer, parseLfsPointer } from '../../../src/node/lfsPointer';
 
 const oid = 'a'.repeat(64);
 const pointer = (body: string): string => `version https://git-lfs.github.com/spec/v1\n${body}`;
@@ -33,6 +34,30 @@ describe('Git LFS pointers', () => {
       'just a file\n',
     ])
       assert.equal(parseLfsPointer(text), undefined, text.slice(0, 80));
+  });
+
+  it('finds the pointers among blobs of a repository, by full or abbreviated id', async () => {
+    const repo = mkdtempSync(join(tmpdir(), 'baton-lfs-repo-'));
+    try {
+      execFileSync('git', ['init', '-q', repo]);
+      const blob = (text: string): string =>
+        execFileSync('git', ['hash-object', '-w', '--stdin'], { cwd: repo, input: text, encoding: 'utf8' }).trim();
+      const p = blob(pointer(`oid sha256:${oid}\nsize 7\n`));
+      const plain = blob('not a pointer\n');
+      const big = blob(pointer(`oid sha256:${oid}\nsize 7\n`) + 'x'.repeat(2000));
+      const found = await lfsPointersOf([p, p.slice(0, 10), plain, big, 'f'.repeat(40), 'not an id\nHEAD'], {
+        cwd: repo,
+      });
+      assert.deepEqual(
+        [...found.entries()],
+        [
+          [p, { oid, size: 7 }],
+          [p.slice(0, 10), { oid, size: 7 }],
+        ],
+      );
+    } finally {
+      rmSync(repo, { recursive: true, force: true });
+    }
   });
 
   describe('a file against a pointer', () => {
