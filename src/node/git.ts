@@ -134,12 +134,18 @@ export const MIN_GIT_VERSION: GitVersion = { major: 2, minor: 32, patch: 0 };
 /** Environment every git call runs with, on top of the caller's PATH/HOME. */
 export function hardenedEnv(extra?: Readonly<Record<string, string>>, globalConfig = '/dev/null'): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const k of ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TMPDIR', 'SYSTEMROOT']) {
+  for (const k of ['PATH', 'HOME', 'TMPDIR', 'SYSTEMROOT']) {
     const v = process.env[k];
     if (v !== undefined) env[k] = v;
   }
   return {
     ...env,
+    // Git's messages in English whatever the user's locale: Baton reads some of them ("not a git
+    // repository", "dubious ownership"), and a German desktop's `Kein Git-Repository` made a folder
+    // that is not a repository fail instead of giving the agent an empty one. Paths are bytes either
+    // way. VS Code's own git extension runs git in English for the same reason.
+    LC_ALL: 'C',
+    LANGUAGE: 'C',
     GIT_CONFIG_NOSYSTEM: '1',
     GIT_CONFIG_GLOBAL: globalConfig,
     GIT_TERMINAL_PROMPT: '0',

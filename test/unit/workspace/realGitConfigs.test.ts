@@ -1315,3 +1315,57 @@ describe('core.fileMode=false (Windows, a repository on a mounted drive)', () =>
     assert.equal(ugit(u, repo, 'status', '--porcelain'), 'M a.txt\n M b.txt');
   });
 });
+
+/** True when git, run in `LANG=de_DE.UTF-8`, speaks German here (the locale and git's translations are installed). */
+const germanGit = ((): boolean => {
+  const plain = mkdtempSync(join(tmpdir(), 'baton-de-'));
+  try {
+    execFileSync('git', ['rev-parse', '--git-dir'], {
+      cwd: plain,
+      env: { PATH: process.env.PATH ?? '', LANG: 'de_DE.UTF-8', GIT_CEILING_DIRECTORIES: tmpdir() },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    return false;
+  } catch (e) {
+    return /Kein Git-Repository/.test(String((e as { stderr?: unknown }).stderr));
+  } finally {
+    rmSync(plain, { recursive: true, force: true });
+  }
+})();
+
+describe(
+  'a user whose git speaks German (LANG=de_DE.UTF-8)',
+  { skip: !germanGit && 'git does not speak German here (localedef -i de_DE -f UTF-8 de_DE.UTF-8)' },
+  () => {
+    const lang = process.env.LANG;
+    beforeEach(() => {
+      process.env.LANG = 'de_DE.UTF-8';
+    });
+    after(() => {
+      if (lang === undefined) delete process.env.LANG;
+      else process.env.LANG = lang;
+    });
+
+    it('a folder that is not a repository gets an empty workspace, as in English', async () => {
+      const u = user('');
+      const plain = join(u.dir, 'plain');
+      mkdirSync(plain);
+      put(plain, 'a.txt', 'a\n');
+      const ws = await u.manager.prepare({ taskId: `t${++n}`, repoPath: plain });
+      try {
+        assert.equal(ws.kind, 'scratch');
+        assert.match(ws.notes.join('\n'), /is not a git repository: the agent starts in an empty folder/);
+      } finally {
+        await u.manager.remove(ws);
+      }
+    });
+
+    it('a repository is copied, and the patch checked and applied', async () => {
+      const u = user('');
+      const repo = userRepo(u, { 'a.txt': lines(3) });
+      put(repo, 'u.txt', 'u\n');
+      settle(u, repo);
+      await roundTrip(u, repo, (d) => put(d, 'a.txt', 'agent\n'));
+    });
+  },
+);
