@@ -14,15 +14,6 @@ import type { ResultEnvelope } from '../node/signing';
 import type { GatewayContext } from './gatewayContext';
 
 /**
- * `artifactDigest` of src/node/signing.ts (`sha256:` of the RFC 8785 form of {artifactId, name, parts}),
- * hashed with node:crypto: core's pure SHA-256 takes ~40 ms for a 1 MiB patch on the gateway's event
- * loop. The unit tests check both give the same digest.
- */
-export function fastArtifactDigest(a: { artifactId: string; name?: string; parts: readonly unknown[] }): string {
-  return `sha256:${createHash('sha256').update(artifactJcs(a), 'utf8').digest('hex')}`;
-}
-
-/**
  * Above this many characters of canonical JSON an artifact is hashed on libuv's thread pool (WebCrypto's
  * digest), not on the event loop: a patch of a few MiB takes milliseconds to hash, and a gateway ending
  * many tasks at once would hold up every stream it relays meanwhile. Below it the hand-off costs more
@@ -30,7 +21,11 @@ export function fastArtifactDigest(a: { artifactId: string; name?: string; parts
  */
 export const HASH_OFF_LOOP_CHARS = 16 * 1024;
 
-/** `fastArtifactDigest`, a large artifact hashed off the event loop (`HASH_OFF_LOOP_CHARS`). */
+/**
+ * `artifactDigest` of src/node/signing.ts (`sha256:` of the RFC 8785 form of {artifactId, name, parts}),
+ * hashed with node:crypto (core's pure SHA-256 takes ~40 ms for a 1 MiB patch on the event loop), a
+ * large artifact off the event loop (`HASH_OFF_LOOP_CHARS`). The unit tests check both give the same digest.
+ */
 export async function artifactDigestOffLoop(a: {
   artifactId: string;
   name?: string;

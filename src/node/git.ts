@@ -389,7 +389,7 @@ async function prepareSetup(userEnv: UserConfigEnv): Promise<GitSetup> {
 }
 
 /** True when a system or global config file has an `includeIf` section (listed as `includeif.<condition>.path`). */
-export function hasConditionalIncludes(listing: string): boolean {
+function hasConditionalIncludes(listing: string): boolean {
   return listedEntries(listing).some(
     (e) => (e.scope === 'system' || e.scope === 'global') && e.key.startsWith('includeif.'),
   );

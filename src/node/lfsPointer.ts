@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { lstat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { runGit } from './git';
 import type { GitOptions } from './git';
 
@@ -88,4 +89,27 @@ export async function lfsPointersOf(
     if (pointer) for (const given of asked.get(id) ?? []) found.set(given, pointer);
   }
   return found;
+}
+
+/**
+ * Of `entries` (a path and the blob git has for it), those whose blob is an LFS pointer and whose file
+ * under `root` is the object it names: what git with git-lfs's clean filter would call unchanged.
+ * `opts` names the repository that holds the blobs.
+ */
+export async function lfsObjectsInPlace<E extends { readonly path: string; readonly blob: string }>(
+  entries: readonly E[],
+  root: string,
+  opts: Pick<GitOptions, 'cwd' | 'env'>,
+): Promise<E[]> {
+  if (!entries.length) return [];
+  const pointers = await lfsPointersOf(
+    entries.map((e) => e.blob),
+    opts,
+  );
+  const same: E[] = [];
+  for (const e of entries) {
+    const pointer = pointers.get(e.blob);
+    if (pointer && (await matchesLfsPointer(join(root, e.path), pointer))) same.push(e);
+  }
+  return same;
 }

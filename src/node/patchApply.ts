@@ -38,8 +38,7 @@ import { classifyPatch, defaultSelection } from '../core/patch/patchRisk';
 import type { AppliedParts, SelectedFile, SubPatch } from '../core/patch/subPatch';
 import { buildSubPatch, NOTHING_APPLIED } from '../core/patch/subPatch';
 import { git, runGit, spawnGit } from './git';
-import { lfsPointersOf, matchesLfsPointer } from './lfsPointer';
-import type { LfsPointer } from './lfsPointer';
+import { lfsObjectsInPlace } from './lfsPointer';
 import type { DriftBase, DriftReport } from './patchDrift';
 import { detectDrift, repositoryTopLevel } from './patchDrift';
 import { planPlain } from './patchPlain';
@@ -548,24 +547,17 @@ async function explainRefusals(root: string, files: readonly PatchFile[], check:
         f.id,
         `${f.oldPath} is a symbolic link in the repository, and this checkout has core.symlinks=false (links are plain files holding their target), where git cannot apply a change to a link. Leave this file out and change its text yourself, or apply the patch in a checkout with symbolic links.`,
       );
-  const lfs = refused.filter((f) => f.oldBlob && f.oldMode !== '120000');
-  let pointers = new Map<string, LfsPointer>();
   try {
-    if (lfs.length)
-      pointers = await lfsPointersOf(
-        lfs.map((f) => f.oldBlob ?? ''),
-        { cwd: root },
-      );
-  } catch {
-    // an abbreviated id git cannot resolve: git's own words stand
-  }
-  for (const f of lfs) {
-    const pointer = pointers.get(f.oldBlob ?? '');
-    if (pointer && f.oldPath && (await matchesLfsPointer(join(root, f.oldPath), pointer)))
+    const lfs = refused.flatMap((f) =>
+      f.oldBlob && f.oldPath && f.oldMode !== '120000' ? [{ id: f.id, path: f.oldPath, blob: f.oldBlob }] : [],
+    );
+    for (const f of await lfsObjectsInPlace(lfs, root, { cwd: root }))
       explained.set(
         f.id,
-        `${f.oldPath} is tracked by Git LFS: the agent's copy has its pointer file, not the file you have checked out, and the agent changed the pointer file, so the change cannot be applied to your file. Leave this file out, or make the change yourself.`,
+        `${f.path} is tracked by Git LFS: the agent's copy has its pointer file, not the file you have checked out, and the agent changed the pointer file, so the change cannot be applied to your file. Leave this file out, or make the change yourself.`,
       );
+  } catch {
+    // git could not read the blobs: its own words stand
   }
   if (!explained.size) return check;
   return {

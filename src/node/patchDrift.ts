@@ -5,10 +5,9 @@
  * META.uncommittedDigest); at review `detectDrift` says which files under the patch changed since.
  */
 import { createHash } from 'node:crypto';
-import { join } from 'node:path';
 import type { RepositoryContext } from '../core/delegation/context';
 import { runGit } from './git';
-import { lfsPointersOf, matchesLfsPointer } from './lfsPointer';
+import { lfsObjectsInPlace } from './lfsPointer';
 import { currentDigest } from './patchSnapshot';
 
 export interface WorkingState {
@@ -59,8 +58,7 @@ async function uncommittedPaths(root: string, paths?: readonly string[]): Promis
  * file is the object it names: unchanged, as git with git-lfs's clean filter would say (src/node/lfsPointer.ts).
  */
 async function lfsObjectsAsStaged(root: string, paths: readonly string[]): Promise<Set<string>> {
-  const same = new Set<string>();
-  if (!paths.length) return same;
+  if (!paths.length) return new Set();
   // Many paths (every LFS file racily clean after a clone) would not fit on a command line: list the index.
   const wanted = new Set(paths);
   const args = paths.length > 500 ? ['ls-files', '-s', '-z'] : ['ls-files', '-s', '-z', '--', ...paths];
@@ -73,15 +71,7 @@ async function lfsObjectsAsStaged(root: string, paths: readonly string[]): Promi
       const path = line.slice(tab + 1);
       return tab > 0 && mode === '100644' && wanted.has(path) ? [{ blob, path }] : [];
     });
-  const pointers = await lfsPointersOf(
-    staged.map((e) => e.blob),
-    { cwd: root },
-  );
-  for (const e of staged) {
-    const pointer = pointers.get(e.blob);
-    if (pointer && (await matchesLfsPointer(join(root, e.path), pointer))) same.add(e.path);
-  }
-  return same;
+  return new Set((await lfsObjectsInPlace(staged, root, { cwd: root })).map((e) => e.path));
 }
 
 /** Records the state a delegation starts from (see module comment). */

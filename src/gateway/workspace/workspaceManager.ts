@@ -37,7 +37,7 @@ import {
 import { homedir, hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { configText, GitError, git, runGit } from '../../node/git';
-import { lfsPointersOf, matchesLfsPointer } from '../../node/lfsPointer';
+import { lfsObjectsInPlace } from '../../node/lfsPointer';
 import { cwdInside, isAlive, processStartTime, selfStartTime } from './procfs';
 import { defaultWorkspaceRoot } from './workspaceRoot';
 
@@ -223,7 +223,7 @@ export class WorkspaceManager {
   ): Promise<Workspace> {
     const indexA = join(base.privateDir, 'index-a');
     const env = { GIT_DIR: base.gitDir, GIT_WORK_TREE: repo.top, GIT_INDEX_FILE: indexA };
-    const eol = await lineEndingSettings(repo);
+    const settings = await checkoutSettings(repo);
 
     // The clone and its checkout (the slow part) run while tree A is computed from the caller's
     // tree, which hashes only what the caller's own index says changed.
@@ -235,13 +235,13 @@ export class WorkspaceManager {
         safeDirectories: [repo.commonDir],
       });
       await runGit(['remote', 'remove', 'origin'], { cwd: base.dir });
-      await applyLineEndingSettings(join(base.dir, '.git'), eol);
+      await applyCheckoutSettings(join(base.dir, '.git'), settings);
       if (repo.head) await runGit(['checkout', '--quiet', '--detach', repo.head], { cwd: base.dir });
     })();
     const treeDone = (async () => {
       await initPrivateGit(base.gitDir, repo.objectFormat, join(repo.commonDir, 'objects'));
       await this.copyIgnoreRules(repo, base.gitDir);
-      await applyLineEndingSettings(base.gitDir, eol);
+      await applyCheckoutSettings(base.gitDir, settings);
       let seeded = false;
       try {
         // The copy keeps the index's time (a little earlier, never later): git hashes again an entry
@@ -647,21 +647,11 @@ async function lfsObjectsAsCommitted(
     if (status === 'M' && oldMode === ':100644' && newMode === '100644')
       modified.push({ path: fields[i + 1], blob: oldBlob });
   }
-  if (!modified.length) return [];
-  const pointers = await lfsPointersOf(
-    modified.map((m) => m.blob),
-    privateGit,
-  );
-  const same: { path: string; blob: string }[] = [];
-  for (const m of modified) {
-    const pointer = pointers.get(m.blob);
-    if (pointer && (await matchesLfsPointer(join(top, m.path), pointer))) same.push(m);
-  }
-  return same;
+  return lfsObjectsInPlace(modified, top, privateGit);
 }
 
-/** The caller's repository's own line-ending settings: what its git converts files with. */
-interface LineEndingSettings {
+/** The caller's repository's own checkout settings: what its git converts files with, and how it writes links and modes. */
+interface CheckoutSettings {
   /**
    * `core.autocrlf`, `core.eol`, `core.symlinks` and `core.fileMode` as the repository's git reads them
    * (its own config over the kept global one).
@@ -683,7 +673,7 @@ interface LineEndingSettings {
  * and without it each file whose bit differs would count as changed and its mode go into the patch.
  * These are data (no program is named), read from the caller's repository, never from the copy.
  */
-async function lineEndingSettings(repo: RepositoryInfo): Promise<LineEndingSettings> {
+async function checkoutSettings(repo: RepositoryInfo): Promise<CheckoutSettings> {
   const listed = await runGit(['config', '-z', '--get-regexp', '^core\\.(autocrlf|eol|symlinks|filemode)$'], {
     cwd: repo.top,
     okCodes: [1],
@@ -697,11 +687,11 @@ async function lineEndingSettings(repo: RepositoryInfo): Promise<LineEndingSetti
   return { config: [...last].map(([key, value]) => ({ key, value })), attributes };
 }
 
-async function applyLineEndingSettings(gitDir: string, eol: LineEndingSettings): Promise<void> {
-  if (eol.config.length) await appendFile(join(gitDir, 'config'), configText(eol.config));
-  if (eol.attributes) {
+async function applyCheckoutSettings(gitDir: string, settings: CheckoutSettings): Promise<void> {
+  if (settings.config.length) await appendFile(join(gitDir, 'config'), configText(settings.config));
+  if (settings.attributes) {
     await mkdir(join(gitDir, 'info'), { recursive: true });
-    await writeFile(join(gitDir, 'info', 'attributes'), eol.attributes);
+    await writeFile(join(gitDir, 'info', 'attributes'), settings.attributes);
   }
 }
 
