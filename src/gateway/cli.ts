@@ -46,6 +46,9 @@ const USAGE = `usage: baton-gateway [options]
   --max-breadth N      children one task may start (default 3); config "maxBreadth"
   --idle-stop-seconds N  stop after N seconds with no folder to serve and no running task (default 0: never;
                        the editor starts its shared gateway with this)
+  --print-postgres-schema  print the SQL that creates the PostgreSQL store's tables and exit: for an
+                       administrator to run once as their owner when the gateway's role may not create
+                       tables (it then needs SELECT, INSERT, UPDATE, DELETE on them; docs/gateway.md)
   --version, --help
 `;
 
@@ -71,6 +74,7 @@ async function main(argv: string[]): Promise<number> {
         'idle-stop-seconds': { type: 'string' },
         'max-depth': { type: 'string' },
         'max-breadth': { type: 'string' },
+        'print-postgres-schema': { type: 'boolean' },
       },
       strict: true,
       allowPositionals: false,
@@ -85,6 +89,11 @@ async function main(argv: string[]): Promise<number> {
   }
   if (values.help) {
     process.stdout.write(USAGE);
+    return 0;
+  }
+  if (values['print-postgres-schema']) {
+    const { postgresSchemaSql } = await import('./store/postgresStore');
+    process.stdout.write(postgresSchemaSql());
     return 0;
   }
   let config: GatewayConfig | undefined;

@@ -59,6 +59,12 @@ export type StoreConfig =
        * the database) keeps its running tasks before another instance takes them over (default 30).
        */
       readonly takeOverAfterSeconds?: number;
+      /**
+       * `listenUrl`: the connection the store LISTENs on, when `url` goes through a pooler in
+       * transaction mode (PgBouncer), which does not pass notifications on: a direct or
+       * session-pooled connection to the same database (default: `url`).
+       */
+      readonly listenUrl?: string;
     };
 
 /** `retention`: how long finished tasks and their events are kept (docs/gateway.md "Retention"). */
@@ -292,12 +298,29 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
       const f = r.str(s, 'file', 'store');
       store = { kind: 'sqlite', ...(f ? { file: f } : {}) };
     } else if (kind === 'postgres') {
-      r.known(s, 'store', ['kind', 'url', 'urlEnv', 'urlFile', 'takeOverAfterSeconds']);
+      r.known(s, 'store', [
+        'kind',
+        'url',
+        'urlEnv',
+        'urlFile',
+        'listenUrl',
+        'listenUrlEnv',
+        'listenUrlFile',
+        'takeOverAfterSeconds',
+      ]);
       const url = r.secret(s, 'url', 'store');
       if (!url) r.fail('store', 'needs url, urlEnv or urlFile: a postgres:// connection string');
       if (!/^postgres(ql)?:\/\//.test(url)) r.fail('store.url', 'must be a postgres:// connection string');
+      const listenUrl = r.secret(s, 'listenUrl', 'store');
+      if (listenUrl !== undefined && !/^postgres(ql)?:\/\//.test(listenUrl))
+        r.fail('store.listenUrl', 'must be a postgres:// connection string (a direct connection to the same database)');
       const takeOver = r.num(s, 'takeOverAfterSeconds', 'store', 1, 3600);
-      store = { kind: 'postgres', url, ...(takeOver !== undefined ? { takeOverAfterSeconds: takeOver } : {}) };
+      store = {
+        kind: 'postgres',
+        url,
+        ...(listenUrl !== undefined ? { listenUrl } : {}),
+        ...(takeOver !== undefined ? { takeOverAfterSeconds: takeOver } : {}),
+      };
     } else r.fail('store.kind', 'must be "sqlite" or "postgres"');
   }
 

@@ -12,7 +12,7 @@ export async function openStore(
 ): Promise<GatewayStore> {
   if (cfg.kind === 'postgres') {
     const { PostgresGatewayStore } = await import('./postgresStore');
-    return PostgresGatewayStore.open(cfg.url, log);
+    return PostgresGatewayStore.open(cfg.url, log, undefined, cfg.listenUrl);
   }
   return SqliteWorkerStore.open({ file: cfg.file ?? join(stateDir, 'gateway.db'), driver: driver ?? 'auto' }, log);
 }

@@ -103,9 +103,181 @@ CREATE INDEX IF NOT EXISTS baton_requests_by_task ON baton_requests (agent, task
 
 type Row = Record<string, unknown>;
 
+/** One statement of `SCHEMA`, with what it makes (`table`, `table.column` or `index`). */
+interface SchemaStatement {
+  readonly sql: string;
+  readonly makes: string;
+}
+
+/** The statements of `SCHEMA` (split at semicolons outside `$$` quotes), each with what it makes. */
+export function schemaStatements(sql: string = SCHEMA): SchemaStatement[] {
+  const parts: string[] = [];
+  let start = 0;
+  let quoted = false;
+  for (let i = 0; i < sql.length; i++) {
+    if (sql.startsWith('$$', i)) {
+      quoted = !quoted;
+      i++;
+    } else if (sql[i] === ';' && !quoted) {
+      parts.push(sql.slice(start, i + 1).trim());
+      start = i + 1;
+    }
+  }
+  return parts
+    .filter((p) => p.length > 1)
+    .map((p) => {
+      const table = /^CREATE TABLE IF NOT EXISTS (\w+)/.exec(p);
+      const index = /^CREATE INDEX IF NOT EXISTS (\w+)/.exec(p);
+      const column = /ALTER TABLE (\w+) ADD COLUMN (?:IF NOT EXISTS )?(\w+)/.exec(p);
+      const makes = table?.[1] ?? index?.[1] ?? (column ? `${column[1]}.${column[2]}` : undefined);
+      if (!makes) throw new Error(`the store's schema has a statement that makes nothing known: ${p.slice(0, 60)}`);
+      return { sql: p, makes };
+    });
+}
+
+/** What the DDL above makes: each table with its columns, and each index. */
+export function schemaObjects(sql: string = SCHEMA): {
+  readonly tables: ReadonlyMap<string, readonly string[]>;
+  readonly indexes: readonly string[];
+} {
+  const tables = new Map<string, string[]>();
+  const indexes: string[] = [];
+  for (const st of schemaStatements(sql)) {
+    const table = /^CREATE TABLE IF NOT EXISTS (\w+) \(([^;]*)\);$/.exec(st.sql);
+    if (table) {
+      const cols = table[2]
+        .replace(/,\s*(?:PRIMARY KEY|UNIQUE)\s*\([^)]*\)/g, '')
+        .split(',')
+        .map((c) => c.trim().split(/\s+/)[0])
+        .filter((c) => /^[a-z_]+$/.test(c));
+      tables.set(table[1], cols);
+    } else if (st.makes.includes('.')) {
+      const [t, c] = st.makes.split('.');
+      const cols = tables.get(t);
+      if (cols && !cols.includes(c)) cols.push(c);
+    } else indexes.push(st.makes);
+  }
+  return { tables, indexes };
+}
+
+/**
+ * What of `SCHEMA` the current schema lacks (`table`, `table.column`, `index`); empty when complete.
+ * Read from the catalog, which shows every table whatever the role may do with it.
+ */
+async function missingSchemaObjects(c: pg.PoolClient): Promise<string[]> {
+  const want = schemaObjects();
+  const cols = await c.query<{ t: string; c: string }>(
+    `SELECT r.relname AS t, a.attname AS c FROM pg_class r
+       JOIN pg_namespace n ON n.oid = r.relnamespace JOIN pg_attribute a ON a.attrelid = r.oid
+      WHERE n.nspname = current_schema() AND r.relkind IN ('r', 'p') AND r.relname LIKE 'baton\\_%'
+        AND a.attnum > 0 AND NOT a.attisdropped`,
+  );
+  const have = new Map<string, Set<string>>();
+  for (const r of cols.rows) {
+    const set = have.get(r.t) ?? new Set<string>();
+    set.add(r.c);
+    have.set(r.t, set);
+  }
+  const idx = await c.query<{ i: string }>(
+    `SELECT r.relname AS i FROM pg_class r JOIN pg_namespace n ON n.oid = r.relnamespace
+      WHERE n.nspname = current_schema() AND r.relkind = 'i' AND r.relname LIKE 'baton\\_%'`,
+  );
+  const indexes = new Set(idx.rows.map((r) => r.i));
+  const missing: string[] = [];
+  for (const [table, columns] of want.tables) {
+    const got = have.get(table);
+    // A missing table is made with the columns its CREATE names, and then those added since.
+    if (!got) missing.push(table, ...columns.map((col) => `${table}.${col}`));
+    else for (const col of columns) if (!got.has(col)) missing.push(`${table}.${col}`);
+  }
+  for (const index of want.indexes) if (!indexes.has(index)) missing.push(index);
+  return missing;
+}
+
+/** Every privilege the gateway uses on its tables (it creates no sequences, functions or types). */
+const TABLE_PRIVILEGES = ['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const;
+
+/** The tables of `SCHEMA` on which the connected role lacks a privilege the gateway uses, as `table: PRIV, …`. */
+async function missingPrivileges(c: pg.PoolClient): Promise<string[]> {
+  const out: string[] = [];
+  for (const table of schemaObjects().tables.keys()) {
+    const r = await c.query<Record<string, boolean>>(
+      `SELECT ${TABLE_PRIVILEGES.map((p, i) => `has_table_privilege(format('%I.%I', current_schema(), $1::text), '${p}') AS p${i}`).join(', ')}`,
+      [table],
+    );
+    const row = r.rows[0] ?? {};
+    const lacking = TABLE_PRIVILEGES.filter((_, i) => row[`p${i}`] !== true);
+    if (lacking.length) out.push(`${table}: ${lacking.join(', ')}`);
+  }
+  return out;
+}
+
+/**
+ * The SQL that makes the gateway's tables, for a database administrator who creates them once as
+ * their owner (`baton-gateway --print-postgres-schema`), when the role the gateway connects as may
+ * not create tables. That role then needs only SELECT, INSERT, UPDATE and DELETE on them.
+ */
+export function postgresSchemaSql(): string {
+  return `${SCHEMA.trim()}\n`;
+}
+
+/**
+ * Thrown when the database answers but the gateway may not use it as it is: its role may not create
+ * the tables, or lacks a privilege on them. The message says what to run.
+ */
+export class PostgresSetupError extends Error {
+  override readonly name = 'PostgresSetupError';
+}
+
+/** SQLSTATE 42501: insufficient_privilege (also "must be owner of table …"). */
+const INSUFFICIENT_PRIVILEGE = '42501';
+
+/**
+ * Makes sure the current schema holds the gateway's tables and that the role may use them. When they
+ * are all there (an administrator made them, or an earlier start did), no DDL runs, so the role needs
+ * no CREATE right on the schema and need not own the tables. What is missing is created; when the role
+ * may not, the error names what is missing and the two ways out.
+ */
+async function ensureSchema(c: pg.PoolClient): Promise<void> {
+  const missing = await missingSchemaObjects(c);
+  // Said of what is missing: a table, or a column or index of a table that is there.
+  const said = missing.filter((m) => !m.includes('.') || !missing.includes(m.split('.')[0]));
+  const who = (await c.query<{ u: string; s: string | null }>('SELECT current_user AS u, current_schema() AS s'))
+    .rows[0];
+  const role = who?.u ?? '?';
+  const schema = who?.s ?? '?';
+  const ident = (x: string): string => (/^[a-z_][a-z0-9_]*$/.test(x) ? x : `"${x.replace(/"/g, '""')}"`);
+  const grant = `GRANT ${TABLE_PRIVILEGES.join(', ')} ON ALL TABLES IN SCHEMA ${ident(schema)} TO ${ident(role)};`;
+  if (missing.length) {
+    const wanted = new Set(missing);
+    try {
+      // Only what is missing: a table, column or index that exists needs no right to create it (a
+      // CREATE INDEX IF NOT EXISTS on an existing index still wants to own its table).
+      for (const st of schemaStatements()) if (wanted.has(st.makes)) await c.query(st.sql);
+    } catch (e) {
+      if ((e as { code?: unknown }).code !== INSUFFICIENT_PRIVILEGE) throw e;
+      const what = `schema ${schema} lacks ${said.slice(0, 6).join(', ')}${said.length > 6 ? ', …' : ''}`;
+      const print = 'the SQL that `baton-gateway --print-postgres-schema` prints (it adds only what is missing)';
+      throw new PostgresSetupError(
+        /must be owner/.test((e as Error).message)
+          ? `cannot use the PostgreSQL store: ${what}, and the role ${role} may not add it (${(e as Error).message}): have the tables' owner run ${print}, or start one gateway as that role once`
+          : `cannot use the PostgreSQL store: ${what}, and the role ${role} may not create it (${(e as Error).message}). Either let it (GRANT CREATE ON SCHEMA ${ident(schema)} TO ${ident(role)};) or have the schema's owner run ${print} and then: ${grant}`,
+        { cause: e },
+      );
+    }
+  }
+  const lacking = await missingPrivileges(c);
+  if (lacking.length)
+    throw new PostgresSetupError(
+      `cannot use the PostgreSQL store: the role ${role} lacks privileges the gateway needs on its tables in schema ${schema} (${lacking.join('; ')}); have their owner run: ${grant}`,
+    );
+}
+
 /** The LISTEN connection's name in pg_stat_activity (operators can tell it from the pool's). */
 export const LISTEN_APPLICATION_NAME = 'baton-gateway-listen';
 const RELISTEN_FIRST_MS = 250;
+/** How long the start waits for its own test notification on the LISTEN connection. */
+const LISTEN_CHECK_MS = 5_000;
 const RELISTEN_MAX_MS = 5_000;
 /** A write that carries events is tried again this long after the database could not be reached, doubling. */
 const RESTORE_FIRST_MS = 250;
@@ -189,6 +361,36 @@ export function unavailableReason(e: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * What every connection of the store sets first, whatever the database's or role's defaults say
+ * (`ALTER DATABASE … SET`, `ALTER ROLE … SET`, or the URL's `options`): the store's writes are made for
+ * READ COMMITTED (row locks and conditional updates; under SERIALIZABLE or REPEATABLE READ two
+ * instances appending at once failed with "could not serialize access"), and a statement is never
+ * cancelled by the server (`statement_timeout`, `lock_timeout`: a cancelled append would be refused,
+ * not tried again); the store's own client-side timeouts (`PostgresTimeouts`) bound every wait instead.
+ * Sent as statements, not as startup parameters: a connection pooler (PgBouncer) refuses a connection
+ * that names parameters it does not know ("unsupported startup parameter").
+ */
+function sessionSettings(t: PostgresTimeouts): string {
+  return `SET default_transaction_isolation = 'read committed'; SET statement_timeout = 0; SET lock_timeout = 0; SET idle_in_transaction_session_timeout = ${Math.max(0, Math.round(t.idleInTransactionMs))}`;
+}
+
+/**
+ * How the store's transactions begin: the settings above again, for the transaction alone, in the same
+ * round trip. A pooler in transaction mode (PgBouncer's `pool_mode = transaction`) hands each
+ * transaction a server connection whose session settings need not be this client's.
+ */
+function beginWith(t: PostgresTimeouts): string {
+  return `BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = ${Math.max(0, Math.round(t.idleInTransactionMs))}`;
+}
+
+/**
+ * SQLSTATEs of a transaction the server rolled back only so that it may be tried again as it was
+ * (a deadlock can happen under READ COMMITTED too): `tx` runs it again, up to `TX_TRIES` times.
+ */
+const TRY_AGAIN = new Set(['40001', '40P01']);
+const TX_TRIES = 5;
+
 /** Binds a claim to its task: ($1 task id, $2 principal, $3 agent, $4 messageId). */
 const BIND_REQUEST = 'UPDATE baton_requests SET task_id = $1 WHERE principal = $2 AND agent = $3 AND message_id = $4';
 
@@ -208,17 +410,24 @@ export class PostgresGatewayStore implements GatewayStore {
   /** Wakes the writes waiting to be tried again, so that `close` does not wait for their next round. */
   private readonly waiting = new Set<() => void>();
 
+  /** How this store's transactions begin (`beginWith` its timeouts). */
+  private readonly begin: string;
+
   private constructor(
     private readonly pool: pg.Pool,
-    private readonly url: string,
+    /** Where the LISTEN connection goes (the store's `listenUrl`, else its `url`). */
+    private readonly listenUrl: string,
     private readonly log: (line: string) => void,
     private readonly timeouts: PostgresTimeouts,
-  ) {}
+  ) {
+    this.begin = beginWith(timeouts);
+  }
 
   static async open(
     url: string,
     log: (line: string) => void = () => undefined,
     timeouts: PostgresTimeouts = DEFAULT_POSTGRES_TIMEOUTS,
+    listenUrl?: string,
   ): Promise<PostgresGatewayStore> {
     const pool = new pg.Pool({
       connectionString: url,
@@ -227,31 +436,47 @@ export class PostgresGatewayStore implements GatewayStore {
       keepAlive: true,
       keepAliveInitialDelayMillis: timeouts.keepAliveMs,
       query_timeout: timeouts.statementMs,
-      idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
     });
     pool.on('error', () => undefined); // an idle client's error surfaces on the next query
     // The pool listens for errors only on idle clients. A client checked out for a transaction whose
     // connection ends (the server restarts, an admin ends the backend) emits 'error' outside any query
     // (after a FATAL between statements, or once the socket closes under the ROLLBACK): without a
     // listener that would end the process. The statement in progress fails with the error anyway.
-    pool.on('connect', (client) => client.on('error', () => undefined));
-    const store = new PostgresGatewayStore(pool, url, log, timeouts);
+    pool.on('connect', (client) => {
+      client.on('error', () => undefined);
+      // Queued before any caller's statement on this connection. A failure shows on that statement.
+      void client.query(sessionSettings(timeouts)).catch(() => undefined);
+    });
+    const store = new PostgresGatewayStore(pool, listenUrl ?? url, log, timeouts);
     try {
-      // Several instances may start at once; the advisory lock serialises their CREATE IF NOT EXISTS.
+      // Several instances may start at once; the advisory lock serialises their schema checks and DDL.
       const c = await pool.connect();
       try {
-        await c.query('SELECT pg_advisory_lock(4242001)');
-        await c.query(SCHEMA);
-        await c.query('SELECT pg_advisory_unlock(4242001)');
         const schema: unknown = (await c.query<{ s: string | null }>('SELECT current_schema() AS s')).rows[0]?.s;
-        if (typeof schema !== 'string') throw new Error('no schema: the search_path names none that exists');
+        if (typeof schema !== 'string')
+          throw new PostgresSetupError(
+            'cannot use the PostgreSQL store: no schema of its search_path exists or may be used by the role (it needs USAGE on it); create one (CREATE SCHEMA baton AUTHORIZATION <role>) or name one in the URL (?options=-c%20search_path%3Dbaton)',
+          );
+        // In one transaction, under a transaction-level lock: through a pooler in transaction mode
+        // a session's lock and its unlock could run on two server connections, and the lock be held
+        // for good by the first.
+        await c.query('BEGIN');
+        try {
+          await c.query('SELECT pg_advisory_xact_lock(4242001)');
+          await ensureSchema(c);
+          await c.query('COMMIT');
+        } catch (e) {
+          await c.query('ROLLBACK').catch(() => undefined);
+          throw e;
+        }
         store.channels = channelsOf(schema);
       } finally {
         c.release();
       }
-      await store.listen();
+      await store.listen(listenUrl === undefined ? 'url' : 'listenUrl');
     } catch (e) {
       await pool.end().catch(() => undefined);
+      if (e instanceof PostgresSetupError) throw e;
       throw new Error(
         `cannot use the PostgreSQL store (${(e as Error).message}); check store.url and that the database accepts connections`,
       );
@@ -264,10 +489,16 @@ export class PostgresGatewayStore implements GatewayStore {
    * ended it, the network dropped) it is opened again with backoff, and everyone following a task is
    * told to read the store: notifications sent while nobody listened are gone, the events are not.
    */
-  private async listen(): Promise<void> {
+  /**
+   * Opens the LISTEN connection. With `check` (at start, naming the setting the connection came from),
+   * it first makes sure a notification sent through the pool reaches it: a pooler in transaction mode
+   * (PgBouncer's `pool_mode = transaction`) accepts LISTEN and then passes nothing on, and instances
+   * would silently stop seeing each other's events.
+   */
+  private async listen(check?: 'url' | 'listenUrl'): Promise<void> {
     // No statement timeout: the connection waits for notifications, not answers. Keepalive finds it dead.
     const client = new pg.Client({
-      connectionString: this.url,
+      connectionString: this.listenUrl,
       application_name: LISTEN_APPLICATION_NAME,
       connectionTimeoutMillis: this.timeouts.connectMs,
       keepAlive: true,
@@ -285,7 +516,13 @@ export class PostgresGatewayStore implements GatewayStore {
     };
     client.on('error', (e) => onLost(e.message));
     client.on('end', () => onLost('connection closed'));
+    const probe = `baton_probe_${this.origin}`;
+    let heard: (() => void) | undefined;
     client.on('notification', (n) => {
+      if (n.channel === probe) {
+        heard?.();
+        return;
+      }
       if (n.channel === this.channels.cancels && n.payload) {
         this.deliverCancel(n.payload);
         return;
@@ -301,6 +538,24 @@ export class PostgresGatewayStore implements GatewayStore {
     });
     try {
       await client.connect();
+      if (check) {
+        await client.query(`LISTEN ${probe}`);
+        const arrived = new Promise<boolean>((resolve) => {
+          const timer = setTimeout(() => resolve(false), LISTEN_CHECK_MS);
+          heard = () => {
+            clearTimeout(timer);
+            resolve(true);
+          };
+        });
+        await this.pool.query('SELECT pg_notify($1, $2)', [probe, 'probe']);
+        const ok = await arrived;
+        await client.query(`UNLISTEN ${probe}`);
+        if (!ok)
+          throw new PostgresSetupError(
+            `cannot use the PostgreSQL store: its LISTEN connection (store.${check}) received no notification within ${LISTEN_CHECK_MS / 1000} s, so instances would not see each other's events. A connection pooler in transaction mode (PgBouncer's pool_mode = transaction) does not pass notifications on: ${check === 'url' ? 'set store.listenUrl (or listenUrlEnv) to a direct or session-pooled connection to the same database' : 'make store.listenUrl a direct or session-pooled connection to the same database'}`,
+          );
+      }
+      // The channels last (an operator finds the listener by its last statement, the LISTEN on cancels).
       await client.query(`LISTEN ${this.channels.events}`);
       await client.query(`LISTEN ${this.channels.cancels}`);
     } catch (e) {
@@ -386,7 +641,23 @@ export class PostgresGatewayStore implements GatewayStore {
     return r;
   }
 
+  /**
+   * Runs `fn` in one transaction; one the server rolls back to be tried again (a deadlock, a
+   * serialization failure) is run again, after a short random wait, up to `TX_TRIES` times in all.
+   */
   private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.txOnce(fn);
+      } catch (e) {
+        const code = (e as { code?: unknown }).code;
+        if (attempt >= TX_TRIES || typeof code !== 'string' || !TRY_AGAIN.has(code) || this.closing) throw e;
+        await new Promise((r) => setTimeout(r, attempt * (5 + Math.random() * 20)));
+      }
+    }
+  }
+
+  private async txOnce<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     let c: pg.PoolClient;
     try {
       c = await this.pool.connect();
@@ -395,7 +666,7 @@ export class PostgresGatewayStore implements GatewayStore {
     }
     let broken: Error | undefined;
     try {
-      await c.query('BEGIN');
+      await c.query(this.begin);
       const out = await fn(c);
       await c.query('COMMIT');
       this.available();

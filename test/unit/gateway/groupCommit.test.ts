@@ -626,79 +626,94 @@ describe('SqliteWorkerStore: group commit on the store thread', () => {
 const PG = process.env.BATON_TEST_PG;
 
 describe('PostgresGatewayStore: appends of many tasks at once, from two instances', () => {
-  it(
-    'every event is stored once and in order, a stale writer fails alone, and a notice is sent only once its events are readable',
-    { skip: PG ? false : 'BATON_TEST_PG is not set' },
-    async (t) => {
-      const base = PG ?? '';
-      const schema = `g_${randomBytes(6).toString('hex')}`;
-      const url = `${base}${base.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
-      const admin = new pg.Client({ connectionString: base });
-      await admin.connect();
-      await admin.query(`CREATE SCHEMA ${schema}`);
-      t.after(async () => {
-        await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-        await admin.end();
-      });
-      const a = await bounded(PostgresGatewayStore.open(url), 'instance a to open');
-      t.after(() => a.close().catch(() => undefined));
-      const b = await bounded(PostgresGatewayStore.open(url), 'instance b to open');
-      t.after(() => b.close().catch(() => undefined));
-
-      const TASKS = 200;
-      const ROUNDS = 8;
-      const ids = Array.from({ length: TASKS }, (_, i) => `t${i}`);
-      const mine = new Set(ids);
-      // What instance b hears of a's appends: each notice must find its events already committed.
-      // Notices reach every listener of the database, so those of other tests' schemas are left out.
-      const heard: Array<Promise<string | undefined>> = [];
-      b.onRemoteAppend((agent, taskId, lastSeq) => {
-        if (!mine.has(taskId)) return;
-        heard.push(
-          b.readEvents(agent, taskId, 0, 1000).then((got) => {
-            const seqs = got.map((e) => e.seq);
-            return seqs.length >= lastSeq && seqs[lastSeq - 1] === lastSeq
-              ? undefined
-              : `${taskId}: notice for ${lastSeq}, read ${seqs.length}`;
-          }),
-        );
-      });
-
-      // Half the tasks are written by each instance, all at once.
-      const writer = (i: number): PostgresGatewayStore => (i % 2 === 0 ? a : b);
-      await bounded(Promise.all(ids.map((id, i) => writer(i).createTask(newTask(id), row(id, 1)))), 'creates', 60_000);
-      await bounded(
-        Promise.all(
-          ids.map(async (id, i) => {
-            const next = await appendRounds(writer(i), id, i, ROUNDS);
-            // A stale second writer on the other instance, replaying a seq already stored: refused, alone.
-            await assert.rejects(append(writer(i + 1), id, rows(id, next - 1, next)));
-          }),
-        ),
-        'appends',
-        120_000,
-      );
-
-      const fresh = await bounded(PostgresGatewayStore.open(url), 'a third store to open');
-      t.after(() => fresh.close().catch(() => undefined));
-      for (const [i, id] of ids.entries()) {
-        const last = lastSeqAfter(i, ROUNDS);
-        assert.deepEqual(await fresh.readEvents(AGENT, id, 0, 1000), rows(id, 1, last), id);
-        assert.equal((await fresh.getTask(AGENT, id))?.lastSeq, last, id);
-      }
-      // b heard a's appends (notifications are asynchronous: wait until it has heard a's last batch).
-      await bounded(
-        (async () => {
-          while (heard.length < (TASKS / 2) * (ROUNDS + 1)) await new Promise((r) => setTimeout(r, 20));
-        })(),
-        "b to hear a's appends",
-      );
-      assert.deepEqual(
-        (await Promise.all(heard)).filter((x) => x !== undefined),
-        [],
-      );
+  // The session defaults a database or role may give every connection (ALTER DATABASE/ROLE … SET),
+  // here through the URL: the store sets its own (under SERIALIZABLE the appends of two instances
+  // failed with "could not serialize access"; a server-side timeout would cancel a waiting append).
+  const defaults = [
+    { what: '', options: '' },
+    {
+      what: ', on a database whose sessions default to SERIALIZABLE with a 30 ms statement and lock timeout',
+      options: ' -c default_transaction_isolation=serializable -c statement_timeout=30 -c lock_timeout=30',
     },
-  );
+  ];
+  for (const d of defaults)
+    it(
+      `every event is stored once and in order, a stale writer fails alone, and a notice is sent only once its events are readable${d.what}`,
+      { skip: PG ? false : 'BATON_TEST_PG is not set' },
+      async (t) => {
+        const base = PG ?? '';
+        const schema = `g_${randomBytes(6).toString('hex')}`;
+        const url = `${base}${base.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}${d.options}`)}`;
+        const admin = new pg.Client({ connectionString: base });
+        await admin.connect();
+        await admin.query(`CREATE SCHEMA ${schema}`);
+        t.after(async () => {
+          await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+          await admin.end();
+        });
+        const a = await bounded(PostgresGatewayStore.open(url), 'instance a to open');
+        t.after(() => a.close().catch(() => undefined));
+        const b = await bounded(PostgresGatewayStore.open(url), 'instance b to open');
+        t.after(() => b.close().catch(() => undefined));
+
+        const TASKS = 200;
+        const ROUNDS = 8;
+        const ids = Array.from({ length: TASKS }, (_, i) => `t${i}`);
+        const mine = new Set(ids);
+        // What instance b hears of a's appends: each notice must find its events already committed.
+        // Notices reach every listener of the database, so those of other tests' schemas are left out.
+        const heard: Array<Promise<string | undefined>> = [];
+        b.onRemoteAppend((agent, taskId, lastSeq) => {
+          if (!mine.has(taskId)) return;
+          heard.push(
+            b.readEvents(agent, taskId, 0, 1000).then((got) => {
+              const seqs = got.map((e) => e.seq);
+              return seqs.length >= lastSeq && seqs[lastSeq - 1] === lastSeq
+                ? undefined
+                : `${taskId}: notice for ${lastSeq}, read ${seqs.length}`;
+            }),
+          );
+        });
+
+        // Half the tasks are written by each instance, all at once.
+        const writer = (i: number): PostgresGatewayStore => (i % 2 === 0 ? a : b);
+        await bounded(
+          Promise.all(ids.map((id, i) => writer(i).createTask(newTask(id), row(id, 1)))),
+          'creates',
+          60_000,
+        );
+        await bounded(
+          Promise.all(
+            ids.map(async (id, i) => {
+              const next = await appendRounds(writer(i), id, i, ROUNDS);
+              // A stale second writer on the other instance, replaying a seq already stored: refused, alone.
+              await assert.rejects(append(writer(i + 1), id, rows(id, next - 1, next)));
+            }),
+          ),
+          'appends',
+          120_000,
+        );
+
+        const fresh = await bounded(PostgresGatewayStore.open(url), 'a third store to open');
+        t.after(() => fresh.close().catch(() => undefined));
+        for (const [i, id] of ids.entries()) {
+          const last = lastSeqAfter(i, ROUNDS);
+          assert.deepEqual(await fresh.readEvents(AGENT, id, 0, 1000), rows(id, 1, last), id);
+          assert.equal((await fresh.getTask(AGENT, id))?.lastSeq, last, id);
+        }
+        // b heard a's appends (notifications are asynchronous: wait until it has heard a's last batch).
+        await bounded(
+          (async () => {
+            while (heard.length < (TASKS / 2) * (ROUNDS + 1)) await new Promise((r) => setTimeout(r, 20));
+          })(),
+          "b to hear a's appends",
+        );
+        assert.deepEqual(
+          (await Promise.all(heard)).filter((x) => x !== undefined),
+          [],
+        );
+      },
+    );
 });
 
 describe('PostgresGatewayStore: the stores of different schemas of one database', () => {
