@@ -229,6 +229,35 @@ export class PostgresSetupError extends Error {
   override readonly name = 'PostgresSetupError';
 }
 
+/** Node's codes for a server certificate it could not trust (a CA it does not know, or none). */
+const UNTRUSTED_CERT = new Set([
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+]);
+
+/**
+ * What to do about a TLS failure at connect, or undefined for any other error. node-postgres checks
+ * the server's certificate for every `sslmode` but `disable` and `no-verify`: `require`, which libpq
+ * (psql) takes as "encrypt, do not check", is `verify-full` here, so the URL a cloud provider gives
+ * fails against its own CA, which Node does not know.
+ */
+function tlsAdvice(e: unknown): string | undefined {
+  const code = (e as { code?: unknown }).code;
+  const said = (e as Error).message;
+  if (typeof code === 'string' && UNTRUSTED_CERT.has(code))
+    return `the database's TLS certificate is not trusted (${said}). The gateway checks it for every sslmode but disable and no-verify (sslmode=require too, unlike psql): add sslrootcert=<file> to the URL with the certificate of the CA that signed it (your provider publishes it), or sslmode=no-verify to encrypt without checking who answers`;
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID')
+    return `the database's TLS certificate is for another host name (${said}): connect with a host name it names`;
+  if (code === 'CERT_HAS_EXPIRED' || code === 'CERT_NOT_YET_VALID')
+    return `the database's TLS certificate is not valid now (${said}): the database's administrator must renew it`;
+  if (/server does not support SSL/i.test(said))
+    return `the database does not accept TLS (${said}): turn ssl on at the server, or leave sslmode out of the URL (or set sslmode=disable) for a network you trust`;
+  return undefined;
+}
+
 /** SQLSTATE 42501: insufficient_privilege (also "must be owner of table …"). */
 const INSUFFICIENT_PRIVILEGE = '42501';
 
@@ -477,6 +506,8 @@ export class PostgresGatewayStore implements GatewayStore {
     } catch (e) {
       await pool.end().catch(() => undefined);
       if (e instanceof PostgresSetupError) throw e;
+      const tls = tlsAdvice(e);
+      if (tls) throw new PostgresSetupError(`cannot use the PostgreSQL store: ${tls}`, { cause: e });
       throw new Error(
         `cannot use the PostgreSQL store (${(e as Error).message}); check store.url and that the database accepts connections`,
       );
