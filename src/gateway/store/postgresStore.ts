@@ -366,6 +366,9 @@ const NOT_SERVING: Readonly<Record<string, string>> = {
   '57P02': 'the server ended the connection: it is recovering from a crash',
   '57P03': 'the database is starting up or shutting down',
   '53300': 'the database has no free connection',
+  // A standby, or a primary being demoted in a failover: writes come back once the address reaches
+  // the new primary (or an administrator turns default_transaction_read_only off again).
+  '25006': 'the database is read-only (a standby, or a failover in progress)',
 };
 
 /**
@@ -485,6 +488,19 @@ export class PostgresGatewayStore implements GatewayStore {
         if (typeof schema !== 'string')
           throw new PostgresSetupError(
             'cannot use the PostgreSQL store: no schema of its search_path exists or may be used by the role (it needs USAGE on it); create one (CREATE SCHEMA baton AUTHORIZATION <role>) or name one in the URL (?options=-c%20search_path%3Dbaton)',
+          );
+        const ro = (
+          await c.query<{ ro: string; standby: boolean }>(
+            "SELECT current_setting('transaction_read_only') AS ro, pg_is_in_recovery() AS standby",
+          )
+        ).rows[0];
+        if (ro?.standby)
+          throw new PostgresSetupError(
+            "cannot use the PostgreSQL store: store.url reaches a standby, which is read-only; give the primary's address (or one that follows it through a failover)",
+          );
+        if (ro?.ro === 'on')
+          throw new PostgresSetupError(
+            "cannot use the PostgreSQL store: its sessions are read-only (default_transaction_read_only is on for the database or the role); turn it off for the gateway's role: ALTER ROLE <role> SET default_transaction_read_only = off",
           );
         // In one transaction, under a transaction-level lock: through a pooler in transaction mode
         // a session's lock and its unlock could run on two server connections, and the lock be held

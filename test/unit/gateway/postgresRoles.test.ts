@@ -13,7 +13,12 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import pg from 'pg';
 import { TaskState } from '@a2a-js/sdk';
-import { PostgresGatewayStore, postgresSchemaSql, schemaObjects } from '../../../src/gateway/store/postgresStore';
+import {
+  PostgresGatewayStore,
+  postgresSchemaSql,
+  schemaObjects,
+  unavailableReason,
+} from '../../../src/gateway/store/postgresStore';
 import { bounded } from './helpers';
 
 const PG = process.env.BATON_TEST_PG;
@@ -233,4 +238,87 @@ describe('PostgreSQL store: a transaction the server rolls back to be tried agai
         ['{"a":1}', '{"fail":true}'],
       );
     });
+});
+
+describe('PostgreSQL store: a database that turns read-only, as in a failover', () => {
+  it(
+    'holds the events while writes are refused as read-only, stores them once writes come back, and will not start read-only',
+    { skip },
+    async (t) => {
+      const { admin, schema, role, url } = await setUp(t);
+      await admin.query(`GRANT USAGE, CREATE ON SCHEMA ${schema} TO ${role}`);
+      const log: string[] = [];
+      const store = await bounded(
+        PostgresGatewayStore.open(url, (l) => log.push(l)),
+        'the store to open',
+      );
+      t.after(() => store.close());
+      const id = 'failover';
+      await store.createTask(
+        {
+          agent: 'echo',
+          id,
+          contextId: 'ctx',
+          principal: 'alice',
+          kind: 'proxy',
+          state: TaskState.TASK_STATE_WORKING,
+          snapshot: '{}',
+          owner: null,
+        },
+        { seq: 1, body: '{"s":1}' },
+      );
+      const append = (seq: number): Promise<void> =>
+        store.append({
+          agent: 'echo',
+          taskId: id,
+          events: [{ seq, body: `{"s":${seq}}` }],
+          state: TaskState.TASK_STATE_WORKING,
+          snapshot: '{}',
+        });
+      await append(2);
+      // The primary is demoted: new sessions are read-only, and the old ones are cut.
+      const cut = (): Promise<unknown> =>
+        admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [role]);
+      await admin.query(`ALTER ROLE ${role} SET default_transaction_read_only = on`);
+      await cut();
+      let stored = false;
+      const third = append(3).then(() => (stored = true));
+      const seqsNow = async (): Promise<number[]> =>
+        (
+          await admin.query<{ seq: string }>(`SELECT seq FROM ${schema}.baton_events WHERE task_id = $1 ORDER BY seq`, [
+            id,
+          ])
+        ).rows.map((r) => Number(r.seq));
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.equal(stored, false, 'not acknowledged while the database is read-only');
+      assert.deepEqual(await seqsNow(), [1, 2]);
+      // Said once per outage, with its first cause (the cut connections, or the read-only answer).
+      assert.ok(
+        log.some((l) => l.startsWith('PostgreSQL is unavailable (')),
+        log.join('\n'),
+      );
+      assert.equal(
+        unavailableReason(
+          Object.assign(new Error('cannot execute INSERT in a read-only transaction'), { code: '25006' }),
+        ),
+        'the database is read-only (a standby, or a failover in progress)',
+      );
+      // A gateway started meanwhile does not start, and says why.
+      const said = await openFails(url);
+      assert.match(
+        said,
+        /its sessions are read-only \(default_transaction_read_only is on for the database or the role\)/,
+      );
+      // The new primary answers: the held batch is stored, once.
+      await admin.query(`ALTER ROLE ${role} RESET default_transaction_read_only`);
+      await cut();
+      await bounded(third, 'the held batch to be stored');
+      await append(4);
+      assert.deepEqual(await seqsNow(), [1, 2, 3, 4]);
+      assert.ok(
+        log.some((l) => l.startsWith('PostgreSQL is available again')),
+        log.join('\n'),
+      );
+    },
+  );
 });
