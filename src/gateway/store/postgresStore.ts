@@ -404,8 +404,17 @@ export function unavailableReason(e: unknown): string | undefined {
  * that names parameters it does not know ("unsupported startup parameter").
  */
 function sessionSettings(t: PostgresTimeouts): string {
-  return `SET default_transaction_isolation = 'read committed'; SET statement_timeout = 0; SET lock_timeout = 0; SET idle_in_transaction_session_timeout = ${Math.max(0, Math.round(t.idleInTransactionMs))}`;
+  return `SET default_transaction_isolation = 'read committed'; SET statement_timeout = 0; SET lock_timeout = 0; SET idle_in_transaction_session_timeout = ${Math.max(0, Math.round(t.idleInTransactionMs))}; ${NO_IDLE_SESSION_TIMEOUT}`;
 }
+
+/**
+ * `idle_session_timeout = 0` where the server has it (PostgreSQL 14 on; before, the name is unknown
+ * and a plain SET would fail the statements sent with it). A role or database default would end the
+ * LISTEN connection, which is idle by design, every few seconds (seen: "terminating connection due
+ * to idle-session timeout" each second with 1 s), and a pooled connection between two writes.
+ */
+const NO_IDLE_SESSION_TIMEOUT =
+  "SELECT set_config('idle_session_timeout', '0', false) WHERE current_setting('idle_session_timeout', true) IS NOT NULL";
 
 /**
  * How the store's transactions begin: the settings above again, for the transaction alone, in the same
@@ -585,6 +594,7 @@ export class PostgresGatewayStore implements GatewayStore {
     });
     try {
       await client.connect();
+      await client.query(NO_IDLE_SESSION_TIMEOUT);
       if (check) {
         await client.query(`LISTEN ${probe}`);
         const arrived = new Promise<boolean>((resolve) => {

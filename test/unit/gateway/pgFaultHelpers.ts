@@ -1,10 +1,15 @@
 /**
- * What the PostgreSQL fault tests share: a remote SDK agent that steps until told to finish, a streaming
- * client as a person would write one (resuming with Last-Event-ID), schemas of their own, and waits.
+ * What the PostgreSQL tests share: a remote SDK agent that steps until told to finish, a streaming
+ * client as a person would write one (resuming with Last-Event-ID), schemas and servers of their own,
+ * a store's failure to open, a proxied task to store, and waits.
  */
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import pg from 'pg';
 import { TaskState } from '@a2a-js/sdk';
+import type { NewTask } from '../../../src/gateway/store/gatewayStore';
+import { PostgresGatewayStore } from '../../../src/gateway/store/postgresStore';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
 import type { RemoteAgentConfig } from '../../../src/gateway/config';
 import { patchEvent, statusEvent, taskEvent } from './sdkServer';
@@ -23,6 +28,42 @@ export async function sql(url: string): Promise<pg.Client> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   return c;
+}
+
+const PG_SCRIPT = join(__dirname, '../../../scripts/postgres.sh');
+
+/** Runs scripts/postgres.sh `cmd` for a server of the test's own in `dir`; resolves with its stdout. */
+export function pgScript(cmd: 'start' | 'stop' | 'pause' | 'resume', dir: string): Promise<string> {
+  return new Promise((resolve, reject) =>
+    execFile('bash', [PG_SCRIPT, cmd], { env: { ...process.env, BATON_PG_DIR: dir } }, (e, out, err) =>
+      e ? reject(new Error(`postgres.sh ${cmd} failed: ${err}`)) : resolve(out),
+    ),
+  );
+}
+
+/** What opening the store at `url` fails with (the test fails if it opens). */
+export async function openFails(url: string): Promise<string> {
+  try {
+    const s = await PostgresGatewayStore.open(url);
+    await s.close();
+  } catch (e) {
+    return (e as Error).message;
+  }
+  throw new Error(`the store at ${url} opened`);
+}
+
+/** A working proxied task of agent `echo`, owned by nobody, as a store's createTask takes it. */
+export function proxyTask(id: string, snapshot = '{}'): NewTask {
+  return {
+    agent: 'echo',
+    id,
+    contextId: 'ctx',
+    principal: 'alice',
+    kind: 'proxy',
+    state: TaskState.TASK_STATE_WORKING,
+    snapshot,
+    owner: null,
+  };
 }
 
 /** `url` with its search_path set to `schema` and the connections named `app` in pg_stat_activity. */

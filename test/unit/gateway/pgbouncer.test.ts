@@ -22,6 +22,7 @@ import { TaskState } from '@a2a-js/sdk';
 import { PostgresGatewayStore } from '../../../src/gateway/store/postgresStore';
 import { loadGatewayConfig } from '../../../src/gateway/config';
 import { bounded, tempDir } from './helpers';
+import { proxyTask } from './pgFaultHelpers';
 
 const PG = process.env.BATON_TEST_PG;
 const PGBOUNCER = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((p) => existsSync(p));
@@ -140,18 +141,6 @@ async function startBouncer(t: TestContext): Promise<Bouncer> {
   };
 }
 
-const newTask = (id: string) =>
-  ({
-    agent: 'echo',
-    id,
-    contextId: 'ctx',
-    principal: 'alice',
-    kind: 'proxy',
-    state: TaskState.TASK_STATE_WORKING,
-    snapshot: JSON.stringify({ id }),
-    owner: null,
-  }) as const;
-
 describe('PostgreSQL store through PgBouncer in transaction mode', () => {
   it(
     'connects, and with store.listenUrl direct, two instances share every event and hear each other',
@@ -184,7 +173,12 @@ describe('PostgreSQL store through PgBouncer in transaction mode', () => {
       two.onRemoteAppend((_agent, taskId) => {
         if (mine.has(taskId)) heard++;
       });
-      await bounded(Promise.all(ids.map((id) => one.createTask(newTask(id), { seq: 1, body: `{"s":1}` }))), 'creates');
+      await bounded(
+        Promise.all(
+          ids.map((id) => one.createTask(proxyTask(id, JSON.stringify({ id })), { seq: 1, body: `{"s":1}` })),
+        ),
+        'creates',
+      );
       for (let seq = 2; seq <= ROUNDS + 1; seq++)
         await bounded(
           Promise.all(

@@ -12,7 +12,6 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createConnection, createServer } from 'node:net';
 import type { AddressInfo, Server, Socket } from 'node:net';
@@ -29,22 +28,20 @@ import { DelegationRunner } from '../../../src/node/a2a/delegationRunner';
 import { JournalStore } from '../../../src/node/journalStore';
 import { makeRequest } from '../delegation/harness';
 import { bounded, tempDir } from './helpers';
-import { inSchema, remoteSdkAgent, sql, stepsOf, SteppingExecutor, streamTask, until } from './pgFaultHelpers';
+import {
+  inSchema,
+  pgScript,
+  remoteSdkAgent,
+  sql,
+  stepsOf,
+  SteppingExecutor,
+  streamTask,
+  until,
+} from './pgFaultHelpers';
 import { serveSdkAgent } from './sdkServer';
 
 const PG = process.env.BATON_TEST_PG;
 const skip = PG ? false : 'BATON_TEST_PG is not set: start one with eval "$(bash scripts/postgres.sh start)"';
-const SCRIPT = join(__dirname, '../../../scripts/postgres.sh');
-
-/** Runs scripts/postgres.sh `cmd` for the server in `dir`; resolves with its stdout. */
-function pgScript(cmd: 'start' | 'stop' | 'pause' | 'resume', dir: string): Promise<string> {
-  return new Promise((resolve, reject) =>
-    execFile('bash', [SCRIPT, cmd], { env: { ...process.env, BATON_PG_DIR: dir } }, (e, out, err) =>
-      e ? reject(new Error(`postgres.sh ${cmd} failed: ${err}`)) : resolve(out),
-    ),
-  );
-}
-
 describe('gateway: PostgreSQL faults', () => {
   // Not made here: the script makes it and, as root, hands it to the postgres user (a folder inside a
   // mkdtemp folder, 0700 root, would be out of that user's reach).

@@ -20,6 +20,7 @@ import {
   unavailableReason,
 } from '../../../src/gateway/store/postgresStore';
 import { bounded } from './helpers';
+import { openFails, proxyTask } from './pgFaultHelpers';
 
 const PG = process.env.BATON_TEST_PG;
 const skip = PG ? false : 'BATON_TEST_PG is not set';
@@ -53,16 +54,6 @@ async function setUp(t: TestContext): Promise<{ admin: pg.Client; schema: string
   return { admin, schema, role, url: urlAs(base, role, schema) };
 }
 
-async function openFails(url: string): Promise<string> {
-  try {
-    const s = await PostgresGatewayStore.open(url);
-    await s.close();
-  } catch (e) {
-    return (e as Error).message;
-  }
-  throw new Error('the store opened');
-}
-
 /** Runs `baton-gateway --print-postgres-schema` and returns what it printed. */
 function printedSchema(): Promise<string> {
   return new Promise((done, fail) => {
@@ -81,19 +72,7 @@ async function useIt(url: string): Promise<void> {
   const store = await bounded(PostgresGatewayStore.open(url), 'the store to open');
   try {
     const id = `t-${randomBytes(4).toString('hex')}`;
-    await store.createTask(
-      {
-        agent: 'echo',
-        id,
-        contextId: 'ctx',
-        principal: 'alice',
-        kind: 'proxy',
-        state: TaskState.TASK_STATE_WORKING,
-        snapshot: JSON.stringify({ id }),
-        owner: null,
-      },
-      { seq: 1, body: '{"a":1}' },
-    );
+    await store.createTask(proxyTask(id, JSON.stringify({ id })), { seq: 1, body: '{"a":1}' });
     await store.append({
       agent: 'echo',
       taskId: id,
@@ -209,19 +188,7 @@ describe('PostgreSQL store: a transaction the server rolls back to be tried agai
         `CREATE TRIGGER fail_twice BEFORE INSERT ON baton_events FOR EACH ROW EXECUTE FUNCTION fail_twice()`,
       );
       const id = 'retried';
-      await store.createTask(
-        {
-          agent: 'echo',
-          id,
-          contextId: 'ctx',
-          principal: 'alice',
-          kind: 'proxy',
-          state: TaskState.TASK_STATE_WORKING,
-          snapshot: '{}',
-          owner: null,
-        },
-        { seq: 1, body: '{"a":1}' },
-      );
+      await store.createTask(proxyTask(id, '{}'), { seq: 1, body: '{"a":1}' });
       await bounded(
         store.append({
           agent: 'echo',
@@ -254,19 +221,7 @@ describe('PostgreSQL store: a database that turns read-only, as in a failover', 
       );
       t.after(() => store.close());
       const id = 'failover';
-      await store.createTask(
-        {
-          agent: 'echo',
-          id,
-          contextId: 'ctx',
-          principal: 'alice',
-          kind: 'proxy',
-          state: TaskState.TASK_STATE_WORKING,
-          snapshot: '{}',
-          owner: null,
-        },
-        { seq: 1, body: '{"s":1}' },
-      );
+      await store.createTask(proxyTask(id, '{}'), { seq: 1, body: '{"s":1}' });
       const append = (seq: number): Promise<void> =>
         store.append({
           agent: 'echo',
@@ -318,6 +273,55 @@ describe('PostgreSQL store: a database that turns read-only, as in a failover', 
       assert.ok(
         log.some((l) => l.startsWith('PostgreSQL is available again')),
         log.join('\n'),
+      );
+    },
+  );
+});
+
+describe('PostgreSQL store: a role whose idle sessions are ended (idle_session_timeout)', () => {
+  it(
+    'keeps its LISTEN connection, so an instance idle for longer still hears the next append at once',
+    { skip },
+    async (t) => {
+      const { admin, schema, role, url } = await setUp(t);
+      await admin.query(`GRANT USAGE, CREATE ON SCHEMA ${schema} TO ${role}`);
+      await admin.query(`ALTER ROLE ${role} SET idle_session_timeout = '500ms'`);
+      const log: string[] = [];
+      const a = await bounded(
+        PostgresGatewayStore.open(url, (l) => log.push(`a: ${l}`)),
+        'a to open',
+      );
+      t.after(() => a.close());
+      const b = await bounded(
+        PostgresGatewayStore.open(url, (l) => log.push(`b: ${l}`)),
+        'b to open',
+      );
+      t.after(() => b.close());
+      const heard: number[] = [];
+      b.onRemoteAppend((_agent, taskId, lastSeq) => {
+        if (taskId === 'idle') heard.push(lastSeq);
+      });
+      await a.createTask(proxyTask('idle'), { seq: 1, body: '{"s":1}' });
+      // Idle for four times the timeout.
+      await new Promise((r) => setTimeout(r, 2000));
+      await a.append({
+        agent: 'echo',
+        taskId: 'idle',
+        events: [{ seq: 2, body: '{"s":2}' }],
+        state: TaskState.TASK_STATE_WORKING,
+        snapshot: '{}',
+      });
+      await bounded(
+        (async () => {
+          while (!heard.includes(2)) await new Promise((r) => setTimeout(r, 10));
+        })(),
+        'b to hear the append',
+        2000,
+      );
+      assert.deepEqual(
+        log.filter((l) => l.includes('LISTEN connection lost')),
+        [],
+        'no LISTEN connection was ended',
       );
     },
   );

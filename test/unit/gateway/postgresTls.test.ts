@@ -8,7 +8,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,30 +16,11 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { PostgresGatewayStore } from '../../../src/gateway/store/postgresStore';
 import { tempDir } from './helpers';
+import { openFails, pgScript } from './pgFaultHelpers';
 
 const PG = process.env.BATON_TEST_PG;
 const skip = PG ? false : 'BATON_TEST_PG is not set: start one with eval "$(bash scripts/postgres.sh start)"';
-const SCRIPT = join(__dirname, '../../../scripts/postgres.sh');
-
-function pgScript(cmd: 'start' | 'stop', dir: string): Promise<string> {
-  return new Promise((resolve, reject) =>
-    execFile('bash', [SCRIPT, cmd], { env: { ...process.env, BATON_PG_DIR: dir } }, (e, out, err) =>
-      e ? reject(new Error(`postgres.sh ${cmd} failed: ${err}`)) : resolve(out),
-    ),
-  );
-}
-
 const openssl = (...args: string[]): void => void execFileSync('openssl', args, { stdio: 'pipe' });
-
-async function openFails(url: string): Promise<string> {
-  try {
-    const s = await PostgresGatewayStore.open(url);
-    await s.close();
-  } catch (e) {
-    return (e as Error).message;
-  }
-  throw new Error('the store opened');
-}
 
 describe('PostgreSQL store over TLS', () => {
   const serverDir = join(tmpdir(), `baton-pg-tls-${randomBytes(6).toString('hex')}`);
