@@ -20,9 +20,11 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { TaskState } from '@a2a-js/sdk';
 import { PostgresGatewayStore } from '../../../src/gateway/store/postgresStore';
-import { loadGatewayConfig } from '../../../src/gateway/config';
+import { loadGatewayConfig, sha256HexOf } from '../../../src/gateway/config';
+import { startGateway } from '../../../src/gateway/server';
 import { bounded, tempDir } from './helpers';
-import { proxyTask } from './pgFaultHelpers';
+import { proxyTask, remoteSdkAgent, stepsOf, SteppingExecutor, streamTask, until } from './pgFaultHelpers';
+import { serveSdkAgent } from './sdkServer';
 
 const PG = process.env.BATON_TEST_PG;
 const PGBOUNCER = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((p) => existsSync(p));
@@ -206,6 +208,47 @@ describe('PostgreSQL store through PgBouncer in transaction mode', () => {
           Array.from({ length: ROUNDS + 1 }, (_, i) => i + 1),
           id,
         );
+    },
+  );
+
+  it(
+    'two gateways on it (store.listenUrl direct): a task started on one is followed live from the other to its end',
+    { skip },
+    async (t) => {
+      const b = await startBouncer(t);
+      const token = `team-${randomBytes(16).toString('hex')}`;
+      const exec = new SteppingExecutor();
+      const remote = await serveSdkAgent(exec, { liveCard: true });
+      t.after(() => remote.close());
+      const gateway = async (): Promise<Awaited<ReturnType<typeof startGateway>>> => {
+        const state = tempDir();
+        t.after(() => state[Symbol.dispose]());
+        const gw = await startGateway({
+          stateDir: state.path,
+          store: { kind: 'postgres', url: b.pooled, listenUrl: b.direct },
+          tokens: [{ principal: 'team', sha256: sha256HexOf(token) }],
+          localAgents: [],
+          remoteAgents: [remoteSdkAgent(remote.url)],
+          log: () => undefined,
+        });
+        t.after(() => gw.close());
+        return gw;
+      };
+      const [gwA, gwB] = await bounded(Promise.all([gateway(), gateway()]), 'two gateways to start');
+      const onA = streamTask(`${gwA.url}/a2a/remote`, token);
+      await until(() => onA.taskId() !== '' && exec.steps >= 3, 'the task to start on A');
+      const onB = streamTask(`${gwB.url}/a2a/remote`, token, { taskId: onA.taskId(), lastId: 0 });
+      await until(() => exec.steps >= 15, 'more steps while B follows');
+      exec.finish = true;
+      assert.equal(await bounded(onA.done, 'A to end'), 'TASK_STATE_COMPLETED');
+      assert.equal(await bounded(onB.done, 'B to end'), 'TASK_STATE_COMPLETED');
+      // B got every event, once and in order, the same as A.
+      assert.deepEqual(
+        onB.events.map((e) => e.id),
+        onB.events.map((_, i) => i + 1),
+      );
+      assert.deepEqual(stepsOf(onB.events.map((e) => e.data)), stepsOf(onA.events.map((e) => e.data)));
+      assert.ok(stepsOf(onB.events.map((e) => e.data)).length >= 15);
     },
   );
 
