@@ -47,6 +47,7 @@ import type { TransientReport } from './transientAnswers';
 import { TransientHttpError } from './transientAnswers';
 import { outcomeReasonText } from '../../core/protocol/outcomeText';
 import { DEV_TOOL_EXTENSION_URI, pendingToolCalls, slimDevToolEvent, toolAnswerParts } from '../../core/devTool';
+import { readableHttpError } from '../../core/httpErrorText';
 import type { Part } from '@a2a-js/sdk';
 import { Role } from '@a2a-js/sdk';
 
@@ -143,7 +144,9 @@ function errorText(e: unknown): string {
       typeof cause === 'object' && cause !== null && 'code' in cause
         ? String((cause as { code: unknown }).code)
         : undefined;
-    const msg = e.message.length > 300 ? e.message.slice(0, 300) + '…' : e.message;
+    // An HTTP answer that is no A2A answer (a proxy's HTML page, say) is said in words, not as its page.
+    const said = readableHttpError(e.message);
+    const msg = said.length > 400 ? said.slice(0, 400) + '…' : said;
     return code ? `${msg} (${code})` : msg;
   }
   return String(e);
