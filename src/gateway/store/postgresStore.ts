@@ -109,8 +109,8 @@ interface SchemaStatement {
   readonly makes: string;
 }
 
-/** The statements of `SCHEMA` (split at semicolons outside `$$` quotes), each with what it makes. */
-export function schemaStatements(sql: string = SCHEMA): SchemaStatement[] {
+/** The statements of `sql` (split at semicolons outside `$$` quotes), each with what it makes. */
+function schemaStatements(sql: string): SchemaStatement[] {
   const parts: string[] = [];
   let start = 0;
   let quoted = false;
@@ -135,14 +135,17 @@ export function schemaStatements(sql: string = SCHEMA): SchemaStatement[] {
     });
 }
 
-/** What the DDL above makes: each table with its columns, and each index. */
-export function schemaObjects(sql: string = SCHEMA): {
+/** `SCHEMA`, statement by statement (read once: the text is a constant). */
+const SCHEMA_STATEMENTS = schemaStatements(SCHEMA);
+
+/** What `SCHEMA` makes: each table with its columns, and each index. */
+export function schemaObjects(): {
   readonly tables: ReadonlyMap<string, readonly string[]>;
   readonly indexes: readonly string[];
 } {
   const tables = new Map<string, string[]>();
   const indexes: string[] = [];
-  for (const st of schemaStatements(sql)) {
+  for (const st of SCHEMA_STATEMENTS) {
     const table = /^CREATE TABLE IF NOT EXISTS (\w+) \(([^;]*)\);$/.exec(st.sql);
     if (table) {
       const cols = table[2]
@@ -160,12 +163,14 @@ export function schemaObjects(sql: string = SCHEMA): {
   return { tables, indexes };
 }
 
+const SCHEMA_OBJECTS = schemaObjects();
+
 /**
  * What of `SCHEMA` the current schema lacks (`table`, `table.column`, `index`); empty when complete.
  * Read from the catalog, which shows every table whatever the role may do with it.
  */
 async function missingSchemaObjects(c: pg.PoolClient): Promise<string[]> {
-  const want = schemaObjects();
+  const want = SCHEMA_OBJECTS;
   const cols = await c.query<{ t: string; c: string }>(
     `SELECT r.relname AS t, a.attname AS c FROM pg_class r
        JOIN pg_namespace n ON n.oid = r.relnamespace JOIN pg_attribute a ON a.attrelid = r.oid
@@ -199,17 +204,15 @@ const TABLE_PRIVILEGES = ['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const;
 
 /** The tables of `SCHEMA` on which the connected role lacks a privilege the gateway uses, as `table: PRIV, …`. */
 async function missingPrivileges(c: pg.PoolClient): Promise<string[]> {
-  const out: string[] = [];
-  for (const table of schemaObjects().tables.keys()) {
-    const r = await c.query<Record<string, boolean>>(
-      `SELECT ${TABLE_PRIVILEGES.map((p, i) => `has_table_privilege(format('%I.%I', current_schema(), $1::text), '${p}') AS p${i}`).join(', ')}`,
-      [table],
-    );
-    const row = r.rows[0] ?? {};
+  const r = await c.query<Record<string, string | boolean>>(
+    `SELECT t, ${TABLE_PRIVILEGES.map((p, i) => `has_table_privilege(format('%I.%I', current_schema(), t), '${p}') AS p${i}`).join(', ')}
+       FROM unnest($1::text[]) AS t`,
+    [[...SCHEMA_OBJECTS.tables.keys()]],
+  );
+  return r.rows.flatMap((row) => {
     const lacking = TABLE_PRIVILEGES.filter((_, i) => row[`p${i}`] !== true);
-    if (lacking.length) out.push(`${table}: ${lacking.join(', ')}`);
-  }
-  return out;
+    return lacking.length ? [`${String(row.t)}: ${lacking.join(', ')}`] : [];
+  });
 }
 
 /**
@@ -282,7 +285,7 @@ async function ensureSchema(c: pg.PoolClient): Promise<void> {
     try {
       // Only what is missing: a table, column or index that exists needs no right to create it (a
       // CREATE INDEX IF NOT EXISTS on an existing index still wants to own its table).
-      for (const st of schemaStatements()) if (wanted.has(st.makes)) await c.query(st.sql);
+      for (const st of SCHEMA_STATEMENTS) if (wanted.has(st.makes)) await c.query(st.sql);
     } catch (e) {
       if ((e as { code?: unknown }).code !== INSUFFICIENT_PRIVILEGE) throw e;
       const what = `schema ${schema} lacks ${said.slice(0, 6).join(', ')}${said.length > 6 ? ', …' : ''}`;
@@ -544,10 +547,7 @@ export class PostgresGatewayStore implements GatewayStore {
    * One connection holds LISTEN for both channels. When it is lost (the server restarted, an admin
    * ended it, the network dropped) it is opened again with backoff, and everyone following a task is
    * told to read the store: notifications sent while nobody listened are gone, the events are not.
-   */
-  /**
-   * Opens the LISTEN connection. With `check` (at start, naming the setting the connection came from),
-   * it first makes sure a notification sent through the pool reaches it: a pooler in transaction mode
+   * With `check` (at start, naming the setting the connection came from), it first makes sure a notification sent through the pool reaches it: a pooler in transaction mode
    * (PgBouncer's `pool_mode = transaction`) accepts LISTEN and then passes nothing on, and instances
    * would silently stop seeing each other's events.
    */

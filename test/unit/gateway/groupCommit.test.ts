@@ -23,6 +23,7 @@ import { SqliteWorkerStore } from '../../../src/gateway/store/sqliteWorkerStore'
 import type { StoreCall, StoreReply } from '../../../src/gateway/store/sqliteWorkerStore';
 import type { EventRow, GatewayStore, NewTask } from '../../../src/gateway/store/gatewayStore';
 import { bounded, tempDir } from './helpers';
+import { testSchema } from './pgFaultHelpers';
 
 interface RawDb {
   exec(sql: string): void;
@@ -641,16 +642,7 @@ describe('PostgresGatewayStore: appends of many tasks at once, from two instance
       `every event is stored once and in order, a stale writer fails alone, and a notice is sent only once its events are readable${d.what}`,
       { skip: PG ? false : 'BATON_TEST_PG is not set' },
       async (t) => {
-        const base = PG ?? '';
-        const schema = `g_${randomBytes(6).toString('hex')}`;
-        const url = `${base}${base.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}${d.options}`)}`;
-        const admin = new pg.Client({ connectionString: base });
-        await admin.connect();
-        await admin.query(`CREATE SCHEMA ${schema}`);
-        t.after(async () => {
-          await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-          await admin.end();
-        });
+        const { url } = await testSchema(t, PG ?? '', 'g', d.options);
         const a = await bounded(PostgresGatewayStore.open(url), 'instance a to open');
         t.after(() => a.close().catch(() => undefined));
         const b = await bounded(PostgresGatewayStore.open(url), 'instance b to open');

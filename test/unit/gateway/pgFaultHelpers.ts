@@ -4,7 +4,7 @@
  * a store's failure to open, a proxied task to store, and waits.
  */
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import pg from 'pg';
 import { TaskState } from '@a2a-js/sdk';
@@ -64,6 +64,27 @@ export function proxyTask(id: string, snapshot = '{}'): NewTask {
     snapshot,
     owner: null,
   };
+}
+
+/**
+ * A fresh schema on the test server `base`, dropped when `t` ends, with the server's admin connection
+ * and a URL whose search_path is that schema (plus `options`, more `-c` settings for its sessions).
+ */
+export async function testSchema(
+  t: { after(fn: () => Promise<void>): void },
+  base: string,
+  prefix: string,
+  options = '',
+): Promise<{ admin: pg.Client; schema: string; url: string }> {
+  const schema = `${prefix}_${randomBytes(5).toString('hex')}`;
+  const url = `${base}${base.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}${options}`)}`;
+  const admin = await sql(base);
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  t.after(async () => {
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await admin.end();
+  });
+  return { admin, schema, url };
 }
 
 /** `url` with its search_path set to `schema` and the connections named `app` in pg_stat_activity. */

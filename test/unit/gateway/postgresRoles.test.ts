@@ -20,7 +20,7 @@ import {
   unavailableReason,
 } from '../../../src/gateway/store/postgresStore';
 import { bounded } from './helpers';
-import { openFails, proxyTask } from './pgFaultHelpers';
+import { openFails, proxyTask, testSchema } from './pgFaultHelpers';
 
 const PG = process.env.BATON_TEST_PG;
 const skip = PG ? false : 'BATON_TEST_PG is not set';
@@ -161,16 +161,7 @@ describe('PostgreSQL store: a transaction the server rolls back to be tried agai
     ['40P01', 'a deadlock'],
   ] as const)
     it(`is run again after ${what} (SQLSTATE ${code}); its events are stored once`, { skip }, async (t) => {
-      const base = PG ?? '';
-      const schema = `retry_${randomBytes(5).toString('hex')}`;
-      const url = `${base}${base.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
-      const admin = new pg.Client({ connectionString: base });
-      await admin.connect();
-      await admin.query(`CREATE SCHEMA ${schema}`);
-      t.after(async () => {
-        await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-        await admin.end();
-      });
+      const { admin, schema, url } = await testSchema(t, PG ?? '', 'retry');
       const store = await bounded(PostgresGatewayStore.open(url), 'the store to open');
       t.after(() => store.close());
       // The first two inserts of an event whose body says so fail as the server fails them.
