@@ -10,7 +10,8 @@
  * `main_ratio` the event loop's alone); `round_ratios` is the lowest and highest of the ratios of the
  * rounds taken in pairs, the spread to read `ratio` against (with the base at HEAD and a clean tree,
  * an A/A run, it shows what is noise: about ±5% on a 2-core machine); the p95 latencies are from the
- * agent's publish to the client. `BENCH_AB_ROUNDS` sets the rounds (default 4).
+ * agent's publish to the client (`start` and `end`: of the tasks' first and last events, as in
+ * `npm run bench -- scale`). `BENCH_AB_ROUNDS` sets the rounds (default 4).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
@@ -35,6 +36,9 @@ interface Side {
   /** Streams that failed, or lost, duplicated or reordered an event. */
   errors: number;
   readonly latencies: number[];
+  /** The latencies of the tasks' first and last events (the bursts of creations and of patches; see `round`). */
+  readonly start: number[];
+  readonly end: number[];
 }
 
 /** The base commit's tree, bundled as the gateway ships it, under out/bench-ab/. */
@@ -76,7 +80,19 @@ export async function run(): Promise<void> {
       const gw = await start();
       children.push(gw);
       const client = await clientAt(`${gw.info.url}/a2a/remote`, gw.info.token);
-      sides.push({ name, gw, client, perEvent: [], cpuMs: 0, mainMs: 0, events: 0, errors: 0, latencies: [] });
+      sides.push({
+        name,
+        gw,
+        client,
+        perEvent: [],
+        cpuMs: 0,
+        mainMs: 0,
+        events: 0,
+        errors: 0,
+        latencies: [],
+        start: [],
+        end: [],
+      });
     }
     // Warm up both (connections, JIT, the store's first pages).
     for (const s of sides) await round(s.client, s.name, together(20));
@@ -92,6 +108,8 @@ export async function run(): Promise<void> {
         s.events += res.events;
         s.errors += res.errors;
         s.latencies.push(...res.latencies);
+        s.start.push(...res.start);
+        s.end.push(...res.end);
       }
     }
     const [a, b] = sides;
@@ -105,6 +123,8 @@ export async function run(): Promise<void> {
         `base=${a.name} base_us=${us(a, a.cpuMs)} new_us=${us(b, b.cpuMs)}`,
         `base_main_us=${us(a, a.mainMs)} new_main_us=${us(b, b.mainMs)}`,
         `base_p95_ms=${percentile(a.latencies, 95).toFixed(2)} new_p95_ms=${percentile(b.latencies, 95).toFixed(2)}`,
+        `base_start_p95_ms=${percentile(a.start, 95).toFixed(2)} new_start_p95_ms=${percentile(b.start, 95).toFixed(2)}`,
+        `base_end_p95_ms=${percentile(a.end, 95).toFixed(2)} new_end_p95_ms=${percentile(b.end, 95).toFixed(2)}`,
         `base_errors=${a.errors} new_errors=${b.errors} tasks=${TASKS} rounds=${rounds} ${loadNote()}`,
       ].join(' '),
     );

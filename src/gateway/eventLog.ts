@@ -565,7 +565,12 @@ export async function* followTask(o: FollowOptions): AsyncGenerator<readonly Eve
     }
     wake?.();
   });
-  const onAbort = (): void => wake?.();
+  /** `o.signal.aborted`, kept here: it is asked several times per event, and its getter is not free. */
+  let aborted = o.signal?.aborted ?? false;
+  const onAbort = (): void => {
+    aborted = true;
+    wake?.();
+  };
   o.signal?.addEventListener('abort', onAbort);
   /** The contiguous run of `rows` right after the cursor (which it advances). */
   const next = (rows: readonly EventRow[]): EventRow[] => {
@@ -589,7 +594,7 @@ export async function* followTask(o: FollowOptions): AsyncGenerator<readonly Eve
       }
       if (run.length) yield run;
     }
-    while (!o.signal?.aborted) {
+    while (!aborted) {
       if (needRead) {
         needRead = false;
         for (;;) {
@@ -597,7 +602,7 @@ export async function* followTask(o: FollowOptions): AsyncGenerator<readonly Eve
           const run = next(rows);
           if (run.length) {
             yield run;
-            if (o.signal?.aborted) return;
+            if (aborted) return;
           }
           if (rows.length < PAGE || run.length < rows.length) break;
         }
@@ -627,7 +632,7 @@ export async function* followTask(o: FollowOptions): AsyncGenerator<readonly Eve
       if (o.untilTurnEnds && endedAt !== undefined && cursor >= endedAt) return;
       await new Promise<void>((resolve) => {
         wake = resolve;
-        if (buffered.length || needRead || o.signal?.aborted) resolve();
+        if (buffered.length || needRead || aborted) resolve();
       });
       wake = undefined;
     }

@@ -83,6 +83,12 @@ function buildContext(
   return { context, abort };
 }
 
+/**
+ * The reason a request's signal fires once the request is over (what still follows it stops): one for
+ * all requests, as an AbortError like the default one, which is made anew (with its stack) on each abort.
+ */
+const REQUEST_OVER = new DOMException('the request is over', 'AbortError');
+
 function extensionHeaders(context: ServerCallContext, legacy: boolean): Record<string, string> {
   const act = context.activatedExtensions;
   return act && act.length ? { [legacy ? LEGACY_HTTP_EXTENSION_HEADER : HTTP_EXTENSION_HEADER]: act.join(',') } : {};
@@ -310,7 +316,7 @@ export function a2aRouter(o: A2aRouteOptions): Router {
       )
         o.log(`JSON-RPC ${method || '(legacy)'} failed: ${(e as Error).stack ?? String(e)}`);
     } finally {
-      abort.abort();
+      abort.abort(REQUEST_OVER);
     }
   };
 
@@ -381,7 +387,7 @@ export function a2aRouter(o: A2aRouteOptions): Router {
           res.status(status).json(toRestErrorBody(e, status));
         } else if (!res.writableEnded) res.end();
       } finally {
-        abort?.abort();
+        abort?.abort(REQUEST_OVER);
       }
     };
   const send = restStream((req, context) =>
