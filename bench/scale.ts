@@ -24,7 +24,8 @@
  *   `steady_added_p95_ms` the added p95 of the events in the middle of the tasks (away from the burst
  *   of creations at the start and of patches at the end), `start_added_p95_ms` and `end_added_p95_ms`
  *   those of the two bursts. The load200 line ends with the same added
- *   percentiles through the bare pipe (`bare_pipe_added_p95_ms`, …): the floor of any Node relay.
+ *   percentiles through the bare pipe (`bare_pipe_added_p95_ms`, …): the floor of any Node relay; so
+ *   does the load500 line, from 500-task rounds through the pipe.
  * - `BENCH load200_rolling`: the same 200 streams at once, but as a team's load comes: tasks arrive
  *   steadily (400 of them over two task lengths, one every `TASK_MS / 200`) and finish as others start,
  *   so the gateway relays 200 streams (≈4,000 events/s) while it also creates and ends tasks, without
@@ -254,19 +255,21 @@ function pipeLatency(r: LoadResult, pipeRounds: readonly RoundResult[]): string 
   ].join(' ');
 }
 
-/** `ROUNDS` 200-task rounds through a pipe child (after a warm-up), and its CPU per event meanwhile. */
-async function pipeRounds(pipe: Child): Promise<{ rounds: RoundResult[]; us: number }> {
+/** `ROUNDS` rounds of `tasks` through a pipe child (after a warm-up), and its CPU per event meanwhile. */
+async function pipeRounds(pipe: Child, tasks = 200): Promise<{ rounds: RoundResult[]; us: number }> {
   const client = await clientAt(pipe.info.url);
   await round(client, 'pipe', together(20));
   const cpu0 = cpuMsOf(pipe.proc) ?? Number.NaN;
   const rounds: RoundResult[] = [];
-  for (let i = 0; i < ROUNDS; i++) rounds.push(await round(client, 'pipe', together(200)));
+  for (let i = 0; i < ROUNDS; i++) rounds.push(await round(client, 'pipe', together(tasks)));
   const events = sum(rounds, (x) => x.events);
   return { rounds, us: (((cpuMsOf(pipe.proc) ?? Number.NaN) - cpu0) * 1000) / events };
 }
 
-async function load500(direct: Client, proxied: Client, gw: Child, remote: Child): Promise<void> {
-  console.log(loadLine('load500', 500, await load(together(500), direct, proxied, gw, remote)));
+async function load500(direct: Client, proxied: Client, gw: Child, remote: Child, pipe: Child): Promise<void> {
+  const l500 = await load(together(500), direct, proxied, gw, remote);
+  // The bare pipe at 500 too: on a small machine the agent and the client leave a relay little room.
+  console.log(`${loadLine('load500', 500, l500)} ${pipeLatency(l500, (await pipeRounds(pipe, 500)).rounds)}`);
   console.log(
     `${loadLine('load500_rolling', 1000, await load(rolling(500), direct, proxied, gw, remote))} concurrent=500`,
   );
@@ -286,7 +289,7 @@ export async function run(): Promise<void> {
     await round(proxied, 'gateway', together(20));
 
     if (process.env.BENCH_SCALE_ONLY === 'load500') {
-      await load500(direct, proxied, gw, remote);
+      await load500(direct, proxied, gw, remote, pipe);
       return;
     }
     const l200 = await load(together(200), direct, proxied, gw, remote);
@@ -306,7 +309,7 @@ export async function run(): Promise<void> {
     );
     // BENCH_SCALE_QUICK=1 stops here (for profiling the relay at 200 tasks).
     if (process.env.BENCH_SCALE_QUICK === '1') return;
-    await load500(direct, proxied, gw, remote);
+    await load500(direct, proxied, gw, remote, pipe);
   } finally {
     await stopChildren([gw, pipe, tcp, remote]);
   }
