@@ -198,10 +198,20 @@ export class SqliteWorkerStore implements GatewayStore {
     } catch (e) {
       return Promise.reject(e instanceof Error ? e : new Error(String(e)));
     }
-    const { events: _events, ...rest } = batch;
-    void _events;
     const { bodies, moved } = crossing(page.bodies);
-    return this.callWorker('appendPage', [{ ...rest, ...page, bodies } satisfies PageBatch], moved) as Promise<void>;
+    // Spelled out, not `{ ...rest, ...page }`: object spread with more keys after it takes V8's slow
+    // path, about 2 µs a batch (a batch is mostly one event), as much as making the page.
+    const crossed: PageBatch = {
+      agent: batch.agent,
+      taskId: batch.taskId,
+      state: batch.state,
+      snapshot: batch.snapshot,
+      owner: batch.owner,
+      firstSeq: page.firstSeq,
+      lastSeq: page.lastSeq,
+      bodies,
+    };
+    return this.callWorker('appendPage', [crossed], moved) as Promise<void>;
   };
   getTask: GatewayStore['getTask'] = (...a) => this.call('getTask', ...a);
   listTasks: GatewayStore['listTasks'] = (...a) => this.call('listTasks', ...a);
