@@ -19,12 +19,19 @@ import { GAP_NOTICE_TAKEOVER } from '../../../src/gateway/proxyTaskRunner';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { tempDir } from './helpers';
-import { inSchema, remoteSdkAgent, sql, stepsOf, SteppingExecutor, streamTask, until } from './pgFaultHelpers';
+import {
+  inSchema,
+  PG,
+  pgSkip,
+  remoteSdkAgent,
+  sql,
+  SteppingExecutor,
+  stepsOf,
+  streamTask,
+  until,
+} from './pgFaultHelpers';
 import type { SseEvent } from './pgFaultHelpers';
 import { serveSdkAgent } from './sdkServer';
-
-const PG = process.env.BATON_TEST_PG;
-const skip = PG ? false : 'BATON_TEST_PG is not set: start one with eval "$(bash scripts/postgres.sh start)"';
 
 /** How long an instance without heartbeat keeps its tasks here (the setting's smallest useful value). */
 const TAKE_OVER_S = 2;
@@ -121,7 +128,7 @@ describe('team gateway: an instance cut off from PostgreSQL while it relays a ta
 
   it(
     'the other instance takes the task over and ends it; the cut-off one stops relaying once back, and its client gets the rest',
-    { skip },
+    { skip: pgSkip },
     async () => {
       const [a, b] = gws;
       const onA = streamTask(`${a.url}/a2a/remote`, token);

@@ -14,6 +14,13 @@ import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/s
 import type { RemoteAgentConfig } from '../../../src/gateway/config';
 import { patchEvent, statusEvent, taskEvent } from './sdkServer';
 
+/** The PostgreSQL server the tests use (`bash scripts/postgres.sh start` prints it; `.ci/run` sets it). */
+export const PG = process.env.BATON_TEST_PG;
+/** `skip` for a test that needs it: false when it is set, else why and how to set it. */
+export const pgSkip: string | false = PG
+  ? false
+  : 'BATON_TEST_PG is not set: start one with eval "$(bash scripts/postgres.sh start)"';
+
 /** Resolves once `check` is true (polled every 20 ms); rejects after `ms` saying what it waited for. */
 export async function until(check: () => boolean | Promise<boolean>, what: string, ms = 15_000): Promise<void> {
   const end = Date.now() + ms;

@@ -30,18 +30,18 @@ import { makeRequest } from '../delegation/harness';
 import { bounded, tempDir } from './helpers';
 import {
   inSchema,
+  PG,
   pgScript,
+  pgSkip,
   remoteSdkAgent,
   sql,
-  stepsOf,
   SteppingExecutor,
+  stepsOf,
   streamTask,
   until,
 } from './pgFaultHelpers';
 import { serveSdkAgent } from './sdkServer';
 
-const PG = process.env.BATON_TEST_PG;
-const skip = PG ? false : 'BATON_TEST_PG is not set: start one with eval "$(bash scripts/postgres.sh start)"';
 describe('gateway: PostgreSQL faults', () => {
   // Not made here: the script makes it and, as root, hands it to the postgres user (a folder inside a
   // mkdtemp folder, 0700 root, would be out of that user's reach).
@@ -88,7 +88,7 @@ describe('gateway: PostgreSQL faults', () => {
 
   it(
     'a statement held up by a lock and then ended with pg_terminate_backend neither crashes the process nor loses the batch',
-    { skip },
+    { skip: pgSkip },
     async () => {
       const schema = `lock_${randomBytes(4).toString('hex')}`;
       const admin = await sql(base);
@@ -151,7 +151,7 @@ describe('gateway: PostgreSQL faults', () => {
 
   it(
     'PostgreSQL stopped and started again while a remote task is relayed and streamed: the relay waits and goes on, and the client gets every event once, in order',
-    { skip },
+    { skip: pgSkip },
     async () => {
       const gw = await gateway();
       const client = streamTask(`${gw.url}/a2a/remote`, token);
@@ -205,7 +205,7 @@ describe('gateway: PostgreSQL faults', () => {
 
   it(
     'a connection lost after the server committed a batch, before its answer arrived: the batch is stored once, not twice and not refused',
-    { skip },
+    { skip: pgSkip },
     async () => {
       // A TCP relay between the store and PostgreSQL (the network between them), which can cut the
       // connection that carries a COMMIT right after the server's answer to it, dropping the answer.
@@ -291,7 +291,7 @@ describe('gateway: PostgreSQL faults', () => {
 
   it(
     'a network that drops every packet without a word (a black hole): statements and connects end as the database unavailable within their timeouts, and an append waiting then is stored once the network is back',
-    { skip },
+    { skip: pgSkip },
     async () => {
       // A TCP relay that, once blackholed, forwards nothing either way and closes nothing: what a
       // dropped link or a lost firewall state looks like to both ends.
@@ -385,7 +385,7 @@ describe('gateway: PostgreSQL faults', () => {
 
   it(
     "the database refusing new connections (ALLOW_CONNECTIONS false, the gateway's connections ended): requests get 503 with Retry-After and a clear message, and are served again once it accepts them, without a restart",
-    { skip },
+    { skip: pgSkip },
     async () => {
       const gw = await gateway();
       remoteExec.finish = true; // tasks complete at once
@@ -472,7 +472,7 @@ describe('gateway: PostgreSQL faults', () => {
   );
   it(
     'a delegation sent while the database refuses connections: the runner is told the gateway is unavailable, not refused, and tries the same message again until it completes with one task',
-    { skip },
+    { skip: pgSkip },
     async () => {
       const gw = await gateway();
       remoteExec.finish = true; // tasks complete at once

@@ -20,10 +20,8 @@ import {
   unavailableReason,
 } from '../../../src/gateway/store/postgresStore';
 import { bounded } from './helpers';
-import { openFails, proxyTask, testSchema } from './pgFaultHelpers';
+import { openFails, PG, pgSkip, proxyTask, testSchema } from './pgFaultHelpers';
 
-const PG = process.env.BATON_TEST_PG;
-const skip = PG ? false : 'BATON_TEST_PG is not set';
 const CLI = resolve(__dirname, '../../../src/gateway/cli.ts');
 
 /** `base` as another role (password auth is trust on the test server's loopback) in `schema`. */
@@ -91,22 +89,26 @@ async function useIt(url: string): Promise<void> {
 }
 
 describe('PostgreSQL store: a service role that is not a superuser', () => {
-  it('may not create the tables: says so and what to grant; with CREATE granted it makes them', { skip }, async (t) => {
-    const { admin, schema, role, url } = await setUp(t);
-    await admin.query(`GRANT USAGE ON SCHEMA ${schema} TO ${role}`);
-    const said = await openFails(url);
-    assert.match(said, new RegExp(`the role ${role} may not create it \\(permission denied for schema ${schema}\\)`));
-    assert.match(said, /lacks baton_tasks, baton_events/);
-    assert.ok(said.includes(`GRANT CREATE ON SCHEMA ${schema} TO ${role};`), said);
-    assert.ok(said.includes('baton-gateway --print-postgres-schema'), said);
-    assert.doesNotMatch(said, /accepts connections/, 'not a connection problem');
-    await admin.query(`GRANT CREATE ON SCHEMA ${schema} TO ${role}`);
-    await useIt(url);
-  });
+  it(
+    'may not create the tables: says so and what to grant; with CREATE granted it makes them',
+    { skip: pgSkip },
+    async (t) => {
+      const { admin, schema, role, url } = await setUp(t);
+      await admin.query(`GRANT USAGE ON SCHEMA ${schema} TO ${role}`);
+      const said = await openFails(url);
+      assert.match(said, new RegExp(`the role ${role} may not create it \\(permission denied for schema ${schema}\\)`));
+      assert.match(said, /lacks baton_tasks, baton_events/);
+      assert.ok(said.includes(`GRANT CREATE ON SCHEMA ${schema} TO ${role};`), said);
+      assert.ok(said.includes('baton-gateway --print-postgres-schema'), said);
+      assert.doesNotMatch(said, /accepts connections/, 'not a connection problem');
+      await admin.query(`GRANT CREATE ON SCHEMA ${schema} TO ${role}`);
+      await useIt(url);
+    },
+  );
 
   it(
     'with tables an administrator made from --print-postgres-schema, it needs only the four privileges it names',
-    { skip },
+    { skip: pgSkip },
     async (t) => {
       const { admin, schema, role, url } = await setUp(t);
       await admin.query(`GRANT USAGE ON SCHEMA ${schema} TO ${role}`);
@@ -148,7 +150,7 @@ describe('PostgreSQL store: a service role that is not a superuser', () => {
     },
   );
 
-  it('a search_path naming no schema the role may use is said plainly', { skip }, async (t) => {
+  it('a search_path naming no schema the role may use is said plainly', { skip: pgSkip }, async (t) => {
     const { role } = await setUp(t);
     const said = await openFails(urlAs(PG ?? '', role, `nosuch_${randomBytes(3).toString('hex')}`));
     assert.match(said, /no schema of its search_path exists or may be used by the role/);
@@ -160,7 +162,7 @@ describe('PostgreSQL store: a transaction the server rolls back to be tried agai
     ['40001', 'a serialization failure'],
     ['40P01', 'a deadlock'],
   ] as const)
-    it(`is run again after ${what} (SQLSTATE ${code}); its events are stored once`, { skip }, async (t) => {
+    it(`is run again after ${what} (SQLSTATE ${code}); its events are stored once`, { skip: pgSkip }, async (t) => {
       const { admin, schema, url } = await testSchema(t, PG ?? '', 'retry');
       const store = await bounded(PostgresGatewayStore.open(url), 'the store to open');
       t.after(() => store.close());
@@ -201,7 +203,7 @@ describe('PostgreSQL store: a transaction the server rolls back to be tried agai
 describe('PostgreSQL store: a database that turns read-only, as in a failover', () => {
   it(
     'holds the events while writes are refused as read-only, stores them once writes come back, and will not start read-only',
-    { skip },
+    { skip: pgSkip },
     async (t) => {
       const { admin, schema, role, url } = await setUp(t);
       await admin.query(`GRANT USAGE, CREATE ON SCHEMA ${schema} TO ${role}`);
@@ -272,7 +274,7 @@ describe('PostgreSQL store: a database that turns read-only, as in a failover', 
 describe('PostgreSQL store: a role whose idle sessions are ended (idle_session_timeout)', () => {
   it(
     'keeps its LISTEN connection, so an instance idle for longer still hears the next append at once',
-    { skip },
+    { skip: pgSkip },
     async (t) => {
       const { admin, schema, role, url } = await setUp(t);
       await admin.query(`GRANT USAGE, CREATE ON SCHEMA ${schema} TO ${role}`);

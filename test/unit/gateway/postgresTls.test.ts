@@ -16,10 +16,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { PostgresGatewayStore } from '../../../src/gateway/store/postgresStore';
 import { tempDir } from './helpers';
-import { openFails, pgScript } from './pgFaultHelpers';
+import { openFails, PG, pgScript, pgSkip } from './pgFaultHelpers';
 
-const PG = process.env.BATON_TEST_PG;
-const skip = PG ? false : 'BATON_TEST_PG is not set: start one with eval "$(bash scripts/postgres.sh start)"';
 const openssl = (...args: string[]): void => void execFileSync('openssl', args, { stdio: 'pipe' });
 
 describe('PostgreSQL store over TLS', () => {
@@ -105,7 +103,7 @@ describe('PostgreSQL store over TLS', () => {
 
   it(
     'sslmode=require with a CA Node does not know says to give sslrootcert (or no-verify); with it, the store opens over TLS',
-    { skip },
+    { skip: pgSkip },
     async () => {
       await serveCertificate('IP:127.0.0.1,DNS:localhost');
       const said = await openFails(`${base}?sslmode=require`);
@@ -128,7 +126,7 @@ describe('PostgreSQL store over TLS', () => {
     },
   );
 
-  it('a certificate for another host name is said so', { skip }, async () => {
+  it('a certificate for another host name is said so', { skip: pgSkip }, async () => {
     await serveCertificate('DNS:db.example');
     const said = await openFails(`${base}?sslmode=verify-full&sslrootcert=${encodeURIComponent(ca)}`);
     assert.match(
