@@ -34,7 +34,8 @@
  * - then `soak()` from bench/scale/soak.ts, when it is there.
  *
  * `BENCH_SCALE_QUICK=1` runs relay-cpu, load200 and load200_rolling only, e.g. under `--cpu-prof`;
- * `BENCH_SCALE_ONLY=load500` runs load500 and load500_rolling only.
+ * `BENCH_SCALE_ONLY=load500` runs load500 and load500_rolling only, `BENCH_SCALE_ONLY=load200_rolling`
+ * load200_rolling alone.
  */
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -288,6 +289,12 @@ export async function run(): Promise<void> {
     await round(direct, 'direct', together(20));
     await round(proxied, 'gateway', together(20));
 
+    if (process.env.BENCH_SCALE_ONLY === 'load200_rolling') {
+      console.log(
+        `${loadLine('load200_rolling', 400, await load(rolling(200), direct, proxied, gw, remote))} concurrent=200`,
+      );
+      return;
+    }
     if (process.env.BENCH_SCALE_ONLY === 'load500') {
       await load500(direct, proxied, gw, remote, pipe);
       return;

@@ -38,8 +38,14 @@ export interface FollowLimits {
   readonly startAttempts: number;
   /** Streams in a row that end without bringing anything new, before following by polling (0: never). */
   readonly pollAfterFailedStreams: number;
-  /** The `GetTask` interval when following by polling. */
+  /**
+   * The `GetTask` interval when following by polling. While the answers bring nothing new, each wait
+   * is `POLL_GROWTH` times the one before, up to `pollMaxIntervalMs`; an answer with news brings the
+   * interval back to this. A quiet task is then asked a few times a minute instead of every second,
+   * and one that reports progress as often as before.
+   */
   readonly pollIntervalMs: number;
+  readonly pollMaxIntervalMs: number;
   /** How long fetching the events missed while away may take, once the task has settled. */
   readonly drainTimeoutMs: number;
 }
@@ -54,6 +60,7 @@ export const CLIENT_FOLLOW: FollowLimits = {
   startAttempts: 3,
   pollAfterFailedStreams: 3,
   pollIntervalMs: 1_000,
+  pollMaxIntervalMs: 5_000,
   drainTimeoutMs: 5_000,
 };
 
@@ -67,8 +74,18 @@ export const PROXY_FOLLOW: FollowLimits = {
   startAttempts: 1,
   pollAfterFailedStreams: 0,
   pollIntervalMs: 1_000,
+  pollMaxIntervalMs: 5_000,
   drainTimeoutMs: 0,
 };
+
+/** How much longer each wait between polls gets while the answers bring nothing new. */
+export const POLL_GROWTH = 1.5;
+
+/** The wait before the next `GetTask` when following by polling, after `quietPolls` answers in a row with nothing new. */
+export function pollDelayMs(limits: FollowLimits, quietPolls: number): number {
+  const grown = Math.round(limits.pollIntervalMs * POLL_GROWTH ** Math.max(0, quietPolls));
+  return Math.max(limits.pollIntervalMs, Math.min(limits.pollMaxIntervalMs, grown));
+}
 
 /** The counters carried from state to state. */
 export interface FollowContext {
@@ -78,6 +95,8 @@ export interface FollowContext {
   readonly failedStreams: number;
   /** Following by `GetTask` alone (the agent cannot stream, or streaming keeps failing). */
   readonly polling: boolean;
+  /** Polls in a row whose answer brought nothing new (the wait before the next grows with them). */
+  readonly quietPolls: number;
 }
 
 export type FollowState<S> =
@@ -140,7 +159,11 @@ export type StreamEvent =
 export type ReconcileEvent<S> =
   /** `missedEvents`: the agent replays events, so the ones missed while away can still be fetched. */
   | { readonly kind: 'settled'; readonly missedEvents: boolean }
-  | { readonly kind: 'running' }
+  /**
+   * `changed`: whether the answer brought something new (a status, an artifact) since the last one;
+   * left out, it counts as new.
+   */
+  | { readonly kind: 'running'; readonly changed?: boolean }
   /** No answer; `gone` when the agent answered that it no longer knows the task. */
   | { readonly kind: 'unanswered'; readonly error: string; readonly gone: boolean }
   /** No task is known yet and the agent honours `messageId` idempotency: send the first message again. */
@@ -179,7 +202,7 @@ export function backoffMs(limits: FollowLimits, attempt: number, random: () => n
 }
 
 export function initialContext(polling: boolean): FollowContext {
-  return { attempt: 0, failedStreams: 0, polling };
+  return { attempt: 0, failedStreams: 0, polling, quietPolls: 0 };
 }
 
 /** Starts by sending the first message. */
@@ -301,7 +324,7 @@ function afterStream<S>(
   }
   // Contact is an event: a stream that brought one starts the count again, and this round is one without.
   const attempt = (event.progressed ? 0 : context.attempt) + 1;
-  const next = { attempt, failedStreams, polling };
+  const next = { ...context, attempt, failedStreams, polling };
   if (attempt > limits.maxAttempts)
     return step(
       { kind: 'lost', attempts: attempt - 1, error: event.error ?? 'the stream ended before the task settled' },
@@ -321,11 +344,11 @@ function afterReconcile<S>(
   switch (event.kind) {
     case 'settled':
       return step(event.missedEvents && !context.polling ? { kind: 'draining' } : { kind: 'done' }, answered);
-    case 'running':
-      return step(
-        answered.polling ? { kind: 'polling', delayMs: limits.pollIntervalMs } : { kind: 'subscribing' },
-        answered,
-      );
+    case 'running': {
+      if (!answered.polling) return step({ kind: 'subscribing' }, answered);
+      const quietPolls = event.changed === false ? answered.quietPolls + 1 : 0;
+      return step({ kind: 'polling', delayMs: pollDelayMs(limits, quietPolls) }, { ...answered, quietPolls });
+    }
     case 'unanswered':
       return noContact(limits, context, event.error, event.gone, random);
     case 'resend': {

@@ -1260,9 +1260,9 @@ export class ProxyTaskRunner implements TaskRunner {
             { signal: AbortSignal.timeout(REMOTE_CALL_MS) },
           );
           if (!endsTurn(t.status?.state)) {
-            // Nothing else brings its progress: each answer's changes are recorded.
-            if (polled) await this.catchUp(writer, t, true);
-            return { kind: 'running' };
+            // Nothing else brings its progress: each answer's changes are recorded (and an answer
+            // without any lets the next poll wait longer).
+            return { kind: 'running', changed: polled ? await this.catchUp(writer, t, true) : true };
           }
           await this.catchUp(writer, t);
           return { kind: 'settled', missedEvents: false };
@@ -1356,14 +1356,17 @@ export class ProxyTaskRunner implements TaskRunner {
    * Records what the remote did while nobody relayed it, from its task as GetTask gives it: each
    * artifact that is new or changed (an artifact update), then its status (when that ends the task,
    * with the signed envelope over those artifacts). A status alone would leave the store without the
-   * artifacts made meanwhile; the status comes last so a follower's stream ends on it.
+   * artifacts made meanwhile; the status comes last so a follower's stream ends on it. Resolves to
+   * whether anything was recorded.
    */
-  private async catchUp(writer: TaskWriter, t: Task, onlyChanges = false): Promise<void> {
+  private async catchUp(writer: TaskWriter, t: Task, onlyChanges = false): Promise<boolean> {
     const current = writer.task;
     const known = new Map<string, string>();
     for (const a of current.artifacts) known.set(a.artifactId, JSON.stringify(Artifact.toJSON(a)));
+    let recorded = false;
     for (const a of t.artifacts) {
       if (known.get(a.artifactId) === JSON.stringify(Artifact.toJSON(a))) continue;
+      recorded = true;
       const update = StreamResponse.toJSON({
         payload: {
           $case: 'artifactUpdate',
@@ -1380,8 +1383,12 @@ export class ProxyTaskRunner implements TaskRunner {
       await this.ingest(writer, update);
     }
     const same = (x: Task['status']): string => JSON.stringify(x ? TaskStatus.toJSON(x) : null);
-    if (onlyChanges && same(current.status) === same(t.status)) return writer.committed();
+    if (onlyChanges && same(current.status) === same(t.status)) {
+      await writer.committed();
+      return recorded;
+    }
     await (this.ingest(writer, this.statusWire(t.id, t.contextId, t.status)) ?? writer.committed());
+    return true;
   }
 
   /**
@@ -1389,10 +1396,10 @@ export class ProxyTaskRunner implements TaskRunner {
    * recorded as the updates it implies (each new or changed artifact, then the status when it changed),
    * so a client sees progress as A2A 1.0 update events and a final status is signed like any other.
    */
-  private ingestSnapshot(writer: TaskWriter, ev: WireEvent): Promise<void> {
+  private async ingestSnapshot(writer: TaskWriter, ev: WireEvent): Promise<void> {
     const t = Task.fromJSON(ev.task);
     writer.adoptHistory((ev.task as Json).history);
-    return this.catchUp(writer, { ...t, id: writer.taskId, contextId: t.contextId || writer.contextId }, true);
+    await this.catchUp(writer, { ...t, id: writer.taskId, contextId: t.contextId || writer.contextId }, true);
   }
 
   ensureLive(row: TaskRow): Promise<void> | undefined {

@@ -42,6 +42,7 @@ export interface DelegationManagerOptions {
       | 'cancelWaitMs'
       | 'drainTimeoutMs'
       | 'pollIntervalMs'
+      | 'pollMaxIntervalMs'
       | 'newId'
       | 'silenceCheckMs'
       | 'firstEventNoticeMs'

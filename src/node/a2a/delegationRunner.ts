@@ -74,8 +74,13 @@ export interface DelegationRunnerOptions {
   readonly cancelWaitMs?: number;
   /** After learning from GetTask that a replay-profile task settled, how long to drain the missed events. Default 5 s. */
   readonly drainTimeoutMs?: number;
-  /** GetTask interval when following without a stream (agent without streaming, or an event too big to stream). Default 1 s. */
+  /**
+   * GetTask interval when following without a stream (agent without streaming, or an event too big to
+   * stream). Default 1 s. While the answers bring nothing new it grows, up to `pollMaxIntervalMs`
+   * (default five times the interval).
+   */
   readonly pollIntervalMs?: number;
+  readonly pollMaxIntervalMs?: number;
   /**
    * A stream that brings no event for this long is checked with GetTask: when the task has settled at
    * the agent (its last events never came: a half-open connection after sleep or a network change), or
@@ -207,6 +212,8 @@ export class DelegationRunner {
   private chain: Promise<void> = Promise.resolve();
   private deadlineTimer?: NodeJS.Timeout;
   private pollOnly = false;
+  /** What the last GetTask answer said of the task's status and artifacts (to tell a quiet answer from news). */
+  private lastAnswer: string | undefined;
   private disposed = false;
   private storeError?: string;
   private settleWaiters: Array<(d: OutcomeDecision) => void> = [];
@@ -230,6 +237,9 @@ export class DelegationRunner {
       startAttempts: options.startAttempts ?? CLIENT_FOLLOW.startAttempts,
       drainTimeoutMs: options.drainTimeoutMs ?? CLIENT_FOLLOW.drainTimeoutMs,
       pollIntervalMs: options.pollIntervalMs ?? CLIENT_FOLLOW.pollIntervalMs,
+      pollMaxIntervalMs:
+        options.pollMaxIntervalMs ??
+        (options.pollIntervalMs === undefined ? CLIENT_FOLLOW.pollMaxIntervalMs : options.pollIntervalMs * 5),
     };
     this.cancelWaitMs = options.cancelWaitMs ?? 10_000;
     this.silenceCheckMs = options.silenceCheckMs ?? 60_000;
@@ -752,7 +762,11 @@ export class DelegationRunner {
     await this.record({ kind: 'snapshot', at: this.now(), source: 'getTask', task }, true);
     if (wasReconnecting && !this.journal.decide())
       await this.record({ kind: 'connection', at: this.now(), status: 'restored' }, true);
-    return this.journal.decide() ? { kind: 'settled', missedEvents: this.conn.replay } : { kind: 'running' };
+    if (this.journal.decide()) return { kind: 'settled', missedEvents: this.conn.replay };
+    const answer = JSON.stringify([task.status, task.artifacts]);
+    const changed = answer !== this.lastAnswer;
+    this.lastAnswer = answer;
+    return { kind: 'running', changed };
   }
 
   /** Journals what a transition of the follow machine calls for. */

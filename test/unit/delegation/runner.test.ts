@@ -268,6 +268,43 @@ describe('delegation runner', () => {
     );
   });
 
+  it('an agent that cannot stream: quiet answers make the polls wait longer, up to five times the interval; news brings the interval back', async () => {
+    // GetTask on the HTTP+JSON binding is `GET …/tasks/{id}`: the server's request log counts the polls.
+    let server!: AgentServer;
+    const polls = (): number =>
+      server.requests.filter((r) => r.method === 'GET' && r.path.startsWith('/a2a/rest/tasks/')).length;
+    const phases: number[] = [];
+    const script: Script = async (t) => {
+      t.task();
+      t.status(TaskState.TASK_STATE_WORKING, 'Thinking');
+      await t.sleep(300);
+      phases.push(polls());
+      await t.sleep(1_500); // quiet: the same status at every poll
+      phases.push(polls());
+      for (let i = 0; i < 40; i++) {
+        t.status(TaskState.TASK_STATE_WORKING, `Writing part ${i}`); // news at nearly every poll
+        await t.sleep(25);
+      }
+      phases.push(polls());
+      t.status(TaskState.TASK_STATE_COMPLETED, 'Done');
+    };
+    await withServer({ script, streaming: false }, async (s) => {
+      server = s;
+      const run = await newRun(s, store, 'Poll me', { endpoint: s.rest, runner: { pollIntervalMs: 20 } });
+      await within(run.runner.start(), 20_000, 'start');
+      await within(run.runner.idle(), 20_000, 'the task to settle');
+      assert.equal(run.journal.decide()?.outcome, 'completed');
+      const [before, quietEnd, newsEnd] = phases;
+      // Waits of 20, 30, 45, 68, then 100 ms (the ceiling: five times the interval) at the most fit
+      // 18 polls in 1.5 s; at a steady 20 ms it would be about 75.
+      const quiet = quietEnd - before;
+      assert.ok(quiet >= 5 && quiet <= 19, `polls in 1.5 quiet seconds: ${quiet}`);
+      // With news at every answer the interval stays near 20 ms: stuck at 100 ms it would be 11 at the most.
+      const news = newsEnd - quietEnd;
+      assert.ok(news >= 14, `polls in 1 s of progress: ${news}`);
+    });
+  });
+
   for (const binding of ['jsonRpc', 'rest'] as const) {
     it(`a 0.3 agent works the same way through legacyCompat (${binding})`, async () => {
       await withServer({ script: progress, legacy: true }, async (s) => {

@@ -18,6 +18,8 @@ import {
   followTask,
   initialContext,
   nextFollow,
+  pollDelayMs,
+  POLL_GROWTH,
   PROXY_FOLLOW,
   startAfterLostStream,
   startReconciling,
@@ -210,6 +212,40 @@ describe('follow machine: reconciling and subscribing', () => {
     assert.deepEqual(p.state, { kind: 'polling', delayMs: CLIENT_FOLLOW.pollIntervalMs });
     const proxy = next(reconciling, { kind: 'running' }, ctx({ attempt: 4 }), PROXY_FOLLOW);
     assert.equal(proxy.context.attempt, 4);
+  });
+
+  it('polling: each answer with nothing new makes the next wait longer, up to the ceiling; news brings it back', () => {
+    for (const limits of [CLIENT_FOLLOW, PROXY_FOLLOW]) {
+      let c = ctx({ polling: true });
+      const waits: number[] = [];
+      for (let i = 0; i < 7; i++) {
+        const p = next(reconciling, { kind: 'running', changed: false }, c, limits);
+        assert.equal(p.state.kind, 'polling');
+        waits.push(p.state.kind === 'polling' ? p.state.delayMs : -1);
+        c = p.context;
+      }
+      // 1 s, then half again each time, never past 5 s.
+      assert.deepEqual(waits, [1500, 2250, 3375, 5000, 5000, 5000, 5000]);
+      assert.equal(c.quietPolls, 7);
+      const news = next(reconciling, { kind: 'running', changed: true }, c, limits);
+      assert.deepEqual([news.state, news.context.quietPolls], [{ kind: 'polling', delayMs: 1000 }, 0]);
+      // An answer that does not say whether it brought news counts as news.
+      assert.equal(next(reconciling, { kind: 'running' }, c, limits).context.quietPolls, 0);
+    }
+    // Not polling (streaming again): the count plays no part.
+    const s = next(reconciling, { kind: 'running', changed: false }, ctx({ quietPolls: 3 }));
+    assert.deepEqual(s.state, { kind: 'subscribing' });
+  });
+
+  it('pollDelayMs: the interval times POLL_GROWTH per quiet answer, between the interval and the ceiling', () => {
+    const limits = { ...CLIENT_FOLLOW, pollIntervalMs: 20, pollMaxIntervalMs: 100 };
+    assert.deepEqual(
+      [0, 1, 2, 3, 4, 5, 50].map((q) => pollDelayMs(limits, q)),
+      [20, 30, 45, 68, 100, 100, 100],
+    );
+    assert.equal(POLL_GROWTH, 1.5);
+    // A ceiling below the interval (a caller that set only the interval high) never shortens it.
+    assert.equal(pollDelayMs({ ...limits, pollIntervalMs: 500 }, 3), 500);
   });
 
   it('unanswered → reconciling again after a backoff, recorded as a retry', () => {

@@ -165,6 +165,24 @@ describe('gateway: a remote agent that does not stream', () => {
     assert.ok(calls.includes('CancelTask'), calls.join(', '));
   });
 
+  it('a task with nothing new is polled less and less often: 1 s, then half again each time, up to 5 s', async () => {
+    const client = await clientFor(`${gw.url}/a2a/plain/.well-known/agent-card.json`, gw.token);
+    const from = calls.length;
+    const first = await bounded(
+      client.sendMessage(sendRequest(userMessage('wait for a cancel'), true)),
+      'the send returning at once',
+    );
+    assert.ok('status' in first);
+    await new Promise((r) => setTimeout(r, 6_500));
+    const polls = calls.slice(from).filter((c) => c === 'GetTask').length;
+    // The answer to the send looks once; the relay's polls then come 1, 1.5 and 2.25 s apart (the next
+    // 3.4 s later): five in 6.5 s. Every second, it would be eight. Timers never fire early, so a slow
+    // machine only makes it fewer.
+    assert.ok(polls >= 2 && polls <= 5, `GetTask calls in 6.5 quiet seconds: ${polls}`);
+    const canceled = await bounded(client.cancelTask({ tenant: '', id: first.id, metadata: undefined }), 'the cancel');
+    assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
+  });
+
   it('a reply to a task that asked a question goes to the remote, and the task goes on to its end', async () => {
     const client = await clientFor(`${gw.url}/a2a/plain/.well-known/agent-card.json`, gw.token, { replay: false });
     const asked = await bounded(client.sendMessage(sendRequest(userMessage('ask me first'))), 'the question');
