@@ -37,6 +37,8 @@ export const TIMELINE_MESSAGES = {
   'stream.tooLargeBecause':
     'The agent sent an event over the 4 MiB streaming limit; following the task by polling instead. ({0})',
   'stream.keepsFailing': 'Streaming from the agent keeps failing; following the task by polling instead.',
+  'stream.notOffered':
+    'The agent does not stream its progress: Baton asks it how the task is going, every second while it reports something new and less often (up to every 5 s) while it does not.',
   'stream.noFirstEvent':
     'The agent has not answered for {0} s: it has not reported a task yet. It may still be starting (a model call can take a while), so Baton keeps waiting; the deadline ends the delegation, and Cancel stops it now.',
   'gateway.unavailable':

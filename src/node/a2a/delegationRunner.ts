@@ -212,6 +212,8 @@ export class DelegationRunner {
   private chain: Promise<void> = Promise.resolve();
   private deadlineTimer?: NodeJS.Timeout;
   private pollOnly = false;
+  /** The timeline said the agent does not stream (`stream.notOffered`, once). */
+  private saidNotStreamed = false;
   /** What the last GetTask answer said of the task's status and artifacts (to tell a quiet answer from news). */
   private lastAnswer: string | undefined;
   private disposed = false;
@@ -875,7 +877,13 @@ export class DelegationRunner {
     }
     if ('reply' in answer) {
       await this.handle(asStreamResponse(answer.reply));
-      return { kind: 'answered', settled: this.journal.decide() !== undefined };
+      const settled = this.journal.decide() !== undefined;
+      if (!settled && !this.conn.streaming && !this.saidNotStreamed) {
+        // Progress will come as often as it is asked for: the timeline says why it comes in steps.
+        this.saidNotStreamed = true;
+        await this.record({ kind: 'notice', at: this.now(), level: 'info', code: 'stream.notOffered' }, true);
+      }
+      return { kind: 'answered', settled };
     }
     if (answer.first.done) {
       await this.record(

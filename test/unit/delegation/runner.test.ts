@@ -294,6 +294,13 @@ describe('delegation runner', () => {
       await within(run.runner.start(), 20_000, 'start');
       await within(run.runner.idle(), 20_000, 'the task to settle');
       assert.equal(run.journal.decide()?.outcome, 'completed');
+      // The timeline says once why progress comes in steps.
+      const said = (await run.entries()).filter((e) => e.kind === 'notice' && e.code === 'stream.notOffered');
+      assert.equal(said.length, 1);
+      assert.match(
+        run.journal.view(Date.now()).timeline.find((e) => e.kind === 'notice')?.text ?? '',
+        /^The agent does not stream its progress: Baton asks it how the task is going, every second/,
+      );
       const [before, quietEnd, newsEnd] = phases;
       // Waits of 20, 30, 45, 68, then 100 ms (the ceiling: five times the interval) at the most fit
       // 18 polls in 1.5 s; at a steady 20 ms it would be about 75.

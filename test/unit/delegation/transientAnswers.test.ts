@@ -215,7 +215,7 @@ describe('the runner behind a gateway that answers 503 with Retry-After', () => 
       assert.equal(run.journal.decide()?.outcome, 'completed');
       assert.deepEqual(front.refused, ['GetTask', 'GetTask']);
       const entries = await run.entries();
-      assert.deepEqual(codes(entries), ['gateway.unavailable', 'gateway.available']);
+      assert.deepEqual(codes(entries), ['stream.notOffered', 'gateway.unavailable', 'gateway.available']);
       assert.deepEqual(
         entries.filter((e) => e.kind === 'connection'),
         [],
