@@ -34,6 +34,7 @@ import { DEFAULT_BODY_LIMITS } from './http/jsonBody';
 import type { BodyLimits } from './http/jsonBody';
 import { isInstanceAlive, livenessFor } from './instanceLiveness';
 import type { Liveness } from './instanceLiveness';
+import { readiness } from './readiness';
 import { DEFAULT_RETENTION, INSTANCE_FORGET_MS, startRetention } from './retention';
 import type { RetentionPassResult, RetentionPolicy } from './retention';
 import { LiveRoots } from './liveRoots';
@@ -164,11 +165,16 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const instanceId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const takeOverAfter = opts.store?.kind === 'postgres' ? opts.store.takeOverAfterSeconds : undefined;
   const liveness = livenessFor(takeOverAfter === undefined ? undefined : takeOverAfter * 1000);
-  await store.heartbeat(instanceId, hostname(), process.pid);
+  /** When the store last took this instance's heartbeat: `GET /baton/ready` goes by it. */
+  let lastBeatAt = 0;
+  const beat = async (): Promise<void> => {
+    await store.heartbeat(instanceId, hostname(), process.pid);
+    lastBeatAt = Date.now();
+  };
+  await beat();
   const heartbeat = setInterval(
     () =>
-      void store
-        .heartbeat(instanceId, hostname(), process.pid)
+      void beat()
         // An unavailable store says so itself, once per outage.
         .catch((e: unknown) => e instanceof StoreUnavailableError || log(`heartbeat failed: ${String(e)}`)),
     liveness.heartbeatMs,
@@ -315,6 +321,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     );
     const control = controlRouter({
       auth,
+      ready: () =>
+        readiness({
+          stopping: stopping.signal.aborted,
+          lastBeatAt,
+          heartbeatMs: liveness.heartbeatMs,
+          now: Date.now(),
+        }),
       localToken: token,
       bodyLimits: requestLimits,
       instance: () => ({ instanceId, version: GATEWAY_VERSION, pid: process.pid, roots: roots.list }),

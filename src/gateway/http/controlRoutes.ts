@@ -15,6 +15,7 @@ import type { BodyError, BodyLimits } from './jsonBody';
 import { jsonBody } from './jsonBody';
 import { instanceProof, NONCE_PATTERN } from '../../node/instanceProof';
 import { memoryInfo } from '../heapGrowth';
+import type { Readiness } from '../readiness';
 
 /** What `GET /baton/instance` answers: enough for a client to tell this gateway from any other process. */
 export interface InstanceInfo {
@@ -35,6 +36,8 @@ export interface StoreInfo {
 
 export interface ControlDeps {
   readonly auth: TokenAuthenticator;
+  /** Whether this instance should be sent new requests (`GET /baton/ready`, see src/gateway/readiness.ts). */
+  readonly ready?: () => Readiness;
   /** The local principal's token, used only to key the instance proof. */
   readonly localToken: string;
   readonly bodyLimits: BodyLimits;
@@ -49,6 +52,9 @@ export interface ControlDeps {
   readonly log: (line: string) => void;
 }
 
+/** What a 503 from `GET /baton/ready` asks a checker to wait before asking again. */
+const READY_RETRY_AFTER_SECONDS = 5;
+
 export function controlRouter(deps: ControlDeps): express.Router {
   const router = express.Router();
   // Before the token: who is here, proven with the token but without sending it.
@@ -59,6 +65,15 @@ export function controlRouter(deps: ControlDeps): express.Router {
     const { instanceId } = deps.instance();
     res.json({ instanceId, proof: instanceProof(deps.localToken, instanceId, nonce) });
   });
+  // Before the token too, and from anywhere: what a balancer's readiness check asks.
+  const ready = deps.ready;
+  if (ready)
+    router.get('/baton/ready', (_req: Request, res: Response) => {
+      const r = ready();
+      res.setHeader('Cache-Control', 'no-store');
+      if (!r.ready) res.status(503).setHeader('Retry-After', String(READY_RETRY_AFTER_SECONDS));
+      res.json(r);
+    });
   router.use('/baton', deps.auth.middleware(), localOnly, ...jsonBody(deps.bodyLimits, bodyError));
   router.get('/baton/instance', (_req: Request, res: Response, next: NextFunction) => {
     const me = { ...deps.instance(), memory: memoryInfo() };

@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { TaskState } from '@a2a-js/sdk';
 import { META } from '../../../src/core/batonProfile';
 import { sha256HexOf } from '../../../src/gateway/config';
+import { notReadyAfterMs, readiness } from '../../../src/gateway/readiness';
+import type { Readiness } from '../../../src/gateway/readiness';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { bounded, clientFor, scriptedAgent, sendRequest, suiteGateway, tempDir, userMessage } from './helpers';
@@ -55,6 +57,30 @@ describe('gateway controls: who may use them', () => {
     assert.equal(body.pid, process.pid);
     assert.match(body.version, /^\d+\.\d+\.\d+/);
     assert.deepEqual(body.roots, []);
+  });
+});
+
+describe('gateway readiness (GET /baton/ready)', () => {
+  const gw = suiteGateway({ tokens: [{ principal: 'team', sha256: sha256HexOf(TEAM_TOKEN) }] });
+
+  it('answers without a token, uncached: ready while its store takes heartbeats', async () => {
+    const res = await call(gw, 'GET', '/baton/ready');
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('cache-control'), 'no-store');
+    assert.deepEqual(await res.json(), { ready: true });
+    assert.equal((await call(gw, 'HEAD', '/baton/ready')).status, 200);
+    // Only this route: the rest of /baton still wants the local token.
+    assert.equal((await call(gw, 'GET', '/baton/instance')).status, 401);
+  });
+
+  it('not ready once two heartbeats and a second have passed without one stored, or while stopping', () => {
+    const at = (age: number, stopping = false): Readiness =>
+      readiness({ stopping, lastBeatAt: 1_000_000, heartbeatMs: 5_000, now: 1_000_000 + age });
+    assert.equal(notReadyAfterMs(5_000), 11_000);
+    assert.deepEqual(at(0), { ready: true });
+    assert.deepEqual(at(11_000), { ready: true });
+    assert.deepEqual(at(11_001), { ready: false, reason: 'its task store has not answered for 11 s' });
+    assert.deepEqual(at(0, true), { ready: false, reason: 'the gateway is stopping' });
   });
 });
 

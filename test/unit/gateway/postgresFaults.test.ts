@@ -384,6 +384,56 @@ describe('gateway: PostgreSQL faults', () => {
   );
 
   it(
+    "a balancer's readiness check (GET /baton/ready, no token) answers 503 while the store takes no heartbeat, and 200 again once it does",
+    { skip: pgSkip },
+    async () => {
+      const schema = `ready_${randomBytes(4).toString('hex')}`;
+      const setup = await sql(base);
+      await setup.query(`CREATE SCHEMA ${schema}`);
+      await setup.end();
+      using dir = tempDir();
+      // Heartbeats every 500 ms (a take-over time of 3 s): not ready 2 s after the last one stored.
+      const gw = await startGateway({
+        stateDir: dir.path,
+        store: { kind: 'postgres', url: inSchema(base, schema, 'ready-gateway'), takeOverAfterSeconds: 3 },
+        localAgents: [],
+        log: () => undefined,
+      });
+      const ready = async (): Promise<{ status: number; body: Record<string, unknown>; retryAfter: string | null }> => {
+        const r = await fetch(`${gw.url}/baton/ready`);
+        return {
+          status: r.status,
+          body: (await r.json()) as Record<string, unknown>,
+          retryAfter: r.headers.get('retry-after'),
+        };
+      };
+      try {
+        assert.deepEqual(await ready(), { status: 200, body: { ready: true }, retryAfter: null });
+        const admin = await sql(new URL('/postgres', base).toString());
+        try {
+          await admin.query('ALTER DATABASE baton ALLOW_CONNECTIONS false');
+          await admin.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'baton' AND backend_type = 'client backend'",
+          );
+          let away = await ready();
+          await until(async () => (away = await ready()).status === 503, 'the instance to say it is not ready');
+          assert.match(String(away.body.reason), /^its task store has not answered for \d+ s$/);
+          assert.equal(away.body.ready, false);
+          assert.equal(away.retryAfter, '5');
+          // The process itself still serves (a liveness check asks the card).
+          assert.equal((await fetch(`${gw.url}/.well-known/agent-card.json`)).status, 200);
+        } finally {
+          await admin.query('ALTER DATABASE baton ALLOW_CONNECTIONS true');
+          await admin.end();
+        }
+        await until(async () => (await ready()).status === 200, 'the instance to be ready again');
+      } finally {
+        await gw.close();
+      }
+    },
+  );
+
+  it(
     "the database refusing new connections (ALLOW_CONNECTIONS false, the gateway's connections ended): requests get 503 with Retry-After and a clear message, and are served again once it accepts them, without a restart",
     { skip: pgSkip },
     async () => {
@@ -442,7 +492,7 @@ describe('gateway: PostgreSQL faults', () => {
           }),
           'A2A 0.3 tasks/get',
         );
-        // The health check the docs name still answers: the instance serves, its store is what is away.
+        // The liveness check the docs name still answers: the instance serves, its store is what is away.
         assert.equal((await fetch(`${gw.url}/.well-known/agent-card.json`)).status, 200);
       } finally {
         await admin.query('ALTER DATABASE baton ALLOW_CONNECTIONS true');
