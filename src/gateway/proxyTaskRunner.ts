@@ -588,10 +588,12 @@ export class ProxyTaskRunner implements TaskRunner {
     this.refuseLoop(params);
     const digest = requestDigest(params);
     const key = requestKey(params, digest);
-    const earlier = await this.claimFirst(principal, params, msg, key, digest);
+    // What the envelope will sign as the request: the params as forwarded (worked out once per send).
+    const sent = sentRequestDigest(params);
+    const earlier = await this.claimFirst(principal, params, msg, key, digest, sent);
     if (earlier) return { taskId: earlier };
     // The claim is bound by the commit that creates the task (`NewTask.request`).
-    const claim = { key, bound: false };
+    const claim = { key, sent, bound: false };
     try {
       const opened = await this.open(params, principal, forwardedExtensions(call), claim);
       if ('reply' in opened) {
@@ -669,10 +671,10 @@ export class ProxyTaskRunner implements TaskRunner {
     msg: Message,
     key: string,
     digest: string,
+    sent: string,
   ): Promise<string | undefined> {
     await this.ctx.claims.settle(principal, this.cfg.id, key);
     const until = Date.now() + CLAIM_WAIT_MS;
-    const sent = sentRequestDigest(params);
     for (;;) {
       const found = await this.ctx.store.claimRequest(
         principal,
@@ -906,7 +908,7 @@ export class ProxyTaskRunner implements TaskRunner {
     params: SendMessageRequest,
     principal: string,
     extensions: readonly string[],
-    claim: { readonly key: string; bound: boolean },
+    claim: { readonly key: string; readonly sent: string; bound: boolean },
   ): Promise<StartedTask | DirectReply> {
     const abort = new AbortController();
     const stream = await this.openStream(
@@ -953,7 +955,7 @@ export class ProxyTaskRunner implements TaskRunner {
       throw new RequestMalformedError(`the remote agent ${this.cfg.id} sent a task without an id`);
     }
     this.conns.adopt(params.message?.messageId ?? '', task.id);
-    const sent = sentRequestDigest(params);
+    const sent = claim.sent;
     this.sentDigests.set(task.id, sent);
     task.metadata = {
       ...(task.metadata ?? {}),
