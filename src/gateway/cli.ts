@@ -16,7 +16,7 @@ import { HARNESSES, harnessById } from './harness/registry';
 import type { LocalAgent } from './agents/localAgent';
 import { GATEWAY_VERSION } from './cards';
 import { defaultStateDir } from './cliPaths';
-import { ConfigError, loadGatewayConfig } from './config';
+import { ConfigError, gatewayLimitsOf, loadGatewayConfig } from './config';
 import type { GatewayConfig } from './config';
 import { startGateway } from './server';
 import { retentionFromConfig } from './retention';
@@ -202,12 +202,7 @@ async function main(argv: string[]): Promise<number> {
     ...(config?.store ? { store: config.store } : {}),
     ...(config?.pushAllowPrivateHosts.length ? { pushAllowPrivateHosts: config.pushAllowPrivateHosts } : {}),
     ...(config ? { retention: retentionFromConfig(config.retention) } : {}),
-    limits: {
-      ...(limits?.capabilities ? { capabilities: limits.capabilities } : {}),
-      ...(limits?.defaultDeadlineSeconds ? { defaultDeadlineMs: limits.defaultDeadlineSeconds * 1000 } : {}),
-      ...(limits?.maxDeadlineSeconds ? { maxDeadlineMs: limits.maxDeadlineSeconds * 1000 } : {}),
-      ...(limits?.cancelGraceSeconds ? { cancelGraceMs: limits.cancelGraceSeconds * 1000 } : {}),
-    },
+    limits: gatewayLimitsOf(limits),
     ...(limits?.maxBodyBytes ? { maxBodyBytes: limits.maxBodyBytes } : {}),
     requestLimits: {
       ...(limits?.headersTimeoutSeconds ? { headersTimeoutMs: limits.headersTimeoutSeconds * 1000 } : {}),

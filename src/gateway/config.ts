@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Capabilities } from './agents/localAgent';
 import type { SkillInfo } from './cards';
+import type { GatewayLimits } from './gatewayContext';
 
 export type RemoteAuth =
   | { readonly kind: 'none' }
@@ -115,6 +116,8 @@ export interface GatewayConfig {
     readonly bodyTimeoutSeconds?: number;
     readonly maxJsonDepth?: number;
     readonly maxJsonMembers?: number;
+    /** Local runs one principal may have at once on an instance; the rest wait their turn. */
+    readonly maxRunningTasksPerPrincipal?: number;
   };
   /** Guards of the delegations agents start (docs/gateway.md "Agents that delegate"); unset: the defaults. */
   readonly delegation: DelegationConfig;
@@ -495,6 +498,7 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
       'bodyTimeoutSeconds',
       'maxJsonDepth',
       'maxJsonMembers',
+      'maxRunningTasksPerPrincipal',
     ]);
     if (l.capabilities !== undefined) limits.capabilities = readCaps(r, l.capabilities, 'limits.capabilities');
     limits.defaultDeadlineSeconds = r.num(l, 'defaultDeadlineSeconds', 'limits', 1, 7 * 24 * 3600);
@@ -507,6 +511,7 @@ export function parseGatewayConfig(text: string, file: string, env: NodeJS.Proce
     // Below 16 levels ordinary A2A requests no longer fit; far above 1000 JSON.stringify overflows its stack.
     limits.maxJsonDepth = r.num(l, 'maxJsonDepth', 'limits', 16, 1000);
     limits.maxJsonMembers = r.num(l, 'maxJsonMembers', 'limits', 100, 10_000_000);
+    limits.maxRunningTasksPerPrincipal = r.num(l, 'maxRunningTasksPerPrincipal', 'limits', 1, 1000);
   }
 
   const delegation: { -readonly [K in keyof DelegationConfig]: DelegationConfig[K] } = {};
@@ -583,4 +588,15 @@ export function isLoopbackHost(host: string): boolean {
 
 export function sha256HexOf(s: string): string {
   return createHash('sha256').update(s).digest('hex');
+}
+
+/** The gateway's limits from the config's `limits` (seconds become milliseconds; what is unset stays the default). */
+export function gatewayLimitsOf(limits: GatewayConfig['limits'] | undefined): Partial<GatewayLimits> {
+  return {
+    ...(limits?.capabilities ? { capabilities: limits.capabilities } : {}),
+    ...(limits?.defaultDeadlineSeconds ? { defaultDeadlineMs: limits.defaultDeadlineSeconds * 1000 } : {}),
+    ...(limits?.maxDeadlineSeconds ? { maxDeadlineMs: limits.maxDeadlineSeconds * 1000 } : {}),
+    ...(limits?.cancelGraceSeconds ? { cancelGraceMs: limits.cancelGraceSeconds * 1000 } : {}),
+    ...(limits?.maxRunningTasksPerPrincipal ? { maxRunningPerPrincipal: limits.maxRunningTasksPerPrincipal } : {}),
+  };
 }

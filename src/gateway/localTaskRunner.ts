@@ -231,7 +231,19 @@ interface Running {
    * could not reach the database): the run is stopped, and no outcome is recorded here.
    */
   lost: boolean;
+  /** The run got its turn (`RunQueue`) and the agent was started; false while it waits in line. */
+  started: boolean;
 }
+
+/** What a task waiting for its turn says (`place` 1: it starts next). */
+export function waitingText(limit: number, place: number): string {
+  const ahead = place === 1 ? 'it starts next' : `${place - 1} of yours wait before it`;
+  return `waiting for its turn: at most ${limit} of your tasks run on this gateway at once; ${ahead}`;
+}
+
+/** Why a task that waited its turn ended with the gateway, and what to do. */
+const NEVER_STARTED =
+  'the gateway stopped while this task waited for its turn, so it never started and nothing was changed: send it again';
 
 /** Why a task that waited for a reply cannot go on after its process ended, and what to do. */
 const LOST_QUESTION =
@@ -325,6 +337,7 @@ export class LocalTaskRunner implements TaskRunner {
     // The chain above this task: trusted only as the gateway wrote it, for a child an agent started.
     const chain = this.ctx.children?.isTaskPrincipal(principal) ? readChain(md) : [];
     this.launch(writer, {
+      principal,
       above: chain.slice(0, -1),
       repoPath,
       prompt,
@@ -341,6 +354,7 @@ export class LocalTaskRunner implements TaskRunner {
   private launch(
     writer: TaskWriter,
     r: {
+      principal: string;
       repoPath: string | undefined;
       prompt: string;
       task: string;
@@ -371,6 +385,7 @@ export class LocalTaskRunner implements TaskRunner {
       waiting: undefined,
       stoppedWaiting: false,
       lost: false,
+      started: false,
     };
     this.running.set(writer.taskId, rt);
     // Another instance took the task over (this one could not reach the database for a while) and
@@ -482,9 +497,25 @@ export class LocalTaskRunner implements TaskRunner {
       Math.max(0, r.deadline - Date.now()),
     );
     timer.unref();
-    push(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, `accepted by ${this.agent.name}`));
+    const runs = this.ctx.runs;
+    const now = runs.tryTake(r.principal);
+    if (now) push(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, `accepted by ${this.agent.name}`));
     void (async () => {
       let result: LocalRunResult;
+      let release = now;
+      if (!release) {
+        try {
+          release = await runs.wait(r.principal, abort.signal, (place) =>
+            push(statusEvent(taskId, contextId, TaskState.TASK_STATE_SUBMITTED, waitingText(runs.limit, place))),
+          );
+        } catch (e) {
+          clearTimeout(timer);
+          await this.finish(rt, { outcome: 'failed', reason: (e as Error).message, patch: '' });
+          return;
+        }
+        push(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, `accepted by ${this.agent.name}`));
+      }
+      rt.started = true;
       try {
         result = await this.agent.run(
           {
@@ -518,6 +549,7 @@ export class LocalTaskRunner implements TaskRunner {
         };
       }
       clearTimeout(timer);
+      release();
       await this.finish(rt, result);
     })().finally(resolveDone);
   }
@@ -595,6 +627,9 @@ export class LocalTaskRunner implements TaskRunner {
     if (rt.stoppedWaiting && outcome !== 'completed') {
       outcome = 'failed';
       result = { ...result, reason: LOST_QUESTION };
+    } else if (rt.stopping && !rt.started) {
+      outcome = 'failed';
+      result = { ...result, reason: NEVER_STARTED };
     } else if (rt.stopping && outcome !== 'completed') outcome = 'unknown';
     else if (rt.expired && outcome !== 'completed') outcome = 'expired';
     else if (rt.canceled && outcome !== 'completed') outcome = 'canceled';

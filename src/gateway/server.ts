@@ -35,6 +35,7 @@ import type { BodyLimits } from './http/jsonBody';
 import { isInstanceAlive, livenessFor } from './instanceLiveness';
 import type { Liveness } from './instanceLiveness';
 import { readiness } from './readiness';
+import { RunQueue } from './runQueue';
 import { DEFAULT_RETENTION, INSTANCE_FORGET_MS, startRetention } from './retention';
 import type { RetentionPassResult, RetentionPolicy } from './retention';
 import { LiveRoots } from './liveRoots';
@@ -259,6 +260,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     const baseUrl = (opts.publicUrl ?? `http://${urlHost(host)}:${port}`).replace(/\/+$/, '');
     const mcpCommand = mcpCommandFor(opts);
     const site: RouteSite = { baseUrl, keys: cardKeys(signingKey), tokenRequired: !opts.anonymousPrincipal };
+    const limits: GatewayLimits = { ...DEFAULT_LIMITS, ...(opts.limits ?? {}) };
     const ctx: GatewayContext = {
       store,
       hub,
@@ -268,9 +270,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       get roots() {
         return roots.list;
       },
-      limits: { ...DEFAULT_LIMITS, ...(opts.limits ?? {}) },
+      limits,
       liveness,
       claims,
+      runs: new RunQueue(limits.maxRunningPerPrincipal ?? 0),
       children,
       ...(mcpCommand ? { mcp: { command: mcpCommand, gatewayUrl: `http://${urlHost(host)}:${port}` } } : {}),
       signEnvelope: (body) =>

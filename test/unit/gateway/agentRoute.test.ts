@@ -19,6 +19,7 @@ import { CardSlot, publishCard } from '../../../src/gateway/http/cardRoute';
 import { openStore } from '../../../src/gateway/store/openStore';
 import type { GatewayStore } from '../../../src/gateway/store/gatewayStore';
 import { clientFor, scriptedAgent, sendRequest, suiteGateway, tempDir, userMessage } from './helpers';
+import { RunQueue } from '../../../src/gateway/runQueue';
 
 const SITE: RouteSite = { baseUrl: 'http://10.9.8.7:4321', keys: { publicJwk: undefined }, tokenRequired: true };
 
@@ -46,6 +47,7 @@ describe('agent routes', () => {
       identity: 'baton-gateway:test',
       claims: new ClaimReleases(store, () => undefined),
       liveness: DEFAULT_LIVENESS,
+      runs: new RunQueue(0),
       roots: [],
       limits: {
         capabilities: { write: true, shell: false, network: false },

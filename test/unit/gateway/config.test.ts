@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError, parseGatewayConfig, sha256HexOf } from '../../../src/gateway/config';
+import { ConfigError, gatewayLimitsOf, parseGatewayConfig, sha256HexOf } from '../../../src/gateway/config';
 import { livenessFor } from '../../../src/gateway/instanceLiveness';
 
 const parse = (v: unknown, env: NodeJS.ProcessEnv = {}): ReturnType<typeof parseGatewayConfig> =>
@@ -23,6 +23,7 @@ describe('gateway config', () => {
           bodyTimeoutSeconds: 30,
           maxJsonDepth: 32,
           maxJsonMembers: 5000,
+          maxRunningTasksPerPrincipal: 2,
         },
       },
       { PG: 'postgres://u@h/db', CI_TOKEN: 'a-long-enough-ci-token', R: 'remote-secret' },
@@ -47,6 +48,10 @@ describe('gateway config', () => {
       { headersTimeoutSeconds, bodyIdleSeconds, bodyTimeoutSeconds, maxJsonDepth, maxJsonMembers },
       { headersTimeoutSeconds: 20, bodyIdleSeconds: 5, bodyTimeoutSeconds: 30, maxJsonDepth: 32, maxJsonMembers: 5000 },
     );
+    assert.equal(c.limits.maxRunningTasksPerPrincipal, 2);
+    // What the gateway is started with: milliseconds, and only what was set.
+    assert.deepEqual(gatewayLimitsOf(c.limits), { cancelGraceMs: 3_000, maxRunningPerPrincipal: 2 });
+    assert.deepEqual(gatewayLimitsOf(undefined), {});
   });
 
   it('names the file, the field and what to do', () => {
@@ -78,6 +83,10 @@ describe('gateway config', () => {
         /store\.takeOverAfterSeconds: must be a whole number from 1 to 3600/,
       ],
       [{ limits: { capabilities: { write: 'yes' } } }, /limits\.capabilities\.write: must be true or false/],
+      [
+        { limits: { maxRunningTasksPerPrincipal: 0 } },
+        /limits\.maxRunningTasksPerPrincipal: must be a whole number from 1 to 1000/,
+      ],
       [{ limits: { maxJsonDepth: 4 } }, /limits\.maxJsonDepth: must be a whole number from 16 to 1000/],
       [{ limits: { bodyIdleSeconds: 0 } }, /limits\.bodyIdleSeconds: must be a whole number from 1 to 600/],
     ];

@@ -27,6 +27,7 @@ import { WorkspaceManager } from '../../../src/gateway/workspace/workspaceManage
 import { tempSpace } from '../workspace/repoFixtures';
 import type { TempSpace } from '../workspace/repoFixtures';
 import { clientFor, rpcPost, scriptedAgent, sendRequest, userMessage } from './helpers';
+import { RunQueue } from '../../../src/gateway/runQueue';
 
 const STANDIN = resolve(__dirname, '../../fixtures/standin-cli');
 const ALL: Capabilities = { write: true, shell: true, network: true };
@@ -148,6 +149,7 @@ describe('the proxy refuses a loop with the shared chain check', () => {
     identity: IDENTITY,
     claims: new ClaimReleases(store, () => undefined),
     liveness: DEFAULT_LIVENESS,
+    runs: new RunQueue(0),
     roots: [],
     limits: { capabilities: GATEWAY_LIMITS, defaultDeadlineMs: 1_000, maxDeadlineMs: 1_000, cancelGraceMs: 10 },
     log: () => undefined,

@@ -1,0 +1,218 @@
+/**
+ * Each principal's local runs at once (`limits.maxRunningPerPrincipal`), and the line the others wait
+ * in: the queue itself, then a real gateway with the SDK's own client as two team members.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { TaskState } from '@a2a-js/sdk';
+import type { StreamResponse } from '@a2a-js/sdk';
+import { META } from '../../../src/core/batonProfile';
+import { sha256HexOf } from '../../../src/gateway/config';
+import { waitingText } from '../../../src/gateway/localTaskRunner';
+import { RunQueue } from '../../../src/gateway/runQueue';
+import { startGateway } from '../../../src/gateway/server';
+import { bounded, clientFor, scriptedAgent, sendRequest, suiteGateway, tempDir, userMessage } from './helpers';
+
+describe('run queue', () => {
+  it('gives each principal its limit at once; the others wait in line, told their place as it moves', async () => {
+    const q = new RunQueue(2);
+    const a1 = q.tryTake('alice');
+    const a2 = q.tryTake('alice');
+    assert.ok(a1 && a2);
+    assert.equal(q.tryTake('alice'), undefined, 'a third waits');
+    assert.ok(q.tryTake('bob'), 'another principal is not held up');
+    const places: Record<string, number[]> = { x: [], y: [] };
+    const x = q.wait('alice', new AbortController().signal, (p) => places.x.push(p));
+    const y = q.wait('alice', new AbortController().signal, (p) => places.y.push(p));
+    assert.deepEqual(places, { x: [1], y: [2] });
+    a1();
+    a1(); // giving a slot back twice frees it once
+    const releaseX = await x;
+    assert.deepEqual(places.y, [2, 1], 'y moved up');
+    assert.equal(q.runningOf('alice'), 2);
+    a2();
+    const releaseY = await y;
+    releaseX();
+    releaseY();
+    assert.equal(q.runningOf('alice'), 0);
+  });
+
+  it('a waiter whose signal aborts leaves the line with its reason; those behind move up', async () => {
+    const q = new RunQueue(1);
+    const held = q.tryTake('alice');
+    assert.ok(held);
+    const cancel = new AbortController();
+    const places: number[] = [];
+    const first = q.wait('alice', cancel.signal);
+    const second = q.wait('alice', new AbortController().signal, (p) => places.push(p));
+    cancel.abort(new Error('canceled'));
+    await assert.rejects(first, /canceled/);
+    assert.deepEqual(places, [2, 1]);
+    held();
+    (await second)();
+    const stopped = new AbortController();
+    stopped.abort(new Error('gateway shutting down'));
+    assert.ok(q.tryTake('alice'));
+    await assert.rejects(q.wait('alice', stopped.signal), /gateway shutting down/);
+  });
+
+  it('no limit (0): every run starts at once', () => {
+    const q = new RunQueue(0);
+    for (let i = 0; i < 50; i++) assert.ok(q.tryTake('alice'));
+  });
+});
+
+describe('gateway: a team member\u2019s tasks beyond the limit wait their turn', () => {
+  const ALICE = 'a'.repeat(40);
+  const BOB = 'b'.repeat(40);
+  const hold = scriptedAgent({ id: 'hold', waitForCancel: true });
+  const echo = scriptedAgent({ id: 'echo' });
+  const gw = suiteGateway({
+    localAgents: [hold, echo],
+    tokens: [
+      { principal: 'alice', sha256: sha256HexOf(ALICE) },
+      { principal: 'bob', sha256: sha256HexOf(BOB) },
+    ],
+    limits: { maxRunningPerPrincipal: 1 },
+  });
+  const client = (agent: string, token: string): ReturnType<typeof clientFor> =>
+    clientFor(`${gw.url}/a2a/${agent}/.well-known/agent-card.json`, token);
+  const statusOf = (e: StreamResponse): { state: string; text: string } | undefined => {
+    const p = e.payload;
+    if (p?.$case !== 'statusUpdate') return undefined;
+    const part = p.value.status?.message?.parts[0]?.content;
+    return { state: TaskState[p.value.status?.state ?? 0], text: part?.$case === 'text' ? part.value : '' };
+  };
+  /** Reads a stream's events until `until` holds for one of them; the rest of the stream is left open. */
+  const readUntil = async (
+    stream: AsyncGenerator<StreamResponse>,
+    until: (e: StreamResponse) => boolean,
+  ): Promise<StreamResponse[]> => {
+    const seen: StreamResponse[] = [];
+    // next(), not for-await: leaving a for-await loop would close the stream.
+    for (let r = await stream.next(); !r.done; r = await stream.next()) {
+      seen.push(r.value);
+      if (until(r.value)) break;
+    }
+    return seen;
+  };
+  const idOf = (events: readonly StreamResponse[]): string => {
+    const p = events[0]?.payload;
+    return p?.$case === 'task' ? p.value.id : '';
+  };
+
+  it('waits in line (saying so, the agent not started), starts when a slot frees, and another member is not held up', async () => {
+    const alice = await client('hold', ALICE);
+    const first = await bounded(alice.sendMessage(sendRequest(userMessage('hold on'), true)), 'the first task');
+    assert.ok('status' in first);
+    await bounded(
+      (async () => {
+        while (hold.requests.length < 1) await new Promise((r) => setTimeout(r, 10));
+      })(),
+      'the first task to run',
+    );
+    // Alice's second task, on another agent: the limit is hers, across agents.
+    const second = (await client('echo', ALICE)).sendMessageStream(sendRequest(userMessage('then this')));
+    const before = await bounded(
+      readUntil(second, (e) => statusOf(e)?.state === 'TASK_STATE_SUBMITTED'),
+      'the second task to say it waits',
+    );
+    assert.deepEqual(statusOf(before.at(-1) as StreamResponse), {
+      state: 'TASK_STATE_SUBMITTED',
+      text: waitingText(1, 1),
+    });
+    assert.equal(
+      waitingText(1, 1),
+      'waiting for its turn: at most 1 of your tasks run on this gateway at once; it starts next',
+    );
+    // Bob's task runs at once, and completes, while Alice's second waits.
+    const bob = await bounded(
+      (await client('echo', BOB)).sendMessage(sendRequest(userMessage('mine'))),
+      'bob\u2019s task',
+    );
+    assert.ok('status' in bob);
+    assert.equal(bob.status?.state, TaskState.TASK_STATE_COMPLETED);
+    assert.deepEqual(
+      echo.requests.map((r) => r.prompt.includes('mine')),
+      [true],
+      'the echo agent ran bob\u2019s task only',
+    );
+    // Alice's first ends (canceled): her second gets its turn, runs and completes.
+    await bounded(alice.cancelTask({ tenant: '', id: first.id, metadata: undefined }), 'the cancel');
+    const rest = await bounded(
+      readUntil(second, (e) => statusOf(e)?.state === 'TASK_STATE_COMPLETED'),
+      'the second task to run',
+    );
+    const texts = rest.flatMap((e) => statusOf(e)?.text ?? []);
+    assert.equal(texts[0], 'accepted by Echo agent');
+    assert.equal(statusOf(rest.at(-1) as StreamResponse)?.state, 'TASK_STATE_COMPLETED');
+    assert.equal(echo.requests.length, 2);
+    assert.ok(idOf(before));
+  });
+
+  it('a task canceled, or past its deadline, while it waits ends without its agent ever starting', async () => {
+    const alice = await client('hold', ALICE);
+    const first = await bounded(alice.sendMessage(sendRequest(userMessage('hold on'), true)), 'the first task');
+    assert.ok('status' in first);
+    const ran = echo.requests.length;
+    const aliceEcho = await client('echo', ALICE);
+    const waiting = await bounded(
+      aliceEcho.sendMessage(sendRequest(userMessage('wait for me'), true)),
+      'a task that must wait',
+    );
+    assert.ok('status' in waiting);
+    const canceled = await bounded(
+      aliceEcho.cancelTask({ tenant: '', id: waiting.id, metadata: undefined }),
+      'the cancel of a waiting task',
+    );
+    assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
+    const late = await bounded(
+      aliceEcho.sendMessage(
+        sendRequest(userMessage('in a hurry', { [META.deadline]: new Date(Date.now() + 1_000).toISOString() })),
+      ),
+      'a task whose deadline passes while it waits',
+    );
+    assert.ok('status' in late);
+    assert.equal(late.status?.state, TaskState.TASK_STATE_FAILED);
+    assert.equal(
+      late.status?.message?.parts[0]?.content?.$case === 'text' &&
+        late.status.message.parts[0].content.value.startsWith('expired:'),
+      true,
+    );
+    assert.equal(echo.requests.length, ran, 'the echo agent never started either');
+    await bounded(alice.cancelTask({ tenant: '', id: first.id, metadata: undefined }), 'the cancel');
+  });
+});
+
+describe('gateway: a task still waiting its turn when the gateway stops', () => {
+  it('ends failed, saying it never started and to send it again (read back after a restart)', async () => {
+    using dir = tempDir();
+    const options = {
+      stateDir: dir.path,
+      localAgents: [scriptedAgent({ id: 'hold', waitForCancel: true }), scriptedAgent({ id: 'echo' })],
+      limits: { maxRunningPerPrincipal: 1, cancelGraceMs: 200 },
+      log: () => undefined,
+    };
+    let gw = await startGateway(options);
+    const holdClient = await clientFor(`${gw.url}/a2a/hold/.well-known/agent-card.json`, gw.token);
+    const first = await bounded(holdClient.sendMessage(sendRequest(userMessage('hold on'), true)), 'the first task');
+    assert.ok('status' in first);
+    const echoClient = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token);
+    const waiting = await bounded(echoClient.sendMessage(sendRequest(userMessage('wait'), true)), 'a waiting task');
+    assert.ok('status' in waiting);
+    await gw.close();
+    gw = await startGateway(options);
+    try {
+      const again = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token);
+      const t = await bounded(again.getTask({ tenant: '', id: waiting.id }), 'the task after the restart');
+      assert.equal(t.status?.state, TaskState.TASK_STATE_FAILED);
+      const text = t.status?.message?.parts[0]?.content;
+      assert.equal(
+        text?.$case === 'text' ? text.value : '',
+        'the gateway stopped while this task waited for its turn, so it never started and nothing was changed: send it again',
+      );
+    } finally {
+      await gw.close();
+    }
+  });
+});
