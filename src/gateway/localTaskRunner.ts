@@ -237,8 +237,14 @@ interface Running {
 
 /** What a task waiting for its turn says (`place` 1: it starts next). */
 export function waitingText(limit: number, place: number): string {
-  const ahead = place === 1 ? 'it starts next' : `${place - 1} of yours wait before it`;
-  return `waiting for its turn: at most ${limit} of your tasks run on this gateway at once; ${ahead}`;
+  const ahead =
+    place === 1
+      ? 'it starts next'
+      : place === 2
+        ? 'one of yours waits before it'
+        : `${place - 1} of yours wait before it`;
+  const most = limit === 1 ? 'one of your tasks runs' : `${limit} of your tasks run`;
+  return `waiting for its turn: at most ${most} on this gateway at once; ${ahead}`;
 }
 
 /** Why a task that waited its turn ended with the gateway, and what to do. */

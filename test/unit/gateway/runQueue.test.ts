@@ -10,6 +10,11 @@ import { META } from '../../../src/core/batonProfile';
 import { sha256HexOf } from '../../../src/gateway/config';
 import { waitingText } from '../../../src/gateway/localTaskRunner';
 import { RunQueue } from '../../../src/gateway/runQueue';
+import { DelegationJournal } from '../../../src/core/delegation';
+import { connectAgent, normalizeCard } from '../../../src/node/a2a/clientFactory';
+import { DelegationRunner } from '../../../src/node/a2a/delegationRunner';
+import { JournalStore } from '../../../src/node/journalStore';
+import { makeRequest } from '../delegation/harness';
 import { startGateway } from '../../../src/gateway/server';
 import { bounded, clientFor, scriptedAgent, sendRequest, suiteGateway, tempDir, userMessage } from './helpers';
 
@@ -123,7 +128,15 @@ describe('gateway: a team member\u2019s tasks beyond the limit wait their turn',
     });
     assert.equal(
       waitingText(1, 1),
-      'waiting for its turn: at most 1 of your tasks run on this gateway at once; it starts next',
+      'waiting for its turn: at most one of your tasks runs on this gateway at once; it starts next',
+    );
+    assert.equal(
+      waitingText(3, 2),
+      'waiting for its turn: at most 3 of your tasks run on this gateway at once; one of yours waits before it',
+    );
+    assert.equal(
+      waitingText(2, 4),
+      'waiting for its turn: at most 2 of your tasks run on this gateway at once; 3 of yours wait before it',
     );
     // Bob's task runs at once, and completes, while Alice's second waits.
     const bob = await bounded(
@@ -181,6 +194,61 @@ describe('gateway: a team member\u2019s tasks beyond the limit wait their turn',
     );
     assert.equal(echo.requests.length, ran, 'the echo agent never started either');
     await bounded(alice.cancelTask({ tenant: '', id: first.id, metadata: undefined }), 'the cancel');
+  });
+});
+
+/** The words of a delegation's timeline entries (artifacts have none). */
+const timelineTexts = (journal: DelegationJournal): string[] =>
+  journal.view(Date.now()).timeline.flatMap((e) => ('text' in e && typeof e.text === 'string' ? [e.text] : []));
+
+describe('Baton\u2019s own client, delegating to a task that waits its turn', () => {
+  it('shows the wait in the delegation\u2019s timeline, then the run, to completion', async () => {
+    using dir = tempDir();
+    const hold = scriptedAgent({ id: 'hold', waitForCancel: true });
+    const gw = await startGateway({
+      stateDir: dir.path,
+      localAgents: [hold, scriptedAgent({ id: 'echo' })],
+      limits: { maxRunningPerPrincipal: 1 },
+      log: () => undefined,
+    });
+    const journals = tempDir();
+    const store = new JournalStore(journals.path);
+    try {
+      const holdClient = await clientFor(`${gw.url}/a2a/hold/.well-known/agent-card.json`, gw.token);
+      const first = await bounded(holdClient.sendMessage(sendRequest(userMessage('hold on'), true)), 'the first task');
+      assert.ok('status' in first);
+      const card = normalizeCard(await (await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`)).json());
+      const iface = card.supportedInterfaces.find(
+        (i) => i.protocolBinding === 'JSONRPC' && i.protocolVersion === '1.0',
+      );
+      assert.ok(iface);
+      const endpoint = { url: iface.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' };
+      const connection = await connectAgent({ card, endpoint, getToken: () => Promise.resolve(gw.token) });
+      const request = makeRequest(endpoint, 'format it');
+      await store.create(request);
+      const journal = new DelegationJournal(request);
+      const runner = new DelegationRunner({ connection, journal, sink: store });
+      const running = runner.start();
+      const waitText = waitingText(1, 1);
+      await bounded(
+        (async () => {
+          while (!timelineTexts(journal).some((t) => t.includes(waitText))) await new Promise((r) => setTimeout(r, 20));
+        })(),
+        'the timeline to show the wait',
+      );
+      await bounded(holdClient.cancelTask({ tenant: '', id: first.id, metadata: undefined }), 'the cancel');
+      await bounded(running, 'the delegation');
+      await bounded(runner.idle(), 'the delegation to settle');
+      assert.equal(journal.decide()?.outcome, 'completed');
+      const texts = timelineTexts(journal);
+      const waited = texts.findIndex((t) => t.includes(waitText));
+      const accepted = texts.findIndex((t) => t.includes('accepted by Echo agent'));
+      assert.ok(waited >= 0 && accepted > waited, texts.join('\n'));
+    } finally {
+      await store.close();
+      journals[Symbol.dispose]();
+      await gw.close();
+    }
   });
 });
 
