@@ -233,6 +233,11 @@ interface Running {
   lost: boolean;
   /** The run got its turn (`RunQueue`) and the agent was started; false while it waits in line. */
   started: boolean;
+  /**
+   * Gives the turn back: when the agent returns, or when the outcome is recorded without it (an agent
+   * abandoned after a cancel or the deadline no longer holds up its principal's next task).
+   */
+  release?: () => void;
 }
 
 /** What a task waiting for its turn says (`place` 1: it starts next). */
@@ -508,10 +513,10 @@ export class LocalTaskRunner implements TaskRunner {
     if (now) push(statusEvent(taskId, contextId, TaskState.TASK_STATE_WORKING, `accepted by ${this.agent.name}`));
     void (async () => {
       let result: LocalRunResult;
-      let release = now;
-      if (!release) {
+      rt.release = now;
+      if (!rt.release) {
         try {
-          release = await runs.wait(r.principal, abort.signal, (place) =>
+          rt.release = await runs.wait(r.principal, abort.signal, (place) =>
             push(statusEvent(taskId, contextId, TaskState.TASK_STATE_SUBMITTED, waitingText(runs.limit, place))),
           );
         } catch (e) {
@@ -555,7 +560,7 @@ export class LocalTaskRunner implements TaskRunner {
         };
       }
       clearTimeout(timer);
-      release();
+      rt.release?.();
       await this.finish(rt, result);
     })().finally(resolveDone);
   }
@@ -595,6 +600,7 @@ export class LocalTaskRunner implements TaskRunner {
   /** Records the outcome exactly once: the run's own result, a cancel that timed out, or an expiry. */
   private async finish(rt: Running, result: LocalRunResult): Promise<void> {
     if (rt.settled) return;
+    rt.release?.();
     const { writer } = rt;
     // Its token stops working and the children still running are canceled, their last states on this stream.
     await this.ctx.children?.ending(this.agent.id, writer.taskId);

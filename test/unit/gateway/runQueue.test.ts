@@ -252,6 +252,38 @@ describe('Baton\u2019s own client, delegating to a task that waits its turn', ()
   });
 });
 
+describe('gateway: an agent abandoned after a cancel', () => {
+  it('no longer holds up its principal: the next task gets the turn', async () => {
+    using dir = tempDir();
+    const echo = scriptedAgent({ id: 'echo' });
+    const gw = await startGateway({
+      stateDir: dir.path,
+      // `hang`: it never returns, whatever its signal says.
+      localAgents: [scriptedAgent({ id: 'stuck', hang: true }), echo],
+      limits: { maxRunningPerPrincipal: 1, cancelGraceMs: 200 },
+      log: () => undefined,
+    });
+    try {
+      const stuck = await clientFor(`${gw.url}/a2a/stuck/.well-known/agent-card.json`, gw.token);
+      const first = await bounded(stuck.sendMessage(sendRequest(userMessage('hang'), true)), 'the stuck task');
+      assert.ok('status' in first);
+      const echoClient = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token);
+      const next = bounded(echoClient.sendMessage(sendRequest(userMessage('after it'))), 'the next task');
+      const canceled = await bounded(
+        stuck.cancelTask({ tenant: '', id: first.id, metadata: undefined }),
+        'the cancel of an agent that does not stop',
+      );
+      assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
+      const done = await next;
+      assert.ok('status' in done);
+      assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
+      assert.equal(echo.requests.length, 1);
+    } finally {
+      await gw.close();
+    }
+  });
+});
+
 describe('gateway: a task still waiting its turn when the gateway stops', () => {
   it('ends failed, saying it never started and to send it again (read back after a restart)', async () => {
     using dir = tempDir();
