@@ -11,6 +11,7 @@ import { sha256HexOf } from '../../../src/gateway/config';
 import { waitingText } from '../../../src/gateway/localTaskRunner';
 import { RunQueue } from '../../../src/gateway/runQueue';
 import { DelegationJournal } from '../../../src/core/delegation';
+import { buildReplyMessage } from '../../../src/core/delegation/context';
 import { connectAgent, normalizeCard } from '../../../src/node/a2a/clientFactory';
 import { DelegationRunner } from '../../../src/node/a2a/delegationRunner';
 import { JournalStore } from '../../../src/node/journalStore';
@@ -247,6 +248,47 @@ describe('Baton\u2019s own client, delegating to a task that waits its turn', ()
     } finally {
       await store.close();
       journals[Symbol.dispose]();
+      await gw.close();
+    }
+  });
+});
+
+describe('gateway: a task waiting for its caller\u2019s reply', () => {
+  it('keeps its turn (its agent still runs); the next task starts once it has its reply and ends', async () => {
+    using dir = tempDir();
+    const echo = scriptedAgent({ id: 'echo' });
+    const gw = await startGateway({
+      stateDir: dir.path,
+      localAgents: [scriptedAgent({ id: 'asker', ask: 'Which one?' }), echo],
+      limits: { maxRunningPerPrincipal: 1 },
+      log: () => undefined,
+    });
+    try {
+      const asker = await clientFor(`${gw.url}/a2a/asker/.well-known/agent-card.json`, gw.token);
+      const asked = await bounded(asker.sendMessage(sendRequest(userMessage('rename it'))), 'the question');
+      assert.ok('status' in asked);
+      assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+      const echoClient = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token);
+      const waiting = await bounded(echoClient.sendMessage(sendRequest(userMessage('next'), true)), 'the next task');
+      assert.ok('status' in waiting);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(echo.requests.length, 0, 'still waiting while the question is open');
+      const reply = buildReplyMessage('reply-1', asked.id, asked.contextId, 'the first');
+      const answered = await bounded(asker.sendMessage(sendRequest(reply)), 'the reply');
+      assert.ok('status' in answered);
+      assert.equal(answered.status?.state, TaskState.TASK_STATE_COMPLETED);
+      await bounded(
+        (async () => {
+          for (;;) {
+            const t = await echoClient.getTask({ tenant: '', id: waiting.id });
+            if (t.status?.state === TaskState.TASK_STATE_COMPLETED) return;
+            await new Promise((r) => setTimeout(r, 20));
+          }
+        })(),
+        'the next task to run to its end',
+      );
+      assert.equal(echo.requests.length, 1);
+    } finally {
       await gw.close();
     }
   });
