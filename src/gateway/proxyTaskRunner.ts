@@ -605,7 +605,7 @@ export class ProxyTaskRunner implements TaskRunner {
       let error = e;
       if (e instanceof TransientHttpError && !claim.bound) {
         try {
-          return { taskId: await this.afterTransientSend(e, params, principal, key) };
+          return { taskId: await this.afterTransientSend(e, params, principal, key, sent) };
         } catch (u) {
           error = u;
         }
@@ -629,6 +629,7 @@ export class ProxyTaskRunner implements TaskRunner {
     params: SendMessageRequest,
     principal: string,
     key: string,
+    sent: string,
   ): Promise<string> {
     const messageId = params.message?.messageId ?? '';
     const answered = `answered HTTP ${e.status} (${e.answer})`;
@@ -651,7 +652,7 @@ export class ProxyTaskRunner implements TaskRunner {
         `${answered} to the message, and does not list a task for it (messageId ${messageId}): no task was started`,
         { cause: e },
       );
-    await this.adoptRemoteTask(remote, principal, sentRequestDigest(params));
+    await this.adoptRemoteTask(remote, principal, sent);
     await this.ctx.store.bindRequest(principal, this.cfg.id, key, remote.id);
     this.ctx.log(
       `remote agent ${this.cfg.id}: the message with messageId ${messageId} got HTTP ${e.status} and was not sent again; the remote lists its task ${remote.id}, which is relayed`,

@@ -77,7 +77,7 @@ export interface DelegationRunnerOptions {
   /**
    * GetTask interval when following without a stream (agent without streaming, or an event too big to
    * stream). Default 1 s. While the answers bring nothing new it grows, up to `pollMaxIntervalMs`
-   * (default five times the interval).
+   * (default: five times the interval, as `CLIENT_FOLLOW` has it).
    */
   readonly pollIntervalMs?: number;
   readonly pollMaxIntervalMs?: number;
@@ -239,9 +239,11 @@ export class DelegationRunner {
       startAttempts: options.startAttempts ?? CLIENT_FOLLOW.startAttempts,
       drainTimeoutMs: options.drainTimeoutMs ?? CLIENT_FOLLOW.drainTimeoutMs,
       pollIntervalMs: options.pollIntervalMs ?? CLIENT_FOLLOW.pollIntervalMs,
+      // Given only an interval, the ceiling keeps the preset's proportion to it.
       pollMaxIntervalMs:
         options.pollMaxIntervalMs ??
-        (options.pollIntervalMs === undefined ? CLIENT_FOLLOW.pollMaxIntervalMs : options.pollIntervalMs * 5),
+        ((options.pollIntervalMs ?? CLIENT_FOLLOW.pollIntervalMs) * CLIENT_FOLLOW.pollMaxIntervalMs) /
+          CLIENT_FOLLOW.pollIntervalMs,
     };
     this.cancelWaitMs = options.cancelWaitMs ?? 10_000;
     this.silenceCheckMs = options.silenceCheckMs ?? 60_000;
