@@ -6,6 +6,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { TaskState } from '@a2a-js/sdk';
 import type { StreamResponse } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
+import type { LocalAgent } from '../../../src/gateway/agents/localAgent';
+import type { GatewayLimits } from '../../../src/gateway/gatewayContext';
 import { META } from '../../../src/core/batonProfile';
 import { sha256HexOf } from '../../../src/gateway/config';
 import { waitingText } from '../../../src/gateway/localTaskRunner';
@@ -17,6 +20,7 @@ import { DelegationRunner } from '../../../src/node/a2a/delegationRunner';
 import { JournalStore } from '../../../src/node/journalStore';
 import { makeRequest } from '../delegation/harness';
 import { startGateway } from '../../../src/gateway/server';
+import type { RunningGateway } from '../../../src/gateway/server';
 import { bounded, clientFor, scriptedAgent, sendRequest, suiteGateway, tempDir, userMessage } from './helpers';
 
 describe('run queue', () => {
@@ -198,77 +202,87 @@ describe('gateway: a team member\u2019s tasks beyond the limit wait their turn',
   });
 });
 
+/** A gateway of `agents` allowing one run at a time per principal (and `limits`), for `fn`; closed after. */
+async function withTurns(
+  agents: LocalAgent[],
+  limits: Partial<GatewayLimits>,
+  fn: (gw: RunningGateway, client: (agent: string) => Promise<Client>) => Promise<void>,
+): Promise<void> {
+  using dir = tempDir();
+  const gw = await startGateway({
+    stateDir: dir.path,
+    localAgents: agents,
+    limits: { maxRunningPerPrincipal: 1, ...limits },
+    log: () => undefined,
+  });
+  try {
+    await fn(gw, (agent) => clientFor(`${gw.url}/a2a/${agent}/.well-known/agent-card.json`, gw.token));
+  } finally {
+    await gw.close();
+  }
+}
+
 /** The words of a delegation's timeline entries (artifacts have none). */
 const timelineTexts = (journal: DelegationJournal): string[] =>
   journal.view(Date.now()).timeline.flatMap((e) => ('text' in e && typeof e.text === 'string' ? [e.text] : []));
 
 describe('Baton\u2019s own client, delegating to a task that waits its turn', () => {
   it('shows the wait in the delegation\u2019s timeline, then the run, to completion', async () => {
-    using dir = tempDir();
-    const hold = scriptedAgent({ id: 'hold', waitForCancel: true });
-    const gw = await startGateway({
-      stateDir: dir.path,
-      localAgents: [hold, scriptedAgent({ id: 'echo' })],
-      limits: { maxRunningPerPrincipal: 1 },
-      log: () => undefined,
+    const agents = [scriptedAgent({ id: 'hold', waitForCancel: true }), scriptedAgent({ id: 'echo' })];
+    await withTurns(agents, {}, async (gw, client) => {
+      using journals = tempDir();
+      const store = new JournalStore(journals.path);
+      try {
+        const holdClient = await client('hold');
+        const first = await bounded(
+          holdClient.sendMessage(sendRequest(userMessage('hold on'), true)),
+          'the first task',
+        );
+        assert.ok('status' in first);
+        const card = normalizeCard(await (await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`)).json());
+        const iface = card.supportedInterfaces.find(
+          (i) => i.protocolBinding === 'JSONRPC' && i.protocolVersion === '1.0',
+        );
+        assert.ok(iface);
+        const endpoint = { url: iface.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' };
+        const connection = await connectAgent({ card, endpoint, getToken: () => Promise.resolve(gw.token) });
+        const request = makeRequest(endpoint, 'format it');
+        await store.create(request);
+        const journal = new DelegationJournal(request);
+        const runner = new DelegationRunner({ connection, journal, sink: store });
+        const running = runner.start();
+        const waitText = waitingText(1, 1);
+        await bounded(
+          (async () => {
+            while (!timelineTexts(journal).some((t) => t.includes(waitText)))
+              await new Promise((r) => setTimeout(r, 20));
+          })(),
+          'the timeline to show the wait',
+        );
+        await bounded(holdClient.cancelTask({ tenant: '', id: first.id, metadata: undefined }), 'the cancel');
+        await bounded(running, 'the delegation');
+        await bounded(runner.idle(), 'the delegation to settle');
+        assert.equal(journal.decide()?.outcome, 'completed');
+        const texts = timelineTexts(journal);
+        const waited = texts.findIndex((t) => t.includes(waitText));
+        const accepted = texts.findIndex((t) => t.includes('accepted by Echo agent'));
+        assert.ok(waited >= 0 && accepted > waited, texts.join('\n'));
+      } finally {
+        await store.close();
+      }
     });
-    const journals = tempDir();
-    const store = new JournalStore(journals.path);
-    try {
-      const holdClient = await clientFor(`${gw.url}/a2a/hold/.well-known/agent-card.json`, gw.token);
-      const first = await bounded(holdClient.sendMessage(sendRequest(userMessage('hold on'), true)), 'the first task');
-      assert.ok('status' in first);
-      const card = normalizeCard(await (await fetch(`${gw.url}/a2a/echo/.well-known/agent-card.json`)).json());
-      const iface = card.supportedInterfaces.find(
-        (i) => i.protocolBinding === 'JSONRPC' && i.protocolVersion === '1.0',
-      );
-      assert.ok(iface);
-      const endpoint = { url: iface.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' };
-      const connection = await connectAgent({ card, endpoint, getToken: () => Promise.resolve(gw.token) });
-      const request = makeRequest(endpoint, 'format it');
-      await store.create(request);
-      const journal = new DelegationJournal(request);
-      const runner = new DelegationRunner({ connection, journal, sink: store });
-      const running = runner.start();
-      const waitText = waitingText(1, 1);
-      await bounded(
-        (async () => {
-          while (!timelineTexts(journal).some((t) => t.includes(waitText))) await new Promise((r) => setTimeout(r, 20));
-        })(),
-        'the timeline to show the wait',
-      );
-      await bounded(holdClient.cancelTask({ tenant: '', id: first.id, metadata: undefined }), 'the cancel');
-      await bounded(running, 'the delegation');
-      await bounded(runner.idle(), 'the delegation to settle');
-      assert.equal(journal.decide()?.outcome, 'completed');
-      const texts = timelineTexts(journal);
-      const waited = texts.findIndex((t) => t.includes(waitText));
-      const accepted = texts.findIndex((t) => t.includes('accepted by Echo agent'));
-      assert.ok(waited >= 0 && accepted > waited, texts.join('\n'));
-    } finally {
-      await store.close();
-      journals[Symbol.dispose]();
-      await gw.close();
-    }
   });
 });
 
 describe('gateway: a task waiting for its caller\u2019s reply', () => {
   it('keeps its turn (its agent still runs); the next task starts once it has its reply and ends', async () => {
-    using dir = tempDir();
     const echo = scriptedAgent({ id: 'echo' });
-    const gw = await startGateway({
-      stateDir: dir.path,
-      localAgents: [scriptedAgent({ id: 'asker', ask: 'Which one?' }), echo],
-      limits: { maxRunningPerPrincipal: 1 },
-      log: () => undefined,
-    });
-    try {
-      const asker = await clientFor(`${gw.url}/a2a/asker/.well-known/agent-card.json`, gw.token);
+    await withTurns([scriptedAgent({ id: 'asker', ask: 'Which one?' }), echo], {}, async (_gw, client) => {
+      const asker = await client('asker');
       const asked = await bounded(asker.sendMessage(sendRequest(userMessage('rename it'))), 'the question');
       assert.ok('status' in asked);
       assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
-      const echoClient = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token);
+      const echoClient = await client('echo');
       const waiting = await bounded(echoClient.sendMessage(sendRequest(userMessage('next'), true)), 'the next task');
       assert.ok('status' in waiting);
       await new Promise((r) => setTimeout(r, 300));
@@ -288,28 +302,20 @@ describe('gateway: a task waiting for its caller\u2019s reply', () => {
         'the next task to run to its end',
       );
       assert.equal(echo.requests.length, 1);
-    } finally {
-      await gw.close();
-    }
+    });
   });
 });
 
 describe('gateway: an agent abandoned after a cancel', () => {
   it('no longer holds up its principal: the next task gets the turn', async () => {
-    using dir = tempDir();
     const echo = scriptedAgent({ id: 'echo' });
-    const gw = await startGateway({
-      stateDir: dir.path,
-      // `hang`: it never returns, whatever its signal says.
-      localAgents: [scriptedAgent({ id: 'stuck', hang: true }), echo],
-      limits: { maxRunningPerPrincipal: 1, cancelGraceMs: 200 },
-      log: () => undefined,
-    });
-    try {
-      const stuck = await clientFor(`${gw.url}/a2a/stuck/.well-known/agent-card.json`, gw.token);
+    // `hang`: it never returns, whatever its signal says.
+    const agents = [scriptedAgent({ id: 'stuck', hang: true }), echo];
+    await withTurns(agents, { cancelGraceMs: 200 }, async (_gw, client) => {
+      const stuck = await client('stuck');
       const first = await bounded(stuck.sendMessage(sendRequest(userMessage('hang'), true)), 'the stuck task');
       assert.ok('status' in first);
-      const echoClient = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token);
+      const echoClient = await client('echo');
       const next = bounded(echoClient.sendMessage(sendRequest(userMessage('after it'))), 'the next task');
       const canceled = await bounded(
         stuck.cancelTask({ tenant: '', id: first.id, metadata: undefined }),
@@ -320,9 +326,7 @@ describe('gateway: an agent abandoned after a cancel', () => {
       assert.ok('status' in done);
       assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
       assert.equal(echo.requests.length, 1);
-    } finally {
-      await gw.close();
-    }
+    });
   });
 });
 
