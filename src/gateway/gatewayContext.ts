@@ -8,7 +8,7 @@ import type { GatewayStore } from './store/gatewayStore';
 
 import type { EnvelopeBody } from './resultEnvelope';
 import type { TransientPolicy } from '../node/a2a/transientAnswers';
-import type { RunQueue } from './runQueue';
+import type { Turns } from './runQueue';
 
 /** Signs a result envelope (compact JWS) with the gateway's key; the server adds issuer and time. */
 export type EnvelopeSigner = (body: EnvelopeBody) => Promise<string>;
@@ -28,8 +28,8 @@ export interface GatewayLimits {
    */
   readonly remoteRetry?: Partial<TransientPolicy>;
   /**
-   * Local runs (coding CLIs, built-in agents) one principal may have at once on this instance; the
-   * others wait their turn (src/gateway/runQueue.ts). Unset or 0: no limit.
+   * Local runs (coding CLIs, built-in agents) one principal may have at once, on every instance of a
+   * shared store together; the others wait their turn (src/gateway/runQueue.ts). Unset or 0: no limit.
    */
   readonly maxRunningPerPrincipal?: number;
 }
@@ -52,8 +52,11 @@ export interface GatewayContext {
   readonly liveness: Liveness;
   /** Claims whose release the store refused, released again once it answers (src/gateway/claimReleases.ts). */
   readonly claims: ClaimReleases;
-  /** Each principal's local runs at once, and the line beyond `limits.maxRunningPerPrincipal`. */
-  readonly runs: RunQueue;
+  /**
+   * Each principal's local runs at once, and the line beyond `limits.maxRunningPerPrincipal`: in memory
+   * (SQLite, one process), or shared by the instances of a PostgreSQL store.
+   */
+  readonly runs: Turns;
   readonly signEnvelope?: EnvelopeSigner;
   /** Delegations agents start: task tokens and the guards (absent: agents get no way to delegate). */
   readonly children?: ChildBroker;

@@ -516,8 +516,11 @@ export class LocalTaskRunner implements TaskRunner {
       rt.release = now;
       if (!rt.release) {
         try {
-          rt.release = await runs.wait(r.principal, abort.signal, (place) =>
-            push(statusEvent(taskId, contextId, TaskState.TASK_STATE_SUBMITTED, waitingText(runs.limit, place))),
+          rt.release = await runs.wait(
+            { principal: r.principal, agent: this.agent.id, taskId },
+            abort.signal,
+            (place) =>
+              push(statusEvent(taskId, contextId, TaskState.TASK_STATE_SUBMITTED, waitingText(runs.limit, place))),
           );
         } catch (e) {
           clearTimeout(timer);

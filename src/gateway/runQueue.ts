@@ -1,10 +1,35 @@
 /**
- * How many local runs (coding CLIs, built-in agents) one principal may have at once on this instance,
- * and the line the others wait in, first come first served (`limits.maxRunningTasksPerPrincipal`;
- * none: no limit). A team member who starts twenty tasks does not take the machine from the others:
- * theirs start at once, and the twenty run a few at a time. The line is per instance: behind a
- * balancer each instance keeps its own.
+ * How many local runs (coding CLIs, built-in agents) one principal may have at once, and the line the
+ * others wait in, first come first served (`limits.maxRunningTasksPerPrincipal`; none: no limit). A
+ * team member who starts twenty tasks does not take the machine from the others: theirs start at
+ * once, and the twenty run a few at a time.
+ *
+ * `RunQueue` keeps the line in memory, for a gateway that is one process (a SQLite state folder).
+ * Instances sharing a PostgreSQL store keep one line for all of them (`SharedTurns`,
+ * src/gateway/sharedTurns.ts), so a balancer spreading a member's tasks does not multiply the limit.
  */
+
+/** The task asking for a turn, and whose it is. */
+export interface TurnHolder {
+  readonly principal: string;
+  readonly agent: string;
+  readonly taskId: string;
+}
+
+/** Turns for local runs: `RunQueue` (one process) or `SharedTurns` (instances on one PostgreSQL). */
+export interface Turns {
+  /** Runs at once per principal; 0 or less: no limit. */
+  readonly limit: number;
+  /** A turn now without waiting (with the function that gives it back), or undefined: ask `wait`. */
+  tryTake(principal: string): (() => void) | undefined;
+  /**
+   * Waits in the holder's principal's line for a turn. `onPlace` hears the place in line (1: next)
+   * when the task has to wait, and again whenever the line moves. Rejects with the signal's reason
+   * when it is aborted meanwhile (a cancel, the deadline, a shutdown): the waiter leaves the line and
+   * has run nothing.
+   */
+  wait(holder: TurnHolder, signal: AbortSignal, onPlace?: (place: number) => void): Promise<() => void>;
+}
 
 interface Waiter {
   readonly resolve: (release: () => void) => void;
@@ -13,7 +38,7 @@ interface Waiter {
   detach(): void;
 }
 
-export class RunQueue {
+export class RunQueue implements Turns {
   private readonly running = new Map<string, number>();
   private readonly lines = new Map<string, Waiter[]>();
 
@@ -27,12 +52,7 @@ export class RunQueue {
     return this.hold(principal);
   }
 
-  /**
-   * Waits in `principal`'s line for a slot. `onPlace` hears the place in line (1: next) when it joins
-   * and whenever the line moves. Rejects with the signal's reason when it is aborted meanwhile (a
-   * cancel, the deadline, a shutdown): the waiter leaves the line and has run nothing.
-   */
-  wait(principal: string, signal: AbortSignal, onPlace?: (place: number) => void): Promise<() => void> {
+  wait({ principal }: TurnHolder, signal: AbortSignal, onPlace?: (place: number) => void): Promise<() => void> {
     const now = this.tryTake(principal);
     if (now) return Promise.resolve(now);
     if (signal.aborted) return Promise.reject(abortReason(signal));
@@ -93,7 +113,7 @@ export class RunQueue {
   }
 }
 
-function abortReason(signal: AbortSignal): Error {
+export function abortReason(signal: AbortSignal): Error {
   const r: unknown = signal.reason;
   return r instanceof Error ? r : new Error('stopped while waiting for its turn');
 }

@@ -36,6 +36,7 @@ import { isInstanceAlive, livenessFor } from './instanceLiveness';
 import type { Liveness } from './instanceLiveness';
 import { readiness } from './readiness';
 import { RunQueue } from './runQueue';
+import { hasSharedTurns, SharedTurns } from './sharedTurns';
 import { DEFAULT_RETENTION, INSTANCE_FORGET_MS, startRetention } from './retention';
 import type { RetentionPassResult, RetentionPolicy } from './retention';
 import { LiveRoots } from './liveRoots';
@@ -273,7 +274,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       limits,
       liveness,
       claims,
-      runs: new RunQueue(limits.maxRunningPerPrincipal ?? 0),
+      runs: hasSharedTurns(store)
+        ? new SharedTurns(limits.maxRunningPerPrincipal ?? 0, store, instanceId, liveness, log)
+        : new RunQueue(limits.maxRunningPerPrincipal ?? 0),
       children,
       ...(mcpCommand ? { mcp: { command: mcpCommand, gatewayUrl: `http://${urlHost(host)}:${port}` } } : {}),
       signEnvelope: (body) =>

@@ -4,6 +4,7 @@
  * gateway instances sharing tasks). The event log is the source of truth for replay: every event of a
  * task is a row keyed (agent, task, seq), written before it is sent to anyone.
  */
+import { createHash } from 'node:crypto';
 import type { TaskState } from '@a2a-js/sdk';
 import { noteUnavailable } from '../unavailableAnswers';
 
@@ -162,6 +163,23 @@ export interface ListFilter extends TaskFilter {
 }
 
 /** A push-notification config of one task (A2A `TaskPushNotificationConfig`), as the owner created it. */
+/** A task in its principal's line for a turn (shared turns, PostgreSQL), with its instance's heartbeat. */
+export interface TurnRow {
+  /** Its place in the line: rows of one principal are numbered in the order they joined. */
+  readonly seq: number;
+  readonly instance: string;
+  /** The instance's last heartbeat (undefined: it has no row any more, so it is gone). */
+  readonly beat: { readonly host: string; readonly pid: number; readonly heartbeatAt: number } | undefined;
+}
+
+/**
+ * The name a principal's line has in notifications: short and fixed in length, whatever the
+ * principal (a NOTIFY payload is bounded, and it need not carry who the member is).
+ */
+export function turnKey(principal: string): string {
+  return createHash('sha256').update(principal, 'utf8').digest('hex').slice(0, 24);
+}
+
 export interface PushConfigRow {
   readonly agent: string;
   readonly taskId: string;
@@ -353,6 +371,18 @@ export interface GatewayStore {
    * everyone following a task should read the store. Stores with no other writers never call it.
    */
   onMissedAppends?(listener: () => void): void;
+  /**
+   * Turns shared by the instances of one database (src/gateway/sharedTurns.ts); SQLite leaves them
+   * out (one process per state folder keeps its line in memory). `queueTurn` puts the task at the end
+   * of its principal's line and answers its number there (joins are one at a time per principal, so
+   * the numbers are the order they joined in). `turnsOf` is the line: its unfinished tasks in order.
+   * `dropTurn` takes the task out (with any of the line whose task has ended) and tells every
+   * instance (`onTurnsMoved`, with the line's `turnKey`).
+   */
+  queueTurn?(principal: string, agent: string, taskId: string, instance: string): Promise<number>;
+  turnsOf?(principal: string): Promise<TurnRow[]>;
+  dropTurn?(principal: string, seq: number, agent: string, taskId: string): Promise<void>;
+  onTurnsMoved?(listener: (key: string) => void): void;
   /**
    * Asks the instance `ownerInstance` (the task's owner) to cancel the task. Fire and forget: the caller
    * learns the outcome from the task's events. The request is kept until the owner takes it, so an owner

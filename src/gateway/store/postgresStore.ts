@@ -29,6 +29,7 @@ import type {
   StoredEventRow,
   TaskFilter,
   TaskRow,
+  TurnRow,
   UnboundClaim,
 } from './gatewayStore';
 import { TERMINAL_STATES } from '../../core/taskStates';
@@ -40,26 +41,35 @@ import {
   toRequestClaim,
   toTaskRow,
   toUnboundClaim,
+  turnKey,
 } from './gatewayStore';
 
 const CHANNEL = 'baton_events';
 /** Cancel requests forwarded to the instance that runs a task: payload {instance, agent, taskId}. */
 const CANCEL_CHANNEL = 'baton_cancel';
+/** A principal's line for turns moved (a task left it): payload its `turnKey`. */
+const TURNS_CHANNEL = 'baton_turns';
 
 /**
  * The channels of the store in `schema`. NOTIFY reaches every listener of the database, so the stores
  * of other schemas (another team's gateways, or tests) would wake each other for nothing: each
  * schema has its own channels. The `public` schema keeps the plain names.
  */
-export function channelsOf(schema: string): { readonly events: string; readonly cancels: string } {
-  if (schema === 'public') return { events: CHANNEL, cancels: CANCEL_CHANNEL };
+export function channelsOf(schema: string): {
+  readonly events: string;
+  readonly cancels: string;
+  readonly turns: string;
+} {
+  if (schema === 'public') return { events: CHANNEL, cancels: CANCEL_CHANNEL, turns: TURNS_CHANNEL };
   const tag = createHash('sha256').update(schema, 'utf8').digest('hex').slice(0, 16);
-  return { events: `${CHANNEL}_${tag}`, cancels: `${CANCEL_CHANNEL}_${tag}` };
+  return { events: `${CHANNEL}_${tag}`, cancels: `${CANCEL_CHANNEL}_${tag}`, turns: `${TURNS_CHANNEL}_${tag}` };
 }
 /** A cancel request nobody took within this long was for an instance that is gone: it is dropped. */
 const CANCEL_REQUEST_TTL_MS = 24 * 60 * 60 * 1000;
 /** Held (for one transaction) by the instance running a retention step: one at a time across instances. */
 const RETENTION_LOCK = 4242002;
+/** With a principal's hash, held while a task joins that principal's line for turns: joins one at a time. */
+const TURNS_LOCK = 4242003;
 
 /** The terminal states as an SQL list (the partial indexes and the queries that use them spell it the same). */
 const TERMINAL = [...TERMINAL_STATES].sort((a, b) => a - b).join(',');
@@ -99,6 +109,11 @@ END $$;
 CREATE INDEX IF NOT EXISTS baton_tasks_finished ON baton_tasks (updated_at) WHERE state IN (${TERMINAL});
 CREATE INDEX IF NOT EXISTS baton_tasks_uncompacted ON baton_tasks (updated_at) WHERE state IN (${TERMINAL}) AND NOT compacted;
 CREATE INDEX IF NOT EXISTS baton_requests_by_task ON baton_requests (agent, task_id);
+CREATE TABLE IF NOT EXISTS baton_turns (
+  principal TEXT NOT NULL, seq BIGINT NOT NULL, agent TEXT NOT NULL, task_id TEXT NOT NULL,
+  instance TEXT NOT NULL, queued_at BIGINT NOT NULL,
+  PRIMARY KEY (principal, seq));
+CREATE INDEX IF NOT EXISTS baton_turns_by_task ON baton_turns (agent, task_id);
 `;
 
 type Row = Record<string, unknown>;
@@ -443,6 +458,7 @@ export class PostgresGatewayStore implements GatewayStore {
   private readonly listeners: AppendListener[] = [];
   private readonly missedListeners: Array<() => void> = [];
   private readonly cancelListeners: Array<{ readonly instance: string; readonly listener: CancelRequestListener }> = [];
+  private readonly turnListeners: Array<(key: string) => void> = [];
   private readonly origin = randomBytes(8).toString('hex');
   private listener: pg.Client | undefined;
   private closing = false;
@@ -544,7 +560,7 @@ export class PostgresGatewayStore implements GatewayStore {
   }
 
   /**
-   * One connection holds LISTEN for both channels. When it is lost (the server restarted, an admin
+   * One connection holds LISTEN for the three channels (events, turns, cancels). When it is lost (the server restarted, an admin
    * ended it, the network dropped) it is opened again with backoff, and everyone following a task is
    * told to read the store: notifications sent while nobody listened are gone, the events are not.
    * With `check` (at start, naming the setting the connection came from), it first makes sure a notification sent through the pool reaches it: a pooler in transaction mode
@@ -583,6 +599,10 @@ export class PostgresGatewayStore implements GatewayStore {
         this.deliverCancel(n.payload);
         return;
       }
+      if (n.channel === this.channels.turns && n.payload) {
+        for (const l of this.turnListeners) l(n.payload);
+        return;
+      }
       if (n.channel !== this.channels.events || !n.payload) return;
       try {
         const m = JSON.parse(n.payload) as { o: string; a: string; t: string; s: number };
@@ -614,6 +634,7 @@ export class PostgresGatewayStore implements GatewayStore {
       }
       // The channels last (an operator finds the listener by its last statement, the LISTEN on cancels).
       await client.query(`LISTEN ${this.channels.events}`);
+      await client.query(`LISTEN ${this.channels.turns}`);
       await client.query(`LISTEN ${this.channels.cancels}`);
     } catch (e) {
       lost = true;
@@ -1094,6 +1115,56 @@ export class PostgresGatewayStore implements GatewayStore {
     this.takeCancelRequests(instance);
   }
 
+  async queueTurn(principal: string, agent: string, taskId: string, instance: string): Promise<number> {
+    return this.tx(async (c) => {
+      await c.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [TURNS_LOCK, principal]);
+      const r = await c.query(
+        `INSERT INTO baton_turns (principal, seq, agent, task_id, instance, queued_at)
+           SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5 FROM baton_turns WHERE principal = $1
+         RETURNING seq`,
+        [principal, agent, taskId, instance, Date.now()],
+      );
+      return Number((r.rows[0] as Row).seq);
+    });
+  }
+
+  async turnsOf(principal: string): Promise<TurnRow[]> {
+    const r = await this.query(
+      `SELECT r.seq, r.instance, i.host, i.pid, i.heartbeat_at FROM baton_turns r
+         JOIN baton_tasks t ON t.agent = r.agent AND t.id = r.task_id
+         LEFT JOIN baton_instances i ON i.id = r.instance
+        WHERE r.principal = $1 AND t.state NOT IN (${TERMINAL}) ORDER BY r.seq`,
+      [principal],
+    );
+    return (r.rows as Row[]).map((x) => ({
+      seq: Number(x.seq),
+      instance: String(x.instance),
+      beat:
+        x.heartbeat_at === null
+          ? undefined
+          : { host: String(x.host), pid: Number(x.pid), heartbeatAt: Number(x.heartbeat_at) },
+    }));
+  }
+
+  async dropTurn(principal: string, seq: number, agent: string, taskId: string): Promise<void> {
+    // One statement: the task's row goes, with any of the line whose task has ended or is gone (one
+    // whose own drop never arrived), and the line's listeners are told once something went.
+    await this.query(
+      `WITH d AS (
+         DELETE FROM baton_turns r WHERE r.principal = $1
+            AND ((r.seq = $2 AND r.agent = $3 AND r.task_id = $4)
+                 OR NOT EXISTS (SELECT 1 FROM baton_tasks t
+                                 WHERE t.agent = r.agent AND t.id = r.task_id AND t.state NOT IN (${TERMINAL})))
+         RETURNING 1)
+       SELECT pg_notify($5, $6) FROM (SELECT 1 FROM d LIMIT 1) moved`,
+      [principal, seq, agent, taskId, this.channels.turns, turnKey(principal)],
+    );
+  }
+
+  onTurnsMoved(listener: (key: string) => void): void {
+    this.turnListeners.push(listener);
+  }
+
   async putPushConfig(agent: string, taskId: string, id: string, config: string): Promise<void> {
     await this.query(
       'INSERT INTO baton_push_configs (agent, task_id, id, config, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (agent, task_id, id) DO UPDATE SET config = EXCLUDED.config',
@@ -1229,6 +1300,7 @@ export class PostgresGatewayStore implements GatewayStore {
       await c.query('DELETE FROM baton_push_configs WHERE agent = $1 AND task_id = $2', [t.agent, t.id]);
       await c.query('DELETE FROM baton_requests WHERE agent = $1 AND task_id = $2', [t.agent, t.id]);
       await c.query('DELETE FROM baton_cancel_requests WHERE agent = $1 AND task_id = $2', [t.agent, t.id]);
+      await c.query('DELETE FROM baton_turns WHERE agent = $1 AND task_id = $2', [t.agent, t.id]);
       await c.query('DELETE FROM baton_tasks WHERE agent = $1 AND id = $2', [t.agent, t.id]);
     }
   }

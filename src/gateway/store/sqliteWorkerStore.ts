@@ -13,9 +13,20 @@ import type { AppendListener, CancelRequestListener, GatewayStore } from './gate
 import { eventsOfPages, toPage } from './sqliteStore';
 import type { EventPage, PageBatch, SqliteGatewayStore, SqliteStoreOptions } from './sqliteStore';
 
+/** The store's methods the thread answers (not those SQLite leaves out: one process per state folder). */
 type Method = Exclude<
   keyof GatewayStore,
-  'kind' | 'ordersAppends' | 'foldsSnapshots' | 'onRemoteAppend' | 'onMissedAppends' | 'onCancelRequest' | 'takeOver'
+  | 'kind'
+  | 'ordersAppends'
+  | 'foldsSnapshots'
+  | 'onRemoteAppend'
+  | 'onMissedAppends'
+  | 'onCancelRequest'
+  | 'takeOver'
+  | 'queueTurn'
+  | 'turnsOf'
+  | 'dropTurn'
+  | 'onTurnsMoved'
 >;
 
 /** What the thread answers: the store's methods, its page reads, and what opening it did. */

@@ -7,11 +7,12 @@ import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import pg from 'pg';
-import { TaskState } from '@a2a-js/sdk';
-import type { NewTask } from '../../../src/gateway/store/gatewayStore';
+import { Role, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
+import type { GatewayStore, NewTask } from '../../../src/gateway/store/gatewayStore';
 import { PostgresGatewayStore } from '../../../src/gateway/store/postgresStore';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
 import type { RemoteAgentConfig } from '../../../src/gateway/config';
+import { userMessage } from './helpers';
 import { patchEvent, statusEvent, taskEvent } from './sdkServer';
 
 /** The PostgreSQL server the tests use (`bash scripts/postgres.sh start` prints it; `.ci/run` sets it). */
@@ -218,4 +219,33 @@ export function remoteSdkAgent(url: string): RemoteAgentConfig {
     auth: { kind: 'none' },
     skills: [],
   };
+}
+
+/** A working local task recorded as run by `owner` (an instance that is not one of the test's gateways). */
+export async function ghostTask(store: GatewayStore, agent: string, principal: string, owner: string): Promise<string> {
+  const id = randomUUID();
+  const contextId = randomUUID();
+  const task: Task = {
+    id,
+    contextId,
+    status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() },
+    artifacts: [],
+    history: [{ ...userMessage('ghost'), taskId: id, contextId, role: Role.ROLE_USER }],
+    metadata: { 'baton/executor': { id: agent, kind: 'builtin' } },
+  };
+  const first: StreamResponse = { payload: { $case: 'task', value: structuredClone(task) } };
+  await store.createTask(
+    {
+      agent,
+      id,
+      contextId,
+      principal,
+      kind: 'local',
+      state: TaskState.TASK_STATE_WORKING,
+      snapshot: JSON.stringify(Task.toJSON(task)),
+      owner,
+    },
+    { seq: 1, body: JSON.stringify(StreamResponse.toJSON(first)) },
+  );
+  return id;
 }

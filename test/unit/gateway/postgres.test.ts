@@ -5,7 +5,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { Role, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
+import type { StreamResponse, Task } from '@a2a-js/sdk';
+import { TaskState } from '@a2a-js/sdk';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
 import type {
   LocalAgent,
@@ -18,7 +19,6 @@ import { HEARTBEAT_MS, STALE_MS } from '../../../src/gateway/instanceLiveness';
 import type { RemoteAgentConfig } from '../../../src/gateway/config';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
-import type { GatewayStore } from '../../../src/gateway/store/gatewayStore';
 import { channelsOf, LISTEN_APPLICATION_NAME } from '../../../src/gateway/store/postgresStore';
 import { SqliteGatewayStore } from '../../../src/gateway/store/sqliteStore';
 import {
@@ -32,6 +32,7 @@ import {
   tempDir,
   userMessage,
 } from './helpers';
+import { ghostTask } from './pgFaultHelpers';
 import { serveSdkAgent, statusEvent, taskEvent } from './sdkServer';
 
 /** Emits a step every 10 ms until its signal fires (bounded), then stops: a task that is still working. */
@@ -84,35 +85,6 @@ class UntilCanceledExecutor implements AgentExecutor {
 
 function startRemote(executor: AgentExecutor): Promise<{ url: string; close(): Promise<void> }> {
   return serveSdkAgent(executor, { liveCard: true });
-}
-
-/** A working local task recorded as run by `owner` (an instance that is not one of the test's gateways). */
-async function ghostTask(store: GatewayStore, agent: string, principal: string, owner: string): Promise<string> {
-  const id = randomUUID();
-  const contextId = randomUUID();
-  const task: Task = {
-    id,
-    contextId,
-    status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() },
-    artifacts: [],
-    history: [{ ...userMessage('ghost'), taskId: id, contextId, role: Role.ROLE_USER }],
-    metadata: { 'baton/executor': { id: agent, kind: 'builtin' } },
-  };
-  const first: StreamResponse = { payload: { $case: 'task', value: structuredClone(task) } };
-  await store.createTask(
-    {
-      agent,
-      id,
-      contextId,
-      principal,
-      kind: 'local',
-      state: TaskState.TASK_STATE_WORKING,
-      snapshot: JSON.stringify(Task.toJSON(task)),
-      owner,
-    },
-    { seq: 1, body: JSON.stringify(StreamResponse.toJSON(first)) },
-  );
-  return id;
 }
 
 /**

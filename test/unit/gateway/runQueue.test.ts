@@ -13,6 +13,7 @@ import { META } from '../../../src/core/batonProfile';
 import { sha256HexOf } from '../../../src/gateway/config';
 import { waitingText } from '../../../src/gateway/localTaskRunner';
 import { RunQueue } from '../../../src/gateway/runQueue';
+import type { TurnHolder } from '../../../src/gateway/runQueue';
 import { DelegationJournal } from '../../../src/core/delegation';
 import { buildReplyMessage } from '../../../src/core/delegation/context';
 import { connectAgent, normalizeCard } from '../../../src/node/a2a/clientFactory';
@@ -23,6 +24,10 @@ import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import { bounded, clientFor, scriptedAgent, sendRequest, suiteGateway, tempDir, userMessage } from './helpers';
 
+let held = 0;
+/** A task of `principal` asking for a turn (the in-memory line looks at the principal only). */
+const holder = (principal: string): TurnHolder => ({ principal, agent: 'echo', taskId: `t${++held}` });
+
 describe('run queue', () => {
   it('gives each principal its limit at once; the others wait in line, told their place as it moves', async () => {
     const q = new RunQueue(2);
@@ -32,8 +37,8 @@ describe('run queue', () => {
     assert.equal(q.tryTake('alice'), undefined, 'a third waits');
     assert.ok(q.tryTake('bob'), 'another principal is not held up');
     const places: Record<string, number[]> = { x: [], y: [] };
-    const x = q.wait('alice', new AbortController().signal, (p) => places.x.push(p));
-    const y = q.wait('alice', new AbortController().signal, (p) => places.y.push(p));
+    const x = q.wait(holder('alice'), new AbortController().signal, (p) => places.x.push(p));
+    const y = q.wait(holder('alice'), new AbortController().signal, (p) => places.y.push(p));
     assert.deepEqual(places, { x: [1], y: [2] });
     a1();
     a1(); // giving a slot back twice frees it once
@@ -53,8 +58,8 @@ describe('run queue', () => {
     assert.ok(held);
     const cancel = new AbortController();
     const places: number[] = [];
-    const first = q.wait('alice', cancel.signal);
-    const second = q.wait('alice', new AbortController().signal, (p) => places.push(p));
+    const first = q.wait(holder('alice'), cancel.signal);
+    const second = q.wait(holder('alice'), new AbortController().signal, (p) => places.push(p));
     cancel.abort(new Error('canceled'));
     await assert.rejects(first, /canceled/);
     assert.deepEqual(places, [2, 1]);
@@ -63,7 +68,7 @@ describe('run queue', () => {
     const stopped = new AbortController();
     stopped.abort(new Error('gateway shutting down'));
     assert.ok(q.tryTake('alice'));
-    await assert.rejects(q.wait('alice', stopped.signal), /gateway shutting down/);
+    await assert.rejects(q.wait(holder('alice'), stopped.signal), /gateway shutting down/);
   });
 
   it('no limit (0): every run starts at once', () => {
