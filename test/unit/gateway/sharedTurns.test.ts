@@ -226,6 +226,40 @@ describe('shared turns: two gateway instances on one PostgreSQL', () => {
   );
 
   it(
+    'an instance stopped while a member’s task waits there: that task ends failed, never started, and leaves the line',
+    { skip: pgSkip },
+    async (t) => {
+      const { a, b, echo, sql, client } = await twoInstances(t, 1);
+      const holdA = await client(a, 'hold', ALICE);
+      const first = await bounded(holdA.sendMessage(sendRequest(userMessage('hold on'), true)), 'the first task');
+      assert.ok('status' in first);
+      await taskWhen(holdA, first.id, (x) => x.status?.state === TaskState.TASK_STATE_WORKING, 'the first to run');
+      const echoOnB = await client(b, 'echo', ALICE);
+      const waiting = await bounded(echoOnB.sendMessage(sendRequest(userMessage('on B'), true)), 'the waiting one');
+      assert.ok('status' in waiting);
+      await taskWhen(echoOnB, waiting.id, (x) => textOf(x) === waitingText(1, 1), 'it to wait');
+      await b.close();
+      const echoOnA = await client(a, 'echo', ALICE);
+      const ended = await taskWhen(
+        echoOnA,
+        waiting.id,
+        (x) => x.status?.state === TaskState.TASK_STATE_FAILED,
+        'the waiting task to end with its instance',
+      );
+      assert.match(textOf(ended), /never started/);
+      const rows = (await sql('SELECT count(*)::int AS n FROM baton_turns WHERE task_id = $1', [waiting.id])) as {
+        rows: Array<{ n: number }>;
+      };
+      assert.equal(rows.rows[0]?.n, 0, 'its instance took it out of the line as it stopped');
+      await bounded(holdA.cancelTask({ tenant: '', id: first.id, metadata: undefined }), 'the cancel');
+      const next = await bounded(echoOnA.sendMessage(sendRequest(userMessage('after'))), 'the next task on A');
+      assert.ok('status' in next);
+      assert.equal(next.status?.state, TaskState.TASK_STATE_COMPLETED);
+      assert.equal(echo.requests.length, 1, 'the task on the stopped instance never ran');
+    },
+  );
+
+  it(
     'a task of a gone instance does not hold the line; one of a live instance does until its task ends',
     { skip: pgSkip },
     async (t) => {
