@@ -92,6 +92,12 @@ export const META = {
    * signed envelope) stands for them, and the stream then closes.
    */
   compacted: 'baton/compacted',
+  /**
+   * On the message of a `submitted` status: the gateway holds the task until its turn, as its
+   * principal already has `limit` tasks running there (`{place, limit}`; place 1: it starts next). On
+   * the message, so a task read with GetTask says it too.
+   */
+  turn: 'baton/turn',
 } as const;
 
 /** A child task, as a gateway reports it on its parent's stream (`META.child`). */

@@ -609,6 +609,8 @@ export class DelegationJournal {
   private _cancelConfirmed = false;
   private _cancelNoTask = false;
   private _replyPending = false;
+  /** The task is `submitted` and the gateway holds it until its turn (`META.turn` on its status message). */
+  private _waitingTurn = false;
   private _contactLost?: string;
   private _reconnecting = false;
   private _recorded?: OutcomeDecision;
@@ -915,6 +917,8 @@ export class DelegationJournal {
     seq: number | undefined,
     at: number,
     metadata?: Record<string, unknown>,
+    /** The status's message: a gateway holding the task until its turn says so on it (`META.turn`). */
+    statusMessage?: { readonly metadata?: Record<string, unknown> },
   ): boolean {
     if (state === undefined || state === TaskState.TASK_STATE_UNSPECIFIED || state === TaskState.UNRECOGNIZED)
       return false;
@@ -924,6 +928,7 @@ export class DelegationJournal {
     const changed = state !== this._taskState;
     this._taskState = state;
     this._stateText = text || undefined;
+    this._waitingTurn = state === TaskState.TASK_STATE_SUBMITTED && isRecord(statusMessage?.metadata?.[META.turn]);
     const hint = metadata?.[META.outcome];
     this._agentOutcome = typeof hint === 'string' ? hint : undefined;
     this._replyPending = false;
@@ -972,7 +977,7 @@ export class DelegationJournal {
         // The dialect's tool-call updates repeat whatever state the task had (input-required while an
         // approved call runs, without `final`): only its other events say where the task is.
         const state = TOOL_CALL_KINDS.has(coderAgentKind(ev.metadata) ?? '') ? undefined : ev.status?.state;
-        const changed = state !== undefined && this.setState(state, text, seq, e.at, ev.metadata);
+        const changed = state !== undefined && this.setState(state, text, seq, e.at, ev.metadata, ev.status?.message);
         const deferred = this._deferredStatusSeq !== undefined && seq !== undefined && seq >= this._deferredStatusSeq;
         if (deferred) this._deferredStatusSeq = undefined;
         // A tool call's JSON is not shown again as data: the panel and the CLI show the call itself.
@@ -1050,7 +1055,7 @@ export class DelegationJournal {
     const state = task.status?.state;
     const snapSeq = seqOf(task.metadata);
     const before = this._stateText;
-    const changed = this.setState(state, text, snapSeq, at, task.metadata);
+    const changed = this.setState(state, text, snapSeq, at, task.metadata, task.status?.message);
     const ahead = source === 'getTask' && snapSeq !== undefined && snapSeq > this._contiguous;
     if (changed && state !== undefined && ahead) this._deferredStatusSeq = snapSeq;
     else if ((changed || (source === 'final' && this._deferredStatusSeq !== undefined)) && state !== undefined) {
@@ -1207,7 +1212,7 @@ export class DelegationJournal {
     if (this._reconnecting) return 'reconnecting';
     if (!this._started) return 'queued';
     if (this._replyPending) return 'working';
-    if (this._taskState === TaskState.TASK_STATE_SUBMITTED) return 'submitted';
+    if (this._taskState === TaskState.TASK_STATE_SUBMITTED) return this._waitingTurn ? 'waiting' : 'submitted';
     if (this._taskState === TaskState.TASK_STATE_WORKING) return 'working';
     return 'starting';
   }

@@ -8,14 +8,19 @@ export function textPart(text: string, mediaType = '', filename = ''): Part {
   return { content: { $case: 'text', value: text }, metadata: undefined, filename, mediaType };
 }
 
-export function agentMessage(taskId: string, contextId: string, text: string): Message {
+export function agentMessage(
+  taskId: string,
+  contextId: string,
+  text: string,
+  metadata?: Record<string, unknown>,
+): Message {
   return {
     messageId: randomUUID(),
     contextId,
     taskId,
     role: Role.ROLE_AGENT,
     parts: [textPart(text)],
-    metadata: undefined,
+    metadata,
     extensions: [],
     referenceTaskIds: [],
   };
@@ -27,6 +32,8 @@ export function statusEvent(
   state: TaskState,
   text?: string,
   metadata?: Record<string, unknown>,
+  /** The status message's own metadata (kept in the task's snapshot too, unlike the event's). */
+  messageMetadata?: Record<string, unknown>,
 ): StreamResponse {
   return {
     payload: {
@@ -36,7 +43,7 @@ export function statusEvent(
         contextId,
         status: {
           state,
-          message: text === undefined ? undefined : agentMessage(taskId, contextId, text),
+          message: text === undefined ? undefined : agentMessage(taskId, contextId, text, messageMetadata),
           timestamp: new Date().toISOString(),
         },
         metadata,

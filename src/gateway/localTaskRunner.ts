@@ -520,7 +520,18 @@ export class LocalTaskRunner implements TaskRunner {
             { principal: r.principal, agent: this.agent.id, taskId },
             abort.signal,
             (place) =>
-              push(statusEvent(taskId, contextId, TaskState.TASK_STATE_SUBMITTED, waitingText(runs.limit, place))),
+              push(
+                statusEvent(
+                  taskId,
+                  contextId,
+                  TaskState.TASK_STATE_SUBMITTED,
+                  waitingText(runs.limit, place),
+                  undefined,
+                  {
+                    [META.turn]: { place, limit: runs.limit },
+                  },
+                ),
+              ),
           );
         } catch (e) {
           clearTimeout(timer);

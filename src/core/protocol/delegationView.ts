@@ -20,11 +20,12 @@ export type DelegationOutcome =
 /**
  * What the panel shows as the state: the outcome once one is decided, otherwise where the delegation
  * is in its life. `queued` waits for a concurrency slot; `starting` has sent (or is sending) the first
- * message and has no task yet; `reconnecting` lost its stream and is reconciling; `canceling` sent a
+ * message and has no task yet; `waiting` is a task the gateway holds until its turn (the member's
+ * limit of running tasks there); `reconnecting` lost its stream and is reconciling; `canceling` sent a
  * cancel and waits for the agent's answer.
  */
 export type DelegationState =
-  'queued' | 'starting' | 'submitted' | 'working' | 'reconnecting' | 'canceling' | DelegationOutcome;
+  'queued' | 'starting' | 'waiting' | 'submitted' | 'working' | 'reconnecting' | 'canceling' | DelegationOutcome;
 
 export interface CapabilitySet {
   readonly write: boolean;

@@ -15,6 +15,7 @@ import { waitingText } from '../../../src/gateway/localTaskRunner';
 import { RunQueue } from '../../../src/gateway/runQueue';
 import type { TurnHolder } from '../../../src/gateway/runQueue';
 import { DelegationJournal } from '../../../src/core/delegation';
+import { stateLook } from '../../../src/core/protocol/delegationStates';
 import { buildReplyMessage } from '../../../src/core/delegation/context';
 import { connectAgent, normalizeCard } from '../../../src/node/a2a/clientFactory';
 import { DelegationRunner } from '../../../src/node/a2a/delegationRunner';
@@ -136,6 +137,10 @@ describe('gateway: a team member\u2019s tasks beyond the limit wait their turn',
       state: 'TASK_STATE_SUBMITTED',
       text: waitingText(1, 1),
     });
+    // The place is also said on the status's message, so a task read with GetTask says it too.
+    const waitingTask = await (await client('echo', ALICE)).getTask({ tenant: '', id: idOf(before), historyLength: 0 });
+    assert.equal(waitingTask.status?.state, TaskState.TASK_STATE_SUBMITTED);
+    assert.deepEqual(waitingTask.status?.message?.metadata?.[META.turn], { place: 1, limit: 1 });
     assert.equal(
       waitingText(1, 1),
       'waiting for its turn: at most one of your tasks runs on this gateway at once; it starts next',
@@ -264,6 +269,9 @@ describe('Baton\u2019s own client, delegating to a task that waits its turn', ()
           })(),
           'the timeline to show the wait',
         );
+        // Shown as waiting (a clock, not a spinner), as the gateway said on the status's message.
+        assert.equal(journal.state(), 'waiting');
+        assert.deepEqual(stateLook(journal.state()), { icon: 'clock', spin: false, tone: 'muted', final: false });
         await bounded(holdClient.cancelTask({ tenant: '', id: first.id, metadata: undefined }), 'the cancel');
         await bounded(running, 'the delegation');
         await bounded(runner.idle(), 'the delegation to settle');
