@@ -142,15 +142,24 @@ describe('shared turns: two gateway instances on one PostgreSQL', () => {
     return last as Task;
   }
 
+  /** Alice's first task, on `a`'s hold agent, once it runs: it holds her turn until it is canceled. */
+  async function aliceHoldsOn(
+    a: RunningGateway,
+    client: (gw: RunningGateway, agent: string, token: string) => Promise<Client>,
+  ): Promise<{ holdA: Client; first: Task }> {
+    const holdA = await client(a, 'hold', ALICE);
+    const first = await bounded(holdA.sendMessage(sendRequest(userMessage('hold on'), true)), 'the first task');
+    assert.ok('status' in first);
+    await taskWhen(holdA, first.id, (x) => x.status?.state === TaskState.TASK_STATE_WORKING, 'the first to run');
+    return { holdA, first };
+  }
+
   it(
     'a member’s task on instance B waits while her first runs on instance A; another member’s runs at once; hers runs when the first ends',
     { skip: pgSkip },
     async (t) => {
       const { a, b, echo, client } = await twoInstances(t, 1);
-      const holdA = await client(a, 'hold', ALICE);
-      const first = await bounded(holdA.sendMessage(sendRequest(userMessage('hold on'), true)), 'the first task');
-      assert.ok('status' in first);
-      await taskWhen(holdA, first.id, (x) => x.status?.state === TaskState.TASK_STATE_WORKING, 'the first to run');
+      const { holdA, first } = await aliceHoldsOn(a, client);
       const echoOnB = await client(b, 'echo', ALICE);
       const second = await bounded(echoOnB.sendMessage(sendRequest(userMessage('then this'), true)), 'the second');
       assert.ok('status' in second);
@@ -192,10 +201,7 @@ describe('shared turns: two gateway instances on one PostgreSQL', () => {
     { skip: pgSkip },
     async (t) => {
       const { a, b, echo, client } = await twoInstances(t, 1);
-      const holdA = await client(a, 'hold', ALICE);
-      const first = await bounded(holdA.sendMessage(sendRequest(userMessage('hold on'), true)), 'the first task');
-      assert.ok('status' in first);
-      await taskWhen(holdA, first.id, (x) => x.status?.state === TaskState.TASK_STATE_WORKING, 'the first to run');
+      const { holdA, first } = await aliceHoldsOn(a, client);
       const waiters: Array<{ client: Client; id: string; prompt: string }> = [];
       for (const [gw, prompt] of [
         [b, 'x on B'],
@@ -230,10 +236,7 @@ describe('shared turns: two gateway instances on one PostgreSQL', () => {
     { skip: pgSkip },
     async (t) => {
       const { a, b, echo, sql, client } = await twoInstances(t, 1);
-      const holdA = await client(a, 'hold', ALICE);
-      const first = await bounded(holdA.sendMessage(sendRequest(userMessage('hold on'), true)), 'the first task');
-      assert.ok('status' in first);
-      await taskWhen(holdA, first.id, (x) => x.status?.state === TaskState.TASK_STATE_WORKING, 'the first to run');
+      const { holdA, first } = await aliceHoldsOn(a, client);
       const echoOnB = await client(b, 'echo', ALICE);
       const waiting = await bounded(echoOnB.sendMessage(sendRequest(userMessage('on B'), true)), 'the waiting one');
       assert.ok('status' in waiting);
