@@ -776,12 +776,13 @@ describe('PostgresGatewayStore: the stores of different schemas of one database'
 
 describe('channelsOf', () => {
   it('keeps the plain channel names for the public schema and gives every other schema its own', () => {
-    assert.deepEqual(channelsOf('public'), { events: 'baton_events', cancels: 'baton_cancel' });
+    assert.deepEqual(channelsOf('public'), { events: 'baton_events', cancels: 'baton_cancel', turns: 'baton_turns' });
     const a = channelsOf('team_a');
     const b = channelsOf('Team A; DROP');
     assert.notEqual(a.events, b.events);
     assert.notEqual(a.cancels, b.cancels);
-    for (const c of [a.events, a.cancels, b.events, b.cancels]) assert.match(c, /^baton_[a-z]+_[0-9a-f]{16}$/);
+    assert.notEqual(a.turns, b.turns);
+    for (const c of [...Object.values(a), ...Object.values(b)]) assert.match(c, /^baton_[a-z]+_[0-9a-f]{16}$/);
     assert.deepEqual(channelsOf('team_a'), a);
   });
 });
