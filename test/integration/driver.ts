@@ -62,8 +62,11 @@ interface PhaseSpec {
    */
   readonly windows?: readonly { readonly role: string; readonly folder: string; readonly files: readonly string[] }[];
 }
-const phases: PhaseSpec[] =
-  mode === 'vsix'
+/** `BATON_IT_ONLY=a.test.js,b.test.js`: only those files, in one phase (while working on them). */
+const only = (process.env.BATON_IT_ONLY ?? '').split(',').filter(Boolean);
+const phases: PhaseSpec[] = only.length
+  ? [{ name: 'only', files: only }]
+  : mode === 'vsix'
     ? [{ name: 'vsix-smoke', files: ['smoke.test.js'] }]
     : mode === 'restricted'
       ? [{ name: 'restricted', files: ['restricted.test.js'] }]
@@ -79,6 +82,7 @@ const phases: PhaseSpec[] =
               'newcomer.test.js',
               'lmTools.test.js',
               'gemini.test.js',
+              'teamTurns.test.js',
               'consent.test.js',
               'reload.test.js',
             ],

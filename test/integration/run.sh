@@ -9,7 +9,10 @@ bash test/integration/setup.sh || exit 2
 # Foreign agents some suites run as real peers (Gemini CLI's A2A server).
 bash test/peers/setup.sh || exit 2
 rc=0
-for mode in ${BATON_IT_MODES:-dev restricted vsix}; do
+# BATON_IT_ONLY (some files of the suite, while working on them) runs from this folder only.
+default_modes="dev restricted vsix"
+[ -n "${BATON_IT_ONLY:-}" ] && default_modes=dev
+for mode in ${BATON_IT_MODES:-$default_modes}; do
   node --import tsx test/integration/driver.ts --mode "$mode" "$@" || rc=$?
   [ $rc -eq 0 ] || break
 done

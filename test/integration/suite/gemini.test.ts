@@ -1,14 +1,22 @@
 import * as assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { DelegationRecord } from '../../../src/core/delegation';
 import type { BatonApi } from '../../../src/extension/extension';
 import { startGeminiPeer, type GeminiPeer, type ModelTurn } from '../../peers/geminiPeer';
 import { delegationTitle } from '../../../src/core/delegation/request';
-import { activateBaton, driver, hashTree, readOnScreen, sleep, waitFor, waitForTreeRow } from './util';
+import {
+  activateBaton,
+  driver,
+  hashTree,
+  readOnScreen,
+  sleep,
+  startTeamGateway,
+  waitFor,
+  waitForTreeRow,
+} from './util';
+import type { TeamGateway } from './util';
 
 /**
  * Gemini CLI's own A2A server (`@google/gemini-cli-a2a-server`, installed by test/peers/setup.sh) with a
@@ -26,13 +34,9 @@ function workspaceRoot(): string {
 }
 
 /** A gateway of a team's that proxies the Gemini server (a separate `baton-gateway` process). */
-async function startProxyGateway(peer: GeminiPeer): Promise<{ url: string; stop(): void }> {
-  const repo = process.env.BATON_REPO ?? '';
-  const dir = mkdtempSync(join(tmpdir(), 'baton-it-gw-'));
-  const config = join(dir, 'gateway.json');
-  writeFileSync(
-    config,
-    JSON.stringify({
+function startProxyGateway(peer: GeminiPeer): Promise<TeamGateway> {
+  return startTeamGateway(
+    {
       host: '127.0.0.1',
       port: 0,
       anonymous: { principal: 'it' },
@@ -44,40 +48,15 @@ async function startProxyGateway(peer: GeminiPeer): Promise<{ url: string; stop(
           extensions: [DEV_TOOL_URI],
         },
       },
-    }),
-  );
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [join(repo, 'dist/gateway.js'), '--config', config, '--state', join(dir, 'state'), '--no-local-agents'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  const url = await new Promise<string>((ok, fail) => {
-    let out = '';
-    const to = setTimeout(() => fail(new Error(`the gateway did not start: ${out}`)), 30_000);
-    child.stdout?.on('data', (b: Buffer) => {
-      out += b.toString();
-      const line = out.split('\n').find((l) => l.startsWith('{'));
-      if (line) {
-        clearTimeout(to);
-        ok((JSON.parse(line) as { url: string }).url);
-      }
-    });
-    child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
-    child.on('exit', (c) => fail(new Error(`the gateway exited (${c}): ${out}`)));
-  });
-  return {
-    url,
-    stop: () => {
-      child.kill('SIGTERM');
-      rmSync(dir, { recursive: true, force: true });
     },
-  };
+    ['--no-local-agents'],
+  );
 }
 
 describe('Gemini CLI’s A2A server, from the panel', () => {
   let api: BatonApi;
   let peer: GeminiPeer;
-  let gateway: { url: string; stop(): void } | undefined;
+  let gateway: TeamGateway | undefined;
   let original: string;
   /** The line the scripted model edits, as it is in the user's tree now. */
   let line: string;

@@ -1,5 +1,7 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import * as vscode from 'vscode';
 import type { BatonApi } from '../../../src/extension/extension';
@@ -91,4 +93,48 @@ export async function waitForTreeRow(...words: string[]): Promise<void> {
     const rows = await readOnScreen('.monaco-list-row', 'aria-label');
     return rows.some((r) => words.every((w) => r.includes(w))) ? true : undefined;
   });
+}
+
+/** A team's gateway: a separate `baton-gateway` process of the build under test. */
+export interface TeamGateway {
+  readonly url: string;
+  stop(): void;
+}
+
+/** Starts `baton-gateway` with `config` as its config file (and `args`), in a folder of its own. */
+export async function startTeamGateway(
+  config: Record<string, unknown>,
+  args: readonly string[] = [],
+): Promise<TeamGateway> {
+  const repo = process.env.BATON_REPO ?? '';
+  const dir = mkdtempSync(join(tmpdir(), 'baton-it-gw-'));
+  const file = join(dir, 'gateway.json');
+  writeFileSync(file, JSON.stringify(config));
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [join(repo, 'dist/gateway.js'), '--config', file, '--state', join(dir, 'state'), ...args],
+    // Node itself, also where the extension host is Electron.
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' } },
+  );
+  const url = await new Promise<string>((ok, fail) => {
+    let out = '';
+    const to = setTimeout(() => fail(new Error(`the gateway did not start: ${out}`)), 30_000);
+    child.stdout?.on('data', (b: Buffer) => {
+      out += b.toString();
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (line) {
+        clearTimeout(to);
+        ok((JSON.parse(line) as { url: string }).url);
+      }
+    });
+    child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
+    child.on('exit', (c) => fail(new Error(`the gateway exited (${c}): ${out}`)));
+  });
+  return {
+    url,
+    stop: () => {
+      child.kill('SIGTERM');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
