@@ -11,8 +11,15 @@ import type { TokenConfig } from './config';
 
 export const LOCAL_PRINCIPAL = 'local';
 
+/** What replacing the tokens changed: the principals of the tokens now accepted and no longer accepted. */
+export interface TokenChange {
+  readonly count: number;
+  readonly added: readonly string[];
+  readonly removed: readonly string[];
+}
+
 export class TokenAuthenticator {
-  private readonly entries: Array<{ principal: string; digest: Buffer }>;
+  private entries: ReadonlyArray<{ principal: string; digest: Buffer }>;
   /** Tokens minted at run time (a task's own token, src/gateway/delegation/childBroker.ts). */
   private lookup: ((token: string) => string | undefined) | undefined;
 
@@ -21,7 +28,25 @@ export class TokenAuthenticator {
     /** Requests without an Authorization header are this principal (loopback-only gateways); none by default. */
     private readonly anonymous?: string,
   ) {
-    this.entries = tokens.map((t) => ({ principal: t.principal, digest: Buffer.from(t.sha256, 'hex') }));
+    this.entries = toEntries(tokens);
+  }
+
+  /**
+   * Replaces the tokens (a reloaded config): requests from now on are checked against `tokens`; a
+   * request already admitted, a stream among them, goes on. Tokens minted at run time stay.
+   */
+  setTokens(tokens: readonly TokenConfig[]): TokenChange {
+    const next = toEntries(tokens);
+    const key = (e: { principal: string; digest: Buffer }): string => `${e.principal}\u0000${e.digest.toString('hex')}`;
+    const before = new Set(this.entries.map(key));
+    const after = new Set(next.map(key));
+    const change = {
+      count: next.length,
+      added: next.filter((e) => !before.has(key(e))).map((e) => e.principal),
+      removed: this.entries.filter((e) => !after.has(key(e))).map((e) => e.principal),
+    };
+    this.entries = next;
+    return change;
   }
 
   /** The principal a bearer token belongs to, or undefined. */
@@ -60,6 +85,10 @@ export class TokenAuthenticator {
       next();
     };
   }
+}
+
+function toEntries(tokens: readonly TokenConfig[]): Array<{ principal: string; digest: Buffer }> {
+  return tokens.map((t) => ({ principal: t.principal, digest: Buffer.from(t.sha256, 'hex') }));
 }
 
 /** Reads the local token, creating a random one (0600) on first start. */

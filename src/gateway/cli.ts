@@ -6,7 +6,8 @@
  * Prints one JSON line on stdout when it is listening (`{"url", "tokenFile", "pid", "instanceId", "agents"}`)
  * so a supervisor can wait for it, and writes the same to <state>/gateway.json for the editor and the
  * `baton` command line. Stops cleanly on SIGTERM / SIGINT, on an authenticated `POST /baton/shutdown`, and
- * (with --idle-stop-seconds) once it has served no folder and run no task for that long.
+ * (with --idle-stop-seconds) once it has served no folder and run no task for that long. On SIGHUP it
+ * reads its config file again and takes its `tokens` (a member added, a token revoked) without a restart.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -19,6 +20,7 @@ import { defaultStateDir } from './cliPaths';
 import { ConfigError, gatewayLimitsOf, loadGatewayConfig } from './config';
 import type { GatewayConfig } from './config';
 import { startGateway } from './server';
+import type { RunningGateway } from './server';
 import { retentionFromConfig } from './retention';
 import { defaultWorkspaceRoot } from './workspace/workspaceRoot';
 import { applyHeapGrowth } from './heapGrowth';
@@ -26,6 +28,7 @@ import { applyHeapGrowth } from './heapGrowth';
 const USAGE = `usage: baton-gateway [options]
 
   --config FILE        JSON config: agents, tokens, store, roots, limits, retention (see docs/gateway.md);
+                       on SIGHUP it is read again and its tokens taken (the rest at the next start);
                        "retention": {"finishedTaskHours": 168, "maxStoreMb": 2048, "replayWindowMinutes": 60,
                        "intervalSeconds": 60} are the defaults (finished tasks deleted after a week or, oldest
                        first, above the size cap; their events compacted after the replay window)
@@ -233,10 +236,18 @@ async function main(argv: string[]): Promise<number> {
   writeFileSync(infoFile, `${JSON.stringify(info)}\n`, { mode: 0o600 });
   process.stdout.write(`${JSON.stringify(info)}\n`);
 
+  const reload = (): void => {
+    process.stderr.write(
+      `baton-gateway: ${reloadTokens(typeof values.config === 'string' ? values.config : undefined, config, gw.setTokens)}\n`,
+    );
+  };
+  // Windows has no SIGHUP to send: a restart (several instances behind a balancer: one at a time) does it there.
+  if (process.platform !== 'win32') process.on('SIGHUP', reload);
   await new Promise<void>((done) => {
     const stop = (): void => {
       process.off('SIGTERM', stop);
       process.off('SIGINT', stop);
+      process.off('SIGHUP', reload);
       done();
     };
     stopRequested = stop;
@@ -248,6 +259,36 @@ async function main(argv: string[]): Promise<number> {
   // and only if it is still ours (a gateway started meanwhile has written its own).
   if (namesInstance(infoFile, gw.instanceId)) rmSync(infoFile, { force: true });
   return 0;
+}
+
+/**
+ * Reads the config file again and takes its tokens (`setTokens`); says in one line what changed, or
+ * why nothing did (no config file, or one that no longer reads: the tokens stay as they were). Other
+ * settings that changed are said to wait for the next start.
+ */
+function reloadTokens(
+  file: string | undefined,
+  started: GatewayConfig | undefined,
+  setTokens: RunningGateway['setTokens'],
+): string {
+  if (!file) return 'SIGHUP: no --config file to read the tokens from; nothing changed';
+  let next: GatewayConfig;
+  try {
+    next = loadGatewayConfig(resolve(file));
+  } catch (e) {
+    return `SIGHUP: cannot read ${file} again (${e instanceof ConfigError ? e.message : String(e)}); the tokens stay as they were`;
+  }
+  const change = setTokens(next.tokens);
+  const names = (list: readonly string[]): string => [...new Set(list)].sort().join(', ');
+  const parts = [`SIGHUP: tokens read again from ${file}: ${change.count} accepted`];
+  if (change.added.length) parts.push(`new for ${names(change.added)}`);
+  if (change.removed.length) parts.push(`no longer accepted for ${names(change.removed)}`);
+  if (!change.added.length && !change.removed.length) parts.push('unchanged');
+  const rest = (c: GatewayConfig | undefined): string => JSON.stringify({ ...c, tokens: undefined });
+  const line = parts.join('; ');
+  return rest(next) === rest(started)
+    ? line
+    : `${line}. Other settings changed in the file take effect at the next start`;
 }
 
 function namesInstance(file: string, instanceId: string): boolean {

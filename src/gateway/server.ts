@@ -21,6 +21,7 @@ import type { Capabilities, LocalAgent } from './agents/localAgent';
 import { AgentRoute, checkAgentIds, IndexRoute } from './agentRoute';
 import type { RouteHttp, RouteSite } from './agentRoute';
 import { ensureLocalToken, LOCAL_PRINCIPAL, TokenAuthenticator } from './auth';
+import type { TokenChange } from './auth';
 import { GATEWAY_VERSION } from './cards';
 import type { CardKeys, IndexedAgent } from './cards';
 import type { RemoteAgentConfig, StoreConfig, TokenConfig } from './config';
@@ -115,6 +116,11 @@ export interface RunningGateway {
   readonly store: GatewayStore;
   readonly instanceId: string;
   readonly agents: readonly IndexedAgent[];
+  /**
+   * Replaces the team's tokens (`opts.tokens`; the local principal's own stays): a config reloaded
+   * while the gateway runs. Requests already admitted go on.
+   */
+  setTokens(tokens: readonly TokenConfig[]): TokenChange;
   close(): Promise<void>;
 }
 
@@ -147,10 +153,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       `requests without a token are allowed only on a loopback address, not ${opts.host}: give every client a token instead`,
     );
   }
-  const auth = new TokenAuthenticator(
-    [{ principal: LOCAL_PRINCIPAL, sha256: sha256HexOf(token) }, ...(opts.tokens ?? [])],
-    opts.anonymousPrincipal,
-  );
+  const local: TokenConfig = { principal: LOCAL_PRINCIPAL, sha256: sha256HexOf(token) };
+  const auth = new TokenAuthenticator([local, ...(opts.tokens ?? [])], opts.anonymousPrincipal);
   const roots = new LiveRoots(opts.roots ?? []);
   // Routes are known once the server listens; the broker asks for them late.
   const late: { routes?: ReadonlyMap<string, AgentRoute> } = {};
@@ -382,6 +386,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     store,
     instanceId,
     agents: [...routes.values()].map((r) => r.indexed),
+    setTokens: (tokens) => {
+      const change = auth.setTokens([local, ...tokens]);
+      return { count: change.count - 1, added: change.added, removed: change.removed };
+    },
     async close(): Promise<void> {
       if (stopping.signal.aborted) return;
       stop();

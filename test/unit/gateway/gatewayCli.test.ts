@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createServer } from 'node:net';
@@ -18,6 +19,8 @@ interface Launched {
   stderrLine(text: string): Promise<string>;
   /** GET /baton/instance with the token of its state folder. */
   instance(): Promise<Record<string, unknown>>;
+  /** Sends it a signal. */
+  signal(sig: NodeJS.Signals): void;
   /** SIGTERM, then its exit code. */
   stop(): Promise<number | null>;
 }
@@ -72,6 +75,7 @@ async function launch(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Laun
       const res = await fetch(`${String(info.url)}/baton/instance`, { headers: { Authorization: `Bearer ${token}` } });
       return (await res.json()) as Record<string, unknown>;
     },
+    signal: (sig) => child.kill(sig),
     stop,
   };
 }
@@ -198,3 +202,78 @@ describe('baton-gateway program: its heap growth', () => {
     assert.match(bad.stderr, /BATON_GATEWAY_HEAP_GROWING_PERCENT=lots is not a whole number from 0 to 300; using 100/);
   });
 });
+
+describe(
+  'baton-gateway program: tokens read again on SIGHUP',
+  { skip: process.platform === 'win32' && 'no SIGHUP on Windows' },
+  () => {
+    const ALICE = 'alice-token-0123456789abcdef';
+    const BOB = 'bob-token-0123456789abcdef';
+    const sha = (t: string): string => createHash('sha256').update(t).digest('hex');
+
+    it('takes a member added and a token revoked without a restart; a file that no longer reads changes nothing', async () => {
+      using dir = tempDir();
+      const config = join(dir.path, 'gateway.json');
+      const write = (tokens: Array<{ principal: string; sha256: string }>, extra: Record<string, unknown> = {}): void =>
+        writeFileSync(config, JSON.stringify({ localAgents: ['formatter'], tokens, ...extra }));
+      write([{ principal: 'alice', sha256: sha(ALICE) }]);
+      const gw = await launch(['--config', config, '--state', join(dir.path, 'state')]);
+      /** The HTTP status of an authenticated A2A call (ListTasks) with `token`. */
+      const statusWith = async (token: string): Promise<number> => {
+        const res = await fetch(`${String(gw.info.url)}/a2a/formatter`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${token}` },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} }),
+        });
+        await res.arrayBuffer();
+        return res.status;
+      };
+      /** Sends SIGHUP and waits for its `nth` report line. */
+      const hup = async (nth: number): Promise<string> => {
+        gw.signal('SIGHUP');
+        return waitUntil(
+          () =>
+            gw
+              .stderr()
+              .split('\n')
+              .filter((l) => l.includes('SIGHUP:'))[nth - 1],
+          'the reload line',
+        );
+      };
+      try {
+        const local = readFileSync(String(gw.info.tokenFile), 'utf8').trim();
+        assert.equal(await statusWith(ALICE), 200);
+        assert.equal(await statusWith(BOB), 401);
+        // Bob joins, Alice's token is revoked.
+        write([{ principal: 'bob', sha256: sha(BOB) }]);
+        assert.match(
+          await hup(1),
+          /SIGHUP: tokens read again from .*: 1 accepted; new for bob; no longer accepted for alice$/,
+        );
+        assert.equal(await statusWith(BOB), 200);
+        assert.equal(await statusWith(ALICE), 401);
+        assert.equal(await statusWith(local), 200, 'the local principal’s own token stays');
+        // A file that no longer reads: nothing changes, and the line says why.
+        writeFileSync(config, '{"tokens": [');
+        assert.match(await hup(2), /SIGHUP: cannot read .* again \(.*\); the tokens stay as they were$/);
+        assert.equal(await statusWith(BOB), 200);
+        // Another setting changed too: said to wait for the next start.
+        write([{ principal: 'bob', sha256: sha(BOB) }], { limits: { maxRunningTasksPerPrincipal: 2 } });
+        assert.match(await hup(3), /unchanged\. Other settings changed in the file take effect at the next start$/);
+      } finally {
+        assert.equal(await gw.stop(), 0);
+      }
+    });
+  },
+);
+
+/** `check`'s first answer that is not undefined (polled every 20 ms); rejects after 15 s saying what it waited for. */
+async function waitUntil<T>(check: () => T | undefined, what: string): Promise<T> {
+  const end = Date.now() + 15_000;
+  for (;;) {
+    const v = check();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -126,6 +126,7 @@ export function suiteGateway(
     get agents() {
       return started().agents;
     },
+    setTokens: (tokens) => started().setTokens(tokens),
     close: () => started().close(),
   };
 }
