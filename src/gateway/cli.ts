@@ -28,7 +28,7 @@ import { applyHeapGrowth } from './heapGrowth';
 const USAGE = `usage: baton-gateway [options]
 
   --config FILE        JSON config: agents, tokens, store, roots, limits, retention (see docs/gateway.md);
-                       on SIGHUP it is read again and its tokens taken (the rest at the next start);
+                       on SIGHUP it is read again and its tokens taken (the rest at the next start)
                        "retention": {"finishedTaskHours": 168, "maxStoreMb": 2048, "replayWindowMinutes": 60,
                        "intervalSeconds": 60} are the defaults (finished tasks deleted after a week or, oldest
                        first, above the size cap; their events compacted after the replay window)
@@ -236,13 +236,14 @@ async function main(argv: string[]): Promise<number> {
   writeFileSync(infoFile, `${JSON.stringify(info)}\n`, { mode: 0o600 });
   process.stdout.write(`${JSON.stringify(info)}\n`);
 
+  const configFile = typeof values.config === 'string' ? values.config : undefined;
   const reload = (): void => {
-    process.stderr.write(
-      `baton-gateway: ${reloadTokens(typeof values.config === 'string' ? values.config : undefined, config, gw.setTokens)}\n`,
-    );
+    if (configFile) process.stderr.write(`baton-gateway: ${reloadTokens(configFile, config, gw.setTokens)}\n`);
   };
-  // Windows has no SIGHUP to send: a restart (several instances behind a balancer: one at a time) does it there.
-  if (process.platform !== 'win32') process.on('SIGHUP', reload);
+  // Only with a config file to read (a server's way); without one a hangup ends the gateway, as it
+  // does any program started from a terminal that closes. Windows has no SIGHUP to send: a restart
+  // (several instances behind a balancer: one at a time) does it there.
+  if (configFile && process.platform !== 'win32') process.on('SIGHUP', reload);
   await new Promise<void>((done) => {
     const stop = (): void => {
       process.off('SIGTERM', stop);
@@ -263,15 +264,14 @@ async function main(argv: string[]): Promise<number> {
 
 /**
  * Reads the config file again and takes its tokens (`setTokens`); says in one line what changed, or
- * why nothing did (no config file, or one that no longer reads: the tokens stay as they were). Other
+ * why nothing did (a file that no longer reads: the tokens stay as they were). Other
  * settings that changed are said to wait for the next start.
  */
 function reloadTokens(
-  file: string | undefined,
+  file: string,
   started: GatewayConfig | undefined,
   setTokens: RunningGateway['setTokens'],
 ): string {
-  if (!file) return 'SIGHUP: no --config file to read the tokens from; nothing changed';
   let next: GatewayConfig;
   try {
     next = loadGatewayConfig(resolve(file));
