@@ -28,10 +28,10 @@ import { applyHeapGrowth } from './heapGrowth';
 const USAGE = `usage: baton-gateway [options]
 
   --config FILE        JSON config: agents, tokens, store, roots, limits, retention (see docs/gateway.md);
-                       on SIGHUP it is read again and its tokens taken (the rest at the next start)
                        "retention": {"finishedTaskHours": 168, "maxStoreMb": 2048, "replayWindowMinutes": 60,
                        "intervalSeconds": 60} are the defaults (finished tasks deleted after a week or, oldest
-                       first, above the size cap; their events compacted after the replay window)
+                       first, above the size cap; their events compacted after the replay window). On SIGHUP
+                       the file is read again and its tokens taken; other settings wait for the next start
   --state DIR          state folder: key, token, SQLite store (default $BATON_STATE_DIR or ~/.baton/gateway)
   --host HOST          address to bind (default 127.0.0.1)
   --port N             port (default 0: a free one)
