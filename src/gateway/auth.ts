@@ -18,8 +18,17 @@ export interface TokenChange {
   readonly removed: readonly string[];
 }
 
+interface Entry {
+  readonly principal: string;
+  readonly digest: Buffer;
+  /** The principal and the digest: what a replaced token list is compared by. */
+  readonly key: string;
+}
+
 export class TokenAuthenticator {
-  private entries: ReadonlyArray<{ principal: string; digest: Buffer }>;
+  private entries: readonly Entry[];
+  /** The responses in progress of each configured token (by `Entry.key`): ended when it is revoked. */
+  private readonly open = new Map<string, Set<Response>>();
   /** Tokens minted at run time (a task's own token, src/gateway/delegation/childBroker.ts). */
   private lookup: ((token: string) => string | undefined) | undefined;
 
@@ -32,32 +41,55 @@ export class TokenAuthenticator {
   }
 
   /**
-   * Replaces the tokens (a reloaded config): requests from now on are checked against `tokens`; a
-   * request already admitted, a stream among them, goes on. Tokens minted at run time stay.
+   * Replaces the tokens (a reloaded config): requests from now on are checked against `tokens`, and
+   * what a token no longer accepted has in progress (a stream that is open, a call not yet answered)
+   * is ended: a revoked token stops working at once. Tokens minted at run time stay.
    */
   setTokens(tokens: readonly TokenConfig[]): TokenChange {
     const next = toEntries(tokens);
-    const key = (e: { principal: string; digest: Buffer }): string => `${e.principal}\u0000${e.digest.toString('hex')}`;
-    const before = new Set(this.entries.map(key));
-    const after = new Set(next.map(key));
+    const before = new Set(this.entries.map((e) => e.key));
+    const after = new Set(next.map((e) => e.key));
+    const removed = this.entries.filter((e) => !after.has(e.key));
     const change = {
       count: next.length,
-      added: next.filter((e) => !before.has(key(e))).map((e) => e.principal),
-      removed: this.entries.filter((e) => !after.has(key(e))).map((e) => e.principal),
+      added: next.filter((e) => !before.has(e.key)).map((e) => e.principal),
+      removed: removed.map((e) => e.principal),
     };
     this.entries = next;
+    for (const e of removed) {
+      for (const res of this.open.get(e.key) ?? []) res.destroy();
+      this.open.delete(e.key);
+    }
     return change;
+  }
+
+  /** Keeps `res` with its token's entry until it is done, to end it if the token is revoked meanwhile. */
+  private track(entry: Entry, res: Response): void {
+    const set = this.open.get(entry.key) ?? new Set<Response>();
+    this.open.set(entry.key, set);
+    set.add(res);
+    res.once('close', () => {
+      set.delete(res);
+      if (!set.size && this.open.get(entry.key) === set) this.open.delete(entry.key);
+    });
   }
 
   /** The principal a bearer token belongs to, or undefined. */
   principalFor(authorization: string | undefined): string | undefined {
+    return this.match(authorization)?.principal;
+  }
+
+  /** The principal of a bearer token, with its configured entry (none for a token minted at run time). */
+  private match(authorization: string | undefined): { principal: string; entry?: Entry } | undefined {
     if (!authorization) return undefined;
     const m = /^Bearer[ ]+([\x21-\x7e]{1,4096})\s*$/i.exec(authorization);
     if (!m) return undefined;
     const digest = createHash('sha256').update(m[1]).digest();
-    let found: string | undefined;
-    for (const e of this.entries) if (timingSafeEqual(e.digest, digest) && found === undefined) found = e.principal;
-    return found ?? this.lookup?.(m[1]);
+    let found: Entry | undefined;
+    for (const e of this.entries) if (timingSafeEqual(e.digest, digest) && found === undefined) found = e;
+    if (found) return { principal: found.principal, entry: found };
+    const runtime = this.lookup?.(m[1]);
+    return runtime === undefined ? undefined : { principal: runtime };
   }
 
   /** Adds the tokens minted at run time (looked up after the configured ones). */
@@ -68,7 +100,8 @@ export class TokenAuthenticator {
   middleware() {
     return (req: Request, res: Response, next: NextFunction): void => {
       const header = req.header('authorization');
-      const principal = header === undefined && this.anonymous ? this.anonymous : this.principalFor(header);
+      const found = header === undefined && this.anonymous ? { principal: this.anonymous } : this.match(header);
+      const principal = found?.principal;
       if (!principal) {
         res.setHeader('WWW-Authenticate', 'Bearer realm="baton-gateway"');
         res.status(401).json({
@@ -81,14 +114,19 @@ export class TokenAuthenticator {
         });
         return;
       }
+      if (found.entry) this.track(found.entry, res);
       res.locals.user = new GatewayUser(principal);
       next();
     };
   }
 }
 
-function toEntries(tokens: readonly TokenConfig[]): Array<{ principal: string; digest: Buffer }> {
-  return tokens.map((t) => ({ principal: t.principal, digest: Buffer.from(t.sha256, 'hex') }));
+function toEntries(tokens: readonly TokenConfig[]): Entry[] {
+  return tokens.map((t) => ({
+    principal: t.principal,
+    digest: Buffer.from(t.sha256, 'hex'),
+    key: `${t.principal}\u0000${t.sha256.toLowerCase()}`,
+  }));
 }
 
 /** Reads the local token, creating a random one (0600) on first start. */
