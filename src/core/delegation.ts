@@ -12,6 +12,7 @@ import { TaskState } from '@a2a-js/sdk';
 import { META, PATCH_ARTIFACT } from './batonProfile';
 import { canonicalize } from './jcs';
 import { isRecord } from './isRecord';
+import { isCredentialRefusal } from './httpErrorText';
 import type { DelegationRecord, JournalTimelineEntry, RecordedArtifact, ResultCheckRecord } from './delegation/record';
 import {
   capabilityWords,
@@ -611,6 +612,8 @@ export class DelegationJournal {
   private _replyPending = false;
   /** The task is `submitted` and the gateway holds it until its turn (`META.turn` on its status message). */
   private _waitingTurn = false;
+  /** The latest try to reach the agent (while reconnecting, or the last before giving up) was refused its credentials. */
+  private _tokenRefused = false;
   private _contactLost?: string;
   private _reconnecting = false;
   private _recorded?: OutcomeDecision;
@@ -865,6 +868,13 @@ export class DelegationJournal {
   }
 
   private applyConnection(e: Extract<JournalEntry, { kind: 'connection' }>): void {
+    if (e.status === 'lost' || e.status === 'retrying' || e.status === 'gaveUp') {
+      const refused = isCredentialRefusal(e.error ?? '');
+      // Said once per stretch of refusals: a new token may be all it takes.
+      if (refused && !this._tokenRefused)
+        this.note(e.at, 'warning', { code: 'connection.tokenRefused', params: [hostOf(this.request.agent.endpoint)] });
+      this._tokenRefused = refused;
+    } else this._tokenRefused = false;
     switch (e.status) {
       case 'lost':
         this._reconnecting = true;
@@ -1288,6 +1298,7 @@ export class DelegationJournal {
       ...(interrupted && this._stateText ? { prompt: this._stateText } : {}),
       ...(toolCalls.length > 0 ? { toolCalls } : {}),
       ...(waiting ? { waiting } : {}),
+      ...(this._tokenRefused && (state === 'reconnecting' || state === 'unknown') ? { tokenRefused: true } : {}),
       ...(this._resultCheck ? { resultCheck: this._resultCheck } : {}),
       actions: {
         cancel: !settled && state !== 'unknown' && state !== 'canceling',
@@ -1299,5 +1310,14 @@ export class DelegationJournal {
         ...(waiting === 'turn' ? { done: true } : {}),
       },
     };
+  }
+}
+
+/** The host (and port) of an agent's endpoint, for the user to recognise; the text itself when it is no URL. */
+function hostOf(endpoint: string): string {
+  try {
+    return new URL(endpoint).host;
+  } catch {
+    return endpoint;
   }
 }

@@ -45,9 +45,33 @@ function advice(status: number): string {
   return 'check the agent’s URL, and that what is in front of the agent passes A2A requests on';
 }
 
+/** The `error.message` (or `message`) of a JSON error body, such as a gateway's 401; else undefined. */
+function jsonErrorMessage(body: string): string | undefined {
+  if (!body.startsWith('{')) return undefined;
+  try {
+    const v: unknown = JSON.parse(body);
+    if (typeof v !== 'object' || v === null) return undefined;
+    const error = (v as { error?: unknown }).error;
+    const inner = typeof error === 'object' && error !== null ? (error as { message?: unknown }).message : undefined;
+    const message = inner ?? (v as { message?: unknown }).message;
+    return typeof message === 'string' && message.trim() ? message.trim() : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether an error says the agent (or what is in front of it) refused Baton's credentials: HTTP 401
+ * or 403, or A2A's words for them. A new token may be all it takes.
+ */
+export function isCredentialRefusal(error: string): boolean {
+  return /\bHTTP 40[13]\b|\bUNAUTHENTICATED\b|\bPERMISSION_DENIED\b/.test(error);
+}
+
 /**
  * `message` made readable when it is the SDK's report of a non-A2A HTTP answer; otherwise as it is.
- * An HTML body becomes its title and the server that signed it; other bodies are cut to one line.
+ * An HTML body becomes its title and the server that signed it, a JSON error body its message; other
+ * bodies are cut to one line.
  */
 export function readableHttpError(message: string): string {
   const m = SDK_HTTP_ERROR.exec(message);
@@ -65,7 +89,7 @@ export function readableHttpError(message: string): string {
     const said = page.title && page.title !== `${status} ${statusText}` ? `, saying “${page.title}”` : '';
     return `${head}, ${from}${said}: ${advice(status)}`;
   }
-  const oneLine = body.replace(/\s+/g, ' ').slice(0, 200);
+  const oneLine = (jsonErrorMessage(body) ?? body).replace(/\s+/g, ' ').slice(0, 200);
   return status === 413
     ? `${head}: ${advice(status)}${oneLine && oneLine !== '(empty)' ? ` (it said: ${oneLine})` : ''}`
     : `${head}${oneLine ? `: ${oneLine}` : ''}`;

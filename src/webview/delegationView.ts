@@ -204,7 +204,48 @@ function timeline(d: DelegationView, a: DelegationActions): TemplateResult {
     </ol>`;
 }
 
+/**
+ * The agent refused Baton's token while Baton reconnected (or until it gave up): a revoked or changed
+ * token, which a new one fixes. Set Token… stores it and, once contact is lost, checks again.
+ */
+function tokenRefusedBanner(d: DelegationView, a: DelegationActions): TemplateResult {
+  const gaveUp = d.state === 'unknown';
+  return html`<div class="banner warn" role="alert" id="token-refused">
+    <vscode-icon name="key"></vscode-icon>
+    <div>
+      <strong>${l10n.t('The agent at {0} refused Baton’s token.', new URL(d.agent.endpoint).host)}</strong>
+      ${
+        gaveUp
+          ? l10n.t(
+              'Baton stopped trying to reach the task. If the token was changed or revoked, set the new one: Baton then asks the agent where the task is.',
+            )
+          : l10n.t(
+              'If the token was changed or revoked, set the new one (kept in VS Code’s secret storage, sent only to that host): Baton keeps trying with it.',
+            )
+      }${gaveUp && d.reason ? html`<div class="muted">${reasonOf(d)}</div>` : nothing}
+    </div>
+    <div class="banner-actions">
+      <vscode-button id="provide-token" icon="key" ?disabled=${a.busy} @click=${() => a.provideToken()}
+        >${l10n.t('Set Token…')}</vscode-button
+      >
+      ${
+        gaveUp
+          ? html`<vscode-button
+              id="check-again"
+              secondary
+              icon="refresh"
+              ?disabled=${a.busy}
+              @click=${() => a.checkAgain()}
+              >${l10n.t('Check again')}</vscode-button
+            >`
+          : nothing
+      }
+    </div>
+  </div>`;
+}
+
 function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult | typeof nothing {
+  if (d.tokenRefused && (d.state === 'unknown' || d.state === 'reconnecting')) return tokenRefusedBanner(d, a);
   switch (d.state) {
     case 'unknown':
       return html`<div class="banner warn" role="alert">

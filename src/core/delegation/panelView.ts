@@ -52,6 +52,7 @@ export function delegationPanelView(record: DelegationRecord, extras: Delegation
     question: record.prompt,
     ...(record.toolCalls?.length ? { toolCalls: record.toolCalls.map(panelToolCall) } : {}),
     ...(record.waiting ? { waiting: record.waiting } : {}),
+    ...(record.tokenRefused ? { tokenRefused: true } : {}),
     // Only what the panel can show is mapped; the bounds also apply to each entry's text.
     timeline: record.timeline.slice(first).map((e, i) => panelTimelineEntry(e, first + i + 1 + record.timelineOmitted)),
     timelineOmitted: record.timelineOmitted + first,

@@ -148,6 +148,8 @@ export interface DelegationView {
    * waits for the user (reply, Done or Cancel).
    */
   readonly waiting?: 'approval' | 'turn';
+  /** Reconnecting, or contact lost, because the agent refused Baton's credentials: a new token may help. */
+  readonly tokenRefused?: true;
   readonly timeline: readonly TimelineEntry[];
   /** Earlier timeline entries not in `timeline` (the journal has them). */
   readonly timelineOmitted?: number;

@@ -29,6 +29,8 @@ export const TIMELINE_MESSAGES = {
   'connection.gaveUp': 'Gave up reconnecting after {0} attempts.',
   'connection.gaveUpBecause': 'Gave up reconnecting after {0} attempts ({1}).',
   'connection.checking': 'Checking the task again.',
+  'connection.tokenRefused':
+    'The agent at {0} refused Baton’s token. If it was changed or revoked, set the new one (Set Token…): Baton keeps trying until it gives up, and Check Again asks once more after that.',
   'relay.gap':
     'Some progress from the agent was not received while the gateway restarted: the steps above and below are not the whole history.',
   'relay.gapTakeover':

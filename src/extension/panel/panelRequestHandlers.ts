@@ -52,8 +52,10 @@ export function delegationRequestHandlers(deps: DelegationRequestDeps): PanelHan
           'baton.setToken',
           endpoint ? { origin: new URL(endpoint).origin } : undefined,
         )) === true;
-      // With the token in place, ask the agent where the task is and follow it from there.
-      if (stored && service.panelView(id)?.state === 'auth-required') await service.checkAgain(id);
+      // With the token in place, ask the agent where the task is and follow it from there (while it
+      // still reconnects, its next try takes the new token by itself).
+      const state = service.panelView(id)?.state;
+      if (stored && (state === 'auth-required' || state === 'unknown')) await service.checkAgain(id);
       return { stored };
     },
     reviewChanges: async (subject, p) => {

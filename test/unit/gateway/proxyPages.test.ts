@@ -18,7 +18,7 @@ import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { TaskState } from '@a2a-js/sdk';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
-import { readableHttpError } from '../../../src/core/httpErrorText';
+import { isCredentialRefusal, readableHttpError } from '../../../src/core/httpErrorText';
 import { sha256HexOf } from '../../../src/gateway/config';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
@@ -65,6 +65,13 @@ describe('readableHttpError: the SDK client’s report of an HTTP answer that is
     );
     assert.match(forbidden, /saying “Forbidden”|: it wants a sign-in/);
     assert.doesNotMatch(forbidden, /<|DOCTYPE/);
+    // A JSON error body (a gateway's 401) is said by its message, and is a credential refusal.
+    const refused = readableHttpError(
+      'HTTP error for GetTask! Status: 401 Unauthorized. Response: {"error":{"code":401,"status":"UNAUTHENTICATED","message":"missing or unknown bearer token"}}',
+    );
+    assert.equal(refused, 'HTTP 401 Unauthorized for GetTask: missing or unknown bearer token');
+    assert.equal(isCredentialRefusal(refused), true);
+    assert.equal(isCredentialRefusal('HTTP 404 Not Found for GetTask'), false);
     const unsigned = readableHttpError(
       'HTTP error for GetTask! Status: 404 Not Found. Response: <!doctype html><html><head><title>Page not found · Acme</title></head><body>…</body></html>',
     );

@@ -4,7 +4,13 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { StreamResponse } from '@a2a-js/sdk';
 import { sha256HexOf } from '../../../src/gateway/config';
-import { bounded, clientFor, rpcPost, scriptedAgent, sendRequest, suiteGateway, userMessage } from './helpers';
+import { DelegationJournal } from '../../../src/core/delegation';
+import { startGateway } from '../../../src/gateway/server';
+import { connectAgent, normalizeCard } from '../../../src/node/a2a/clientFactory';
+import { DelegationRunner } from '../../../src/node/a2a/delegationRunner';
+import { JournalStore } from '../../../src/node/journalStore';
+import { makeRequest } from '../delegation/harness';
+import { bounded, clientFor, rpcPost, scriptedAgent, sendRequest, suiteGateway, tempDir, userMessage } from './helpers';
 
 describe('gateway: tokens replaced while it runs', () => {
   const ALICE = 'alice-token-0123456789abcdef';
@@ -79,3 +85,73 @@ describe('gateway: tokens replaced while it runs', () => {
     assert.equal(last?.$case, 'statusUpdate');
   });
 });
+
+describe('Baton’s own client, when the gateway revokes its token mid-task', () => {
+  it('reconnects, says the agent refused its token (once), and goes on with the task once given a new one', async () => {
+    const OLD = 'old-token-0123456789abcdef';
+    const NEW = 'new-token-0123456789abcdef';
+    using dir = tempDir();
+    using journals = tempDir();
+    const gw = await startGateway({
+      stateDir: dir.path,
+      localAgents: [scriptedAgent({ id: 'hold', waitForCancel: true })],
+      tokens: [{ principal: 'alice', sha256: sha256HexOf(OLD) }],
+      log: () => undefined,
+    });
+    const store = new JournalStore(journals.path);
+    try {
+      const card = normalizeCard(await (await fetch(`${gw.url}/a2a/hold/.well-known/agent-card.json`)).json());
+      const iface = card.supportedInterfaces.find(
+        (i) => i.protocolBinding === 'JSONRPC' && i.protocolVersion === '1.0',
+      );
+      assert.ok(iface);
+      const endpoint = { url: iface.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' };
+      // What the user has stored for the gateway's origin: read at every request, as the extension does.
+      let stored = OLD;
+      const connection = await connectAgent({ card, endpoint, getToken: () => Promise.resolve(stored) });
+      const request = makeRequest(endpoint, 'hold on');
+      await store.create(request);
+      const journal = new DelegationJournal(request);
+      // Slow enough retries for the new token to arrive before Baton gives up.
+      const runner = new DelegationRunner({
+        connection,
+        journal,
+        sink: store,
+        reconnect: { maxAttempts: 50, initialDelayMs: 100, maxDelayMs: 200 },
+      });
+      const running = runner.start();
+      await until(() => journal.state() === 'working', 'the task to run');
+      const [taskId] = [journal.taskId];
+      // The team revokes the token and issues a new one; the user has not stored it yet.
+      gw.setTokens([{ principal: 'alice', sha256: sha256HexOf(NEW) }]);
+      await until(() => journal.view(Date.now()).tokenRefused === true, 'Baton to say its token was refused');
+      assert.equal(journal.state(), 'reconnecting');
+      const refusals = (): number =>
+        journal.view(Date.now()).timeline.filter((e) => e.kind === 'notice' && e.code === 'connection.tokenRefused')
+          .length;
+      // Several refused tries in a row are said once.
+      await new Promise((r) => setTimeout(r, 600));
+      assert.equal(refusals(), 1);
+      // The user stores the new token: the next try takes it, and the task is followed again.
+      stored = NEW;
+      await until(() => journal.state() === 'working', 'the task to be followed again');
+      assert.equal(journal.view(Date.now()).tokenRefused, undefined);
+      assert.equal(journal.taskId, taskId, 'the same task');
+      await runner.cancel();
+      await bounded(running, 'the delegation');
+      assert.equal(journal.decide()?.outcome, 'canceled');
+    } finally {
+      await store.close();
+      await gw.close();
+    }
+  });
+});
+
+/** Resolves once `check` holds (polled every 20 ms); rejects after 15 s saying what it waited for. */
+async function until(check: () => boolean, what: string): Promise<void> {
+  const end = Date.now() + 15_000;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -532,6 +532,33 @@ describe('delegation panel in a real browser', { skip }, () => {
     await page.close();
   });
 
+  it('a token the agent refused while reconnecting: says so with Set Token…; once Baton gave up, Check again too', async () => {
+    const reconnecting = await open(snapshot(delegation({ state: 'reconnecting', tokenRefused: true })));
+    assert.match(
+      (await reconnecting.textContent('#token-refused')) ?? '',
+      /refused Baton’s token\..*keeps trying with it/s,
+    );
+    assert.equal(await reconnecting.$('#check-again'), null);
+    await reconnecting.click('#provide-token');
+    assert.ok(((await posted(reconnecting)) as { method?: string }[]).some((m) => m.method === 'provideToken'));
+    await reconnecting.close();
+    const gaveUp = await open(
+      snapshot(
+        delegation({
+          state: 'unknown',
+          tokenRefused: true,
+          reason: 'Lost contact with the agent (HTTP 401 Unauthorized for GetTask: missing or unknown bearer token)',
+        }),
+      ),
+    );
+    assert.match((await gaveUp.textContent('#token-refused')) ?? '', /stopped trying.*HTTP 401/s);
+    await gaveUp.click('#provide-token');
+    await gaveUp.click('#check-again');
+    const methods = ((await posted(gaveUp)) as { method?: string }[]).map((m) => m.method).filter(Boolean);
+    assert.ok(methods.includes('provideToken') && methods.includes('checkAgain'), JSON.stringify(methods));
+    await gaveUp.close();
+  });
+
   // Hostile agent text: every kind of deep nesting, huge lines, thousands of entries. The panel must
   // render (state, Cancel, timeline), show what it cannot render as plain text with a note, and say
   // where it shortened text.
