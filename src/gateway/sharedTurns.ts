@@ -16,7 +16,7 @@ import { isInstanceAlive } from './instanceLiveness';
 import type { TurnHolder, Turns } from './runQueue';
 import { abortReason } from './runQueue';
 import type { GatewayStore, TurnRow } from './store/gatewayStore';
-import { turnKey } from './store/gatewayStore';
+import { StoreUnavailableError, turnKey } from './store/gatewayStore';
 
 export type TurnStore = Required<Pick<GatewayStore, 'queueTurn' | 'turnsOf' | 'dropTurn' | 'onTurnsMoved'>> &
   Pick<GatewayStore, 'onMissedAppends'>;
@@ -94,7 +94,7 @@ export class SharedTurns implements Turns {
     signal: AbortSignal,
     onPlace?: (place: number) => void,
   ): Promise<() => void> {
-    const seq = await this.store.queueTurn(principal, agent, taskId, this.instance);
+    const seq = await this.join(line, { principal, agent, taskId }, signal);
     const drop = (): void => {
       this.store
         .dropTurn(principal, seq, agent, taskId)
@@ -140,6 +140,24 @@ export class SharedTurns implements Turns {
     };
   }
 
+  /**
+   * Puts the task in its line; while the database cannot take it (an outage), tries again at each
+   * heartbeat or when the line moves, until it can or `signal` fires (the task then never started).
+   */
+  private async join(line: Line, { principal, agent, taskId }: TurnHolder, signal: AbortSignal): Promise<number> {
+    for (let said = false; ; said = true) {
+      if (signal.aborted) throw abortReason(signal);
+      try {
+        return await this.store.queueTurn(principal, agent, taskId, this.instance);
+      } catch (e) {
+        if (!(e instanceof StoreUnavailableError)) throw e;
+        if (!said)
+          this.log(`task ${taskId}: cannot join its line for turns yet (${e.message}); it waits and tries again`);
+        await this.sleep(line, signal);
+      }
+    }
+  }
+
   private wake(key: string): void {
     const line = this.lines.get(key);
     if (!line) return;
@@ -158,8 +176,8 @@ export class SharedTurns implements Turns {
         line.sleepers.delete(wake);
         resolve();
       };
+      // Not unref'd: a task waiting for its turn is work in progress (a shutdown aborts it).
       const timer = setTimeout(wake, this.liveness.heartbeatMs);
-      timer.unref();
       signal.addEventListener('abort', wake, { once: true });
       line.sleepers.add(wake);
     });

@@ -14,7 +14,7 @@ import { aheadOf, SharedTurns } from '../../../src/gateway/sharedTurns';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import type { TurnRow } from '../../../src/gateway/store/gatewayStore';
-import { turnKey } from '../../../src/gateway/store/gatewayStore';
+import { StoreUnavailableError, turnKey } from '../../../src/gateway/store/gatewayStore';
 import { bounded, clientFor, scriptedAgent, sendRequest, tempDir, userMessage } from './helpers';
 import { ghostTask, PG, pgSkip, testSchema, until } from './pgFaultHelpers';
 
@@ -74,6 +74,50 @@ describe('shared turns: who counts in a line', () => {
     const release = await bounded(granted, 'the turn, once the line moved');
     assert.equal(reads, 2);
     assert.equal(typeof release, 'function');
+  });
+});
+
+describe('shared turns: the database away when a task joins its line', () => {
+  it('the task waits and joins once the database answers, instead of failing', async () => {
+    let tries = 0;
+    const logged: string[] = [];
+    const turns = new SharedTurns(
+      1,
+      {
+        queueTurn: () =>
+          ++tries < 3 ? Promise.reject(new StoreUnavailableError('connection refused')) : Promise.resolve(1),
+        turnsOf: () => Promise.resolve([]),
+        dropTurn: () => Promise.resolve(),
+        onTurnsMoved: () => undefined,
+      },
+      'me',
+      { heartbeatMs: 20, staleMs: STALE_MS },
+      (l) => logged.push(l),
+    );
+    const release = await bounded(
+      turns.wait({ principal: 'alice', agent: 'echo', taskId: 't1' }, new AbortController().signal),
+      'the turn once the database answers',
+    );
+    assert.equal(typeof release, 'function');
+    assert.equal(tries, 3);
+    assert.equal(logged.length, 1, logged.join('\n'));
+    assert.match(logged[0], /cannot join its line for turns yet .*; it waits and tries again/);
+    // Stopped while it still cannot join: it ends, having run nothing.
+    const stop = new AbortController();
+    const never = new SharedTurns(
+      1,
+      {
+        queueTurn: () => Promise.reject(new StoreUnavailableError('connection refused')),
+        turnsOf: () => Promise.resolve([]),
+        dropTurn: () => Promise.resolve(),
+        onTurnsMoved: () => undefined,
+      },
+      'me',
+      { heartbeatMs: 20, staleMs: STALE_MS },
+      () => undefined,
+    ).wait({ principal: 'alice', agent: 'echo', taskId: 't2' }, stop.signal);
+    stop.abort(new Error('gateway shutting down'));
+    await assert.rejects(never, /gateway shutting down/);
   });
 });
 
