@@ -325,7 +325,7 @@ function noFirstEventHint(view: DelegationRecord): string {
   );
 }
 
-const IN_FLIGHT = new Set(['queued', 'starting', 'submitted', 'working', 'reconnecting', 'canceling']);
+const IN_FLIGHT = new Set(['queued', 'starting', 'waiting', 'submitted', 'working', 'reconnecting', 'canceling']);
 
 /**
  * Prints timeline entries as they arrive; once the delegation settles, waits until its runner is idle
