@@ -7,7 +7,8 @@
  * so a supervisor can wait for it, and writes the same to <state>/gateway.json for the editor and the
  * `baton` command line. Stops cleanly on SIGTERM / SIGINT, on an authenticated `POST /baton/shutdown`, and
  * (with --idle-stop-seconds) once it has served no folder and run no task for that long. On SIGHUP it
- * reads its config file again and takes its `tokens` (a member added, a token revoked) without a restart.
+ * reads its config file again and takes its `tokens` (a member added, a token revoked) and its limit
+ * of running tasks per member without a restart.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -31,7 +32,8 @@ const USAGE = `usage: baton-gateway [options]
                        "retention": {"finishedTaskHours": 168, "maxStoreMb": 2048, "replayWindowMinutes": 60,
                        "intervalSeconds": 60} are the defaults (finished tasks deleted after a week or, oldest
                        first, above the size cap; their events compacted after the replay window). On SIGHUP
-                       the file is read again and its tokens taken; other settings wait for the next start
+                       the file is read again and its tokens and limits.maxRunningTasksPerPrincipal taken;
+                       other settings wait for the next start
   --state DIR          state folder: key, token, SQLite store (default $BATON_STATE_DIR or ~/.baton/gateway)
   --host HOST          address to bind (default 127.0.0.1)
   --port N             port (default 0: a free one)
@@ -237,8 +239,13 @@ async function main(argv: string[]): Promise<number> {
   process.stdout.write(`${JSON.stringify(info)}\n`);
 
   const configFile = typeof values.config === 'string' ? values.config : undefined;
+  /** The per-member limit in effect (the file's at start, then as reloads change it). */
+  let maxRunning = config?.limits?.maxRunningTasksPerPrincipal;
   const reload = (): void => {
-    if (configFile) process.stderr.write(`baton-gateway: ${reloadTokens(configFile, config, gw.setTokens)}\n`);
+    if (!configFile) return;
+    const r = reloadConfig(configFile, config, maxRunning, gw);
+    maxRunning = r.maxRunning;
+    process.stderr.write(`baton-gateway: ${r.line}\n`);
   };
   // Only with a config file to read (a server's way); without one a hangup ends the gateway, as it
   // does any program started from a terminal that closes. Windows has no SIGHUP to send: a restart
@@ -262,33 +269,54 @@ async function main(argv: string[]): Promise<number> {
   return 0;
 }
 
+/** A per-member limit in words (undefined: none). */
+const limitWords = (n: number | undefined): string => (n === undefined ? 'no limit' : String(n));
+
 /**
- * Reads the config file again and takes its tokens (`setTokens`); says in one line what changed, or
- * why nothing did (a file that no longer reads: the tokens stay as they were). Other
- * settings that changed are said to wait for the next start.
+ * Reads the config file again and takes what a running gateway can take: its tokens (`setTokens`)
+ * and the per-member limit of running tasks. Says in one line what changed, or why nothing did (a file
+ * that no longer reads: everything stays as it was). Other settings that changed are said to wait for
+ * the next start. Answers the limit in effect after it.
  */
-function reloadTokens(
+function reloadConfig(
   file: string,
   started: GatewayConfig | undefined,
-  setTokens: RunningGateway['setTokens'],
-): string {
+  maxRunning: number | undefined,
+  gw: Pick<RunningGateway, 'setTokens' | 'setMaxRunningPerPrincipal'>,
+): { line: string; maxRunning: number | undefined } {
   let next: GatewayConfig;
   try {
     next = loadGatewayConfig(resolve(file));
   } catch (e) {
-    return `SIGHUP: cannot read ${file} again (${e instanceof ConfigError ? e.message : String(e)}); the tokens stay as they were`;
+    return {
+      line: `SIGHUP: cannot read ${file} again (${e instanceof ConfigError ? e.message : String(e)}); the tokens and limits stay as they were`,
+      maxRunning,
+    };
   }
-  const change = setTokens(next.tokens);
+  const change = gw.setTokens(next.tokens);
   const names = (list: readonly string[]): string => [...new Set(list)].sort().join(', ');
   const parts = [`SIGHUP: tokens read again from ${file}: ${change.count} accepted`];
   if (change.added.length) parts.push(`new for ${names(change.added)}`);
   if (change.removed.length) parts.push(`no longer accepted for ${names(change.removed)}`);
   if (!change.added.length && !change.removed.length) parts.push('unchanged');
-  const rest = (c: GatewayConfig | undefined): string => JSON.stringify({ ...c, tokens: undefined });
+  const limit = next.limits?.maxRunningTasksPerPrincipal;
+  if (limit !== maxRunning) {
+    gw.setMaxRunningPerPrincipal(limit);
+    parts.push(`running tasks per member: ${limitWords(limit)} (was ${limitWords(maxRunning)})`);
+  }
+  // What a running gateway cannot take: everything but the tokens and that limit.
+  const rest = (c: GatewayConfig | undefined): string =>
+    JSON.stringify({
+      ...c,
+      tokens: undefined,
+      limits: c?.limits ? { ...c.limits, maxRunningTasksPerPrincipal: undefined } : undefined,
+    });
   const line = parts.join('; ');
-  return rest(next) === rest(started)
-    ? line
-    : `${line}. Other settings changed in the file take effect at the next start`;
+  return {
+    line:
+      rest(next) === rest(started) ? line : `${line}. Other settings changed in the file take effect at the next start`,
+    maxRunning: limit,
+  };
 }
 
 function namesInstance(file: string, instanceId: string): boolean {

@@ -20,6 +20,11 @@ export interface TurnHolder {
 export interface Turns {
   /** Runs at once per principal; 0 or less: no limit. */
   readonly limit: number;
+  /**
+   * Changes the limit (a reloaded config). Runs already going go on; when it rises (or goes), the
+   * tasks waiting get the turns it frees, in the order they joined.
+   */
+  setLimit(limit: number): void;
   /** A turn now without waiting (with the function that gives it back), or undefined: ask `wait`. */
   tryTake(principal: string): (() => void) | undefined;
   /**
@@ -43,7 +48,16 @@ export class RunQueue implements Turns {
   private readonly lines = new Map<string, Waiter[]>();
 
   /** `limit`: runs at once per principal; 0 or less: no limit. */
-  constructor(readonly limit: number) {}
+  constructor(private max: number) {}
+
+  get limit(): number {
+    return this.max;
+  }
+
+  setLimit(limit: number): void {
+    this.max = limit;
+    for (const principal of [...this.lines.keys()]) this.next(principal);
+  }
 
   /** A slot for `principal` now (with the function that gives it back), or undefined when it must wait. */
   tryTake(principal: string): (() => void) | undefined {
@@ -96,7 +110,7 @@ export class RunQueue implements Turns {
     const line = this.lines.get(principal);
     if (!line) return;
     let moved = false;
-    while (line.length && (this.running.get(principal) ?? 0) < this.limit) {
+    while (line.length && (this.limit <= 0 || (this.running.get(principal) ?? 0) < this.limit)) {
       const w = line.shift();
       if (!w) break;
       w.detach();

@@ -37,6 +37,7 @@ import { isInstanceAlive, livenessFor } from './instanceLiveness';
 import type { Liveness } from './instanceLiveness';
 import { readiness } from './readiness';
 import { RunQueue } from './runQueue';
+import type { Turns } from './runQueue';
 import { hasSharedTurns, SharedTurns } from './sharedTurns';
 import { DEFAULT_RETENTION, INSTANCE_FORGET_MS, startRetention } from './retention';
 import type { RetentionPassResult, RetentionPolicy } from './retention';
@@ -121,6 +122,11 @@ export interface RunningGateway {
    * while the gateway runs. Requests already admitted go on.
    */
   setTokens(tokens: readonly TokenConfig[]): TokenChange;
+  /**
+   * Changes `limits.maxRunningPerPrincipal` (undefined: no limit), as a reloaded config says: runs
+   * going on go on, and waiting tasks get the turns a higher limit frees.
+   */
+  setMaxRunningPerPrincipal(limit: number | undefined): void;
   close(): Promise<void>;
 }
 
@@ -261,6 +267,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   auth.setRuntimeTokens((t) => children.principalForToken(t));
   const managers = new Set((opts.localAgents ?? []).flatMap((a) => (a.workspaces ? [a.workspaces] : [])));
   const sweeper = new WorkspaceSweeper({ managers: [...managers], store, instanceId, log });
+  // Each principal's local runs at once: one line per instance (SQLite), or shared by the instances.
+  const maxRunning = opts.limits?.maxRunningPerPrincipal ?? 0;
+  const runs: Turns = hasSharedTurns(store)
+    ? new SharedTurns(maxRunning, store, instanceId, liveness, log)
+    : new RunQueue(maxRunning);
   const started = listening.then(async (port) => {
     const baseUrl = (opts.publicUrl ?? `http://${urlHost(host)}:${port}`).replace(/\/+$/, '');
     const mcpCommand = mcpCommandFor(opts);
@@ -278,9 +289,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       limits,
       liveness,
       claims,
-      runs: hasSharedTurns(store)
-        ? new SharedTurns(limits.maxRunningPerPrincipal ?? 0, store, instanceId, liveness, log)
-        : new RunQueue(limits.maxRunningPerPrincipal ?? 0),
+      runs,
       children,
       ...(mcpCommand ? { mcp: { command: mcpCommand, gatewayUrl: `http://${urlHost(host)}:${port}` } } : {}),
       signEnvelope: (body) =>
@@ -386,6 +395,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     store,
     instanceId,
     agents: [...routes.values()].map((r) => r.indexed),
+    setMaxRunningPerPrincipal: (limit) => runs.setLimit(limit ?? 0),
     setTokens: (tokens) => {
       const change = auth.setTokens([local, ...tokens]);
       return { count: change.count - 1, added: change.added, removed: change.removed };

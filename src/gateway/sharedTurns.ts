@@ -57,7 +57,7 @@ export class SharedTurns implements Turns {
   private readonly lines = new Map<string, Line>();
 
   constructor(
-    readonly limit: number,
+    private max: number,
     private readonly store: TurnStore,
     private readonly instance: string,
     private readonly liveness: Liveness,
@@ -67,6 +67,16 @@ export class SharedTurns implements Turns {
     store.onMissedAppends?.(() => {
       for (const key of [...this.lines.keys()]) this.wake(key);
     });
+  }
+
+  get limit(): number {
+    return this.max;
+  }
+
+  /** Every waiter here looks at its line again with the new limit (the other instances take theirs). */
+  setLimit(limit: number): void {
+    this.max = limit;
+    for (const key of [...this.lines.keys()]) this.wake(key);
   }
 
   /** Only an answer from the database can say whether a turn is free (another instance may hold it). */
@@ -121,7 +131,7 @@ export class SharedTurns implements Turns {
             );
           failing = true;
         }
-        if (ahead !== undefined && ahead < this.limit) break;
+        if (ahead !== undefined && (this.limit <= 0 || ahead < this.limit)) break;
         if (ahead !== undefined && ahead - this.limit + 1 !== place) {
           place = ahead - this.limit + 1;
           onPlace?.(place);

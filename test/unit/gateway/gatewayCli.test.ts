@@ -211,7 +211,7 @@ describe(
     const BOB = 'bob-token-0123456789abcdef';
     const sha = (t: string): string => createHash('sha256').update(t).digest('hex');
 
-    it('takes a member added and a token revoked without a restart; a file that no longer reads changes nothing', async () => {
+    it('takes a member added, a token revoked and a new per-member limit without a restart; a file that no longer reads changes nothing', async () => {
       using dir = tempDir();
       const config = join(dir.path, 'gateway.json');
       const write = (tokens: Array<{ principal: string; sha256: string }>, extra: Record<string, unknown> = {}): void =>
@@ -255,11 +255,17 @@ describe(
         assert.equal(await statusWith(local), 200, 'the local principal’s own token stays');
         // A file that no longer reads: nothing changes, and the line says why.
         writeFileSync(config, '{"tokens": [');
-        assert.match(await hup(2), /SIGHUP: cannot read .* again \(.*\); the tokens stay as they were$/);
+        assert.match(await hup(2), /SIGHUP: cannot read .* again \(.*\); the tokens and limits stay as they were$/);
         assert.equal(await statusWith(BOB), 200);
-        // Another setting changed too: said to wait for the next start.
+        // The limit of running tasks per member is taken too.
         write([{ principal: 'bob', sha256: sha(BOB) }], { limits: { maxRunningTasksPerPrincipal: 2 } });
-        assert.match(await hup(3), /unchanged\. Other settings changed in the file take effect at the next start$/);
+        assert.match(await hup(3), /: 1 accepted; unchanged; running tasks per member: 2 \(was no limit\)$/);
+        // Another setting changed: said to wait for the next start.
+        write([{ principal: 'bob', sha256: sha(BOB) }], {
+          limits: { maxRunningTasksPerPrincipal: 2 },
+          retention: { finishedTaskHours: 24 },
+        });
+        assert.match(await hup(4), /unchanged\. Other settings changed in the file take effect at the next start$/);
       } finally {
         assert.equal(await gw.stop(), 0);
       }

@@ -127,6 +127,7 @@ export function suiteGateway(
       return started().agents;
     },
     setTokens: (tokens) => started().setTokens(tokens),
+    setMaxRunningPerPrincipal: (limit) => started().setMaxRunningPerPrincipal(limit),
     close: () => started().close(),
   };
 }

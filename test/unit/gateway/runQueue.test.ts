@@ -78,6 +78,28 @@ describe('run queue', () => {
   });
 });
 
+describe('run queue: a limit changed while tasks wait', () => {
+  it('a higher limit gives the waiting tasks the turns it frees, in order; no limit lets them all run', async () => {
+    const q = new RunQueue(1);
+    assert.ok(q.tryTake('alice'));
+    const ran: string[] = [];
+    const x = q.wait(holder('alice'), new AbortController().signal).then(() => ran.push('x'));
+    const y = q.wait(holder('alice'), new AbortController().signal).then(() => ran.push('y'));
+    const z = q.wait(holder('alice'), new AbortController().signal).then(() => ran.push('z'));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(ran, []);
+    q.setLimit(2);
+    await x;
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(ran, ['x']);
+    assert.equal(q.limit, 2);
+    q.setLimit(0);
+    await Promise.all([y, z]);
+    assert.deepEqual(ran, ['x', 'y', 'z']);
+    assert.equal(q.runningOf('alice'), 4);
+  });
+});
+
 describe('gateway: a team member\u2019s tasks beyond the limit wait their turn', () => {
   const ALICE = 'a'.repeat(40);
   const BOB = 'b'.repeat(40);

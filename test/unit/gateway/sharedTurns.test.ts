@@ -77,6 +77,31 @@ describe('shared turns: who counts in a line', () => {
   });
 });
 
+describe('shared turns: a limit changed while a task waits', () => {
+  it('a higher limit lets the waiter run at once, without the line moving', async () => {
+    const turns = new SharedTurns(
+      1,
+      {
+        queueTurn: () => Promise.resolve(2),
+        turnsOf: () => Promise.resolve([{ seq: 1, instance: 'me', beat: undefined }]),
+        dropTurn: () => Promise.resolve(),
+        onTurnsMoved: () => undefined,
+      },
+      'me',
+      { heartbeatMs: 60_000, staleMs: STALE_MS },
+      () => undefined,
+    );
+    const places: number[] = [];
+    const granted = turns.wait({ principal: 'alice', agent: 'echo', taskId: 't2' }, new AbortController().signal, (p) =>
+      places.push(p),
+    );
+    await until(() => places.length === 1, 'the waiter to be told its place');
+    turns.setLimit(2);
+    assert.equal(typeof (await bounded(granted, 'the turn the higher limit frees')), 'function');
+    assert.equal(turns.limit, 2);
+  });
+});
+
 describe('shared turns: the database away when a task joins its line', () => {
   it('the task waits and joins once the database answers, instead of failing', async () => {
     let tries = 0;
