@@ -252,6 +252,12 @@ export function waitingText(limit: number, place: number): string {
   return `waiting for its turn: at most ${most} on this gateway at once; ${ahead}`;
 }
 
+/** A task's status while it waits for its turn: in words, and its place as data on the message (`META.turn`). */
+function waitingEvent(taskId: string, contextId: string, limit: number, place: number): StreamResponse {
+  const turn = { [META.turn]: { place, limit } };
+  return statusEvent(taskId, contextId, TaskState.TASK_STATE_SUBMITTED, waitingText(limit, place), undefined, turn);
+}
+
 /** Why a task that waited its turn ended with the gateway, and what to do. */
 const NEVER_STARTED =
   'the gateway stopped while this task waited for its turn, so it never started and nothing was changed: send it again';
@@ -519,19 +525,7 @@ export class LocalTaskRunner implements TaskRunner {
           rt.release = await runs.wait(
             { principal: r.principal, agent: this.agent.id, taskId },
             abort.signal,
-            (place) =>
-              push(
-                statusEvent(
-                  taskId,
-                  contextId,
-                  TaskState.TASK_STATE_SUBMITTED,
-                  waitingText(runs.limit, place),
-                  undefined,
-                  {
-                    [META.turn]: { place, limit: runs.limit },
-                  },
-                ),
-              ),
+            (place) => push(waitingEvent(taskId, contextId, runs.limit, place)),
           );
         } catch (e) {
           clearTimeout(timer);

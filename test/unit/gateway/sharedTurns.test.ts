@@ -11,6 +11,7 @@ import { sha256HexOf } from '../../../src/gateway/config';
 import { STALE_MS } from '../../../src/gateway/instanceLiveness';
 import { waitingText } from '../../../src/gateway/localTaskRunner';
 import { aheadOf, SharedTurns } from '../../../src/gateway/sharedTurns';
+import type { TurnStore } from '../../../src/gateway/sharedTurns';
 import { startGateway } from '../../../src/gateway/server';
 import type { RunningGateway } from '../../../src/gateway/server';
 import type { TurnRow } from '../../../src/gateway/store/gatewayStore';
@@ -20,6 +21,29 @@ import { ghostTask, PG, pgSkip, testSchema, until } from './pgFaultHelpers';
 
 const ALICE = 'a'.repeat(40);
 const BOB = 'b'.repeat(40);
+
+/**
+ * `SharedTurns` over a store of the test's own (by default: the task joins as number 2, the line is
+ * empty, nothing moves), for instance `me`, heartbeats every `heartbeatMs`.
+ */
+function turnsOver(
+  store: Partial<TurnStore>,
+  o: { readonly limit?: number; readonly heartbeatMs?: number; readonly log?: (line: string) => void } = {},
+): SharedTurns {
+  return new SharedTurns(
+    o.limit ?? 1,
+    {
+      queueTurn: () => Promise.resolve(2),
+      turnsOf: () => Promise.resolve([]),
+      dropTurn: () => Promise.resolve(),
+      onTurnsMoved: () => undefined,
+      ...store,
+    },
+    'me',
+    { heartbeatMs: o.heartbeatMs ?? 60_000, staleMs: STALE_MS },
+    o.log ?? (() => undefined),
+  );
+}
 
 describe('shared turns: who counts in a line', () => {
   const now = 1_000_000;
@@ -44,21 +68,13 @@ describe('shared turns: who counts in a line', () => {
     let rows: TurnRow[] = [row(1, 'other-live', { host: 'elsewhere', pid: 1, heartbeatAt: Date.now() })];
     let moved: ((key: string) => void) | undefined;
     let reads = 0;
-    const turns = new SharedTurns(
-      1,
-      {
-        queueTurn: () => Promise.resolve(2),
-        turnsOf: () => {
-          reads++;
-          return Promise.resolve(rows);
-        },
-        dropTurn: () => Promise.resolve(),
-        onTurnsMoved: (l) => (moved = l),
+    const turns = turnsOver({
+      turnsOf: () => {
+        reads++;
+        return Promise.resolve(rows);
       },
-      'me',
-      { heartbeatMs: 60_000, staleMs: STALE_MS },
-      () => undefined,
-    );
+      onTurnsMoved: (l) => (moved = l),
+    });
     const places: number[] = [];
     const granted = turns.wait({ principal: 'alice', agent: 'echo', taskId: 't2' }, new AbortController().signal, (p) =>
       places.push(p),
@@ -79,18 +95,7 @@ describe('shared turns: who counts in a line', () => {
 
 describe('shared turns: a limit changed while a task waits', () => {
   it('a higher limit lets the waiter run at once, without the line moving', async () => {
-    const turns = new SharedTurns(
-      1,
-      {
-        queueTurn: () => Promise.resolve(2),
-        turnsOf: () => Promise.resolve([{ seq: 1, instance: 'me', beat: undefined }]),
-        dropTurn: () => Promise.resolve(),
-        onTurnsMoved: () => undefined,
-      },
-      'me',
-      { heartbeatMs: 60_000, staleMs: STALE_MS },
-      () => undefined,
-    );
+    const turns = turnsOver({ turnsOf: () => Promise.resolve([{ seq: 1, instance: 'me', beat: undefined }]) });
     const places: number[] = [];
     const granted = turns.wait({ principal: 'alice', agent: 'echo', taskId: 't2' }, new AbortController().signal, (p) =>
       places.push(p),
@@ -106,18 +111,12 @@ describe('shared turns: the database away when a task joins its line', () => {
   it('the task waits and joins once the database answers, instead of failing', async () => {
     let tries = 0;
     const logged: string[] = [];
-    const turns = new SharedTurns(
-      1,
+    const turns = turnsOver(
       {
         queueTurn: () =>
           ++tries < 3 ? Promise.reject(new StoreUnavailableError('connection refused')) : Promise.resolve(1),
-        turnsOf: () => Promise.resolve([]),
-        dropTurn: () => Promise.resolve(),
-        onTurnsMoved: () => undefined,
       },
-      'me',
-      { heartbeatMs: 20, staleMs: STALE_MS },
-      (l) => logged.push(l),
+      { heartbeatMs: 20, log: (l) => logged.push(l) },
     );
     const release = await bounded(
       turns.wait({ principal: 'alice', agent: 'echo', taskId: 't1' }, new AbortController().signal),
@@ -129,17 +128,9 @@ describe('shared turns: the database away when a task joins its line', () => {
     assert.match(logged[0], /cannot join its line for turns yet .*; it waits and tries again/);
     // Stopped while it still cannot join: it ends, having run nothing.
     const stop = new AbortController();
-    const never = new SharedTurns(
-      1,
-      {
-        queueTurn: () => Promise.reject(new StoreUnavailableError('connection refused')),
-        turnsOf: () => Promise.resolve([]),
-        dropTurn: () => Promise.resolve(),
-        onTurnsMoved: () => undefined,
-      },
-      'me',
-      { heartbeatMs: 20, staleMs: STALE_MS },
-      () => undefined,
+    const never = turnsOver(
+      { queueTurn: () => Promise.reject(new StoreUnavailableError('connection refused')) },
+      { heartbeatMs: 20 },
     ).wait({ principal: 'alice', agent: 'echo', taskId: 't2' }, stop.signal);
     stop.abort(new Error('gateway shutting down'));
     await assert.rejects(never, /gateway shutting down/);
