@@ -1245,6 +1245,15 @@ export class DelegationJournal {
     return [...this._children.values()].map((c) => c.info).sort((a, b) => a.startedAt - b.startedAt);
   }
 
+  /**
+   * The first message was refused for its credentials (HTTP 401/403, `UNAUTHENTICATED`), so the delegation
+   * failed before any task: a new token and Delegate Again are what the user needs.
+   */
+  private refusedAtSend(state: DelegationState): boolean {
+    const f = this._sendFailed;
+    return state === 'failed' && !!f && f.delivered !== 'maybe' && isCredentialRefusal(f.error);
+  }
+
   view(now: number): DelegationRecord {
     const r = this.request;
     const decided = this.decide() ?? this._recorded;
@@ -1298,7 +1307,9 @@ export class DelegationJournal {
       ...(interrupted && this._stateText ? { prompt: this._stateText } : {}),
       ...(toolCalls.length > 0 ? { toolCalls } : {}),
       ...(waiting ? { waiting } : {}),
-      ...(this._tokenRefused && (state === 'reconnecting' || state === 'unknown') ? { tokenRefused: true } : {}),
+      ...((this._tokenRefused && (state === 'reconnecting' || state === 'unknown')) || this.refusedAtSend(state)
+        ? { tokenRefused: true }
+        : {}),
       ...(this._resultCheck ? { resultCheck: this._resultCheck } : {}),
       actions: {
         cancel: !settled && state !== 'unknown' && state !== 'canceling',

@@ -108,8 +108,9 @@ export class TokenAuthenticator {
           error: {
             code: 401,
             status: 'UNAUTHENTICATED',
-            message:
-              'missing or unknown bearer token: send "Authorization: Bearer <token>" (the local gateway keeps its token in <state>/token)',
+            message: this.entries.some((e) => e.principal !== LOCAL_PRINCIPAL)
+              ? 'missing or unknown bearer token: send "Authorization: Bearer <token>" with the token this gateway issued you (ask whoever runs it for one, or for a new one if yours was revoked)'
+              : 'missing or unknown bearer token: send "Authorization: Bearer <token>" (the local gateway keeps its token in <state>/token)',
           },
         });
         return;

@@ -21,6 +21,8 @@ export interface DelegationActions extends ReviewActions {
   review(index?: number): void;
   checkAgain(): void;
   provideToken(): void;
+  /** Start the same task again as a new delegation (failed, rejected, canceled or expired). */
+  delegateAgain(): void;
   /** Open the full text of a shortened timeline entry (by seq) or of the agent's question (no seq). */
   showFullText(seq?: number): void;
   /** Open a listed child: its panel when it is a delegation of this window, else its info. */
@@ -204,25 +206,43 @@ function timeline(d: DelegationView, a: DelegationActions): TemplateResult {
     </ol>`;
 }
 
+/** Delegate Again: the same task to the same agent, as a new delegation (the start flow confirms it first). */
+function againButton(a: DelegationActions): TemplateResult {
+  return html`<vscode-button
+    id="delegate-again"
+    secondary
+    icon="debug-restart"
+    ?disabled=${a.busy}
+    @click=${() => a.delegateAgain()}
+    >${l10n.t('Delegate Again')}</vscode-button
+  >`;
+}
+
 /**
- * The agent refused Baton's token while Baton reconnected (or until it gave up): a revoked or changed
- * token, which a new one fixes. Set Token… stores it and, once contact is lost, checks again.
+ * The agent refused Baton's token: while Baton reconnected, once it gave up, or at the first message
+ * (the delegation failed before any task). Set Token… stores a new one; once contact is lost it also
+ * checks again, and a failed delegation is started again with Delegate Again.
  */
 function tokenRefusedBanner(d: DelegationView, a: DelegationActions): TemplateResult {
   const gaveUp = d.state === 'unknown';
+  const failed = d.state === 'failed';
   return html`<div class="banner warn" role="alert" id="token-refused">
     <vscode-icon name="key"></vscode-icon>
     <div>
       <strong>${l10n.t('The agent at {0} refused Baton’s token.', new URL(d.agent.endpoint).host)}</strong>
       ${
-        gaveUp
+        failed
           ? l10n.t(
-              'Baton stopped trying to reach the task. If the token was changed or revoked, set the new one: Baton then asks the agent where the task is.',
+              'The task was not started. Set the token for that host (kept in VS Code’s secret storage, sent only there), then Delegate Again.',
             )
-          : l10n.t(
-              'If the token was changed or revoked, set the new one (kept in VS Code’s secret storage, sent only to that host): Baton keeps trying with it.',
-            )
-      }${gaveUp && d.reason ? html`<div class="muted">${reasonOf(d)}</div>` : nothing}
+          : gaveUp
+            ? l10n.t(
+                'Baton stopped trying to reach the task. If the token was changed or revoked, set the new one: Baton then asks the agent where the task is.',
+              )
+            : l10n.t(
+                'If the token was changed or revoked, set the new one (kept in VS Code’s secret storage, sent only to that host): Baton keeps trying with it.',
+              )
+      }${(gaveUp || failed) && d.reason ? html`<div class="muted">${reasonOf(d)}</div>` : nothing}
     </div>
     <div class="banner-actions">
       <vscode-button id="provide-token" icon="key" ?disabled=${a.busy} @click=${() => a.provideToken()}
@@ -238,14 +258,17 @@ function tokenRefusedBanner(d: DelegationView, a: DelegationActions): TemplateRe
               @click=${() => a.checkAgain()}
               >${l10n.t('Check again')}</vscode-button
             >`
-          : nothing
+          : failed
+            ? againButton(a)
+            : nothing
       }
     </div>
   </div>`;
 }
 
 function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult | typeof nothing {
-  if (d.tokenRefused && (d.state === 'unknown' || d.state === 'reconnecting')) return tokenRefusedBanner(d, a);
+  if (d.tokenRefused && (d.state === 'unknown' || d.state === 'reconnecting' || d.state === 'failed'))
+    return tokenRefusedBanner(d, a);
   switch (d.state) {
     case 'unknown':
       return html`<div class="banner warn" role="alert">
@@ -268,6 +291,7 @@ function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult 
             'Baton canceled the task at the agent.',
           )}${d.reason ? html` ${reasonOf(d)}` : nothing}
         </div>
+        ${againButton(a)}
       </div>`;
     case 'failed':
     case 'rejected':
@@ -276,6 +300,7 @@ function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult 
         <div>
           <strong>${stateLabel(d.state, t)}.</strong> ${d.reason ? reasonOf(d) : l10n.t('The agent gave no reason.')}
         </div>
+        ${againButton(a)}
       </div>`;
     case 'canceled':
       return html`<div class="banner" role="status">
@@ -288,6 +313,7 @@ function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult 
               : l10n.t('The agent confirmed.')
           }
         </div>
+        ${againButton(a)}
       </div>`;
     case 'auth-required':
       return html`<div class="banner warn" role="alert">

@@ -103,6 +103,7 @@ const actions: DelegationActions = {
   review: (index?: number) => void run('reviewChanges', index === undefined ? {} : { patch: index }),
   checkAgain: () => void run('checkAgain', {}),
   provideToken: () => void run('provideToken', {}),
+  delegateAgain: () => void run('delegateAgain', {}),
   showFullText: (seq?: number) => void run('showFullText', seq === undefined ? {} : { seq }),
   openChild: (childId: string) => void run('openChild', { childId }),
   answerToolCall: (callId: string, outcome: string) => void run('answerToolCall', { callId, outcome }),

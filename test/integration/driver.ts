@@ -83,6 +83,7 @@ const phases: PhaseSpec[] = only.length
               'lmTools.test.js',
               'gemini.test.js',
               'teamTurns.test.js',
+              'teamToken.test.js',
               'consent.test.js',
               'reload.test.js',
             ],

@@ -134,6 +134,7 @@ const SAMPLE_PARAMS: { [M in keyof PanelRequests]: PanelRequests[M]['params'] } 
   reviewChanges: {},
   checkAgain: {},
   provideToken: {},
+  delegateAgain: {},
   showFullText: { seq: 2 },
   openChild: { childId: 'd2' },
   reviewSelect: { fileId: 'f1', hunkId: 'h1', selected: true },

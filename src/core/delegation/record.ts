@@ -152,7 +152,10 @@ export interface DelegationRecord {
    * approval, or the agent finished its turn and waits for the user (reply, Done or Cancel).
    */
   readonly waiting?: 'approval' | 'turn';
-  /** Reconnecting, or contact lost, because the agent refused Baton's credentials (HTTP 401/403). */
+  /**
+   * The agent refused Baton's credentials (HTTP 401/403): while reconnecting, once contact is lost, or
+   * at the first message (failed before any task).
+   */
   readonly tokenRefused?: true;
   /** The latest result check, once one is recorded. */
   readonly resultCheck?: ResultCheckRecord;

@@ -148,7 +148,10 @@ export interface DelegationView {
    * waits for the user (reply, Done or Cancel).
    */
   readonly waiting?: 'approval' | 'turn';
-  /** Reconnecting, or contact lost, because the agent refused Baton's credentials: a new token may help. */
+  /**
+   * The agent refused Baton's credentials: while reconnecting, once contact is lost, or at the first
+   * message (the delegation failed before any task). A new token may help.
+   */
   readonly tokenRefused?: true;
   readonly timeline: readonly TimelineEntry[];
   /** Earlier timeline entries not in `timeline` (the journal has them). */

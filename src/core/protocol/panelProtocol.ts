@@ -93,6 +93,11 @@ export interface DelegationRequests extends ReviewRequests {
   /** `auth-required`: ask the user for a token for the agent's host (stored in SecretStorage). */
   provideToken: PanelRequest<NoParams, { stored: boolean }>;
   /**
+   * Start a new delegation of the same task to the same agent (the start flow's confirmation first);
+   * the shown one stays as it ended. `started` is the new delegation's id, null when the user backed out.
+   */
+  delegateAgain: PanelRequest<NoParams, { started: string | null }>;
+  /**
    * Open the full text of a timeline entry the panel shows shortened (by `seq`), or of the agent's
    * question (no `seq`), in a plain-text editor: nothing of it is rendered.
    */
@@ -141,6 +146,7 @@ export const PANEL_REQUEST_KIND: { readonly [M in keyof PanelRequests]: KindOfMe
   reviewChanges: 'delegation',
   checkAgain: 'delegation',
   provideToken: 'delegation',
+  delegateAgain: 'delegation',
   showFullText: 'delegation',
   openChild: 'delegation',
   reviewSelect: 'delegation',
@@ -346,6 +352,7 @@ export function parseWebviewMessage(raw: unknown): ParseResult<WebviewToHostMess
         case 'cancel':
         case 'checkAgain':
         case 'provideToken':
+        case 'delegateAgain':
         case 'finish':
           if (Object.keys(params).length !== 0) return { ok: false, error: `${method}: takes no params` };
           return { ok: true, value: { type: 'request', id, method, params: {} } };

@@ -1,7 +1,9 @@
 import * as vscode from 'vscode';
 import type { AgentService } from '../agents/agentService';
 import { AUDIT_URI, type AuditReportProvider } from '../delegate/auditReport';
-import { collectContext, summarizeContext } from '../delegate/context';
+import { againPlan, type AgainPlan } from '../../core/delegation/again';
+import { collectAgainContext, collectContext, folderForRoot, summarizeContext } from '../delegate/context';
+import type { CollectedContext } from '../delegate/context';
 import type { DelegationService } from '../delegate/delegationService';
 import type { DelegationStarter } from '../delegate/delegationStarter';
 import { isDelegateArgs, runStartFlow, type AgentChoice, type DelegateArgs } from '../delegate/startFlow';
@@ -26,7 +28,7 @@ export interface DelegationCommandDeps {
 export function registerDelegationCommands(deps: DelegationCommandDeps): vscode.Disposable[] {
   const { service, panels, auditDocs, journalDir } = deps;
   const delegate = (source: Parameters<typeof collectContext>[0], args: DelegateArgs) =>
-    startFromPalette(deps, source, args);
+    startFromPalette(deps, () => collectContext(source), args);
   return [
     vscode.commands.registerCommand('baton.openPanel', () => {
       panels.open();
@@ -71,6 +73,9 @@ export function registerDelegationCommands(deps: DelegationCommandDeps): vscode.
       if (!delegationId) return;
       panels.open({ kind: 'delegation', delegationId }, delegationPanelTitle(service, delegationId));
     }),
+    vscode.commands.registerCommand('baton.delegateAgain', (id?: unknown, arg?: unknown) =>
+      delegateAgain(deps, id, isDelegateArgs(arg) ? arg : {}),
+    ),
     vscode.commands.registerCommand('baton.showChildTask', (id?: unknown) => showChildTask(service, panels, id)),
     vscode.commands.registerCommand('baton.cancelDelegation', async (id?: unknown) => {
       const delegationId = delegationIdOf(id);
@@ -118,14 +123,15 @@ export function registerDelegationCommands(deps: DelegationCommandDeps): vscode.
  */
 async function startFromPalette(
   deps: DelegationCommandDeps,
-  source: Parameters<typeof collectContext>[0],
+  collect: () => Promise<CollectedContext>,
   args: DelegateArgs,
+  origin: { readonly parentRequestId?: string } = {},
 ): Promise<string | undefined> {
   if (!requireTrust(vscode.l10n.t('Delegating'))) return undefined;
   const { agents, starter, panels } = deps;
   try {
     await starter.ready;
-    const context = await collectContext(source);
+    const context = await collect();
     const choices: AgentChoice[] = agents.approved().map((a) => ({
       id: a.cardUrl,
       name: a.approval?.card.name ?? a.cardUrl,
@@ -141,7 +147,7 @@ async function startFromPalette(
       vscode.workspace.getConfiguration('baton').get<number>('defaultDeadlineMinutes', 30),
     );
     if (!choice) return undefined;
-    const id = await starter.start({ ...choice, context });
+    const id = await starter.start({ ...choice, context, ...origin });
     panels.open(
       { kind: 'delegation', delegationId: id },
       vscode.l10n.t('Delegation: {0}', choice.task.split('\n')[0].slice(0, 40)),
@@ -158,6 +164,64 @@ async function startFromPalette(
     void vscode.window.showErrorMessage(vscode.l10n.t('Could not delegate: {0}', errorMessage(e)));
     return undefined;
   }
+}
+
+/**
+ * Delegate Again: the same task to the same agent as a new delegation, through the start flow (its
+ * confirmation shows the task, the capabilities and the deadline asked for then, each open to change).
+ * The files and the selection are read again as they are now; what is no longer there is left out
+ * and said. The earlier delegation stays as it ended.
+ */
+async function delegateAgain(
+  deps: DelegationCommandDeps,
+  arg: unknown,
+  args: DelegateArgs,
+): Promise<string | undefined> {
+  const id = delegationIdOf(arg);
+  if (!id) return undefined;
+  let plan: AgainPlan;
+  let folder: vscode.WorkspaceFolder | undefined;
+  try {
+    await deps.starter.ready;
+    const request = deps.service.request(id);
+    if (!request) throw new Error(vscode.l10n.t('No delegation {0} in this window.', id));
+    plan = againPlan(request);
+    folder = folderForRoot(deps.service.sidecar(id)?.folder);
+    if (!folder && (plan.files.length > 0 || plan.selection))
+      throw new Error(
+        vscode.l10n.t(
+          'The folder this delegation was started from is not open in this window. Open it, then Delegate Again.',
+        ),
+      );
+  } catch (e) {
+    void vscode.window.showErrorMessage(vscode.l10n.t('Could not delegate again: {0}', errorMessage(e)));
+    return undefined;
+  }
+  const parent =
+    plan.parentRequestId && deps.service.journalView(plan.parentRequestId) ? plan.parentRequestId : undefined;
+  let missing: string[] = [];
+  const id2 = await startFromPalette(
+    deps,
+    async () => {
+      if (!folder) return collectContext({});
+      const again = await collectAgainContext(plan, folder);
+      missing = again.missing;
+      return again.context;
+    },
+    {
+      agentId: plan.agentId,
+      task: plan.task,
+      capabilities: plan.capabilities,
+      ...(plan.deadlineMinutes !== undefined ? { deadlineMinutes: plan.deadlineMinutes } : {}),
+      ...args,
+    },
+    parent ? { parentRequestId: parent } : {},
+  );
+  if (id2 && missing.length)
+    void vscode.window.showWarningMessage(
+      vscode.l10n.t('Not sent again, no longer in the workspace: {0}.', missing.join(', ')),
+    );
+  return id2;
 }
 
 /**

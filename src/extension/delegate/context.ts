@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import type { AgainPlan } from '../../core/delegation/again';
 import type { DiagnosticContext, FileContext, SelectionContext, TextRange } from '../../core/delegation/context';
 
 /**
@@ -76,6 +77,8 @@ export async function collectContext(opts: {
   useSelection?: boolean;
   files?: readonly vscode.Uri[];
   diagnostics?: readonly { uri: vscode.Uri; diagnostic: vscode.Diagnostic }[];
+  /** The folder when no file names one (else the first workspace folder). */
+  folder?: vscode.WorkspaceFolder;
 }): Promise<CollectedContext> {
   if (opts.useSelection && opts.editor && !isWorkspaceFile(opts.editor.document.uri)) {
     // Baton's own files (the audit log), output panes and files outside the open folders never travel.
@@ -93,7 +96,7 @@ export async function collectContext(opts: {
     ...(opts.useSelection && opts.editor ? [opts.editor.document.uri] : []),
     ...(opts.diagnostics ?? []).map((d) => d.uri),
   ];
-  const folder = folderOf(uris);
+  const folder = uris.length === 0 && opts.folder ? opts.folder : folderOf(uris);
   const unsaved = folder
     ? vscode.workspace.textDocuments
         .filter((d) => d.isDirty && vscode.workspace.getWorkspaceFolder(d.uri) === folder)
@@ -151,4 +154,58 @@ export function summarizeContext(c: CollectedContext): string {
   if (c.files.length) parts.push(c.files.length === 1 ? c.files[0].path : vscode.l10n.t('{0} files', c.files.length));
   if (c.diagnostics.length) parts.push(vscode.l10n.t('{0} problem(s)', c.diagnostics.length));
   return parts.join(', ');
+}
+
+/** The workspace folder a delegation's repository root (its sidecar's `folder`) is, or holds. */
+export function folderForRoot(root: string | undefined): vscode.WorkspaceFolder | undefined {
+  const folders = vscode.workspace.workspaceFolders ?? [];
+  if (!root) return folders[0];
+  // Windows paths compare without regard to case (a drive letter may be either).
+  const norm = (p: string) => {
+    const t = p.replace(/[\\/]+$/, '');
+    return process.platform === 'win32' ? t.toLowerCase() : t;
+  };
+  const r = norm(root);
+  return (
+    folders.find((f) => norm(f.uri.fsPath) === r) ??
+    folders.find((f) => norm(f.uri.fsPath).startsWith(`${r}/`) || norm(f.uri.fsPath).startsWith(`${r}\\`))
+  );
+}
+
+/**
+ * The context of Delegate Again (src/core/delegation/again.ts): the same files and selection read as
+ * they are now, the diagnostics as they were. `missing` lists what is no longer there (left out).
+ */
+export async function collectAgainContext(
+  plan: AgainPlan,
+  folder: vscode.WorkspaceFolder,
+): Promise<{ context: CollectedContext; missing: string[] }> {
+  const missing: string[] = [];
+  const exists = async (uri: vscode.Uri): Promise<boolean> => {
+    try {
+      await vscode.workspace.fs.stat(uri);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const at = (path: string) => vscode.Uri.joinPath(folder.uri, ...path.replace(/\/$/, '').split('/'));
+  const files: vscode.Uri[] = [];
+  for (const path of plan.files) {
+    if (await exists(at(path))) files.push(at(path));
+    else missing.push(path);
+  }
+  const context = await collectContext({ files, folder });
+  let selection: SelectionContext | undefined;
+  const sel = plan.selection;
+  if (sel && (await exists(at(sel.path)))) {
+    const doc = await vscode.workspace.openTextDocument(at(sel.path));
+    const range = doc.validateRange(
+      new vscode.Range(sel.range.startLine, sel.range.startCharacter, sel.range.endLine, sel.range.endCharacter),
+    );
+    if (!range.isEmpty)
+      selection = { path: sel.path, range: toRange(range), text: doc.getText(range), languageId: doc.languageId };
+    else missing.push(sel.path);
+  } else if (sel) missing.push(sel.path);
+  return { context: { ...context, selection, diagnostics: [...plan.diagnostics] }, missing };
 }

@@ -310,6 +310,11 @@ export class DelegationService extends Disposable {
     return this.manager?.queuedCount ?? 0;
   }
 
+  /** The request a delegation was started with, as its journal keeps it. */
+  request(id: string): DelegationRequest | undefined {
+    return this.manager?.get(id)?.request;
+  }
+
   journalView(id: string): DelegationRecord | undefined {
     return this.manager?.view(id);
   }

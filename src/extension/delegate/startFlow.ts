@@ -160,6 +160,17 @@ async function pickDeadline(current: number): Promise<number | undefined> {
   return item?.minutes;
 }
 
+async function editTask(agent: AgentChoice, task: string, contextSummary: string): Promise<string | undefined> {
+  const text = await vscode.window.showInputBox({
+    title: vscode.l10n.t('Task for {0}', agent.name),
+    prompt: whatTravels(agent, contextSummary),
+    value: task,
+    ignoreFocusOut: true,
+    validateInput: (v) => (v.trim() ? undefined : vscode.l10n.t('Describe the task.')),
+  });
+  return text?.trim() ? text.trim() : undefined;
+}
+
 /**
  * Asks for what is missing (agent, task), then shows the effective capabilities (read-only by default)
  * and the deadline, which the user may change, before anything is sent. Returns undefined when the user
@@ -179,7 +190,7 @@ export async function runStartFlow(
       );
     return undefined;
   }
-  const task =
+  let task =
     args.task ??
     (await vscode.window.showInputBox({
       title: vscode.l10n.t('Task for {0}', agent.name),
@@ -204,6 +215,11 @@ export async function runStartFlow(
       detail: vscode.l10n.t('Send the task to {0}', agent.endpoint),
       action: 'start' as const,
     };
+    const edit = {
+      label: `$(edit) ${vscode.l10n.t('Task: {0}', task.trim().split('\n')[0].slice(0, 80))}`,
+      detail: vscode.l10n.t('Change the task before it is sent'),
+      action: 'task' as const,
+    };
     const caps = {
       label: `$(shield) ${vscode.l10n.t('Capabilities: {0}', describeCaps(capabilities))}`,
       detail: vscode.l10n.t('Change what the agent may do'),
@@ -214,14 +230,15 @@ export async function runStartFlow(
       detail: vscode.l10n.t('Change when the task is canceled'),
       action: 'deadline' as const,
     };
-    const choice = await vscode.window.showQuickPick([start, caps, deadline], {
+    const choice = await vscode.window.showQuickPick([start, edit, caps, deadline], {
       title: vscode.l10n.t('Delegate “{0}” to {1}', task.trim().split('\n')[0].slice(0, 60), agent.name),
       placeHolder: whatTravels(agent, contextSummary),
       ignoreFocusOut: true,
     });
     if (!choice) return undefined;
     if (choice.action === 'start') return { agentId: agent.id, task: task.trim(), capabilities, deadlineMinutes };
-    if (choice.action === 'caps') capabilities = (await pickCapabilities(agent, capabilities)) ?? capabilities;
+    if (choice.action === 'task') task = (await editTask(agent, task, contextSummary)) ?? task;
+    else if (choice.action === 'caps') capabilities = (await pickCapabilities(agent, capabilities)) ?? capabilities;
     else deadlineMinutes = (await pickDeadline(deadlineMinutes)) ?? deadlineMinutes;
   }
 }

@@ -58,6 +58,13 @@ export function delegationRequestHandlers(deps: DelegationRequestDeps): PanelHan
       if (stored && (state === 'auth-required' || state === 'unknown')) await service.checkAgain(id);
       return { stored };
     },
+    delegateAgain: async (subject) => {
+      const started = await vscode.commands.executeCommand<string | undefined>(
+        'baton.delegateAgain',
+        subject.delegationId,
+      );
+      return { started: started ?? null };
+    },
     reviewChanges: async (subject, p) => {
       await showReview(deps, subject.delegationId, p.patch);
       return { opened: true };

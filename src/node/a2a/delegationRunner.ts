@@ -42,7 +42,7 @@ import type {
   StreamEvent,
 } from '../../core/taskFollow';
 import type { AgentConnection } from './clientFactory';
-import { agentError, remoteAgentError } from './agentErrors';
+import { agentError, agentErrorText, remoteAgentError } from './agentErrors';
 import type { TransientReport } from './transientAnswers';
 import { TransientHttpError } from './transientAnswers';
 import { outcomeReasonText } from '../../core/protocol/outcomeText';
@@ -915,7 +915,7 @@ export class DelegationRunner {
     }
     const ae = remoteAgentError(e);
     if (ae) {
-      await this.record({ kind: 'sendFailed', at: this.now(), delivered: 'refused', error: ae.message }, true);
+      await this.record({ kind: 'sendFailed', at: this.now(), delivered: 'refused', error: agentErrorText(ae) }, true);
       return { kind: 'refused' };
     }
     if (agentError(e)) {

@@ -147,6 +147,57 @@ describe('Baton’s own client, when the gateway revokes its token mid-task', ()
   });
 });
 
+describe('Baton’s own client, when the gateway refuses its token at the first message', () => {
+  for (const binding of ['JSONRPC', 'HTTP+JSON'])
+    it(`fails before any task and says the token was refused (${binding}); a refusal for another reason does not`, async () => {
+      const GOOD = 'good-token-0123456789abcdef';
+      using dir = tempDir();
+      using journals = tempDir();
+      const gw = await startGateway({
+        stateDir: dir.path,
+        localAgents: [scriptedAgent({ id: 'hold', waitForCancel: true })],
+        tokens: [{ principal: 'alice', sha256: sha256HexOf(GOOD) }],
+        log: () => undefined,
+      });
+      const store = new JournalStore(journals.path);
+      try {
+        const card = normalizeCard(await (await fetch(`${gw.url}/a2a/hold/.well-known/agent-card.json`)).json());
+        const iface = card.supportedInterfaces.find(
+          (i) => i.protocolBinding === binding && i.protocolVersion === '1.0',
+        );
+        assert.ok(iface);
+        const endpoint = { url: iface.url, protocolBinding: binding, protocolVersion: '1.0' };
+        const run = async (token: string): Promise<DelegationJournal> => {
+          const connection = await connectAgent({ card, endpoint, getToken: () => Promise.resolve(token) });
+          const request = makeRequest(endpoint, 'hold on');
+          await store.create(request);
+          const journal = new DelegationJournal(request);
+          await bounded(new DelegationRunner({ connection, journal, sink: store }).start(), 'the delegation');
+          return journal;
+        };
+        const refused = await run('a-token-nobody-issued-0123456789');
+        const view = refused.view(Date.now());
+        assert.equal(view.state, 'failed', view.outcomeReason);
+        assert.equal(view.taskId, undefined, 'no task was created');
+        assert.equal(view.tokenRefused, true, view.outcomeReason);
+        assert.match(view.outcomeReason ?? '', /bearer token.*this gateway issued you.*(UNAUTHENTICATED|HTTP 401)/);
+        // The same gateway refusing the send for what it carries: no word about the token.
+        const connection = await connectAgent({ card, endpoint, getToken: () => Promise.resolve(GOOD) });
+        const request = makeRequest(endpoint, 'hold on');
+        const broken: typeof request = { ...request, message: { ...request.message, parts: [] } };
+        await store.create(broken);
+        const journal = new DelegationJournal(broken);
+        await bounded(new DelegationRunner({ connection, journal, sink: store }).start(), 'the empty delegation');
+        const other = journal.view(Date.now());
+        assert.equal(other.state, 'failed', other.outcomeReason);
+        assert.equal(other.tokenRefused, undefined, other.outcomeReason);
+      } finally {
+        await store.close();
+        await gw.close();
+      }
+    });
+});
+
 /** Resolves once `check` holds (polled every 20 ms); rejects after 15 s saying what it waited for. */
 async function until(check: () => boolean, what: string): Promise<void> {
   const end = Date.now() + 15_000;

@@ -559,6 +559,47 @@ describe('delegation panel in a real browser', { skip }, () => {
     await gaveUp.close();
   });
 
+  it('a token refused at the first message: the delegation failed before any task; Set Token… and Delegate Again', async () => {
+    const page = await open(
+      snapshot(
+        delegation({
+          state: 'failed',
+          tokenRefused: true,
+          reason:
+            'The agent refused the request before starting a task: missing or unknown bearer token (UNAUTHENTICATED)',
+        }),
+      ),
+    );
+    assert.match(
+      (await page.textContent('#token-refused')) ?? '',
+      /refused Baton’s token\..*not started.*then Delegate Again.*UNAUTHENTICATED/s,
+    );
+    assert.equal(await page.$('#check-again'), null, 'nothing to check: no task was created');
+    await page.click('#provide-token');
+    await page.click('#delegate-again');
+    const methods = ((await posted(page)) as { method?: string }[]).map((m) => m.method).filter(Boolean);
+    assert.deepEqual(
+      methods.filter((m) => m !== 'refresh'),
+      ['provideToken', 'delegateAgain'],
+    );
+    await page.close();
+  });
+
+  it('Delegate Again on every delegation that ended without a result, and not on one that completed or runs', async () => {
+    for (const state of ['failed', 'rejected', 'canceled', 'expired'] as const) {
+      const page = await open(snapshot(delegation({ state, reason: 'The agent stopped.' })));
+      await page.click('#delegate-again');
+      const methods = ((await posted(page)) as { method?: string }[]).map((m) => m.method);
+      assert.ok(methods.includes('delegateAgain'), `${state}: ${JSON.stringify(methods)}`);
+      await page.close();
+    }
+    for (const state of ['completed', 'working', 'unknown'] as const) {
+      const page = await open(snapshot(delegation({ state })));
+      assert.equal(await page.$('#delegate-again'), null, state);
+      await page.close();
+    }
+  });
+
   // Hostile agent text: every kind of deep nesting, huge lines, thousands of entries. The panel must
   // render (state, Cancel, timeline), show what it cannot render as plain text with a note, and say
   // where it shortened text.

@@ -1,0 +1,125 @@
+import * as assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import * as vscode from 'vscode';
+import type { BatonApi } from '../../../src/extension/extension';
+import { activateBaton, driver, startTeamGateway, waitFor } from './util';
+import type { TeamGateway } from './util';
+
+/**
+ * A team's gateway that takes members' tokens only (a separate `baton-gateway` process with its
+ * formatter). A member delegates a file before storing her token: the gateway refuses the first message, and
+ * the panel says so with Set Token… and Delegate Again. She stores the token and delegates again from
+ * the panel: the start flow shows the same task, the file travels again as it is now, and the new
+ * delegation completes; the first stays as it ended.
+ */
+
+const TOKEN = 'alice-team-token-0123456789abcdef';
+
+function workspaceRoot(): string {
+  const f = vscode.workspace.workspaceFolders?.[0];
+  if (!f) throw new Error('no workspace folder');
+  return f.uri.fsPath;
+}
+
+describe('A team gateway that refuses the token, then Delegate Again', () => {
+  let api: BatonApi;
+  let gateway: TeamGateway | undefined;
+  let cardUrl = '';
+
+  before(async function () {
+    this.timeout(90_000);
+    api = await activateBaton();
+    await api.ready;
+    gateway = await startTeamGateway({
+      host: '127.0.0.1',
+      port: 0,
+      roots: [workspaceRoot()],
+      localAgents: ['formatter'],
+      tokens: [{ principal: 'alice', sha256: createHash('sha256').update(TOKEN).digest('hex') }],
+    });
+    const settings = vscode.workspace.getConfiguration('baton');
+    const hosts = settings.get<string[]>('privateHosts') ?? [];
+    await settings.update('privateHosts', [...hosts, new URL(gateway.url).host], vscode.ConfigurationTarget.Global);
+    const added = (await vscode.commands.executeCommand<string[]>('baton.addAgent', gateway.url)) ?? [];
+    const found = added.find((u) => u.includes('/a2a/formatter'));
+    assert.ok(found, `no formatter added from ${gateway.url}: ${JSON.stringify(added)}`);
+    cardUrl = found;
+    const entry = await waitFor(
+      'the card to be read',
+      () => api.agents.find(cardUrl)?.served && api.agents.find(cardUrl),
+    );
+    const r = await api.agents.approve(cardUrl, entry.served?.digest ?? '');
+    assert.ok(r.ok, r.ok ? '' : r.message);
+  });
+
+  after(() => {
+    gateway?.stop();
+  });
+
+  it('says the token was refused at the first message, and Delegate Again sends the same task once the token is set', async () => {
+    const task = 'Format src/styles.css';
+    const file = vscode.Uri.joinPath(vscode.Uri.file(workspaceRoot()), 'src', 'styles.css');
+    // Started from the explorer with the file as its context (Delegate File(s)…).
+    const first =
+      (await vscode.commands.executeCommand<string>('baton.delegateFiles', file, [file], {
+        agentId: cardUrl,
+        task,
+        confirm: false,
+      })) ?? '';
+    const failed = await waitFor(
+      'the first to fail',
+      () => {
+        const v = api.delegations.journalView(first);
+        return v?.outcome ? v : undefined;
+      },
+      60_000,
+    );
+    assert.equal(failed.outcome, 'failed', failed.outcomeReason);
+    assert.equal(failed.tokenRefused, true, failed.outcomeReason);
+    assert.equal(failed.taskId, undefined, 'no task was created');
+    await vscode.commands.executeCommand('baton.openDelegation', first);
+    await driver('expectText', 'refused Baton’s token');
+    await driver('expectText', 'then Delegate Again');
+    await driver('screenshot', 'team-token-refused');
+    // The member stores her token (Set Token… in the banner asks for it; here it is given).
+    const stored = await vscode.commands.executeCommand<boolean>('baton.setToken', {
+      origin: new URL(gateway?.url ?? '').origin,
+      token: TOKEN,
+    });
+    assert.equal(stored, true);
+    const before = new Set(api.delegations.list().map((v) => v.requestId));
+    await driver('click', '#delegate-again');
+    // The start flow's confirmation, with the same task, agent, capabilities and deadline.
+    await driver('expectText', `Task: ${task}`);
+    await driver('expectText', 'Capabilities: read-only');
+    await driver('screenshot', 'delegate-again-confirm');
+    await driver('press', 'Enter');
+    const again = await waitFor(
+      'the new delegation',
+      () => api.delegations.list().find((v) => !before.has(v.requestId))?.requestId,
+      30_000,
+    );
+    const done = await waitFor(
+      'the new delegation to end',
+      () => {
+        const v = api.delegations.journalView(again);
+        return v?.outcome ? v : undefined;
+      },
+      60_000,
+    );
+    assert.equal(done.outcome, 'completed', done.outcomeReason);
+    assert.equal(done.title, task);
+    assert.equal(done.agent.endpoint, failed.agent.endpoint);
+    assert.deepEqual(done.capabilities.requested, failed.capabilities.requested);
+    assert.equal(api.delegations.journalView(first)?.outcome, 'failed', 'the first stays as it ended');
+    // The file went again, read as it is now.
+    const sent = api.delegations.request(again)?.message.parts.filter((p) => p.filename === 'src/styles.css') ?? [];
+    const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(file));
+    assert.deepEqual(
+      sent.map((p) => (p.content?.$case === 'text' ? p.content.value : undefined)),
+      [text],
+    );
+    await driver('expectText', 'Completed');
+    await driver('screenshot', 'delegate-again-completed');
+  });
+});
