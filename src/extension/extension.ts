@@ -135,14 +135,14 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     (e: unknown) => log.error(`delegations: could not load the journals: ${errorMessage(e)}`),
   );
   const starter = new DelegationStarter(agents, service, ready);
+  const hasToken = async (origin: string) => (await storage.getToken(origin)) !== undefined;
   context.subscriptions.push(
     ...registerAgentCommands({ agents, gateway, panels, storage, log }),
-    ...registerDelegationCommands({ agents, service, starter, panels, auditDocs, journalDir }),
+    ...registerDelegationCommands({ agents, service, starter, panels, auditDocs, journalDir, hasToken }),
     ...registerReviewCommands({ reviews, panels, service }),
   );
 
   // Chat agents delegate too: the language-model tools and `baton mcp` for VS Code's agent sessions.
-  const hasToken = async (origin: string) => (await storage.getToken(origin)) !== undefined;
   const tools = new BatonAgentTools({
     agents,
     service,

@@ -22,6 +22,8 @@ export interface DelegationCommandDeps {
   readonly auditDocs: AuditReportProvider;
   /** Where the delegation journals (and the audit log) are kept. */
   readonly journalDir: string;
+  /** Whether a token is stored for an origin. */
+  readonly hasToken: (origin: string) => Promise<boolean>;
 }
 
 /** Starting delegations (palette, selection, files, a problem), following and canceling them, the audit log. */
@@ -147,6 +149,7 @@ async function startFromPalette(
       vscode.workspace.getConfiguration('baton').get<number>('defaultDeadlineMinutes', 30),
     );
     if (!choice) return undefined;
+    if (args.confirm !== false && !(await tokenReady(deps, choice.agentId))) return undefined;
     const id = await starter.start({ ...choice, context, ...origin });
     panels.open(
       { kind: 'delegation', delegationId: id },
@@ -164,6 +167,43 @@ async function startFromPalette(
     void vscode.window.showErrorMessage(vscode.l10n.t('Could not delegate: {0}', errorMessage(e)));
     return undefined;
   }
+}
+
+/**
+ * Before anything is sent to an agent whose card asks for a token when none is stored for its origin:
+ * the user sets one (Set Token…), sends without one (the agent may take it anyway), or backs out.
+ * Without this the first message would go out and come back refused. A local gateway's agents get
+ * their token from the gateway itself.
+ */
+async function tokenReady(deps: DelegationCommandDeps, agentId: string): Promise<boolean> {
+  const entry = deps.agents.find(agentId);
+  if (!entry || entry.source === 'local-gateway' || !entry.approval?.card.securityRequirements.length) return true;
+  // No origin: Baton would send no token there anyway (an endpoint off the card's origin, not acknowledged).
+  const origin = deps.agents.tokenOrigin(entry);
+  if (!origin || (await deps.hasToken(origin))) return true;
+  // A quick pick, like the start flow's other steps (and not a modal dialog, which test runs of VS Code dismiss).
+  const pick = await vscode.window.showQuickPick(
+    [
+      {
+        label: `$(key) ${vscode.l10n.t('Set Token…')}`,
+        detail: vscode.l10n.t('Kept in VS Code’s secret storage, sent only to {0}', origin),
+        set: true,
+      },
+      {
+        label: `$(rocket) ${vscode.l10n.t('Delegate Without a Token')}`,
+        detail: vscode.l10n.t('The agent will likely refuse the task'),
+        set: false,
+      },
+    ],
+    {
+      title: vscode.l10n.t('{0} asks for a token, and none is set for {1}', entry.approval.card.name, origin),
+      placeHolder: vscode.l10n.t('Nothing has been sent yet.'),
+      ignoreFocusOut: true,
+    },
+  );
+  if (!pick) return false;
+  if (!pick.set) return true;
+  return (await vscode.commands.executeCommand<boolean | undefined>('baton.setToken', { origin })) === true;
 }
 
 /**

@@ -10,7 +10,8 @@ import type { TeamGateway } from './util';
  * formatter). A member delegates a file before storing her token: the gateway refuses the first message, and
  * the panel says so with Set Token… and Delegate Again. She stores the token and delegates again from
  * the panel: the start flow shows the same task, the file travels again as it is now, and the new
- * delegation completes; the first stays as it ended.
+ * delegation completes; the first stays as it ended. From the palette, with no token set, Baton asks
+ * for it before anything is sent.
  */
 
 const TOKEN = 'alice-team-token-0123456789abcdef';
@@ -121,5 +122,39 @@ describe('A team gateway that refuses the token, then Delegate Again', () => {
     );
     await driver('expectText', 'Completed');
     await driver('screenshot', 'delegate-again-completed');
+  });
+
+  it('asks for the token before anything is sent, from the palette, when the card asks for one and none is set', async () => {
+    const origin = new URL(gateway?.url ?? '').origin;
+    // Leave empty to remove it, as the token box says.
+    assert.equal(await vscode.commands.executeCommand<boolean>('baton.setToken', { origin, token: '' }), false);
+    assert.equal(await api.hasToken(origin), false);
+    const task = 'Format src/styles.css again';
+    const before = new Set(api.delegations.list().map((v) => v.requestId));
+    const started = Promise.resolve(
+      vscode.commands.executeCommand<string | undefined>('baton.delegate', { agentId: cardUrl, task }),
+    );
+    await driver('expectText', `Task: ${task}`);
+    await driver('press', 'Enter');
+    await driver('expectText', 'asks for a token, and none is set');
+    await driver('expectText', 'Delegate Without a Token');
+    await driver('screenshot', 'token-missing-prompt');
+    assert.equal(api.delegations.list().filter((v) => !before.has(v.requestId)).length, 0, 'nothing started yet');
+    await driver('press', 'Enter');
+    await driver('expectText', `Token for ${origin}`);
+    await driver('type', TOKEN);
+    await driver('press', 'Enter');
+    const id = await started;
+    assert.ok(id, 'the flow did not start a delegation');
+    assert.equal(await api.hasToken(origin), true);
+    const v = await waitFor(
+      'the delegation to end',
+      () => {
+        const x = api.delegations.journalView(id);
+        return x?.outcome ? x : undefined;
+      },
+      60_000,
+    );
+    assert.equal(v.outcome, 'completed', v.outcomeReason);
   });
 });
