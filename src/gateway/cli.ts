@@ -22,7 +22,8 @@ import { ConfigError, gatewayLimitsOf, loadGatewayConfig } from './config';
 import type { GatewayConfig } from './config';
 import { startGateway } from './server';
 import type { RunningGateway } from './server';
-import { retentionFromConfig } from './retention';
+import { retentionFromConfig, retentionWords } from './retention';
+import type { RetentionPolicy } from './retention';
 import { defaultWorkspaceRoot } from './workspace/workspaceRoot';
 import { applyHeapGrowth } from './heapGrowth';
 
@@ -32,8 +33,8 @@ const USAGE = `usage: baton-gateway [options]
                        "retention": {"finishedTaskHours": 168, "maxStoreMb": 2048, "replayWindowMinutes": 60,
                        "intervalSeconds": 60} are the defaults (finished tasks deleted after a week or, oldest
                        first, above the size cap; their events compacted after the replay window). On SIGHUP
-                       the file is read again and its tokens and limits.maxRunningTasksPerPrincipal taken;
-                       other settings wait for the next start
+                       the file is read again and its tokens, limits.maxRunningTasksPerPrincipal and
+                       retention taken; other settings wait for the next start
   --state DIR          state folder: key, token, SQLite store (default $BATON_STATE_DIR or ~/.baton/gateway)
   --host HOST          address to bind (default 127.0.0.1)
   --port N             port (default 0: a free one)
@@ -239,12 +240,15 @@ async function main(argv: string[]): Promise<number> {
   process.stdout.write(`${JSON.stringify(info)}\n`);
 
   const configFile = typeof values.config === 'string' ? values.config : undefined;
-  /** The per-member limit in effect (the file's at start, then as reloads change it). */
-  let maxRunning = config?.limits?.maxRunningTasksPerPrincipal;
+  /** What a reload may change, as in effect (the file's at start, then as reloads change it). */
+  let taken: Taken = {
+    maxRunning: config?.limits?.maxRunningTasksPerPrincipal,
+    retention: retentionFromConfig(config?.retention ?? {}),
+  };
   const reload = (): void => {
     if (!configFile) return;
-    const r = reloadConfig(configFile, config, maxRunning, gw);
-    maxRunning = r.maxRunning;
+    const r = reloadConfig(configFile, config, taken, gw);
+    taken = r.taken;
     process.stderr.write(`baton-gateway: ${r.line}\n`);
   };
   // Only with a config file to read (a server's way); without one a hangup ends the gateway, as it
@@ -272,25 +276,31 @@ async function main(argv: string[]): Promise<number> {
 /** A per-member limit in words (undefined: none). */
 const limitWords = (n: number | undefined): string => (n === undefined ? 'no limit' : String(n));
 
+/** What a running gateway takes from its config file again on SIGHUP, besides the tokens. */
+interface Taken {
+  readonly maxRunning: number | undefined;
+  readonly retention: RetentionPolicy;
+}
+
 /**
- * Reads the config file again and takes what a running gateway can take: its tokens (`setTokens`)
- * and the per-member limit of running tasks. Says in one line what changed, or why nothing did (a file
- * that no longer reads: everything stays as it was). Other settings that changed are said to wait for
- * the next start. Answers the limit in effect after it.
+ * Reads the config file again and takes what a running gateway can take: its tokens (`setTokens`),
+ * the per-member limit of running tasks and the retention policy (a pass runs with it at once). Says
+ * in one line what changed, or why nothing did (a file that no longer reads: everything stays as it
+ * was). Other settings that changed are said to wait for the next start. Answers what is in effect after it.
  */
 function reloadConfig(
   file: string,
   started: GatewayConfig | undefined,
-  maxRunning: number | undefined,
-  gw: Pick<RunningGateway, 'setTokens' | 'setMaxRunningPerPrincipal'>,
-): { line: string; maxRunning: number | undefined } {
+  taken: Taken,
+  gw: Pick<RunningGateway, 'setTokens' | 'setMaxRunningPerPrincipal' | 'setRetention'>,
+): { line: string; taken: Taken } {
   let next: GatewayConfig;
   try {
     next = loadGatewayConfig(resolve(file));
   } catch (e) {
     return {
-      line: `SIGHUP: cannot read ${file} again (${e instanceof ConfigError ? e.message : String(e)}); the tokens and limits stay as they were`,
-      maxRunning,
+      line: `SIGHUP: cannot read ${file} again (${e instanceof ConfigError ? e.message : String(e)}); the tokens, limits and retention stay as they were`,
+      taken,
     };
   }
   const change = gw.setTokens(next.tokens);
@@ -300,22 +310,28 @@ function reloadConfig(
   if (change.removed.length) parts.push(`no longer accepted for ${names(change.removed)}`);
   if (!change.added.length && !change.removed.length) parts.push('unchanged');
   const limit = next.limits?.maxRunningTasksPerPrincipal;
-  if (limit !== maxRunning) {
+  if (limit !== taken.maxRunning) {
     gw.setMaxRunningPerPrincipal(limit);
-    parts.push(`running tasks per member: ${limitWords(limit)} (was ${limitWords(maxRunning)})`);
+    parts.push(`running tasks per member: ${limitWords(limit)} (was ${limitWords(taken.maxRunning)})`);
   }
-  // What a running gateway cannot take: everything but the tokens and that limit.
+  const retention = retentionFromConfig(next.retention);
+  if ((Object.keys(retention) as (keyof RetentionPolicy)[]).some((k) => retention[k] !== taken.retention[k])) {
+    gw.setRetention(retention);
+    parts.push(`retention: ${retentionWords(retention)} (was ${retentionWords(taken.retention)}), a pass runs now`);
+  }
+  // What a running gateway cannot take: everything but the tokens, that limit and retention.
   const rest = (c: GatewayConfig | undefined): string =>
     JSON.stringify({
       ...c,
       tokens: undefined,
+      retention: undefined,
       limits: c?.limits ? { ...c.limits, maxRunningTasksPerPrincipal: undefined } : undefined,
     });
   const line = parts.join('; ');
   return {
     line:
       rest(next) === rest(started) ? line : `${line}. Other settings changed in the file take effect at the next start`,
-    maxRunning: limit,
+    taken: { maxRunning: limit, retention },
   };
 }
 

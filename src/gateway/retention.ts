@@ -116,20 +116,31 @@ export function mb(bytes: number): string {
   return (bytes / MIB).toFixed(1);
 }
 
+/** A running retention job (`startRetention`). */
+export interface RetentionJob {
+  /** Takes a new policy (a config read again): a pass runs with it at once, then at its interval. */
+  setPolicy(policy: RetentionPolicy): void;
+  stop(): Promise<void>;
+}
+
 /**
  * Runs `retentionPass` every `policy.intervalMs`, never two at once. `stop()` waits for a pass in
  * progress to end (it stops at its next step), so the store can be closed after it.
  */
 export function startRetention(
   store: GatewayStore,
-  policy: RetentionPolicy,
+  initial: RetentionPolicy,
   log: (line: string) => void,
   onPass?: (r: RetentionPassResult, at: number) => void,
-): { stop(): Promise<void> } {
+): RetentionJob {
   const abort = new AbortController();
+  let policy = initial;
   let running: Promise<void> | undefined;
+  /** A new policy arrived while a pass ran: one more pass follows it. */
+  let again = false;
   const tick = (): void => {
-    if (running || abort.signal.aborted) return;
+    if (abort.signal.aborted) return;
+    if (running) return;
     running = retentionPass(store, policy, abort.signal)
       .then(
         (r) => {
@@ -145,15 +156,39 @@ export function startRetention(
       )
       .finally(() => {
         running = undefined;
+        if (again) {
+          again = false;
+          tick();
+        }
       });
   };
-  const timer = setInterval(tick, policy.intervalMs);
+  let timer = setInterval(tick, policy.intervalMs);
   timer.unref();
   return {
+    setPolicy(next: RetentionPolicy): void {
+      if (!(next.intervalMs >= 1)) throw new Error('retention.intervalMs must be at least 1 ms');
+      policy = next;
+      if (abort.signal.aborted) return;
+      clearInterval(timer);
+      timer = setInterval(tick, policy.intervalMs);
+      timer.unref();
+      if (running) again = true;
+      else tick();
+    },
     async stop(): Promise<void> {
       abort.abort();
       clearInterval(timer);
       await running;
     },
   };
+}
+
+/** A policy in the config file's words, e.g. `cap 512 MB, finished tasks kept 24 h, events 60 min, every 60 s`. */
+export function retentionWords(p: RetentionPolicy): string {
+  return [
+    p.maxStoreBytes > 0 ? `cap ${mb(p.maxStoreBytes)} MB` : 'no size cap',
+    p.keepFinishedMs > 0 ? `finished tasks kept ${+(p.keepFinishedMs / HOUR_MS).toFixed(2)} h` : 'finished tasks kept',
+    `events ${+(p.replayWindowMs / 60_000).toFixed(2)} min`,
+    `every ${+(p.intervalMs / 1000).toFixed(2)} s`,
+  ].join(', ');
 }

@@ -40,7 +40,7 @@ import { RunQueue } from './runQueue';
 import type { Turns } from './runQueue';
 import { hasSharedTurns, SharedTurns } from './sharedTurns';
 import { DEFAULT_RETENTION, INSTANCE_FORGET_MS, startRetention } from './retention';
-import type { RetentionPassResult, RetentionPolicy } from './retention';
+import type { RetentionJob, RetentionPassResult, RetentionPolicy } from './retention';
 import { LiveRoots } from './liveRoots';
 import { PushingEventHub, PushNotifier } from './pushNotifier';
 import type { PushOptions } from './pushNotifier';
@@ -127,6 +127,11 @@ export interface RunningGateway {
    * going on go on, and waiting tasks get the turns a higher limit frees.
    */
   setMaxRunningPerPrincipal(limit: number | undefined): void;
+  /**
+   * Takes a new retention policy (a reloaded config's `retention`): a pass runs with it at once, so a
+   * lowered size cap makes room now; `GET /baton/store` reports the new cap.
+   */
+  setRetention(policy: RetentionPolicy): void;
   close(): Promise<void>;
 }
 
@@ -213,11 +218,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
   // Started once the gateway is whole (a stop it asks for closes it).
   const idle: { timer?: NodeJS.Timeout } = {};
-  const retentionPolicy: RetentionPolicy = { ...DEFAULT_RETENTION, ...(opts.retention ?? {}) };
+  let retentionPolicy: RetentionPolicy = { ...DEFAULT_RETENTION, ...(opts.retention ?? {}) };
   if (!(retentionPolicy.intervalMs >= 1)) throw new Error('retention.intervalMs must be at least 1 ms');
   let lastRetention: { readonly at: number; readonly result: RetentionPassResult } | undefined;
   // Started once the gateway is whole; stopped (a pass in progress finishes its step) before the store closes.
-  const retention: { job?: { stop(): Promise<void> } } = {};
+  const retention: { job?: RetentionJob } = {};
   const release = async (): Promise<void> => {
     stop();
     await retention.job?.stop();
@@ -396,6 +401,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     instanceId,
     agents: [...routes.values()].map((r) => r.indexed),
     setMaxRunningPerPrincipal: (limit) => runs.setLimit(limit ?? 0),
+    setRetention: (policy) => {
+      retention.job?.setPolicy(policy);
+      retentionPolicy = policy;
+    },
     setTokens: (tokens) => {
       const change = auth.setTokens([local, ...tokens]);
       return { count: change.count - 1, added: change.added, removed: change.removed };

@@ -204,14 +204,14 @@ describe('baton-gateway program: its heap growth', () => {
 });
 
 describe(
-  'baton-gateway program: tokens read again on SIGHUP',
+  'baton-gateway program: tokens, limits and retention read again on SIGHUP',
   { skip: process.platform === 'win32' && 'no SIGHUP on Windows' },
   () => {
     const ALICE = 'alice-token-0123456789abcdef';
     const BOB = 'bob-token-0123456789abcdef';
     const sha = (t: string): string => createHash('sha256').update(t).digest('hex');
 
-    it('takes a member added, a token revoked and a new per-member limit without a restart; a file that no longer reads changes nothing', async () => {
+    it('takes a member added, a token revoked, a new per-member limit and retention without a restart; a file that no longer reads changes nothing', async () => {
       using dir = tempDir();
       const config = join(dir.path, 'gateway.json');
       const write = (tokens: Array<{ principal: string; sha256: string }>, extra: Record<string, unknown> = {}): void =>
@@ -255,17 +255,51 @@ describe(
         assert.equal(await statusWith(local), 200, 'the local principal’s own token stays');
         // A file that no longer reads: nothing changes, and the line says why.
         writeFileSync(config, '{"tokens": [');
-        assert.match(await hup(2), /SIGHUP: cannot read .* again \(.*\); the tokens and limits stay as they were$/);
+        assert.match(
+          await hup(2),
+          /SIGHUP: cannot read .* again \(.*\); the tokens, limits and retention stay as they were$/,
+        );
         assert.equal(await statusWith(BOB), 200);
         // The limit of running tasks per member is taken too.
         write([{ principal: 'bob', sha256: sha(BOB) }], { limits: { maxRunningTasksPerPrincipal: 2 } });
         assert.match(await hup(3), /: 1 accepted; unchanged; running tasks per member: 2 \(was no limit\)$/);
+        // Retention is taken too, and a pass runs with it at once (its interval is a minute).
+        const passes = (): number =>
+          gw
+            .stderr()
+            .split('\n')
+            .filter((l) => /retention: compacted/.test(l)).length;
+        const before = passes();
+        write([{ principal: 'bob', sha256: sha(BOB) }], {
+          limits: { maxRunningTasksPerPrincipal: 2 },
+          retention: { finishedTaskHours: 24, maxStoreMb: 512 },
+        });
+        assert.match(
+          await hup(4),
+          /unchanged; retention: cap 512\.0 MB, finished tasks kept 24 h, events 60 min, every 60 s \(was cap 2048\.0 MB, finished tasks kept 168 h, events 60 min, every 60 s\), a pass runs now$/,
+        );
+        const line = await waitUntil(
+          () =>
+            passes() > before
+              ? gw
+                  .stderr()
+                  .split('\n')
+                  .findLast((l) => /retention: compacted/.test(l))
+              : undefined,
+          'a retention pass after the reload',
+        );
+        assert.match(line, /\(cap 512\.0 MB\)$/);
+        const instance = (await (
+          await fetch(`${String(gw.info.url)}/baton/instance`, { headers: { Authorization: `Bearer ${local}` } })
+        ).json()) as { store?: { maxBytes?: number } };
+        assert.equal(instance.store?.maxBytes, 512 * 1024 * 1024);
         // Another setting changed: said to wait for the next start.
         write([{ principal: 'bob', sha256: sha(BOB) }], {
           limits: { maxRunningTasksPerPrincipal: 2 },
-          retention: { finishedTaskHours: 24 },
+          retention: { finishedTaskHours: 24, maxStoreMb: 512 },
+          maxDepth: 2,
         });
-        assert.match(await hup(4), /unchanged\. Other settings changed in the file take effect at the next start$/);
+        assert.match(await hup(5), /unchanged\. Other settings changed in the file take effect at the next start$/);
       } finally {
         assert.equal(await gw.stop(), 0);
       }

@@ -128,6 +128,7 @@ export function suiteGateway(
     },
     setTokens: (tokens) => started().setTokens(tokens),
     setMaxRunningPerPrincipal: (limit) => started().setMaxRunningPerPrincipal(limit),
+    setRetention: (policy) => started().setRetention(policy),
     close: () => started().close(),
   };
 }
