@@ -67,7 +67,11 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
   const gateway = new GatewaySupervisor(context.extensionUri, gatewayState, log);
   activeGateway = gateway;
   context.subscriptions.push(registerTerminalCli(context, gatewayState, log));
-  const agentsView = new AgentsViewProvider(agents, () => gateway.status);
+  const hasToken = async (origin: string) => (await storage.getToken(origin)) !== undefined;
+  const agentsView = new AgentsViewProvider(agents, () => gateway.status, {
+    has: hasToken,
+    onDidChange: context.secrets.onDidChange,
+  });
   const journalDir = join(context.globalStorageUri.fsPath, 'delegations');
   const service = new DelegationService(
     journalDir,
@@ -135,7 +139,6 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     (e: unknown) => log.error(`delegations: could not load the journals: ${errorMessage(e)}`),
   );
   const starter = new DelegationStarter(agents, service, ready);
-  const hasToken = async (origin: string) => (await storage.getToken(origin)) !== undefined;
   context.subscriptions.push(
     ...registerAgentCommands({ agents, gateway, panels, storage, log }),
     ...registerDelegationCommands({ agents, service, starter, panels, auditDocs, journalDir, hasToken }),

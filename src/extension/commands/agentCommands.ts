@@ -164,6 +164,8 @@ export function registerAgentCommands(deps: AgentCommandDeps): vscode.Disposable
           ),
           value: suggested,
           placeHolder: 'https://agents.example.com',
+          // The user may switch to another window to copy it: the box stays.
+          ignoreFocusOut: true,
           validateInput: (v) =>
             v.trim() && !tryNormalizeOrigin(v)
               ? vscode.l10n.t(
@@ -173,19 +175,7 @@ export function registerAgentCommands(deps: AgentCommandDeps): vscode.Disposable
         }));
       if (!typed) return undefined;
       const origin = normalizeOrigin(typed);
-      const token =
-        typeof given?.token === 'string'
-          ? given.token
-          : await vscode.window.showInputBox({
-              title: vscode.l10n.t('Token for {0}', origin),
-              password: true,
-              prompt: origin.startsWith('http:')
-                ? vscode.l10n.t(
-                    '{0} is plain http: the token travels unencrypted to it, and only to it. Stored in VS Code’s secret storage. Leave empty to remove it.',
-                    origin,
-                  )
-                : vscode.l10n.t('Stored in VS Code’s secret storage. Leave empty to remove it.'),
-            });
+      const token = typeof given?.token === 'string' ? given.token : await askToken(origin);
       if (token === undefined) return undefined;
       if (token === '') await storage.deleteToken(origin);
       else await storage.setToken(origin, token);
@@ -207,6 +197,38 @@ export function registerAgentCommands(deps: AgentCommandDeps): vscode.Disposable
       await gateway.stop();
     }),
   ];
+}
+
+/**
+ * Asks for the token of `origin` (masked; empty removes it); undefined when dismissed. The box is shown
+ * at once, when called: called while a quick pick is open (a step of the start flow), it takes that
+ * pick's place with the keyboard focus, rather than opening after the pick closed and focus went back
+ * to where it was before (a view's tree, which then took the typing). It stays when the user switches
+ * to another window to copy the token.
+ */
+export function askToken(origin: string): Promise<string | undefined> {
+  const box = vscode.window.createInputBox();
+  box.title = vscode.l10n.t('Token for {0}', origin);
+  box.password = true;
+  box.ignoreFocusOut = true;
+  box.prompt = origin.startsWith('http:')
+    ? vscode.l10n.t(
+        '{0} is plain http: the token travels unencrypted to it, and only to it. Stored in VS Code’s secret storage. Leave empty to remove it.',
+        origin,
+      )
+    : vscode.l10n.t('Stored in VS Code’s secret storage. Leave empty to remove it.');
+  return new Promise<string | undefined>((resolve) => {
+    let answer: string | undefined;
+    box.onDidAccept(() => {
+      answer = box.value;
+      box.hide();
+    });
+    box.onDidHide(() => {
+      resolve(answer);
+      box.dispose();
+    });
+    box.show();
+  });
 }
 
 /**

@@ -8,6 +8,7 @@ import type { DelegationService } from '../delegate/delegationService';
 import type { DelegationStarter } from '../delegate/delegationStarter';
 import { isDelegateArgs, runStartFlow, type AgentChoice, type DelegateArgs } from '../delegate/startFlow';
 import { errorMessage } from '../errors';
+import { askToken } from './agentCommands';
 import type { DelegationPanelManager } from '../panel/delegationPanel';
 import { delegationPanelTitle } from '../review/reviewSessions';
 import { requireTrust } from '../trust';
@@ -181,29 +182,48 @@ async function tokenReady(deps: DelegationCommandDeps, agentId: string): Promise
   // No origin: Baton would send no token there anyway (an endpoint off the card's origin, not acknowledged).
   const origin = deps.agents.tokenOrigin(entry);
   if (!origin || (await deps.hasToken(origin))) return true;
-  // A quick pick, like the start flow's other steps (and not a modal dialog, which test runs of VS Code dismiss).
-  const pick = await vscode.window.showQuickPick(
-    [
-      {
-        label: `$(key) ${vscode.l10n.t('Set Token…')}`,
-        detail: vscode.l10n.t('Kept in VS Code’s secret storage, sent only to {0}', origin),
-        set: true,
-      },
-      {
-        label: `$(rocket) ${vscode.l10n.t('Delegate Without a Token')}`,
-        detail: vscode.l10n.t('The agent will likely refuse the task'),
-        set: false,
-      },
-    ],
+  // A quick pick, like the start flow's other steps (and not a modal dialog, which test runs of VS Code
+  // dismiss). Set Token… asks for the token in the pick's place (see `askToken`).
+  type Item = vscode.QuickPickItem & { readonly set: boolean };
+  const pick = vscode.window.createQuickPick<Item>();
+  pick.title = vscode.l10n.t('{0} asks for a token, and none is set for {1}', entry.approval.card.name, origin);
+  pick.placeholder = vscode.l10n.t('Nothing has been sent yet.');
+  pick.ignoreFocusOut = true;
+  pick.items = [
     {
-      title: vscode.l10n.t('{0} asks for a token, and none is set for {1}', entry.approval.card.name, origin),
-      placeHolder: vscode.l10n.t('Nothing has been sent yet.'),
-      ignoreFocusOut: true,
+      label: `$(key) ${vscode.l10n.t('Set Token…')}`,
+      detail: vscode.l10n.t('Kept in VS Code’s secret storage, sent only to {0}', origin),
+      set: true,
     },
-  );
-  if (!pick) return false;
-  if (!pick.set) return true;
-  return (await vscode.commands.executeCommand<boolean | undefined>('baton.setToken', { origin })) === true;
+    {
+      label: `$(rocket) ${vscode.l10n.t('Delegate Without a Token')}`,
+      detail: vscode.l10n.t('The agent will likely refuse the task'),
+      set: false,
+    },
+  ];
+  const chosen = await new Promise<Item | undefined>((resolve) => {
+    let item: Item | undefined;
+    let token: Promise<string | undefined> | undefined;
+    pick.onDidAccept(() => {
+      item = pick.selectedItems[0];
+      // Shown before the pick hides, so it takes the pick's place (and the focus).
+      if (item?.set) token = askToken(origin);
+      else pick.hide();
+    });
+    pick.onDidHide(() => {
+      pick.dispose();
+      if (!token) return resolve(item);
+      void token.then(async (t) => {
+        const stored =
+          t !== undefined &&
+          t !== '' &&
+          (await vscode.commands.executeCommand<boolean | undefined>('baton.setToken', { origin, token: t })) === true;
+        resolve(stored ? item : undefined);
+      });
+    });
+    pick.show();
+  });
+  return chosen !== undefined;
 }
 
 /**

@@ -30,12 +30,37 @@ export class AgentsViewProvider extends Disposable implements vscode.TreeDataPro
   private readonly _onDidChangeTreeData = this._register(new vscode.EventEmitter<void>());
   readonly onDidChangeTreeData = this._onDidChangeTreeData.event;
 
+  /** Approved agents whose card asks for a token none is stored for (by card URL): worked out with the rows. */
+  private needsToken: ReadonlySet<string> = new Set();
+
   constructor(
     private readonly agents: AgentService,
     private readonly gateway: () => GatewayStatus,
+    /** Whether a token is stored for an origin, and when the stored tokens change. */
+    private readonly tokens: {
+      readonly has: (origin: string) => Promise<boolean>;
+      readonly onDidChange: vscode.Event<unknown>;
+    },
   ) {
     super();
     this._register(agents.onDidChange(() => this._onDidChangeTreeData.fire()));
+    this._register(tokens.onDidChange(() => this._onDidChangeTreeData.fire()));
+  }
+
+  /**
+   * The approved agents (not the local gateway's, which get its token) whose card asks for a token and
+   * for whose origin none is stored: their first message would be refused.
+   */
+  private async tokensMissing(): Promise<ReadonlySet<string>> {
+    const tokens = this.tokens;
+    const missing = await Promise.all(
+      this.agents.approved().map(async (e) => {
+        if (e.source === 'local-gateway' || !e.approval?.card.securityRequirements.length) return undefined;
+        const origin = this.agents.tokenOrigin(e);
+        return origin && !(await tokens.has(origin)) ? e.cardUrl : undefined;
+      }),
+    );
+    return new Set(missing.filter((u): u is string => u !== undefined));
   }
 
   refresh(): void {
@@ -46,8 +71,9 @@ export class AgentsViewProvider extends Disposable implements vscode.TreeDataPro
     return this.agents.approved().length;
   }
 
-  getChildren(node?: AgentsNode): AgentsNode[] {
+  async getChildren(node?: AgentsNode): Promise<AgentsNode[]> {
     if (!node) {
+      this.needsToken = await this.tokensMissing();
       const all = this.agents.agents;
       if (all.length === 0 && this.gateway().kind === 'stopped') return [];
       const groups: AgentsNode[] = GROUPS.map((g) => ({
@@ -148,10 +174,12 @@ export class AgentsViewProvider extends Disposable implements vscode.TreeDataPro
         const card = e.approval?.card ?? e.served?.card;
         const item = new vscode.TreeItem(card?.name ?? e.cardUrl, vscode.TreeItemCollapsibleState.None);
         item.id = `agent:${e.cardUrl}`;
-        item.contextValue = `agent.${e.status}`;
+        const needsToken = e.status === 'approved' && this.needsToken.has(e.cardUrl);
+        item.contextValue = `agent.${e.status}${needsToken ? '.needsToken' : ''}`;
         const signed = e.served?.signature.status;
-        item.iconPath =
-          e.status === 'approved'
+        item.iconPath = needsToken
+          ? new vscode.ThemeIcon('key', new vscode.ThemeColor('editorWarning.foreground'))
+          : e.status === 'approved'
             ? new vscode.ThemeIcon(
                 signed === 'verified' ? 'verified-filled' : 'pass',
                 new vscode.ThemeColor('testing.iconPassed'),
@@ -167,7 +195,9 @@ export class AgentsViewProvider extends Disposable implements vscode.TreeDataPro
         item.description =
           e.status === 'pending' && e.pendingReason === 'card-changed'
             ? vscode.l10n.t('card changed — review again')
-            : (card?.skills.map((s) => s.name).join(' · ') ?? '');
+            : needsToken
+              ? vscode.l10n.t('needs a token')
+              : (card?.skills.map((s) => s.name).join(' · ') ?? '');
         const md = new vscode.MarkdownString(undefined, true);
         md.isTrusted = false; // agent text: never trusted markdown
         md.supportHtml = false;
@@ -181,6 +211,10 @@ export class AgentsViewProvider extends Disposable implements vscode.TreeDataPro
         if (e.lastSeen)
           md.appendMarkdown(`${vscode.l10n.t('Last seen')}: ${new Date(e.lastSeen).toLocaleString()}\n\n`);
         if (e.lastError) md.appendMarkdown(`$(error) ${escapeMd(e.lastError.message)}\n\n`);
+        if (needsToken)
+          md.appendMarkdown(
+            `$(key) ${escapeMd(vscode.l10n.t('Its card asks for a token, and none is set for its host: set the one its owner gave you with Set Token… (right-click, or the key button).'))}\n\n`,
+          );
         item.tooltip = md;
         // A click opens the agent's page: its review while pending, what was approved and pinned once approved.
         item.command = {

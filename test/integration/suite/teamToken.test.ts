@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { BatonApi } from '../../../src/extension/extension';
-import { activateBaton, driver, startTeamGateway, waitFor } from './util';
+import { activateBaton, driver, readOnScreen, startTeamGateway, waitFor, waitForTreeRow } from './util';
 import type { TeamGateway } from './util';
 
 /**
@@ -129,6 +129,10 @@ describe('A team gateway that refuses the token, then Delegate Again', () => {
     // Leave empty to remove it, as the token box says.
     assert.equal(await vscode.commands.executeCommand<boolean>('baton.setToken', { origin, token: '' }), false);
     assert.equal(await api.hasToken(origin), false);
+    // The Agents view says the agent needs a token, with Set Token… at hand.
+    await vscode.commands.executeCommand('baton.agents.focus');
+    await waitForTreeRow('Formatter', 'needs a token');
+    await driver('screenshot', 'agent-needs-token');
     const task = 'Format src/styles.css again';
     const before = new Set(api.delegations.list().map((v) => v.requestId));
     const started = Promise.resolve(
@@ -147,6 +151,12 @@ describe('A team gateway that refuses the token, then Delegate Again', () => {
     const id = await started;
     assert.ok(id, 'the flow did not start a delegation');
     assert.equal(await api.hasToken(origin), true);
+    await waitFor('the Agents view to drop “needs a token”', async () => {
+      const rows = await readOnScreen('.monaco-list-row', 'aria-label');
+      return rows.some((r) => r.includes('Formatter')) && !rows.some((r) => r.includes('needs a token'))
+        ? true
+        : undefined;
+    });
     const v = await waitFor(
       'the delegation to end',
       () => {
