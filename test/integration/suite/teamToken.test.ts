@@ -2,7 +2,16 @@ import * as assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { BatonApi } from '../../../src/extension/extension';
-import { activateBaton, driver, readOnScreen, startTeamGateway, waitFor, waitForTreeRow } from './util';
+import {
+  activateBaton,
+  approveTeamAgent,
+  driver,
+  readOnScreen,
+  startTeamGateway,
+  waitFor,
+  waitForTreeRow,
+  workspaceRoot,
+} from './util';
 import type { TeamGateway } from './util';
 
 /**
@@ -15,12 +24,6 @@ import type { TeamGateway } from './util';
  */
 
 const TOKEN = 'alice-team-token-0123456789abcdef';
-
-function workspaceRoot(): string {
-  const f = vscode.workspace.workspaceFolders?.[0];
-  if (!f) throw new Error('no workspace folder');
-  return f.uri.fsPath;
-}
 
 describe('A team gateway that refuses the token, then Delegate Again', () => {
   let api: BatonApi;
@@ -38,19 +41,7 @@ describe('A team gateway that refuses the token, then Delegate Again', () => {
       localAgents: ['formatter'],
       tokens: [{ principal: 'alice', sha256: createHash('sha256').update(TOKEN).digest('hex') }],
     });
-    const settings = vscode.workspace.getConfiguration('baton');
-    const hosts = settings.get<string[]>('privateHosts') ?? [];
-    await settings.update('privateHosts', [...hosts, new URL(gateway.url).host], vscode.ConfigurationTarget.Global);
-    const added = (await vscode.commands.executeCommand<string[]>('baton.addAgent', gateway.url)) ?? [];
-    const found = added.find((u) => u.includes('/a2a/formatter'));
-    assert.ok(found, `no formatter added from ${gateway.url}: ${JSON.stringify(added)}`);
-    cardUrl = found;
-    const entry = await waitFor(
-      'the card to be read',
-      () => api.agents.find(cardUrl)?.served && api.agents.find(cardUrl),
-    );
-    const r = await api.agents.approve(cardUrl, entry.served?.digest ?? '');
-    assert.ok(r.ok, r.ok ? '' : r.message);
+    cardUrl = await approveTeamAgent(api, gateway.url, 'formatter');
   });
 
   after(() => {

@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { BatonApi } from '../../../src/extension/extension';
-import { activateBaton, driver, startTeamGateway, waitFor } from './util';
+import { activateBaton, approveTeamAgent, driver, startTeamGateway, waitFor, workspaceRoot } from './util';
 import type { TeamGateway } from './util';
 
 /**
@@ -10,12 +10,6 @@ import type { TeamGateway } from './util';
  * her answer to its question, which keeps its turn; her second is held until the first gives it back,
  * and the panel shows that wait as the gateway says it.
  */
-
-function workspaceRoot(): string {
-  const f = vscode.workspace.workspaceFolders?.[0];
-  if (!f) throw new Error('no workspace folder');
-  return f.uri.fsPath;
-}
 
 describe('A team gateway’s turns, from the panel', () => {
   let api: BatonApi;
@@ -37,19 +31,7 @@ describe('A team gateway’s turns, from the panel', () => {
       },
       ['--agent-pace-ms', '300'],
     );
-    const settings = vscode.workspace.getConfiguration('baton');
-    const hosts = settings.get<string[]>('privateHosts') ?? [];
-    await settings.update('privateHosts', [...hosts, new URL(gateway.url).host], vscode.ConfigurationTarget.Global);
-    const added = (await vscode.commands.executeCommand<string[]>('baton.addAgent', gateway.url)) ?? [];
-    const found = added.find((u) => u.includes('/a2a/refactor'));
-    assert.ok(found, `no refactoring agent added from ${gateway.url}: ${JSON.stringify(added)}`);
-    cardUrl = found;
-    const entry = await waitFor(
-      'the card to be read',
-      () => api.agents.find(cardUrl)?.served && api.agents.find(cardUrl),
-    );
-    const r = await api.agents.approve(cardUrl, entry.served?.digest ?? '');
-    assert.ok(r.ok, r.ok ? '' : r.message);
+    cardUrl = await approveTeamAgent(api, gateway.url, 'refactor');
   });
 
   after(() => {

@@ -138,3 +138,30 @@ export async function startTeamGateway(
     },
   };
 }
+
+/** The first workspace folder's path (the sample repository the suite runs on). */
+export function workspaceRoot(): string {
+  const f = vscode.workspace.workspaceFolders?.[0];
+  if (!f) throw new Error('no workspace folder');
+  return f.uri.fsPath;
+}
+
+/**
+ * Adds a team gateway's agents as a user does (its host allowed as private, Add Agent with its URL)
+ * and approves the one whose card URL has `/a2a/<agentId>`; answers its card URL.
+ */
+export async function approveTeamAgent(api: BatonApi, gatewayUrl: string, agentId: string): Promise<string> {
+  const settings = vscode.workspace.getConfiguration('baton');
+  const hosts = settings.get<string[]>('privateHosts') ?? [];
+  await settings.update('privateHosts', [...hosts, new URL(gatewayUrl).host], vscode.ConfigurationTarget.Global);
+  const added = (await vscode.commands.executeCommand<string[]>('baton.addAgent', gatewayUrl)) ?? [];
+  const cardUrl = added.find((u) => u.includes(`/a2a/${agentId}`));
+  if (!cardUrl) throw new Error(`no agent ${agentId} added from ${gatewayUrl}: ${JSON.stringify(added)}`);
+  const entry = await waitFor(
+    'the card to be read',
+    () => api.agents.find(cardUrl)?.served && api.agents.find(cardUrl),
+  );
+  const r = await api.agents.approve(cardUrl, entry.served?.digest ?? '');
+  if (!r.ok) throw new Error(r.message);
+  return cardUrl;
+}
