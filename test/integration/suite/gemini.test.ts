@@ -15,6 +15,7 @@ import {
   startTeamGateway,
   waitFor,
   waitForTreeRow,
+  stopTeamGateway,
 } from './util';
 import type { TeamGateway } from './util';
 
@@ -79,7 +80,7 @@ describe('Gemini CLI’s A2A server, from the panel', () => {
   });
 
   after(async () => {
-    gateway?.stop();
+    await stopTeamGateway(api, gateway);
     await peer?.stop();
   });
 

@@ -11,6 +11,7 @@ import {
   waitFor,
   waitForTreeRow,
   workspaceRoot,
+  stopTeamGateway,
 } from './util';
 import type { TeamGateway } from './util';
 
@@ -44,8 +45,8 @@ describe('A team gateway that refuses the token, then Delegate Again', () => {
     cardUrl = await approveTeamAgent(api, gateway.url, 'formatter');
   });
 
-  after(() => {
-    gateway?.stop();
+  after(async () => {
+    await stopTeamGateway(api, gateway);
   });
 
   it('says the token was refused at the first message, and Delegate Again sends the same task once the token is set', async () => {

@@ -1,7 +1,15 @@
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { BatonApi } from '../../../src/extension/extension';
-import { activateBaton, approveTeamAgent, driver, startTeamGateway, waitFor, workspaceRoot } from './util';
+import {
+  activateBaton,
+  approveTeamAgent,
+  driver,
+  startTeamGateway,
+  waitFor,
+  workspaceRoot,
+  stopTeamGateway,
+} from './util';
 import type { TeamGateway } from './util';
 
 /**
@@ -34,8 +42,8 @@ describe('A team gateway’s turns, from the panel', () => {
     cardUrl = await approveTeamAgent(api, gateway.url, 'refactor');
   });
 
-  after(() => {
-    gateway?.stop();
+  after(async () => {
+    await stopTeamGateway(api, gateway);
   });
 
   const stateOf = (id: string): string | undefined => api.delegations.journalView(id)?.state;

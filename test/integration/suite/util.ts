@@ -165,3 +165,15 @@ export async function approveTeamAgent(api: BatonApi, gatewayUrl: string, agentI
   if (!r.ok) throw new Error(r.message);
   return cardUrl;
 }
+
+/**
+ * Stops a team gateway and removes its agents from Baton's list: a later test that looks for an
+ * approved agent by name (say, the first "Formatter") must not find this one, gone with its gateway.
+ */
+export async function stopTeamGateway(api: BatonApi | undefined, gateway: TeamGateway | undefined): Promise<void> {
+  if (!gateway) return;
+  const base = gateway.url.replace(/\/$/, '');
+  for (const a of api?.agents.agents ?? [])
+    if (a.cardUrl === base || a.cardUrl.startsWith(`${base}/`)) await api?.agents.remove(a.cardUrl);
+  gateway.stop();
+}
