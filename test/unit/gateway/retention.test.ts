@@ -10,7 +10,7 @@ import type { StreamResponse } from '@a2a-js/sdk';
 import { requestDigest, toVerifiedKey, verifyResultEnvelope } from '../../../src/node/signing';
 import type { PublicJwk } from '../../../src/node/signing';
 import { startGateway } from '../../../src/gateway/server';
-import { retentionPass } from '../../../src/gateway/retention';
+import { retentionPass, retentionWords, startRetention } from '../../../src/gateway/retention';
 import type { RetentionPolicy } from '../../../src/gateway/retention';
 import type { GatewayStore } from '../../../src/gateway/store/gatewayStore';
 import { PostgresGatewayStore } from '../../../src/gateway/store/postgresStore';
@@ -579,5 +579,55 @@ describe('gateway: instance rows', () => {
     } finally {
       await gw.close();
     }
+  });
+});
+
+describe('retention job: a policy taken while it runs (SIGHUP)', () => {
+  it('runs a pass with the new policy at once, and again after a pass that was under way', async () => {
+    using dir = tempDir();
+    const store = await SqliteWorkerStore.open({ file: join(dir.path, 'gateway.db') });
+    const hour = 3_600_000;
+    const policy: RetentionPolicy = { keepFinishedMs: 0, maxStoreBytes: 0, replayWindowMs: hour, intervalMs: hour };
+    const passes: string[] = [];
+    const job = startRetention(store, policy, (line) => passes.push(line));
+    try {
+      await new Promise((r) => setTimeout(r, 100));
+      assert.equal(passes.length, 0, 'nothing runs before the interval');
+      job.setPolicy({ ...policy, maxStoreBytes: 512 * 1024 * 1024 });
+      /** Waits for a pass whose line ends with `cap`. */
+      const passWith = async (cap: string): Promise<void> => {
+        const end = Date.now() + 10_000;
+        while (!passes.some((l) => l.endsWith(`(cap ${cap})`))) {
+          if (Date.now() > end)
+            throw new Error(`timed out waiting for a pass with cap ${cap}: ${JSON.stringify(passes)}`);
+          await new Promise((r) => setTimeout(r, 10));
+        }
+      };
+      await passWith('512.0 MB');
+      // Two policies in a row, the second while a pass may be under way: the latest one gets a pass.
+      job.setPolicy({ ...policy, maxStoreBytes: 256 * 1024 * 1024 });
+      job.setPolicy({ ...policy, maxStoreBytes: 128 * 1024 * 1024 });
+      await passWith('128.0 MB');
+      assert.throws(() => job.setPolicy({ ...policy, intervalMs: 0 }), /at least 1 ms/);
+    } finally {
+      await job.stop();
+      await store.close();
+    }
+  });
+
+  it('says a policy in the config file’s words', () => {
+    assert.equal(
+      retentionWords({
+        keepFinishedMs: 24 * 3_600_000,
+        maxStoreBytes: 512 * 1024 * 1024,
+        replayWindowMs: 90 * 60_000,
+        intervalMs: 30_000,
+      }),
+      'cap 512.0 MB, finished tasks kept 24 h, events 90 min, every 30 s',
+    );
+    assert.equal(
+      retentionWords({ keepFinishedMs: 0, maxStoreBytes: 0, replayWindowMs: 0, intervalMs: 60_000 }),
+      'no size cap, finished tasks kept, events 0 min, every 60 s',
+    );
   });
 });
