@@ -259,6 +259,11 @@ async function delegateAgain(
   }
   const parent =
     plan.parentRequestId && deps.service.journalView(plan.parentRequestId) ? plan.parentRequestId : undefined;
+  const stillApproved = deps.agents.approved().some((a) => a.cardUrl === plan.agentId);
+  if (!stillApproved)
+    void vscode.window.showInformationMessage(
+      vscode.l10n.t('{0} is no longer an approved agent: choose one for the same task.', plan.agentName),
+    );
   let missing: string[] = [];
   const id2 = await startFromPalette(
     deps,
@@ -269,7 +274,9 @@ async function delegateAgain(
       return again.context;
     },
     {
-      agentId: plan.agentId,
+      // An agent no longer approved (removed, or its card changed and not reviewed again): the user
+      // picks one for the same task.
+      ...(stillApproved ? { agentId: plan.agentId } : {}),
       task: plan.task,
       capabilities: plan.capabilities,
       ...(plan.deadlineMinutes !== undefined ? { deadlineMinutes: plan.deadlineMinutes } : {}),

@@ -159,4 +159,22 @@ describe('A team gateway that refuses the token, then Delegate Again', () => {
     );
     assert.equal(v.outcome, 'completed', v.outcomeReason);
   });
+
+  it('offers the agents there are for the same task once its agent is no longer approved', async () => {
+    const failed = api.delegations
+      .list()
+      .find((d) => d.state === 'failed' && api.delegations.request(d.requestId)?.agent.cardUrl === cardUrl);
+    assert.ok(failed, 'the failed delegation of the first test');
+    await api.agents.remove(cardUrl);
+    const again = Promise.resolve(
+      vscode.commands.executeCommand<string | undefined>('baton.delegateAgain', failed.requestId),
+    );
+    await driver('expectText', 'is no longer an approved agent');
+    // Then the agent picker with the approved agents there are (or, in a window with none, the
+    // warning that says to add one).
+    await driver('screenshot', 'delegate-again-agent-gone');
+    await driver('press', 'Escape');
+    await vscode.commands.executeCommand('notifications.clearAll');
+    assert.equal(await again, undefined, 'nothing started');
+  });
 });
