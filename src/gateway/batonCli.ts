@@ -624,6 +624,13 @@ async function finish(
       );
     }
     if (outcome === 'unknown') line(out, `contact was lost; check again with: baton watch ${view.requestId}`);
+    if (view.tokenRefused)
+      line(
+        out,
+        outcome === 'failed'
+          ? 'the agent refused the token: set $BATON_TOKEN to the token its gateway issued you, then run the same command again (nothing was started)'
+          : `the agent refused the token: set $BATON_TOKEN to the token its gateway issued you, then follow the task again with: baton watch ${view.requestId}`,
+      );
   }
   return check.status === 'invalid' ? EXIT_UNVERIFIED : EXIT[outcome];
 }

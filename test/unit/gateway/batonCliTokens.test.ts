@@ -141,6 +141,13 @@ describe('baton command line: the gateway token goes only to the gateway origin'
     }
   });
 
+  it('a token the gateway refuses: the delegation fails before any task, and the line says to set $BATON_TOKEN', async () => {
+    const r = await run(['delegate', 'echo', 'say hi'], { ...withEnvToken, BATON_TOKEN: 'a-token-nobody-issued-0123' });
+    assert.notEqual(r.code, 0, r.text);
+    assert.match(r.text, /^failed: .*bearer token.*UNAUTHENTICATED/m);
+    assert.match(r.text, /^the agent refused the token: set \$BATON_TOKEN .* \(nothing was started\)$/m);
+  });
+
   it('a card URL on another origin, with its interface there too, gets no token (either token source)', async () => {
     const agent = await startAgentServer({ script: completes, declareBearer: true, wireCard: true, streaming: false });
     try {
