@@ -86,26 +86,37 @@ describe('gateway: tokens replaced while it runs', () => {
   });
 });
 
+/**
+ * A gateway whose `hold` agent takes the one member token `token`, and that agent's card and endpoint
+ * over `binding` as Baton's client reads them.
+ */
+async function holdGateway(stateDir: string, token: string, binding = 'JSONRPC') {
+  const gw = await startGateway({
+    stateDir,
+    localAgents: [scriptedAgent({ id: 'hold', waitForCancel: true })],
+    tokens: [{ principal: 'alice', sha256: sha256HexOf(token) }],
+    log: () => undefined,
+  });
+  try {
+    const card = normalizeCard(await (await fetch(`${gw.url}/a2a/hold/.well-known/agent-card.json`)).json());
+    const iface = card.supportedInterfaces.find((i) => i.protocolBinding === binding && i.protocolVersion === '1.0');
+    assert.ok(iface, `no ${binding} interface`);
+    return { gw, card, endpoint: { url: iface.url, protocolBinding: binding, protocolVersion: '1.0' } };
+  } catch (e) {
+    await gw.close();
+    throw e;
+  }
+}
+
 describe('Baton’s own client, when the gateway revokes its token mid-task', () => {
   it('reconnects, says the agent refused its token (once), and goes on with the task once given a new one', async () => {
     const OLD = 'old-token-0123456789abcdef';
     const NEW = 'new-token-0123456789abcdef';
     using dir = tempDir();
     using journals = tempDir();
-    const gw = await startGateway({
-      stateDir: dir.path,
-      localAgents: [scriptedAgent({ id: 'hold', waitForCancel: true })],
-      tokens: [{ principal: 'alice', sha256: sha256HexOf(OLD) }],
-      log: () => undefined,
-    });
+    const { gw, card, endpoint } = await holdGateway(dir.path, OLD);
     const store = new JournalStore(journals.path);
     try {
-      const card = normalizeCard(await (await fetch(`${gw.url}/a2a/hold/.well-known/agent-card.json`)).json());
-      const iface = card.supportedInterfaces.find(
-        (i) => i.protocolBinding === 'JSONRPC' && i.protocolVersion === '1.0',
-      );
-      assert.ok(iface);
-      const endpoint = { url: iface.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' };
       // What the user has stored for the gateway's origin: read at every request, as the extension does.
       let stored = OLD;
       const connection = await connectAgent({ card, endpoint, getToken: () => Promise.resolve(stored) });
@@ -153,20 +164,9 @@ describe('Baton’s own client, when the gateway refuses its token at the first 
       const GOOD = 'good-token-0123456789abcdef';
       using dir = tempDir();
       using journals = tempDir();
-      const gw = await startGateway({
-        stateDir: dir.path,
-        localAgents: [scriptedAgent({ id: 'hold', waitForCancel: true })],
-        tokens: [{ principal: 'alice', sha256: sha256HexOf(GOOD) }],
-        log: () => undefined,
-      });
+      const { gw, card, endpoint } = await holdGateway(dir.path, GOOD, binding);
       const store = new JournalStore(journals.path);
       try {
-        const card = normalizeCard(await (await fetch(`${gw.url}/a2a/hold/.well-known/agent-card.json`)).json());
-        const iface = card.supportedInterfaces.find(
-          (i) => i.protocolBinding === binding && i.protocolVersion === '1.0',
-        );
-        assert.ok(iface);
-        const endpoint = { url: iface.url, protocolBinding: binding, protocolVersion: '1.0' };
         const run = async (token: string): Promise<DelegationJournal> => {
           const connection = await connectAgent({ card, endpoint, getToken: () => Promise.resolve(token) });
           const request = makeRequest(endpoint, 'hold on');
