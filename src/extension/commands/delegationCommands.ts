@@ -206,14 +206,17 @@ async function tokenReady(deps: DelegationCommandDeps, agentId: string): Promise
     let token: Promise<string | undefined> | undefined;
     pick.onDidAccept(() => {
       item = pick.selectedItems[0];
-      // Shown before the pick hides, so it takes the pick's place (and the focus).
+      // Shown before the pick hides, so it takes the pick's place (and the focus). `item` is set first:
+      // the pick's hide may be announced while the box is being shown.
       if (item?.set) token = askToken(origin);
       else pick.hide();
     });
     pick.onDidHide(() => {
       pick.dispose();
-      if (!token) return resolve(item);
-      void token.then(async (t) => {
+      if (!item?.set) return resolve(item);
+      // Read once the accept handler has returned (`token` is assigned by then).
+      void Promise.resolve().then(async () => {
+        const t = await token;
         const stored =
           t !== undefined &&
           t !== '' &&
