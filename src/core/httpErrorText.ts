@@ -5,6 +5,7 @@
  * HTML page in the delegation's outcome. Such an answer usually comes from a web server or proxy in
  * front of the agent, which the user's message never got past.
  */
+import { isRecord } from './isRecord';
 
 const SDK_HTTP_ERROR =
   /^HTTP error (?:for (.+?)! Status: |establishing stream for (.+?): )(\d{3}) ?(.*?)\. Response: ([\s\S]*)$/;
@@ -50,10 +51,8 @@ function jsonErrorMessage(body: string): string | undefined {
   if (!body.startsWith('{')) return undefined;
   try {
     const v: unknown = JSON.parse(body);
-    if (typeof v !== 'object' || v === null) return undefined;
-    const error = (v as { error?: unknown }).error;
-    const inner = typeof error === 'object' && error !== null ? (error as { message?: unknown }).message : undefined;
-    const message = inner ?? (v as { message?: unknown }).message;
+    if (!isRecord(v)) return undefined;
+    const message = (isRecord(v.error) ? v.error.message : undefined) ?? v.message;
     return typeof message === 'string' && message.trim() ? message.trim() : undefined;
   } catch {
     return undefined;

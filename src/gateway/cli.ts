@@ -7,8 +7,8 @@
  * so a supervisor can wait for it, and writes the same to <state>/gateway.json for the editor and the
  * `baton` command line. Stops cleanly on SIGTERM / SIGINT, on an authenticated `POST /baton/shutdown`, and
  * (with --idle-stop-seconds) once it has served no folder and run no task for that long. On SIGHUP it
- * reads its config file again and takes its `tokens` (a member added, a token revoked) and its limit
- * of running tasks per member without a restart.
+ * reads its config file again and takes its `tokens` (a member added, a token revoked), its limit
+ * of running tasks per member and its `retention` without a restart.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';

@@ -139,8 +139,7 @@ export function startRetention(
   /** A new policy arrived while a pass ran: one more pass follows it. */
   let again = false;
   const tick = (): void => {
-    if (abort.signal.aborted) return;
-    if (running) return;
+    if (running || abort.signal.aborted) return;
     running = retentionPass(store, policy, abort.signal)
       .then(
         (r) => {
@@ -183,7 +182,7 @@ export function startRetention(
   };
 }
 
-/** A policy in the config file's words, e.g. `cap 512 MB, finished tasks kept 24 h, events 60 min, every 60 s`. */
+/** A policy in the config file's words, e.g. `cap 512.0 MB, finished tasks kept 24 h, events 60 min, every 60 s`. */
 export function retentionWords(p: RetentionPolicy): string {
   return [
     p.maxStoreBytes > 0 ? `cap ${mb(p.maxStoreBytes)} MB` : 'no size cap',

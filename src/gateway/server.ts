@@ -129,7 +129,7 @@ export interface RunningGateway {
   setMaxRunningPerPrincipal(limit: number | undefined): void;
   /**
    * Takes a new retention policy (a reloaded config's `retention`): a pass runs with it at once, so a
-   * lowered size cap makes room now; `GET /baton/store` reports the new cap.
+   * lowered size cap makes room now; `GET /baton/instance` reports the new cap.
    */
   setRetention(policy: RetentionPolicy): void;
   close(): Promise<void>;

@@ -63,7 +63,8 @@ export interface Run {
 }
 
 export async function newRun(
-  server: AgentServer,
+  /** The agent: a test server, or any card and JSON-RPC endpoint (a gateway's). */
+  server: Pick<AgentServer, 'card' | 'jsonRpc'>,
   store: JournalStore,
   task: string,
   opts: {

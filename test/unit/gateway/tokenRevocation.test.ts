@@ -5,11 +5,12 @@ import assert from 'node:assert/strict';
 import type { StreamResponse } from '@a2a-js/sdk';
 import { sha256HexOf } from '../../../src/gateway/config';
 import { DelegationJournal } from '../../../src/core/delegation';
+import type { DelegationRequest } from '../../../src/core/delegation';
 import { startGateway } from '../../../src/gateway/server';
 import { connectAgent, normalizeCard } from '../../../src/node/a2a/clientFactory';
 import { DelegationRunner } from '../../../src/node/a2a/delegationRunner';
 import { JournalStore } from '../../../src/node/journalStore';
-import { makeRequest } from '../delegation/harness';
+import { makeRequest, newRun } from '../delegation/harness';
 import { bounded, clientFor, rpcPost, scriptedAgent, sendRequest, suiteGateway, tempDir, userMessage } from './helpers';
 
 describe('gateway: tokens replaced while it runs', () => {
@@ -120,15 +121,10 @@ describe('Baton’s own client, when the gateway revokes its token mid-task', ()
       // What the user has stored for the gateway's origin: read at every request, as the extension does.
       let stored = OLD;
       const connection = await connectAgent({ card, endpoint, getToken: () => Promise.resolve(stored) });
-      const request = makeRequest(endpoint, 'hold on');
-      await store.create(request);
-      const journal = new DelegationJournal(request);
-      // Slow enough retries for the new token to arrive before Baton gives up.
-      const runner = new DelegationRunner({
+      const { runner, journal } = await newRun({ card, jsonRpc: endpoint }, store, 'hold on', {
         connection,
-        journal,
-        sink: store,
-        reconnect: { maxAttempts: 50, initialDelayMs: 100, maxDelayMs: 200 },
+        // Slow enough retries for the new token to arrive before Baton gives up.
+        runner: { reconnect: { maxAttempts: 50, initialDelayMs: 100, maxDelayMs: 200 } },
       });
       const running = runner.start();
       await until(() => journal.state() === 'working', 'the task to run');
@@ -167,28 +163,22 @@ describe('Baton’s own client, when the gateway refuses its token at the first 
       const { gw, card, endpoint } = await holdGateway(dir.path, GOOD, binding);
       const store = new JournalStore(journals.path);
       try {
-        const run = async (token: string): Promise<DelegationJournal> => {
+        /** A delegation with `token` to the gateway, run to its end; `alter` changes the request first. */
+        const run = async (token: string, alter = (r: DelegationRequest): DelegationRequest => r) => {
           const connection = await connectAgent({ card, endpoint, getToken: () => Promise.resolve(token) });
-          const request = makeRequest(endpoint, 'hold on');
+          const request = alter(makeRequest(endpoint, 'hold on'));
           await store.create(request);
           const journal = new DelegationJournal(request);
           await bounded(new DelegationRunner({ connection, journal, sink: store }).start(), 'the delegation');
-          return journal;
+          return journal.view(Date.now());
         };
-        const refused = await run('a-token-nobody-issued-0123456789');
-        const view = refused.view(Date.now());
+        const view = await run('a-token-nobody-issued-0123456789');
         assert.equal(view.state, 'failed', view.outcomeReason);
         assert.equal(view.taskId, undefined, 'no task was created');
         assert.equal(view.tokenRefused, true, view.outcomeReason);
         assert.match(view.outcomeReason ?? '', /bearer token.*this gateway issued you.*(UNAUTHENTICATED|HTTP 401)/);
         // The same gateway refusing the send for what it carries: no word about the token.
-        const connection = await connectAgent({ card, endpoint, getToken: () => Promise.resolve(GOOD) });
-        const request = makeRequest(endpoint, 'hold on');
-        const broken: typeof request = { ...request, message: { ...request.message, parts: [] } };
-        await store.create(broken);
-        const journal = new DelegationJournal(broken);
-        await bounded(new DelegationRunner({ connection, journal, sink: store }).start(), 'the empty delegation');
-        const other = journal.view(Date.now());
+        const other = await run(GOOD, (r) => ({ ...r, message: { ...r.message, parts: [] } }));
         assert.equal(other.state, 'failed', other.outcomeReason);
         assert.equal(other.tokenRefused, undefined, other.outcomeReason);
       } finally {
