@@ -11,7 +11,7 @@ import type { LocalAgent } from './agents/localAgent';
 import type { TokenAuthenticator } from './auth';
 import { buildAgentCard, buildGatewayCard } from './cards';
 import type { CardKeys, IndexedAgent } from './cards';
-import type { RemoteAgentConfig } from './config';
+import type { RemoteAgentConfig, RemoteAuth } from './config';
 import type { GatewayContext } from './gatewayContext';
 import { a2aRouter } from './http/a2aRoutes';
 import { cardRoute, CardSlot } from './http/cardRoute';
@@ -38,6 +38,8 @@ interface RouteAgent {
   readonly indexed: IndexedAgent;
   readonly runner: TaskRunner;
   readonly watcher?: RemoteCardWatcher;
+  /** A remote's config, and how its credentials are replaced (a config read again). */
+  readonly remote?: { readonly cfg: () => RemoteAgentConfig; readonly setAuth: (auth: RemoteAuth) => void };
 }
 
 /** What the A2A part of every route shares: who may call, and what one request may cost. */
@@ -56,6 +58,7 @@ export class AgentRoute {
   readonly watcher: RemoteCardWatcher | undefined;
   readonly handler: GatewayRequestHandler;
   private readonly card: CardSlot;
+  private readonly remoteAgent: RouteAgent['remote'];
 
   private constructor(
     private readonly site: RouteSite,
@@ -68,6 +71,7 @@ export class AgentRoute {
     this.indexed = agent.indexed;
     this.runner = agent.runner;
     this.watcher = agent.watcher;
+    this.remoteAgent = agent.remote;
     this.id = agent.indexed.id;
     this.path = `/a2a/${encodeURIComponent(this.id)}`;
     this.handler = new GatewayRequestHandler(ctx, this.id, () => this.readyCard(), this.runner, push);
@@ -103,14 +107,52 @@ export class AgentRoute {
           log: ctx.log,
           onChange: invalidate,
         });
+        const runner = new ProxyTaskRunner(ctx, cfg, () => watcher.facts);
         return {
           indexed: { id: cfg.id, name: cfg.name, description: cfg.description, kind: 'remote' },
-          runner: new ProxyTaskRunner(ctx, cfg, () => watcher.facts),
+          runner,
           watcher,
+          remote: {
+            cfg: () => runner.config,
+            setAuth: (auth) => {
+              runner.setAuth(auth);
+              watcher.setAuth(auth);
+            },
+          },
         };
       },
       opts.push,
     );
+  }
+
+  /** The remote agent's config as the route uses it; undefined for a local agent. */
+  get remote(): RemoteAgentConfig | undefined {
+    return this.remoteAgent?.cfg();
+  }
+
+  /** A remote's new credentials (its config read again): every call to it from now on carries them. */
+  setRemoteAuth(auth: RemoteAuth): void {
+    this.remoteAgent?.setAuth(auth);
+  }
+
+  /** True while the agent takes no new tasks (`retire`). */
+  get retired(): boolean {
+    return this.handler.retired !== undefined;
+  }
+
+  /**
+   * The agent was removed from the config of the running gateway: it takes no new tasks (a first
+   * message is refused with `why`) and leaves the index, but its tasks go on. They can still be read,
+   * followed, answered and canceled at its route, and its card is still served there, for the clients
+   * that follow them.
+   */
+  retire(why: string): void {
+    this.handler.retired = why;
+  }
+
+  /** Takes new tasks again (the agent is back in the config as it was). */
+  restore(): void {
+    this.handler.retired = undefined;
   }
 
   /** The route's card as served (built on first use, again after `invalidate`). */
@@ -170,12 +212,59 @@ export class AgentRoute {
   }
 }
 
+/**
+ * The routes a gateway serves, by agent id (retired ones too), each found by the path segment that
+ * names it, so a request costs the same whatever the number of agents. Routes are added while the
+ * gateway runs (a config read again adds remote agents); none is ever taken out, a removed agent's is
+ * retired (`AgentRoute.retire`).
+ */
+export class RouteTable {
+  readonly routes = new Map<string, AgentRoute>();
+  private readonly byPath = new Map<string, express.Router>();
+
+  constructor(private readonly http: RouteHttp) {}
+
+  /** Serves `route`; false when its id or its path (paths match without regard to case) is taken. */
+  add(route: AgentRoute): boolean {
+    const key = route.path.toLowerCase();
+    if (this.routes.has(route.id) || this.byPath.has(key)) return false;
+    this.routes.set(route.id, route);
+    this.byPath.set(key, route.router(this.http));
+    return true;
+  }
+
+  /** Whether a route could be added with this id (the id and its path are free). */
+  free(id: string): boolean {
+    return !this.routes.has(id) && !this.byPath.has(`/a2a/${encodeURIComponent(id)}`.toLowerCase());
+  }
+
+  /** The router of the route at `path` (/a2a/<agent>, any case). */
+  routerAt(path: string): express.Router | undefined {
+    return this.byPath.get(path.toLowerCase());
+  }
+
+  /** The agents that take new tasks, in the order they were added: what the index lists. */
+  listed(): IndexedAgent[] {
+    return [...this.routes.values()].filter((r) => !r.retired).map((r) => r.indexed);
+  }
+}
+
 /** The gateway's own card: the index of the agents it serves. */
 export class IndexRoute {
   private readonly card: CardSlot;
 
-  constructor(site: RouteSite, agents: readonly IndexedAgent[]) {
-    this.card = new CardSlot(() => buildGatewayCard(site.baseUrl, agents, site.keys, site.tokenRequired));
+  constructor(
+    site: RouteSite,
+    private agents: readonly IndexedAgent[],
+  ) {
+    this.card = new CardSlot(() => buildGatewayCard(site.baseUrl, this.agents, site.keys, site.tokenRequired));
+  }
+
+  /** The agents the index lists changed (a config read again): the card is built again, with a new ETag. */
+  setAgents(agents: readonly IndexedAgent[]): void {
+    this.agents = agents;
+    this.card.invalidate();
+    void this.card.get().catch(() => undefined);
   }
 
   published(): Promise<PublishedCard> {
@@ -197,16 +286,17 @@ export function checkAgentIds(
   localAgents: readonly Pick<LocalAgent, 'id'>[],
   remoteAgents: readonly Pick<RemoteAgentConfig, 'id'>[],
 ): void {
+  // Routes match without regard to case: ids that differ only in case would share one.
   const ids = new Set<string>();
   for (const a of localAgents) {
-    if (ids.has(a.id)) throw new Error(`two agents are named ${a.id}; rename one in the config`);
-    ids.add(a.id);
+    if (ids.has(a.id.toLowerCase())) throw new Error(`two agents are named ${a.id}; rename one in the config`);
+    ids.add(a.id.toLowerCase());
   }
   for (const r of remoteAgents) {
-    if (ids.has(r.id))
+    if (ids.has(r.id.toLowerCase()))
       throw new Error(
         `agent id ${r.id} is used by a local agent and a configured remote agent; rename the remote one in the config`,
       );
-    ids.add(r.id);
+    ids.add(r.id.toLowerCase());
   }
 }

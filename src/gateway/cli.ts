@@ -7,8 +7,9 @@
  * so a supervisor can wait for it, and writes the same to <state>/gateway.json for the editor and the
  * `baton` command line. Stops cleanly on SIGTERM / SIGINT, on an authenticated `POST /baton/shutdown`, and
  * (with --idle-stop-seconds) once it has served no folder and run no task for that long. On SIGHUP it
- * reads its config file again and takes its `tokens` (a member added, a token revoked), its limit
- * of running tasks per member and its `retention` without a restart.
+ * reads its config file again and takes its `tokens` (a member added, a token revoked), its remote
+ * `agents` (added, removed, new credentials), its limit of running tasks per member and its
+ * `retention` without a restart.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -21,7 +22,7 @@ import { defaultStateDir } from './cliPaths';
 import { ConfigError, gatewayLimitsOf, loadGatewayConfig } from './config';
 import type { GatewayConfig } from './config';
 import { startGateway } from './server';
-import type { RunningGateway } from './server';
+import type { AgentChange, RunningGateway } from './server';
 import { retentionFromConfig, retentionWords } from './retention';
 import type { RetentionPolicy } from './retention';
 import { defaultWorkspaceRoot } from './workspace/workspaceRoot';
@@ -33,8 +34,9 @@ const USAGE = `usage: baton-gateway [options]
                        "retention": {"finishedTaskHours": 168, "maxStoreMb": 2048, "replayWindowMinutes": 60,
                        "intervalSeconds": 60} are the defaults (finished tasks deleted after a week or, oldest
                        first, above the size cap; their events compacted after the replay window). On SIGHUP
-                       the file is read again and its tokens, limits.maxRunningTasksPerPrincipal and
-                       retention taken; other settings wait for the next start
+                       the file is read again and its tokens, remote agents (added; removed: no new tasks,
+                       theirs go on; new credentials), limits.maxRunningTasksPerPrincipal and retention
+                       taken; other settings wait for the next start
   --state DIR          state folder: key, token, SQLite store (default $BATON_STATE_DIR or ~/.baton/gateway)
   --host HOST          address to bind (default 127.0.0.1)
   --port N             port (default 0: a free one)
@@ -237,6 +239,11 @@ async function main(argv: string[]): Promise<number> {
   };
   const infoFile = join(stateDir, 'gateway.json');
   writeFileSync(infoFile, `${JSON.stringify(info)}\n`, { mode: 0o600 });
+  /** The info file again, with the agents served now (a reload changed them), if it still names this gateway. */
+  const rewriteInfo = (): void => {
+    if (namesInstance(infoFile, gw.instanceId))
+      writeFileSync(infoFile, `${JSON.stringify({ ...info, agents: gw.agents.map((a) => a.id) })}\n`, { mode: 0o600 });
+  };
   process.stdout.write(`${JSON.stringify(info)}\n`);
 
   const configFile = typeof values.config === 'string' ? values.config : undefined;
@@ -249,6 +256,7 @@ async function main(argv: string[]): Promise<number> {
     if (!configFile) return;
     const r = reloadConfig(configFile, config, taken, gw);
     taken = r.taken;
+    if (r.agentsChanged) rewriteInfo();
     process.stderr.write(`baton-gateway: ${r.line}\n`);
   };
   // Only with a config file to read (a server's way); without one a hangup ends the gateway, as it
@@ -282,25 +290,44 @@ interface Taken {
   readonly retention: RetentionPolicy;
 }
 
+/** What a reload did to the remote agents, in words (nothing when it did nothing). */
+export function agentChangeWords(c: AgentChange): string[] {
+  const ids = (list: readonly string[]): string => list.join(', ');
+  const parts: string[] = [];
+  if (c.added.length) parts.push(`agents added: ${ids(c.added)}`);
+  if (c.retired.length)
+    parts.push(`agents removed: ${ids(c.retired)} (no new tasks; the tasks they have go on and can be read)`);
+  if (c.restored.length) parts.push(`agents back: ${ids(c.restored)}`);
+  if (c.credentials.length) parts.push(`new credentials for ${ids(c.credentials)}`);
+  if (c.changed.length)
+    parts.push(
+      `other settings of ${ids(c.changed)} changed and take effect at the next start (only auth is taken now)`,
+    );
+  if (c.refused.length) parts.push(`agents not added: ${ids(c.refused)}`);
+  return parts;
+}
+
 /**
- * Reads the config file again and takes what a running gateway can take: its tokens (`setTokens`),
- * the per-member limit of running tasks and the retention policy (a pass runs with it at once). Says
- * in one line what changed, or why nothing did (a file that no longer reads: everything stays as it
- * was). Other settings that changed are said to wait for the next start. Answers what is in effect after it.
+ * Reads the config file again and takes what a running gateway can take: its tokens (`setTokens`), its
+ * remote agents (`setRemoteAgents`), the per-member limit of running tasks and the retention policy (a
+ * pass runs with it at once). Says in one line what changed, or why nothing did (a file that no longer
+ * reads: everything stays as it was). Other settings that changed are said to wait for the next start.
+ * Answers what is in effect after it, and whether the agents served changed.
  */
 function reloadConfig(
   file: string,
   started: GatewayConfig | undefined,
   taken: Taken,
-  gw: Pick<RunningGateway, 'setTokens' | 'setMaxRunningPerPrincipal' | 'setRetention'>,
-): { line: string; taken: Taken } {
+  gw: Pick<RunningGateway, 'setTokens' | 'setMaxRunningPerPrincipal' | 'setRetention' | 'setRemoteAgents'>,
+): { line: string; taken: Taken; agentsChanged: boolean } {
   let next: GatewayConfig;
   try {
     next = loadGatewayConfig(resolve(file));
   } catch (e) {
     return {
-      line: `SIGHUP: cannot read ${file} again (${e instanceof ConfigError ? e.message : String(e)}); the tokens, limits and retention stay as they were`,
+      line: `SIGHUP: cannot read ${file} again (${e instanceof ConfigError ? e.message : String(e)}); the tokens, agents, limits and retention stay as they were`,
       taken,
+      agentsChanged: false,
     };
   }
   const change = gw.setTokens(next.tokens);
@@ -309,6 +336,8 @@ function reloadConfig(
   if (change.added.length) parts.push(`new for ${names(change.added)}`);
   if (change.removed.length) parts.push(`no longer accepted for ${names(change.removed)}`);
   if (!change.added.length && !change.removed.length) parts.push('unchanged');
+  const agents = gw.setRemoteAgents(next.remoteAgents);
+  parts.push(...agentChangeWords(agents));
   const limit = next.limits?.maxRunningTasksPerPrincipal;
   if (limit !== taken.maxRunning) {
     gw.setMaxRunningPerPrincipal(limit);
@@ -319,11 +348,13 @@ function reloadConfig(
     gw.setRetention(retention);
     parts.push(`retention: ${retentionWords(retention)} (was ${retentionWords(taken.retention)}), a pass runs now`);
   }
-  // What a running gateway cannot take: everything but the tokens, that limit and retention.
+  // What a running gateway cannot take: everything but the tokens, the remote agents (whose other
+  // changes `agentChangeWords` names), that limit and retention.
   const rest = (c: GatewayConfig | undefined): string =>
     JSON.stringify({
       ...c,
       tokens: undefined,
+      remoteAgents: undefined,
       retention: undefined,
       limits: c?.limits ? { ...c.limits, maxRunningTasksPerPrincipal: undefined } : undefined,
     });
@@ -332,6 +363,7 @@ function reloadConfig(
     line:
       rest(next) === rest(started) ? line : `${line}. Other settings changed in the file take effect at the next start`,
     taken: { maxRunning: limit, retention },
+    agentsChanged: agents.added.length + agents.retired.length + agents.restored.length > 0,
   };
 }
 

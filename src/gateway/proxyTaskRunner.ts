@@ -215,7 +215,7 @@ export class ProxyTaskRunner implements TaskRunner {
 
   constructor(
     private readonly ctx: GatewayContext,
-    private readonly cfg: RemoteAgentConfig,
+    private cfg: RemoteAgentConfig,
     /** What the remote's own card says, once it has been read. */
     private readonly cardFacts: () => RemoteCardFacts | undefined = () => undefined,
   ) {
@@ -441,6 +441,19 @@ export class ProxyTaskRunner implements TaskRunner {
 
   baseCard(): AgentCard {
     return baseAgentCard(this.cfg.name, this.cfg.description, this.cfg.skills);
+  }
+
+  /** The remote's config as in effect (its credentials may have been replaced since the start). */
+  get config(): RemoteAgentConfig {
+    return this.cfg;
+  }
+
+  /**
+   * New credentials for the remote (the operator rotated them and had the config read again): every
+   * request from now on carries them (`remoteHeaders` reads them per request); streams already open go on.
+   */
+  setAuth(auth: RemoteAgentConfig['auth']): void {
+    this.cfg = { ...this.cfg, auth };
   }
 
   /** The remote's credentials are added here and only here; nothing from the caller's request is. */

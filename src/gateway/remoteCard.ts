@@ -293,9 +293,22 @@ export class RemoteCardWatcher {
   private running: Promise<void> | undefined;
 
   constructor(
-    readonly cfg: RemoteAgentConfig,
+    private config: RemoteAgentConfig,
     private readonly opts: RemoteCardWatcherOptions,
   ) {}
+
+  get cfg(): RemoteAgentConfig {
+    return this.config;
+  }
+
+  /**
+   * New credentials for the remote: its card is read again with them now (after a read in flight,
+   * which may have carried the old ones), when the watcher runs.
+   */
+  setAuth(auth: RemoteAgentConfig['auth']): void {
+    this.config = { ...this.config, auth };
+    if (this.timer) void (this.running ?? Promise.resolve()).then(() => this.refresh());
+  }
 
   get facts(): RemoteCardFacts | undefined {
     return this.current;

@@ -145,6 +145,12 @@ function withHistoryLength(task: Task, historyLength: number | undefined): Task 
 }
 
 export class GatewayRequestHandler implements A2ARequestHandler {
+  /**
+   * Set while the agent takes no new tasks (it was removed from the config of a running gateway): why,
+   * in words for the caller. Its tasks go on: they can still be read, followed, answered and canceled.
+   */
+  retired: string | undefined;
+
   constructor(
     private readonly ctx: GatewayContext,
     readonly agentId: string,
@@ -195,6 +201,7 @@ export class GatewayRequestHandler implements A2ARequestHandler {
       const row = await this.ownTask(msg.taskId, context);
       started = await this.runner.continueTask(row, params, principal, call);
     } else {
+      if (this.retired !== undefined) throw new UnsupportedOperationError(this.retired);
       // A task's own token starts children of that task only, through the guards (childBroker.ts).
       const children = this.ctx.children?.isTaskPrincipal(principal) ? this.ctx.children : undefined;
       const sent = children ? await children.admit(principal, this.agentId, params) : params;

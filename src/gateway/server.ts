@@ -18,8 +18,8 @@ import type { AgentCardSignature } from '@a2a-js/sdk';
 import { loadOrCreateSigningKey, loadSigningKey, signAgentCard, signResultEnvelope } from '../node/signing';
 import type { SigningKey } from '../node/signing';
 import type { Capabilities, LocalAgent } from './agents/localAgent';
-import { AgentRoute, checkAgentIds, IndexRoute } from './agentRoute';
-import type { RouteHttp, RouteSite } from './agentRoute';
+import { AgentRoute, checkAgentIds, IndexRoute, RouteTable } from './agentRoute';
+import type { RouteSite } from './agentRoute';
 import { ensureLocalToken, LOCAL_PRINCIPAL, TokenAuthenticator } from './auth';
 import type { TokenChange } from './auth';
 import { GATEWAY_VERSION } from './cards';
@@ -50,6 +50,7 @@ import type { GatewayStore } from './store/gatewayStore';
 import { StoreUnavailableError } from './store/gatewayStore';
 import type { OrphanFound, TaskRunner } from './taskRunner';
 import { isTerminal } from '../core/taskStates';
+import { canonicalize } from '../core/jcs';
 
 export interface GatewayOptions {
   /** Keys, the local token and the SQLite store live here (created 0700). */
@@ -132,7 +133,29 @@ export interface RunningGateway {
    * lowered size cap makes room now; `GET /baton/instance` reports the new cap.
    */
   setRetention(policy: RetentionPolicy): void;
+  /**
+   * Takes a reloaded config's remote agents (`remoteAgents`): new ones are served at once, removed ones
+   * are retired (no new tasks; their tasks go on), and one removed earlier and back as it was is
+   * restored. A remote's new credentials are taken; any other change to an agent waits for the next
+   * start. The index card (and `agents`) follow.
+   */
+  setRemoteAgents(remotes: readonly RemoteAgentConfig[]): AgentChange;
   close(): Promise<void>;
+}
+
+/** What `setRemoteAgents` did, by agent id. */
+export interface AgentChange {
+  readonly added: readonly string[];
+  /** Removed from the config: no new tasks, their tasks go on. */
+  readonly retired: readonly string[];
+  /** Retired earlier, back in the config as they were: they take new tasks again. */
+  readonly restored: readonly string[];
+  /** Their credentials (`auth`) were replaced. */
+  readonly credentials: readonly string[];
+  /** Other settings changed: the agent stays as it was until the next start. */
+  readonly changed: readonly string[];
+  /** Not added, each with why (the id of a local agent). */
+  readonly refused: readonly string[];
 }
 
 /** What one request may cost: its headers' time, and its body's size, shape and time (jsonBody.ts). */
@@ -301,7 +324,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         signResultEnvelope({ v: 1, issuer: baseUrl, ...body, issuedAt: new Date().toISOString() }, signingKey),
       log,
     };
-    const routes = agentRoutes(site, ctx, opts, push);
+    const table = new RouteTable({ auth, bodyLimits: requestLimits, log });
+    // Ids and paths were checked to be unique (`checkAgentIds`).
+    for (const route of agentRoutes(site, ctx, opts, push)) table.add(route);
+    const routes = table.routes;
     late.routes = routes;
     try {
       await recoverOrphans(store, instanceId, liveness, routes, log, 'restart');
@@ -339,10 +365,16 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       }, liveness.heartbeatMs);
       orphanSweep.timer.unref();
     }
-    const index = new IndexRoute(
-      site,
-      [...routes.values()].map((r) => r.indexed),
-    );
+    const index = new IndexRoute(site, table.listed());
+    const setRemoteAgents = (remotes: readonly RemoteAgentConfig[]): AgentChange => {
+      const change = reconcileRemotes(table, remotes, {
+        make: (cfg) => AgentRoute.remote(site, ctx, cfg, { refreshMs: opts.remoteCardRefreshMs, push }),
+        why: (id) =>
+          `the agent "${id}" was removed from this gateway's configuration: it takes no new tasks. Its tasks go on, and can still be read, answered and canceled here; the agents this gateway serves are listed at ${baseUrl}/.well-known/agent-card.json`,
+      });
+      if (change.added.length || change.retired.length || change.restored.length) index.setAgents(table.listed());
+      return change;
+    };
     const control = controlRouter({
       auth,
       ready: () =>
@@ -374,19 +406,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       shutdown,
       log,
     });
-    return {
-      port,
-      baseUrl,
-      routes,
-      router: routesRouter(index, routes, { auth, bodyLimits: requestLimits, log }, control),
-    };
+    return { port, baseUrl, routes, setRemoteAgents, router: routesRouter(index, table, control) };
   });
   app.use((req: Request, res: Response, next: NextFunction) => {
     started.then(({ router }) => router(req, res, next), next);
   });
   app.use(errorHandler(log));
 
-  const { port, baseUrl, routes } = await started;
+  const { port, baseUrl, routes, setRemoteAgents } = await started;
   // In the background: a remote that is slow or down neither delays nor fails the start.
   for (const route of routes.values()) route.start();
   // In the background too: a claim a dead instance left unbound is looked for at its remote.
@@ -399,7 +426,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     port,
     store,
     instanceId,
-    agents: [...routes.values()].map((r) => r.indexed),
+    get agents() {
+      return [...routes.values()].filter((r) => !r.retired).map((r) => r.indexed);
+    },
+    setRemoteAgents,
     setMaxRunningPerPrincipal: (limit) => runs.setLimit(limit ?? 0),
     setRetention: (policy) => {
       retention.job?.setPolicy(policy);
@@ -539,18 +569,76 @@ function httpServer(app: express.Express, limits: RequestLimits): Server {
   return server;
 }
 
-/** One route per agent, local ones first (the order of the index), by agent id. */
-function agentRoutes(
-  site: RouteSite,
-  ctx: GatewayContext,
-  opts: GatewayOptions,
-  push: PushNotifier,
-): ReadonlyMap<string, AgentRoute> {
-  const routes = new Map<string, AgentRoute>();
-  for (const a of opts.localAgents ?? []) routes.set(a.id, AgentRoute.local(site, ctx, a, push));
-  for (const r of opts.remoteAgents ?? [])
-    routes.set(r.id, AgentRoute.remote(site, ctx, r, { refreshMs: opts.remoteCardRefreshMs, push }));
-  return routes;
+/** One route per agent, local ones first (the order of the index). */
+function agentRoutes(site: RouteSite, ctx: GatewayContext, opts: GatewayOptions, push: PushNotifier): AgentRoute[] {
+  return [
+    ...(opts.localAgents ?? []).map((a) => AgentRoute.local(site, ctx, a, push)),
+    ...(opts.remoteAgents ?? []).map((r) =>
+      AgentRoute.remote(site, ctx, r, { refreshMs: opts.remoteCardRefreshMs, push }),
+    ),
+  ];
+}
+
+/** Two remote configs alike, whatever the order of their fields. */
+const sameRemote = (a: RemoteAgentConfig, b: RemoteAgentConfig): boolean => canonicalize(a) === canonicalize(b);
+
+/**
+ * Brings the table's remote agents to `remotes` (see `RunningGateway.setRemoteAgents`): `make` makes
+ * a new one's route, `why` says why a retired one takes no new tasks. A new route starts reading its
+ * remote's card in the background.
+ */
+export function reconcileRemotes(
+  table: RouteTable,
+  remotes: readonly RemoteAgentConfig[],
+  how: { readonly make: (cfg: RemoteAgentConfig) => AgentRoute; readonly why: (id: string) => string },
+): AgentChange {
+  const change = {
+    added: [] as string[],
+    retired: [] as string[],
+    restored: [] as string[],
+    credentials: [] as string[],
+    changed: [] as string[],
+    refused: [] as string[],
+  };
+  const wanted = new Set<string>();
+  for (const cfg of remotes) {
+    if (wanted.has(cfg.id)) continue;
+    wanted.add(cfg.id);
+    const route = table.routes.get(cfg.id);
+    if (!route) {
+      if (!table.free(cfg.id)) {
+        change.refused.push(`${cfg.id} (its route /a2a/${cfg.id} is taken)`);
+        continue;
+      }
+      const made = how.make(cfg);
+      table.add(made);
+      made.start();
+      change.added.push(cfg.id);
+      continue;
+    }
+    const was = route.remote;
+    if (!was) {
+      change.refused.push(`${cfg.id} (a local agent has this id)`);
+      continue;
+    }
+    // Only the credentials differ: taken. Anything else that differs waits for the next start.
+    const authOnly = sameRemote({ ...was, auth: cfg.auth }, cfg);
+    if (!authOnly) change.changed.push(cfg.id);
+    else if (!sameRemote(was, cfg)) {
+      route.setRemoteAuth(cfg.auth);
+      change.credentials.push(cfg.id);
+    }
+    if (route.retired && authOnly) {
+      route.restore();
+      change.restored.push(cfg.id);
+    }
+  }
+  for (const route of table.routes.values()) {
+    if (!route.remote || route.retired || wanted.has(route.id)) continue;
+    route.retire(how.why(route.id));
+    change.retired.push(route.id);
+  }
+  return change;
 }
 
 /** The gateway's key as the card builder uses it: its public JWK, and a signature over a card's wire JSON. */
@@ -615,29 +703,19 @@ function gatewayApp(): express.Express {
 const A2A_PREFIX = '/a2a/';
 
 /** The index card, every agent's routes, and the answers for what no route serves. */
-function routesRouter(
-  index: IndexRoute,
-  routes: ReadonlyMap<string, AgentRoute>,
-  http: RouteHttp,
-  control: express.Router,
-): express.Router {
+function routesRouter(index: IndexRoute, table: RouteTable, control: express.Router): express.Router {
   const router = express.Router();
   router.use(index.router());
   router.use(control);
-  // Each agent's router is found by the path segment that names it, so a request costs the same
-  // whatever the number of agents (tried in turn, every agent a team adds cost every request about
-  // 2 µs). Paths match as express matches them: without regard to case, the first agent wins.
-  const byPath = new Map<string, express.Router>();
-  for (const route of routes.values()) {
-    const key = route.path.toLowerCase();
-    if (!byPath.has(key)) byPath.set(key, route.router(http));
-  }
+  // Each agent's router is found by the path segment that names it (`RouteTable`): tried in turn,
+  // every agent a team adds cost every request about 2 µs. Paths match as express matches them:
+  // without regard to case.
   router.use((req: Request, res: Response, next: NextFunction) => {
     const path = req.path;
     const end = path.indexOf('/', A2A_PREFIX.length);
     const agentRouter =
       path.length > A2A_PREFIX.length && path.slice(0, A2A_PREFIX.length).toLowerCase() === A2A_PREFIX
-        ? byPath.get((end < 0 ? path : path.slice(0, end)).toLowerCase())
+        ? table.routerAt(end < 0 ? path : path.slice(0, end))
         : undefined;
     if (agentRouter) agentRouter(req, res, next);
     else next();
@@ -646,7 +724,11 @@ function routesRouter(
   // here would send a caller who mistyped the name off to look for a token.
   router.use('/a2a', (req: Request, res: Response) => {
     const name = decodeURIComponent(req.path.split('/')[1] ?? '');
-    const known = [...routes.keys()].join(', ') || 'none';
+    const known =
+      table
+        .listed()
+        .map((a) => a.id)
+        .join(', ') || 'none';
     const message = name
       ? `unknown agent "${name}"; this gateway serves: ${known}`
       : `address an agent at /a2a/<agent>; this gateway serves: ${known}`;

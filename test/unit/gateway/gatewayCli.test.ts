@@ -1,12 +1,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tempDir } from './helpers';
+import { startRemote } from './remoteAgent';
 
 const CLI = resolve(__dirname, '../../../src/gateway/cli.ts');
 
@@ -257,7 +258,7 @@ describe(
         writeFileSync(config, '{"tokens": [');
         assert.match(
           await hup(2),
-          /SIGHUP: cannot read .* again \(.*\); the tokens, limits and retention stay as they were$/,
+          /SIGHUP: cannot read .* again \(.*\); the tokens, agents, limits and retention stay as they were$/,
         );
         assert.equal(await statusWith(BOB), 200);
         // The limit of running tasks per member is taken too.
@@ -302,6 +303,84 @@ describe(
         assert.match(await hup(5), /unchanged\. Other settings changed in the file take effect at the next start$/);
       } finally {
         assert.equal(await gw.stop(), 0);
+      }
+    });
+  },
+);
+
+describe(
+  'baton-gateway program: remote agents read again on SIGHUP',
+  { skip: process.platform === 'win32' && 'no SIGHUP on Windows' },
+  () => {
+    it('serves an agent added to the file, retires one removed, and keeps gateway.json and the index up to date', async () => {
+      using dir = tempDir();
+      const remote = await startRemote(2, 'remote-token-0123456789', false);
+      const config = join(dir.path, 'gateway.json');
+      const write = (agents: Record<string, unknown>): void =>
+        writeFileSync(config, JSON.stringify({ localAgents: ['formatter'], agents }));
+      const state = join(dir.path, 'state');
+      write({});
+      const gw = await launch(['--config', config, '--state', state]);
+      const lines = (): string[] =>
+        gw
+          .stderr()
+          .split('\n')
+          .filter((l) => l.includes('SIGHUP:'));
+      const hup = async (nth: number): Promise<string> => {
+        gw.signal('SIGHUP');
+        return waitUntil(() => lines()[nth - 1], 'the reload line');
+      };
+      const infoAgents = (): unknown =>
+        (JSON.parse(readFileSync(join(state, 'gateway.json'), 'utf8')) as { agents?: unknown }).agents;
+      const indexed = async (): Promise<string[]> => {
+        const card = (await (await fetch(`${String(gw.info.url)}/.well-known/agent-card.json`)).json()) as {
+          skills?: Array<{ id?: string }>;
+        };
+        return (card.skills ?? []).map((k) => k.id ?? '');
+      };
+      const local = (): string => readFileSync(String(gw.info.tokenFile), 'utf8').trim();
+      /** A first message to `agent` (JSON-RPC SendMessage), answered as JSON. */
+      const send = async (
+        agent: string,
+      ): Promise<{ result?: { task?: { status?: { state?: string } } }; error?: { message?: string } }> => {
+        const res = await fetch(`${String(gw.info.url)}/a2a/${agent}`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${local()}` },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'SendMessage',
+            params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'go' }] } },
+          }),
+        });
+        return (await res.json()) as {
+          result?: { task?: { status?: { state?: string } } };
+          error?: { message?: string };
+        };
+      };
+      try {
+        assert.deepEqual(infoAgents(), ['formatter']);
+        write({ helper: { url: remote.url, auth: { bearer: 'remote-token-0123456789' } } });
+        assert.match(await hup(1), /: 0 accepted; unchanged; agents added: helper$/);
+        assert.deepEqual(infoAgents(), ['formatter', 'helper']);
+        assert.deepEqual(await indexed(), ['formatter', 'helper']);
+        assert.equal((await send('helper')).result?.task?.status?.state, 'TASK_STATE_COMPLETED');
+        // Removed from the file: no new tasks, said in the line, gone from gateway.json and the index.
+        write({});
+        assert.match(
+          await hup(2),
+          /agents removed: helper \(no new tasks; the tasks they have go on and can be read\)$/,
+        );
+        assert.deepEqual(infoAgents(), ['formatter']);
+        assert.deepEqual(await indexed(), ['formatter']);
+        assert.match((await send('helper')).error?.message ?? '', /was removed from this gateway's configuration/);
+        // Back with another URL: that waits for the next start, and the line says so.
+        write({ helper: { url: `${remote.url}/other`, auth: { bearer: 'remote-token-0123456789' } } });
+        assert.match(await hup(3), /other settings of helper changed and take effect at the next start/);
+        assert.deepEqual(infoAgents(), ['formatter']);
+      } finally {
+        assert.equal(await gw.stop(), 0);
+        await remote.close();
       }
     });
   },

@@ -129,6 +129,7 @@ export function suiteGateway(
     setTokens: (tokens) => started().setTokens(tokens),
     setMaxRunningPerPrincipal: (limit) => started().setMaxRunningPerPrincipal(limit),
     setRetention: (policy) => started().setRetention(policy),
+    setRemoteAgents: (remotes) => started().setRemoteAgents(remotes),
     close: () => started().close(),
   };
 }

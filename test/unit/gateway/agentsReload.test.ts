@@ -1,0 +1,166 @@
+// Remote agents read again while the gateway runs (`RunningGateway.setRemoteAgents`, what
+// baton-gateway does on SIGHUP): an agent added is served at once, one removed takes no new tasks
+// while its tasks go on, one back as it was takes tasks again, and new credentials for a remote are
+// carried from the next request on. The remotes are the SDK's own server; the clients the SDK's own.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { TaskState } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
+import type { RemoteAgentConfig } from '../../../src/gateway/config';
+import { bounded, clientFor, collect, sendRequest, suiteGateway, userMessage } from './helpers';
+import { startRemote } from './remoteAgent';
+
+type Remote = Awaited<ReturnType<typeof startRemote>>;
+
+const A_TOKEN = 'remote-a-token-0123456789';
+const B_TOKEN = 'remote-b-token-0123456789';
+
+function remoteCfg(id: string, url: string, token: string, name = `Remote ${id}`): RemoteAgentConfig {
+  return {
+    id,
+    name,
+    description: 'proxied',
+    url,
+    protocolBinding: 'JSONRPC',
+    protocolVersion: '1.0',
+    auth: { kind: 'bearer', token },
+    skills: [],
+  };
+}
+
+describe('gateway: remote agents read again while it runs', () => {
+  let a: Remote;
+  let b: Remote;
+  const gw = suiteGateway({ remoteAgents: [], limits: { cancelGraceMs: 2000 } });
+  before(async () => {
+    a = await startRemote(3, A_TOKEN, false);
+    b = await startRemote(3, B_TOKEN, false);
+    assert.deepEqual(gw.setRemoteAgents([remoteCfg('a', a.url, A_TOKEN)]).added, ['a']);
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+  });
+
+  /** The ids the index card lists (its agent-index extension), read as a client reads it, ETag and all. */
+  const indexIds = async (): Promise<{ ids: string[]; etag: string | null }> => {
+    const res = await fetch(`${gw.url}/.well-known/agent-card.json`);
+    const card = (await res.json()) as {
+      capabilities?: { extensions?: Array<{ params?: { agents?: Array<{ id?: string }> } }> };
+    };
+    const ids = (card.capabilities?.extensions ?? []).flatMap((x) => (x.params?.agents ?? []).map((g) => g.id ?? ''));
+    return { ids, etag: res.headers.get('etag') };
+  };
+  const client = (id: string): Promise<Client> =>
+    clientFor(`${gw.url}/a2a/${id}/.well-known/agent-card.json`, gw.token);
+  const run = async (c: Client, text: string): Promise<TaskState | undefined> => {
+    const events = await bounded(collect(c.sendMessageStream(sendRequest(userMessage(text)))), `the "${text}" stream`);
+    const last = events.at(-1)?.payload;
+    return last?.$case === 'statusUpdate' ? last.value.status?.state : undefined;
+  };
+
+  it('serves an agent added, retires one removed (its tasks go on), restores it, and takes new credentials', async () => {
+    const before = await indexIds();
+    assert.deepEqual(before.ids, ['echo', 'a']);
+    const toA = await client('a');
+    assert.equal(await run(toA, 'go'), TaskState.TASK_STATE_COMPLETED);
+    // Two tasks of `a` in flight: one asks a question, one works until canceled.
+    const asked = await toA.sendMessage(sendRequest(userMessage('ask'), false));
+    const askedTask = 'status' in asked ? asked : undefined;
+    assert.equal(askedTask?.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+    const waiting = await toA.sendMessage(sendRequest(userMessage('wait'), true));
+    const waitingId = 'status' in waiting ? waiting.id : '';
+    assert.ok(waitingId);
+
+    // `a` removed, `b` added.
+    const change = gw.setRemoteAgents([remoteCfg('b', b.url, B_TOKEN)]);
+    assert.deepEqual(
+      { added: change.added, retired: change.retired, restored: change.restored, changed: change.changed },
+      { added: ['b'], retired: ['a'], restored: [], changed: [] },
+    );
+    assert.deepEqual(
+      gw.agents.map((x) => x.id),
+      ['echo', 'b'],
+    );
+    const index = await indexIds();
+    assert.deepEqual(index.ids, ['echo', 'b']);
+    assert.notEqual(index.etag, before.etag, 'the index card has a new ETag');
+    assert.equal(await run(await client('b'), 'go'), TaskState.TASK_STATE_COMPLETED);
+    assert.deepEqual(b.seenAuth.at(-1), `Bearer ${B_TOKEN}`);
+
+    // A new task for `a` is refused, and says why and where to look.
+    await assert.rejects(toA.sendMessage(sendRequest(userMessage('go'))), (e: Error) => {
+      assert.match(e.message, /the agent "a" was removed from this gateway's configuration: it takes no new tasks/);
+      assert.match(e.message, /\/\.well-known\/agent-card\.json/);
+      return true;
+    });
+    // Unknown to the index's readers: the 404 for a mistyped agent lists `echo` and `b` only.
+    const unknown = await fetch(`${gw.url}/a2a/nobody`, { method: 'GET' });
+    assert.match(((await unknown.json()) as { error: { message: string } }).error.message, /serves: echo, b$/);
+    // Its tasks go on: the question is answered and the task completes; the other is canceled.
+    const answered = await bounded(
+      collect(
+        toA.sendMessageStream(
+          sendRequest({
+            ...userMessage('src/a.ts'),
+            taskId: askedTask?.id ?? '',
+            contextId: askedTask?.contextId ?? '',
+          }),
+        ),
+      ),
+      'the answer',
+    );
+    const end = answered.at(-1)?.payload;
+    assert.equal(end?.$case === 'statusUpdate' ? end.value.status?.state : undefined, TaskState.TASK_STATE_COMPLETED);
+    const canceled = await toA.cancelTask({ tenant: '', id: waitingId, metadata: undefined });
+    assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
+    const got = await toA.getTask({ tenant: '', id: askedTask?.id ?? '', historyLength: undefined });
+    assert.equal(got.status?.state, TaskState.TASK_STATE_COMPLETED);
+
+    // `a` back as it was: restored, with new credentials (the remote now wants them).
+    a.executor.finishStubborn = true;
+    const rotated = 'remote-a-rotated-0123456789';
+    const back = gw.setRemoteAgents([remoteCfg('b', b.url, B_TOKEN), remoteCfg('a', a.url, rotated)]);
+    assert.deepEqual(
+      { added: back.added, retired: back.retired, restored: back.restored, credentials: back.credentials },
+      { added: [], retired: [], restored: ['a'], credentials: ['a'] },
+    );
+    assert.deepEqual(
+      gw.agents.map((x) => x.id),
+      ['echo', 'a', 'b'],
+    );
+    assert.deepEqual((await indexIds()).ids, ['echo', 'a', 'b']);
+    const seen = a.seenAuth.length;
+    // The remote still wants the old token: the send fails with the remote's refusal, carrying the new one.
+    await assert.rejects(toA.sendMessage(sendRequest(userMessage('go'))));
+    assert.ok(
+      a.seenAuth.slice(seen).includes(`Bearer ${rotated}`),
+      `the new credentials reached the remote: ${a.seenAuth.slice(seen).join(', ')}`,
+    );
+    // Put back as the remote wants them: tasks run again.
+    assert.deepEqual(gw.setRemoteAgents([remoteCfg('b', b.url, B_TOKEN), remoteCfg('a', a.url, A_TOKEN)]).credentials, [
+      'a',
+    ]);
+    assert.equal(await run(toA, 'go'), TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it('leaves other changes of an agent for the next start, refuses a local agent’s id, and changes nothing when nothing changed', async () => {
+    const same = [remoteCfg('b', b.url, B_TOKEN), remoteCfg('a', a.url, A_TOKEN)];
+    const none = gw.setRemoteAgents(same);
+    assert.deepEqual(Object.values(none).flat(), []);
+    const renamed = gw.setRemoteAgents([remoteCfg('b', b.url, B_TOKEN, 'Another name'), same[1]]);
+    assert.deepEqual(renamed.changed, ['b']);
+    assert.equal(gw.agents.find((x) => x.id === 'b')?.name, 'Remote b', 'the running agent stays as it was');
+    const clash = gw.setRemoteAgents([...same, remoteCfg('echo', b.url, B_TOKEN)]);
+    assert.deepEqual(clash.refused, ['echo (a local agent has this id)']);
+    assert.deepEqual(clash.added, []);
+    // A removed agent back with other settings stays retired, and the change waits for the next start.
+    assert.deepEqual(gw.setRemoteAgents([same[1]]).retired, ['b']);
+    const backChanged = gw.setRemoteAgents([remoteCfg('b', a.url, A_TOKEN), same[1]]);
+    assert.deepEqual([backChanged.restored, backChanged.changed], [[], ['b']]);
+    assert.deepEqual(
+      gw.agents.map((x) => x.id),
+      ['echo', 'a'],
+    );
+  });
+});
