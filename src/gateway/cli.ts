@@ -8,8 +8,9 @@
  * `baton` command line. Stops cleanly on SIGTERM / SIGINT, on an authenticated `POST /baton/shutdown`, and
  * (with --idle-stop-seconds) once it has served no folder and run no task for that long. On SIGHUP it
  * reads its config file again and takes its `tokens` (a member added, a token revoked), its remote
- * `agents` (added, removed, new credentials), its limit of running tasks per member and its
- * `retention` without a restart.
+ * `agents` (added, removed, new credentials), its per-task limits (capabilities, deadlines, cancel
+ * grace), its limit of running tasks per member, its delegation guards and its `retention` without a
+ * restart.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -21,8 +22,10 @@ import { GATEWAY_VERSION } from './cards';
 import { defaultStateDir } from './cliPaths';
 import { ConfigError, gatewayLimitsOf, loadGatewayConfig } from './config';
 import type { GatewayConfig } from './config';
-import { startGateway } from './server';
-import type { AgentChange, RunningGateway } from './server';
+import { DEFAULT_LIMITS, startGateway } from './server';
+import type { AgentChange, RunningGateway, TaskLimits } from './server';
+import { DEFAULT_DELEGATION_POLICY } from './delegation/childBroker';
+import type { DelegationPolicy } from './delegation/childBroker';
 import { retentionFromConfig, retentionWords } from './retention';
 import type { RetentionPolicy } from './retention';
 import { defaultWorkspaceRoot } from './workspace/workspaceRoot';
@@ -35,8 +38,9 @@ const USAGE = `usage: baton-gateway [options]
                        "intervalSeconds": 60} are the defaults (finished tasks deleted after a week or, oldest
                        first, above the size cap; their events compacted after the replay window). On SIGHUP
                        the file is read again and its tokens, remote agents (added; removed: no new tasks,
-                       theirs go on; new credentials), limits.maxRunningTasksPerPrincipal and retention
-                       taken; other settings wait for the next start
+                       theirs go on; new credentials), limits (capabilities, deadlines, cancel grace,
+                       maxRunningTasksPerPrincipal), delegation guards and retention taken; other settings
+                       wait for the next start
   --state DIR          state folder: key, token, SQLite store (default $BATON_STATE_DIR or ~/.baton/gateway)
   --host HOST          address to bind (default 127.0.0.1)
   --port N             port (default 0: a free one)
@@ -142,14 +146,12 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write('baton-gateway: --max-breadth must be a whole number from 1 to 100\n');
     return 2;
   }
-  const d = config?.delegation;
-  const delegation = {
-    ...(maxDepth !== undefined ? { maxDepth } : {}),
-    ...(maxBreadth !== undefined ? { maxBreadth } : {}),
-    ...(d?.burst ? { burst: { max: d.burst.max, windowMs: d.burst.windowSeconds * 1000 } } : {}),
-    ...(d?.consent ? { consent: d.consent } : {}),
-    ...(d?.consentTimeoutSeconds ? { consentTimeoutMs: d.consentTimeoutSeconds * 1000 } : {}),
+  // The flags stay over the file's guards when it is read again (SIGHUP).
+  const guardFlags = {
+    ...(typeof values['max-depth'] === 'string' ? { maxDepth } : {}),
+    ...(typeof values['max-breadth'] === 'string' ? { maxBreadth } : {}),
   };
+  const delegation = delegationOf(config?.delegation, guardFlags);
   const stateDir = resolve(typeof values.state === 'string' ? values.state : defaultStateDir());
   const roots = [...(config?.roots ?? []), ...((values.root as string[] | undefined) ?? []).map((r) => resolve(r))];
 
@@ -238,42 +240,51 @@ async function main(argv: string[]): Promise<number> {
     codingClis,
   };
   const infoFile = join(stateDir, 'gateway.json');
-  writeFileSync(infoFile, `${JSON.stringify(info)}\n`, { mode: 0o600 });
   /** The info file again, with the agents served now (a reload changed them), if it still names this gateway. */
   const rewriteInfo = (): void => {
     if (namesInstance(infoFile, gw.instanceId))
       writeFileSync(infoFile, `${JSON.stringify({ ...info, agents: gw.agents.map((a) => a.id) })}\n`, { mode: 0o600 });
   };
-  process.stdout.write(`${JSON.stringify(info)}\n`);
 
   const configFile = typeof values.config === 'string' ? values.config : undefined;
   /** What a reload may change, as in effect (the file's at start, then as reloads change it). */
   let taken: Taken = {
     maxRunning: config?.limits?.maxRunningTasksPerPrincipal,
     retention: retentionFromConfig(config?.retention ?? {}),
+    limits: taskLimitsWords(gatewayLimitsOf(limits)),
+    delegation: delegationWords(delegation),
   };
+  let stopping = false;
   const reload = (): void => {
-    if (!configFile) return;
-    const r = reloadConfig(configFile, config, taken, gw);
+    if (!configFile || stopping) return;
+    const r = reloadConfig(configFile, config, taken, gw, guardFlags);
     taken = r.taken;
     if (r.agentsChanged) rewriteInfo();
     process.stderr.write(`baton-gateway: ${r.line}\n`);
   };
-  // Only with a config file to read (a server's way); without one a hangup ends the gateway, as it
-  // does any program started from a terminal that closes. Windows has no SIGHUP to send: a restart
+  // With a config file (a server's way) a hangup reads it again. Without one it stops the gateway
+  // (cleanly, as SIGTERM does), as a hangup ends any program started from a terminal that closes.
+  // Once stopping, a hangup is ignored: the stop goes on. Windows has no SIGHUP to send: a restart
   // (several instances behind a balancer: one at a time) does it there.
-  if (configFile && process.platform !== 'win32') process.on('SIGHUP', reload);
-  await new Promise<void>((done) => {
+  const stopped = new Promise<void>((done) => {
     const stop = (): void => {
+      if (stopping) return;
+      stopping = true;
+      // A second SIGTERM or SIGINT (Ctrl-C twice) ends the process at once, as it does by default.
       process.off('SIGTERM', stop);
       process.off('SIGINT', stop);
-      process.off('SIGHUP', reload);
       done();
     };
     stopRequested = stop;
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
+    if (process.platform !== 'win32') process.on('SIGHUP', configFile ? reload : stop);
   });
+  // Only once the signals are handled: a supervisor may send one as soon as it reads either (a
+  // SIGHUP before its handler ended the process, as a hangup does by default).
+  writeFileSync(infoFile, `${JSON.stringify(info)}\n`, { mode: 0o600 });
+  process.stdout.write(`${JSON.stringify(info)}\n`);
+  await stopped;
   await gw.close();
   // Only once everything is stopped, so a client waiting for the file to go knows the tasks have ended;
   // and only if it is still ours (a gateway started meanwhile has written its own).
@@ -284,10 +295,50 @@ async function main(argv: string[]): Promise<number> {
 /** A per-member limit in words (undefined: none). */
 const limitWords = (n: number | undefined): string => (n === undefined ? 'no limit' : String(n));
 
-/** What a running gateway takes from its config file again on SIGHUP, besides the tokens. */
+/** What a running gateway takes from its config file again on SIGHUP, besides the tokens and agents. */
 interface Taken {
   readonly maxRunning: number | undefined;
   readonly retention: RetentionPolicy;
+  /** The per-task limits in effect, in words (`taskLimitsWords`). */
+  readonly limits: string;
+  /** The delegation guards in effect, in words (`delegationWords`). */
+  readonly delegation: string;
+}
+
+/** The guards of agent-started delegations a config gives, with the command line's over them. */
+function delegationOf(
+  d: GatewayConfig['delegation'] | undefined,
+  flags: { readonly maxDepth?: number; readonly maxBreadth?: number },
+): Partial<DelegationPolicy> {
+  const maxDepth = flags.maxDepth ?? d?.maxDepth;
+  const maxBreadth = flags.maxBreadth ?? d?.maxBreadth;
+  return {
+    ...(maxDepth !== undefined ? { maxDepth } : {}),
+    ...(maxBreadth !== undefined ? { maxBreadth } : {}),
+    ...(d?.burst ? { burst: { max: d.burst.max, windowMs: d.burst.windowSeconds * 1000 } } : {}),
+    ...(d?.consent ? { consent: d.consent } : {}),
+    ...(d?.consentTimeoutSeconds ? { consentTimeoutMs: d.consentTimeoutSeconds * 1000 } : {}),
+  };
+}
+
+/** A length of time in words: whole minutes as minutes, else seconds. */
+const span = (ms: number): string => (ms >= 60_000 && ms % 60_000 === 0 ? `${ms / 60_000} min` : `${ms / 1000} s`);
+
+/** Per-task limits (what a config leaves out: the defaults) in words, for the SIGHUP line. */
+export function taskLimitsWords(given: Partial<TaskLimits>): string {
+  const l: TaskLimits = { ...DEFAULT_LIMITS, ...given };
+  const caps = (['write', 'shell', 'network'] as const).map((k) => (l.capabilities[k] ? k : `no ${k}`)).join(', ');
+  return `capabilities ${caps}, deadline ${span(l.defaultDeadlineMs)} (at most ${span(l.maxDeadlineMs)}), cancel grace ${span(l.cancelGraceMs)}`;
+}
+
+/** Delegation guards (what a config leaves out: the defaults) in words, for the SIGHUP line. */
+export function delegationWords(given: Partial<DelegationPolicy>): string {
+  const p: DelegationPolicy = { ...DEFAULT_DELEGATION_POLICY, ...given };
+  const consent = Object.entries(p.consent)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([id, v]) => `${id} ${v}`)
+    .join(', ');
+  return `depth ${p.maxDepth}, ${p.maxBreadth} per task, ${p.burst.max} per ${span(p.burst.windowMs)}, consent ${consent || 'asked'} (${span(p.consentTimeoutMs)} to answer)`;
 }
 
 /** What a reload did to the remote agents, in words (nothing when it did nothing). */
@@ -318,7 +369,16 @@ function reloadConfig(
   file: string,
   started: GatewayConfig | undefined,
   taken: Taken,
-  gw: Pick<RunningGateway, 'setTokens' | 'setMaxRunningPerPrincipal' | 'setRetention' | 'setRemoteAgents'>,
+  gw: Pick<
+    RunningGateway,
+    | 'setTokens'
+    | 'setMaxRunningPerPrincipal'
+    | 'setRetention'
+    | 'setRemoteAgents'
+    | 'setTaskLimits'
+    | 'setDelegationPolicy'
+  >,
+  guardFlags: { readonly maxDepth?: number; readonly maxBreadth?: number },
 ): { line: string; taken: Taken; agentsChanged: boolean } {
   let next: GatewayConfig;
   try {
@@ -343,26 +403,48 @@ function reloadConfig(
     gw.setMaxRunningPerPrincipal(limit);
     parts.push(`running tasks per member: ${limitWords(limit)} (was ${limitWords(taken.maxRunning)})`);
   }
+  const taskLimits = gatewayLimitsOf(next.limits);
+  const limits = taskLimitsWords(taskLimits);
+  if (limits !== taken.limits) {
+    gw.setTaskLimits(taskLimits);
+    parts.push(`task limits: ${limits} (was ${taken.limits}), for tasks started from now on`);
+  }
+  const guards = delegationOf(next.delegation, guardFlags);
+  const delegation = delegationWords(guards);
+  if (delegation !== taken.delegation) {
+    gw.setDelegationPolicy(guards);
+    parts.push(`delegation guards: ${delegation} (was ${taken.delegation})`);
+  }
   const retention = retentionFromConfig(next.retention);
   if ((Object.keys(retention) as (keyof RetentionPolicy)[]).some((k) => retention[k] !== taken.retention[k])) {
     gw.setRetention(retention);
     parts.push(`retention: ${retentionWords(retention)} (was ${retentionWords(taken.retention)}), a pass runs now`);
   }
   // What a running gateway cannot take: everything but the tokens, the remote agents (whose other
-  // changes `agentChangeWords` names), that limit and retention.
+  // changes `agentChangeWords` names), the per-task limits, the delegation guards and retention.
   const rest = (c: GatewayConfig | undefined): string =>
     JSON.stringify({
       ...c,
       tokens: undefined,
       remoteAgents: undefined,
       retention: undefined,
-      limits: c?.limits ? { ...c.limits, maxRunningTasksPerPrincipal: undefined } : undefined,
+      delegation: undefined,
+      limits: c?.limits
+        ? {
+            ...c.limits,
+            maxRunningTasksPerPrincipal: undefined,
+            capabilities: undefined,
+            defaultDeadlineSeconds: undefined,
+            maxDeadlineSeconds: undefined,
+            cancelGraceSeconds: undefined,
+          }
+        : undefined,
     });
   const line = parts.join('; ');
   return {
     line:
       rest(next) === rest(started) ? line : `${line}. Other settings changed in the file take effect at the next start`,
-    taken: { maxRunning: limit, retention },
+    taken: { maxRunning: limit, retention, limits, delegation },
     agentsChanged: agents.added.length + agents.retired.length + agents.restored.length > 0,
   };
 }

@@ -140,6 +140,17 @@ export interface RunningGateway {
    * start. The index card (and `agents`) follow.
    */
   setRemoteAgents(remotes: readonly RemoteAgentConfig[]): AgentChange;
+  /**
+   * Takes a reloaded config's per-task limits (`TaskLimits`; what it leaves out: the defaults): tasks
+   * started from then on are held to them, tasks running keep what they were given, and a cancel
+   * from then on waits the new grace.
+   */
+  setTaskLimits(limits: Partial<TaskLimits>): void;
+  /**
+   * Takes a reloaded config's guards of agent-started delegations (what it leaves out: the defaults):
+   * the next delegation is checked against them. Throws for guards out of bounds (nothing changes).
+   */
+  setDelegationPolicy(policy: Partial<DelegationPolicy>): void;
   close(): Promise<void>;
 }
 
@@ -158,6 +169,9 @@ export interface AgentChange {
   readonly refused: readonly string[];
 }
 
+/** The limits a config read again may change: what each task gets, and how long a cancel waits. */
+export type TaskLimits = Pick<GatewayLimits, 'capabilities' | 'defaultDeadlineMs' | 'maxDeadlineMs' | 'cancelGraceMs'>;
+
 /** What one request may cost: its headers' time, and its body's size, shape and time (jsonBody.ts). */
 export interface RequestLimits extends BodyLimits {
   /** Longest time for a request's headers to arrive. */
@@ -166,7 +180,7 @@ export interface RequestLimits extends BodyLimits {
 
 export const DEFAULT_REQUEST_LIMITS: RequestLimits = { ...DEFAULT_BODY_LIMITS, headersTimeoutMs: 30_000 };
 
-const DEFAULT_LIMITS: GatewayLimits = {
+export const DEFAULT_LIMITS: TaskLimits = {
   capabilities: { write: true, shell: false, network: false } satisfies Capabilities,
   defaultDeadlineMs: 30 * 60_000,
   maxDeadlineMs: 4 * 3600_000,
@@ -300,11 +314,12 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const runs: Turns = hasSharedTurns(store)
     ? new SharedTurns(maxRunning, store, instanceId, liveness, log)
     : new RunQueue(maxRunning);
+  // Replaced whole when a config read again changes them (`setTaskLimits`); read where they apply.
+  let limits: GatewayLimits = { ...DEFAULT_LIMITS, ...(opts.limits ?? {}) };
   const started = listening.then(async (port) => {
     const baseUrl = (opts.publicUrl ?? `http://${urlHost(host)}:${port}`).replace(/\/+$/, '');
     const mcpCommand = mcpCommandFor(opts);
     const site: RouteSite = { baseUrl, keys: cardKeys(signingKey), tokenRequired: !opts.anonymousPrincipal };
-    const limits: GatewayLimits = { ...DEFAULT_LIMITS, ...(opts.limits ?? {}) };
     const ctx: GatewayContext = {
       store,
       hub,
@@ -314,7 +329,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       get roots() {
         return roots.list;
       },
-      limits,
+      get limits() {
+        return limits;
+      },
       liveness,
       claims,
       runs,
@@ -430,6 +447,16 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       return [...routes.values()].filter((r) => !r.retired).map((r) => r.indexed);
     },
     setRemoteAgents,
+    setTaskLimits: (taken) => {
+      limits = {
+        ...limits,
+        capabilities: taken.capabilities ?? DEFAULT_LIMITS.capabilities,
+        defaultDeadlineMs: taken.defaultDeadlineMs ?? DEFAULT_LIMITS.defaultDeadlineMs,
+        maxDeadlineMs: taken.maxDeadlineMs ?? DEFAULT_LIMITS.maxDeadlineMs,
+        cancelGraceMs: taken.cancelGraceMs ?? DEFAULT_LIMITS.cancelGraceMs,
+      };
+    },
+    setDelegationPolicy: (taken) => children.setPolicy({ ...DEFAULT_DELEGATION_POLICY, ...taken }),
     setMaxRunningPerPrincipal: (limit) => runs.setLimit(limit ?? 0),
     setRetention: (policy) => {
       retention.job?.setPolicy(policy);

@@ -131,10 +131,25 @@ export class ChildBroker {
   private auditChain: Promise<void> = Promise.resolve();
 
   constructor(
-    readonly policy: DelegationPolicy,
+    private current: DelegationPolicy,
     private readonly deps: BrokerDeps,
   ) {
+    checkDelegationPolicy(current);
+  }
+
+  /** The guards in effect: each delegation is checked against them as it is admitted. */
+  get policy(): DelegationPolicy {
+    return this.current;
+  }
+
+  /**
+   * New guards (the gateway's config read again): the next delegation an agent starts is checked
+   * against them; those admitted stay, and a consent already asked for waits as long as it was told.
+   * Throws, saying the bounds, for guards the broker cannot hold (nothing changes then).
+   */
+  setPolicy(policy: DelegationPolicy): void {
     checkDelegationPolicy(policy);
+    this.current = policy;
   }
 
   /** The principal a task token stands for (looked up by the token's SHA-256; tokens are random), or undefined. */

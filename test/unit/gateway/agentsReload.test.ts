@@ -1,13 +1,15 @@
-// Remote agents read again while the gateway runs (`RunningGateway.setRemoteAgents`, what
-// baton-gateway does on SIGHUP): an agent added is served at once, one removed takes no new tasks
-// while its tasks go on, one back as it was takes tasks again, and new credentials for a remote are
-// carried from the next request on. The remotes are the SDK's own server; the clients the SDK's own.
+// A config read again while the gateway runs (what baton-gateway does on SIGHUP). Remote agents
+// (`setRemoteAgents`): an agent added is served at once, one removed takes no new tasks while its tasks
+// go on, one back as it was takes tasks again, and new credentials for a remote are carried from the
+// next request on. Per-task limits (`setTaskLimits`): tasks started after them get them. The remotes
+// are the SDK's own server; the clients the SDK's own. (Delegation guards: test/unit/mcp/childDelegation.test.ts.)
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { TaskState } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import type { RemoteAgentConfig } from '../../../src/gateway/config';
-import { bounded, clientFor, collect, sendRequest, suiteGateway, userMessage } from './helpers';
+import { META } from '../../../src/core/batonProfile';
+import { bounded, clientFor, collect, scriptedAgent, sendRequest, suiteGateway, userMessage } from './helpers';
 import { startRemote } from './remoteAgent';
 
 type Remote = Awaited<ReturnType<typeof startRemote>>;
@@ -162,5 +164,37 @@ describe('gateway: remote agents read again while it runs', () => {
       gw.agents.map((x) => x.id),
       ['echo', 'a'],
     );
+  });
+});
+
+describe('gateway: per-task limits read again while it runs', () => {
+  const echo = scriptedAgent({ id: 'echo' });
+  const gw = suiteGateway({ localAgents: [echo] });
+  const ALL = { write: true, shell: true, network: true };
+
+  /** A task of the echo agent that asks for every capability: what it was granted and its deadline's length. */
+  const granted = async (): Promise<{ capabilities: unknown; deadlineMs: number }> => {
+    const client = await clientFor(`${gw.url}/a2a/echo/.well-known/agent-card.json`, gw.token);
+    const sent = Date.now();
+    const done = await client.sendMessage(sendRequest(userMessage('go', { [META.capabilities]: ALL })));
+    assert.ok('id' in done);
+    const task = await client.getTask({ tenant: '', id: done.id, historyLength: undefined });
+    return {
+      capabilities: task.metadata?.[META.capabilities],
+      deadlineMs: Date.parse(String(task.metadata?.[META.deadline])) - sent,
+    };
+  };
+
+  it('tasks started after new limits get them; what a config leaves out goes back to the default', async () => {
+    const before = await granted();
+    assert.deepEqual(before.capabilities, { write: true, shell: false, network: false });
+    assert.ok(Math.abs(before.deadlineMs - 30 * 60_000) < 60_000, String(before.deadlineMs));
+    gw.setTaskLimits({ capabilities: { write: false, shell: false, network: false }, defaultDeadlineMs: 120_000 });
+    const tightened = await granted();
+    assert.deepEqual(tightened.capabilities, { write: false, shell: false, network: false });
+    assert.ok(Math.abs(tightened.deadlineMs - 120_000) < 60_000, String(tightened.deadlineMs));
+    assert.deepEqual(echo.requests.at(-1)?.capabilities, { write: false, shell: false, network: false });
+    gw.setTaskLimits({});
+    assert.deepEqual((await granted()).capabilities, { write: true, shell: false, network: false });
   });
 });

@@ -213,7 +213,8 @@ export async function startProxyGateway(agent: SdkAgent): Promise<RunningGateway
     limits: { cancelGraceMs: 2000 },
     log: () => undefined,
   });
-  return Object.assign(Object.create(gw) as RunningGateway, gw, {
+  // The gateway's fields through its prototype (`agents` is a getter: the agents served now).
+  return Object.assign(Object.create(gw) as RunningGateway, {
     dispose: async () => {
       await gw.close();
       dir[Symbol.dispose]();

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -24,6 +24,8 @@ interface Launched {
   signal(sig: NodeJS.Signals): void;
   /** SIGTERM, then its exit code. */
   stop(): Promise<number | null>;
+  /** Its exit code once it has exited by itself (null: a signal ended it). */
+  exited(): Promise<number | null>;
 }
 
 /** Starts the real `baton-gateway` program with `args` and waits for its info line. */
@@ -78,6 +80,7 @@ async function launch(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Laun
     },
     signal: (sig) => child.kill(sig),
     stop,
+    exited: () => exited,
   };
 }
 
@@ -294,13 +297,36 @@ describe(
           await fetch(`${String(gw.info.url)}/baton/instance`, { headers: { Authorization: `Bearer ${local}` } })
         ).json()) as { store?: { maxBytes?: number } };
         assert.equal(instance.store?.maxBytes, 512 * 1024 * 1024);
-        // Another setting changed: said to wait for the next start.
+        // Per-task limits and delegation guards are taken, each said with what it was.
         write([{ principal: 'bob', sha256: sha(BOB) }], {
-          limits: { maxRunningTasksPerPrincipal: 2 },
+          limits: {
+            maxRunningTasksPerPrincipal: 2,
+            capabilities: { write: false },
+            defaultDeadlineSeconds: 600,
+            cancelGraceSeconds: 2,
+          },
           retention: { finishedTaskHours: 24, maxStoreMb: 512 },
           maxDepth: 2,
+          consent: { formatter: 'deny' },
         });
-        assert.match(await hup(5), /unchanged\. Other settings changed in the file take effect at the next start$/);
+        assert.match(
+          await hup(5),
+          /unchanged; task limits: capabilities no write, no shell, no network, deadline 10 min \(at most 240 min\), cancel grace 2 s \(was capabilities write, no shell, no network, deadline 30 min \(at most 240 min\), cancel grace 5 s\), for tasks started from now on; delegation guards: depth 2, 3 per task, 10 per 1 min, consent formatter deny \(40 s to answer\) \(was depth 1, 3 per task, 10 per 1 min, consent asked \(40 s to answer\)\)$/,
+        );
+        // Another setting changed: said to wait for the next start.
+        write([{ principal: 'bob', sha256: sha(BOB) }], {
+          limits: {
+            maxRunningTasksPerPrincipal: 2,
+            capabilities: { write: false },
+            defaultDeadlineSeconds: 600,
+            cancelGraceSeconds: 2,
+            maxBodyBytes: 1048576,
+          },
+          retention: { finishedTaskHours: 24, maxStoreMb: 512 },
+          maxDepth: 2,
+          consent: { formatter: 'deny' },
+        });
+        assert.match(await hup(6), /unchanged\. Other settings changed in the file take effect at the next start$/);
       } finally {
         assert.equal(await gw.stop(), 0);
       }
@@ -382,6 +408,16 @@ describe(
         assert.equal(await gw.stop(), 0);
         await remote.close();
       }
+    });
+
+    it('without a config file a hangup stops it cleanly, as SIGTERM does; its signals are handled before it says it is up', async () => {
+      using dir = tempDir();
+      const state = join(dir.path, 'state');
+      // The signal goes as soon as the info line is read: a supervisor may do just that.
+      const gw = await launch(['--state', state, '--no-local-agents']);
+      gw.signal('SIGHUP');
+      assert.equal(await gw.exited(), 0, gw.stderr());
+      assert.equal(existsSync(join(state, 'gateway.json')), false, 'gateway.json is removed by the clean stop');
     });
   },
 );

@@ -130,6 +130,8 @@ export function suiteGateway(
     setMaxRunningPerPrincipal: (limit) => started().setMaxRunningPerPrincipal(limit),
     setRetention: (policy) => started().setRetention(policy),
     setRemoteAgents: (remotes) => started().setRemoteAgents(remotes),
+    setTaskLimits: (limits) => started().setTaskLimits(limits),
+    setDelegationPolicy: (policy) => started().setDelegationPolicy(policy),
     close: () => started().close(),
   };
 }

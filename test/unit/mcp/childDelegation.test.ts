@@ -181,6 +181,24 @@ describe('coding CLIs that delegate through baton mcp', () => {
     assert.equal(refused.find((a) => a.code === 'breadth')?.limit, 3);
   });
 
+  it('guards read again while the gateway runs hold for the next delegation; guards out of bounds change nothing', async () => {
+    assert.throws(() => f.gw.setDelegationPolicy({ maxDepth: 4 }), /maxDepth must be a whole number from 0 to 3/);
+    f.gw.setDelegationPolicy({ maxDepth: 0, consent: ALLOW_ALL });
+    try {
+      const { results } = await runParent(f, 'claude', [line('delegate', { agent: 'formatter', task: 'Format a.ts' })]);
+      assert.equal(results.length, 1, JSON.stringify(results));
+      assert.equal(results[0].isError, true);
+      assert.match(results[0].text, /Refused \(depth\): .*0 deep \(maxDepth\)/);
+    } finally {
+      f.gw.setDelegationPolicy({ consent: ALLOW_ALL });
+    }
+    const { results } = await runParent(f, 'claude', [
+      line('delegate', { agent: 'formatter', task: 'Format a.ts', wait_seconds: 50 }),
+    ]);
+    assert.ok(!results[0]?.isError, results[0]?.text);
+    assert.equal(results[0].structured?.outcome, 'completed', results[0].text);
+  });
+
   for (const harness of ['claude', 'codex', 'gemini', 'copilot', 'opencode'] as const) {
     it(`${harness}: finds baton mcp in the MCP config of its own kind`, async () => {
       const { results } = await runParent(f, harness, [line('find_agents', {})]);
