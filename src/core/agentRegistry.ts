@@ -103,6 +103,12 @@ export interface AgentEntry {
   readonly lastError: AgentError | undefined;
   readonly lastSeen: string | undefined;
   readonly addedAt: string;
+  /**
+   * The gateway index (its card URL) that listed this agent when it was added; _Refresh Agents_ reads
+   * the indexes Baton's agents came from again, for agents added there since. Undefined for an agent
+   * added by its own card URL, or stored before entries kept it.
+   */
+  readonly listedBy?: string;
 }
 
 export interface PinnedOriginKeys {
@@ -188,10 +194,12 @@ function put(state: RegistryState, entry: AgentEntry): RegistryState {
 /** Adds a pending entry (no card yet: fetch it and call `recordFetch`). Adding an existing URL changes nothing. */
 export function addAgent(
   state: RegistryState,
-  input: { cardUrl: string; source: AgentSource; now: string },
+  input: { cardUrl: string; source: AgentSource; now: string; listedBy?: string },
 ): RegistryState {
   const cardUrl = normalizeCardUrl(input.cardUrl);
-  if (state.agents.some((a) => a.cardUrl === cardUrl)) return state;
+  const known = state.agents.find((a) => a.cardUrl === cardUrl);
+  // Known already: it stays as it is, except that an index now seen listing it is remembered.
+  if (known) return known.listedBy || !input.listedBy ? state : put(state, { ...known, listedBy: input.listedBy });
   return put(state, {
     cardUrl,
     origin: originOf(cardUrl),
@@ -206,6 +214,7 @@ export function addAgent(
     lastError: undefined,
     lastSeen: undefined,
     addedAt: input.now,
+    ...(input.listedBy ? { listedBy: input.listedBy } : {}),
   });
 }
 
@@ -216,15 +225,32 @@ export function addAgent(
  */
 export function addFetchedAgents(
   state: RegistryState,
-  items: readonly { readonly cardUrl: string; readonly source: AgentSource; readonly served: ServedCard }[],
+  items: readonly {
+    readonly cardUrl: string;
+    readonly source: AgentSource;
+    readonly served: ServedCard;
+    readonly listedBy?: string;
+  }[],
   now: string,
 ): RegistryState {
   let next = state;
   for (const item of items) {
-    next = addAgent(next, { cardUrl: item.cardUrl, source: item.source, now });
+    next = addAgent(next, { cardUrl: item.cardUrl, source: item.source, now, listedBy: item.listedBy });
     next = recordFetch(next, item.cardUrl, item.served);
   }
   return next;
+}
+
+/**
+ * The gateway indexes Baton's agents were listed by (`AgentEntry.listedBy`), each with the source to
+ * give what it lists now: an index none of whose agents is left is forgotten with them.
+ */
+export function listingIndexes(state: RegistryState): { readonly cardUrl: string; readonly source: AgentSource }[] {
+  const out = new Map<string, AgentSource>();
+  for (const a of state.agents)
+    if (a.listedBy && !out.has(a.listedBy))
+      out.set(a.listedBy, a.source === 'local-gateway' ? 'local-gateway' : 'user');
+  return [...out].map(([cardUrl, source]) => ({ cardUrl, source }));
 }
 
 export function removeAgent(state: RegistryState, cardUrl: string): RegistryState {
@@ -605,6 +631,7 @@ export function deserializeRegistry(text: string): RegistryState {
       lastError: isRecord(a.lastError) ? (a.lastError as unknown as AgentError) : undefined,
       lastSeen: str(a.lastSeen),
       addedAt: str(a.addedAt) ?? '',
+      ...(str(a.listedBy) ? { listedBy: str(a.listedBy) } : {}),
     };
   });
   return { agents, originKeys: doc.originKeys as Record<string, PinnedOriginKeys> };

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import * as vscode from 'vscode';
-import { AgentService, RegistryFile } from './agents/agentService';
+import { AgentService } from './agents/agentService';
+import { RegistryFile } from './agents/registryFile';
 import { addAgentsFromSettings, addLocalGatewayAgents, registerAgentCommands } from './commands/agentCommands';
 import { registerDelegationCommands } from './commands/delegationCommands';
 import { registerReviewCommands } from './commands/reviewCommands';

@@ -49,6 +49,8 @@ export interface FoundAgent {
   readonly fetched: FetchedCard;
   /** 0 for the card the user gave. */
   readonly depth: number;
+  /** The index (its card URL, normalised) that listed it; undefined for the card the user gave. */
+  readonly listedBy?: string;
 }
 
 export type LeftOutReason = 'depth' | 'cards' | 'agents' | 'time' | 'failed';
@@ -136,7 +138,8 @@ export async function discoverAgents(input: string, options: DiscoveryOptions = 
   const take = (item: Pending, fetched: FetchedCard): void => {
     const cardUrl = normalizeCardUrl(fetched.cardUrl);
     const index = readAgentIndex(fetched.card, cardUrl);
-    if (!isIndexOnly(fetched.card, index.length)) agents.push({ cardUrl, fetched, depth: item.depth });
+    if (!isIndexOnly(fetched.card, index.length))
+      agents.push({ cardUrl, fetched, depth: item.depth, ...(item.listedBy ? { listedBy: item.listedBy } : {}) });
     if (index.length > 0) indexes.push(cardUrl);
     for (const listed of index) {
       const key = keyOf(listed.cardUrl);

@@ -84,6 +84,7 @@ const phases: PhaseSpec[] = only.length
               'gemini.test.js',
               'teamTurns.test.js',
               'teamToken.test.js',
+              'teamAgents.test.js',
               'consent.test.js',
               'reload.test.js',
             ],

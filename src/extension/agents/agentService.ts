@@ -6,6 +6,7 @@ import {
   deserializeRegistry,
   EMPTY_REGISTRY,
   findAgent,
+  listingIndexes,
   pinnedKeysFor,
   recordFetch,
   recordFetchFailure,
@@ -20,34 +21,13 @@ import {
   type RegistryState,
 } from '../../core/agentRegistry';
 import { approvalRefusalText } from '../../core/approvalText';
+import { readAgentIndex } from '../../core/agentCard';
 import type { ProxyCheck } from '../../core/proxyCheck';
 import type { SafeFetchOptions } from '../../node/safeFetch';
 import { loadNet } from '../lazy';
 import { verifyAgentCard } from '../../node/signing';
 import { Disposable } from '../lifecycle';
-import { mkdir, rename, writeFile } from 'node:fs/promises';
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname } from 'node:path';
-
-/**
- * Where the governed agents are kept: a file in the extension's global storage folder (on the machine
- * the extension runs on), written atomically. Not globalState: in a browser-hosted workbench that lives
- * in the browser and is only flushed now and then.
- */
-export class RegistryFile {
-  constructor(readonly path: string) {}
-
-  read(): string | undefined {
-    return existsSync(this.path) ? readFileSync(this.path, 'utf8') : undefined;
-  }
-
-  async write(text: string): Promise<void> {
-    await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
-    const tmp = `${this.path}.${process.pid}.tmp`;
-    await writeFile(tmp, text, { mode: 0o600 });
-    await rename(tmp, this.path);
-  }
-}
+import type { RegistryFile } from './registryFile';
 
 /** What one Add Agent did. */
 export interface AddResult {
@@ -150,6 +130,7 @@ export class AgentService extends Disposable {
         return {
           cardUrl: a.cardUrl,
           source: from,
+          ...(a.listedBy ? { listedBy: a.listedBy } : {}),
           served: { card: a.fetched.card, digest: a.fetched.digest, signature, etag: a.fetched.etag, fetchedAt: now },
         };
       }),
@@ -208,8 +189,37 @@ export class AgentService extends Disposable {
     }
   }
 
-  async refreshAll(): Promise<void> {
-    await Promise.all(this.state.agents.map((a) => this.refresh(a.cardUrl)));
+  /**
+   * `refresh` of every agent, and a look at the gateway indexes Baton's agents came from
+   * (`listingIndexes`): one that now lists agents Baton does not have is walked again, as Add Agent
+   * walks it, which adds them as pending. Answers the card URLs of the agents that added.
+   */
+  async refreshAll(): Promise<string[]> {
+    const [, added] = await Promise.all([
+      Promise.all(this.state.agents.map((a) => this.refresh(a.cardUrl))),
+      Promise.all(listingIndexes(this.state).map((i) => this.addNewlyListed(i.cardUrl, i.source))),
+    ]);
+    return [...new Set(added.flat())];
+  }
+
+  /**
+   * Reads the index at `indexUrl`; when it lists agents Baton does not have, walks it again from there
+   * (`add`) and answers the card URLs it added. An index that cannot be read is logged and adds nothing.
+   */
+  private async addNewlyListed(indexUrl: string, source: AgentSource): Promise<string[]> {
+    try {
+      const net = loadNet();
+      const fetched = await net.fetchAgentCard(indexUrl, this.fetchOptions());
+      if (fetched.notModified) return [];
+      const known = new Set(this.state.agents.map((a) => a.cardUrl));
+      const listed = readAgentIndex(fetched.card, indexUrl).map((a) => a.cardUrl);
+      if (!listed.some((u) => !known.has(findAgent(this.state, u)?.cardUrl ?? u))) return [];
+      const { entries } = await this.add(indexUrl, source);
+      return entries.map((e) => e.cardUrl).filter((u) => !known.has(u));
+    } catch (e) {
+      this.log.warn(`agents: reading the gateway index ${indexUrl} again failed: ${(e as Error).message}`);
+      return [];
+    }
   }
 
   async approve(

@@ -125,11 +125,22 @@ export function registerAgentCommands(deps: AgentCommandDeps): vscode.Disposable
       panels.close({ kind: 'agentReview', agentId: cardUrl });
       await agents.remove(cardUrl);
     }),
-    vscode.commands.registerCommand('baton.refreshAgents', async (arg?: unknown) => {
+    /** Resolves with the card URLs of the agents it added (a gateway's index lists new ones). */
+    vscode.commands.registerCommand('baton.refreshAgents', async (arg?: unknown): Promise<string[]> => {
       const cardUrl = cardUrlOf(arg);
-      await vscode.window.withProgress({ location: { viewId: 'baton.agents' } }, () =>
-        cardUrl ? agents.refresh(cardUrl) : agents.refreshAll(),
+      // One agent: its card. All: every card, and the gateway indexes they came from, for new agents.
+      const added = await vscode.window.withProgress({ location: { viewId: 'baton.agents' } }, () =>
+        cardUrl ? agents.refresh(cardUrl).then((): string[] => []) : agents.refreshAll(),
       );
+      if (added.length) {
+        const review = vscode.l10n.t('Review');
+        const names = added.map((u) => agents.find(u)?.served?.card.name ?? u).join(', ');
+        void vscode.window
+          .showInformationMessage(vscode.l10n.t('A gateway now lists {0}. Review before Baton uses it.', names), review)
+          .then((pick) =>
+            pick === review ? vscode.commands.executeCommand('baton.reviewAgent', added[0]) : undefined,
+          );
+      }
       const changed = agents.agents.filter((a) => a.status === 'pending' && a.pendingReason === 'card-changed');
       if (changed.length) {
         const review = vscode.l10n.t('Review');
@@ -145,6 +156,7 @@ export function registerAgentCommands(deps: AgentCommandDeps): vscode.Disposable
             pick === review ? vscode.commands.executeCommand('baton.reviewAgent', changed[0].cardUrl) : undefined,
           );
       }
+      return added;
     }),
     /** Resolves true when a token was stored (false when removed, undefined when dismissed). */
     vscode.commands.registerCommand('baton.setToken', async (arg?: unknown): Promise<boolean | undefined> => {

@@ -98,6 +98,8 @@ export async function waitForTreeRow(...words: string[]): Promise<void> {
 /** A team's gateway: a separate `baton-gateway` process of the build under test. */
 export interface TeamGateway {
   readonly url: string;
+  /** Writes `config` as its config file and sends it SIGHUP; resolves with the line it logged for it. */
+  reload(config: Record<string, unknown>): Promise<string>;
   stop(): void;
 }
 
@@ -130,8 +132,17 @@ export async function startTeamGateway(
     child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
     child.on('exit', (c) => fail(new Error(`the gateway exited (${c}): ${out}`)));
   });
+  let log = '';
+  child.stderr?.on('data', (b: Buffer) => (log += b.toString()));
+  const reloads = (): string[] => log.split('\n').filter((l) => l.includes('SIGHUP:'));
   return {
     url,
+    reload: async (next) => {
+      const before = reloads().length;
+      writeFileSync(file, JSON.stringify(next));
+      child.kill('SIGHUP');
+      return waitFor('the gateway to read its config again', () => reloads()[before]);
+    },
     stop: () => {
       child.kill('SIGTERM');
       rmSync(dir, { recursive: true, force: true });

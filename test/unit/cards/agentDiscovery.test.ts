@@ -5,7 +5,16 @@ import * as assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { AGENT_INDEX_EXTENSION_URI } from '../../../src/core/batonProfile';
-import { addFetchedAgents, EMPTY_REGISTRY, findAgent, normalizeCardUrl } from '../../../src/core/agentRegistry';
+import {
+  addFetchedAgents,
+  deserializeRegistry,
+  EMPTY_REGISTRY,
+  findAgent,
+  listingIndexes,
+  normalizeCardUrl,
+  removeAgent,
+  serializeRegistry,
+} from '../../../src/core/agentRegistry';
 import { discoverAgents, discoveryLog, discoverySummary, DISCOVERY_LIMITS } from '../../../src/node/agentDiscovery';
 import type { DiscoveryOptions } from '../../../src/node/agentDiscovery';
 import { SafeFetchError } from '../../../src/node/safeFetch';
@@ -294,6 +303,11 @@ describe('Add Agent: walking agent indexes is bounded', () => {
       d.agents.map((a) => a.depth),
       [0, 1],
     );
+    assert.deepEqual(
+      d.agents.map((a) => a.listedBy),
+      [undefined, `${base}/both${CARD}`],
+      'each agent says which index listed it',
+    );
     assert.equal(d.repeats, 1);
   });
 
@@ -325,6 +339,7 @@ describe('Add Agent: walking agent indexes is bounded', () => {
       d.agents.map(async (a) => ({
         cardUrl: a.cardUrl,
         source: 'gateway-index' as const,
+        ...(a.listedBy ? { listedBy: a.listedBy } : {}),
         served: {
           card: a.fetched.card,
           digest: a.fetched.digest,
@@ -346,6 +361,21 @@ describe('Add Agent: walking agent indexes is bounded', () => {
       state.agents.map((a) => a.cardUrl),
     );
     assert.ok(findAgent(state, `HTTP://127.0.0.1.:${server.port}/agents/%70ing-agent/.well-known/agent-card.json#x`));
+    // The index that listed them is kept, survives a save, and is what Refresh Agents reads again.
+    const listedBy = d.agents.map((a) => a.listedBy).filter((u) => u !== undefined);
+    assert.ok(listedBy.length > 0, 'the walk went through an index');
+    const stored = deserializeRegistry(serializeRegistry(state));
+    assert.deepEqual(
+      stored.agents.map((a) => a.listedBy),
+      state.agents.map((a) => a.listedBy),
+    );
+    assert.deepEqual(
+      listingIndexes(stored).map((i) => i.cardUrl),
+      [...new Set(listedBy)],
+    );
+    // An index none of whose agents is left is forgotten with them.
+    const emptied = stored.agents.filter((a) => a.listedBy).reduce((st, a) => removeAgent(st, a.cardUrl), stored);
+    assert.deepEqual(listingIndexes(emptied), []);
   });
 });
 
