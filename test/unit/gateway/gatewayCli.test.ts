@@ -298,7 +298,7 @@ describe(
         ).json()) as { store?: { maxBytes?: number } };
         assert.equal(instance.store?.maxBytes, 512 * 1024 * 1024);
         // Per-task limits and delegation guards are taken, each said with what it was.
-        write([{ principal: 'bob', sha256: sha(BOB) }], {
+        const tightened = {
           limits: {
             maxRunningTasksPerPrincipal: 2,
             capabilities: { write: false },
@@ -308,23 +308,16 @@ describe(
           retention: { finishedTaskHours: 24, maxStoreMb: 512 },
           maxDepth: 2,
           consent: { formatter: 'deny' },
-        });
+        };
+        write([{ principal: 'bob', sha256: sha(BOB) }], tightened);
         assert.match(
           await hup(5),
           /unchanged; task limits: capabilities no write, no shell, no network, deadline 10 min \(at most 240 min\), cancel grace 2 s \(was capabilities write, no shell, no network, deadline 30 min \(at most 240 min\), cancel grace 5 s\), for tasks started from now on; delegation guards: depth 2, 3 per task, 10 per 1 min, consent formatter deny \(40 s to answer\) \(was depth 1, 3 per task, 10 per 1 min, consent asked \(40 s to answer\)\)$/,
         );
         // Another setting changed: said to wait for the next start.
         write([{ principal: 'bob', sha256: sha(BOB) }], {
-          limits: {
-            maxRunningTasksPerPrincipal: 2,
-            capabilities: { write: false },
-            defaultDeadlineSeconds: 600,
-            cancelGraceSeconds: 2,
-            maxBodyBytes: 1048576,
-          },
-          retention: { finishedTaskHours: 24, maxStoreMb: 512 },
-          maxDepth: 2,
-          consent: { formatter: 'deny' },
+          ...tightened,
+          limits: { ...tightened.limits, maxBodyBytes: 1048576 },
         });
         assert.match(await hup(6), /unchanged\. Other settings changed in the file take effect at the next start$/);
       } finally {
