@@ -230,8 +230,45 @@ async function textOnScreen(page: Page, text: string, timeoutMs: number): Promis
 let shot = 0;
 async function screenshot(page: Page, name: string): Promise<string> {
   const file = join(runDir, 'screenshots', `${String(++shot).padStart(2, '0')}-${name.replace(/[^\w-]/g, '_')}.png`);
+  await painted(page);
   await page.screenshot({ path: file });
   return file;
+}
+
+/**
+ * Waits (a few seconds at most) until what is on screen is what the page holds: no editor still shows
+ * its loading bar (a webview whose text is in its frame already but not yet shown), and every frame has
+ * drawn twice since. A screenshot taken sooner showed a blank panel whose text a check had just read.
+ */
+async function painted(page: Page): Promise<void> {
+  await page
+    .waitForFunction(
+      () => {
+        const doc = (globalThis as { document?: { querySelectorAll(s: string): ArrayLike<unknown> } }).document;
+        return (doc?.querySelectorAll('.editor-group-container .monaco-progress-container.active').length ?? 0) === 0;
+      },
+      undefined,
+      { timeout: 5_000 },
+    )
+    .catch(() => undefined);
+  await Promise.all(
+    page.frames().map((f) =>
+      Promise.race([
+        f
+          .evaluate(
+            () =>
+              new Promise<void>((r) => {
+                const raf = (globalThis as { requestAnimationFrame?: (cb: () => void) => void }).requestAnimationFrame;
+                if (!raf) return r();
+                raf(() => raf(() => r()));
+              }),
+          )
+          .catch(() => undefined),
+        // A frame that is not shown draws nothing: it is not waited for.
+        new Promise<void>((r) => setTimeout(r, 500)),
+      ]),
+    ),
+  );
 }
 
 async function act(page: Page, req: { id: string; pid: number; command: string; args: string[] }): Promise<void> {
