@@ -73,7 +73,7 @@ export class AgentRoute {
     this.watcher = agent.watcher;
     this.remoteAgent = agent.remote;
     this.id = agent.indexed.id;
-    this.path = `/a2a/${encodeURIComponent(this.id)}`;
+    this.path = routePath(this.id);
     this.handler = new GatewayRequestHandler(ctx, this.id, () => this.readyCard(), this.runner, push);
   }
 
@@ -212,6 +212,9 @@ export class AgentRoute {
   }
 }
 
+/** Where an agent's routes start: /a2a/<agent>. */
+const routePath = (id: string): string => `/a2a/${encodeURIComponent(id)}`;
+
 /**
  * The routes a gateway serves, by agent id (retired ones too), each found by the path segment that
  * names it, so a request costs the same whatever the number of agents. Routes are added while the
@@ -235,7 +238,7 @@ export class RouteTable {
 
   /** Whether a route could be added with this id (the id and its path are free). */
   free(id: string): boolean {
-    return !this.routes.has(id) && !this.byPath.has(`/a2a/${encodeURIComponent(id)}`.toLowerCase());
+    return !this.routes.has(id) && !this.byPath.has(routePath(id).toLowerCase());
   }
 
   /** The router of the route at `path` (/a2a/<agent>, any case). */

@@ -360,8 +360,8 @@ export function agentChangeWords(c: AgentChange): string[] {
 
 /**
  * Reads the config file again and takes what a running gateway can take: its tokens (`setTokens`), its
- * remote agents (`setRemoteAgents`), the per-member limit of running tasks and the retention policy (a
- * pass runs with it at once). Says in one line what changed, or why nothing did (a file that no longer
+ * remote agents (`setRemoteAgents`), its per-task limits, the per-member limit of running tasks, the
+ * delegation guards and the retention policy (a pass runs with it at once). Says in one line what changed, or why nothing did (a file that no longer
  * reads: everything stays as it was). Other settings that changed are said to wait for the next start.
  * Answers what is in effect after it, and whether the agents served changed.
  */
@@ -411,9 +411,16 @@ function reloadConfig(
   }
   const guards = delegationOf(next.delegation, guardFlags);
   const delegation = delegationWords(guards);
+  let guardsTaken = delegation;
   if (delegation !== taken.delegation) {
-    gw.setDelegationPolicy(guards);
-    parts.push(`delegation guards: ${delegation} (was ${taken.delegation})`);
+    try {
+      gw.setDelegationPolicy(guards);
+      parts.push(`delegation guards: ${delegation} (was ${taken.delegation})`);
+    } catch (e) {
+      // Out of bounds (the file's reader checks them too): the guards in effect stay, and the line says why.
+      guardsTaken = taken.delegation;
+      parts.push(`delegation guards not taken (${(e as Error).message}); still ${taken.delegation}`);
+    }
   }
   const retention = retentionFromConfig(next.retention);
   if ((Object.keys(retention) as (keyof RetentionPolicy)[]).some((k) => retention[k] !== taken.retention[k])) {
@@ -444,7 +451,7 @@ function reloadConfig(
   return {
     line:
       rest(next) === rest(started) ? line : `${line}. Other settings changed in the file take effect at the next start`,
-    taken: { maxRunning: limit, retention, limits, delegation },
+    taken: { maxRunning: limit, retention, limits, delegation: guardsTaken },
     agentsChanged: agents.added.length + agents.retired.length + agents.restored.length > 0,
   };
 }

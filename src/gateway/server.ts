@@ -423,14 +423,15 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       shutdown,
       log,
     });
-    return { port, baseUrl, routes, setRemoteAgents, router: routesRouter(index, table, control) };
+    return { port, baseUrl, table, setRemoteAgents, router: routesRouter(index, table, control) };
   });
   app.use((req: Request, res: Response, next: NextFunction) => {
     started.then(({ router }) => router(req, res, next), next);
   });
   app.use(errorHandler(log));
 
-  const { port, baseUrl, routes, setRemoteAgents } = await started;
+  const { port, baseUrl, table, setRemoteAgents } = await started;
+  const routes = table.routes;
   // In the background: a remote that is slow or down neither delays nor fails the start.
   for (const route of routes.values()) route.start();
   // In the background too: a claim a dead instance left unbound is looked for at its remote.
@@ -444,7 +445,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     store,
     instanceId,
     get agents() {
-      return [...routes.values()].filter((r) => !r.retired).map((r) => r.indexed);
+      return table.listed();
     },
     setRemoteAgents,
     setTaskLimits: (taken) => {

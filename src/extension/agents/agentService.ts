@@ -211,9 +211,8 @@ export class AgentService extends Disposable {
       const net = loadNet();
       const fetched = await net.fetchAgentCard(indexUrl, this.fetchOptions());
       if (fetched.notModified) return [];
+      if (readAgentIndex(fetched.card, indexUrl).every((a) => findAgent(this.state, a.cardUrl))) return [];
       const known = new Set(this.state.agents.map((a) => a.cardUrl));
-      const listed = readAgentIndex(fetched.card, indexUrl).map((a) => a.cardUrl);
-      if (!listed.some((u) => !known.has(findAgent(this.state, u)?.cardUrl ?? u))) return [];
       const { entries } = await this.add(indexUrl, source);
       return entries.map((e) => e.cardUrl).filter((u) => !known.has(u));
     } catch (e) {
