@@ -109,6 +109,12 @@ export interface AgentEntry {
    * added by its own card URL, or stored before entries kept it.
    */
   readonly listedBy?: string;
+  /**
+   * When the index that listed it (`listedBy`) was first read without it: its gateway's operator
+   * removed it. It is unavailable until that index lists it again (`recordListing`), whatever its card
+   * says: a gateway goes on serving a removed agent's card for the tasks it still has.
+   */
+  readonly unlistedAt?: string;
 }
 
 export interface PinnedOriginKeys {
@@ -253,6 +259,51 @@ export function listingIndexes(state: RegistryState): { readonly cardUrl: string
   return [...out].map(([cardUrl, source]) => ({ cardUrl, source }));
 }
 
+/**
+ * What the index at `indexUrl` lists now (`listed`, card URLs): every agent it had listed and lists no
+ * longer is unavailable from `now` (`unlistedAt`); one it lists again is back as it was, unless its card
+ * could not be fetched meanwhile. Agents listed by another index, or added by their own URL, are left.
+ */
+export function recordListing(
+  state: RegistryState,
+  indexUrl: string,
+  listed: readonly string[],
+  now: string,
+): RegistryState {
+  const keys = new Set(
+    listed.flatMap((u) => {
+      try {
+        return [normalizeCardUrl(u)];
+      } catch {
+        return [];
+      }
+    }),
+  );
+  let next = state;
+  for (const e of state.agents) {
+    if (e.listedBy !== indexUrl) continue;
+    if (!keys.has(e.cardUrl) && !e.unlistedAt) {
+      const before = e.status === 'unavailable' ? e.statusBeforeUnavailable : e.status;
+      next = put(next, { ...e, status: 'unavailable', statusBeforeUnavailable: before, unlistedAt: now });
+    } else if (keys.has(e.cardUrl) && e.unlistedAt) {
+      const { unlistedAt: _gone, ...rest } = e;
+      next = put(
+        next,
+        e.lastError
+          ? rest
+          : { ...rest, status: e.statusBeforeUnavailable ?? 'pending', statusBeforeUnavailable: undefined },
+      );
+    }
+  }
+  return next;
+}
+
+/** An entry its gateway no longer lists stays unavailable whatever its card fetch recorded (`next`). */
+function keepUnlisted(entry: AgentEntry, next: AgentEntry): AgentEntry {
+  if (!entry.unlistedAt || next.status === 'unavailable') return next;
+  return { ...next, status: 'unavailable', statusBeforeUnavailable: next.status };
+}
+
 export function removeAgent(state: RegistryState, cardUrl: string): RegistryState {
   const entry = requireAgent(state, cardUrl);
   return { ...state, agents: state.agents.filter((a) => a.cardUrl !== entry.cardUrl) };
@@ -276,24 +327,30 @@ export function recordFetch(state: RegistryState, cardUrl: string, served: Serve
   if (status === 'approved' || (status === 'pending' && entry.approval)) {
     const approval = entry.approval;
     if (approval && approval.digest === served.digest) {
-      return put(state, { ...base, status: 'approved', pendingReason: undefined, changes: [] });
+      return put(state, keepUnlisted(entry, { ...base, status: 'approved', pendingReason: undefined, changes: [] }));
     }
-    return put(state, {
-      ...base,
-      status: 'pending',
-      pendingReason: 'card-changed',
-      changes: approval ? diffCards(approval.card.raw, served.card.raw) : [],
-    });
+    return put(
+      state,
+      keepUnlisted(entry, {
+        ...base,
+        status: 'pending',
+        pendingReason: 'card-changed',
+        changes: approval ? diffCards(approval.card.raw, served.card.raw) : [],
+      }),
+    );
   }
-  if (status === 'rejected') return put(state, { ...base, status: 'rejected' });
-  return put(state, { ...base, status: 'pending', pendingReason: entry.pendingReason ?? 'new' });
+  if (status === 'rejected') return put(state, keepUnlisted(entry, { ...base, status: 'rejected' }));
+  return put(state, keepUnlisted(entry, { ...base, status: 'pending', pendingReason: entry.pendingReason ?? 'new' }));
 }
 
 /** A 304 Not Modified: the served card is the one recorded. */
 export function recordNotModified(state: RegistryState, cardUrl: string, now: string): RegistryState {
   const entry = requireAgent(state, cardUrl);
   const status = entry.status === 'unavailable' ? (entry.statusBeforeUnavailable ?? 'pending') : entry.status;
-  return put(state, { ...entry, status, statusBeforeUnavailable: undefined, lastError: undefined, lastSeen: now });
+  return put(
+    state,
+    keepUnlisted(entry, { ...entry, status, statusBeforeUnavailable: undefined, lastError: undefined, lastSeen: now }),
+  );
 }
 
 /** The card could not be fetched or was refused: the entry is unavailable until a fetch succeeds. */
@@ -632,6 +689,7 @@ export function deserializeRegistry(text: string): RegistryState {
       lastSeen: str(a.lastSeen),
       addedAt: str(a.addedAt) ?? '',
       ...(str(a.listedBy) ? { listedBy: str(a.listedBy) } : {}),
+      ...(str(a.unlistedAt) ? { unlistedAt: str(a.unlistedAt) } : {}),
     };
   });
   return { agents, originKeys: doc.originKeys as Record<string, PinnedOriginKeys> };

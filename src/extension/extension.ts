@@ -108,6 +108,12 @@ export function activate(context: vscode.ExtensionContext): BatonApi {
     vscode.window.onDidChangeWindowState((s) => {
       if (s.focused) service.recheckAuthRequired();
     }),
+    // An agent that refused a delegation before any task may have been removed from the gateway that
+    // listed it: its index is read again, so Baton stops offering it (and Delegate Again asks for another).
+    service.onDidSettle(({ id, decision }) => {
+      const agentId = service.request(id)?.agent.id;
+      if (decision.because?.code === 'failed.refused' && agentId) void agents.recheckListing(agentId);
+    }),
   );
 
   const panels = new DelegationPanelManager(context.extensionUri, {

@@ -148,11 +148,14 @@ export class AgentRoute {
    */
   retire(why: string): void {
     this.handler.retired = why;
+    // Nobody new will use its card: it is no longer read from the remote every few minutes.
+    this.watcher?.pause();
   }
 
-  /** Takes new tasks again (the agent is back in the config as it was). */
+  /** Takes new tasks again (the agent is back in the config as it was), its remote's card read again. */
   restore(): void {
     this.handler.retired = undefined;
+    if (this.watcher && !this.watcher.watching) this.watcher.start();
   }
 
   /** The route's card as served (built on first use, again after `invalidate`). */

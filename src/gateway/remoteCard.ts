@@ -316,9 +316,25 @@ export class RemoteCardWatcher {
 
   /** Starts reading in the background; never throws, never waits. */
   start(): void {
+    if (this.abort.signal.aborted) return;
+    this.pause();
     this.refresh();
     this.timer = setInterval(() => this.refresh(), this.opts.refreshMs ?? REMOTE_CARD_REFRESH_MS);
     this.timer.unref();
+  }
+
+  /**
+   * Stops the periodic reads, keeping the last facts (its agent was retired: its card is served as it
+   * was for the tasks it still has); `start` again resumes them. A read in flight finishes.
+   */
+  pause(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** True while it reads the remote's card periodically (between `start` and `pause` or `close`). */
+  get watching(): boolean {
+    return this.timer !== undefined;
   }
 
   /** One read (skipped while one is in flight); resolves when it is done. */
@@ -361,7 +377,7 @@ export class RemoteCardWatcher {
   }
 
   async close(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    this.pause();
     this.abort.abort();
     await this.running?.catch(() => undefined);
   }

@@ -33,6 +33,7 @@ import { META, REPLAY_EXTENSION_URI } from '../core/batonProfile';
 import { followTask, rowToResponse, withSeqs } from './eventLog';
 import type { CommittedStart } from './eventLog';
 import type { GatewayContext } from './gatewayContext';
+import { requestDigest, requestKey } from './localTaskRunner';
 import { instanceAlive } from './instanceLiveness';
 import { configOf, defaultIdForUrl, newPushConfigId, validatePushConfig } from './pushNotifier';
 import type { PushNotifier } from './pushNotifier';
@@ -201,7 +202,10 @@ export class GatewayRequestHandler implements A2ARequestHandler {
       const row = await this.ownTask(msg.taskId, context);
       started = await this.runner.continueTask(row, params, principal, call);
     } else {
-      if (this.retired !== undefined) throw new UnsupportedOperationError(this.retired);
+      // A first message sent again (a retry of one it took before it was removed) still finds its task.
+      const key = (): string => requestKey(params, requestDigest(params));
+      if (this.retired !== undefined && !(await this.ctx.store.findRequest(principal, this.agentId, key())))
+        throw new UnsupportedOperationError(this.retired);
       // A task's own token starts children of that task only, through the guards (childBroker.ts).
       const children = this.ctx.children?.isTaskPrincipal(principal) ? this.ctx.children : undefined;
       const sent = children ? await children.admit(principal, this.agentId, params) : params;

@@ -206,15 +206,18 @@ function timeline(d: DelegationView, a: DelegationActions): TemplateResult {
     </ol>`;
 }
 
-/** Delegate Again: the same task to the same agent, as a new delegation (the start flow confirms it first). */
-function againButton(a: DelegationActions): TemplateResult {
+/**
+ * Delegate Again: the same task to the same agent, as a new delegation (the start flow confirms it
+ * first); to another agent the user picks when Baton no longer calls this one.
+ */
+function againButton(d: DelegationView, a: DelegationActions): TemplateResult {
   return html`<vscode-button
     id="delegate-again"
     secondary
     icon="debug-restart"
     ?disabled=${a.busy}
     @click=${() => a.delegateAgain()}
-    >${l10n.t('Delegate Again')}</vscode-button
+    >${d.agentUnavailable ? l10n.t('Delegate to Another Agent…') : l10n.t('Delegate Again')}</vscode-button
   >`;
 }
 
@@ -259,7 +262,7 @@ function tokenRefusedBanner(d: DelegationView, a: DelegationActions): TemplateRe
               >${l10n.t('Check again')}</vscode-button
             >`
           : failed
-            ? againButton(a)
+            ? againButton(d, a)
             : nothing
       }
     </div>
@@ -291,7 +294,7 @@ function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult 
             'Baton canceled the task at the agent.',
           )}${d.reason ? html` ${reasonOf(d)}` : nothing}
         </div>
-        ${againButton(a)}
+        ${againButton(d, a)}
       </div>`;
     case 'failed':
     case 'rejected':
@@ -300,7 +303,7 @@ function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult 
         <div>
           <strong>${stateLabel(d.state, t)}.</strong> ${d.reason ? reasonOf(d) : l10n.t('The agent gave no reason.')}
         </div>
-        ${againButton(a)}
+        ${againButton(d, a)}
       </div>`;
     case 'canceled':
       return html`<div class="banner" role="status">
@@ -313,7 +316,7 @@ function outcomeBanner(d: DelegationView, a: DelegationActions): TemplateResult 
               : l10n.t('The agent confirmed.')
           }
         </div>
-        ${againButton(a)}
+        ${againButton(d, a)}
       </div>`;
     case 'auth-required':
       return html`<div class="banner warn" role="alert">

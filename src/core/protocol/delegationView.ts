@@ -171,6 +171,11 @@ export interface DelegationView {
   readonly review?: ReviewView;
   /** `agent` when a chat agent started it (through VS Code's language-model tools or `baton mcp`). */
   readonly startedBy?: 'user' | 'agent';
+  /**
+   * Baton no longer calls its agent (removed, no longer served by its gateway, its card changed, or
+   * rejected): Delegate Again asks for another agent for the same task.
+   */
+  readonly agentUnavailable?: boolean;
   /** Delegations started from within this one, newest first. */
   readonly children?: readonly DelegationChildView[];
 }

@@ -4,6 +4,7 @@ import { cardWarnings, type AgentEntry, type CardWarning, type RegistryState } f
 import { isPlainHttp, sameOrigin, tryNormalizeOrigin } from '../../core/origin';
 import type { AgentReviewView } from '../../core/protocol/panelProtocol';
 import { proxyCheckText, type ProxyCheck } from '../../core/proxyCheck';
+import { unlistedText } from './unlisted';
 
 const MAX_VALUE = 200;
 
@@ -116,7 +117,7 @@ export function agentReviewView(state: RegistryState, e: AgentEntry, fetchedViaP
         ...cardWarnings(state, e).map((w) => warningText(w, cardOrigin)),
       ]),
     ],
-    error: e.lastError ? `${e.lastError.message}` : undefined,
+    error: e.unlistedAt ? unlistedText(e) : e.lastError ? `${e.lastError.message}` : undefined,
     approvedEndpoint: e.approval?.endpoint.url,
   };
 }

@@ -10,6 +10,7 @@ import {
   pinnedKeysFor,
   recordFetch,
   recordFetchFailure,
+  recordListing,
   recordNotModified,
   rejectAgent,
   removeAgent,
@@ -53,6 +54,11 @@ export class AgentService extends Disposable {
   private state: RegistryState;
   private readonly _onDidChange = this._register(new vscode.EventEmitter<void>());
   readonly onDidChange = this._onDidChange.event;
+  private readonly _onDidUnlist = this._register(
+    new vscode.EventEmitter<{ readonly indexUrl: string; readonly agents: readonly AgentEntry[] }>(),
+  );
+  /** A gateway index no longer lists these agents it had listed (its operator removed them): they are unavailable. */
+  readonly onDidUnlist = this._onDidUnlist.event;
   /** Cards last fetched through a proxy, and what was checked before the proxy got the fetch (the proxy chose the address). */
   readonly viaProxy = new Map<string, ProxyCheck>();
   /** Extra hosts allowed as private for the session (the local gateway's 127.0.0.1:port). */
@@ -197,21 +203,47 @@ export class AgentService extends Disposable {
   async refreshAll(): Promise<string[]> {
     const [, added] = await Promise.all([
       Promise.all(this.state.agents.map((a) => this.refresh(a.cardUrl))),
-      Promise.all(listingIndexes(this.state).map((i) => this.addNewlyListed(i.cardUrl, i.source))),
+      Promise.all(listingIndexes(this.state).map((i) => this.readListing(i.cardUrl, i.source))),
     ]);
     return [...new Set(added.flat())];
   }
 
   /**
-   * Reads the index at `indexUrl`; when it lists agents Baton does not have, walks it again from there
-   * (`add`) and answers the card URLs it added. An index that cannot be read is logged and adds nothing.
+   * Reads again the gateway index that listed this agent, to learn whether its gateway still serves it
+   * (after a delegation to it was refused, most often because the gateway's operator removed it).
+   * Adds nothing: that is Refresh Agents' job, with the user watching.
    */
-  private async addNewlyListed(indexUrl: string, source: AgentSource): Promise<string[]> {
+  async recheckListing(cardUrl: string): Promise<void> {
+    const entry = this.find(cardUrl);
+    if (entry?.listedBy) await this.readListing(entry.listedBy, entry.source, { addNew: false });
+  }
+
+  /**
+   * Reads the index at `indexUrl`: the agents it listed and lists no longer are unavailable from now on,
+   * the ones it lists again are back (`recordListing`), and when it lists agents Baton does not have, it
+   * is walked again from there (`add`; not with `addNew: false`). Answers the card URLs it added. An
+   * index that cannot be read is logged and changes nothing.
+   */
+  private async readListing(
+    indexUrl: string,
+    source: AgentSource,
+    opts: { addNew: boolean } = { addNew: true },
+  ): Promise<string[]> {
     try {
       const net = loadNet();
       const fetched = await net.fetchAgentCard(indexUrl, this.fetchOptions());
       if (fetched.notModified) return [];
-      if (readAgentIndex(fetched.card, indexUrl).every((a) => findAgent(this.state, a.cardUrl))) return [];
+      const listed = readAgentIndex(fetched.card, indexUrl).map((a) => a.cardUrl);
+      const next = recordListing(this.state, indexUrl, listed, new Date().toISOString());
+      if (next !== this.state) {
+        const unlisted = next.agents.filter((a) => a.unlistedAt && !findAgent(this.state, a.cardUrl)?.unlistedAt);
+        const back = next.agents.filter((a) => !a.unlistedAt && findAgent(this.state, a.cardUrl)?.unlistedAt);
+        await this.commit(next);
+        for (const a of unlisted) this.log.warn(`agents: ${indexUrl} no longer lists ${a.cardUrl}; it is unavailable`);
+        for (const a of back) this.log.info(`agents: ${indexUrl} lists ${a.cardUrl} again`);
+        if (unlisted.length) this._onDidUnlist.fire({ indexUrl, agents: unlisted });
+      }
+      if (!opts.addNew || listed.every((u) => findAgent(this.state, u))) return [];
       const known = new Set(this.state.agents.map((a) => a.cardUrl));
       const { entries } = await this.add(indexUrl, source);
       return entries.map((e) => e.cardUrl).filter((u) => !known.has(u));

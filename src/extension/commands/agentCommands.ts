@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { normalizeOrigin, tryNormalizeOrigin } from '../../core/origin';
 import type { AgentService } from '../agents/agentService';
+import { listingHost } from '../agents/unlisted';
 import { errorMessage } from '../errors';
 import type { GatewaySupervisor } from '../gateway/gatewaySupervisor';
 import type { DelegationPanelManager } from '../panel/delegationPanel';
@@ -20,6 +21,27 @@ export interface AgentCommandDeps {
 export function registerAgentCommands(deps: AgentCommandDeps): vscode.Disposable[] {
   const { agents, gateway, panels, storage, log } = deps;
   return [
+    // A gateway no longer serves agents it listed (read by Refresh Agents, or after it refused a
+    // delegation): they are unavailable; say so once, and offer to take them off Baton's list.
+    agents.onDidUnlist(({ agents: gone }) => {
+      const remove = vscode.l10n.t('Remove from Baton');
+      void vscode.window
+        .showWarningMessage(
+          vscode.l10n.t(
+            'The gateway at {0} no longer serves {1}: its operator removed it. Baton does not delegate to it.',
+            listingHost(gone[0]),
+            gone.map((a) => a.approval?.card.name ?? a.served?.card.name ?? a.cardUrl).join(', '),
+          ),
+          remove,
+        )
+        .then(async (pick) => {
+          if (pick !== remove) return;
+          for (const a of gone) {
+            panels.close({ kind: 'agentReview', agentId: a.cardUrl });
+            if (agents.find(a.cardUrl)) await agents.remove(a.cardUrl);
+          }
+        });
+    }),
     vscode.commands.registerCommand('baton.addAgent', async (arg?: unknown) => {
       if (!requireTrust(vscode.l10n.t('Adding an agent'))) return undefined;
       // `{ value }` opens the box again with what the user typed (after an error), so a typo costs one edit.

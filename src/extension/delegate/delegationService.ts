@@ -44,6 +44,7 @@ import { auditRecordFor, JournalStore, type ReviewAuditInfo } from '../../node/j
 import { delegationRepository } from '../../node/patchDrift';
 import { checkResult, finalTaskOf, resultKeys, signedResultsOf } from '../../node/resultCheck';
 import type { AgentService } from '../agents/agentService';
+import { unlistedText } from '../agents/unlisted';
 import type { GatewaySupervisor } from '../gateway/gatewaySupervisor';
 import { Disposable } from '../lifecycle';
 import type { BatonStorage } from '../storage';
@@ -188,6 +189,7 @@ export class DelegationService extends Disposable {
     origin: { readonly startedBy?: StartedBy; readonly parentRequestId?: string } = {},
   ): Promise<string> {
     const endpoint = callableEndpoint(agent);
+    if (agent.unlistedAt) throw new Error(unlistedText(agent));
     if (!endpoint || !agent.approval) throw new Error(vscode.l10n.t('{0} is not approved.', agent.cardUrl));
     const requestId = randomUUID();
     const folder = context.folder?.uri.fsPath;

@@ -123,6 +123,8 @@ export class BatonAgentTools {
   private async unusableBecause(entry: AgentEntry): Promise<string | undefined> {
     if (entry.status === 'pending' && entry.pendingReason === 'card-changed')
       return 'Its card changed since the user approved it: the user reviews it again in the Agents view before it can be used.';
+    if (entry.unlistedAt)
+      return `The gateway that listed it (${entry.listedBy ?? ''}) no longer serves it: its operator removed it. Choose another agent.`;
     if (entry.status === 'unavailable')
       return `Its card could not be fetched (${entry.lastError?.message ?? 'no answer'}); the user refreshes it in the Agents view.`;
     if (entry.status === 'rejected') return 'The user rejected it.';

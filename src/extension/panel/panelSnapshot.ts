@@ -21,7 +21,10 @@ export function panelSnapshotter(
 ): (refreshCount: number, subject: PanelSubject) => PanelSnapshot {
   const { agents, agentsView, delegations, service, reviews } = deps;
   function delegationView(id: string) {
-    return service.panelView(id, reviews.get(id)?.view(), reviews.reviewing(id));
+    const view = service.panelView(id, reviews.get(id)?.view(), reviews.reviewing(id));
+    const agentId = service.request(id)?.agent.id;
+    const callable = agentId !== undefined && agents.approved().some((a) => a.cardUrl === agentId);
+    return view && !callable ? { ...view, agentUnavailable: true } : view;
   }
   return (refreshCount, subject) => {
     const entry = subject.kind === 'agentReview' ? agents.find(subject.agentId) : undefined;

@@ -3,6 +3,7 @@ import type { AgentEntry, AgentStatus } from '../../core/agentRegistry';
 import type { AgentService } from '../agents/agentService';
 import type { CodingCliInfo, GatewayStatus } from '../gateway/gatewaySupervisor';
 import { Disposable } from '../lifecycle';
+import { listingHost, unlistedText } from '../agents/unlisted';
 
 type Group = { readonly kind: 'group'; readonly status: AgentStatus; readonly agents: readonly AgentEntry[] };
 type Agent = { readonly kind: 'agent'; readonly entry: AgentEntry };
@@ -192,12 +193,21 @@ export class AgentsViewProvider extends Disposable implements vscode.TreeDataPro
               : e.status === 'unavailable'
                 ? new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('errorForeground'))
                 : new vscode.ThemeIcon('circle-slash');
+        // Two agents of one name (the same built-in agent of two gateways): the host tells them apart.
+        const name = card?.name ?? e.cardUrl;
+        const twin = this.agents.agents.some(
+          (o) => o !== e && (o.approval?.card ?? o.served?.card)?.name === name && o.origin !== e.origin,
+        );
+        const host = twin ? `${new URL(e.cardUrl).host} · ` : '';
         item.description =
-          e.status === 'pending' && e.pendingReason === 'card-changed'
-            ? vscode.l10n.t('card changed — review again')
-            : needsToken
-              ? vscode.l10n.t('needs a token')
-              : (card?.skills.map((s) => s.name).join(' · ') ?? '');
+          host +
+          (e.unlistedAt
+            ? vscode.l10n.t('removed by its gateway ({0})', listingHost(e))
+            : e.status === 'pending' && e.pendingReason === 'card-changed'
+              ? vscode.l10n.t('card changed — review again')
+              : needsToken
+                ? vscode.l10n.t('needs a token')
+                : (card?.skills.map((s) => s.name).join(' · ') ?? ''));
         const md = new vscode.MarkdownString(undefined, true);
         md.isTrusted = false; // agent text: never trusted markdown
         md.supportHtml = false;
@@ -210,6 +220,7 @@ export class AgentsViewProvider extends Disposable implements vscode.TreeDataPro
         md.appendMarkdown(`${vscode.l10n.t('Card')}: \`${e.cardUrl.replace(/`/g, '')}\` (${SOURCE[e.source]()})\n\n`);
         if (e.lastSeen)
           md.appendMarkdown(`${vscode.l10n.t('Last seen')}: ${new Date(e.lastSeen).toLocaleString()}\n\n`);
+        if (e.unlistedAt) md.appendMarkdown(`$(error) ${escapeMd(unlistedText(e))}\n\n`);
         if (e.lastError) md.appendMarkdown(`$(error) ${escapeMd(e.lastError.message)}\n\n`);
         if (needsToken)
           md.appendMarkdown(

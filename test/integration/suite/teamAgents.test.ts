@@ -108,8 +108,26 @@ describe('A team gateway that adds and removes an agent while it runs', () => {
     const refused = await run('Help with the changelog');
     assert.equal(refused.view.outcome, 'failed');
     assert.match(refused.view.outcomeReason ?? '', /was removed from this gateway's configuration/);
+    // The refusal makes Baton read the gateway's index again: Helper is no longer listed, so it is
+    // unavailable (Delegate Again asks for another agent), and Baton says so once.
+    await waitFor('Helper marked as removed by its gateway', () => api.agents.find(helperCard)?.unlistedAt);
+    assert.equal(api.agents.find(helperCard)?.status, 'unavailable');
+    await driver('expectText', 'no longer serves Helper');
+    await vscode.commands.executeCommand('baton.agents.focus');
+    await waitForTreeRow('Helper');
+    await driver('expectText', 'removed by its gateway');
     await vscode.commands.executeCommand('baton.openDelegation', refused.id);
     await driver('expectText', 'removed from this gateway');
+    await driver('expectText', 'Delegate to Another Agent');
     await driver('screenshot', 'gateway-agent-removed');
+    await vscode.commands.executeCommand('notifications.clearAll');
+
+    // The operator puts it back as it was: Refresh Agents finds it listed again, approved as before.
+    assert.match(await gateway.reload(config(server.jsonRpc.url)), /agents back: helper/);
+    assert.deepEqual((await vscode.commands.executeCommand<string[]>('baton.refreshAgents')) ?? [], []);
+    assert.equal(api.agents.find(helperCard)?.unlistedAt, undefined);
+    assert.equal(api.agents.find(helperCard)?.status, 'approved');
+    const again = await run('Help with the changelog, again');
+    assert.equal(again.view.outcome, 'completed', again.view.outcomeReason);
   });
 });

@@ -15,6 +15,7 @@ import {
   pinnedKeysFor,
   recordFetch,
   recordFetchFailure,
+  recordListing,
   recordNotModified,
   RegistryError,
   rejectAgent,
@@ -155,6 +156,58 @@ describe('agent registry', () => {
     e = findAgent(s, URL_)!;
     assert.equal(e.status, 'approved');
     assert.equal(e.lastSeen, '2026-01-02T00:00:00.000Z');
+  });
+
+  it('an agent its gateway index lists no longer is unavailable, whatever its card says, until listed again', () => {
+    const INDEX = 'https://agents.example.com/.well-known/agent-card.json';
+    const HELPER = 'https://agents.example.com/a2a/helper/.well-known/agent-card.json';
+    const OTHER = 'https://other.example.com/.well-known/agent-card.json';
+    let s = addAgent(EMPTY_REGISTRY, { cardUrl: HELPER, source: 'gateway-index', now: T, listedBy: INDEX });
+    s = addAgent(s, { cardUrl: OTHER, source: 'user', now: T });
+    s = recordFetch(s, HELPER, served(v1Card()));
+    const r = approveAgent(s, HELPER, { reviewedDigest: served(v1Card()).digest, now: T });
+    assert.ok(r.ok);
+    s = r.state;
+    assert.equal(recordListing(s, INDEX, [HELPER], T), s, 'still listed: nothing changes');
+    // Listed in another spelling is listed.
+    assert.equal(recordListing(s, INDEX, [HELPER.replace('agents.example.com', 'AGENTS.example.com:443')], T), s);
+
+    const T2 = '2026-01-02T00:00:00.000Z';
+    s = recordListing(s, INDEX, [], T2);
+    let e = findAgent(s, HELPER)!;
+    assert.equal(e.status, 'unavailable');
+    assert.equal(e.unlistedAt, T2);
+    assert.equal(callableEndpoint(e), undefined, 'Baton does not call it');
+    assert.equal(findAgent(s, OTHER)!.status, 'pending', 'an agent another index (or none) listed is left');
+    assert.equal(recordListing(s, INDEX, [], '2026-01-03T00:00:00.000Z'), s, 'when it went is kept');
+
+    // Its gateway still serves its card (for the tasks it has): reading it fine does not bring it back.
+    s = recordNotModified(s, HELPER, T2);
+    assert.equal(findAgent(s, HELPER)!.status, 'unavailable');
+    s = recordFetch(s, HELPER, served(v1Card()));
+    assert.equal(findAgent(s, HELPER)!.status, 'unavailable');
+    assert.equal(callableEndpoint(findAgent(s, HELPER)!), undefined);
+    // It is stored as such.
+    e = findAgent(deserializeRegistry(serializeRegistry(s)), HELPER)!;
+    assert.equal(e.unlistedAt, T2);
+    assert.equal(e.status, 'unavailable');
+
+    // Listed again: back as it was (approved), and callable.
+    s = recordListing(s, INDEX, [HELPER], T);
+    e = findAgent(s, HELPER)!;
+    assert.equal(e.status, 'approved');
+    assert.equal(e.unlistedAt, undefined);
+    assert.ok(callableEndpoint(e));
+
+    // Listed again while its card cannot be read: unavailable for that, until a fetch succeeds.
+    s = recordListing(s, INDEX, [], T2);
+    s = recordFetchFailure(s, HELPER, { code: 'timeout', message: 'timed out', at: T2 });
+    s = recordListing(s, INDEX, [HELPER], T2);
+    e = findAgent(s, HELPER)!;
+    assert.equal(e.unlistedAt, undefined);
+    assert.equal(e.status, 'unavailable');
+    s = recordNotModified(s, HELPER, T2);
+    assert.equal(findAgent(s, HELPER)!.status, 'approved');
   });
 
   it('rejects, keeps rejected across refreshes, and reopens for review', () => {

@@ -33,7 +33,8 @@ function remoteCfg(id: string, url: string, token: string, name = `Remote ${id}`
 describe('gateway: remote agents read again while it runs', () => {
   let a: Remote;
   let b: Remote;
-  const gw = suiteGateway({ remoteAgents: [], limits: { cancelGraceMs: 2000 } });
+  // Remote cards are read every 150 ms here, so a retired agent's reads are seen to stop.
+  const gw = suiteGateway({ remoteAgents: [], limits: { cancelGraceMs: 2000 }, remoteCardRefreshMs: 150 });
   before(async () => {
     a = await startRemote(3, A_TOKEN, false);
     b = await startRemote(3, B_TOKEN, false);
@@ -70,7 +71,8 @@ describe('gateway: remote agents read again while it runs', () => {
     const asked = await toA.sendMessage(sendRequest(userMessage('ask'), false));
     const askedTask = 'status' in asked ? asked : undefined;
     assert.equal(askedTask?.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
-    const waiting = await toA.sendMessage(sendRequest(userMessage('wait'), true));
+    const waitRequest = sendRequest(userMessage('wait'), true);
+    const waiting = await toA.sendMessage(waitRequest);
     const waitingId = 'status' in waiting ? waiting.id : '';
     assert.ok(waitingId);
 
@@ -96,6 +98,9 @@ describe('gateway: remote agents read again while it runs', () => {
       assert.match(e.message, /\/\.well-known\/agent-card\.json/);
       return true;
     });
+    // A first message it took before, sent again (a retry), still finds its task.
+    const retried = await toA.sendMessage(waitRequest);
+    assert.equal('status' in retried ? retried.id : '', waitingId);
     // Unknown to the index's readers: the 404 for a mistyped agent lists `echo` and `b` only.
     const unknown = await fetch(`${gw.url}/a2a/nobody`, { method: 'GET' });
     assert.match(((await unknown.json()) as { error: { message: string } }).error.message, /serves: echo, b$/);
@@ -119,6 +124,11 @@ describe('gateway: remote agents read again while it runs', () => {
     const got = await toA.getTask({ tenant: '', id: askedTask?.id ?? '', historyLength: undefined });
     assert.equal(got.status?.state, TaskState.TASK_STATE_COMPLETED);
 
+    // Nobody new uses its card: the gateway stops reading it from the remote (one read may be in flight).
+    const readsRetired = a.cardReads();
+    await new Promise((r) => setTimeout(r, 600));
+    assert.ok(a.cardReads() <= readsRetired + 1, `${a.cardReads() - readsRetired} card reads while retired`);
+
     // `a` back as it was: restored, with new credentials (the remote now wants them).
     a.executor.finishStubborn = true;
     const rotated = 'remote-a-rotated-0123456789';
@@ -132,6 +142,14 @@ describe('gateway: remote agents read again while it runs', () => {
       ['echo', 'a', 'b'],
     );
     assert.deepEqual((await indexIds()).ids, ['echo', 'a', 'b']);
+    // Its card is read from the remote again.
+    const readsBack = a.cardReads();
+    await bounded(
+      (async () => {
+        while (a.cardReads() < readsBack + 2) await new Promise((r) => setTimeout(r, 50));
+      })(),
+      'its card read again',
+    );
     const seen = a.seenAuth.length;
     // The remote still wants the old token: the send fails with the remote's refusal, carrying the new one.
     await assert.rejects(toA.sendMessage(sendRequest(userMessage('go'))));

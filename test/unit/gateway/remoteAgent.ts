@@ -189,9 +189,21 @@ export async function startRemote(
   requiredToken: string,
   legacy: boolean,
   opts: { serveCard?: boolean; cardDelayMs?: number } = {},
-): Promise<{ url: string; seenAuth: string[]; executor: CountingExecutor; close(): Promise<void> }> {
+): Promise<{
+  url: string;
+  seenAuth: string[];
+  executor: CountingExecutor;
+  /** How many requests for its card it had (served or not). */
+  cardReads(): number;
+  close(): Promise<void>;
+}> {
   const seenAuth: string[] = [];
   const app = express();
+  let cardReads = 0;
+  app.use((req, _res, next) => {
+    if (req.path.endsWith('/agent-card.json')) cardReads++;
+    next();
+  });
   let url = '';
   const version = legacy ? '0.3' : '1.0';
   const card = (): AgentCard =>
@@ -218,5 +230,5 @@ export async function startRemote(
   app.use('/rest', sdkRest(handler));
   const l = await listenOnLoopback(app);
   url = `${l.origin}/rpc`;
-  return { url, seenAuth, executor, close: l.close };
+  return { url, seenAuth, executor, cardReads: () => cardReads, close: l.close };
 }

@@ -598,6 +598,13 @@ describe('delegation panel in a real browser', { skip }, () => {
       assert.equal(await page.$('#delegate-again'), null, state);
       await page.close();
     }
+    // An agent Baton no longer calls (its gateway removed it): the same button asks for another agent.
+    const page = await open(snapshot(delegation({ state: 'failed', agentUnavailable: true })));
+    assert.equal((await page.textContent('#delegate-again'))?.trim(), 'Delegate to Another Agent…');
+    await page.close();
+    const same = await open(snapshot(delegation({ state: 'failed' })));
+    assert.equal((await same.textContent('#delegate-again'))?.trim(), 'Delegate Again');
+    await same.close();
   });
 
   // Hostile agent text: every kind of deep nesting, huge lines, thousands of entries. The panel must
