@@ -9,8 +9,8 @@
  * (with --idle-stop-seconds) once it has served no folder and run no task for that long. On SIGHUP it
  * reads its config file again and takes its `tokens` (a member added, a token revoked), its remote
  * `agents` (added, removed, new credentials), its per-task limits (capabilities, deadlines, cancel
- * grace), its limit of running tasks per member, its delegation guards and its `retention` without a
- * restart.
+ * grace), its limit of running tasks per member, its request limits, its delegation guards and its
+ * `retention` without a restart.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -22,8 +22,8 @@ import { GATEWAY_VERSION } from './cards';
 import { defaultStateDir } from './cliPaths';
 import { ConfigError, gatewayLimitsOf, loadGatewayConfig } from './config';
 import type { GatewayConfig } from './config';
-import { DEFAULT_LIMITS, startGateway } from './server';
-import type { AgentChange, RunningGateway, TaskLimits } from './server';
+import { DEFAULT_LIMITS, DEFAULT_REQUEST_LIMITS, startGateway } from './server';
+import type { AgentChange, RequestLimits, RunningGateway, TaskLimits } from './server';
 import { DEFAULT_DELEGATION_POLICY } from './delegation/childBroker';
 import type { DelegationPolicy } from './delegation/childBroker';
 import { retentionFromConfig, retentionWords } from './retention';
@@ -39,8 +39,8 @@ const USAGE = `usage: baton-gateway [options]
                        first, above the size cap; their events compacted after the replay window). On SIGHUP
                        the file is read again and its tokens, remote agents (added; removed: no new tasks,
                        theirs go on; new credentials), limits (capabilities, deadlines, cancel grace,
-                       maxRunningTasksPerPrincipal), delegation guards and retention taken; other settings
-                       wait for the next start
+                       maxRunningTasksPerPrincipal, request limits), delegation guards and retention taken;
+                       other settings wait for the next start
   --state DIR          state folder: key, token, SQLite store (default $BATON_STATE_DIR or ~/.baton/gateway)
   --host HOST          address to bind (default 127.0.0.1)
   --port N             port (default 0: a free one)
@@ -213,14 +213,7 @@ async function main(argv: string[]): Promise<number> {
     ...(config?.pushAllowPrivateHosts.length ? { pushAllowPrivateHosts: config.pushAllowPrivateHosts } : {}),
     ...(config ? { retention: retentionFromConfig(config.retention) } : {}),
     limits: gatewayLimitsOf(limits),
-    ...(limits?.maxBodyBytes ? { maxBodyBytes: limits.maxBodyBytes } : {}),
-    requestLimits: {
-      ...(limits?.headersTimeoutSeconds ? { headersTimeoutMs: limits.headersTimeoutSeconds * 1000 } : {}),
-      ...(limits?.bodyIdleSeconds ? { idleMs: limits.bodyIdleSeconds * 1000 } : {}),
-      ...(limits?.bodyTimeoutSeconds ? { totalMs: limits.bodyTimeoutSeconds * 1000 } : {}),
-      ...(limits?.maxJsonDepth ? { maxDepth: limits.maxJsonDepth } : {}),
-      ...(limits?.maxJsonMembers ? { maxMembers: limits.maxJsonMembers } : {}),
-    },
+    requestLimits: requestLimitsOf(limits),
   });
   // Which coding CLIs were looked for and where they were found, so a client can say what is missing.
   const codingClis = HARNESSES.map((h) => ({
@@ -253,6 +246,7 @@ async function main(argv: string[]): Promise<number> {
     retention: retentionFromConfig(config?.retention ?? {}),
     limits: taskLimitsWords(gatewayLimitsOf(limits)),
     delegation: delegationWords(delegation),
+    requests: requestLimitsWords(requestLimitsOf(limits)),
   };
   let stopping = false;
   const reload = (): void => {
@@ -303,6 +297,8 @@ interface Taken {
   readonly limits: string;
   /** The delegation guards in effect, in words (`delegationWords`). */
   readonly delegation: string;
+  /** The request limits in effect, in words (`requestLimitsWords`). */
+  readonly requests: string;
 }
 
 /** The guards of agent-started delegations a config gives, with the command line's over them. */
@@ -319,6 +315,25 @@ function delegationOf(
     ...(d?.consent ? { consent: d.consent } : {}),
     ...(d?.consentTimeoutSeconds ? { consentTimeoutMs: d.consentTimeoutSeconds * 1000 } : {}),
   };
+}
+
+/** The request limits a config's `limits` give (what it leaves out: the defaults). */
+function requestLimitsOf(limits: GatewayConfig['limits'] | undefined): Partial<RequestLimits> {
+  return {
+    ...(limits?.maxBodyBytes ? { maxBytes: limits.maxBodyBytes } : {}),
+    ...(limits?.headersTimeoutSeconds ? { headersTimeoutMs: limits.headersTimeoutSeconds * 1000 } : {}),
+    ...(limits?.bodyIdleSeconds ? { idleMs: limits.bodyIdleSeconds * 1000 } : {}),
+    ...(limits?.bodyTimeoutSeconds ? { totalMs: limits.bodyTimeoutSeconds * 1000 } : {}),
+    ...(limits?.maxJsonDepth ? { maxDepth: limits.maxJsonDepth } : {}),
+    ...(limits?.maxJsonMembers ? { maxMembers: limits.maxJsonMembers } : {}),
+  };
+}
+
+/** Request limits (what a config leaves out: the defaults) in words, for the SIGHUP line. */
+export function requestLimitsWords(given: Partial<RequestLimits>): string {
+  const l: RequestLimits = { ...DEFAULT_REQUEST_LIMITS, ...given };
+  const size = l.maxBytes % (1024 * 1024) === 0 ? `${l.maxBytes / (1024 * 1024)} MiB` : `${l.maxBytes} bytes`;
+  return `body ${size}, JSON ${l.maxDepth} deep and ${l.maxMembers} members, headers within ${span(l.headersTimeoutMs)}, body within ${span(l.totalMs)} (idle ${span(l.idleMs)})`;
 }
 
 /** A length of time in words: whole minutes as minutes, else seconds. */
@@ -360,8 +375,8 @@ export function agentChangeWords(c: AgentChange): string[] {
 
 /**
  * Reads the config file again and takes what a running gateway can take: its tokens (`setTokens`), its
- * remote agents (`setRemoteAgents`), its per-task limits, the per-member limit of running tasks, the
- * delegation guards and the retention policy (a pass runs with it at once). Says in one line what changed, or why nothing did (a file that no longer
+ * remote agents (`setRemoteAgents`), its per-task limits, the per-member limit of running tasks, its
+ * request limits, the delegation guards and the retention policy (a pass runs with it at once). Says in one line what changed, or why nothing did (a file that no longer
  * reads: everything stays as it was). Other settings that changed are said to wait for the next start.
  * Answers what is in effect after it, and whether the agents served changed.
  */
@@ -377,6 +392,7 @@ function reloadConfig(
     | 'setRemoteAgents'
     | 'setTaskLimits'
     | 'setDelegationPolicy'
+    | 'setRequestLimits'
   >,
   guardFlags: { readonly maxDepth?: number; readonly maxBreadth?: number },
 ): { line: string; taken: Taken; agentsChanged: boolean } {
@@ -422,6 +438,12 @@ function reloadConfig(
       parts.push(`delegation guards not taken (${(e as Error).message}); still ${taken.delegation}`);
     }
   }
+  const requestLimits = requestLimitsOf(next.limits);
+  const requests = requestLimitsWords(requestLimits);
+  if (requests !== taken.requests) {
+    gw.setRequestLimits(requestLimits);
+    parts.push(`request limits: ${requests} (was ${taken.requests}), for requests from now on`);
+  }
   const retention = retentionFromConfig(next.retention);
   if ((Object.keys(retention) as (keyof RetentionPolicy)[]).some((k) => retention[k] !== taken.retention[k])) {
     gw.setRetention(retention);
@@ -444,6 +466,12 @@ function reloadConfig(
             defaultDeadlineSeconds: undefined,
             maxDeadlineSeconds: undefined,
             cancelGraceSeconds: undefined,
+            maxBodyBytes: undefined,
+            headersTimeoutSeconds: undefined,
+            bodyIdleSeconds: undefined,
+            bodyTimeoutSeconds: undefined,
+            maxJsonDepth: undefined,
+            maxJsonMembers: undefined,
           }
         : undefined,
     });
@@ -451,7 +479,7 @@ function reloadConfig(
   return {
     line:
       rest(next) === rest(started) ? line : `${line}. Other settings changed in the file take effect at the next start`,
-    taken: { maxRunning: limit, retention, limits, delegation: guardsTaken },
+    taken: { maxRunning: limit, retention, limits, delegation: guardsTaken, requests },
     agentsChanged: agents.added.length + agents.retired.length + agents.restored.length > 0,
   };
 }

@@ -151,6 +151,12 @@ export interface RunningGateway {
    * the next delegation is checked against them. Throws for guards out of bounds (nothing changes).
    */
   setDelegationPolicy(policy: Partial<DelegationPolicy>): void;
+  /**
+   * Takes a reloaded config's request limits (what it leaves out: the defaults): every request whose
+   * headers arrive from then on is held to them (its body's size, shape and time, its headers' time);
+   * one being received keeps what it started with.
+   */
+  setRequestLimits(given: Partial<RequestLimits>): void;
   close(): Promise<void>;
 }
 
@@ -273,7 +279,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await release();
     throw e;
   });
-  const requestLimits: RequestLimits = {
+  // One object, changed in place when a config read again changes them (`setRequestLimits`): the body
+  // readers and the server's timers read it per request.
+  const requestLimits: { -readonly [K in keyof RequestLimits]: RequestLimits[K] } = {
     ...DEFAULT_REQUEST_LIMITS,
     ...(opts.maxBodyBytes ? { maxBytes: opts.maxBodyBytes } : {}),
     ...(opts.requestLimits ?? {}),
@@ -448,6 +456,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       return table.listed();
     },
     setRemoteAgents,
+    setRequestLimits: (given) => {
+      Object.assign(requestLimits, DEFAULT_REQUEST_LIMITS, given);
+      Object.assign(server, serverTimeouts(requestLimits));
+    },
     setTaskLimits: (taken) => {
       limits = {
         ...limits,
@@ -564,13 +576,11 @@ function listenError(e: unknown, host: string, port: number): Error {
  * a 408 that names the limit, instead of Node's bare one.
  */
 function httpServer(app: express.Express, limits: RequestLimits): Server {
-  const headersTimeout = limits.headersTimeoutMs;
-  const requestTimeout = headersTimeout + limits.totalMs + 5_000;
   const server = createServer(
     {
-      headersTimeout,
-      requestTimeout,
-      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersTimeout / 4))),
+      ...serverTimeouts(limits),
+      // Fixed at start: checks every 1/4 of the headers' time (at least every second), the limits read again.
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
     },
     app,
   );
@@ -580,7 +590,7 @@ function httpServer(app: express.Express, limits: RequestLimits): Server {
         err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
           ? [
               '408 Request Timeout',
-              `the request did not arrive in time: its headers must arrive within ${headersTimeout / 1000} s and the whole request within ${requestTimeout / 1000} s (the gateway's limits)`,
+              `the request did not arrive in time: its headers must arrive within ${server.headersTimeout / 1000} s and the whole request within ${server.requestTimeout / 1000} s (the gateway's limits)`,
             ]
           : err.code === 'HPE_HEADER_OVERFLOW'
             ? ['431 Request Header Fields Too Large', 'the request headers are too large']
@@ -595,6 +605,11 @@ function httpServer(app: express.Express, limits: RequestLimits): Server {
     socket.destroySoon();
   });
   return server;
+}
+
+/** Node's own timers for `limits`: the headers' time, and (a little after the body's) the whole request's. */
+function serverTimeouts(limits: RequestLimits): { headersTimeout: number; requestTimeout: number } {
+  return { headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.headersTimeoutMs + limits.totalMs + 5_000 };
 }
 
 /** One route per agent, local ones first (the order of the index). */

@@ -5,6 +5,7 @@
 // are the SDK's own server; the clients the SDK's own. (Delegation guards: test/unit/mcp/childDelegation.test.ts.)
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { TaskState } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import type { RemoteAgentConfig } from '../../../src/gateway/config';
@@ -214,5 +215,40 @@ describe('gateway: per-task limits read again while it runs', () => {
     assert.deepEqual(echo.requests.at(-1)?.capabilities, { write: false, shell: false, network: false });
     gw.setTaskLimits({});
     assert.deepEqual((await granted()).capabilities, { write: true, shell: false, network: false });
+  });
+
+  it('requests from then on are held to new request limits: a body too large, headers too slow', async () => {
+    /** The status of a JSON-RPC ListTasks whose body carries `pad` characters more. */
+    const post = async (pad: number): Promise<number> => {
+      const res = await fetch(`${gw.url}/a2a/echo`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${gw.token}` },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { pad: 'x'.repeat(pad) } }),
+      });
+      await res.arrayBuffer();
+      return res.status;
+    };
+    /** What the gateway answers a request whose headers never end. */
+    const slowHeaders = (): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const socket = connect(gw.port, '127.0.0.1', () => socket.write('POST /a2a/echo HTTP/1.1\r\nHost: x\r\n'));
+        let got = '';
+        socket.on('data', (d: Buffer) => (got += d.toString('utf8')));
+        socket.on('close', () => resolve(got));
+        socket.on('error', reject);
+      });
+    assert.equal(await post(4096), 200);
+    gw.setRequestLimits({ maxBytes: 2048, headersTimeoutMs: 1000 });
+    try {
+      assert.equal(await post(4096), 413);
+      assert.equal(await post(10), 200);
+      // Answered after about a second, where the default would wait 30 s.
+      const answer = await bounded(slowHeaders(), 'the 408 for slow headers', 8000);
+      assert.match(answer, /^HTTP\/1\.1 408/);
+      assert.match(answer, /its headers must arrive within 1 s/);
+    } finally {
+      gw.setRequestLimits({});
+    }
+    assert.equal(await post(4096), 200, 'what a config leaves out goes back to the default');
   });
 });

@@ -314,12 +314,24 @@ describe(
           await hup(5),
           /unchanged; task limits: capabilities no write, no shell, no network, deadline 10 min \(at most 240 min\), cancel grace 2 s \(was capabilities write, no shell, no network, deadline 30 min \(at most 240 min\), cancel grace 5 s\), for tasks started from now on; delegation guards: depth 2, 3 per task, 10 per 1 min, consent formatter deny \(40 s to answer\) \(was depth 1, 3 per task, 10 per 1 min, consent asked \(40 s to answer\)\)$/,
         );
-        // Another setting changed: said to wait for the next start.
-        write([{ principal: 'bob', sha256: sha(BOB) }], {
-          ...tightened,
-          limits: { ...tightened.limits, maxBodyBytes: 1048576 },
+        // Request limits are taken: a body larger than the new limit is refused from then on.
+        const small = { ...tightened, limits: { ...tightened.limits, maxBodyBytes: 2048, headersTimeoutSeconds: 5 } };
+        write([{ principal: 'bob', sha256: sha(BOB) }], small);
+        assert.match(
+          await hup(6),
+          /unchanged; request limits: body 2048 bytes, JSON 64 deep and 10000 members, headers within 5 s, body within 1 min \(idle 10 s\) \(was body 8 MiB, JSON 64 deep and 10000 members, headers within 30 s, body within 1 min \(idle 10 s\)\), for requests from now on$/,
+        );
+        const big = await fetch(`${String(gw.info.url)}/a2a/formatter`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${BOB}` },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { pad: 'x'.repeat(4096) } }),
         });
-        assert.match(await hup(6), /unchanged\. Other settings changed in the file take effect at the next start$/);
+        await big.arrayBuffer();
+        assert.equal(big.status, 413);
+        assert.equal(await statusWith(BOB), 200, 'a small request still goes through');
+        // Another setting changed: said to wait for the next start.
+        write([{ principal: 'bob', sha256: sha(BOB) }], { ...small, pushAllowPrivateHosts: ['127.0.0.1'] });
+        assert.match(await hup(7), /unchanged\. Other settings changed in the file take effect at the next start$/);
       } finally {
         assert.equal(await gw.stop(), 0);
       }

@@ -132,6 +132,7 @@ export function suiteGateway(
     setRemoteAgents: (remotes) => started().setRemoteAgents(remotes),
     setTaskLimits: (limits) => started().setTaskLimits(limits),
     setDelegationPolicy: (policy) => started().setDelegationPolicy(policy),
+    setRequestLimits: (limits) => started().setRequestLimits(limits),
     close: () => started().close(),
   };
 }
