@@ -12,7 +12,7 @@
  * grace), its limit of running tasks per member, its request limits, its delegation guards and its
  * `retention` without a restart.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, unwatchFile, watchFile, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { discoverLocalAgents } from './agents/discover';
@@ -56,6 +56,8 @@ const USAGE = `usage: baton-gateway [options]
   --max-depth N        how deep agent-started delegations may go, 0 to 3 (default 1: the children of a task
                        you started may not delegate further); config "maxDepth"
   --max-breadth N      children one task may start (default 3); config "maxBreadth"
+  --watch-config       with --config: read the file again whenever it changes, as on SIGHUP (for Windows,
+                       and for a config mounted into a container)
   --idle-stop-seconds N  stop after N seconds with no folder to serve and no running task (default 0: never;
                        the editor starts its shared gateway with this)
   --print-postgres-schema  print the SQL that creates the PostgreSQL store's tables and exit: for an
@@ -86,6 +88,7 @@ async function main(argv: string[]): Promise<number> {
         'idle-stop-seconds': { type: 'string' },
         'max-depth': { type: 'string' },
         'max-breadth': { type: 'string' },
+        'watch-config': { type: 'boolean' },
         'print-postgres-schema': { type: 'boolean' },
       },
       strict: true,
@@ -107,6 +110,10 @@ async function main(argv: string[]): Promise<number> {
     const { postgresSchemaSql } = await import('./store/postgresStore');
     process.stdout.write(postgresSchemaSql());
     return 0;
+  }
+  if (values['watch-config'] && typeof values.config !== 'string') {
+    process.stderr.write('baton-gateway: --watch-config needs --config FILE (the file to watch)\n');
+    return 2;
   }
   let config: GatewayConfig | undefined;
   try {
@@ -249,13 +256,16 @@ async function main(argv: string[]): Promise<number> {
     requests: requestLimitsWords(requestLimitsOf(limits)),
   };
   let stopping = false;
-  const reload = (): void => {
+  const reload = (why: string): void => {
     if (!configFile || stopping) return;
-    const r = reloadConfig(configFile, config, taken, gw, guardFlags);
+    const r = reloadConfig(configFile, config, taken, gw, guardFlags, why);
     taken = r.taken;
     if (r.agentsChanged) rewriteInfo();
     process.stderr.write(`baton-gateway: ${r.line}\n`);
   };
+  // --watch-config: the file is read again when it changes, as on SIGHUP (where no signal can be
+  // sent: Windows, or a container whose config is a mounted file replaced in place).
+  const unwatch = configFile && values['watch-config'] ? watchConfig(resolve(configFile), reload) : undefined;
   // With a config file (a server's way) a hangup reads it again. Without one it stops the gateway
   // (cleanly, as SIGTERM does), as a hangup ends any program started from a terminal that closes.
   // Once stopping, a hangup is ignored: the stop goes on. Windows has no SIGHUP to send: a restart
@@ -272,18 +282,54 @@ async function main(argv: string[]): Promise<number> {
     stopRequested = stop;
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
-    if (process.platform !== 'win32') process.on('SIGHUP', configFile ? reload : stop);
+    if (process.platform !== 'win32') process.on('SIGHUP', configFile ? () => reload('SIGHUP') : stop);
   });
   // Only once the signals are handled: a supervisor may send one as soon as it reads either (a
   // SIGHUP before its handler ended the process, as a hangup does by default).
   writeFileSync(infoFile, `${JSON.stringify(info)}\n`, { mode: 0o600 });
   process.stdout.write(`${JSON.stringify(info)}\n`);
   await stopped;
+  unwatch?.();
   await gw.close();
   // Only once everything is stopped, so a client waiting for the file to go knows the tasks have ended;
   // and only if it is still ours (a gateway started meanwhile has written its own).
   if (namesInstance(infoFile, gw.instanceId)) rmSync(infoFile, { force: true });
   return 0;
+}
+
+/** How often `--watch-config` looks at the file, and how long it waits for a change to settle. */
+const WATCH_INTERVAL_MS = 1000;
+const WATCH_SETTLE_MS = 300;
+
+/**
+ * Calls `reload` when the file's contents change: its status is polled (`fs.watchFile`), which sees a
+ * file replaced through a symbolic link (a Kubernetes ConfigMap), on a network share and on Windows,
+ * where change events do not always come. A change is taken once it has settled (an editor may write
+ * a file in steps), and only when the text differs from the text last taken. Answers how to stop.
+ */
+function watchConfig(file: string, reload: (why: string) => void): () => void {
+  const text = (): string | undefined => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch {
+      return undefined;
+    }
+  };
+  let last = text();
+  let settle: NodeJS.Timeout | undefined;
+  watchFile(file, { interval: WATCH_INTERVAL_MS, persistent: false }, () => {
+    clearTimeout(settle);
+    settle = setTimeout(() => {
+      const now = text();
+      if (now === last) return;
+      last = now;
+      reload('config file changed');
+    }, WATCH_SETTLE_MS);
+  });
+  return () => {
+    clearTimeout(settle);
+    unwatchFile(file);
+  };
 }
 
 /** A per-member limit in words (undefined: none). */
@@ -395,20 +441,21 @@ function reloadConfig(
     | 'setRequestLimits'
   >,
   guardFlags: { readonly maxDepth?: number; readonly maxBreadth?: number },
+  why = 'SIGHUP',
 ): { line: string; taken: Taken; agentsChanged: boolean } {
   let next: GatewayConfig;
   try {
     next = loadGatewayConfig(resolve(file));
   } catch (e) {
     return {
-      line: `SIGHUP: cannot read ${file} again (${e instanceof ConfigError ? e.message : String(e)}); the tokens, agents, limits and retention stay as they were`,
+      line: `${why}: cannot read ${file} again (${e instanceof ConfigError ? e.message : String(e)}); the tokens, agents, limits and retention stay as they were`,
       taken,
       agentsChanged: false,
     };
   }
   const change = gw.setTokens(next.tokens);
   const names = (list: readonly string[]): string => [...new Set(list)].sort().join(', ');
-  const parts = [`SIGHUP: tokens read again from ${file}: ${change.count} accepted`];
+  const parts = [`${why}: tokens read again from ${file}: ${change.count} accepted`];
   if (change.added.length) parts.push(`new for ${names(change.added)}`);
   if (change.removed.length) parts.push(`no longer accepted for ${names(change.removed)}`);
   if (!change.added.length && !change.removed.length) parts.push('unchanged');

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -428,6 +428,53 @@ describe(
 );
 
 /** `check`'s first answer that is not undefined (polled every 20 ms); rejects after 15 s saying what it waited for. */
+describe('baton-gateway program: --watch-config', () => {
+  const BOB = 'bob-token-0123456789abcdef';
+  const sha = (t: string): string => createHash('sha256').update(t).digest('hex');
+
+  it('reads the file again when it changes, without a signal; the same text again changes nothing', async () => {
+    using dir = tempDir();
+    const config = join(dir.path, 'gateway.json');
+    const write = (tokens: Array<{ principal: string; sha256: string }>): void =>
+      writeFileSync(config, JSON.stringify({ localAgents: ['formatter'], tokens }));
+    write([]);
+    const gw = await launch(['--config', config, '--state', join(dir.path, 'state'), '--watch-config']);
+    try {
+      const status = async (): Promise<number> => {
+        const res = await fetch(`${String(gw.info.url)}/a2a/formatter`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${BOB}` },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} }),
+        });
+        await res.arrayBuffer();
+        return res.status;
+      };
+      assert.equal(await status(), 401);
+      const lines = (): string[] =>
+        gw
+          .stderr()
+          .split('\n')
+          .filter((l) => l.includes('config file changed:'));
+      write([{ principal: 'bob', sha256: sha(BOB) }]);
+      const line = await waitUntil(() => lines()[0], 'the line for the changed file');
+      assert.match(line, /config file changed: tokens read again from .*gateway\.json: 1 accepted; new for bob$/);
+      assert.equal(await status(), 200);
+      // Written again as it was: read, found the same, and not taken again.
+      write([{ principal: 'bob', sha256: sha(BOB) }]);
+      await new Promise((r) => setTimeout(r, 2500));
+      assert.equal(lines().length, 1, gw.stderr());
+    } finally {
+      assert.equal(await gw.stop(), 0);
+    }
+  });
+
+  it('without --config it says what it needs', () => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', CLI, '--watch-config'], { encoding: 'utf8' });
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /--watch-config needs --config FILE/);
+  });
+});
+
 async function waitUntil<T>(check: () => T | undefined, what: string): Promise<T> {
   const end = Date.now() + 15_000;
   for (;;) {
