@@ -160,7 +160,9 @@ function fallbackView(d: DelegationView | undefined, e: unknown) {
 }
 
 function view() {
-  if (!snapshot) return html`<p class="muted">${l10n.t('Connecting to Baton…')}</p>`;
+  // Shown only if Baton's first snapshot is slow to come: a panel shown again (VS Code loads its page
+  // again) gets it within a few frames, and a flash of this line each time would be noise.
+  if (!snapshot) return html`<p class="muted" id="connecting" role="status">${l10n.t('Connecting to Baton…')}</p>`;
   const s = snapshot;
   if (s.agentReview) {
     return html`${agentReviewTemplate(s.agentReview, agentActions, s.trusted)}${lastError ? html`<p class="error" role="alert">${lastError}</p>` : nothing}`;

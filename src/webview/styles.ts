@@ -18,6 +18,8 @@ body { padding: 0 20px 20px; color: var(--vscode-foreground); font-family: var(-
 .actions { display: flex; gap: 8px; margin-top: 14px; }
 .footer { display: flex; gap: 16px; align-items: center; margin-top: 24px; font-size: 0.92em; }
 .muted { color: var(--vscode-descriptionForeground); }
+#connecting { opacity: 0; animation: baton-appear 0s linear 400ms forwards; }
+@keyframes baton-appear { to { opacity: 1; } }
 code.url { word-break: normal; overflow-wrap: break-word; white-space: normal; }
 .error { color: var(--vscode-errorForeground); }
 .toggle { color: var(--vscode-textLink-foreground); margin-left: auto; }

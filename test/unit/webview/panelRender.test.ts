@@ -585,6 +585,27 @@ describe('delegation panel in a real browser', { skip }, () => {
     await page.close();
   });
 
+  it('says it is connecting only when the first snapshot is slow to come (no flash on a panel shown again)', async () => {
+    const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
+    await page.goto(`${base}/index.html`);
+    await page.waitForSelector('#connecting', { state: 'attached' });
+    /** The line's computed opacity, read in the page. */
+    const shown = (): string => {
+      const g = globalThis as unknown as {
+        document: { querySelector(s: string): unknown };
+        getComputedStyle(e: unknown): { opacity: string };
+      };
+      const e = g.document.querySelector('#connecting');
+      return e ? g.getComputedStyle(e).opacity : 'gone';
+    };
+    assert.equal(await page.evaluate(shown), '0', 'not shown at first');
+    // With no snapshot coming, it is shown after a moment.
+    const until = Date.now() + 5000;
+    while ((await page.evaluate(shown)) !== '1' && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(await page.evaluate(shown), '1');
+    await page.close();
+  });
+
   it('Delegate Again on every delegation that ended without a result, and not on one that completed or runs', async () => {
     for (const state of ['failed', 'rejected', 'canceled', 'expired'] as const) {
       const page = await open(snapshot(delegation({ state, reason: 'The agent stopped.' })));
