@@ -23,8 +23,8 @@ export function panelSnapshotter(
   function delegationView(id: string) {
     const view = service.panelView(id, reviews.get(id)?.view(), reviews.reviewing(id));
     const agentId = service.request(id)?.agent.id;
-    const callable = agentId !== undefined && agents.approved().some((a) => a.cardUrl === agentId);
-    return view && !callable ? { ...view, agentUnavailable: true } : view;
+    const gone = agentId !== undefined && !agents.approved().some((a) => a.cardUrl === agentId);
+    return view && gone ? { ...view, agentUnavailable: true } : view;
   }
   return (refreshCount, subject) => {
     const entry = subject.kind === 'agentReview' ? agents.find(subject.agentId) : undefined;
