@@ -17,6 +17,20 @@ export default tseslint.config(
     },
   },
   {
+    // Notifications render [label](command:…) as a link: src/extension/notify.ts makes text inert.
+    files: ['src/**/*.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        ...['showInformationMessage', 'showWarningMessage', 'showErrorMessage'].map((property) => ({
+          property,
+          message:
+            'Use showInfo/showWarning/showError from src/extension/notify.ts (agent text must not become a link).',
+        })),
+      ],
+    },
+  },
+  {
     files: ['**/*.mjs', '**/*.cjs', '**/*.js'],
     languageOptions: {
       globals: {

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { showInfo, showWarning } from './notify';
 import type { OutcomeDecision } from '../core/delegation';
 import type { DelegationService } from './delegate/delegationService';
 import { Disposable } from './lifecycle';
@@ -38,10 +39,7 @@ export class DelegationStatusController extends Disposable {
         : decision.outcome === 'input-required'
           ? vscode.l10n.t('{0} needs your input for “{1}”.', v?.agent.name ?? '', title)
           : vscode.l10n.t('“{0}” ended: {1}. {2}', title, decision.outcome, decision.reason ?? '');
-    const show =
-      decision.outcome === 'completed' || decision.outcome === 'input-required'
-        ? vscode.window.showInformationMessage
-        : vscode.window.showWarningMessage;
+    const show = decision.outcome === 'completed' || decision.outcome === 'input-required' ? showInfo : showWarning;
     void show(text, ...buttons).then((pick) => {
       if (pick === review) void vscode.commands.executeCommand('baton.reviewChanges', id);
       else if (pick === open) void vscode.commands.executeCommand('baton.openDelegation', id);

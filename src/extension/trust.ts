@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { showWarning } from './notify';
 import { errorMessage } from './errors';
 
 /** Refuses `action` (a phrase such as "Applying a patch") in Restricted Mode, saying how to allow it. */
@@ -18,7 +19,7 @@ export function requireTrust(action: string): boolean {
     requireTrustOrThrow(action);
     return true;
   } catch (e) {
-    void vscode.window.showWarningMessage(errorMessage(e));
+    void showWarning(errorMessage(e));
     return false;
   }
 }

@@ -18,6 +18,7 @@ body { padding: 0 20px 20px; color: var(--vscode-foreground); font-family: var(-
 .actions { display: flex; gap: 8px; margin-top: 14px; }
 .footer { display: flex; gap: 16px; align-items: center; margin-top: 24px; font-size: 0.92em; }
 .muted { color: var(--vscode-descriptionForeground); }
+a:not([href]) { color: inherit; text-decoration: none; cursor: text; }
 #connecting { opacity: 0; animation: baton-appear 0s linear 400ms forwards; }
 @keyframes baton-appear { to { opacity: 1; } }
 code.url { word-break: normal; overflow-wrap: break-word; white-space: normal; }

@@ -85,6 +85,7 @@ const phases: PhaseSpec[] = only.length
               'teamTurns.test.js',
               'teamToken.test.js',
               'teamAgents.test.js',
+              'inertNotifications.test.js',
               'consent.test.js',
               'reload.test.js',
             ],
@@ -312,6 +313,24 @@ async function act(page: Page, req: { id: string; pid: number; command: string; 
           attribute,
         );
         log(`read ${selector}${attribute ? ` [${attribute}]` : ''}: ${JSON.stringify(result)}`);
+        break;
+      }
+      case 'colors': {
+        // The computed color of the first match in any frame, and of its parent.
+        const frame = await findInFrames(page, req.args[0], 20_000);
+        result = await frame.$eval(req.args[0], (e) => {
+          const g = globalThis as unknown as { getComputedStyle(x: unknown): { color: string } };
+          return [g.getComputedStyle(e).color, g.getComputedStyle(e.parentElement).color];
+        });
+        log(`colors of ${req.args[0]}: ${JSON.stringify(result)}`);
+        break;
+      }
+      case 'count': {
+        // How many elements match in every frame, now (0 is an answer: it does not wait for one).
+        let n = 0;
+        for (const f of page.frames()) n += await f.$$eval(req.args[0], (els) => els.length).catch(() => 0);
+        result = n;
+        log(`counted ${n} of ${req.args[0]}`);
         break;
       }
       case 'windowFocus': {

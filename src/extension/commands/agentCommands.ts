@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { showError, showInfo, showWarning } from '../notify';
 import { normalizeOrigin, tryNormalizeOrigin } from '../../core/origin';
 import type { AgentService } from '../agents/agentService';
 import { listingHost } from '../agents/unlisted';
@@ -25,22 +26,20 @@ export function registerAgentCommands(deps: AgentCommandDeps): vscode.Disposable
     // delegation): they are unavailable; say so once, and offer to take them off Baton's list.
     agents.onDidUnlist(({ agents: gone }) => {
       const remove = vscode.l10n.t('Remove from Baton');
-      void vscode.window
-        .showWarningMessage(
-          vscode.l10n.t(
-            'The gateway at {0} no longer serves {1}: its operator removed it. Baton does not delegate to it.',
-            listingHost(gone[0]),
-            gone.map((a) => a.approval?.card.name ?? a.served?.card.name ?? a.cardUrl).join(', '),
-          ),
-          remove,
-        )
-        .then(async (pick) => {
-          if (pick !== remove) return;
-          for (const a of gone) {
-            panels.close({ kind: 'agentReview', agentId: a.cardUrl });
-            if (agents.find(a.cardUrl)) await agents.remove(a.cardUrl);
-          }
-        });
+      void showWarning(
+        vscode.l10n.t(
+          'The gateway at {0} no longer serves {1}: its operator removed it. Baton does not delegate to it.',
+          listingHost(gone[0]),
+          gone.map((a) => a.approval?.card.name ?? a.served?.card.name ?? a.cardUrl).join(', '),
+        ),
+        remove,
+      ).then(async (pick) => {
+        if (pick !== remove) return;
+        for (const a of gone) {
+          panels.close({ kind: 'agentReview', agentId: a.cardUrl });
+          if (agents.find(a.cardUrl)) await agents.remove(a.cardUrl);
+        }
+      });
     }),
     vscode.commands.registerCommand('baton.addAgent', async (arg?: unknown) => {
       if (!requireTrust(vscode.l10n.t('Adding an agent'))) return undefined;
@@ -84,7 +83,7 @@ export function registerAgentCommands(deps: AgentCommandDeps): vscode.Disposable
         // Part of what an index listed was left out (a limit, or a card that failed): say what was added, what was not, and what to do.
         if (summary) {
           const showLog = vscode.l10n.t('Show Log');
-          void vscode.window.showWarningMessage(summary, showLog).then((pick) => {
+          void showWarning(summary, showLog).then((pick) => {
             if (pick === showLog) log.show();
           });
         }
@@ -94,7 +93,7 @@ export function registerAgentCommands(deps: AgentCommandDeps): vscode.Disposable
             vscode.l10n.t('Review: {0}', pending[0].served?.card.name ?? pending[0].cardUrl),
           );
         else if (pending.length > 1 && !summary) {
-          void vscode.window.showInformationMessage(
+          void showInfo(
             already.length
               ? vscode.l10n.t(
                   'Added {0} agents for review ({1} were already approved). Review each one in the Agents view before use.',
@@ -107,7 +106,7 @@ export function registerAgentCommands(deps: AgentCommandDeps): vscode.Disposable
                 ),
           );
         } else if (pending.length === 0 && added.length > 0 && !summary) {
-          void vscode.window.showInformationMessage(
+          void showInfo(
             vscode.l10n.t(
               'Nothing new to review: {0} already approved.',
               added.map((a) => a.served?.card.name ?? a.cardUrl).join(', '),
@@ -120,14 +119,12 @@ export function registerAgentCommands(deps: AgentCommandDeps): vscode.Disposable
         const edit = vscode.l10n.t('Edit URL');
         const settings = vscode.l10n.t('Open Settings');
         const actions = /baton\.privateHosts/.test(message) ? [settings, edit] : [edit];
-        void vscode.window
-          .showErrorMessage(vscode.l10n.t('Could not add the agent: {0}', message), ...actions)
-          .then((pick) => {
-            if (pick === settings)
-              return vscode.commands.executeCommand('workbench.action.openSettings', 'baton.privateHosts');
-            if (pick === edit) return vscode.commands.executeCommand('baton.addAgent', { value });
-            return undefined;
-          });
+        void showError(vscode.l10n.t('Could not add the agent: {0}', message), ...actions).then((pick) => {
+          if (pick === settings)
+            return vscode.commands.executeCommand('workbench.action.openSettings', 'baton.privateHosts');
+          if (pick === edit) return vscode.commands.executeCommand('baton.addAgent', { value });
+          return undefined;
+        });
         return undefined;
       }
     }),
@@ -157,26 +154,22 @@ export function registerAgentCommands(deps: AgentCommandDeps): vscode.Disposable
       if (added.length) {
         const review = vscode.l10n.t('Review');
         const names = added.map((u) => agents.find(u)?.served?.card.name ?? u).join(', ');
-        void vscode.window
-          .showInformationMessage(vscode.l10n.t('A gateway now lists {0}. Review before Baton uses it.', names), review)
-          .then((pick) =>
-            pick === review ? vscode.commands.executeCommand('baton.reviewAgent', added[0]) : undefined,
-          );
+        void showInfo(vscode.l10n.t('A gateway now lists {0}. Review before Baton uses it.', names), review).then(
+          (pick) => (pick === review ? vscode.commands.executeCommand('baton.reviewAgent', added[0]) : undefined),
+        );
       }
       const changed = agents.agents.filter((a) => a.status === 'pending' && a.pendingReason === 'card-changed');
       if (changed.length) {
         const review = vscode.l10n.t('Review');
-        void vscode.window
-          .showWarningMessage(
-            vscode.l10n.t(
-              '{0} changed its card and needs review again before Baton uses it.',
-              changed.map((a) => a.served?.card.name ?? a.cardUrl).join(', '),
-            ),
-            review,
-          )
-          .then((pick) =>
-            pick === review ? vscode.commands.executeCommand('baton.reviewAgent', changed[0].cardUrl) : undefined,
-          );
+        void showWarning(
+          vscode.l10n.t(
+            '{0} changed its card and needs review again before Baton uses it.',
+            changed.map((a) => a.served?.card.name ?? a.cardUrl).join(', '),
+          ),
+          review,
+        ).then((pick) =>
+          pick === review ? vscode.commands.executeCommand('baton.reviewAgent', changed[0].cardUrl) : undefined,
+        );
       }
       return added;
     }),
@@ -224,7 +217,7 @@ export function registerAgentCommands(deps: AgentCommandDeps): vscode.Disposable
           () => addLocalGatewayAgents(deps),
         );
       } catch (e) {
-        void vscode.window.showErrorMessage(vscode.l10n.t('The local gateway did not start: {0}', errorMessage(e)));
+        void showError(vscode.l10n.t('The local gateway did not start: {0}', errorMessage(e)));
       }
     }),
     vscode.commands.registerCommand('baton.stopGateway', async () => {
@@ -300,7 +293,7 @@ async function pickAgent(
       cardUrl: a.cardUrl,
     }));
   if (!items.length) {
-    void vscode.window.showInformationMessage(vscode.l10n.t('No agents yet. Use Baton: Add Agent… first.'));
+    void showInfo(vscode.l10n.t('No agents yet. Use Baton: Add Agent… first.'));
     return undefined;
   }
   return (await vscode.window.showQuickPick(items, { placeHolder }))?.cardUrl;

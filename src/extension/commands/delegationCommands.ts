@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { showError, showInfo, showWarning } from '../notify';
 import type { AgentService } from '../agents/agentService';
 import { AUDIT_URI, type AuditReportProvider } from '../delegate/auditReport';
 import { againPlan, type AgainPlan } from '../../core/delegation/again';
@@ -98,7 +99,7 @@ export function registerDelegationCommands(deps: DelegationCommandDeps): vscode.
       if (!target) return;
       const { JournalStore } = await import('../../node/journalStore');
       await new JournalStore(journalDir).exportAudit(target.fsPath, target.fsPath.endsWith('.csv') ? 'csv' : 'jsonl');
-      void vscode.window.showInformationMessage(vscode.l10n.t('Audit log exported to {0}.', target.fsPath));
+      void showInfo(vscode.l10n.t('Audit log exported to {0}.', target.fsPath));
     }),
     vscode.languages.registerCodeActionsProvider(
       { scheme: 'file' },
@@ -157,7 +158,7 @@ async function startFromPalette(
       vscode.l10n.t('Delegation: {0}', choice.task.split('\n')[0].slice(0, 40)),
     );
     if (context.unsaved.length)
-      void vscode.window.showWarningMessage(
+      void showWarning(
         vscode.l10n.t(
           'Unsaved changes are not in the agent’s copy: {0}. Save first if the agent needs them.',
           context.unsaved.join(', '),
@@ -165,7 +166,7 @@ async function startFromPalette(
       );
     return id;
   } catch (e) {
-    void vscode.window.showErrorMessage(vscode.l10n.t('Could not delegate: {0}', errorMessage(e)));
+    void showError(vscode.l10n.t('Could not delegate: {0}', errorMessage(e)));
     return undefined;
   }
 }
@@ -257,16 +258,14 @@ async function delegateAgain(
         ),
       );
   } catch (e) {
-    void vscode.window.showErrorMessage(vscode.l10n.t('Could not delegate again: {0}', errorMessage(e)));
+    void showError(vscode.l10n.t('Could not delegate again: {0}', errorMessage(e)));
     return undefined;
   }
   const parent =
     plan.parentRequestId && deps.service.journalView(plan.parentRequestId) ? plan.parentRequestId : undefined;
   const stillApproved = deps.agents.approved().some((a) => a.cardUrl === plan.agentId);
   if (!stillApproved)
-    void vscode.window.showInformationMessage(
-      vscode.l10n.t('{0} is no longer an approved agent: choose one for the same task.', plan.agentName),
-    );
+    void showInfo(vscode.l10n.t('{0} is no longer an approved agent: choose one for the same task.', plan.agentName));
   let missing: string[] = [];
   const id2 = await startFromPalette(
     deps,
@@ -288,9 +287,7 @@ async function delegateAgain(
     parent ? { parentRequestId: parent } : {},
   );
   if (id2 && missing.length)
-    void vscode.window.showWarningMessage(
-      vscode.l10n.t('Not sent again, no longer in the workspace: {0}.', missing.join(', ')),
-    );
+    void showWarning(vscode.l10n.t('Not sent again, no longer in the workspace: {0}.', missing.join(', ')));
   return id2;
 }
 
@@ -303,7 +300,7 @@ export function showChildTask(service: DelegationService, panels: DelegationPane
   if (!id) return;
   const node = service.tree().byId.get(id);
   if (node?.kind === 'reported') {
-    void vscode.window.showInformationMessage(childTaskInfoText(node.info));
+    void showInfo(childTaskInfoText(node.info));
     return;
   }
   if (!service.journalView(id)) throw new Error(vscode.l10n.t('No delegation {0} in this window.', id));

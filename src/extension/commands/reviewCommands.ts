@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { showError, showInfo, showWarning } from '../notify';
 import type { DelegationService } from '../delegate/delegationService';
 import { errorMessage } from '../errors';
 import type { DelegationPanelManager } from '../panel/delegationPanel';
@@ -23,7 +24,7 @@ export function registerReviewCommands(deps: ReviewCommandDeps): vscode.Disposab
       try {
         await showReview(deps, delegationId);
       } catch (e) {
-        void vscode.window.showErrorMessage(errorMessage(e));
+        void showError(errorMessage(e));
       }
     }),
     // The review editors' title actions: the editor's URI says which review (and which file) they act on.
@@ -31,20 +32,20 @@ export function registerReviewCommands(deps: ReviewCommandDeps): vscode.Disposab
       fromReviewEditor(deps, uri, false, async (session) => {
         if (!requireTrust(vscode.l10n.t('Applying a patch'))) return;
         await session.applyAll();
-        void vscode.window.showInformationMessage(session.view().message ?? vscode.l10n.t('Applied.'));
+        void showInfo(session.view().message ?? vscode.l10n.t('Applied.'));
       }),
     ),
     vscode.commands.registerCommand('baton.applyFileChanges', (uri?: unknown) =>
       fromReviewEditor(deps, uri, true, async (session, fileId) => {
         if (!requireTrust(vscode.l10n.t('Applying a patch')) || !fileId) return;
         await session.applyFile(fileId);
-        void vscode.window.showInformationMessage(session.view().message ?? vscode.l10n.t('Applied.'));
+        void showInfo(session.view().message ?? vscode.l10n.t('Applied.'));
       }),
     ),
     vscode.commands.registerCommand('baton.rejectChanges', (uri?: unknown) =>
       fromReviewEditor(deps, uri, false, async (session) => {
         const reject = vscode.l10n.t('Reject');
-        const pick = await vscode.window.showWarningMessage(
+        const pick = await showWarning(
           vscode.l10n.t('Reject the agent’s changes? Nothing is written; the patch stays in the delegation’s journal.'),
           { modal: true },
           reject,
@@ -83,7 +84,7 @@ async function fromReviewEditor(
     if (needsFile && !fileId) return;
     await run(session, fileId);
   } catch (e) {
-    void vscode.window.showErrorMessage(errorMessage(e));
+    void showError(errorMessage(e));
   }
 }
 
@@ -91,9 +92,7 @@ async function pickReview(deps: ReviewCommandDeps): Promise<ReviewSession | unde
   const { reviews, service } = deps;
   const open = reviews.all.filter((r) => r.view().state === 'ready');
   if (!open.length) {
-    void vscode.window.showInformationMessage(
-      vscode.l10n.t('No review is open. Use Review Changes in a delegation’s panel first.'),
-    );
+    void showInfo(vscode.l10n.t('No review is open. Use Review Changes in a delegation’s panel first.'));
     return undefined;
   }
   const items = open.map((r) => ({
@@ -111,7 +110,7 @@ async function pickReviewFile(session: ReviewSession): Promise<string | undefine
     .files.filter((f) => f.applied !== 'all')
     .map((f) => ({ label: f.path, description: f.status, fileId: f.id }));
   if (!items.length) {
-    void vscode.window.showInformationMessage(vscode.l10n.t('Every file of this review is applied.'));
+    void showInfo(vscode.l10n.t('Every file of this review is applied.'));
     return undefined;
   }
   return (await vscode.window.showQuickPick(items, { placeHolder: vscode.l10n.t('Apply which file?') }))?.fileId;

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { showError, showInfo, showWarning } from '../notify';
 import {
   consentPromptText,
   consentUnanswerable,
@@ -58,17 +59,17 @@ export class ConsentPrompts extends Disposable {
               originOf(endpoint),
             )
           : vscode.l10n.t('It cannot be answered from here: the local gateway is not running.');
-      void vscode.window.showWarningMessage(`${text} ${reason}`);
+      void showWarning(`${text} ${reason}`);
       return;
     }
     this.log.info(`consent ${q.id}: asking about the delegation to ${q.agentName}`);
     const allow = vscode.l10n.t('Allow');
     const deny = vscode.l10n.t('Deny');
-    const pick = await vscode.window.showInformationMessage(text, allow, deny);
+    const pick = await showInfo(text, allow, deny);
     // Dismissed: the gateway refuses the child once the question expires.
     if (pick === undefined) return;
     if (Date.now() >= q.expiresAt) {
-      void vscode.window.showWarningMessage(
+      void showWarning(
         vscode.l10n.t(
           'The delegation to {0} was already refused: the question expired before you answered.',
           q.agentName,
@@ -80,9 +81,7 @@ export class ConsentPrompts extends Disposable {
     const failed = await this.gateway.answerConsent(local, q.id, decision).catch((e: unknown) => errorMessage(e));
     this.log.info(`consent ${q.id}: ${failed ? `not answered (${failed})` : decision}`);
     if (failed)
-      void vscode.window.showErrorMessage(
-        vscode.l10n.t('Baton could not answer for the delegation to {0}: {1}', q.agentName, failed),
-      );
+      void showError(vscode.l10n.t('Baton could not answer for the delegation to {0}: {1}', q.agentName, failed));
   }
 }
 

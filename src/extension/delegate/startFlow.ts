@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { showError, showWarning } from '../notify';
 
 /** What the user chose before anything is sent. */
 export interface StartChoice {
@@ -85,7 +86,7 @@ function describeCaps(c: StartChoice['capabilities']): string {
 async function pickAgent(agents: readonly AgentChoice[]): Promise<AgentChoice | undefined> {
   if (agents.length === 0) {
     const add = vscode.l10n.t('Add Agent…');
-    const pick = await vscode.window.showWarningMessage(
+    const pick = await showWarning(
       vscode.l10n.t(
         'No approved agent to delegate to. Add an agent and approve it first, or start the local gateway for its built-in agents.',
       ),
@@ -185,9 +186,7 @@ export async function runStartFlow(
   const agent = args.agentId ? agents.find((a) => a.id === args.agentId) : await pickAgent(agents);
   if (!agent) {
     if (args.agentId)
-      void vscode.window.showErrorMessage(
-        vscode.l10n.t('No approved agent "{0}". Approve it in the Agents view first.', args.agentId),
-      );
+      void showError(vscode.l10n.t('No approved agent "{0}". Approve it in the Agents view first.', args.agentId));
     return undefined;
   }
   let task =

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { showInfo } from '../notify';
 import type { PanelHandlers, SubjectOf } from '../../core/protocol/panelProtocol';
 import type { AgentService } from '../agents/agentService';
 import type { DelegationService } from '../delegate/delegationService';
@@ -135,7 +136,7 @@ export function agentReviewRequestHandlers(agents: AgentService): PanelHandlers[
       });
       if (!r.ok) throw new Error(r.message);
       const approved = agents.find(cardUrl)?.approval;
-      void vscode.window.showInformationMessage(
+      void showInfo(
         vscode.l10n.t(
           'Approved {0}. Baton will only call {1}.',
           approved?.card.name ?? cardUrl,

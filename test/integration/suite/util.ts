@@ -16,7 +16,8 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
  * line; the driver answers by writing ack-<id>.json into $BATON_TEST_CONTROL, which this waits for.
  */
 export async function driver(
-  command: 'click' | 'screenshot' | 'expectText' | 'type' | 'press' | 'reload' | 'windowFocus' | 'read',
+  command:
+    'click' | 'screenshot' | 'expectText' | 'type' | 'press' | 'reload' | 'windowFocus' | 'read' | 'count' | 'colors',
   ...args: string[]
 ): Promise<unknown> {
   const dir = process.env.BATON_TEST_CONTROL;
