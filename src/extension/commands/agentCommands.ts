@@ -147,9 +147,12 @@ export function registerAgentCommands(deps: AgentCommandDeps): vscode.Disposable
     /** Resolves with the card URLs of the agents it added (a gateway's index lists new ones). */
     vscode.commands.registerCommand('baton.refreshAgents', async (arg?: unknown): Promise<string[]> => {
       const cardUrl = cardUrlOf(arg);
-      // One agent: its card. All: every card, and the gateway indexes they came from, for new agents.
+      // One agent: its card, and whether the gateway index it came from still lists it. All: every
+      // card, and the gateway indexes they came from, for agents added and removed there.
       const added = await vscode.window.withProgress({ location: { viewId: 'baton.agents' } }, () =>
-        cardUrl ? agents.refresh(cardUrl).then((): string[] => []) : agents.refreshAll(),
+        cardUrl
+          ? Promise.all([agents.refresh(cardUrl), agents.recheckListing(cardUrl)]).then((): string[] => [])
+          : agents.refreshAll(),
       );
       if (added.length) {
         const review = vscode.l10n.t('Review');

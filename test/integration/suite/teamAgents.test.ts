@@ -122,10 +122,13 @@ describe('A team gateway that adds and removes an agent while it runs', () => {
     await driver('screenshot', 'gateway-agent-removed');
     await vscode.commands.executeCommand('notifications.clearAll');
 
-    // The operator puts it back as it was: Refresh Agents finds it listed again, approved as before.
+    // The operator puts it back as it was: refreshing it (its context menu) finds it listed again,
+    // approved as before; Refresh Agents then has nothing new to add.
     assert.match(await gateway.reload(config(server.jsonRpc.url)), /agents back: helper/);
-    assert.deepEqual((await vscode.commands.executeCommand<string[]>('baton.refreshAgents')) ?? [], []);
+    await vscode.commands.executeCommand('baton.refreshAgents', helperCard);
     assert.equal(api.agents.find(helperCard)?.unlistedAt, undefined);
+    assert.equal(api.agents.find(helperCard)?.status, 'approved');
+    assert.deepEqual((await vscode.commands.executeCommand<string[]>('baton.refreshAgents')) ?? [], []);
     assert.equal(api.agents.find(helperCard)?.status, 'approved');
     const again = await run('Help with the changelog, again');
     assert.equal(again.view.outcome, 'completed', again.view.outcomeReason);
