@@ -222,16 +222,7 @@ describe(
         writeFileSync(config, JSON.stringify({ localAgents: ['formatter'], tokens, ...extra }));
       write([{ principal: 'alice', sha256: sha(ALICE) }]);
       const gw = await launch(['--config', config, '--state', join(dir.path, 'state')]);
-      /** The HTTP status of an authenticated A2A call (ListTasks) with `token`. */
-      const statusWith = async (token: string): Promise<number> => {
-        const res = await fetch(`${String(gw.info.url)}/a2a/formatter`, {
-          method: 'POST',
-          headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${token}` },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} }),
-        });
-        await res.arrayBuffer();
-        return res.status;
-      };
+      const statusWith = (token: string): Promise<number> => listTasksStatus(gw, token);
       /** Sends SIGHUP and waits for its `nth` report line. */
       const hup = async (nth: number): Promise<string> => {
         gw.signal('SIGHUP');
@@ -321,13 +312,7 @@ describe(
           await hup(6),
           /unchanged; request limits: body 2048 bytes, JSON 64 deep and 10000 members, headers within 5 s, body within 1 min \(idle 10 s\) \(was body 8 MiB, JSON 64 deep and 10000 members, headers within 30 s, body within 1 min \(idle 10 s\)\), for requests from now on$/,
         );
-        const big = await fetch(`${String(gw.info.url)}/a2a/formatter`, {
-          method: 'POST',
-          headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${BOB}` },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { pad: 'x'.repeat(4096) } }),
-        });
-        await big.arrayBuffer();
-        assert.equal(big.status, 413);
+        assert.equal(await listTasksStatus(gw, BOB, 4096), 413);
         assert.equal(await statusWith(BOB), 200, 'a small request still goes through');
         // Another setting changed: said to wait for the next start.
         write([{ principal: 'bob', sha256: sha(BOB) }], { ...small, pushAllowPrivateHosts: ['127.0.0.1'] });
@@ -440,15 +425,7 @@ describe('baton-gateway program: --watch-config', () => {
     write([]);
     const gw = await launch(['--config', config, '--state', join(dir.path, 'state'), '--watch-config']);
     try {
-      const status = async (): Promise<number> => {
-        const res = await fetch(`${String(gw.info.url)}/a2a/formatter`, {
-          method: 'POST',
-          headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${BOB}` },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} }),
-        });
-        await res.arrayBuffer();
-        return res.status;
-      };
+      const status = (): Promise<number> => listTasksStatus(gw, BOB);
       assert.equal(await status(), 401);
       const lines = (): string[] =>
         gw
@@ -474,6 +451,17 @@ describe('baton-gateway program: --watch-config', () => {
     assert.match(r.stderr, /--watch-config needs --config FILE/);
   });
 });
+
+/** The HTTP status of an A2A call (ListTasks) to the formatter with `token`, its params padded by `pad` characters. */
+async function listTasksStatus(gw: Launched, token: string, pad = 0): Promise<number> {
+  const res = await fetch(`${String(gw.info.url)}/a2a/formatter`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${token}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: pad ? { pad: 'x'.repeat(pad) } : {} }),
+  });
+  await res.arrayBuffer();
+  return res.status;
+}
 
 async function waitUntil<T>(check: () => T | undefined, what: string): Promise<T> {
   const end = Date.now() + 15_000;
