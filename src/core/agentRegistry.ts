@@ -174,6 +174,11 @@ function normalizeEscapes(s: string): string {
   });
 }
 
+/** An agent's name as Baton shows it: its approved card's, else the card last served, else its card URL. */
+export function agentName(entry: AgentEntry): string {
+  return (entry.approval?.card ?? entry.served?.card)?.name ?? entry.cardUrl;
+}
+
 export function findAgent(state: RegistryState, cardUrl: string): AgentEntry | undefined {
   let key: string;
   try {

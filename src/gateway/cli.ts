@@ -20,7 +20,7 @@ import { HARNESSES, harnessById } from './harness/registry';
 import type { LocalAgent } from './agents/localAgent';
 import { GATEWAY_VERSION } from './cards';
 import { defaultStateDir } from './cliPaths';
-import { ConfigError, gatewayLimitsOf, loadGatewayConfig } from './config';
+import { ConfigError, gatewayLimitsOf, loadGatewayConfig, requestLimitsOf } from './config';
 import type { GatewayConfig } from './config';
 import { DEFAULT_LIMITS, DEFAULT_REQUEST_LIMITS, startGateway } from './server';
 import type { AgentChange, RequestLimits, RunningGateway, TaskLimits } from './server';
@@ -363,18 +363,6 @@ function delegationOf(
   };
 }
 
-/** The request limits a config's `limits` give (what it leaves out: the defaults). */
-function requestLimitsOf(limits: GatewayConfig['limits'] | undefined): Partial<RequestLimits> {
-  return {
-    ...(limits?.maxBodyBytes ? { maxBytes: limits.maxBodyBytes } : {}),
-    ...(limits?.headersTimeoutSeconds ? { headersTimeoutMs: limits.headersTimeoutSeconds * 1000 } : {}),
-    ...(limits?.bodyIdleSeconds ? { idleMs: limits.bodyIdleSeconds * 1000 } : {}),
-    ...(limits?.bodyTimeoutSeconds ? { totalMs: limits.bodyTimeoutSeconds * 1000 } : {}),
-    ...(limits?.maxJsonDepth ? { maxDepth: limits.maxJsonDepth } : {}),
-    ...(limits?.maxJsonMembers ? { maxMembers: limits.maxJsonMembers } : {}),
-  };
-}
-
 /** Request limits (what a config leaves out: the defaults) in words, for the SIGHUP line. */
 export function requestLimitsWords(given: Partial<RequestLimits>): string {
   const l: RequestLimits = { ...DEFAULT_REQUEST_LIMITS, ...given };
@@ -497,7 +485,7 @@ function reloadConfig(
     parts.push(`retention: ${retentionWords(retention)} (was ${retentionWords(taken.retention)}), a pass runs now`);
   }
   // What a running gateway cannot take: everything but the tokens, the remote agents (whose other
-  // changes `agentChangeWords` names), the per-task limits, the delegation guards and retention.
+  // changes `agentChangeWords` names), the limits, the delegation guards and retention.
   const rest = (c: GatewayConfig | undefined): string =>
     JSON.stringify({
       ...c,
@@ -505,22 +493,8 @@ function reloadConfig(
       remoteAgents: undefined,
       retention: undefined,
       delegation: undefined,
-      limits: c?.limits
-        ? {
-            ...c.limits,
-            maxRunningTasksPerPrincipal: undefined,
-            capabilities: undefined,
-            defaultDeadlineSeconds: undefined,
-            maxDeadlineSeconds: undefined,
-            cancelGraceSeconds: undefined,
-            maxBodyBytes: undefined,
-            headersTimeoutSeconds: undefined,
-            bodyIdleSeconds: undefined,
-            bodyTimeoutSeconds: undefined,
-            maxJsonDepth: undefined,
-            maxJsonMembers: undefined,
-          }
-        : undefined,
+      // Every limit is taken again (the per-task ones, the per-member one and the request limits).
+      limits: undefined,
     });
   const line = parts.join('; ');
   return {

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import type { Capabilities } from './agents/localAgent';
 import type { SkillInfo } from './cards';
 import type { GatewayLimits } from './gatewayContext';
+import type { RequestLimits } from './server';
 
 export type RemoteAuth =
   | { readonly kind: 'none' }
@@ -598,5 +599,17 @@ export function gatewayLimitsOf(limits: GatewayConfig['limits'] | undefined): Pa
     ...(limits?.maxDeadlineSeconds ? { maxDeadlineMs: limits.maxDeadlineSeconds * 1000 } : {}),
     ...(limits?.cancelGraceSeconds ? { cancelGraceMs: limits.cancelGraceSeconds * 1000 } : {}),
     ...(limits?.maxRunningTasksPerPrincipal ? { maxRunningPerPrincipal: limits.maxRunningTasksPerPrincipal } : {}),
+  };
+}
+
+/** The request limits from the config's `limits` (seconds become milliseconds; what is unset stays the default). */
+export function requestLimitsOf(limits: GatewayConfig['limits'] | undefined): Partial<RequestLimits> {
+  return {
+    ...(limits?.maxBodyBytes ? { maxBytes: limits.maxBodyBytes } : {}),
+    ...(limits?.headersTimeoutSeconds ? { headersTimeoutMs: limits.headersTimeoutSeconds * 1000 } : {}),
+    ...(limits?.bodyIdleSeconds ? { idleMs: limits.bodyIdleSeconds * 1000 } : {}),
+    ...(limits?.bodyTimeoutSeconds ? { totalMs: limits.bodyTimeoutSeconds * 1000 } : {}),
+    ...(limits?.maxJsonDepth ? { maxDepth: limits.maxJsonDepth } : {}),
+    ...(limits?.maxJsonMembers ? { maxMembers: limits.maxJsonMembers } : {}),
   };
 }

@@ -152,9 +152,9 @@ export interface RunningGateway {
    */
   setDelegationPolicy(policy: Partial<DelegationPolicy>): void;
   /**
-   * Takes a reloaded config's request limits (what it leaves out: the defaults): every request whose
-   * headers arrive from then on is held to them (its body's size, shape and time, its headers' time);
-   * one being received keeps what it started with.
+   * Takes a reloaded config's request limits (what it leaves out: the defaults): requests from then on
+   * are held to them (their bodies' size, shape and time, their headers' time); a body being read
+   * meets the new size and idle limits from its next chunk.
    */
   setRequestLimits(given: Partial<RequestLimits>): void;
   close(): Promise<void>;

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { AgentEntry } from '../../core/agentRegistry';
+import { agentName, type AgentEntry } from '../../core/agentRegistry';
 
 /** The host of the gateway index that listed an agent, for words about it (its URL when it has no host). */
 export function listingHost(entry: AgentEntry): string {
@@ -14,7 +14,7 @@ export function listingHost(entry: AgentEntry): string {
 export function unlistedText(entry: AgentEntry): string {
   return vscode.l10n.t(
     '{0} is no longer served by the gateway at {1}: its operator removed it. Baton does not delegate to it; choose another agent, or Refresh Agents to check again.',
-    entry.approval?.card.name ?? entry.served?.card.name ?? entry.cardUrl,
+    agentName(entry),
     listingHost(entry),
   );
 }

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { showError, showInfo, showWarning } from '../notify';
+import { agentName } from '../../core/agentRegistry';
 import { normalizeOrigin, tryNormalizeOrigin } from '../../core/origin';
 import type { AgentService } from '../agents/agentService';
 import { listingHost } from '../agents/unlisted';
@@ -30,7 +31,7 @@ export function registerAgentCommands(deps: AgentCommandDeps): vscode.Disposable
         vscode.l10n.t(
           'The gateway at {0} no longer serves {1}: its operator removed it. Baton does not delegate to it.',
           listingHost(gone[0]),
-          gone.map((a) => a.approval?.card.name ?? a.served?.card.name ?? a.cardUrl).join(', '),
+          gone.map(agentName).join(', '),
         ),
         remove,
       ).then(async (pick) => {

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { AgentEntry, AgentStatus } from '../../core/agentRegistry';
+import { agentName, type AgentEntry, type AgentStatus } from '../../core/agentRegistry';
 import type { AgentService } from '../agents/agentService';
 import type { CodingCliInfo, GatewayStatus } from '../gateway/gatewaySupervisor';
 import { Disposable } from '../lifecycle';
@@ -194,10 +194,8 @@ export class AgentsViewProvider extends Disposable implements vscode.TreeDataPro
                 ? new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('errorForeground'))
                 : new vscode.ThemeIcon('circle-slash');
         // Two agents of one name (the same built-in agent of two gateways): the host tells them apart.
-        const name = card?.name ?? e.cardUrl;
-        const twin = this.agents.agents.some(
-          (o) => o !== e && (o.approval?.card ?? o.served?.card)?.name === name && o.origin !== e.origin,
-        );
+        const name = agentName(e);
+        const twin = this.agents.agents.some((o) => o.origin !== e.origin && agentName(o) === name);
         const host = twin ? `${new URL(e.cardUrl).host} · ` : '';
         item.description =
           host +
